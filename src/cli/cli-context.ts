@@ -1,0 +1,30 @@
+import { loadConfig, AppConfig, ConfigError } from '../config/config';
+import { createLogger, Logger } from '../shared/logger';
+import { CliError, EXIT } from './exit-codes';
+
+/** What every command receives: validated config, a logger, and where to print. */
+export interface CliContext {
+  config: Readonly<AppConfig>;
+  logger: Logger;
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+export interface CliIo {
+  env: Record<string, string | undefined>;
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+export function buildContext(io: CliIo): CliContext {
+  let config: Readonly<AppConfig>;
+  try {
+    config = loadConfig(io.env);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message, EXIT.usage);
+    throw err;
+  }
+  // CLI logs go to stderr so `--json` output on stdout stays parseable.
+  const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel, destination: process.stderr as never });
+  return { config, logger, out: io.out, err: io.err };
+}

@@ -1,0 +1,47 @@
+import type { Command } from 'commander';
+import type { CliContext } from '../cli-context';
+import { openDataSource } from '../../store/data-source';
+import { migrationSql, revertAllMigrations, runMigrations } from '../../store/migrator';
+import { CliError, EXIT } from '../exit-codes';
+
+interface MigrateOptions {
+  revertAll?: boolean;
+  printSql?: boolean;
+  json?: boolean;
+}
+
+export function registerMigrate(program: Command, context: () => CliContext): void {
+  program
+    .command('migrate')
+    .description('apply pending schema migrations to DATABASE_URL')
+    .option('--revert-all', 'revert every applied migration (leaves only the migrations table)')
+    .option('--print-sql', 'print the DDL of every migration for the configured dialect without connecting')
+    .option('--json', 'print a JSON result instead of text')
+    .addHelpText('after', '\nExamples:\n  DATABASE_URL=postgres://postgres@127.0.0.1/app plan-ledger migrate\n  DATABASE_URL=mssql://sa:pw@host/db plan-ledger migrate --print-sql > schema.sql')
+    .action(async (opts: MigrateOptions) => migrate(context(), opts));
+}
+
+export async function migrate(ctx: CliContext, opts: MigrateOptions): Promise<void> {
+  if (opts.revertAll && opts.printSql) throw new CliError('--revert-all and --print-sql cannot be combined', EXIT.usage);
+  const target = ctx.config.database;
+  if (opts.printSql) {
+    const scripts = await migrationSql(target);
+    if (opts.json) return ctx.out(JSON.stringify({ dialect: target.dialect, migrations: scripts }, null, 2));
+    for (const script of scripts) {
+      ctx.out(`-- ${script.migration} (${target.dialect})`);
+      for (const statement of script.statements) ctx.out(`${statement.trim()};`);
+    }
+    return;
+  }
+  const ds = await openDataSource(target, { poolSize: 1 });
+  try {
+    const report = opts.revertAll ? await revertAllMigrations(ds) : await runMigrations(ds);
+    if (opts.json) return ctx.out(JSON.stringify({ database: target.redacted, ...report }));
+    const done = opts.revertAll ? report.reverted : report.applied;
+    const verb = opts.revertAll ? 'reverted' : 'applied';
+    if (done.length === 0) ctx.out(opts.revertAll ? 'nothing to revert' : 'schema is up to date');
+    for (const name of done) ctx.out(`${verb} ${name}`);
+  } finally {
+    await ds.destroy();
+  }
+}

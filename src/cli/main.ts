@@ -1,0 +1,66 @@
+import 'reflect-metadata';
+import { Command, CommanderError } from 'commander';
+import { ENV_HELP } from '../config/config';
+import { buildContext, CliContext, CliIo } from './cli-context';
+import { CliError, EXIT, EXIT_HELP } from './exit-codes';
+import { registerMigrate } from './commands/migrate.command';
+import { redactUrl } from '../config/database-url';
+
+const ENV_TEXT = `\nEnvironment:\n${ENV_HELP.map(([name, help]) => `  ${name.padEnd(14)}${help}`).join('\n')}\n${EXIT_HELP}`;
+
+/** Builds the command tree. Commands are thin: each calls a library function with a context. */
+export function buildProgram(io: CliIo): Command {
+  let ctx: CliContext | undefined;
+  const context = () => (ctx ??= buildContext(io));
+  const program = new Command('plan-ledger')
+    .description('Queue-driven persistence for AI-agent plans: migrate, run workers, inspect and replay.')
+    .showHelpAfterError('(run with --help for usage)')
+    .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) })
+    .addHelpText('after', ENV_TEXT)
+    .exitOverride();
+  registerMigrate(program, context);
+  for (const cmd of program.commands) cmd.exitOverride().addHelpText('after', EXIT_HELP);
+  return program;
+}
+
+/** Entry point: parse, run, print one line on failure, set the exit code. Never prints a stack. */
+export async function run(argv: string[], io: CliIo): Promise<number> {
+  const program = buildProgram(io);
+  try {
+    await program.parseAsync(argv);
+    return EXIT.ok;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return EXIT.ok;
+      return EXIT.usage; // commander already printed the message
+    }
+    if (err instanceof CliError) {
+      io.err(`plan-ledger: ${redactUrl(err.message)}`);
+      return err.exitCode;
+    }
+    io.err(`plan-ledger: ${redactUrl((err as Error)?.message ?? String(err))}`);
+    if (process.env.PLAN_LEDGER_DEBUG === '1') io.err(String((err as Error)?.stack));
+    return EXIT.failed;
+  }
+}
+
+export function main(argv: string[] = process.argv): void {
+  // `plan-ledger ... | head` closes stdout early: that is not an error worth a stack trace
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  });
+  const io: CliIo = {
+    env: process.env,
+    out: (line) => process.stdout.write(`${line}\n`),
+    err: (line) => process.stderr.write(`${line}\n`),
+  };
+  run(argv, io).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err) => {
+      process.stderr.write(`plan-ledger: ${String(err)}\n`);
+      process.exitCode = EXIT.failed;
+    },
+  );
+}

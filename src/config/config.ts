@@ -1,0 +1,84 @@
+import { parseDatabaseUrl, DatabaseTarget, DEFAULT_SQLITE_FILE, redactUrl } from './database-url';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Start-up configuration, validated once and frozen. Every field documents its default. */
+export interface AppConfig {
+  /** DATABASE_URL. @defaultValue `sqlite:./data/plan-ledger.sqlite` */
+  database: DatabaseTarget;
+  /** REDIS_URL. @defaultValue `redis://127.0.0.1:6379` */
+  redisUrl: string;
+  /** QUEUE_PREFIX: BullMQ key prefix; use a hash tag such as `{plan-ledger}` on Redis Cluster. @defaultValue `plan-ledger` */
+  queuePrefix: string;
+  /** LOG_LEVEL. @defaultValue `info` */
+  logLevel: LogLevel;
+}
+
+/** Every environment variable plan-ledger reads, with what it expects; `--help` prints this. */
+export const ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
+  ['DATABASE_URL', `sqlite:<file> | postgres:// | mysql:// | mariadb:// | mssql:// (default sqlite:${DEFAULT_SQLITE_FILE})`],
+  ['REDIS_URL', 'redis://[user:pass@]host:port[/db] (default redis://127.0.0.1:6379)'],
+  ['QUEUE_PREFIX', 'BullMQ key prefix, letters/digits/-_.{} (default plan-ledger)'],
+  ['LOG_LEVEL', `${LOG_LEVELS.join('|')} (default info)`],
+];
+
+/** A configuration problem: one line naming every bad variable. Exit code 2 at the CLI. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration: ${problems.join('; ')}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function read(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+/** Collects problems instead of stopping at the first, so one run shows every bad variable. */
+class Checker {
+  readonly problems: string[] = [];
+  check<T>(name: string, fn: () => T): T | undefined {
+    try {
+      return fn();
+    } catch (err) {
+      this.problems.push(`${name}: ${(err as Error).message}`);
+      return undefined;
+    }
+  }
+}
+
+export function parseRedisUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`"${redactUrl(raw)}" is not a URL; expected redis://host:6379`);
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+    throw new Error(`unsupported scheme "${url.protocol}"; expected redis:// or rediss://`);
+  }
+  if (!url.hostname) throw new Error(`"${redactUrl(raw)}" has no host; expected redis://host:6379`);
+  return raw;
+}
+
+export function loadConfig(env: Env = process.env): Readonly<AppConfig> {
+  const c = new Checker();
+  const database = c.check('DATABASE_URL', () => parseDatabaseUrl(read(env, 'DATABASE_URL') ?? `sqlite:${DEFAULT_SQLITE_FILE}`));
+  const redisUrl = c.check('REDIS_URL', () => parseRedisUrl(read(env, 'REDIS_URL') ?? 'redis://127.0.0.1:6379'));
+  const queuePrefix = c.check('QUEUE_PREFIX', () => {
+    const v = read(env, 'QUEUE_PREFIX') ?? 'plan-ledger';
+    if (!/^[A-Za-z0-9_.{}-]{1,64}$/.test(v)) throw new Error(`"${v}" must be 1-64 of letters, digits, - _ . { }`);
+    return v;
+  });
+  const logLevel = c.check('LOG_LEVEL', () => {
+    const v = (read(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
+    if (!(LOG_LEVELS as readonly string[]).includes(v)) throw new Error(`"${v}" is not one of ${LOG_LEVELS.join(', ')}`);
+    return v as LogLevel;
+  });
+  if (c.problems.length > 0) throw new ConfigError(c.problems);
+  return Object.freeze({ database: database!, redisUrl: redisUrl!, queuePrefix: queuePrefix!, logLevel: logLevel! });
+}

@@ -1,0 +1,81 @@
+import * as path from 'node:path';
+import type { Dialect } from '../store/dialect';
+
+/** What DATABASE_URL resolves to. `redacted` is the URL with any password replaced by `***`. */
+export interface DatabaseTarget {
+  dialect: Dialect;
+  /** TypeORM driver type: mariadb keeps its own name, everything else is its family. */
+  driver: 'better-sqlite3' | 'postgres' | 'mysql' | 'mariadb' | 'mssql';
+  url: string;
+  redacted: string;
+  /** SQLite: file path or `:memory:`. */
+  file?: string;
+  host?: string;
+  port?: number;
+  username?: string;
+  password?: string;
+  database?: string;
+  /** PostgreSQL: schema (search_path) from `?schema=`; tests use one schema each. */
+  schema?: string;
+  /** mssql options from the query string (`encrypt`, `trustServerCertificate`). */
+  params: Record<string, string>;
+}
+
+export const DEFAULT_SQLITE_FILE = './data/plan-ledger.sqlite';
+
+const SCHEMES: Record<string, { dialect: Dialect; driver: DatabaseTarget['driver']; port: number }> = {
+  'postgres:': { dialect: 'postgres', driver: 'postgres', port: 5432 },
+  'postgresql:': { dialect: 'postgres', driver: 'postgres', port: 5432 },
+  'mysql:': { dialect: 'mysql', driver: 'mysql', port: 3306 },
+  'mariadb:': { dialect: 'mysql', driver: 'mariadb', port: 3306 },
+  'mssql:': { dialect: 'mssql', driver: 'mssql', port: 1433 },
+  'sqlserver:': { dialect: 'mssql', driver: 'mssql', port: 1433 },
+};
+
+const EXPECTED = 'expected sqlite:<file>, or postgres:// mysql:// mariadb:// mssql:// followed by [user[:password]@]host[:port]/database';
+
+/** Replace the password of any `scheme://user:password@` in a string. */
+export function redactUrl(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*:)[^@\s]*@/gi, '$1***@');
+}
+
+/** Parse DATABASE_URL; throws an Error whose message says what is wrong and what is expected. */
+export function parseDatabaseUrl(raw: string): DatabaseTarget {
+  const url = raw.trim();
+  if (url.startsWith('sqlite:')) return parseSqlite(url);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`"${redactUrl(url)}" is not a URL; ${EXPECTED}`);
+  }
+  const scheme = SCHEMES[parsed.protocol];
+  if (!scheme) throw new Error(`unsupported scheme "${parsed.protocol}"; ${EXPECTED}`);
+  if (!parsed.hostname) throw new Error(`"${redactUrl(url)}" has no host; ${EXPECTED}`);
+  const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
+  if (!database) throw new Error(`"${redactUrl(url)}" names no database (the path after the host); ${EXPECTED}`);
+  const port = parsed.port ? Number(parsed.port) : scheme.port;
+  const params = Object.fromEntries(parsed.searchParams.entries());
+  return {
+    dialect: scheme.dialect,
+    driver: scheme.driver,
+    url,
+    redacted: redactUrl(url),
+    host: parsed.hostname.replace(/^\[|\]$/g, ''),
+    port,
+    username: parsed.username ? decodeURIComponent(parsed.username) : undefined,
+    password: parsed.password ? decodeURIComponent(parsed.password) : undefined,
+    database,
+    schema: params.schema,
+    params,
+  };
+}
+
+function parseSqlite(url: string): DatabaseTarget {
+  // sqlite:./data/x.sqlite, sqlite:/abs/x.sqlite, sqlite:///abs/x.sqlite, sqlite::memory:
+  let file = url.slice('sqlite:'.length);
+  if (file.startsWith('//')) file = file.slice(2);
+  if (!file) throw new Error(`"${url}" names no file; expected sqlite:./data/plan-ledger.sqlite or sqlite::memory:`);
+  if (file !== ':memory:') file = path.resolve(file);
+  return { dialect: 'sqlite', driver: 'better-sqlite3', url, redacted: url, file, params: {} };
+}

@@ -1,0 +1,21 @@
+/**
+ * Names shared by the publisher, the worker, the dead-letter tools and the scheduler. Every Redis
+ * key is `<QUEUE_PREFIX>:<queue name>:...`; on Redis Cluster use a hash-tag prefix such as
+ * `{plan-ledger}` so all of a queue's keys land in one slot.
+ */
+export const EVENTS_QUEUE = 'plan-events';
+export const DEAD_LETTER_QUEUE = 'plan-events-dead';
+export const MAINTENANCE_QUEUE = 'plan-ledger-maintenance';
+
+/** Job name of a batch of events on EVENTS_QUEUE. */
+export const EVENT_BATCH_JOB = 'events';
+
+/**
+ * The data of one EVENTS_QUEUE job: several events, so one Redis round trip carries many.
+ * Each event is validated and dead-lettered on its own by the worker; a bad one never takes its
+ * neighbours down with it. `v` versions this job shape (the events carry their own specVersion).
+ */
+export interface EventBatchJobData {
+  v: 1;
+  events: unknown[];
+}

@@ -1,0 +1,55 @@
+import { EntitySchema, EntitySchemaColumnOptions } from 'typeorm';
+import { columnTypeFor, ColumnKind, Dialect } from '../dialect';
+
+/**
+ * Entities are EntitySchemas built per dialect rather than decorated classes: a decorator's column
+ * type is fixed at import time, and a type valid on SQL Server (`datetime2`, `nvarchar(MAX)`) is
+ * rejected by the PostgreSQL driver and vice versa. The kinds are the migration's, so the mapping
+ * and the DDL cannot drift apart.
+ */
+export interface ColumnSpec {
+  column: string;
+  kind: ColumnKind | { varchar: number };
+  primary?: boolean;
+  nullable?: boolean;
+  /** The soft-delete column: finds and QueryBuilder selects skip rows where it is set. */
+  deleteDate?: boolean;
+}
+
+export type EntityFactory<T> = (dialect: Dialect) => EntitySchema<T>;
+
+export function defineEntity<T>(name: string, tableName: string, columns: Record<keyof T & string, ColumnSpec>): EntityFactory<T> {
+  return (dialect) =>
+    new EntitySchema<T>({
+      name,
+      tableName,
+      columns: Object.fromEntries(
+        Object.entries<ColumnSpec>(columns).map(([prop, spec]) => [prop, toColumnOptions(dialect, spec)]),
+      ) as Record<keyof T, EntitySchemaColumnOptions>,
+    });
+}
+
+function toColumnOptions(dialect: Dialect, spec: ColumnSpec): EntitySchemaColumnOptions {
+  const type = columnTypeFor(dialect, spec.kind);
+  // mysql's `tinyint` would hydrate as 0/1; TypeORM's `boolean` is the same column read as true/false
+  if (spec.kind === 'boolean') type.type = dialect === 'mssql' ? 'bit' : 'boolean';
+  return {
+    name: spec.column,
+    type: type.type as EntitySchemaColumnOptions['type'],
+    ...(type.length && type.length !== 'MAX' ? { length: Number(type.length) } : {}),
+    ...(type.length === 'MAX' ? { length: 'MAX' } : {}),
+    ...(typeof type.precision === 'number' ? { precision: type.precision } : {}),
+    primary: spec.primary ?? false,
+    nullable: spec.nullable ?? false,
+    ...(spec.deleteDate ? { deleteDate: true } : {}),
+  };
+}
+
+export const ext = (column: string, extra: Partial<ColumnSpec> = {}): ColumnSpec => ({ column, kind: 'externalId', ...extra });
+export const uuid = (column: string, extra: Partial<ColumnSpec> = {}): ColumnSpec => ({ column, kind: 'uuid', ...extra });
+export const text = (column: string, nullable = true): ColumnSpec => ({ column, kind: 'longText', nullable });
+export const str = (column: string, length: number, nullable = false): ColumnSpec => ({ column, kind: { varchar: length }, nullable });
+export const int = (column: string, nullable = false): ColumnSpec => ({ column, kind: 'int', nullable });
+export const bool = (column: string): ColumnSpec => ({ column, kind: 'boolean' });
+export const ts = (column: string, nullable = false): ColumnSpec => ({ column, kind: 'timestamp', nullable });
+export const deletedAt: ColumnSpec = { column: 'deleted_at', kind: 'timestamp', nullable: true, deleteDate: true };

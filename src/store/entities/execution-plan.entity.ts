@@ -1,0 +1,49 @@
+import { bool, deletedAt, defineEntity, ext, int, str, text, ts } from './define-entity';
+
+export type PlanStatus = 'planning' | 'executing' | 'completed' | 'failed' | 'cancelled';
+export type ApprovalStatus = 'pending' | 'approved' | 'edited' | 'rejected';
+
+/** `execution_plans` of PRD-032 (seed 000), plus approval state (seed 004) and soft delete. */
+export interface ExecutionPlanRow {
+  id: string;
+  sessionId: string;
+  query: string;
+  status: PlanStatus;
+  summary: string | null;
+  failureReason: string | null;
+  totalSteps: number;
+  completedSteps: number;
+  failedSteps: number;
+  skippedSteps: number;
+  totalInputTokens: number;
+  totalOutputTokens: number;
+  requiresApproval: boolean;
+  approvalStatus: ApprovalStatus | null;
+  complexity: number | null;
+  createdAt: Date;
+  updatedAt: Date;
+  completedAt: Date | null;
+  deletedAt: Date | null;
+}
+
+export const ExecutionPlanEntity = defineEntity<ExecutionPlanRow>('ExecutionPlan', 'execution_plans', {
+  id: ext('id', { primary: true }),
+  sessionId: ext('session_id'),
+  query: text('query', false),
+  status: str('status', 20),
+  summary: text('summary'),
+  failureReason: text('failure_reason'),
+  totalSteps: int('total_steps'),
+  completedSteps: int('completed_steps'),
+  failedSteps: int('failed_steps'),
+  skippedSteps: int('skipped_steps'),
+  totalInputTokens: int('total_input_tokens'),
+  totalOutputTokens: int('total_output_tokens'),
+  requiresApproval: bool('requires_approval'),
+  approvalStatus: str('approval_status', 20, true),
+  complexity: int('complexity', true),
+  createdAt: ts('created_at'),
+  updatedAt: ts('updated_at'),
+  completedAt: ts('completed_at', true),
+  deletedAt,
+});

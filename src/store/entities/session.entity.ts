@@ -1,0 +1,14 @@
+import { defineEntity, ext, ts } from './define-entity';
+
+/** A chat session (seed 001); its plans hang off it. */
+export interface SessionRow {
+  id: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export const SessionEntity = defineEntity<SessionRow>('Session', 'sessions', {
+  id: ext('id', { primary: true }),
+  createdAt: ts('created_at'),
+  updatedAt: ts('updated_at'),
+});

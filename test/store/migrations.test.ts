@@ -1,0 +1,142 @@
+import { DataSource } from 'typeorm';
+import { openDataSource } from '../../src/store/data-source';
+import { revertAllMigrations, runMigrations } from '../../src/store/migrator';
+import { ALL_TEST_DBS, createThrowawayDb, ThrowawayDb } from '../support/databases';
+
+/** Tables and the PRD-032 (seed 000) columns they must carry, plus what the other seeds add. */
+const EXPECTED_COLUMNS: Record<string, string[]> = {
+  sessions: ['id', 'created_at', 'updated_at'],
+  execution_plans: [
+    'id', 'session_id', 'query', 'status', 'summary', 'failure_reason', 'total_steps', 'completed_steps',
+    'failed_steps', 'total_input_tokens', 'total_output_tokens', 'created_at', 'updated_at', 'completed_at', 'deleted_at',
+  ],
+  plan_steps: [
+    'id', 'plan_id', 'step_index', 'agent_id', 'task', 'expected_output', 'status', 'result', 'error',
+    'input_tokens', 'output_tokens', 'started_at', 'completed_at', 'created_at', 'output_content', 'deleted_at',
+  ],
+  plan_handoffs: ['id', 'plan_id', 'step_id', 'from_agent_id', 'to_agent_id', 'reason', 'explanation', 'timestamp', 'deleted_at'],
+  plan_decisions: ['id', 'plan_id', 'decision', 'modified_steps', 'feedback', 'decided_by', 'decided_at', 'deleted_at'],
+  workflow_dags: ['workflow_id', 'dag', 'intent', 'created_at', 'expires_at', 'deleted_at'],
+  workflow_checkpoints: ['id', 'workflow_id', 'layer', 'state', 'created_at', 'deleted_at'],
+  plan_events: ['event_id', 'plan_id', 'session_id', 'type', 'seq', 'occurred_at', 'payload', 'deleted_at'],
+  plan_heads: ['plan_id', 'version', 'deleted_at'],
+};
+
+/** Seed 000, section 6, verbatim. */
+const PRD_ANALYTICS = [
+  `SELECT
+    CAST(created_at AS DATE) as date,
+    COUNT(*) as total_plans,
+    SUM(CASE WHEN status = 'completed' THEN 1 ELSE 0 END) as completed,
+    SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) as failed
+FROM execution_plans
+GROUP BY CAST(created_at AS DATE)
+ORDER BY date DESC;`,
+  `SELECT
+    agent_id,
+    COUNT(*) as total_steps,
+    SUM(CASE WHEN status = 'completed' THEN 1 ELSE 0 END) as completed,
+    AVG(CAST(output_tokens AS FLOAT)) as avg_tokens
+FROM plan_steps
+GROUP BY agent_id
+ORDER BY total_steps DESC;`,
+  `SELECT
+    from_agent_id,
+    to_agent_id,
+    reason,
+    COUNT(*) as count
+FROM plan_handoffs
+GROUP BY from_agent_id, to_agent_id, reason
+ORDER BY count DESC;`,
+];
+
+const TABLES_SQL: Record<string, string> = {
+  sqlite: `SELECT name AS t FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`,
+  postgres: `SELECT table_name AS t FROM information_schema.tables WHERE table_schema = current_schema()`,
+  mariadb: `SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE()`,
+};
+
+async function tableNames(ds: DataSource, kind: string): Promise<string[]> {
+  const rows: Array<{ t?: string; T?: string; TABLE_NAME?: string }> = await ds.query(TABLES_SQL[kind]);
+  return rows.map((r) => String(r.t ?? r.T ?? r.TABLE_NAME)).sort();
+}
+
+async function columnNames(ds: DataSource, table: string): Promise<string[]> {
+  const runner = ds.createQueryRunner();
+  try {
+    const t = await runner.getTable(table);
+    return t ? t.columns.map((c) => c.name) : [];
+  } finally {
+    await runner.release();
+  }
+}
+
+describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
+  let db: ThrowawayDb;
+  let ds: DataSource;
+
+  beforeAll(async () => {
+    db = await createThrowawayDb(kind);
+    ds = await openDataSource(db.target, { poolSize: 2 });
+  });
+  afterAll(async () => {
+    if (ds?.isInitialized) await ds.destroy();
+    await db?.drop();
+  });
+
+  it('creates every table with the PRD-032 columns', async () => {
+    const report = await runMigrations(ds);
+    expect(report.applied).toEqual(['InitialSchema1795219200000']);
+    expect(await tableNames(ds, kind)).toEqual([...Object.keys(EXPECTED_COLUMNS), 'migrations'].sort());
+    for (const [table, expected] of Object.entries(EXPECTED_COLUMNS)) {
+      expect(await columnNames(ds, table)).toEqual(expect.arrayContaining(expected));
+    }
+  });
+
+  it('is idempotent: a second run applies nothing', async () => {
+    expect((await runMigrations(ds)).applied).toEqual([]);
+  });
+
+  it('names the PRD indexes and the unique step index', async () => {
+    const runner = ds.createQueryRunner();
+    try {
+      const plans = await runner.getTable('execution_plans');
+      const steps = await runner.getTable('plan_steps');
+      const indexNames = plans!.indices.map((i) => i.name);
+      expect(indexNames).toEqual(expect.arrayContaining(['IX_execution_plans_session', 'IX_execution_plans_status', 'IX_execution_plans_created', 'IX_execution_plans_deleted']));
+      const stepUniques = [...steps!.uniques.map((u) => u.name), ...steps!.indices.filter((i) => i.isUnique).map((i) => i.name)];
+      expect(stepUniques).toContain('UQ_plan_step_index');
+    } finally {
+      await runner.release();
+    }
+  });
+
+  if (kind !== 'sqlite') {
+    it('runs the analytics SQL of seed 000 section 6 unmodified', async () => {
+      await ds.query(`INSERT INTO sessions (id) VALUES ('s1')`);
+      await ds.query(`INSERT INTO execution_plans (id, session_id, query, status, total_steps) VALUES ('p1', 's1', 'q', 'completed', 1)`);
+      await ds.query(
+        `INSERT INTO plan_steps (id, plan_id, step_key, step_index, agent_id, task, status, output_tokens) VALUES ('00000000-0000-4000-8000-000000000001', 'p1', 'a', 0, 'coder', 't', 'completed', 10)`,
+      );
+      await ds.query(
+        `INSERT INTO plan_handoffs (id, plan_id, handoff_key, from_agent_id, to_agent_id, reason) VALUES ('00000000-0000-4000-8000-000000000002', 'p1', 'h1', 'planner', 'coder', 'delegation')`,
+      );
+      const [daily, agents, handoffs] = await Promise.all(PRD_ANALYTICS.map((sql) => ds.query(sql)));
+      expect(daily).toHaveLength(1);
+      expect(Number(daily[0].total_plans)).toBe(1);
+      expect(Number(daily[0].completed)).toBe(1);
+      expect(agents).toEqual([expect.objectContaining({ agent_id: 'coder' })]);
+      expect(Number(agents[0].avg_tokens)).toBe(10);
+      expect(handoffs).toEqual([expect.objectContaining({ from_agent_id: 'planner', to_agent_id: 'coder', reason: 'delegation' })]);
+      expect(Number(handoffs[0].count)).toBe(1);
+    });
+  }
+
+  it('reverts everything, leaving only the migrations table, then migrates again', async () => {
+    const report = await revertAllMigrations(ds);
+    expect(report.reverted).toEqual(['InitialSchema1795219200000']);
+    expect(await tableNames(ds, kind)).toEqual(['migrations']);
+    expect((await runMigrations(ds)).applied).toEqual(['InitialSchema1795219200000']);
+    expect(await tableNames(ds, kind)).toHaveLength(Object.keys(EXPECTED_COLUMNS).length + 1);
+  });
+});

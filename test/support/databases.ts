@@ -1,0 +1,96 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { parseDatabaseUrl, DatabaseTarget } from '../../src/config/database-url';
+import { openDataSource, DataSourceExtras } from '../../src/store/data-source';
+import { runMigrations } from '../../src/store/migrator';
+
+export type TestDb = 'sqlite' | 'postgres' | 'mariadb';
+
+/** Admin URLs of the local servers; override with TEST_PG_URL / TEST_MARIADB_URL. */
+export const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const MARIADB_ADMIN_URL = process.env.TEST_MARIADB_URL ?? 'mariadb://root@127.0.0.1:3306/test';
+
+const START_HINT: Record<TestDb, string> = {
+  sqlite: '',
+  postgres: 'start it with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start',
+  mariadb: 'start it with: start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd',
+};
+
+export interface ThrowawayDb {
+  kind: TestDb;
+  url: string;
+  target: DatabaseTarget;
+  /** Drops the schema / database / file. */
+  drop(): Promise<void>;
+}
+
+function uniqueName(prefix: string): string {
+  return `${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+}
+
+async function adminQuery(url: string, kind: TestDb, sql: string): Promise<void> {
+  const ds = await openDataSource(parseDatabaseUrl(url), { poolSize: 1 }).catch((err: Error) => {
+    throw new Error(`${kind} is not reachable at ${url} (${err.message}); ${START_HINT[kind]}`);
+  });
+  try {
+    await ds.query(sql);
+  } finally {
+    await ds.destroy();
+  }
+}
+
+/**
+ * A database no other test sees: a SQLite file, a PostgreSQL schema, or a MariaDB database,
+ * all named uniquely. Keep it when a test fails by setting KEEP_TEST_DB=1.
+ */
+export async function createThrowawayDb(kind: TestDb): Promise<ThrowawayDb> {
+  const name = uniqueName('pl');
+  let url: string;
+  let drop: () => Promise<void>;
+  switch (kind) {
+    case 'sqlite': {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-test-'));
+      url = `sqlite:${path.join(dir, 'db.sqlite')}`;
+      drop = async () => fs.rmSync(dir, { recursive: true, force: true });
+      break;
+    }
+    case 'postgres': {
+      const u = new URL(PG_ADMIN_URL);
+      u.searchParams.set('schema', name);
+      url = u.toString();
+      await adminQuery(PG_ADMIN_URL, kind, `CREATE SCHEMA "${name}"`);
+      drop = () => adminQuery(PG_ADMIN_URL, kind, `DROP SCHEMA IF EXISTS "${name}" CASCADE`);
+      break;
+    }
+    case 'mariadb': {
+      await adminQuery(MARIADB_ADMIN_URL, kind, `CREATE DATABASE \`${name}\``);
+      const u = new URL(MARIADB_ADMIN_URL);
+      u.pathname = `/${name}`;
+      url = u.toString();
+      drop = () => adminQuery(MARIADB_ADMIN_URL, kind, `DROP DATABASE IF EXISTS \`${name}\``);
+      break;
+    }
+  }
+  const keep = process.env.KEEP_TEST_DB === '1';
+  return { kind, url, target: parseDatabaseUrl(url), drop: keep ? async () => undefined : drop };
+}
+
+/** A throwaway database with the schema migrated, and an open DataSource on it. */
+export async function createMigratedDb(kind: TestDb, extras: DataSourceExtras = {}): Promise<{ db: ThrowawayDb; ds: DataSource; close(): Promise<void> }> {
+  const db = await createThrowawayDb(kind);
+  const ds = await openDataSource(db.target, extras);
+  await runMigrations(ds);
+  return {
+    db,
+    ds,
+    async close() {
+      if (ds.isInitialized) await ds.destroy();
+      await db.drop();
+    },
+  };
+}
+
+export const ALL_TEST_DBS: TestDb[] = ['sqlite', 'postgres', 'mariadb'];
