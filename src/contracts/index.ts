@@ -1,0 +1,32 @@
+/**
+ * Public API of the plan-event contract. Executors depend on this module alone: it imports neither
+ * TypeORM nor BullMQ.
+ */
+export { DECISION_KINDS, FINAL_STATUSES, PLAN_EVENT_TYPES, PlanEventType, SPEC_VERSION, isPlanEventType } from './event-types';
+export type { PlanEventTypeName } from './event-types';
+export type {
+  CheckpointSavedPayload,
+  DecisionKind,
+  FinalStatus,
+  HandoffRecordedPayload,
+  PayloadByType,
+  PlanCreatedPayload,
+  PlanDecisionPayload,
+  PlanEvent,
+  PlanEventEnvelope,
+  PlanEventInput,
+  PlanEventOf,
+  PlanFinalizedPayload,
+  StepCompletedPayload,
+  StepFailedPayload,
+  StepSkippedPayload,
+  StepSpec,
+  StepStartedPayload,
+} from './types';
+export { InvalidEventError } from './invalid-event.error';
+export type { Violation } from './invalid-event.error';
+export { DEFAULT_LIMITS } from './limits';
+export type { ContractLimits } from './limits';
+export { EXTERNAL_ID_PATTERN, isExternalId } from './field-formats';
+export { parsePlanEvent } from './parse-plan-event';
+export type { ParsePlanEventOptions, ParseResult } from './parse-plan-event';

@@ -1,0 +1,96 @@
+/**
+ * The single entry point both sides of the queue use: the publisher before it enqueues (hot path),
+ * the worker before it writes. Synchronous and total: it returns a result and never throws.
+ *
+ * Order of work, cheapest and most protective first:
+ * 1. guard the raw input (size, JSON-only, prototype keys, nesting), see raw-input.guard.ts;
+ * 2. transform into the DTO chosen by `type` and check configurable limits; an oversized list stops
+ *    here, before item-by-item validation;
+ * 3. class-validator field checks, then cross-field rules (step graph, decision/steps).
+ * Every violation found in steps 2-3 is reported at once, so a sender fixes an event in one round.
+ */
+import { ClassTransformOptions, plainToInstance } from 'class-transformer';
+import { Validator, ValidatorOptions } from 'class-validator';
+import { isPlanEventType } from './event-types';
+import { flattenValidationErrors } from './flatten-validation-errors';
+import { InvalidEventError, Violation } from './invalid-event.error';
+import { ContractLimits, checkLimits, resolveLimits } from './limits';
+import { checkPayloadRules } from './payload-rules.check';
+import { eventDtoFor } from './plan-event.dto';
+import { guardRawInput } from './raw-input.guard';
+import type { PlanEvent } from './types';
+import { violationAt } from './violation-path';
+
+export type ParseResult = { ok: true; event: PlanEvent } | { ok: false; error: InvalidEventError };
+
+export interface ParsePlanEventOptions {
+  /** Overrides of `DEFAULT_LIMITS`, field by field. */
+  limits?: Partial<ContractLimits>;
+}
+
+// Built once: the publisher parses on its hot path.
+const TRANSFORM_OPTIONS: ClassTransformOptions = Object.freeze({ enableImplicitConversion: false });
+const VALIDATOR_OPTIONS: ValidatorOptions = Object.freeze({
+  whitelist: true,
+  forbidNonWhitelisted: true,
+  forbidUnknownValues: true,
+  // One violation per field (see field.decorators.ts): "must be a string", not also a length complaint.
+  stopAtFirstError: true,
+  // Keep values out of the error tree, hence out of logs and dead letters.
+  validationError: { target: false, value: false },
+});
+const validator = new Validator();
+
+/** Enough to fix the sender; a hostile event with thousands of bad fields must not make a huge log line. */
+const MAX_REPORTED_VIOLATIONS = 50;
+const ENVELOPE_ORDER = ['specVersion', 'eventId', 'type', 'planId', 'sessionId', 'seq', 'occurredAt', 'payload'];
+
+/**
+ * Validates an event given as an object or as JSON text. On success the event is a fresh plain
+ * object (never the caller's), with `eventId` in lower case and `occurredAt` as `toISOString()`.
+ *
+ * Typical cost on the project's machines: see PERFORMANCE below.
+ */
+export function parsePlanEvent(input: unknown, options?: ParsePlanEventOptions): ParseResult {
+  try {
+    return parse(input, resolveLimits(options?.limits));
+  } catch (err) {
+    // Not expected (the guard admits only plain JSON); if it happens the event still gets a
+    // permanent verdict instead of crashing the publisher. Only the error's class is reported:
+    // its message could quote the payload.
+    return invalid([violationAt('', `could not be validated (${err instanceof Error ? err.name : 'error'})`)]);
+  }
+}
+
+function parse(input: unknown, limits: ContractLimits): ParseResult {
+  const guarded = guardRawInput(input, limits);
+  if (!guarded.ok) return invalid(guarded.violations);
+  const root = guarded.root;
+  const dto = plainToInstance(eventDtoFor(root.type), root, TRANSFORM_OPTIONS);
+  const limitViolations: Violation[] = [];
+  if (!checkLimits(dto, limits, '', limitViolations)) return invalid(limitViolations);
+  const violations = flattenValidationErrors(validator.validateSync(dto, VALIDATOR_OPTIONS));
+  violations.push(...limitViolations);
+  if (isPlanEventType(root.type)) checkPayloadRules(root.type, root.payload, violations);
+  if (violations.length > 0) return invalid(violations);
+  // The guard gave us our own tree, so normalising in place touches nothing of the caller's.
+  root.eventId = (root.eventId as string).toLowerCase();
+  root.occurredAt = new Date(root.occurredAt as string).toISOString();
+  return { ok: true, event: root as unknown as PlanEvent };
+}
+
+function invalid(violations: Violation[]): ParseResult {
+  const sorted = [...violations].sort((a, b) => envelopeRank(a.path) - envelopeRank(b.path));
+  const listed = sorted.slice(0, MAX_REPORTED_VIOLATIONS);
+  if (sorted.length > listed.length) {
+    listed.push(violationAt('', `has ${sorted.length - listed.length} more violations (not listed)`));
+  }
+  return { ok: false, error: new InvalidEventError(listed) };
+}
+
+/** Envelope fields in document order, then the payload, then unknown top-level fields. */
+function envelopeRank(path: string): number {
+  const field = /^[^.[]*/.exec(path)![0];
+  const rank = ENVELOPE_ORDER.indexOf(field);
+  return rank === -1 ? ENVELOPE_ORDER.length : rank;
+}

@@ -1,0 +1,13 @@
+import { ExternalId, IntInRange, LongText, Optional, Required, Text } from '../field.decorators';
+import type { StepCompletedPayload } from '../types';
+
+/** Tokens are required here (billing sums them) and bounded by SQL INT. */
+export class StepCompletedPayloadDto implements StepCompletedPayload {
+  @Required() @ExternalId() stepId!: string;
+  @Optional() @LongText() result?: string;
+  /** The step's full output, read back by later tasks (seed 003). */
+  @Optional() @LongText() outputContent?: string;
+  @Required() @IntInRange(0, 2_147_483_647) inputTokens!: number;
+  @Required() @IntInRange(0, 2_147_483_647) outputTokens!: number;
+  @Optional() @Text(1, 100) model?: string;
+}

@@ -1,0 +1,141 @@
+/** What reaches the parser before any DTO: raw input shapes, JSON text, size, prototype keys. */
+import { InvalidEventError, isExternalId, parsePlanEvent, PLAN_EVENT_TYPES, PlanEventType, SPEC_VERSION } from '../../src/contracts';
+import { accepted, checkpoint, completed, envelope, pairs } from './plan-event.fixtures';
+
+const FORBIDDEN = 'is a forbidden key (it names a built-in object property)';
+
+describe('parsePlanEvent: raw input', () => {
+  it.each<[string, unknown, string]>([
+    ['null', null, '(root) must be a JSON object'],
+    ['undefined', undefined, '(root) must be a JSON object'],
+    ['a number', 42, '(root) must be a JSON object'],
+    ['an array', [completed()], '(root) must be a JSON object'],
+    ['a class instance', new (class Event {})(), '(root) must be a JSON object'],
+    ['JSON text of an array', '[]', '(root) must be a JSON object'],
+    ['JSON text of null', 'null', '(root) must be a JSON object'],
+    ['invalid JSON text', '{"specVersion":1,', '(root) must be valid JSON'],
+    ['an empty string', '', '(root) must be valid JSON'],
+  ])('rejects %s with one violation', (_name, input, message) => {
+    expect(pairs(input)).toEqual([['', message]]);
+  });
+
+  it.each<[string, unknown, [string, string][]]>([
+    ['NaN', completed({ inputTokens: NaN }), [['payload.inputTokens', 'payload.inputTokens must be a finite number']]],
+    ['Infinity', completed({ inputTokens: Infinity }), [['payload.inputTokens', 'payload.inputTokens must be a finite number']]],
+    ['a function', completed({ result: () => 'x' }), [['payload.result', 'payload.result must be a JSON value']]],
+    ['a bigint', completed({ inputTokens: BigInt(1) }), [['payload.inputTokens', 'payload.inputTokens must be a JSON value']]],
+    ['a Date', completed({}, { occurredAt: new Date() }), [['occurredAt', 'occurredAt must be a plain object or array']]],
+    ['a Map in state', checkpoint({ m: new Map() }), [['payload.state.m', 'payload.state.m must be a plain object or array']]],
+    ['an undefined array item', checkpoint({ list: [1, undefined] }), [['payload.state.list[1]', 'payload.state.list[1] must be a JSON value']]],
+  ])('rejects a non-JSON value: %s', (_name, input, expected) => {
+    expect(pairs(input)).toEqual(expected);
+  });
+
+  it('stops collecting raw-input violations at 20', () => {
+    expect(pairs(checkpoint({ list: Array.from({ length: 1000 }, () => NaN) }))).toHaveLength(20);
+  });
+
+  it('never throws, even when reading the input throws', () => {
+    const input = completed();
+    Object.defineProperty(input, 'seq', { enumerable: true, get: () => { throw new Error('boom: secret'); } });
+    const result = parsePlanEvent(input);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.error.message).toBe('invalid plan event: (root) could not be validated (Error)');
+  });
+
+  it('survives very deep JSON text without overflowing the stack', () => {
+    const deep = `{"junk":${'['.repeat(200_000)}${']'.repeat(200_000)}}`;
+    expect(pairs(deep)).toEqual([['junk[0]', 'junk[0] must not be nested more than 32 levels deep']]);
+  });
+});
+
+describe('parsePlanEvent: prototype keys', () => {
+  it('rejects __proto__ in JSON text and pollutes nothing', () => {
+    expect(pairs('{"__proto__":{"polluted":1}}')).toEqual([['__proto__', `__proto__ ${FORBIDDEN}`]]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect((Object.prototype as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('rejects prototype keys anywhere, checkpoint state included', () => {
+    const text = JSON.stringify(checkpoint({ ok: 1 })).replace('"ok":1', '"ok":{"__proto__":{"polluted":1}},"constructor":{"prototype":{"polluted":1}}');
+    expect(pairs(text)).toEqual([
+      ['payload.state.constructor', `payload.state.constructor ${FORBIDDEN}`],
+      ['payload.state.ok.__proto__', `payload.state.ok.__proto__ ${FORBIDDEN}`],
+    ]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('rejects an own __proto__ key on an object input', () => {
+    const payload = { stepId: 's1' };
+    Object.defineProperty(payload, '__proto__', { value: { polluted: 1 }, enumerable: true });
+    expect(pairs(envelope('step.started', payload))).toEqual([['payload.__proto__', `payload.__proto__ ${FORBIDDEN}`]]);
+  });
+
+  it('rejects a prototype set through an object literal', () => {
+    const input = { ...completed(), payload: { __proto__: { polluted: 1 }, stepId: 's1', inputTokens: 1, outputTokens: 1 } };
+    expect(pairs(input)).toEqual([['payload', 'payload must be a plain object or array']]);
+  });
+
+  // class-transformer silently skips keys that name Object.prototype methods, so without the guard
+  // they would slip past the unknown-field check and into the accepted event.
+  it.each(['toString', 'valueOf', 'hasOwnProperty', 'prototype'])('rejects %s as a key', (key) => {
+    expect(pairs(completed({ [key]: 1 }))).toEqual([[`payload.${key}`, `payload.${key} ${FORBIDDEN}`]]);
+  });
+});
+
+describe('parsePlanEvent: size', () => {
+  const event = completed({ outputContent: 'héllo wörld' });
+  const bytes = Buffer.byteLength(JSON.stringify(event), 'utf8');
+
+  it.each([
+    ['an object', event],
+    ['JSON text', JSON.stringify(event)],
+  ])('measures %s in UTF-8 bytes of JSON, exactly', (_name, input) => {
+    expect(accepted(input, { maxEventBytes: bytes }).type).toBe('step.completed');
+    expect(pairs(input, { maxEventBytes: bytes - 1 })).toEqual([['', `(root) must be at most ${bytes - 1} bytes of UTF-8 JSON`]]);
+  });
+
+  it('rejects a large object early, by its lower bound', () => {
+    const big = completed({ outputContent: 'x'.repeat(5000) });
+    expect(pairs(big, { maxEventBytes: 1000 })).toEqual([['', '(root) must be at most 1000 bytes of UTF-8 JSON']]);
+  });
+
+  it('does not count undefined fields, which JSON drops', () => {
+    expect(accepted({ ...event, payload: { ...(event.payload as object), model: undefined } }, { maxEventBytes: bytes }).type).toBe('step.completed');
+  });
+});
+
+describe('InvalidEventError and exports', () => {
+  it('is a permanent Error listing every violation', () => {
+    const result = parsePlanEvent(completed({ model: 1 }, { seq: -1 }));
+    if (result.ok) throw new Error('expected invalid');
+    const error = result.error;
+    expect(error).toBeInstanceOf(InvalidEventError);
+    expect(error).toBeInstanceOf(Error);
+    expect([error.name, error.permanent]).toEqual(['InvalidEventError', true]);
+    expect(error.message).toBe('invalid plan event: seq must be at least 0; payload.model must be a string');
+  });
+
+  it('names the nine event types at spec version 1', () => {
+    expect(SPEC_VERSION).toBe(1);
+    expect(PLAN_EVENT_TYPES).toEqual(Object.values(PlanEventType));
+    expect(PLAN_EVENT_TYPES).toHaveLength(9);
+  });
+
+  it.each<[unknown, boolean]>([
+    ['plan_abc123', true],
+    ['session_123', true],
+    ['0F8FAD5B-D9CB-469F-A165-70867728950E', true],
+    ['tenant:a.b-c_d', true],
+    ['a'.repeat(64), true],
+    ['a'.repeat(65), false],
+    ['', false],
+    ['-leading', false],
+    ['with space', false],
+    ['ünïcode', false],
+    [42, false],
+    [null, false],
+  ])('isExternalId(%p) is %p', (value, expected) => {
+    expect(isExternalId(value)).toBe(expected);
+  });
+});
