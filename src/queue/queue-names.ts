@@ -18,4 +18,9 @@ export const EVENT_BATCH_JOB = 'events';
 export interface EventBatchJobData {
   v: 1;
   events: unknown[];
+  /**
+   * Set by `dlq replay` only: replayCounts[i] is how often events[i] has been replayed from the
+   * dead-letter queue, so a dead letter written again carries the count raised by one.
+   */
+  replayCounts?: number[];
 }

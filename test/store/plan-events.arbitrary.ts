@@ -1,0 +1,117 @@
+import * as fc from 'fast-check';
+import { randomUUID } from 'node:crypto';
+import { parsePlanEvent, PlanEvent } from '../../src/contracts';
+
+/**
+ * fast-check generator of one plan's whole life as events in `seq` order: creation (with or
+ * without approval), decisions (approve, edit replacing the steps, reject), step lifecycles with
+ * tokens, handoffs, per-layer checkpoints and a final status. Every event passes the contract.
+ */
+const AGENTS = ['planner', 'coder', 'reviewer', 'tester'];
+
+interface StepPlan {
+  stepId: string;
+  index: number;
+  agentId: string;
+  task: string;
+  dependsOn: string[];
+}
+
+const stepsArb = (prefix: string, min: number, max: number) =>
+  fc.integer({ min, max }).chain((n) =>
+    fc.tuple(
+      ...Array.from({ length: n }, (_, i) =>
+        fc.record({
+          agentId: fc.constantFrom(...AGENTS),
+          deps: fc.subarray(Array.from({ length: i }, (_, j) => `${prefix}${j}`), { maxLength: Math.min(2, i) }),
+        }),
+      ),
+    ).map((parts): StepPlan[] => parts.map((p, i) => ({ stepId: `${prefix}${i}`, index: i, agentId: p.agentId, task: `task ${prefix}${i}`, dependsOn: p.deps }))),
+  );
+
+type Draft = { type: string; payload: Record<string, unknown> };
+
+const stepLifecycle = (stepId: string) =>
+  fc.oneof(
+    fc.constant<Draft[]>([]),
+    fc.constant<Draft[]>([{ type: 'step.started', payload: { stepId } }]),
+    fc.record({ inT: fc.nat(5000), outT: fc.nat(5000), model: fc.constantFrom('m-small', 'm-large'), started: fc.boolean() }).map(({ inT, outT, model, started }): Draft[] => [
+      ...(started ? [{ type: 'step.started', payload: { stepId } }] : []),
+      { type: 'step.completed', payload: { stepId, result: `done ${stepId}`, outputContent: `# ${stepId}`, inputTokens: inT, outputTokens: outT, model } },
+    ]),
+    fc.nat(100).map((t): Draft[] => [
+      { type: 'step.started', payload: { stepId } },
+      { type: 'step.failed', payload: { stepId, error: `error in ${stepId}`, inputTokens: t, outputTokens: 1 } },
+    ]),
+    fc.constant<Draft[]>([{ type: 'step.skipped', payload: { stepId, reason: 'not needed' } }]),
+  );
+
+export const planLifeArb = fc
+  .record({
+    requiresApproval: fc.boolean(),
+    steps: stepsArb('s', 1, 5),
+    decision: fc.constantFrom('none', 'approve', 'edit', 'reject'),
+    editSteps: stepsArb('e', 1, 4),
+    keepOld: fc.boolean(),
+    handoffs: fc.nat(3),
+    checkpoints: fc.nat(3),
+    final: fc.constantFrom('none', 'completed', 'failed', 'cancelled'),
+  })
+  .chain((shape) => {
+    const finalSteps = shape.decision === 'edit' ? (shape.keepOld ? [...shape.steps.slice(0, 1), ...shape.editSteps.map((s) => ({ ...s, index: s.index + 1 }))] : shape.editSteps) : shape.steps;
+    const earlyRun = shape.decision === 'edit' && shape.keepOld ? stepLifecycle(shape.steps[0].stepId) : fc.constant<Draft[]>([]);
+    return fc.tuple(earlyRun, fc.tuple(...finalSteps.map((s) => stepLifecycle(s.stepId)))).map(([early, lifecycles]) => {
+      const drafts: Draft[] = [{ type: 'plan.created', payload: { query: 'Build something', steps: shape.steps, requiresApproval: shape.requiresApproval, complexity: 3 } }];
+      drafts.push(...early);
+      if (shape.decision === 'approve') drafts.push({ type: 'plan.decision', payload: { decision: 'approve', decidedBy: 'alice' } });
+      if (shape.decision === 'reject') drafts.push({ type: 'plan.decision', payload: { decision: 'reject', feedback: 'too complex' } });
+      if (shape.decision === 'edit') drafts.push({ type: 'plan.decision', payload: { decision: 'edit', steps: finalSteps, feedback: 'reordered' } });
+      if (shape.decision !== 'reject') for (const l of lifecycles) drafts.push(...l);
+      for (let i = 0; i < shape.handoffs; i++) {
+        const step = finalSteps[i % finalSteps.length];
+        drafts.push({ type: 'handoff.recorded', payload: { handoffId: `h${i}`, stepId: step.stepId, fromAgentId: 'planner', toAgentId: step.agentId, reason: 'delegation' } });
+      }
+      for (let i = 0; i < shape.checkpoints; i++) drafts.push({ type: 'checkpoint.saved', payload: { checkpointId: `c${i}`, layer: i, state: { layer: i, done: [] } } });
+      if (shape.final !== 'none') drafts.push({ type: 'plan.finalized', payload: { status: shape.final, summary: 'summary', ...(shape.final === 'failed' ? { failureReason: 'a step failed' } : {}) } });
+      return drafts;
+    });
+  });
+
+/** Stamp drafts into contract-valid events of one plan, seq 1..n. */
+export function toEvents(drafts: Draft[], planId: string, sessionId: string): PlanEvent[] {
+  return drafts.map((d, i) => {
+    const parsed = parsePlanEvent({
+      specVersion: 1,
+      eventId: randomUUID(),
+      type: d.type,
+      planId,
+      sessionId,
+      seq: i + 1,
+      occurredAt: new Date(Date.UTC(2026, 5, 1, 12, 0, 0) + i * 1500).toISOString(),
+      payload: d.payload,
+    });
+    if (!parsed.ok) throw new Error(`generator produced an invalid ${d.type}: ${parsed.error.message}`);
+    return parsed.event;
+  });
+}
+
+/** An arrival schedule: a permutation, some duplicates, cut into batches. */
+export const arrivalArb = (n: number) =>
+  fc.record({
+    order: fc.shuffledSubarray(Array.from({ length: n }, (_, i) => i), { minLength: n, maxLength: n }),
+    duplicates: fc.array(fc.record({ index: fc.nat(n - 1), at: fc.nat(n) }), { maxLength: 4 }),
+    cuts: fc.array(fc.integer({ min: 1, max: 6 }), { minLength: 1, maxLength: n + 4 }),
+  });
+
+export function schedule<T>(items: T[], arrival: { order: number[]; duplicates: Array<{ index: number; at: number }>; cuts: number[] }): T[][] {
+  const sequence = arrival.order.map((i) => items[i]);
+  for (const d of arrival.duplicates) sequence.splice(Math.min(d.at, sequence.length), 0, items[d.index]);
+  const batches: T[][] = [];
+  let pos = 0;
+  for (let c = 0; pos < sequence.length; c++) {
+    const size = arrival.cuts[c % arrival.cuts.length];
+    batches.push(sequence.slice(pos, pos + size));
+    pos += size;
+  }
+  return batches;
+}
