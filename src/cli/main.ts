@@ -4,6 +4,11 @@ import { ENV_HELP } from '../config/config';
 import { buildContext, CliContext, CliIo } from './cli-context';
 import { CliError, EXIT, EXIT_HELP } from './exit-codes';
 import { registerMigrate } from './commands/migrate.command';
+import { registerPlans } from './commands/plans.command';
+import { registerSessions } from './commands/sessions.command';
+import { registerWorkflows } from './commands/workflows.command';
+import { registerSteps } from './commands/steps.command';
+import { registerAnalytics } from './commands/analytics.command';
 import { redactUrl } from '../config/database-url';
 
 const ENV_TEXT = `\nEnvironment:\n${ENV_HELP.map(([name, help]) => `  ${name.padEnd(14)}${help}`).join('\n')}\n${EXIT_HELP}`;
@@ -19,6 +24,11 @@ export function buildProgram(io: CliIo): Command {
     .addHelpText('after', ENV_TEXT)
     .exitOverride();
   registerMigrate(program, context);
+  registerPlans(program, context);
+  registerSessions(program, context);
+  registerWorkflows(program, context);
+  registerSteps(program, context);
+  registerAnalytics(program, context);
   for (const cmd of program.commands) cmd.exitOverride().addHelpText('after', EXIT_HELP);
   return program;
 }

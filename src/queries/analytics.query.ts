@@ -1,0 +1,151 @@
+import type { DataSource, SelectQueryBuilder } from 'typeorm';
+import { ENTITY, ExecutionPlanRow, PlanHandoffRow, PlanStepRow } from '../store/entities';
+import type { DateRange } from './query-args';
+import { compareText, ratio, round, toDay, toIso, toNum } from './row-normalize';
+import { instantParam, sumOf, utcDayExpression } from './sql-dialect';
+
+/**
+ * The analytics of seed 000 section 6 (PRD-032), on every dialect. Every report selects plans by
+ * `created_at` in `[from, to)`, so the reports of one range describe the same plans and add up.
+ * Aggregation runs in SQL; division, rounding and ordering run here, so floats and collations
+ * cannot make two databases disagree.
+ */
+
+export interface RangeEcho {
+  from: string | null;
+  to: string | null;
+}
+
+export interface DailyPlans {
+  /** UTC calendar day, `YYYY-MM-DD`. */
+  day: string;
+  totalPlans: number;
+  completed: number;
+  failed: number;
+  cancelled: number;
+  /** planning or executing */
+  inProgress: number;
+}
+
+export interface AgentUsage {
+  agentId: string;
+  totalSteps: number;
+  completed: number;
+  failed: number;
+  skipped: number;
+  /** completed / (completed + failed): skipped and unfinished steps say nothing about the agent; null if none ran. */
+  successRate: number | null;
+  /** Tokens per step that ran (completed or failed), 2 decimals; null if none ran. */
+  avgInputTokens: number | null;
+  avgOutputTokens: number | null;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface HandoffPattern {
+  fromAgentId: string;
+  toAgentId: string;
+  reason: string;
+  count: number;
+}
+
+export function echoRange(range: DateRange): RangeEcho {
+  return { from: range.from ? toIso(range.from) : null, to: range.to ? toIso(range.to) : null };
+}
+
+/** Adds `[from, to)` on the plan alias `p`. */
+export function whereCreatedIn<T extends object>(ds: DataSource, qb: SelectQueryBuilder<T>, range: DateRange): SelectQueryBuilder<T> {
+  if (range.from) qb.andWhere('p.createdAt >= :from', { from: instantParam(ds, range.from) });
+  if (range.to) qb.andWhere('p.createdAt < :to', { to: instantParam(ds, range.to) });
+  return qb;
+}
+
+const countWhere = (condition: string) => `SUM(CASE WHEN ${condition} THEN 1 ELSE 0 END)`;
+
+export function buildPlansPerDayQuery(ds: DataSource, range: DateRange): SelectQueryBuilder<ExecutionPlanRow> {
+  const day = utcDayExpression(ds, 'p.createdAt');
+  const qb = ds
+    .getRepository<ExecutionPlanRow>(ENTITY.plan)
+    .createQueryBuilder('p')
+    .select(day, 'day')
+    .addSelect('COUNT(*)', 'total')
+    .addSelect(countWhere(`p.status = 'completed'`), 'completed')
+    .addSelect(countWhere(`p.status = 'failed'`), 'failed')
+    .addSelect(countWhere(`p.status = 'cancelled'`), 'cancelled')
+    .groupBy(day);
+  return whereCreatedIn(ds, qb, range);
+}
+
+/** Plans per UTC day with completed and failed, newest day first. */
+export async function plansPerDay(ds: DataSource, range: DateRange = {}): Promise<DailyPlans[]> {
+  const rows = await buildPlansPerDayQuery(ds, range).getRawMany<Record<string, unknown>>();
+  return rows
+    .map((r) => {
+      const [totalPlans, completed, failed, cancelled] = [r.total, r.completed, r.failed, r.cancelled].map(toNum);
+      return { day: toDay(r.day), totalPlans, completed, failed, cancelled, inProgress: totalPlans - completed - failed - cancelled };
+    })
+    .sort((a, b) => compareText(b.day, a.day));
+}
+
+export function buildAgentUsageQuery(ds: DataSource, range: DateRange): SelectQueryBuilder<PlanStepRow> {
+  const qb = ds
+    .getRepository<PlanStepRow>(ENTITY.step)
+    .createQueryBuilder('s')
+    // TypeORM adds `p.deleted_at IS NULL` to the join; said again for readers of the SQL
+    .innerJoin(ENTITY.plan, 'p', 'p.id = s.planId AND p.deletedAt IS NULL')
+    .select('s.agentId', 'agentId')
+    .addSelect('COUNT(*)', 'total')
+    .addSelect(countWhere(`s.status = 'completed'`), 'completed')
+    .addSelect(countWhere(`s.status = 'failed'`), 'failed')
+    .addSelect(countWhere(`s.status = 'skipped'`), 'skipped')
+    .addSelect(sumOf(ds, 's.inputTokens'), 'inputTokens')
+    .addSelect(sumOf(ds, 's.outputTokens'), 'outputTokens')
+    .groupBy('s.agentId');
+  return whereCreatedIn(ds, qb, range);
+}
+
+/** Per agent: steps, success rate, average tokens; most used agent first. */
+export async function agentUsage(ds: DataSource, range: DateRange = {}): Promise<AgentUsage[]> {
+  const rows = await buildAgentUsageQuery(ds, range).getRawMany<Record<string, unknown>>();
+  return rows
+    .map((r): AgentUsage => {
+      const [totalSteps, completed, failed, skipped, inputTokens, outputTokens] = [r.total, r.completed, r.failed, r.skipped, r.inputTokens, r.outputTokens].map(toNum);
+      const ran = completed + failed;
+      return {
+        agentId: String(r.agentId),
+        totalSteps,
+        completed,
+        failed,
+        skipped,
+        successRate: ratio(completed, ran),
+        avgInputTokens: ran > 0 ? round(inputTokens / ran) : null,
+        avgOutputTokens: ran > 0 ? round(outputTokens / ran) : null,
+        inputTokens,
+        outputTokens,
+      };
+    })
+    .sort((a, b) => b.totalSteps - a.totalSteps || compareText(a.agentId, b.agentId));
+}
+
+export function buildHandoffPatternsQuery(ds: DataSource, range: DateRange): SelectQueryBuilder<PlanHandoffRow> {
+  const qb = ds
+    .getRepository<PlanHandoffRow>(ENTITY.handoff)
+    .createQueryBuilder('h')
+    .innerJoin(ENTITY.plan, 'p', 'p.id = h.planId AND p.deletedAt IS NULL')
+    .select('h.fromAgentId', 'fromAgentId')
+    .addSelect('h.toAgentId', 'toAgentId')
+    .addSelect('h.reason', 'reason')
+    .addSelect('COUNT(*)', 'count')
+    .groupBy('h.fromAgentId')
+    .addGroupBy('h.toAgentId')
+    .addGroupBy('h.reason');
+  return whereCreatedIn(ds, qb, range);
+}
+
+/** The handoff matrix with reasons: one row per (from, to, reason), most frequent first. */
+export async function handoffPatterns(ds: DataSource, range: DateRange = {}): Promise<HandoffPattern[]> {
+  const rows = await buildHandoffPatternsQuery(ds, range).getRawMany<Record<string, unknown>>();
+  return rows
+    .map((r) => ({ fromAgentId: String(r.fromAgentId), toAgentId: String(r.toAgentId), reason: String(r.reason), count: toNum(r.count) }))
+    .sort((a, b) => b.count - a.count || compareText(a.fromAgentId, b.fromAgentId) || compareText(a.toAgentId, b.toAgentId) || compareText(a.reason, b.reason));
+}

@@ -1,0 +1,99 @@
+import type { ExecutionPlanRow, PlanStepRow } from '../store/entities';
+import { durationMs, parseJson, toIso, toNum } from './row-normalize';
+
+/**
+ * The read side's view of stored rows: external ids instead of row ids, ISO-8601 UTC instants
+ * with milliseconds, plain numbers, JSON columns parsed. No database-assigned value appears (row
+ * uuids of handoffs, `updated_at`, `recorded_at`), so the same events read the same everywhere.
+ */
+export interface PlanSummary {
+  planId: string;
+  sessionId: string;
+  query: string;
+  status: ExecutionPlanRow['status'];
+  approvalStatus: ExecutionPlanRow['approvalStatus'];
+  requiresApproval: boolean;
+  complexity: number | null;
+  totalSteps: number;
+  completedSteps: number;
+  failedSteps: number;
+  skippedSteps: number;
+  inputTokens: number;
+  outputTokens: number;
+  createdAt: string;
+  completedAt: string | null;
+  /** From creation to finalization; null while the plan runs. */
+  durationMs: number | null;
+  summary: string | null;
+  failureReason: string | null;
+}
+
+export function toPlanSummary(row: ExecutionPlanRow): PlanSummary {
+  const createdAt = toIso(row.createdAt)!;
+  const completedAt = toIso(row.completedAt);
+  return {
+    planId: row.id,
+    sessionId: row.sessionId,
+    query: row.query,
+    status: row.status,
+    approvalStatus: row.approvalStatus ?? null,
+    requiresApproval: Boolean(row.requiresApproval),
+    complexity: row.complexity === null || row.complexity === undefined ? null : toNum(row.complexity),
+    totalSteps: toNum(row.totalSteps),
+    completedSteps: toNum(row.completedSteps),
+    failedSteps: toNum(row.failedSteps),
+    skippedSteps: toNum(row.skippedSteps),
+    inputTokens: toNum(row.totalInputTokens),
+    outputTokens: toNum(row.totalOutputTokens),
+    createdAt,
+    completedAt,
+    durationMs: durationMs(createdAt, completedAt),
+    summary: row.summary ?? null,
+    failureReason: row.failureReason ?? null,
+  };
+}
+
+export interface StepView {
+  stepId: string;
+  index: number;
+  title: string | null;
+  agentId: string;
+  task: string;
+  expectedOutput: string | null;
+  dependsOn: string[];
+  status: PlanStepRow['status'];
+  model: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  startedAt: string | null;
+  completedAt: string | null;
+  durationMs: number | null;
+  result: string | null;
+  error: string | null;
+  /** Whether `steps output` has content to print for this step (seed 003). */
+  hasOutput: boolean;
+}
+
+export function toStepView(row: PlanStepRow): StepView {
+  const startedAt = toIso(row.startedAt);
+  const completedAt = toIso(row.completedAt);
+  return {
+    stepId: row.stepKey,
+    index: toNum(row.stepIndex),
+    title: row.title ?? null,
+    agentId: row.agentId,
+    task: row.task,
+    expectedOutput: row.expectedOutput ?? null,
+    dependsOn: parseJson<string[]>(row.dependsOn, []),
+    status: row.status,
+    model: row.model ?? null,
+    inputTokens: toNum(row.inputTokens),
+    outputTokens: toNum(row.outputTokens),
+    startedAt,
+    completedAt,
+    durationMs: durationMs(startedAt, completedAt),
+    result: row.result ?? null,
+    error: row.error ?? null,
+    hasOutput: row.outputContent !== null && row.outputContent !== undefined,
+  };
+}

@@ -1,0 +1,55 @@
+import type { PlanView, TimelineEntry } from './plan-timeline.query';
+import type { PlanSummary } from './plan-rows';
+import { formatDuration, formatInt, renderTable } from './text-output';
+
+/**
+ * `plans show` for a person debugging a failure: a header that says how the plan ended and why,
+ * then one line per fact in time order (time, what, agent, tokens, duration, error/detail).
+ */
+export function formatPlanView(view: PlanView): string[] {
+  return [...formatPlanHeader(view.plan, view), '', ...formatTimeline(view.timeline)];
+}
+
+export function formatPlanHeader(plan: PlanSummary, view?: Pick<PlanView, 'steps'>): string[] {
+  const pending = plan.totalSteps - plan.completedSteps - plan.failedSteps - plan.skippedSteps;
+  const lines = [
+    `plan ${plan.planId}  ${plan.status.toUpperCase()}  (session ${plan.sessionId})`,
+    `query:     ${plan.query}`,
+    `steps:     ${plan.totalSteps} total, ${plan.completedSteps} completed, ${plan.failedSteps} failed, ${plan.skippedSteps} skipped, ${pending} not finished`,
+    `tokens:    ${formatInt(plan.inputTokens)} in / ${formatInt(plan.outputTokens)} out`,
+  ];
+  if (plan.approvalStatus) lines.push(`approval:  ${plan.approvalStatus}`);
+  const ended = plan.completedAt ? `, ended ${plan.completedAt} after ${formatDuration(plan.durationMs)}` : ', still running';
+  lines.push(`created:   ${plan.createdAt}${ended}`);
+  if (plan.failureReason) lines.push(`failure:   ${plan.failureReason}`);
+  else if (plan.summary) lines.push(`summary:   ${plan.summary}`);
+  for (const s of view?.steps.filter((x) => x.status === 'failed') ?? []) {
+    lines.push(`failed:    step #${s.index} ${s.stepId} (${s.agentId}): ${s.error ?? 'no error recorded'}`);
+  }
+  return lines;
+}
+
+const WHAT: Record<TimelineEntry['kind'], string> = {
+  'plan.created': 'plan created',
+  'plan.decision': 'decision',
+  'step.started': 'started',
+  'step.completed': 'completed',
+  'step.failed': 'FAILED',
+  'step.skipped': 'skipped',
+  handoff: 'handoff',
+  checkpoint: 'checkpoint',
+  'plan.finalized': 'plan finalized',
+};
+
+export function formatTimeline(timeline: TimelineEntry[]): string[] {
+  const rows = timeline.map((e) => [
+    e.at ?? '(no time)',
+    e.stepIndex !== null && e.kind.startsWith('step.') ? `#${e.stepIndex} ${WHAT[e.kind]}` : WHAT[e.kind],
+    e.agentId ?? '',
+    e.inputTokens !== null ? `${formatInt(e.inputTokens)}/${formatInt(e.outputTokens ?? 0)}` : '',
+    e.durationMs !== null ? formatDuration(e.durationMs) : '',
+    e.error ? `ERROR: ${e.error} (${e.detail})` : e.detail,
+  ]);
+  // the last column is not clipped: an error message is what the reader came for
+  return renderTable(['TIME', 'WHAT', 'AGENT', 'TOKENS in/out', 'DURATION', 'DETAIL'], rows, 10_000);
+}

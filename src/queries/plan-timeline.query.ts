@@ -1,0 +1,177 @@
+import type { DataSource } from 'typeorm';
+import {
+  ENTITY,
+  ExecutionPlanRow,
+  PlanDecisionRow,
+  PlanHandoffRow,
+  PlanStepRow,
+  WorkflowCheckpointRow,
+} from '../store/entities';
+import { NotFoundError } from './query-errors';
+import { PlanSummary, StepView, toPlanSummary, toStepView } from './plan-rows';
+import { compareText, parseJson, toIso } from './row-normalize';
+
+export interface HandoffView {
+  handoffId: string;
+  /** The executor's stepId of the step it happened in, when known. */
+  stepId: string | null;
+  fromAgentId: string;
+  toAgentId: string;
+  reason: string;
+  explanation: string | null;
+  at: string;
+}
+
+export interface DecisionView {
+  decisionId: string;
+  decision: PlanDecisionRow['decision'];
+  decidedBy: string | null;
+  feedback: string | null;
+  /** Edit only: how many steps the edited plan has. */
+  editedStepCount: number | null;
+  at: string;
+}
+
+export interface CheckpointView {
+  checkpointId: string;
+  layer: number;
+  at: string;
+}
+
+export type TimelineKind =
+  | 'plan.created'
+  | 'plan.decision'
+  | 'step.started'
+  | 'step.completed'
+  | 'step.failed'
+  | 'step.skipped'
+  | 'handoff'
+  | 'checkpoint'
+  | 'plan.finalized';
+
+/** One line of `plans show`: what happened when, by which agent, at what cost. */
+export interface TimelineEntry {
+  /** ISO instant; null for a step skipped without a recorded time (listed last). */
+  at: string | null;
+  kind: TimelineKind;
+  stepId: string | null;
+  stepIndex: number | null;
+  agentId: string | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  durationMs: number | null;
+  error: string | null;
+  detail: string;
+}
+
+export interface PlanView {
+  plan: PlanSummary;
+  steps: StepView[];
+  handoffs: HandoffView[];
+  decisions: DecisionView[];
+  checkpoints: CheckpointView[];
+  timeline: TimelineEntry[];
+}
+
+/** Everything stored about one plan, and its timeline. Soft-deleted plans are not found. */
+export async function getPlanView(ds: DataSource, planId: string): Promise<PlanView> {
+  const plan = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOne({ where: { id: planId } });
+  if (!plan) throw new NotFoundError('plan', planId);
+  const [stepRows, handoffRows, decisionRows, checkpointRows] = await Promise.all([
+    ds.getRepository<PlanStepRow>(ENTITY.step).find({ where: { planId }, order: { stepIndex: 'ASC' } }),
+    ds.getRepository<PlanHandoffRow>(ENTITY.handoff).find({ where: { planId } }),
+    ds.getRepository<PlanDecisionRow>(ENTITY.decision).find({ where: { planId } }),
+    ds.getRepository<WorkflowCheckpointRow>(ENTITY.checkpoint).find({ where: { workflowId: planId } }),
+  ]);
+  const steps = stepRows.map(toStepView);
+  const stepKeyByRowId = new Map(stepRows.map((s) => [s.id, s.stepKey]));
+  const handoffs = handoffRows
+    .map((h): HandoffView => ({
+      handoffId: h.handoffKey,
+      stepId: h.stepId ? (stepKeyByRowId.get(h.stepId) ?? null) : null,
+      fromAgentId: h.fromAgentId,
+      toAgentId: h.toAgentId,
+      reason: h.reason,
+      explanation: h.explanation ?? null,
+      at: toIso(h.timestamp)!,
+    }))
+    .sort((a, b) => compareText(a.at, b.at) || compareText(a.handoffId, b.handoffId));
+  const decisions = decisionRows
+    .map((d): DecisionView => ({
+      decisionId: d.id,
+      decision: d.decision,
+      decidedBy: d.decidedBy ?? null,
+      feedback: d.feedback ?? null,
+      editedStepCount: d.modifiedSteps ? parseJson<unknown[]>(d.modifiedSteps, []).length : null,
+      at: toIso(d.decidedAt)!,
+    }))
+    .sort((a, b) => compareText(a.at, b.at) || compareText(a.decisionId, b.decisionId));
+  const checkpoints = checkpointRows
+    .map((c): CheckpointView => ({ checkpointId: c.checkpointKey, layer: Number(c.layer), at: toIso(c.createdAt)! }))
+    .sort((a, b) => a.layer - b.layer || compareText(a.at, b.at) || compareText(a.checkpointId, b.checkpointId));
+  const summary = toPlanSummary(plan);
+  return { plan: summary, steps, handoffs, decisions, checkpoints, timeline: buildTimeline(summary, steps, handoffs, decisions, checkpoints) };
+}
+
+const KIND_ORDER: TimelineKind[] = ['plan.created', 'plan.decision', 'step.started', 'handoff', 'step.completed', 'step.failed', 'step.skipped', 'checkpoint', 'plan.finalized'];
+
+const blank = { stepId: null, stepIndex: null, agentId: null, inputTokens: null, outputTokens: null, durationMs: null, error: null };
+
+/**
+ * Merges the plan's facts into time order. Ties (same millisecond) follow the lifecycle order
+ * above, then the step index, so the timeline reads the same on every database.
+ */
+export function buildTimeline(
+  plan: PlanSummary,
+  steps: StepView[],
+  handoffs: HandoffView[],
+  decisions: DecisionView[],
+  checkpoints: CheckpointView[],
+): TimelineEntry[] {
+  const out: TimelineEntry[] = [];
+  const approval = plan.requiresApproval ? ', approval required' : '';
+  out.push({ ...blank, at: plan.createdAt, kind: 'plan.created', detail: `${plan.totalSteps} steps${approval}: ${plan.query}` });
+  for (const d of decisions) {
+    const edited = d.editedStepCount !== null ? ` (${d.editedStepCount} steps)` : '';
+    const by = d.decidedBy ? ` by ${d.decidedBy}` : '';
+    out.push({ ...blank, at: d.at, kind: 'plan.decision', agentId: d.decidedBy, detail: `${d.decision}${edited}${by}${d.feedback ? `: ${d.feedback}` : ''}` });
+  }
+  for (const s of steps) out.push(...stepEntries(s));
+  for (const h of handoffs) {
+    const step = h.stepId ? steps.find((s) => s.stepId === h.stepId) : undefined;
+    out.push({
+      ...blank,
+      at: h.at,
+      kind: 'handoff',
+      stepId: h.stepId,
+      stepIndex: step?.index ?? null,
+      agentId: h.fromAgentId,
+      detail: `${h.fromAgentId} -> ${h.toAgentId} (${h.reason})${h.explanation ? `: ${h.explanation}` : ''}`,
+    });
+  }
+  for (const c of checkpoints) out.push({ ...blank, at: c.at, kind: 'checkpoint', detail: `layer ${c.layer} saved (${c.checkpointId})` });
+  if (plan.completedAt) {
+    const totals = { inputTokens: plan.inputTokens, outputTokens: plan.outputTokens, durationMs: plan.durationMs };
+    out.push({ ...blank, ...totals, at: plan.completedAt, kind: 'plan.finalized', error: plan.failureReason, detail: `${plan.status}${plan.summary ? `: ${plan.summary}` : ''}` });
+  }
+  return out.sort(
+    (a, b) =>
+      (a.at === null ? 1 : 0) - (b.at === null ? 1 : 0) ||
+      compareText(a.at, b.at) ||
+      KIND_ORDER.indexOf(a.kind) - KIND_ORDER.indexOf(b.kind) ||
+      (a.stepIndex ?? -1) - (b.stepIndex ?? -1),
+  );
+}
+
+function stepEntries(s: StepView): TimelineEntry[] {
+  const base = { ...blank, stepId: s.stepId, stepIndex: s.index, agentId: s.agentId };
+  const name = s.title ?? s.task;
+  const out: TimelineEntry[] = [];
+  if (s.startedAt) out.push({ ...base, at: s.startedAt, kind: 'step.started', detail: name });
+  const tokens = { inputTokens: s.inputTokens, outputTokens: s.outputTokens, durationMs: s.durationMs };
+  const model = s.model ? ` [${s.model}]` : '';
+  if (s.status === 'completed') out.push({ ...base, ...tokens, at: s.completedAt, kind: 'step.completed', detail: `${name}${model}` });
+  if (s.status === 'failed') out.push({ ...base, ...tokens, at: s.completedAt, kind: 'step.failed', error: s.error, detail: `${name}${model}` });
+  if (s.status === 'skipped') out.push({ ...base, at: s.completedAt, kind: 'step.skipped', detail: `${name}${s.result ? `: ${s.result}` : ''}` });
+  return out;
+}

@@ -1,0 +1,76 @@
+import type { PlanStatus } from '../store/entities';
+import { QueryArgumentError } from './query-errors';
+
+/**
+ * Validation of read-side arguments, shared by the library and the CLI so both refuse the same
+ * inputs with the same one-line message.
+ */
+
+export const PLAN_STATUS_VALUES: readonly PlanStatus[] = ['planning', 'executing', 'completed', 'failed', 'cancelled'];
+/** Statuses of a plan still in progress (seed 001's `active_plan`). */
+export const ACTIVE_STATUSES: readonly PlanStatus[] = ['planning', 'executing'];
+/** Statuses of a finished plan (seed 001's `plan_history`). */
+export const FINISHED_STATUSES: readonly PlanStatus[] = ['completed', 'failed', 'cancelled'];
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+/** `2026-02-04` (midnight UTC) or a full ISO-8601 instant with `Z` or an offset. */
+export function parseIsoInstant(argument: string, raw: string): Date {
+  const text = raw.trim();
+  const shaped = DATE_ONLY.test(text) || DATE_TIME.test(text);
+  const date = new Date(DATE_ONLY.test(text) ? `${text}T00:00:00Z` : text);
+  // Date rolls 2026-02-30 over to March: a changed calendar day means the date does not exist
+  if (!shaped || Number.isNaN(date.getTime()) || (DATE_ONLY.test(text) && date.toISOString().slice(0, 10) !== text)) {
+    throw new QueryArgumentError(argument, `"${raw}" is not an ISO-8601 date; expected 2026-02-04 or 2026-02-04T10:00:00Z`);
+  }
+  return date;
+}
+
+/** Plans created in `[from, to)`; either end may be open. */
+export interface DateRange {
+  from?: Date;
+  to?: Date;
+}
+
+export function parseDateRange(from?: string, to?: string): DateRange {
+  const range: DateRange = {};
+  if (from !== undefined) range.from = parseIsoInstant('--from', from);
+  if (to !== undefined) range.to = parseIsoInstant('--to', to);
+  if (range.from && range.to && range.from.getTime() >= range.to.getTime()) {
+    throw new QueryArgumentError('--to', `"${to}" must be after --from "${from}" (--to is exclusive)`);
+  }
+  return range;
+}
+
+/** A whole number within [min, max]; `undefined` gives the default. */
+export function parseCount(argument: string, raw: string | number | undefined, bounds: { min: number; max: number; default: number }): number {
+  if (raw === undefined) return bounds.default;
+  const text = String(raw).trim();
+  const value = /^-?\d+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(value) || value < bounds.min || value > bounds.max) {
+    const range = bounds.max === Number.MAX_SAFE_INTEGER ? `${bounds.min} or more` : `from ${bounds.min} to ${bounds.max}`;
+    throw new QueryArgumentError(argument, `"${raw}" must be a whole number ${range}`);
+  }
+  return value;
+}
+
+/** Page size of lists. @defaultValue 20, at most 1000 */
+export const parseLimit = (raw: string | number | undefined, def = 20): number => parseCount('--limit', raw, { min: 1, max: 1000, default: def });
+/** Rows to skip before the page. @defaultValue 0 */
+export const parseOffset = (raw: string | number | undefined): number => parseCount('--offset', raw, { min: 0, max: Number.MAX_SAFE_INTEGER, default: 0 });
+
+export function parsePlanStatus(raw: string): PlanStatus {
+  const value = raw.trim().toLowerCase();
+  if (!(PLAN_STATUS_VALUES as readonly string[]).includes(value)) {
+    throw new QueryArgumentError('--status', `"${raw}" is not one of ${PLAN_STATUS_VALUES.join(', ')}`);
+  }
+  return value as PlanStatus;
+}
+
+/** A plan/session id as the executor wrote it; refuse blanks early rather than query for them. */
+export function requireId(argument: string, raw: string): string {
+  const value = (raw ?? '').trim();
+  if (value === '' || value.length > 64) throw new QueryArgumentError(argument, `"${raw}" is not an id (1-64 characters)`);
+  return value;
+}

@@ -1,0 +1,42 @@
+import type { DataSource } from 'typeorm';
+import { ENTITY, ExecutionPlanRow, PlanStepRow } from '../store/entities';
+import { NotFoundError } from './query-errors';
+import { toIso, toNum } from './row-normalize';
+
+export interface StepOutput {
+  planId: string;
+  stepId: string;
+  index: number;
+  agentId: string;
+  title: string | null;
+  status: PlanStepRow['status'];
+  model: string | null;
+  completedAt: string | null;
+  /** The stored output (seed 003's `output_content`); null when the step stored none. */
+  outputContent: string | null;
+}
+
+/**
+ * The output an earlier step stored, readable from any machine or worktree (seed 003). `stepRef`
+ * is the executor's stepId, or the step's index: an exact stepId match wins, so a plan whose
+ * stepIds are numbers still reads by stepId.
+ */
+export async function getStepOutput(ds: DataSource, planId: string, stepRef: string): Promise<StepOutput> {
+  const planExists = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).exists({ where: { id: planId } });
+  if (!planExists) throw new NotFoundError('plan', planId);
+  const steps = ds.getRepository<PlanStepRow>(ENTITY.step);
+  let step = await steps.findOne({ where: { planId, stepKey: stepRef } });
+  if (!step && /^\d{1,9}$/.test(stepRef)) step = await steps.findOne({ where: { planId, stepIndex: Number(stepRef) } });
+  if (!step) throw new NotFoundError('step', stepRef, ` in plan "${planId}" (give a stepId or a step index)`);
+  return {
+    planId,
+    stepId: step.stepKey,
+    index: toNum(step.stepIndex),
+    agentId: step.agentId,
+    title: step.title ?? null,
+    status: step.status,
+    model: step.model ?? null,
+    completedAt: toIso(step.completedAt),
+    outputContent: step.outputContent ?? null,
+  };
+}

@@ -1,0 +1,119 @@
+import type { DataSource, SelectQueryBuilder } from 'typeorm';
+import { ENTITY, ExecutionPlanRow, PlanStatus, PlanStepRow } from '../store/entities';
+import type { DateRange } from './query-args';
+import { whereCreatedIn } from './analytics.query';
+import { compareText, toNum } from './row-normalize';
+import { sumOf } from './sql-dialect';
+
+/** Billing (seed 000 §2.1 "tracking de tokens por plan/step"): tokens per session, plan, agent, model. */
+export const TOKEN_DIMENSIONS = ['session', 'plan', 'agent', 'model'] as const;
+export type TokenDimension = (typeof TOKEN_DIMENSIONS)[number];
+
+export interface TokenTotals {
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+}
+
+export interface SessionTokens extends TokenTotals {
+  sessionId: string;
+  plans: number;
+}
+export interface PlanTokens extends TokenTotals {
+  planId: string;
+  sessionId: string;
+  status: PlanStatus;
+}
+export interface AgentTokens extends TokenTotals {
+  agentId: string;
+  /** Steps that consumed tokens. */
+  steps: number;
+}
+export interface ModelTokens extends TokenTotals {
+  /** Null for steps that reported tokens but no model. */
+  model: string | null;
+  steps: number;
+}
+
+export interface TokenUsage {
+  total: TokenTotals;
+  bySession?: SessionTokens[];
+  byPlan?: PlanTokens[];
+  byAgent?: AgentTokens[];
+  byModel?: ModelTokens[];
+}
+
+function totals(input: unknown, output: unknown): TokenTotals {
+  const inputTokens = toNum(input);
+  const outputTokens = toNum(output);
+  return { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
+}
+
+/** Largest consumer first; the key breaks ties. */
+const byTokens = <T extends TokenTotals>(key: (row: T) => string | null) => (a: T, b: T) => b.totalTokens - a.totalTokens || compareText(key(a), key(b));
+
+function planQuery(ds: DataSource, range: DateRange): SelectQueryBuilder<ExecutionPlanRow> {
+  return whereCreatedIn(ds, ds.getRepository<ExecutionPlanRow>(ENTITY.plan).createQueryBuilder('p'), range);
+}
+
+/** Plan counters are the sums over their steps (the store keeps them so): no join needed. */
+export function buildSessionTokensQuery(ds: DataSource, range: DateRange): SelectQueryBuilder<ExecutionPlanRow> {
+  return planQuery(ds, range)
+    .select('p.sessionId', 'sessionId')
+    .addSelect('COUNT(*)', 'plans')
+    .addSelect(sumOf(ds, 'p.totalInputTokens'), 'inputTokens')
+    .addSelect(sumOf(ds, 'p.totalOutputTokens'), 'outputTokens')
+    .groupBy('p.sessionId');
+}
+
+export function buildPlanTokensQuery(ds: DataSource, range: DateRange): SelectQueryBuilder<ExecutionPlanRow> {
+  return planQuery(ds, range)
+    .select('p.id', 'planId')
+    .addSelect('p.sessionId', 'sessionId')
+    .addSelect('p.status', 'status')
+    .addSelect('p.totalInputTokens', 'inputTokens')
+    .addSelect('p.totalOutputTokens', 'outputTokens');
+}
+
+/** Steps that consumed tokens, grouped by agent or by model. */
+export function buildStepTokensQuery(ds: DataSource, range: DateRange, by: 'agent' | 'model'): SelectQueryBuilder<PlanStepRow> {
+  const column = by === 'agent' ? 's.agentId' : 's.model';
+  const qb = ds
+    .getRepository<PlanStepRow>(ENTITY.step)
+    .createQueryBuilder('s')
+    .innerJoin(ENTITY.plan, 'p', 'p.id = s.planId AND p.deletedAt IS NULL')
+    .select(column, 'key')
+    .addSelect('COUNT(*)', 'steps')
+    .addSelect(sumOf(ds, 's.inputTokens'), 'inputTokens')
+    .addSelect(sumOf(ds, 's.outputTokens'), 'outputTokens')
+    .where('(s.inputTokens > 0 OR s.outputTokens > 0)')
+    .groupBy(column);
+  return whereCreatedIn(ds, qb, range);
+}
+
+/** Token totals for billing; `dimensions` picks the breakdowns. @defaultValue all four */
+export async function tokenUsage(ds: DataSource, range: DateRange = {}, dimensions: readonly TokenDimension[] = TOKEN_DIMENSIONS): Promise<TokenUsage> {
+  const want = new Set(dimensions);
+  const [sessions, plans, agents, models] = await Promise.all([
+    buildSessionTokensQuery(ds, range).getRawMany<Record<string, unknown>>(),
+    want.has('plan') ? buildPlanTokensQuery(ds, range).getRawMany<Record<string, unknown>>() : Promise.resolve([]),
+    want.has('agent') ? buildStepTokensQuery(ds, range, 'agent').getRawMany<Record<string, unknown>>() : Promise.resolve([]),
+    want.has('model') ? buildStepTokensQuery(ds, range, 'model').getRawMany<Record<string, unknown>>() : Promise.resolve([]),
+  ]);
+  const bySession = sessions.map((r) => ({ sessionId: String(r.sessionId), plans: toNum(r.plans), ...totals(r.inputTokens, r.outputTokens) }));
+  const total = bySession.reduce((t, s) => totals(t.inputTokens + s.inputTokens, t.outputTokens + s.outputTokens), totals(0, 0));
+  const usage: TokenUsage = { total };
+  if (want.has('session')) usage.bySession = bySession.sort(byTokens((s) => s.sessionId));
+  if (want.has('plan')) {
+    usage.byPlan = plans
+      .map((r) => ({ planId: String(r.planId), sessionId: String(r.sessionId), status: r.status as PlanStatus, ...totals(r.inputTokens, r.outputTokens) }))
+      .sort(byTokens((p) => p.planId));
+  }
+  if (want.has('agent')) usage.byAgent = agents.map((r) => ({ agentId: String(r.key), steps: toNum(r.steps), ...totals(r.inputTokens, r.outputTokens) })).sort(byTokens((a) => a.agentId));
+  if (want.has('model')) {
+    usage.byModel = models
+      .map((r) => ({ model: r.key === null || r.key === undefined ? null : String(r.key), steps: toNum(r.steps), ...totals(r.inputTokens, r.outputTokens) }))
+      .sort(byTokens((m) => m.model));
+  }
+  return usage;
+}

@@ -1,0 +1,75 @@
+import { DataSource, MssqlParameter } from 'typeorm';
+import { parseDatabaseUrl } from '../../src/config/database-url';
+import { createDataSource } from '../../src/store/data-source';
+import { buildPlanListQuery } from '../../src/queries/plan-list.query';
+import { buildAgentUsageQuery, buildHandoffPatternsQuery, buildPlansPerDayQuery } from '../../src/queries/analytics.query';
+import { buildPlanTokensQuery, buildSessionTokensQuery, buildStepTokensQuery } from '../../src/queries/token-usage.query';
+import { buildLatestCheckpointQuery } from '../../src/queries/workflow-resume.query';
+
+/**
+ * No SQL Server runs here: the read queries are built on an mssql DataSource that never connects
+ * (entity metadata only) and their SQL is checked as text.
+ */
+describe('read queries on SQL Server (generated SQL)', () => {
+  let ds: DataSource;
+  const range = { from: new Date('2026-02-01T00:00:00Z'), to: new Date('2026-03-01T00:00:00Z') };
+
+  beforeAll(async () => {
+    ds = createDataSource(parseDatabaseUrl('mssql://sa:x@127.0.0.1:1/none'));
+    // what initialize() does first, without the connection
+    await (ds as unknown as { buildMetadatas(): Promise<void> }).buildMetadatas();
+  });
+
+  const sqlOf = (qb: { getQueryAndParameters(): [string, unknown[]] }) => qb.getQueryAndParameters();
+
+  it('pages plan lists with ORDER BY ... OFFSET n ROWS FETCH NEXT m ROWS ONLY, never LIMIT', () => {
+    const [sql, params] = sqlOf(buildPlanListQuery(ds, { sessionId: 's-1', statuses: ['completed', 'failed'], limit: 20, offset: 40 }));
+    expect(sql).toMatch(/ORDER BY "p"\."created_at" DESC, "p"\."id" DESC OFFSET 40 ROWS FETCH NEXT 20 ROWS ONLY$/);
+    expect(sql).not.toMatch(/\bLIMIT\b/);
+    expect(sql).toContain('"p"."session_id" = @0');
+    expect(sql).toContain('"p"."status" IN (@1, @2)');
+    expect(sql).toContain('"p"."deleted_at" IS NULL');
+    expect(params).toEqual(['s-1', 'completed', 'failed']);
+  });
+
+  it('reads the latest checkpoint as one row with OFFSET 0 ROWS FETCH NEXT 1', () => {
+    const [sql] = sqlOf(buildLatestCheckpointQuery(ds, 'wf-1'));
+    expect(sql).toMatch(/ORDER BY "c"\."layer" DESC, "c"\."created_at" DESC, "c"\."id" DESC OFFSET 0 ROWS FETCH NEXT 1 ROWS ONLY$/);
+    expect(sql).toContain('"c"."deleted_at" IS NULL');
+  });
+
+  it('buckets plans per day with CAST(created_at AS DATE) and datetime2 range parameters', () => {
+    const [sql, params] = sqlOf(buildPlansPerDayQuery(ds, range));
+    expect(sql).toContain('SELECT CAST("p"."created_at" AS DATE) AS "day", COUNT(*) AS "total"');
+    expect(sql).toContain("SUM(CASE WHEN \"p\".\"status\" = 'completed' THEN 1 ELSE 0 END) AS \"completed\"");
+    expect(sql).toContain('GROUP BY CAST("p"."created_at" AS DATE)');
+    expect(sql).toContain('"p"."created_at" >= @0');
+    expect(sql).toContain('"p"."created_at" < @1');
+    for (const p of params) {
+      expect(p).toBeInstanceOf(MssqlParameter);
+      expect(p).toMatchObject({ type: 'datetime2', params: [3] });
+    }
+  });
+
+  it('joins steps and handoffs only to live plans, and every aggregate skips deleted rows', () => {
+    const queries = [
+      buildAgentUsageQuery(ds, range),
+      buildHandoffPatternsQuery(ds, range),
+      buildStepTokensQuery(ds, range, 'agent'),
+      buildStepTokensQuery(ds, range, 'model'),
+      buildSessionTokensQuery(ds, range),
+      buildPlanTokensQuery(ds, range),
+    ];
+    for (const qb of queries) {
+      const [sql] = sqlOf(qb);
+      expect(sql).toMatch(/"(s|h|p)"\."deleted_at" IS NULL/);
+      if (sql.includes('INNER JOIN')) expect(sql).toMatch(/INNER JOIN "execution_plans" "p" ON .*"p"\."deleted_at" IS NULL/);
+      expect(sql).not.toMatch(/\bLIMIT\b|`/);
+    }
+    expect(sqlOf(buildAgentUsageQuery(ds, {}))[0]).toContain('GROUP BY "s"."agent_id"');
+    // SUM(int) is int on SQL Server and overflows past 2^31 tokens
+    expect(sqlOf(buildStepTokensQuery(ds, {}, 'model'))[0]).toContain('SUM(CAST("s"."input_tokens" AS BIGINT)) AS "inputTokens"');
+    expect(sqlOf(buildSessionTokensQuery(ds, {}))[0]).toContain('SUM(CAST("p"."total_output_tokens" AS BIGINT))');
+    expect(sqlOf(buildHandoffPatternsQuery(ds, {}))[0]).toContain('GROUP BY "h"."from_agent_id", "h"."to_agent_id", "h"."reason"');
+  });
+});

@@ -1,0 +1,110 @@
+import { run } from '../../src/cli/main';
+import { ALL_TEST_DBS, createMigratedDb, TestDb } from '../support/databases';
+import { loadReadDataset } from '../support/read-dataset';
+
+/**
+ * Issue 7: one dataset written through the worker's store on SQLite, PostgreSQL and MariaDB; every
+ * read command's output must be byte-identical on the three. Commands run in-process through the
+ * real CLI entry (`run`), with DATABASE_URL pointing at each database.
+ */
+const COMMANDS: string[][] = [
+  ['plans', 'show', 'plan-a1', '--json'],
+  ['plans', 'show', 'plan-a2', '--json'],
+  ['plans', 'show', 'plan-a3', '--json'],
+  ['plans', 'show', 'plan-dag', '--json'],
+  ['plans', 'show', 'plan-a2'],
+  ['plans', 'show', 'plan-c2', '--json'],
+  ['plans', 'list', '--json'],
+  ['plans', 'list', '--session', 'sess-alpha', '--json'],
+  ['plans', 'list', '--status', 'completed', '--limit', '2', '--offset', '1', '--json'],
+  ['plans', 'list'],
+  ['plans', 'export', 'plan-a1'],
+  ['plans', 'export', 'plan-dag'],
+  ['sessions', 'active', 'sess-alpha', '--json'],
+  ['sessions', 'active', 'sess-beta', '--json'],
+  ['sessions', 'active', 'sess-dag', '--json'],
+  ['sessions', 'active', 'sess-alpha'],
+  ['sessions', 'history', 'sess-alpha', '--json'],
+  ['sessions', 'history', 'sess-beta', '--limit', '1', '--json'],
+  ['sessions', 'history', 'sess-nobody', '--json'],
+  ['workflows', 'resume-point', 'plan-dag', '--json'],
+  ['workflows', 'resume-point', 'plan-dag'],
+  ['workflows', 'resume-point', 'plan-a1', '--json'],
+  ['workflows', 'resume-point', 'plan-b1', '--json'],
+  ['workflows', 'resume-point', 'plan-b2', '--json'],
+  ['workflows', 'resume-point', 'plan-c2', '--json'],
+  ['workflows', 'resume-point', 'plan-c3', '--json'],
+  ['steps', 'output', 'plan-a1', '0', '--json'],
+  ['steps', 'output', 'plan-a1', 'draft'],
+  ['steps', 'output', 'plan-a3', 'code', '--json'],
+  ['analytics', 'daily', '--json'],
+  ['analytics', 'agents', '--json'],
+  ['analytics', 'handoffs', '--json'],
+  ['analytics', 'tokens', '--json'],
+  ['analytics', 'daily', '--from', '2026-02-04', '--to', '2026-02-05T12:00:00Z', '--json'],
+  ['analytics', 'agents', '--from', '2026-02-06', '--csv'],
+  ['analytics', 'handoffs', '--to', '2026-02-04T00:00:00.000Z', '--csv'],
+  ['analytics', 'tokens', '--by', 'model', '--csv'],
+  ['analytics', 'tokens', '--from', '2026-02-03', '--to', '2026-02-05', '--by', 'session', '--json'],
+];
+
+interface Output {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function runAll(url: string): Promise<Map<string, Output>> {
+  const results = new Map<string, Output>();
+  for (const args of COMMANDS) {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await run(['node', 'plan-ledger', ...args], { env: { DATABASE_URL: url, LOG_LEVEL: 'warn' }, out: (l) => out.push(l), err: (l) => err.push(l) });
+    results.set(args.join(' '), { code, stdout: out.join('\n'), stderr: err.join('\n') });
+  }
+  return results;
+}
+
+describe('read side: identical answers on SQLite, PostgreSQL and MariaDB', () => {
+  const outputs = new Map<TestDb, Map<string, Output>>();
+
+  beforeAll(async () => {
+    for (const kind of ALL_TEST_DBS) {
+      const { db, ds, close } = await createMigratedDb(kind, { poolSize: 2 });
+      try {
+        await loadReadDataset(ds);
+        await ds.destroy(); // the CLI opens its own connections, as a separate reader would
+        outputs.set(kind, await runAll(db.url));
+      } finally {
+        await close();
+      }
+    }
+  }, 240_000);
+
+  it.each(COMMANDS.map((c) => [c.join(' ')]))('plan-ledger %s', (command) => {
+    const sqlite = outputs.get('sqlite')!.get(command)!;
+    expect(sqlite.stdout.length + sqlite.stderr.length).toBeGreaterThan(0);
+    expect(outputs.get('postgres')!.get(command)).toEqual(sqlite);
+    expect(outputs.get('mariadb')!.get(command)).toEqual(sqlite);
+  });
+
+  it('answers what a person would check (SQLite output, equal everywhere by the test above)', () => {
+    const get = (command: string) => outputs.get('sqlite')!.get(command)!;
+    const json = (command: string) => JSON.parse(get(command).stdout);
+    expect(json('workflows resume-point plan-dag --json')).toMatchObject({ resumable: true, lastCompletedLayer: 2, nextLayer: 3 });
+    expect(json('sessions active sess-alpha --json').activePlan).toMatchObject({ planId: 'plan-a3', status: 'executing', approvalStatus: 'edited' });
+    expect(json('plans list --json').total).toBe(10); // 11 plans written, one soft-deleted
+    expect(get('plans show plan-c2 --json')).toEqual({ code: 1, stdout: '', stderr: 'plan-ledger: plan "plan-c2" not found' });
+    expect(get('workflows resume-point plan-a1 --json').code).toBe(1);
+    expect(get('steps output plan-a1 draft')).toEqual({ code: 0, stdout: 'bibliography draft', stderr: '' });
+    expect(get('steps output plan-a3 code --json')).toMatchObject({ code: 1, stderr: expect.stringContaining('has no stored output (status in_progress)') });
+    expect(get('sessions history sess-nobody --json')).toMatchObject({ code: 1, stderr: 'plan-ledger: session "sess-nobody" not found' });
+    expect(get('analytics tokens --by model --csv').stdout.split('\n')).toEqual([
+      'dimension,key,input_tokens,output_tokens,total_tokens',
+      'model,gpt-4o,8040,3485,11525',
+      'model,claude-sonnet,5100,2920,8020',
+      'model,gpt-4o-mini,1240,238,1478',
+      'total,,14380,6643,21023',
+    ]);
+  });
+});
