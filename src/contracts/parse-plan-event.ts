@@ -7,7 +7,17 @@
  * 2. transform into the DTO chosen by `type` and check configurable limits; an oversized list stops
  *    here, before item-by-item validation;
  * 3. class-validator field checks, then cross-field rules (step graph, decision/steps).
- * Every violation found in steps 2-3 is reported at once, so a sender fixes an event in one round.
+ * Every violation found in step 3 is reported at once, so a sender fixes an event in one round.
+ *
+ * PERFORMANCE (throwaway script, Node 20.20 on the project's 2-core box, tsc output, best of 5 x 20k
+ * calls, machine shared with other jobs: load average 3-10, so read these as upper bounds):
+ *   per call, object input / JSON text: step.started 17 / 19 us, step.completed 23 / 25 us (2 KB
+ *   outputContent; 100 KB costs the same as an object, since the size bound needs no stringify),
+ *   step.failed 21 / 23, step.skipped 19 / 20, handoff.recorded 24 / 26, plan.finalized 18 / 20,
+ *   checkpoint.saved (20-key state) 41 / 47, plan.created and plan.decision with 5 steps 55-70,
+ *   plan.created with 100 steps ~1 ms (~9 us per step).
+ *   Of a step.completed: class-validator ~11 us, class-transformer ~6 us, guard < 1 us. One
+ *   constraint per field (field.decorators.ts) and skipping JSON.stringify were the two wins.
  */
 import { ClassTransformOptions, plainToInstance } from 'class-transformer';
 import { Validator, ValidatorOptions } from 'class-validator';
@@ -48,8 +58,7 @@ const ENVELOPE_ORDER = ['specVersion', 'eventId', 'type', 'planId', 'sessionId',
 /**
  * Validates an event given as an object or as JSON text. On success the event is a fresh plain
  * object (never the caller's), with `eventId` in lower case and `occurredAt` as `toISOString()`.
- *
- * Typical cost on the project's machines: see PERFORMANCE below.
+ * Cost: see PERFORMANCE at the top of this file.
  */
 export function parsePlanEvent(input: unknown, options?: ParsePlanEventOptions): ParseResult {
   try {

@@ -145,6 +145,8 @@ describe('parsePlanEvent: field violations', () => {
     ['state an array', checkpoint([]), [['payload.state', 'payload.state must be an object']]],
     ['state null', checkpoint(null), [['payload.state', 'payload.state must be an object']]],
     ['negative layer', envelope('checkpoint.saved', { checkpointId: 'c', layer: -1, state: {} }), [['payload.layer', 'payload.layer must be at least 0']]],
+    ['steps missing', created({ steps: undefined }), [['payload.steps', 'payload.steps is required']]],
+    ['steps null', created({ steps: null }), [['payload.steps', 'payload.steps must be an array']]],
     ['steps not an array', created({ steps: {} }), [['payload.steps', 'payload.steps must be an array']]],
     ['a step that is not an object', created({ steps: [step(0), 'step 1', step(2)] }), [['payload.steps[1]', 'payload.steps[1] must be an object']]],
     ['a step that is an array', created({ steps: [[step(0)]] }), [['payload.steps[0]', 'payload.steps[0] must be an object']]],
