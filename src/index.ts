@@ -1,0 +1,3 @@
+/** Package root: `import { PlanEventPublisher, parsePlanEvent } from 'plan-ledger'`. */
+export * from './contracts';
+export * from './publisher';

@@ -1,0 +1,183 @@
+import { encodeBatch, encodeRecord } from './batch-encoding';
+import type { JournalReader, JournalRecord } from './journal-reader';
+import type { Batch, MemoryBuffer } from './memory-buffer';
+import type { RedisLink } from './redis-link';
+import type { SpillJournal } from './spill-journal';
+
+export interface DeliveryPumpConfig {
+  eventsPerJob: number;
+  jobsPerBulk: number;
+  maxInFlightBulks: number;
+}
+
+/** Delay before resending after a failed addBulk while the connection still looks up: 100 ms doubling to 5 s. */
+function retryDelayMs(failures: number): number {
+  return Math.min(100 * 2 ** Math.min(failures - 1, 6), 5_000);
+}
+
+/**
+ * Moves events out of the publisher, off the caller's path: memory first (oldest), then the
+ * journal in order, as `addBulk` calls of `jobsPerBulk` jobs, at most `maxInFlightBulks` at once.
+ * It runs on `setImmediate` after a publish, after each addBulk settles, when Redis becomes ready
+ * and when a journal read completes; a burst published in one tick therefore leaves in a few large
+ * bulks, a trickle in small ones without waiting.
+ */
+export class DeliveryPump {
+  /** Events Redis confirmed (from memory and from the journal). */
+  published = 0;
+  /** Of `published`, the events drained from the journal. */
+  recovered = 0;
+  private inFlight = 0;
+  private readonly inFlightBatches = new Set<Batch[]>();
+  private scheduled = false;
+  private stopped = false;
+  private failures = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private settledWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly memory: MemoryBuffer,
+    private readonly journal: SpillJournal,
+    private readonly reader: JournalReader,
+    private readonly link: RedisLink,
+    private readonly cfg: DeliveryPumpConfig,
+  ) {}
+
+  /** Everything accepted so far is in Redis. */
+  get settled(): boolean {
+    return this.memory.count === 0 && this.inFlight === 0 && !this.journal.backlog;
+  }
+
+  readonly schedule = (): void => {
+    if (this.scheduled || this.stopped) return;
+    this.scheduled = true;
+    setImmediate(this.run);
+  };
+
+  /** Redis is (back) up: forget the failure backoff and send. */
+  readonly onReady = (): void => {
+    this.failures = 0;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.schedule();
+  };
+
+  private readonly run = (): void => {
+    this.scheduled = false;
+    if (this.stopped) return;
+    this.journal.writeStaged();
+    if (this.link.ready && this.retryTimer === undefined) {
+      this.sendWhatIsWaiting();
+      this.reader.maybeRead();
+    }
+    if (this.settled) this.notifySettled();
+  };
+
+  /**
+   * Full jobs go whenever a slot is free; a partial job only when nothing is in flight. An idle
+   * publisher thus sends at once, and a busy one fills its jobs while waiting for Redis (fewer,
+   * larger jobs: Redis and the workers pay per job).
+   */
+  private sendWhatIsWaiting(): void {
+    while (this.inFlight < this.cfg.maxInFlightBulks) {
+      const batches = this.memory.take(this.cfg.jobsPerBulk, this.cfg.eventsPerJob, this.inFlight === 0);
+      if (batches.length > 0) {
+        this.sendBatches(batches);
+        continue;
+      }
+      if (!this.memory.idle) return; // a partial job waits for the bulk in flight
+      // Memory is empty (in-flight aside): the journal holds only newer events, drain them in order.
+      const records = this.reader.take(this.cfg.jobsPerBulk);
+      if (records.length === 0) return;
+      this.sendRecords(records);
+    }
+  }
+
+  private sendBatches(batches: Batch[]): void {
+    this.inFlight++;
+    this.inFlightBatches.add(batches);
+    const jobs = batches.map((b) => ({ id: b.id, data: encodeBatch(b.events) }));
+    this.link.send(jobs).then(
+      () => {
+        if (!this.inFlightBatches.delete(batches)) return; // spilled by close(): the journal owns them now
+        this.memory.release(batches);
+        for (const b of batches) this.published += b.events.length;
+        this.succeeded();
+      },
+      (err: Error) => {
+        if (!this.inFlightBatches.delete(batches)) return;
+        this.memory.restore(batches);
+        this.failed(err);
+      },
+    );
+  }
+
+  private sendRecords(records: JournalRecord[]): void {
+    this.inFlight++;
+    this.link.send(records.map((r) => ({ id: r.id, data: encodeRecord(r.events) }))).then(
+      () => {
+        const events = records.reduce((n, r) => n + r.count, 0);
+        this.published += events;
+        this.recovered += events;
+        this.reader.done(records);
+        this.succeeded();
+      },
+      (err: Error) => {
+        this.reader.failed(records);
+        this.failed(err);
+      },
+    );
+  }
+
+  private succeeded(): void {
+    this.inFlight--;
+    this.failures = 0;
+    this.schedule();
+  }
+
+  private failed(err: Error): void {
+    this.inFlight--;
+    this.failures++;
+    this.link.noteFailure(err);
+    if (this.stopped || this.retryTimer !== undefined) return;
+    // A lost connection resumes on `ready`; a link that still looks up (timeout, Redis error) waits a little.
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.schedule();
+    }, retryDelayMs(this.failures));
+    this.retryTimer.unref();
+  }
+
+  /** Resolves true once everything accepted is in Redis, false after `timeoutMs`. */
+  waitSettled(timeoutMs: number): Promise<boolean> {
+    if (this.settled) return Promise.resolve(true);
+    this.schedule();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(this.settled), Math.max(0, timeoutMs));
+      this.settledWaiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  private notifySettled(): void {
+    const waiters = this.settledWaiters;
+    this.settledWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  /**
+   * Stops sending; returns what memory still holds (queued, awaiting retry or in flight) as batches
+   * with their job ids, for the journal. A bulk in flight may still land in Redis: its records are
+   * then ignored as duplicates when the journal is drained.
+   */
+  stop(): Batch[] {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    const inFlight = [...this.inFlightBatches].flat();
+    this.inFlightBatches.clear();
+    this.memory.release(inFlight);
+    return [...inFlight, ...this.memory.takeAll(this.cfg.eventsPerJob)].sort((a, b) => a.order - b.order);
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * The field shapes of the contract (src/contracts/field.decorators.ts) as plain synchronous checks,
+ * with the contract's messages and semantics, at about a hundredth of class-validator's cost.
+ * Paths are built only when a violation is found: the accepted event, the common case, builds none.
+ */
+import type { ContractLimits, Violation } from '../contracts';
+import { isExternalId, isUtcTimestamp, isUuid } from '../contracts/field-formats';
+import { childPath, violationAt } from '../contracts/violation-path';
+
+export interface CheckContext {
+  limits: Readonly<ContractLimits>;
+  out: Violation[];
+}
+
+/** Checks one present (not undefined) value found at `parent` + `key`. */
+export type Rule = (value: unknown, parent: string, key: string | number, ctx: CheckContext) => void;
+
+export interface FieldSpec {
+  name: string;
+  required: boolean;
+  rule: Rule;
+}
+
+export interface ObjectSpec {
+  fields: readonly FieldSpec[];
+  names: ReadonlySet<string>;
+}
+
+export function objectSpec(fields: Record<string, [required: boolean, rule: Rule]>): ObjectSpec {
+  const list = Object.entries(fields).map(([name, [required, rule]]) => ({ name, required, rule }));
+  return { fields: list, names: new Set(list.map((f) => f.name)) };
+}
+
+export function report(ctx: CheckContext, parent: string, key: string | number, predicate: string): void {
+  ctx.out.push(violationAt(childPath(parent, key), predicate));
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Checks the fields of a plain object against its spec. `IsDefined` semantics: null is "required"
+ * for a required field and a type error for an optional one; an undefined field is absent (JSON
+ * drops it), so an unknown key holding undefined is not reported either.
+ */
+export function checkObject(obj: Record<string, unknown>, spec: ObjectSpec, path: string, ctx: CheckContext): void {
+  for (const field of spec.fields) {
+    const value = obj[field.name];
+    if (value === undefined || (value === null && field.required)) {
+      if (field.required) report(ctx, path, field.name, 'is required');
+      continue;
+    }
+    field.rule(value, path, field.name, ctx);
+  }
+  for (const key in obj) {
+    if (!spec.names.has(key) && obj[key] !== undefined) report(ctx, path, key, 'is not an allowed field');
+  }
+}
+
+/**
+ * class-validator measures Length/MinLength/MaxLength with validator.js, which counts a surrogate
+ * pair as one character and ignores variation selectors (U+FE0E, U+FE0F). Only strings near a bound
+ * need that count; `.length` settles the common case.
+ */
+function validatorLength(s: string): number {
+  const selectors = s.match(/[\uFE0E\uFE0F]/g)?.length ?? 0;
+  const pairs = s.match(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g)?.length ?? 0;
+  return s.length - selectors - pairs;
+}
+
+/** Whether the validator.js length of `s` is below `min`: cheap unless `s` is short or starts oddly. */
+function tooShort(s: string, min: number): boolean {
+  if (min <= 0) return false;
+  if (s.length < min) return true;
+  // min 1 (the contract's only non-zero minimum): one ordinary first character is enough.
+  const first = s.charCodeAt(0);
+  if (min === 1 && first < 0xd800) return false;
+  return validatorLength(s) < min;
+}
+
+function tooLong(s: string, max: number): boolean {
+  return s.length > max && validatorLength(s) > max;
+}
+
+const MUST_BE_STRING = 'must be a string';
+
+/** Text(min, max): a string of min to max characters (contract messages included). */
+export function text(min: number, max: number): Rule {
+  const predicate = min > 0 ? `must be ${min} to ${max} characters long` : `must be at most ${max} characters long`;
+  return (value, parent, key, ctx) => {
+    if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
+    if (tooLong(value, max) || tooShort(value, min)) report(ctx, parent, key, predicate);
+  };
+}
+
+/** LongText(min): a string bounded by `limits.maxLongText` (in UTF-16 units, as checkLimits measures it). */
+export function longText(min: number): Rule {
+  return (value, parent, key, ctx) => {
+    if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
+    if (tooShort(value, min)) report(ctx, parent, key, 'must not be empty');
+    const max = ctx.limits.maxLongText;
+    if (value.length > max) report(ctx, parent, key, `must be at most ${max} characters long`);
+  };
+}
+
+export const externalId: Rule = (value, parent, key, ctx) => {
+  if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
+  if (!isExternalId(value)) {
+    report(ctx, parent, key, "must be an external id (1-64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit)");
+  }
+};
+
+export const uuid: Rule = (value, parent, key, ctx) => {
+  if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
+  if (!isUuid(value)) report(ctx, parent, key, 'must be a UUID');
+};
+
+export const utcTimestamp: Rule = (value, parent, key, ctx) => {
+  if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
+  if (!isUtcTimestamp(value)) report(ctx, parent, key, 'must be an ISO-8601 timestamp in UTC, e.g. 2024-05-01T12:00:00.000Z');
+};
+
+export function intInRange(min: number, max: number): Rule {
+  return (value, parent, key, ctx) => {
+    if (typeof value !== 'number' || !Number.isInteger(value)) report(ctx, parent, key, 'must be an integer');
+    else if (value < min) report(ctx, parent, key, `must be at least ${min}`);
+    else if (value > max) report(ctx, parent, key, `must be at most ${max}`);
+  };
+}
+
+export const bool: Rule = (value, parent, key, ctx) => {
+  if (typeof value !== 'boolean') report(ctx, parent, key, 'must be a boolean');
+};
+
+export function oneOf(values: readonly unknown[]): Rule {
+  const predicate = `must be one of: ${values.join(', ')}`;
+  const allowed = new Set(values);
+  return (value, parent, key, ctx) => {
+    if (!allowed.has(value)) report(ctx, parent, key, predicate);
+  };
+}
+
+export function exactly(expected: unknown, why: string): Rule {
+  return (value, parent, key, ctx) => {
+    if (value !== expected) report(ctx, parent, key, `must be ${String(expected)}${why}`);
+  };
+}
+
+/** NestedList + WithinLimit('maxSteps'): an oversized list is reported without checking its items. */
+export function nestedList(spec: () => ObjectSpec): Rule {
+  return (value, parent, key, ctx) => {
+    if (!Array.isArray(value)) return report(ctx, parent, key, 'must be an array');
+    const max = ctx.limits.maxSteps;
+    if (value.length > max) return report(ctx, parent, key, `must contain at most ${max} items`);
+    let allObjects = true;
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      if (!isPlainObject(item)) {
+        allObjects = false;
+        continue;
+      }
+      // Item paths are built only for an item with violations (checked again with its path).
+      const before = ctx.out.length;
+      checkObject(item, spec(), '', ctx);
+      if (ctx.out.length > before) {
+        ctx.out.length = before;
+        checkObject(item, spec(), childPath(childPath(parent, key), i), ctx);
+      }
+    }
+    if (!allObjects) report(ctx, parent, key, 'must contain only objects');
+  };
+}
+
+/** ExternalIdList + WithinLimit('maxDependsOn'). */
+export const externalIdList: Rule = (value, parent, key, ctx) => {
+  if (!Array.isArray(value)) return report(ctx, parent, key, 'must be an array');
+  const max = ctx.limits.maxDependsOn;
+  if (value.length > max) return report(ctx, parent, key, `must contain at most ${max} items`);
+  for (let i = 0; i < value.length; i++) {
+    if (!isExternalId(value[i])) return report(ctx, parent, key, 'must contain only external ids');
+  }
+  if (hasDuplicates(value)) report(ctx, parent, key, 'must not contain duplicates');
+};
+
+/** A dependsOn list is short: pairwise comparison beats allocating a Set up to a few dozen items. */
+function hasDuplicates(list: readonly unknown[]): boolean {
+  if (list.length > 32) return new Set(list).size !== list.length;
+  for (let i = 1; i < list.length; i++) {
+    for (let j = 0; j < i; j++) if (list[i] === list[j]) return true;
+  }
+  return false;
+}

@@ -1,0 +1,4 @@
+export { PlanEventPublisher } from './plan-event-publisher';
+export { DEFAULT_JOB_OPTIONS, PublisherConfigError } from './publisher-options';
+export type { PublisherOptions, ValidationMode } from './publisher-options';
+export type { CloseResult, EventStamps, PlanRef, PublishResult, PublisherStats } from './publisher.types';

@@ -1,0 +1,69 @@
+/**
+ * Checkpoint `state` is opaque to the contract, so the field rules cannot vouch for it: this walk
+ * applies the raw-input guard's rules to it (plain JSON only, no prototype keys, at most
+ * `maxStateDepth` levels). Everything else in an event is covered by typed field rules, which
+ * already refuse non-JSON values. Explicit stack: deep or cyclic state stops at the depth limit
+ * instead of overflowing the call stack.
+ */
+import { childPath } from '../contracts/violation-path';
+import { CheckContext, Rule, isPlainObject, report } from './field-rules';
+
+/** The keys of Object.prototype plus `prototype`, as the contract's guard forbids them. */
+const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['prototype', ...Object.getOwnPropertyNames(Object.prototype)]);
+
+/** Stop after this many, as the guard does: enough to fix the sender. */
+const MAX_STATE_VIOLATIONS = 20;
+
+interface Frame {
+  value: Record<string, unknown> | unknown[];
+  path: string;
+  depth: number;
+}
+
+export const jsonState: Rule = (value, parent, key, ctx) => {
+  if (!isPlainObject(value)) return report(ctx, parent, key, 'must be an object');
+  const statePath = childPath(parent, key);
+  const maxDepth = ctx.limits.maxStateDepth;
+  const stack: Frame[] = [{ value, path: statePath, depth: 1 }];
+  const start = ctx.out.length;
+  while (stack.length > 0 && ctx.out.length - start < MAX_STATE_VIOLATIONS) {
+    const frame = stack.pop()!;
+    if (frame.depth > maxDepth) {
+      report(ctx, parent, key, `must not be nested more than ${maxDepth} levels deep`);
+      return;
+    }
+    if (Array.isArray(frame.value)) {
+      for (let i = 0; i < frame.value.length; i++) visit(frame.value[i], frame, i, true, stack, ctx);
+    } else {
+      for (const k of Object.keys(frame.value)) {
+        if (FORBIDDEN_KEYS.has(k)) report(ctx, frame.path, k, 'is a forbidden key (it names a built-in object property)');
+        else visit(frame.value[k], frame, k, false, stack, ctx);
+      }
+    }
+  }
+};
+
+function visit(child: unknown, frame: Frame, key: string | number, inArray: boolean, stack: Frame[], ctx: CheckContext): void {
+  switch (typeof child) {
+    case 'string':
+    case 'boolean':
+      return;
+    case 'number':
+      if (!Number.isFinite(child)) report(ctx, frame.path, key, 'must be a finite number');
+      return;
+    case 'undefined':
+      // JSON drops an undefined field; an undefined array item would silently become null.
+      if (inArray) report(ctx, frame.path, key, 'must be a JSON value');
+      return;
+    case 'object':
+      if (child === null) return;
+      if (Array.isArray(child) || isPlainObject(child)) {
+        stack.push({ value: child as Frame['value'], path: childPath(frame.path, key), depth: frame.depth + 1 });
+      } else {
+        report(ctx, frame.path, key, 'must be a plain object or array');
+      }
+      return;
+    default:
+      report(ctx, frame.path, key, 'must be a JSON value');
+  }
+}

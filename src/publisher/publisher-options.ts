@@ -1,0 +1,118 @@
+import * as path from 'node:path';
+import type { JobsOptions } from 'bullmq';
+import type { ContractLimits, Violation } from '../contracts';
+import type { Logger } from '../shared/logger';
+
+/**
+ * How `publish()` checks events before accepting them.
+ * - `fast` (default): the publisher's own synchronous check of every contract rule (publish-check.ts),
+ *   about 1 µs for a typical event. The worker still runs `parsePlanEvent`, the authority, and
+ *   dead-letters whatever slipped through.
+ * - `contract`: `parsePlanEvent` on the caller's path: exact, but ~25 µs (p99 ~75 µs) per small
+ *   event and ~70 µs for a 5-step plan, which also caps one publisher near 40k events/s.
+ */
+export type ValidationMode = 'fast' | 'contract';
+
+/** Everything `new PlanEventPublisher(options)` accepts; every field is optional. */
+export interface PublisherOptions {
+  /** ioredis URL (`rediss://` for TLS). @defaultValue `redis://127.0.0.1:6379` */
+  redisUrl?: string;
+  /** BullMQ key prefix, the same as the workers' QUEUE_PREFIX. @defaultValue `plan-ledger` */
+  queuePrefix?: string;
+  /** Events held in memory waiting for Redis (queued + in flight) before spilling. @defaultValue `100_000` */
+  maxBufferedEvents?: number;
+  /** Event JSON held in memory before spilling, in characters (= UTF-8 bytes for ASCII). @defaultValue `64 MiB` */
+  maxBufferedBytes?: number;
+  /** Events per BullMQ job (the worker dead-letters them one by one). @defaultValue `500` (bench:publish sweep: near the fastest, half the job size of 1000) */
+  eventsPerJob?: number;
+  /** Jobs per `addBulk` call (one round trip). @defaultValue `10` */
+  jobsPerBulk?: number;
+  /** `addBulk` calls awaiting Redis at once; bounds what is in flight. @defaultValue `4` */
+  maxInFlightBulks?: number;
+  /** Directory of the spill journal; one publisher per directory (a lock file enforces it). @defaultValue `./data/plan-ledger-journal` */
+  journalDir?: string;
+  /** Bytes the journal may occupy on disk; past it events are dropped (counted, logged). @defaultValue `1 GiB` */
+  maxJournalBytes?: number;
+  /** Size at which the journal starts a new segment file, so drained space is freed early. @defaultValue `16 MiB` */
+  journalSegmentBytes?: number;
+  /** Spilled bytes gathered in memory before one journal write (also the most a publish call may write inline). @defaultValue `1 MiB` */
+  journalWriteBytes?: number;
+  /** Overrides of the BullMQ job options (attempts, backoff, removeOnComplete...). @defaultValue see DEFAULT_JOB_OPTIONS */
+  jobOptions?: JobsOptions;
+  /** A Redis command (addBulk) that has not answered after this long is failed and retried. @defaultValue `10_000` */
+  redisCommandTimeoutMs?: number;
+  /** @defaultValue `fast`; see ValidationMode. */
+  validation?: ValidationMode;
+  /** Contract limits, as the workers' (`parsePlanEvent` options). @defaultValue DEFAULT_LIMITS of the contract */
+  limits?: Partial<ContractLimits>;
+  /** Plans whose next seq is remembered; the least recently used is forgotten past it. @defaultValue `100_000` */
+  maxTrackedPlans?: number;
+  /** Called synchronously for each rejected event, in addition to the return value. @defaultValue none */
+  onRejected?: (violations: Violation[], input: unknown) => void;
+  /** pino logger. @defaultValue createLogger({ level: 'info' }) with `component: 'publisher'` */
+  logger?: Logger;
+}
+
+/**
+ * Job options of every batch job. `attempts`/`backoff` are a generous budget for the worker's
+ * transient failures (the worker may replace the backoff with its own strategy); completed jobs
+ * are trimmed, failed ones kept for the dead-letter tools.
+ */
+export const DEFAULT_JOB_OPTIONS: Readonly<JobsOptions> = Object.freeze({
+  attempts: 50,
+  backoff: { type: 'exponential', delay: 1_000 },
+  removeOnComplete: { count: 1_000 },
+  removeOnFail: false,
+});
+
+export type ResolvedOptions = Required<Omit<PublisherOptions, 'onRejected' | 'logger' | 'limits'>> &
+  Pick<PublisherOptions, 'onRejected' | 'limits'>;
+
+const MIB = 1024 * 1024;
+
+const NUMERIC_DEFAULTS = {
+  maxBufferedEvents: 100_000,
+  maxBufferedBytes: 64 * MIB,
+  eventsPerJob: 500,
+  jobsPerBulk: 10,
+  maxInFlightBulks: 4,
+  maxJournalBytes: 1024 * MIB,
+  journalSegmentBytes: 16 * MIB,
+  journalWriteBytes: 1 * MIB,
+  redisCommandTimeoutMs: 10_000,
+  maxTrackedPlans: 100_000,
+} as const;
+
+/** A nonsense option: one line naming every bad field. Thrown by the constructor, never by publish(). */
+export class PublisherConfigError extends Error {
+  override readonly name = 'PublisherConfigError';
+  constructor(readonly problems: string[]) {
+    super(`invalid PlanEventPublisher options: ${problems.join('; ')}`);
+  }
+}
+
+export function resolveOptions(options: PublisherOptions): ResolvedOptions {
+  const problems: string[] = [];
+  const numbers = { ...NUMERIC_DEFAULTS } as Record<keyof typeof NUMERIC_DEFAULTS, number>;
+  for (const key of Object.keys(NUMERIC_DEFAULTS) as (keyof typeof NUMERIC_DEFAULTS)[]) {
+    const value = options[key];
+    if (value === undefined) continue;
+    if (!Number.isSafeInteger(value) || value < 1) problems.push(`${key} must be a positive integer (got ${String(value)})`);
+    else numbers[key] = value;
+  }
+  const validation = options.validation ?? 'fast';
+  if (validation !== 'fast' && validation !== 'contract') problems.push(`validation must be "fast" or "contract" (got ${String(validation)})`);
+  const queuePrefix = options.queuePrefix ?? 'plan-ledger';
+  if (!/^[A-Za-z0-9_.{}-]{1,64}$/.test(queuePrefix)) problems.push(`queuePrefix "${queuePrefix}" must be 1-64 of letters, digits, - _ . { }`);
+  if (problems.length > 0) throw new PublisherConfigError(problems);
+  return {
+    ...numbers,
+    redisUrl: options.redisUrl ?? 'redis://127.0.0.1:6379',
+    queuePrefix,
+    journalDir: path.resolve(options.journalDir ?? path.join('data', 'plan-ledger-journal')),
+    jobOptions: { ...DEFAULT_JOB_OPTIONS, ...options.jobOptions },
+    validation,
+    limits: options.limits,
+    onRejected: options.onRejected,
+  };
+}

@@ -1,0 +1,161 @@
+/**
+ * The publisher as an executor uses it: typed helpers and stamps, rejection of malformed events,
+ * the job shape workers receive, and options errors. Real Redis (a redis-server of our own).
+ */
+import IORedis from 'ioredis';
+import pino from 'pino';
+import * as root from '../../src';
+import { parsePlanEvent, PlanEvent } from '../../src/contracts';
+import { PlanEventPublisher, PublisherConfigError } from '../../src/publisher';
+import { EVENT_BATCH_JOB, EVENTS_QUEUE } from '../../src/queue/queue-names';
+import { exactlyEvents, invalidEvent, planRun } from '../support/event-factory';
+import { countByEventId, newPublisher, notExactlyOnce, queuedEvents, removeTempJournalDirs } from './support/publisher-harness';
+import { RedisProcess } from './support/redis-process';
+import { Queue } from 'bullmq';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+describe('PlanEventPublisher API', () => {
+  let redis: RedisProcess;
+  beforeAll(async () => {
+    redis = await RedisProcess.create();
+    await redis.start();
+  });
+  afterAll(async () => {
+    await redis.destroy();
+    removeTempJournalDirs();
+  });
+
+  it('is exported from the package root', () => {
+    expect(root.PlanEventPublisher).toBe(PlanEventPublisher);
+    expect(typeof root.parsePlanEvent).toBe('function');
+  });
+
+  it('a malformed event is rejected with its violations; the events around it are delivered', async () => {
+    const rejected: unknown[] = [];
+    const { publisher, prefix } = newPublisher(redis.url, { onRejected: (violations, input) => rejected.push({ violations, input }) });
+    const [before, after] = planRun({ seed: 5 });
+    const malformed = invalidEvent(5);
+    try {
+      expect(publisher.publish(before)).toMatchObject({ ok: true });
+      const result = publisher.publish(malformed as never);
+      expect(result).toEqual({
+        ok: false,
+        reason: 'invalid',
+        violations: [
+          { path: 'planId', message: 'planId is required' },
+          { path: 'payload.inputTokens', message: 'payload.inputTokens must be at least 0' },
+        ],
+      });
+      expect(rejected).toEqual([{ violations: (result as { violations: unknown }).violations, input: malformed }]);
+      expect(publisher.publish(after)).toMatchObject({ ok: true });
+      await expect(publisher.flush(10_000)).resolves.toBe(true);
+      expect(publisher.stats()).toMatchObject({ published: 2, rejected: 1, dropped: 0 });
+    } finally {
+      await publisher.close(5_000);
+    }
+    const { events } = await queuedEvents(redis.url, prefix);
+    expect(events.map((e) => e.eventId)).toEqual([before.eventId, after.eventId]);
+  });
+
+  it('typed helpers stamp eventId, the per-plan seq and occurredAt; the worker accepts what they send', async () => {
+    const { publisher, prefix } = newPublisher(redis.url);
+    const plan = { planId: 'plan_helpers', sessionId: 'session_1' };
+    const other = { planId: 'plan_other', sessionId: 'session_1' };
+    const steps = [{ stepId: 's1', index: 0, agentId: 'coder', task: 'Write it' }];
+    const results = [
+      publisher.planCreated(plan, { query: 'Build it', steps, requiresApproval: true }),
+      publisher.planDecision(plan, { decision: 'approve', decidedBy: 'alice' }),
+      publisher.stepStarted(other, { stepId: 'x1' }),
+      publisher.stepStarted(plan, { stepId: 's1', agentId: 'coder' }),
+      publisher.handoffRecorded(plan, { handoffId: 'h1', fromAgentId: 'planner', toAgentId: 'coder', reason: 'next step' }),
+      publisher.stepCompleted(plan, { stepId: 's1', result: 'done ✅ déjà vu 漢字 "quoted"', inputTokens: 10, outputTokens: 20, model: 'gpt-4o' }),
+      publisher.stepFailed(other, { stepId: 'x1', error: 'timeout' }),
+      publisher.stepSkipped(other, { stepId: 'x2', reason: 'x1 failed' }),
+      publisher.checkpointSaved(plan, { checkpointId: 'cp0', layer: 0, state: { done: ['s1'] } }),
+      publisher.planFinalized(plan, { status: 'completed', summary: 'ok' }),
+      publisher.stepStarted(plan, { stepId: 's1' }, { seq: 41, eventId: '11111111-2222-4333-8444-555555555555', occurredAt: '2024-05-01T12:00:00.000Z' }),
+    ];
+    try {
+      expect(results.every((r) => r.ok)).toBe(true);
+      expect(results.map((r) => (r as { seq: number }).seq)).toEqual([0, 1, 0, 2, 3, 4, 1, 2, 5, 6, 41]);
+      await expect(publisher.flush(10_000)).resolves.toBe(true);
+    } finally {
+      await publisher.close(5_000);
+    }
+    const { events } = await queuedEvents(redis.url, prefix);
+    expect(events.map((e) => e.type)).toEqual([
+      'plan.created', 'plan.decision', 'step.started', 'step.started', 'handoff.recorded', 'step.completed',
+      'step.failed', 'step.skipped', 'checkpoint.saved', 'plan.finalized', 'step.started',
+    ]);
+    for (const event of events.slice(0, -1)) {
+      expect(parsePlanEvent(event)).toMatchObject({ ok: true });
+      expect(event).toMatchObject({ specVersion: 1, eventId: expect.stringMatching(UUID), occurredAt: expect.stringMatching(/Z$/) });
+    }
+    expect(events[5].payload).toMatchObject({ result: 'done ✅ déjà vu 漢字 "quoted"' });
+    expect(events.at(-1)).toMatchObject({ seq: 41, eventId: '11111111-2222-4333-8444-555555555555', occurredAt: '2024-05-01T12:00:00.000Z' });
+  });
+
+  it('sends events in batches: several per job, each job its own id, the jobs options as configured', async () => {
+    const { publisher, prefix } = newPublisher(redis.url, { eventsPerJob: 100, jobOptions: { attempts: 7 } });
+    const events = exactlyEvents(1_050, { seed: 6 });
+    for (const event of events) publisher.publish(event);
+    await expect(publisher.flush(10_000)).resolves.toBe(true);
+    await publisher.close(5_000);
+    const queue = new Queue(EVENTS_QUEUE, { connection: { url: redis.url }, prefix });
+    try {
+      const jobs = await queue.getJobs(['waiting']);
+      expect(jobs.length).toBe(11);
+      for (const job of jobs) {
+        expect(job.name).toBe(EVENT_BATCH_JOB);
+        expect(job.id).toMatch(/^b-[0-9a-f-]{36}$/);
+        expect(job.data.v).toBe(1);
+        expect(job.data.events.length).toBeLessThanOrEqual(100);
+        expect(job.opts).toMatchObject({ attempts: 7, removeOnFail: false, removeOnComplete: { count: 1_000 }, backoff: { type: 'exponential' } });
+      }
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+
+  it('a batch Redis stored but whose reply was lost (command timeout) is not queued twice', async () => {
+    const { publisher, prefix } = newPublisher(redis.url, { redisCommandTimeoutMs: 100 });
+    const admin = new IORedis(redis.url);
+    try {
+      await new Promise((r) => setTimeout(r, 200)); // let the publisher connect
+      const events = exactlyEvents(300, { seed: 7 });
+      // Redis stalls 600 ms: addBulk times out after 100 ms, then Redis runs it anyway.
+      const sleeping = admin.call('DEBUG', 'SLEEP', '0.6');
+      await new Promise((r) => setTimeout(r, 20));
+      for (const event of events) publisher.publish(event);
+      await sleeping;
+      await expect(publisher.flush(15_000)).resolves.toBe(true);
+      const { events: queued } = await queuedEvents(redis.url, prefix);
+      expect(notExactlyOnce(events.map((e: PlanEvent) => e.eventId), countByEventId(queued))).toEqual([]);
+    } finally {
+      await publisher.close(5_000);
+      admin.disconnect();
+    }
+  });
+
+  it('validation: "contract" runs parsePlanEvent inline with the same verdicts', async () => {
+    const { publisher } = newPublisher(redis.url, { validation: 'contract' });
+    try {
+      expect(publisher.publish(planRun({ seed: 8 })[0])).toMatchObject({ ok: true });
+      expect(publisher.publish(invalidEvent(8) as never)).toMatchObject({ ok: false, reason: 'invalid', violations: [{ path: 'planId' }, { path: 'payload.inputTokens' }] });
+    } finally {
+      await publisher.close(5_000);
+    }
+  });
+
+  it('refuses nonsense options in one line naming each', () => {
+    expect(() => new PlanEventPublisher({ maxBufferedEvents: 0, eventsPerJob: 1.5, validation: 'none' as never, logger: pino({ level: 'silent' }) })).toThrow(
+      new PublisherConfigError([
+        'maxBufferedEvents must be a positive integer (got 0)',
+        'eventsPerJob must be a positive integer (got 1.5)',
+        'validation must be "fast" or "contract" (got none)',
+      ]),
+    );
+  });
+});
