@@ -22,6 +22,8 @@ const EXPECTED_COLUMNS: Record<string, string[]> = {
   plan_heads: ['plan_id', 'version', 'deleted_at'],
 };
 
+const ALL_MIGRATIONS = ['InitialSchema1795219200000', 'IndexHandoffStep1795219300000'];
+
 /** Seed 000, section 6, verbatim. */
 const PRD_ANALYTICS = [
   `SELECT
@@ -86,7 +88,7 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
 
   it('creates every table with the PRD-032 columns', async () => {
     const report = await runMigrations(ds);
-    expect(report.applied).toEqual(['InitialSchema1795219200000']);
+    expect(report.applied).toEqual(ALL_MIGRATIONS);
     expect(await tableNames(ds, kind)).toEqual([...Object.keys(EXPECTED_COLUMNS), 'migrations'].sort());
     for (const [table, expected] of Object.entries(EXPECTED_COLUMNS)) {
       expect(await columnNames(ds, table)).toEqual(expect.arrayContaining(expected));
@@ -103,6 +105,8 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
       const plans = await runner.getTable('execution_plans');
       const steps = await runner.getTable('plan_steps');
       const indexNames = plans!.indices.map((i) => i.name);
+      const handoffs = await runner.getTable('plan_handoffs');
+      if (kind !== 'mariadb') expect(handoffs!.indices.map((i) => i.name)).toEqual(expect.arrayContaining(['IX_plan_handoffs_plan', 'IX_plan_handoffs_step']));
       expect(indexNames).toEqual(expect.arrayContaining(['IX_execution_plans_session', 'IX_execution_plans_status', 'IX_execution_plans_created', 'IX_execution_plans_deleted']));
       const stepUniques = [...steps!.uniques.map((u) => u.name), ...steps!.indices.filter((i) => i.isUnique).map((i) => i.name)];
       expect(stepUniques).toContain('UQ_plan_step_index');
@@ -134,9 +138,9 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
 
   it('reverts everything, leaving only the migrations table, then migrates again', async () => {
     const report = await revertAllMigrations(ds);
-    expect(report.reverted).toEqual(['InitialSchema1795219200000']);
+    expect(report.reverted).toEqual([...ALL_MIGRATIONS].reverse());
     expect(await tableNames(ds, kind)).toEqual(['migrations']);
-    expect((await runMigrations(ds)).applied).toEqual(['InitialSchema1795219200000']);
+    expect((await runMigrations(ds)).applied).toEqual(ALL_MIGRATIONS);
     expect(await tableNames(ds, kind)).toHaveLength(Object.keys(EXPECTED_COLUMNS).length + 1);
   });
 });

@@ -32,6 +32,7 @@ describe('SQL Server DDL', () => {
     expect(up).toContain('CONSTRAINT "UQ_plan_step_index" UNIQUE ("plan_id", "step_index")');
     expect(up).toContain('CONSTRAINT "FK_plan_handoffs_steps" FOREIGN KEY ("step_id") REFERENCES "plan_steps" ("id") ON DELETE NO ACTION');
     expect(up).toContain('CREATE INDEX "IX_execution_plans_session" ON "execution_plans" ("session_id", "created_at")');
+    expect(up).toContain('CREATE INDEX "IX_plan_handoffs_step" ON "plan_handoffs" ("step_id")');
     const constraintNames = [...up.matchAll(/CONSTRAINT "([^"]+)"/g)].map((m) => m[1]);
     for (const name of constraintNames) expect(name).toMatch(/^(PK|FK|UQ|CK|DF)_[a-z_]+$/);
   });
