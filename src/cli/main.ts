@@ -9,6 +9,8 @@ import { registerSessions } from './commands/sessions.command';
 import { registerWorkflows } from './commands/workflows.command';
 import { registerSteps } from './commands/steps.command';
 import { registerAnalytics } from './commands/analytics.command';
+import { registerRetention } from './commands/retention.command';
+import { registerPlansRestore } from './commands/plans-restore.command';
 import { redactUrl } from '../config/database-url';
 
 const ENV_TEXT = `\nEnvironment:\n${ENV_HELP.map(([name, help]) => `  ${name.padEnd(14)}${help}`).join('\n')}\n${EXIT_HELP}`;
@@ -24,11 +26,13 @@ export function buildProgram(io: CliIo): Command {
     .addHelpText('after', ENV_TEXT)
     .exitOverride();
   registerMigrate(program, context);
-  registerPlans(program, context);
+  const plans = registerPlans(program, context);
+  registerPlansRestore(plans, context);
   registerSessions(program, context);
   registerWorkflows(program, context);
   registerSteps(program, context);
   registerAnalytics(program, context);
+  registerRetention(program, context);
   for (const cmd of program.commands) cmd.exitOverride().addHelpText('after', EXIT_HELP);
   return program;
 }

@@ -1,0 +1,104 @@
+import type { EntityManager, SelectQueryBuilder } from 'typeorm';
+import { ENTITY } from '../store/entities';
+import { inBatch, lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
+import { addTableCounts } from './retention-report';
+import { affected, countRows, DAG_TABLES, deleteRows, stampRows, toDate } from './retention-sql';
+import { purgeCutoff } from './plan-purge';
+
+const HOUR_MS = 3_600_000;
+
+/** Workflows whose DAG may expire before their plan: they cannot be resumed any more (seed 002). */
+const EXPIRING_STATUSES = ['completed', 'cancelled'];
+
+export function dagCutoff(ctx: Pick<RunContext, 'now' | 'policy'>): Date | null {
+  return ctx.policy.dagTtlHours > 0 ? new Date(ctx.now.getTime() - ctx.policy.dagTtlHours * HOUR_MS) : null;
+}
+
+interface DagRow {
+  id: string;
+  dagDeletedAt: unknown;
+  expiresAt: unknown;
+  status: string;
+  completedAt: unknown;
+  planDeletedAt: unknown;
+  headUpdatedAt: unknown;
+}
+
+/**
+ * Expires the DAG and checkpoints of finished workflows of live plans (soft delete), and purges
+ * the ones expired longer ago than the grace period. Their plan keeps its events (plan.created,
+ * checkpoint.saved), so nothing of the audit trail goes. Walks workflow_dags in key order, one page
+ * per statement (no index says "expirable"), and acts on the rows that qualify.
+ */
+export async function expireDags(ctx: RunContext): Promise<void> {
+  let after: string | null = null;
+  while (!shouldStop(ctx)) {
+    const q = dagQuery(ctx.ds.manager, after);
+    if (after !== null) q.where('d.workflowId > :after', { after });
+    const page: DagRow[] = await q.orderBy('d.workflowId', 'ASC').limit(ctx.batchSize).getRawMany();
+    if (page.length === 0) return;
+    after = page[page.length - 1].id;
+    const ids = lockOrder(page.filter((r) => expirable(ctx, r) || purgeable(ctx, r)).map((r) => r.id));
+    if (ids.length > 0) {
+      const { soft, hard } = await inBatch(ctx, ids, (m) => dagBatch(ctx, m, ids));
+      addTableCounts(ctx.report, 'softDeleted', soft);
+      addTableCounts(ctx.report, 'purged', hard);
+      ctx.report.dags.expired += soft.workflow_dags ?? 0;
+      ctx.report.dags.purged += hard.workflow_dags ?? 0;
+    }
+    if (page.length < ctx.batchSize) return;
+  }
+}
+
+function expirable(ctx: RunContext, r: DagRow): boolean {
+  const cutoff = dagCutoff(ctx);
+  if (!cutoff || r.planDeletedAt !== null || ctx.wouldRetire.has(r.id) || r.dagDeletedAt !== null || !EXPIRING_STATUSES.includes(r.status)) return false;
+  const ended = toDate(r.completedAt);
+  const expiresAt = toDate(r.expiresAt);
+  const active = toDate(r.headUpdatedAt);
+  // an expires_at set later than the TTL is honoured; last activity (event, restore) restarts the TTL
+  return ended !== null && ended <= cutoff && (expiresAt === null || expiresAt <= ctx.now) && (active === null || active <= cutoff);
+}
+
+function purgeable(ctx: RunContext, r: DagRow): boolean {
+  const deleted = toDate(r.dagDeletedAt);
+  // a soft-deleted plan's DAG goes with its plan (purgePlans)
+  return r.planDeletedAt === null && deleted !== null && deleted <= purgeCutoff(ctx);
+}
+
+/**
+ * The DAG walk's page. The keyset bound is repeated on the joined keys: without it PostgreSQL
+ * merge-joins from the first plan for every page (quadratic over a walk).
+ */
+function dagQuery(m: EntityManager, after: string | null = null): SelectQueryBuilder<object> {
+  const bound = (alias: string) => (after === null ? '' : ` AND ${alias} > :after`);
+  return m
+    .createQueryBuilder()
+    .select('d.workflowId', 'id')
+    .addSelect('d.deletedAt', 'dagDeletedAt')
+    .addSelect('d.expiresAt', 'expiresAt')
+    .addSelect('p.status', 'status')
+    .addSelect('p.completedAt', 'completedAt')
+    .addSelect('p.deletedAt', 'planDeletedAt')
+    .addSelect('h.updatedAt', 'headUpdatedAt')
+    .from(ENTITY.dag, 'd')
+    .withDeleted()
+    .innerJoin(ENTITY.plan, 'p', `p.id = d.workflowId${bound('p.id')}`, after === null ? {} : { after })
+    .leftJoin(ENTITY.head, 'h', `h.planId = d.workflowId${bound('h.planId')}`);
+}
+
+/** Under the head locks, re-read the candidates and act on those that still qualify. */
+async function dagBatch(ctx: RunContext, m: EntityManager, ids: string[]): Promise<{ soft: TableCountMap; hard: TableCountMap }> {
+  const rows: DagRow[] = await dagQuery(m).where('d.workflowId IN (:...ids)', { ids }).getRawMany();
+  const expire = lockOrder(rows.filter((r) => expirable(ctx, r)).map((r) => r.id));
+  const purge = lockOrder(rows.filter((r) => purgeable(ctx, r)).map((r) => r.id));
+  const before = purgeCutoff(ctx);
+  const soft: TableCountMap = {};
+  const hard: TableCountMap = {};
+  for (const spec of DAG_TABLES) {
+    if (expire.length > 0) soft[spec.table] = ctx.dryRun ? await countRows(m, spec, expire, 'live') : affected(await stampRows(m, spec, expire, ctx.now).execute());
+    // only rows expired past the grace period: a checkpoint saved since then is kept
+    if (purge.length > 0) hard[spec.table] = ctx.dryRun ? await countRows(m, spec, purge, { deletedBefore: before }) : affected(await deleteRows(m, spec, purge, before).execute());
+  }
+  return { soft, hard };
+}

@@ -1,0 +1,104 @@
+import type { EntityManager } from 'typeorm';
+import { ENTITY } from '../store/entities';
+import { inBatch, lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
+import { addTableCounts } from './retention-report';
+import { affected, countRows, deleteRows, instant, ORPHAN_TABLES, PLAN_TABLES, PlanTableSpec } from './retention-sql';
+
+const DAY_MS = 86_400_000;
+
+/** Rows soft-deleted at or before this instant are past their grace period. */
+export function purgeCutoff(ctx: Pick<RunContext, 'now' | 'policy'>): Date {
+  return new Date(ctx.now.getTime() - ctx.policy.graceDays * DAY_MS);
+}
+
+/**
+ * Hard-deletes plans soft-deleted longer ago than the grace period: every row they own, children
+ * first, one transaction per batch. Idempotent: a batch re-checks under lock what is still there,
+ * so an interrupted or concurrent run only leaves whole batches done, and the next run goes on.
+ */
+export async function purgePlans(ctx: RunContext): Promise<void> {
+  await walk(ctx, (m, after) => scanDeletedPlans(m, purgeCutoff(ctx), after, ctx.batchSize), async (ids) => {
+    const counts = await inBatch(ctx, ids, (m) => purgePlanBatch(ctx, m, ids));
+    addTableCounts(ctx.report, 'purged', counts);
+    ctx.report.plans.purged += counts.execution_plans ?? 0;
+  });
+}
+
+/**
+ * Purges orphans (events and head of a plan with no execution_plans row) soft-deleted past the
+ * grace period, found through IX_plan_events_deleted: by now only orphans' events are left there.
+ */
+export async function purgeOrphans(ctx: RunContext): Promise<void> {
+  await walk(ctx, (m, after) => scanDeletedEventPlans(m, purgeCutoff(ctx), after, ctx.batchSize), async (ids) => {
+    const counts = await inBatch(ctx, ids, (m) => purgeOrphanBatch(ctx, m, ids));
+    addTableCounts(ctx.report, 'purged', counts);
+    ctx.report.orphans.purged += counts.plan_heads ?? 0;
+  });
+}
+
+/** Keyset walk over plan ids: pages of `batchSize`, each handed to `handle`, until done or stopped. */
+async function walk(ctx: RunContext, scan: (m: EntityManager, after: string | null) => Promise<string[]>, handle: (ids: string[]) => Promise<void>): Promise<void> {
+  let after: string | null = null;
+  while (!shouldStop(ctx)) {
+    const page = await scan(ctx.ds.manager, after);
+    if (page.length === 0) return;
+    after = page[page.length - 1];
+    await handle(lockOrder(page));
+    if (page.length < ctx.batchSize) return;
+  }
+}
+
+async function scanDeletedPlans(m: EntityManager, cutoff: Date, after: string | null, limit: number): Promise<string[]> {
+  const qb = m.createQueryBuilder().select('p.id', 'id').from(ENTITY.plan, 'p').withDeleted().where('p.deletedAt <= :cutoff', { cutoff: instant(m, cutoff) });
+  if (after !== null) qb.andWhere('p.id > :after', { after });
+  const rows: Array<{ id: string }> = await qb.orderBy('p.id', 'ASC').limit(limit).getRawMany();
+  return rows.map((r) => r.id);
+}
+
+async function scanDeletedEventPlans(m: EntityManager, cutoff: Date, after: string | null, limit: number): Promise<string[]> {
+  // GROUP BY, not DISTINCT: SQL Server wants DISTINCT's ORDER BY items in the select list verbatim
+  const qb = m.createQueryBuilder().select('e.planId', 'id').from(ENTITY.event, 'e').withDeleted().where('e.deletedAt <= :cutoff', { cutoff: instant(m, cutoff) });
+  if (after !== null) qb.andWhere('e.planId > :after', { after });
+  const rows: Array<{ id: string }> = await qb.groupBy('e.planId').orderBy('e.planId', 'ASC').limit(limit).getRawMany();
+  return rows.map((r) => r.id);
+}
+
+async function purgePlanBatch(ctx: RunContext, m: EntityManager, ids: string[]): Promise<TableCountMap> {
+  // under the head locks: a plan restored since the scan is no longer past its grace period
+  const rows: Array<{ id: string }> = await m
+    .createQueryBuilder()
+    .select('p.id', 'id')
+    .from(ENTITY.plan, 'p')
+    .withDeleted()
+    .where('p.id IN (:...ids)', { ids })
+    .andWhere('p.deletedAt <= :cutoff', { cutoff: instant(m, purgeCutoff(ctx)) })
+    .getRawMany();
+  return deleteAll(ctx, m, PLAN_TABLES, lockOrder(rows.map((r) => r.id)));
+}
+
+async function purgeOrphanBatch(ctx: RunContext, m: EntityManager, ids: string[]): Promise<TableCountMap> {
+  // still an orphan (plan.created may have arrived since), and its head (if any) past grace
+  const rows: Array<{ id: string }> = await m
+    .createQueryBuilder()
+    .select('e.planId', 'id')
+    .from(ENTITY.event, 'e')
+    .withDeleted()
+    .leftJoin(ENTITY.plan, 'p', 'p.id = e.planId')
+    .leftJoin(ENTITY.head, 'h', 'h.planId = e.planId')
+    .where('e.planId IN (:...ids)', { ids })
+    .andWhere('p.id IS NULL')
+    .andWhere('(h.planId IS NULL OR h.deletedAt <= :cutoff)', { cutoff: instant(m, purgeCutoff(ctx)) })
+    .groupBy('e.planId')
+    .getRawMany();
+  return deleteAll(ctx, m, ORPHAN_TABLES, lockOrder(rows.map((r) => r.id)));
+}
+
+/** Delete (dry run: count) every row of these plans in `tables`, in the order given. */
+async function deleteAll(ctx: RunContext, m: EntityManager, tables: readonly PlanTableSpec[], ids: string[]): Promise<TableCountMap> {
+  const counts: TableCountMap = {};
+  if (ids.length === 0) return counts;
+  for (const spec of tables) {
+    counts[spec.table] = ctx.dryRun ? await countRows(m, spec, ids, 'all') : affected(await deleteRows(m, spec, ids).execute());
+  }
+  return counts;
+}

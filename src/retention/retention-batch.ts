@@ -1,0 +1,90 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Logger } from '../shared/logger';
+import type { Dialect } from '../store/dialect';
+import { isRetryableDbError, dbErrorCode } from '../store/db-errors';
+import { runSerialized } from '../store/serial-queue';
+import type { RetentionPolicy } from './retention-config';
+import type { RetentionReport } from './retention-report';
+import { lockHeads, PlanTable } from './retention-sql';
+
+/** Everything one run's phases share. Built by runRetention; nothing here outlives the run. */
+export interface RunContext {
+  ds: DataSource;
+  dialect: Dialect;
+  policy: Readonly<RetentionPolicy>;
+  now: Date;
+  dryRun: boolean;
+  /** Plan ids per batch: the policy's, capped for the database. */
+  batchSize: number;
+  report: RetentionReport;
+  logger?: Logger;
+  signal?: AbortSignal;
+  /** Stop after this many batches (tests, benchmarks, operators who want small steps). */
+  maxBatches?: number;
+  /** Dry run only: plans it would have soft-deleted, so later phases treat them as deleted. */
+  wouldRetire: Set<string>;
+}
+
+export type TableCountMap = Partial<Record<PlanTable, number>>;
+
+/**
+ * Deadlocks and lock time-outs are expected when retention races a worker rebuild or another
+ * run: the batch is rolled back whole and simply run again (it re-checks what still qualifies).
+ */
+const ATTEMPTS = 5;
+const BACKOFF_MS = 100;
+
+/** True when the run must stop before its next batch; records why in the report. */
+export function shouldStop(ctx: RunContext): boolean {
+  if (ctx.signal?.aborted) ctx.report.stoppedBy = 'aborted';
+  else if (ctx.maxBatches !== undefined && ctx.report.batches >= ctx.maxBatches) ctx.report.stoppedBy = 'maxBatches';
+  else return false;
+  ctx.report.complete = false;
+  return true;
+}
+
+/**
+ * Runs one batch of plans in its own transaction: first the plans' `plan_heads` locks (the lock
+ * every writer takes first, in key order: no deadlock between retention runs, and a worker rebuild
+ * of these plans waits or has committed), then `work`, which re-checks what still qualifies under
+ * those locks and changes only that. All or nothing, so an interrupted run leaves whole batches
+ * done and the rest untouched. A dry run reads only: no transaction, no lock. `work` may run more
+ * than once (retried), so it must not touch the report: its caller adds what it returns.
+ */
+export async function inBatch<T>(ctx: RunContext, ids: string[], work: (m: EntityManager) => Promise<T>): Promise<T> {
+  ctx.report.batches++;
+  if (ctx.dryRun) return work(ctx.ds.manager);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await runSerialized(ctx.ds, () => transaction(ctx, async (m) => {
+        await lockHeads(m, ids).execute();
+        return work(m);
+      }));
+    } catch (err) {
+      if (!isRetryableDbError(err) || attempt >= ATTEMPTS) throw err;
+      ctx.logger?.warn({ attempt, code: dbErrorCode(err), plans: ids.length }, 'retention batch hit a lock conflict; retrying');
+      await sleep(BACKOFF_MS * 2 ** (attempt - 1) * (0.5 + Math.random()));
+    }
+  }
+}
+
+/**
+ * READ COMMITTED everywhere (the worker's level too): once a head lock is granted, the next
+ * statement must see what its previous holder committed, which MySQL's REPEATABLE READ would not.
+ */
+function transaction<T>(ctx: RunContext, work: (m: EntityManager) => Promise<T>): Promise<T> {
+  if (ctx.dialect === 'sqlite') return ctx.ds.transaction(work);
+  return ctx.ds.transaction('READ COMMITTED', work);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Sorted, de-duplicated ids: the lock order every batch uses. */
+export function lockOrder(ids: Iterable<string>): string[] {
+  return [...new Set(ids)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** Keyset value to pass back to the database exactly as it came (SQLite text, Dates elsewhere). */
+export type Keyset = { at: unknown; id: string };

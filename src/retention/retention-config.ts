@@ -1,0 +1,144 @@
+import { ConfigError } from '../config/config';
+
+/**
+ * What retention keeps and for how long, read from the environment and validated once. Every field
+ * documents its default; `RETENTION_ENV_HELP` is what `--help` prints. Library callers (tests, the
+ * scheduler) may build a policy with `retentionPolicy({ ...overrides })`.
+ *
+ * Ages count from the plan's end (`completed_at`) AND from its last activity (`plan_heads.updated_at`,
+ * bumped by every event written and by `plans restore`), so a late event or a restore gives the plan
+ * a fresh period. Planning/executing plans are never touched, whatever their age.
+ */
+export interface RetentionPolicy {
+  /** RETENTION_COMPLETED_DAYS: days a completed plan is kept before soft delete. @defaultValue 30 */
+  completedDays: number;
+  /** RETENTION_FAILED_DAYS: failed plans are kept longer, for debugging. @defaultValue 90 */
+  failedDays: number;
+  /** RETENTION_CANCELLED_DAYS: cancelled (also rejected) plans. @defaultValue 30 */
+  cancelledDays: number;
+  /**
+   * RETENTION_GRACE_DAYS: a soft-deleted plan can be restored this long; after it, the next run
+   * purges it for good. 0 = purge at the next run (no undo). @defaultValue 7
+   */
+  graceDays: number;
+  /**
+   * RETENTION_DAG_TTL_HOURS: the DAG and checkpoints of a completed or cancelled workflow are only
+   * needed to resume it (seed 002), so they expire this long after it ended; they are soft-deleted,
+   * then purged after the grace period, and their source events stay with the plan. A running
+   * workflow's DAG never expires (the seed's 1 h from creation would break a long human-validated
+   * workflow), nor does a failed one's (kept for debugging and retry, as long as the plan).
+   * An `expires_at` set later than that is honoured. 0 = keep them as long as the plan. @defaultValue 24
+   */
+  dagTtlHours: number;
+  /**
+   * RETENTION_ORPHAN_DAYS: events of a plan whose `plan.created` never arrived (no execution_plans
+   * row), with no activity for this long, are soft-deleted (e.g. a late event that arrived after the
+   * plan was purged). Costs one walk over plan_heads per run. 0 = keep them forever. @defaultValue 90
+   */
+  orphanDays: number;
+  /**
+   * RETENTION_BATCH_SIZE: plans per transaction (each statement carries at most this many ids);
+   * capped per database: SQL Server 2,000 (2,100 parameters per statement). 1,000 plans of 10
+   * steps keep every statement near 0.25 s on PostgreSQL (BENCHMARKS.md); lower it for much longer
+   * plans. SQL Server escalates a statement's row locks to a table lock past ~5,000 rows, blocking
+   * the workers meanwhile: there keep batch x steps per plan under that (e.g. 400). @defaultValue 1000
+   */
+  batchSize: number;
+  /** RETENTION_CRON: when the scheduler runs, a cron pattern in UTC; `off` = no schedule. @defaultValue `0 3 * * *` (daily 03:00 UTC) */
+  cron: string | null;
+}
+
+export const DEFAULT_RETENTION_POLICY: Readonly<RetentionPolicy> = Object.freeze({
+  completedDays: 30,
+  failedDays: 90,
+  cancelledDays: 30,
+  graceDays: 7,
+  dagTtlHours: 24,
+  orphanDays: 90,
+  batchSize: 1000,
+  cron: '0 3 * * *',
+});
+
+/** Every environment variable retention reads, for `--help`. */
+export const RETENTION_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
+  ['RETENTION_COMPLETED_DAYS', 'days a completed plan is kept, then soft-deleted, 1-36500 (default 30)'],
+  ['RETENTION_FAILED_DAYS', 'days a failed plan is kept, 1-36500 (default 90)'],
+  ['RETENTION_CANCELLED_DAYS', 'days a cancelled plan is kept, 1-36500 (default 30)'],
+  ['RETENTION_GRACE_DAYS', 'days a soft-deleted plan stays restorable before purge, 0-3650 (default 7)'],
+  ['RETENTION_DAG_TTL_HOURS', 'hours after a completed/cancelled workflow ended that its DAG and checkpoints expire; 0 = with the plan (default 24)'],
+  ['RETENTION_ORPHAN_DAYS', 'days before events of a plan with no plan.created are retired; 0 = never (default 90)'],
+  ['RETENTION_BATCH_SIZE', 'plans per transaction, 1-50000, capped at 2000 on SQL Server (default 1000)'],
+  ['RETENTION_CRON', 'schedule, cron pattern in UTC, or off (default "0 3 * * *" = daily 03:00 UTC)'],
+];
+
+type Env = Record<string, string | undefined>;
+
+function read(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+function integer(raw: string, min: number, max: number): number {
+  if (!/^-?\d+$/.test(raw)) throw new Error(`"${raw}" is not an integer`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new Error(`${n} is outside ${min}-${max}`);
+  return n;
+}
+
+/**
+ * A cron pattern BullMQ accepts: 5 fields (minute first) or 6 (seconds first). This catches typos
+ * at start-up; the scheduler's cron parser has the last word when it is upserted.
+ */
+export function parseCron(raw: string): string | null {
+  if (/^(off|none|disabled?)$/i.test(raw)) return null;
+  const fields = raw.split(/\s+/);
+  if (fields.length < 5 || fields.length > 6) throw new Error(`"${raw}" has ${fields.length} field${fields.length === 1 ? '' : 's'}; expected 5 (m h dom mon dow) or 6, or off`);
+  const bad = fields.find((f) => !/^[0-9A-Za-z*?/,#-]+$/.test(f));
+  if (bad !== undefined) throw new Error(`"${raw}": field "${bad}" is not cron syntax`);
+  return fields.join(' ');
+}
+
+/** A full policy from defaults plus overrides, range-checked (throws ConfigError). */
+export function retentionPolicy(overrides: Partial<RetentionPolicy> = {}): Readonly<RetentionPolicy> {
+  const policy = { ...DEFAULT_RETENTION_POLICY, ...overrides };
+  const problems: string[] = [];
+  const ranges: Array<[keyof RetentionPolicy, number, number]> = [
+    ['completedDays', 1, 36_500], ['failedDays', 1, 36_500], ['cancelledDays', 1, 36_500], ['graceDays', 0, 3_650],
+    ['dagTtlHours', 0, 876_000], ['orphanDays', 0, 36_500], ['batchSize', 1, 50_000],
+  ];
+  for (const [key, min, max] of ranges) {
+    const v = policy[key] as number;
+    if (!Number.isInteger(v) || v < min || v > max) problems.push(`${key}: ${v} is not an integer in ${min}-${max}`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(policy);
+}
+
+/** Reads and checks every RETENTION_* variable; throws one ConfigError naming every bad one. */
+export function loadRetentionPolicy(env: Env = process.env): Readonly<RetentionPolicy> {
+  const problems: string[] = [];
+  const d = DEFAULT_RETENTION_POLICY;
+  const check = <T>(name: string, fallback: T, parse: (raw: string) => T): T => {
+    const raw = read(env, name);
+    if (raw === undefined) return fallback;
+    try {
+      return parse(raw);
+    } catch (err) {
+      problems.push(`${name}: ${(err as Error).message}`);
+      return fallback;
+    }
+  };
+  const num = (name: string, fallback: number, min: number, max: number) => check(name, fallback, (raw) => integer(raw, min, max));
+  const policy: RetentionPolicy = {
+    completedDays: num('RETENTION_COMPLETED_DAYS', d.completedDays, 1, 36_500),
+    failedDays: num('RETENTION_FAILED_DAYS', d.failedDays, 1, 36_500),
+    cancelledDays: num('RETENTION_CANCELLED_DAYS', d.cancelledDays, 1, 36_500),
+    graceDays: num('RETENTION_GRACE_DAYS', d.graceDays, 0, 3_650),
+    dagTtlHours: num('RETENTION_DAG_TTL_HOURS', d.dagTtlHours, 0, 876_000),
+    orphanDays: num('RETENTION_ORPHAN_DAYS', d.orphanDays, 0, 36_500),
+    batchSize: num('RETENTION_BATCH_SIZE', d.batchSize, 1, 50_000),
+    cron: check('RETENTION_CRON', d.cron, parseCron),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(policy);
+}

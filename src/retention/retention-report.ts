@@ -1,0 +1,87 @@
+import { PLAN_TABLES, PlanTable } from './retention-sql';
+
+/** Rows one table lost (or would lose, in a dry run). */
+export interface TableCounts {
+  /** Rows newly stamped `deleted_at` (plan soft delete, DAG expiry, orphan retirement). */
+  softDeleted: number;
+  /** Rows deleted for good (soft-deleted longer than the grace period). */
+  purged: number;
+}
+
+/** Why a run stopped before finishing; the next run resumes where it left off. */
+export type StopReason = 'maxBatches' | 'aborted';
+
+/** What one retention run did, or with `dryRun` would do. JSON-ready. */
+export interface RetentionReport {
+  dryRun: boolean;
+  /** The run's clock (ISO-8601 UTC). */
+  now: string;
+  /** Instants the run compared against: rows older than these qualified. */
+  cutoffs: {
+    completed: string;
+    failed: string;
+    cancelled: string;
+    /** Soft-deleted at or before this instant: purged. */
+    purge: string;
+    /** Completed/cancelled workflows ended at or before this: DAG and checkpoints expire; null = off. */
+    dag: string | null;
+    /** No activity since this and no plan.created: orphan events retired; null = off. */
+    orphan: string | null;
+  };
+  /** Whole plans (execution_plans rows). */
+  plans: TableCounts;
+  /** Plans with events but no execution_plans row. */
+  orphans: TableCounts;
+  /** Workflow DAGs expired on their own (their plan stays). */
+  dags: { expired: number; purged: number };
+  /** Per table, every phase summed. */
+  tables: Record<PlanTable, TableCounts>;
+  /** Plan ids per statement after the per-database cap. */
+  batchSize: number;
+  /** Transactions run (dry run: batches examined). */
+  batches: number;
+  complete: boolean;
+  stoppedBy?: StopReason;
+  durationMs: number;
+}
+
+export function emptyReport(dryRun: boolean, now: Date, batchSize: number, cutoffs: RetentionReport['cutoffs']): RetentionReport {
+  const tables = Object.fromEntries(PLAN_TABLES.map((t) => [t.table, { softDeleted: 0, purged: 0 }])) as Record<PlanTable, TableCounts>;
+  return {
+    dryRun,
+    now: now.toISOString(),
+    cutoffs,
+    plans: { softDeleted: 0, purged: 0 },
+    orphans: { softDeleted: 0, purged: 0 },
+    dags: { expired: 0, purged: 0 },
+    tables,
+    batchSize,
+    batches: 0,
+    complete: true,
+    durationMs: 0,
+  };
+}
+
+/** Add per-table counts of one batch to the report. */
+export function addTableCounts(report: RetentionReport, kind: keyof TableCounts, counts: Partial<Record<PlanTable, number>>): void {
+  for (const [table, n] of Object.entries(counts) as Array<[PlanTable, number]>) report.tables[table][kind] += n;
+}
+
+/** Report lines for people: one per table that changed, then the totals. */
+export function formatReport(r: RetentionReport): string[] {
+  const soft = r.dryRun ? 'would soft-delete' : 'soft-deleted';
+  const purge = r.dryRun ? 'would purge' : 'purged';
+  const lines = [`${'table'.padEnd(22)}${soft.padStart(18)}${purge.padStart(14)}`];
+  for (const t of PLAN_TABLES) {
+    const c = r.tables[t.table];
+    lines.push(`${t.table.padEnd(22)}${String(c.softDeleted).padStart(18)}${String(c.purged).padStart(14)}`);
+  }
+  lines.push(
+    `plans: ${r.plans.softDeleted} ${soft}, ${r.plans.purged} ${purge}; ` +
+      `orphan plans: ${r.orphans.softDeleted} ${soft}, ${r.orphans.purged} ${purge}; ` +
+      `DAGs: ${r.dags.expired} ${r.dryRun ? 'would expire' : 'expired'}, ${r.dags.purged} ${purge}`,
+  );
+  const end = r.complete ? 'complete' : `stopped early (${r.stoppedBy}); the next run continues`;
+  lines.push(`${r.dryRun ? 'dry run, nothing changed' : 'done'}: ${r.batches} batches of up to ${r.batchSize} plans in ${r.durationMs} ms, ${end}`);
+  return lines;
+}

@@ -1,0 +1,114 @@
+import { DeleteQueryBuilder, EntityManager, In, IsNull, LessThanOrEqual, MssqlParameter, Not, UpdateQueryBuilder } from 'typeorm';
+import { ENTITY } from '../store/entities';
+import type { Dialect } from '../store/dialect';
+import { dialectOf } from '../store/dialect-of';
+
+/**
+ * Every statement retention sends, built with TypeORM's QueryBuilder so quoting, parameter style
+ * (`$1`, `?`, `@0`) and pagination are the driver's job. They are plain functions of an
+ * EntityManager so the SQL Server text can be generated and checked without a server. Bulk
+ * statements skip entity listeners: there are none, and they would only add work per statement.
+ */
+
+/** The tables a plan owns, children first: the order a purge deletes in (foreign keys). */
+export const PLAN_TABLES = [
+  { table: 'plan_handoffs', entity: ENTITY.handoff, planKey: 'planId' }, // references plan_steps (NO ACTION)
+  { table: 'plan_decisions', entity: ENTITY.decision, planKey: 'planId' },
+  { table: 'workflow_checkpoints', entity: ENTITY.checkpoint, planKey: 'workflowId' },
+  { table: 'workflow_dags', entity: ENTITY.dag, planKey: 'workflowId' },
+  { table: 'plan_steps', entity: ENTITY.step, planKey: 'planId' },
+  { table: 'plan_events', entity: ENTITY.event, planKey: 'planId' },
+  { table: 'execution_plans', entity: ENTITY.plan, planKey: 'id' },
+  { table: 'plan_heads', entity: ENTITY.head, planKey: 'planId' },
+] as const;
+
+export type PlanTableSpec = (typeof PLAN_TABLES)[number];
+export type PlanTable = PlanTableSpec['table'];
+
+export const tableSpec = (table: PlanTable): PlanTableSpec => PLAN_TABLES.find((t) => t.table === table)!;
+
+/** The tables of a plan that has events but no `plan.created` yet (no execution_plans row). */
+export const ORPHAN_TABLES: readonly PlanTableSpec[] = [tableSpec('plan_events'), tableSpec('plan_heads')];
+/** What a DAG expiry covers (seed 002). */
+export const DAG_TABLES: readonly PlanTableSpec[] = [tableSpec('workflow_checkpoints'), tableSpec('workflow_dags')];
+
+/**
+ * Plan ids per statement. Each statement binds the ids plus at most 4 other values, so SQL Server
+ * (2,100 parameters per request) gets 2,000. PostgreSQL's 65,535 and SQLite's 32,766 are far above
+ * any useful batch; MySQL has no parameter cap (the client inlines values), only max_allowed_packet.
+ * Retention inserts nothing, so SQL Server's 1,000 rows per VALUES does not apply here.
+ */
+const MAX_IDS: Record<Dialect, number> = { mssql: 2_000, postgres: 50_000, sqlite: 30_000, mysql: 50_000 };
+
+export function maxIdsPerStatement(dialect: Dialect): number {
+  return MAX_IDS[dialect];
+}
+
+/**
+ * A timestamp parameter. SQL Server types a bare Date as legacy `datetime` (3.33 ms steps), so it
+ * is sent as `datetime2(3)` like the columns; elsewhere TypeORM and the drivers convert a Date
+ * (SQLite: the same 'YYYY-MM-DD HH:MM:SS.SSS' UTC text TypeORM stores).
+ */
+export function instant(m: EntityManager, value: Date): unknown {
+  return dialectOf(m.connection) === 'mssql' ? new MssqlParameter(value, 'datetime2', 3) : value;
+}
+
+/** A timestamp as the driver returned it (Date, or SQLite's UTC text), or null. */
+export function toDate(raw: unknown): Date | null {
+  if (raw === null || raw === undefined) return null;
+  if (raw instanceof Date) return raw;
+  const text = String(raw);
+  // SQLite: TypeORM stores UTC as 'YYYY-MM-DD HH:MM:SS.SSS' with no zone
+  return new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(text) ? text : `${text.replace(' ', 'T')}Z`);
+}
+
+/**
+ * Takes the plans' `plan_heads` row locks, the lock every writer takes before rebuilding a plan,
+ * so a concurrent worker rebuild or retention run waits (rows locked in key order by every
+ * engine's IN-list seek). Changes nothing. On SQLite it takes the database write lock up front.
+ */
+export function lockHeads(m: EntityManager, ids: string[]): UpdateQueryBuilder<object> {
+  return m.createQueryBuilder().update(ENTITY.head).set({ deletedAt: () => 'deleted_at' }).where({ planId: In(ids) }).callListeners(false);
+}
+
+/** Soft delete: stamp the live rows of these plans. */
+export function stampRows(m: EntityManager, spec: PlanTableSpec, ids: string[], now: Date): UpdateQueryBuilder<object> {
+  return m
+    .createQueryBuilder()
+    .update(spec.entity)
+    .set({ deletedAt: now })
+    .where({ [spec.planKey]: In(ids), deletedAt: IsNull() })
+    .callListeners(false);
+}
+
+/** Restore: clear the stamp of every soft-deleted row of these plans. */
+export function unstampRows(m: EntityManager, spec: PlanTableSpec, ids: string[]): UpdateQueryBuilder<object> {
+  return m
+    .createQueryBuilder()
+    .update(spec.entity)
+    .set({ deletedAt: null })
+    .where({ [spec.planKey]: In(ids), deletedAt: Not(IsNull()) })
+    .callListeners(false);
+}
+
+/** Hard delete of these plans' rows; with `deletedBefore`, only rows soft-deleted by then. */
+export function deleteRows(m: EntityManager, spec: PlanTableSpec, ids: string[], deletedBefore?: Date): DeleteQueryBuilder<object> {
+  const where: Record<string, unknown> = { [spec.planKey]: In(ids) };
+  if (deletedBefore) where.deletedAt = LessThanOrEqual(instant(m, deletedBefore));
+  return m.createQueryBuilder().delete().from(spec.entity).where(where).callListeners(false);
+}
+
+/** Rows a soft delete / restore / purge would touch, for dry runs and restore checks. */
+export async function countRows(m: EntityManager, spec: PlanTableSpec, ids: string[], which: 'live' | 'deleted' | 'all' | { deletedBefore: Date }): Promise<number> {
+  const qb = m.createQueryBuilder().select('COUNT(*)', 'n').from(spec.entity, 't').withDeleted().where(`t.${spec.planKey} IN (:...ids)`, { ids });
+  if (which === 'live') qb.andWhere('t.deletedAt IS NULL');
+  else if (which === 'deleted') qb.andWhere('t.deletedAt IS NOT NULL');
+  else if (which !== 'all') qb.andWhere('t.deletedAt <= :before', { before: instant(m, which.deletedBefore) });
+  const row = await qb.getRawOne<{ n: unknown }>();
+  return Number(row?.n ?? 0);
+}
+
+/** Rows changed by an UPDATE/DELETE, whatever the driver reports them as. */
+export function affected(result: { affected?: number | null }): number {
+  return result.affected ?? 0;
+}

@@ -1,0 +1,49 @@
+import { ConfigError } from '../../src/config/config';
+import { DEFAULT_RETENTION_POLICY, loadRetentionPolicy, parseCron, retentionPolicy, RETENTION_ENV_HELP } from '../../src/retention/retention-config';
+
+describe('retention policy from the environment', () => {
+  it('defaults: failed plans kept longer, a week of grace, daily at 03:00 UTC', () => {
+    expect(loadRetentionPolicy({})).toEqual({
+      completedDays: 30, failedDays: 90, cancelledDays: 30, graceDays: 7, dagTtlHours: 24, orphanDays: 90, batchSize: 1000, cron: '0 3 * * *',
+    });
+    expect(DEFAULT_RETENTION_POLICY.failedDays).toBeGreaterThan(DEFAULT_RETENTION_POLICY.completedDays);
+  });
+
+  it('reads every variable, and documents each in the help', () => {
+    const env = {
+      RETENTION_COMPLETED_DAYS: '14', RETENTION_FAILED_DAYS: '180', RETENTION_CANCELLED_DAYS: ' 7 ', RETENTION_GRACE_DAYS: '0',
+      RETENTION_DAG_TTL_HOURS: '1', RETENTION_ORPHAN_DAYS: '0', RETENTION_BATCH_SIZE: '500', RETENTION_CRON: '*/15  *  * * *',
+    };
+    expect(loadRetentionPolicy(env)).toEqual({ completedDays: 14, failedDays: 180, cancelledDays: 7, graceDays: 0, dagTtlHours: 1, orphanDays: 0, batchSize: 500, cron: '*/15 * * * *' });
+    expect(RETENTION_ENV_HELP.map(([name]) => name).sort()).toEqual(Object.keys(env).sort());
+    expect(loadRetentionPolicy({ RETENTION_CRON: 'off' }).cron).toBeNull();
+  });
+
+  it('names every bad variable in one error', () => {
+    let error: unknown;
+    try {
+      loadRetentionPolicy({ RETENTION_COMPLETED_DAYS: '0', RETENTION_FAILED_DAYS: 'ninety', RETENTION_BATCH_SIZE: '100000', RETENTION_CRON: 'daily' });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([
+      'RETENTION_COMPLETED_DAYS: 0 is outside 1-36500',
+      'RETENTION_FAILED_DAYS: "ninety" is not an integer',
+      'RETENTION_BATCH_SIZE: 100000 is outside 1-50000',
+      'RETENTION_CRON: "daily" has 1 field; expected 5 (m h dom mon dow) or 6, or off',
+    ]);
+  });
+
+  it('accepts 5- and 6-field cron patterns and rejects anything else', () => {
+    expect(parseCron('0 3 * * MON-FRI')).toBe('0 3 * * MON-FRI');
+    expect(parseCron('0 0 3 * * *')).toBe('0 0 3 * * *');
+    expect(() => parseCron('0 3 * * * * *')).toThrow('7 fields');
+    expect(() => parseCron('0 3 * * $')).toThrow('field "$" is not cron syntax');
+  });
+
+  it('checks a policy built in code too', () => {
+    expect(retentionPolicy({ batchSize: 10 }).batchSize).toBe(10);
+    expect(() => retentionPolicy({ graceDays: -1, completedDays: 1.5 })).toThrow('completedDays: 1.5 is not an integer in 1-36500; graceDays: -1 is not an integer in 0-3650');
+  });
+});
