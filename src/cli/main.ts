@@ -4,6 +4,7 @@ import { ENV_HELP } from '../config/config';
 import { buildContext, CliContext, CliIo } from './cli-context';
 import { CliError, EXIT, EXIT_HELP } from './exit-codes';
 import { registerMigrate } from './commands/migrate.command';
+import { registerWorker } from './commands/worker.command';
 import { registerPlans } from './commands/plans.command';
 import { registerSessions } from './commands/sessions.command';
 import { registerWorkflows } from './commands/workflows.command';
@@ -26,6 +27,7 @@ export function buildProgram(io: CliIo): Command {
     .addHelpText('after', ENV_TEXT)
     .exitOverride();
   registerMigrate(program, context);
+  registerWorker(program, context);
   const plans = registerPlans(program, context);
   registerPlansRestore(plans, context);
   registerSessions(program, context);

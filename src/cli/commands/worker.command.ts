@@ -1,0 +1,79 @@
+import * as v8 from 'node:v8';
+import type { Command } from 'commander';
+import type { CliContext } from '../cli-context';
+import { ConfigError } from '../../config/config';
+import { createLogger } from '../../shared/logger';
+import { loadWorkerConfig, WORKER_ENV_HELP } from '../../worker/worker-config';
+import { startWorker } from '../../worker/start-worker';
+import { CliError, EXIT } from '../exit-codes';
+
+const HELP = `
+Worker environment:
+${WORKER_ENV_HELP.map(([name, help]) => `  ${name.padEnd(29)}${help}`).join('\n')}
+
+Logs: one JSON line per committed batch and per dead letter on stdout (LOG_LEVEL=debug adds one per job).
+Stops on SIGTERM/SIGINT: stops fetching, commits in-flight jobs, exits within SHUTDOWN_TIMEOUT_MS
+(a second signal exits at once; unfinished jobs are redelivered by BullMQ).
+
+Examples:
+  DATABASE_URL=postgres://postgres@127.0.0.1/app plan-ledger worker
+  WORKER_MAX_EVENTS_IN_FLIGHT=20000 HEALTH_PORT=off plan-ledger worker
+  curl -s localhost:9464/readyz; curl -s localhost:9464/metrics`;
+
+export function registerWorker(program: Command, context: () => CliContext): void {
+  program
+    .command('worker')
+    .description('consume the events queue and write events to DATABASE_URL until SIGTERM/SIGINT')
+    .addHelpText('after', HELP)
+    .action(async () => runWorkerCommand(context(), process.env));
+}
+
+/** Runs until a signal; throws CliError (exit 1) when the start fails or the shutdown misses its deadline. */
+export async function runWorkerCommand(ctx: CliContext, env: Record<string, string | undefined>): Promise<void> {
+  let settings;
+  try {
+    settings = loadWorkerConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message, EXIT.usage);
+    throw err;
+  }
+  if (settings.heapGrowingPercent > 0) {
+    // V8 reads this heuristic at every full GC, so setting it now takes effect; it only decides
+    // how far the heap may grow before the next collection (see WorkerConfig.heapGrowingPercent).
+    v8.setFlagsFromString(`--heap-growing-percent=${settings.heapGrowingPercent}`);
+  }
+  // The worker is a service: its logs go to stdout at the configured level (the CLI's own logger is quieter).
+  const logger = createLogger({ level: ctx.config.logLevel, base: { component: 'worker', pid: process.pid } });
+  let handle;
+  try {
+    handle = await startWorker({ config: ctx.config, logger, settings });
+  } catch (err) {
+    throw new CliError(`worker cannot start: ${(err as Error).message}`, EXIT.failed);
+  }
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  logger.info({ signal }, 'signal received: shutting down');
+  // A second signal means "now": the jobs in flight are redelivered after their locks expire.
+  const again = () => {
+    ctx.err(`plan-ledger: second signal: exiting without waiting for in-flight jobs`);
+    process.exit(EXIT.failed);
+  };
+  process.once('SIGTERM', again);
+  process.once('SIGINT', again);
+  // Watchdog: close() is bounded, but a stuck driver call must not keep the process past its deadline.
+  const watchdog = setTimeout(() => {
+    ctx.err(`plan-ledger: worker did not close within ${settings.shutdownTimeoutMs} ms; exiting`);
+    process.exit(EXIT.failed);
+  }, settings.shutdownTimeoutMs + 2_000);
+  const { clean } = await handle.close(settings.shutdownTimeoutMs);
+  clearTimeout(watchdog);
+  process.removeListener('SIGTERM', again);
+  process.removeListener('SIGINT', again);
+  if (!clean) {
+    // A hung driver call still holds its socket: exit rather than linger; BullMQ redelivers the jobs.
+    ctx.err(`plan-ledger: shutdown deadline (${settings.shutdownTimeoutMs} ms) reached; unfinished jobs will be redelivered`);
+    process.exit(EXIT.failed);
+  }
+}

@@ -1,0 +1,53 @@
+import { withTimeout } from '../worker/backoff';
+import type { Readiness } from './health-server';
+
+export interface ReadinessProbes {
+  pingRedis(): Promise<unknown>;
+  pingDatabase(): Promise<unknown>;
+  /** False while the worker has paused itself because the database is unreachable. */
+  databaseGateUp(): boolean;
+  /** Jobs waiting to be fetched (the backlog). */
+  waitingJobs(): Promise<number>;
+  /** Last time the worker made progress or had nothing to do: a commit, an empty queue, its start. */
+  lastProgressAt(): number;
+  /** Longest tolerated time without progress while a backlog exists. */
+  stallMs: number;
+  /** Each ping fails past this. @defaultValue 2000 ms */
+  timeoutMs?: number;
+  now?: () => number;
+}
+
+/**
+ * Ready = Redis answers, the database answers, and the worker is not stuck: when jobs wait and
+ * nothing was committed for `stallMs` (nor was the queue seen empty), it is not ready even if both
+ * servers answer, so an orchestrator can restart a wedged process.
+ */
+export async function checkReadiness(p: ReadinessProbes): Promise<Readiness> {
+  const timeout = p.timeoutMs ?? 2_000;
+  const now = p.now ?? Date.now;
+  const attempt = async (fn: () => Promise<unknown>, what: string) => {
+    try {
+      await withTimeout(fn(), timeout, `${what} did not answer within ${timeout} ms`);
+      return { ok: true };
+    } catch (err) {
+      return { ok: false, detail: (err as Error).message };
+    }
+  };
+  const [redis, database] = await Promise.all([
+    attempt(p.pingRedis, 'Redis'),
+    p.databaseGateUp() ? attempt(p.pingDatabase, 'database') : Promise.resolve({ ok: false, detail: 'database unreachable: worker paused, probing with backoff' }),
+  ]);
+  let progress: { ok: boolean; detail?: string } = { ok: true };
+  if (redis.ok) {
+    try {
+      const waiting = await withTimeout(p.waitingJobs(), timeout, 'queue depth unavailable');
+      const idleMs = now() - p.lastProgressAt();
+      if (waiting > 0 && idleMs > p.stallMs) {
+        progress = { ok: false, detail: `${waiting} jobs waiting and nothing committed for ${Math.round(idleMs / 1000)} s` };
+      }
+    } catch (err) {
+      progress = { ok: false, detail: (err as Error).message };
+    }
+  }
+  return { ready: redis.ok && database.ok && progress.ok, checks: { redis, database, progress } };
+}

@@ -1,0 +1,163 @@
+import { DelayedError, Job } from 'bullmq';
+import { parsePlanEvent, PlanEvent } from '../contracts';
+import type { DeadLetter, DeadLetterKind } from '../dead-letters/dead-letter';
+import { buildDeadLetter, DeadLetterReason } from '../dead-letters/dead-letter-writer';
+import type { WorkerMetrics } from '../health/worker-metrics';
+import type { EventBatchJobData } from '../queue/queue-names';
+import type { Logger } from '../shared/logger';
+import { dbErrorCode } from '../store/db-errors';
+import { BackoffPolicy, backoffDelay, sleep } from './backoff';
+import type { JobWriteOutcome } from './batch-writer';
+import type { DatabaseGate } from './database-gate';
+import type { MicroBatcher } from './micro-batcher';
+
+/** Job data as the worker may leave it: `failingSince` survives a crash or a shutdown mid-retry. */
+export type WorkerJobData = EventBatchJobData & { failingSince?: string };
+
+/** The processor's return value, stored by BullMQ as the job's result. */
+export interface JobSummary {
+  events: number;
+  inserted: number;
+  duplicates: number;
+  deadLettered: number;
+}
+
+export interface JobProcessorDeps {
+  batcher: Pick<MicroBatcher<PlanEvent, JobWriteOutcome>, 'submit'>;
+  writeDeadLetters(letters: DeadLetter[]): Promise<void>;
+  gate: Pick<DatabaseGate, 'whenUp'>;
+  metrics: WorkerMetrics;
+  logger: Logger;
+  queueName: string;
+  prefix: string;
+  workerVersion: string;
+  retryBudgetMs: number;
+  backoff: BackoffPolicy;
+  /** Aborted when the worker closes: retry waits end and the job is handed back to the queue. */
+  closing: AbortSignal;
+  /** Told each job's event count as it starts (adaptive concurrency). */
+  onJobStart?(events: number): void;
+}
+
+interface Indexed {
+  index: number;
+  raw: unknown;
+}
+
+type Write =
+  | { done: true; outcome: JobWriteOutcome; tries: number }
+  | { done: false; error: unknown; tries: number; firstFailedAt: number };
+
+/**
+ * Processes one EVENTS_QUEUE job: validates each event, dead-letters the invalid ones at once,
+ * hands the valid ones to the micro-batcher and returns only after their commit, which is when
+ * BullMQ acknowledges the job. Transient failures are retried here, inside the job, with
+ * exponential backoff and jitter, until the retry budget (time since the first failure) is
+ * spent; the job then ends with its events dead-lettered as `retries-exhausted`, written
+ * before the job completes so a crash in between loses nothing (the redelivery rewrites the
+ * same dead-letter ids).
+ */
+export function createJobProcessor(deps: JobProcessorDeps) {
+  return async function processJob(job: Job<WorkerJobData>, token?: string): Promise<JobSummary> {
+    const started = performance.now();
+    deps.onJobStart?.(Array.isArray(job.data?.events) ? job.data.events.length : 1);
+    const { valid, invalid } = validate(job.data);
+    const deadLetters = invalid.map(({ raw, index, reason }) => letter(job, 'invalid', raw, index, reason, job.attemptsStarted || 1, new Date()));
+    await deps.writeDeadLetters(deadLetters);
+    let outcome: JobWriteOutcome = { inserted: 0, duplicates: 0, refused: [] };
+    if (valid.length > 0) {
+      const write = await writeWithRetry(job, valid.map((v) => v.event));
+      if (!write.done) {
+        if (deps.closing.aborted) return release(job, token);
+        const reason = reasonOf(write.error, 'retries exhausted');
+        const attempts = (job.attemptsStarted || 1) - 1 + write.tries;
+        const exhausted = valid.map((v) => letter(job, 'retries-exhausted', v.raw, v.index, reason, attempts, new Date(write.firstFailedAt)));
+        await deps.writeDeadLetters(exhausted);
+        deadLetters.push(...exhausted);
+      } else {
+        outcome = write.outcome;
+        const byId = new Map(valid.map((v) => [v.event.eventId, v]));
+        const refused = outcome.refused.map(({ event, error }) => {
+          const source = byId.get(event.eventId)!;
+          return letter(job, 'unprocessable', source.raw, source.index, reasonOf(error, 'refused by the database'), write.tries, new Date());
+        });
+        await deps.writeDeadLetters(refused);
+        deadLetters.push(...refused);
+      }
+    }
+    for (const dl of deadLetters) deps.metrics.deadLettered.inc({ kind: dl.kind, type: dl.type ?? 'unknown' });
+    const summary: JobSummary = { events: valid.length + invalid.length, inserted: outcome.inserted, duplicates: outcome.duplicates, deadLettered: deadLetters.length };
+    deps.logger.debug({ jobId: job.id, attempt: job.attemptsStarted, ...summary, durationMs: Math.round(performance.now() - started) }, 'job done');
+    return summary;
+  };
+
+  function validate(data: WorkerJobData | undefined) {
+    const raws: unknown[] = Array.isArray(data?.events) ? data!.events : [data];
+    const valid: (Indexed & { event: PlanEvent })[] = [];
+    const invalid: (Indexed & { reason: DeadLetterReason })[] = [];
+    raws.forEach((raw, index) => {
+      if (!Array.isArray(data?.events)) {
+        const message = 'job data is not an EventBatchJobData: expected { v: 1, events: [...] }';
+        invalid.push({ raw, index, reason: { message, violations: [{ path: '', message }] } });
+        return;
+      }
+      const parsed = parsePlanEvent(raw);
+      if (parsed.ok) valid.push({ raw, index, event: parsed.event });
+      else invalid.push({ raw, index, reason: { message: parsed.error.message, violations: parsed.error.violations } });
+    });
+    return { valid, invalid };
+  }
+
+  function letter(job: Job<WorkerJobData>, kind: DeadLetterKind, raw: unknown, index: number, reason: DeadLetterReason, attempts: number, firstFailedAt: Date): DeadLetter {
+    const dl = buildDeadLetter(kind, raw, reason, {
+      queue: deps.queueName,
+      prefix: deps.prefix,
+      jobId: String(job.id),
+      index,
+      attempts,
+      firstFailedAt,
+      lastFailedAt: new Date(),
+      workerVersion: deps.workerVersion,
+      replayCount: job.data?.replayCounts?.[index] ?? 0,
+    });
+    deps.logger.warn({ jobId: job.id, eventId: dl.eventId, planId: dl.planId, attempt: attempts, kind, deadLetterId: dl.id, reason: reason.message }, 'event dead-lettered');
+    return dl;
+  }
+
+  async function writeWithRetry(job: Job<WorkerJobData>, events: PlanEvent[]): Promise<Write> {
+    const stored = job.data.failingSince ? Date.parse(job.data.failingSince) : NaN;
+    let firstFailedAt = Number.isFinite(stored) ? stored : undefined;
+    for (let tries = 1; ; tries++) {
+      try {
+        return { done: true, outcome: await deps.batcher.submit(String(job.id), events), tries };
+      } catch (error) {
+        const now = Date.now();
+        if (firstFailedAt === undefined) {
+          firstFailedAt = now;
+          // Best effort: the budget then survives a crash or a shutdown in the middle of an outage.
+          void job.updateData({ ...job.data, failingSince: new Date(now).toISOString() }).catch(() => undefined);
+        }
+        const deadline = firstFailedAt + deps.retryBudgetMs;
+        if (now >= deadline || deps.closing.aborted) return { done: false, error, tries, firstFailedAt };
+        await sleep(Math.min(backoffDelay(tries, deps.backoff), deadline - now), deps.closing);
+        await deps.gate.whenUp(deadline, deps.closing);
+        if (deps.closing.aborted) return { done: false, error, tries, firstFailedAt };
+      }
+    }
+  }
+
+  /**
+   * Shutdown during retries: hand the job back (delayed, attempt not counted) so another worker,
+   * or this one restarted, picks it up; its `failingSince` keeps the budget running.
+   */
+  async function release(job: Job<WorkerJobData>, token: string | undefined): Promise<never> {
+    deps.logger.warn({ jobId: job.id, attempt: job.attemptsStarted }, 'worker closing during retries: job handed back to the queue');
+    await job.moveToDelayed(Date.now() + deps.backoff.baseMs, token).catch(() => undefined);
+    throw new DelayedError();
+  }
+}
+
+function reasonOf(err: unknown, fallback: string): DeadLetterReason {
+  const e = err as { message?: string; stack?: string } | undefined;
+  return { message: e?.message || fallback, stack: e?.stack, code: dbErrorCode(err) };
+}

@@ -1,0 +1,258 @@
+import IORedis from 'ioredis';
+import { Queue } from 'bullmq';
+import type { DataSource } from 'typeorm';
+import type { AppConfig } from '../config/config';
+import { redactUrl } from '../config/database-url';
+import type { PlanEvent } from '../contracts';
+import type { DeadLetter } from '../dead-letters/dead-letter';
+import { DeadLetterWriter } from '../dead-letters/dead-letter-writer';
+import { startHealthServer, HealthServer, Readiness } from '../health/health-server';
+import { checkReadiness } from '../health/readiness';
+import { WorkerMetrics } from '../health/worker-metrics';
+import { EVENTS_QUEUE } from '../queue/queue-names';
+import type { Logger } from '../shared/logger';
+import { openDataSource } from '../store/data-source';
+import { PlanEventStore } from '../store/plan-event-store';
+import { BackoffPolicy, DEFAULT_BACKOFF, withTimeout } from './backoff';
+import { BatchWriter, EventPersister, JobWriteOutcome } from './batch-writer';
+import { DatabaseGate } from './database-gate';
+import { createJobProcessor } from './job-processor';
+import { MicroBatcher } from './micro-batcher';
+import { AdaptiveConcurrency } from './adaptive-concurrency';
+import { EventsWorker } from './events-worker';
+import { DEFAULT_WORKER_CONFIG, WorkerConfig } from './worker-config';
+import { workerVersion } from './worker-version';
+import { WorkerStats, WorkerState } from './worker-state';
+import { Opened } from './opened-resources';
+import { shutdown, waitIdle, wireWorkerEvents } from './worker-lifecycle';
+
+export interface StartWorkerOptions {
+  /** REDIS_URL, QUEUE_PREFIX and DATABASE_URL (the latter only when `dataSource` is not given). */
+  config: Pick<AppConfig, 'redisUrl' | 'queuePrefix' | 'database'>;
+  logger: Logger;
+  /** Any subset of the worker settings. @defaultValue DEFAULT_WORKER_CONFIG (see worker-config.ts) */
+  settings?: Partial<WorkerConfig>;
+  /** An open, migrated DataSource owned by the caller. @defaultValue opened from config.database, closed by close() */
+  dataSource?: DataSource;
+  /** An ioredis client owned by the caller (`maxRetriesPerRequest: null`). @defaultValue one opened from config.redisUrl, closed by close() */
+  connection?: IORedis;
+  /** Where validated events go. @defaultValue new PlanEventStore(dataSource, logger) */
+  store?: EventPersister;
+  /** Metrics (and their registry). @defaultValue a new WorkerMetrics on a private Registry */
+  metrics?: WorkerMetrics;
+  /** Delays between retries of a failing job. @defaultValue 250 ms doubling to 30 s, jittered */
+  retryBackoff?: BackoffPolicy;
+  /** Told after every commit (the demo shows progress with it). */
+  onCommit?(info: { events: number; inserted: number; duplicates: number; durationMs: number }): void;
+  /** Told after every dead letter is written. */
+  onDeadLetter?(letter: DeadLetter): void;
+}
+
+export interface WorkerHandle {
+  /** Port of the health server, or null when it is off. */
+  readonly healthPort: number | null;
+  readonly metrics: WorkerMetrics;
+  /** Running totals since start. */
+  stats(): WorkerStats;
+  /** What /readyz answers. */
+  readiness(): Promise<Readiness>;
+  /** Resolves when no job waits, runs or is delayed and nothing is left to write; false at the timeout. */
+  idle(timeoutMs?: number): Promise<boolean>;
+  /**
+   * Stop fetching, finish in-flight jobs, close everything this function opened. Past `deadlineMs`
+   * in-flight jobs are abandoned (their locks expire and BullMQ redelivers them) and `clean` is false.
+   * @defaultValue deadlineMs = settings.shutdownTimeoutMs (8000)
+   */
+  close(deadlineMs?: number): Promise<{ clean: boolean }>;
+}
+
+/**
+ * Starts a worker on EVENTS_QUEUE in this process: the composition root of the worker runtime.
+ * Throws one clear line when Redis or the database cannot be reached or the schema is missing.
+ */
+export async function startWorker(options: StartWorkerOptions): Promise<WorkerHandle> {
+  const settings: WorkerConfig = { ...DEFAULT_WORKER_CONFIG, ...options.settings };
+  const { logger, config } = options;
+  const opened = new Opened(logger);
+  try {
+    const connection = options.connection ?? opened.redis(new IORedis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: false }));
+    await reachRedis(connection, config.redisUrl);
+    const dialect = options.dataSource ? options.dataSource.options.type : config.database.driver;
+    // better-sqlite3 has one connection and the store serialises its writes: a second transaction would only wait
+    const flushConcurrency = dialect === 'better-sqlite3' ? 1 : settings.transactions;
+    const ds = options.dataSource ?? opened.dataSource(await openDataSource(config.database, { poolSize: flushConcurrency + 2 }));
+    await ds.query('SELECT 1 FROM plan_events WHERE 1 = 0').catch((err: Error) => {
+      throw new Error(`database ${config.database.redacted} is not ready for the worker (${err.message}); run: plan-ledger migrate`);
+    });
+    return await assemble(options, settings, connection, ds, flushConcurrency, opened);
+  } catch (err) {
+    await opened.closeAll(false);
+    throw err;
+  }
+}
+
+/** Fails fast, in one line, when Redis refuses the connection (ioredis would otherwise retry forever). */
+async function reachRedis(connection: IORedis, url: string): Promise<void> {
+  let onError: ((err: Error) => void) | undefined;
+  const refused = new Promise<never>((_, reject) => {
+    onError = (err) => reject(new Error(`cannot reach Redis at ${redactUrl(url)} (${err.message}); start it (redis-server) or set REDIS_URL`));
+    connection.once('error', onError);
+  });
+  try {
+    await withTimeout(Promise.race([connection.ping(), refused]), 5_000, `cannot reach Redis at ${redactUrl(url)} (no answer within 5 s); start it (redis-server) or set REDIS_URL`);
+  } finally {
+    connection.removeListener('error', onError!);
+  }
+}
+
+/** Everything one worker is made of, built by assemble(). */
+interface Parts {
+  options: StartWorkerOptions;
+  settings: WorkerConfig;
+  connection: IORedis;
+  ds: DataSource;
+  opened: Opened;
+  metrics: WorkerMetrics;
+  state: WorkerState;
+  closing: AbortController;
+  eventsQueue: Queue;
+  /** Set once the BullMQ worker exists (the gate and the concurrency control act on it). */
+  worker?: EventsWorker;
+}
+
+async function assemble(options: StartWorkerOptions, settings: WorkerConfig, connection: IORedis, ds: DataSource, flushConcurrency: number, opened: Opened): Promise<WorkerHandle> {
+  const { logger, config } = options;
+  const eventsQueue = opened.closable(new Queue(EVENTS_QUEUE, { connection, prefix: config.queuePrefix }));
+  eventsQueue.on('error', (err) => logger.warn({ err }, 'events queue connection error'));
+  const parts: Parts = { options, settings, connection, ds, opened, metrics: options.metrics ?? new WorkerMetrics(), state: new WorkerState(), closing: new AbortController(), eventsQueue };
+  parts.metrics.observeQueue({
+    getJobCounts: (...types) => eventsQueue.getJobCounts(...(types as never[])),
+    oldestWaitingTimestamp: async () => (await eventsQueue.getWaiting(0, 0))[0]?.timestamp,
+  });
+  const { gate, batcher, processor, concurrency, writeDeadLetters } = buildPipeline(parts, flushConcurrency);
+  const worker = (parts.worker = createEventsWorker(parts, processor, concurrency.concurrency));
+  wireWorkerEvents(worker, parts.state, logger, writeDeadLetters, config.queuePrefix);
+  void worker.run().catch((err) => logger.error({ err }, 'worker stopped with an error'));
+  await worker.waitUntilReady();
+  const readiness = () => readinessOf(parts, gate);
+  const health = await startHealth(parts, readiness);
+  logger.info(
+    { queue: EVENTS_QUEUE, prefix: config.queuePrefix, concurrency: settings.concurrency, maxEventsInFlight: settings.maxEventsInFlight, batchSize: settings.batchSize, batchWaitMs: settings.batchWaitMs, transactions: flushConcurrency, retryBudgetMs: settings.retryBudgetMs, healthPort: health?.port ?? null },
+    'worker started',
+  );
+  let closed: Promise<{ clean: boolean }> | undefined;
+  return {
+    healthPort: health?.port ?? null,
+    metrics: parts.metrics,
+    stats: () => parts.state.snapshot(gate.isUp, batcher.size),
+    readiness,
+    idle: (timeoutMs = 60_000) => waitIdle(eventsQueue, batcher, timeoutMs),
+    close: (deadlineMs = settings.shutdownTimeoutMs) =>
+      (closed ??= shutdown({ worker, batcher, gate, health, opened, closing: parts.closing, logger, deadlineMs })),
+  };
+}
+
+/** Gate, writer, batcher and processor: the path of an event from its job to its commit. */
+function buildPipeline(parts: Parts, flushConcurrency: number) {
+  const { options, settings, metrics, state, closing } = parts;
+  const { logger } = options;
+  const gate = new DatabaseGate({
+    probe: () => parts.ds.query('SELECT 1'),
+    onDown: async () => {
+      metrics.databaseUp.set(0);
+      await parts.worker?.pause(true);
+    },
+    onUp: async () => {
+      metrics.databaseUp.set(1);
+      if (!closing.signal.aborted) await parts.worker?.resume();
+    },
+    logger,
+  });
+  const writer = new BatchWriter({
+    store: options.store ?? new PlanEventStore(parts.ds, logger),
+    metrics,
+    logger,
+    onTransientError: (err) => gate.reportFailure(err),
+    onCommit: (info) => {
+      state.committed(info);
+      options.onCommit?.(info);
+    },
+  });
+  const concurrency = new AdaptiveConcurrency(settings.concurrency, settings.maxEventsInFlight, (n) => {
+    if (parts.worker) parts.worker.concurrency = n;
+    logger.debug({ concurrency: n }, 'job concurrency adjusted to the job size');
+  });
+  const batcher = new MicroBatcher<PlanEvent, JobWriteOutcome>({
+    maxEvents: settings.batchSize,
+    maxWaitMs: settings.batchWaitMs,
+    maxEntries: () => concurrency.concurrency,
+    maxConcurrentFlushes: flushConcurrency,
+    write: writer.write,
+  });
+  const deadLetters = parts.opened.closable(new DeadLetterWriter(parts.connection, options.config.queuePrefix));
+  const writeDeadLetters = async (letters: DeadLetter[]) => {
+    await deadLetters.write(letters);
+    for (const letter of letters) {
+      state.deadLettered();
+      options.onDeadLetter?.(letter);
+    }
+  };
+  const processor = createJobProcessor({
+    batcher,
+    writeDeadLetters,
+    gate,
+    metrics,
+    logger,
+    queueName: EVENTS_QUEUE,
+    prefix: options.config.queuePrefix,
+    workerVersion: workerVersion(),
+    retryBudgetMs: settings.retryBudgetMs,
+    backoff: options.retryBackoff ?? DEFAULT_BACKOFF,
+    closing: closing.signal,
+    onJobStart: (events) => concurrency.observe(events),
+  });
+  return { gate, batcher, processor, concurrency, writeDeadLetters };
+}
+
+function createEventsWorker(parts: Parts, processor: ReturnType<typeof createJobProcessor>, concurrency: number): EventsWorker {
+  const { settings } = parts;
+  return new EventsWorker(EVENTS_QUEUE, processor, {
+    connection: parts.connection,
+    prefix: parts.options.config.queuePrefix,
+    autorun: false,
+    concurrency,
+    lockDuration: settings.lockDurationMs,
+    stalledInterval: settings.lockDurationMs,
+    // A crash mid-job is harmless (writes are idempotent): allow several before BullMQ fails the job.
+    maxStalledCount: 10,
+    // Used only when the publisher set nothing: a backlog of finished jobs must not fill Redis.
+    removeOnComplete: { count: 1000 },
+    removeOnFail: { count: 10_000 },
+  });
+}
+
+function readinessOf(parts: Parts, gate: DatabaseGate): Promise<Readiness> {
+  return checkReadiness({
+    pingRedis: () => parts.connection.ping(),
+    pingDatabase: () => parts.ds.query('SELECT 1'),
+    databaseGateUp: () => gate.isUp,
+    waitingJobs: async () => {
+      const c = await parts.eventsQueue.getJobCounts('wait', 'prioritized');
+      return (c.wait ?? 0) + (c.prioritized ?? 0);
+    },
+    lastProgressAt: () => parts.state.lastProgressAt,
+    stallMs: parts.settings.readyStallSeconds * 1000,
+  });
+}
+
+async function startHealth(parts: Parts, readiness: () => Promise<Readiness>): Promise<HealthServer | undefined> {
+  const { settings, metrics } = parts;
+  if (settings.healthPort === null) return undefined;
+  return startHealthServer({
+    port: settings.healthPort,
+    host: settings.healthHost,
+    logger: parts.options.logger,
+    readiness,
+    metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.text() }),
+  });
+}

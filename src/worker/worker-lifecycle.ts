@@ -1,0 +1,82 @@
+import type { Job, Queue } from 'bullmq';
+import type { PlanEvent } from '../contracts';
+import type { DeadLetter } from '../dead-letters/dead-letter';
+import { buildDeadLetter } from '../dead-letters/dead-letter-writer';
+import type { HealthServer } from '../health/health-server';
+import { EVENTS_QUEUE } from '../queue/queue-names';
+import type { Logger } from '../shared/logger';
+import { withTimeout } from './backoff';
+import type { JobWriteOutcome } from './batch-writer';
+import type { DatabaseGate } from './database-gate';
+import type { EventsWorker } from './events-worker';
+import type { WorkerJobData } from './job-processor';
+import type { MicroBatcher } from './micro-batcher';
+import type { Opened } from './opened-resources';
+import type { WorkerState } from './worker-state';
+import { workerVersion } from './worker-version';
+
+/** What happens around the processor: BullMQ events, idleness, shutdown. */
+
+export function wireWorkerEvents(worker: EventsWorker, state: WorkerState, logger: Logger, writeDeadLetters: (l: DeadLetter[]) => Promise<void>, prefix: string): void {
+  worker.on('error', (err) => logger.error({ err }, 'worker error'));
+  worker.on('drained', () => state.drained());
+  worker.on('failed', (job: Job<WorkerJobData> | undefined, err: Error) => {
+    // The processor settles every job itself; this is the safety net for what escapes it.
+    if (!job || !job.finishedOn || err.name === 'DelayedError') return;
+    logger.error({ jobId: job.id, attempt: job.attemptsStarted, err }, 'job failed for good outside the processor; dead-lettering its events');
+    void lastResortDeadLetters(job, err, prefix).then(writeDeadLetters).catch((e) => logger.error({ err: e, jobId: job.id }, 'could not dead-letter a failed job'));
+  });
+}
+
+async function lastResortDeadLetters(job: Job<WorkerJobData>, err: Error, prefix: string): Promise<DeadLetter[]> {
+  const events = Array.isArray(job.data?.events) ? job.data.events : [job.data];
+  const failedAt = new Date(job.finishedOn ?? Date.now());
+  return events.map((event, index) =>
+    buildDeadLetter('retries-exhausted', event, { message: err.message, stack: err.stack }, {
+      queue: EVENTS_QUEUE, prefix, jobId: String(job.id), index, attempts: job.attemptsStarted || 1,
+      firstFailedAt: new Date(job.processedOn ?? failedAt.getTime()), lastFailedAt: failedAt,
+      workerVersion: workerVersion(), replayCount: job.data?.replayCounts?.[index] ?? 0,
+    }),
+  );
+}
+
+export async function waitIdle(queue: Queue, batcher: MicroBatcher<PlanEvent, JobWriteOutcome>, timeoutMs: number): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const c = await queue.getJobCounts('wait', 'active', 'delayed', 'prioritized');
+    if ((c.wait ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0) === 0 && batcher.size === 0) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
+}
+
+export interface ShutdownParts {
+  worker: EventsWorker;
+  batcher: MicroBatcher<PlanEvent, JobWriteOutcome>;
+  gate: DatabaseGate;
+  health: HealthServer | undefined;
+  opened: Opened;
+  closing: AbortController;
+  logger: Logger;
+  deadlineMs: number;
+}
+
+/** Stop fetching, let in-flight jobs commit (flushing at once), then close, all within the deadline. */
+export async function shutdown(p: ShutdownParts): Promise<{ clean: boolean }> {
+  const started = Date.now();
+  p.logger.info({ deadlineMs: p.deadlineMs, inFlightJobs: p.batcher.size }, 'worker closing: finishing in-flight jobs');
+  // Jobs waiting out a retry hand themselves back to the queue instead of holding the close.
+  p.closing.abort();
+  const stopping = p.worker.close();
+  void p.batcher.drain();
+  const clean = await withTimeout(stopping, p.deadlineMs, 'deadline').then(() => true, () => false);
+  if (!clean) {
+    p.logger.warn({ inFlightJobs: p.batcher.size }, 'shutdown deadline reached: abandoning in-flight jobs; BullMQ redelivers them once their locks expire');
+    await withTimeout(p.worker.abandonInFlight(), 1_000, 'abandon').catch(() => undefined);
+  }
+  p.gate.stop();
+  const left = Math.max(500, p.deadlineMs - (Date.now() - started));
+  await withTimeout(Promise.all([p.health?.close(), p.opened.closeAll(clean)]), left, 'close').catch(() => undefined);
+  p.logger.info({ clean, durationMs: Date.now() - started }, 'worker closed');
+  return { clean };
+}

@@ -1,0 +1,58 @@
+/** Running totals of one worker, for `handle.stats()` and the readiness "progress" check. */
+export interface WorkerStats {
+  /** Transactions committed. */
+  batches: number;
+  /** Events newly stored. */
+  inserted: number;
+  /** Events found already stored (redeliveries, replays). */
+  duplicates: number;
+  deadLettered: number;
+  /** Epoch ms of the last commit, or null. */
+  lastCommitAt: number | null;
+  /** False while the worker is paused because the database is unreachable. */
+  databaseUp: boolean;
+  /** Jobs whose events wait for, or are in, a transaction. */
+  jobsInBatcher: number;
+}
+
+export class WorkerState {
+  private batches = 0;
+  private inserted = 0;
+  private duplicates = 0;
+  private dead = 0;
+  private lastCommitAt: number | null = null;
+  private lastIdleAt = Date.now();
+
+  committed(info: { inserted: number; duplicates: number }): void {
+    this.batches++;
+    this.inserted += info.inserted;
+    this.duplicates += info.duplicates;
+    this.lastCommitAt = Date.now();
+  }
+
+  deadLettered(): void {
+    this.dead++;
+  }
+
+  /** The queue had nothing left to fetch: no backlog is being neglected. */
+  drained(): void {
+    this.lastIdleAt = Date.now();
+  }
+
+  /** Last commit, last empty queue, or the start: a backlog older than this is not being worked. */
+  get lastProgressAt(): number {
+    return Math.max(this.lastCommitAt ?? 0, this.lastIdleAt);
+  }
+
+  snapshot(databaseUp: boolean, jobsInBatcher: number): WorkerStats {
+    return {
+      batches: this.batches,
+      inserted: this.inserted,
+      duplicates: this.duplicates,
+      deadLettered: this.dead,
+      lastCommitAt: this.lastCommitAt,
+      databaseUp,
+      jobsInBatcher,
+    };
+  }
+}
