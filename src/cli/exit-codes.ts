@@ -18,5 +18,5 @@ export class CliError extends Error {
 export const EXIT_HELP = `
 Exit codes:
   0  done
-  1  failed (database or Redis unreachable, not found, operation failed)
-  2  usage error (bad arguments or configuration); nothing was done`;
+  1  failed (database or Redis unreachable, plan/session/step not found, operation failed)
+  2  usage error (bad arguments, configuration, or an unknown dead-letter id); nothing was done`;

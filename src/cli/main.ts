@@ -5,6 +5,7 @@ import { buildContext, CliContext, CliIo } from './cli-context';
 import { CliError, EXIT, EXIT_HELP } from './exit-codes';
 import { registerMigrate } from './commands/migrate.command';
 import { registerWorker } from './commands/worker.command';
+import { registerDlq } from './commands/dlq.command';
 import { registerPlans } from './commands/plans.command';
 import { registerSessions } from './commands/sessions.command';
 import { registerWorkflows } from './commands/workflows.command';
@@ -28,6 +29,7 @@ export function buildProgram(io: CliIo): Command {
     .exitOverride();
   registerMigrate(program, context);
   registerWorker(program, context);
+  registerDlq(program, context);
   const plans = registerPlans(program, context);
   registerPlansRestore(plans, context);
   registerSessions(program, context);

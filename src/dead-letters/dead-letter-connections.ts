@@ -1,0 +1,92 @@
+/**
+ * Wiring for one-shot processes (the CLI, the demo): connect to Redis (and, for replay, the
+ * database), build a DeadLetterService, and close everything afterwards. Fails fast with one
+ * readable line when Redis or the database is unreachable, instead of BullMQ's silent wait.
+ */
+import { Queue } from 'bullmq';
+import IORedis from 'ioredis';
+import type { DataSource } from 'typeorm';
+import type { AppConfig } from '../config/config';
+import { redactUrl } from '../config/database-url';
+import { DEAD_LETTER_QUEUE, EVENTS_QUEUE } from '../queue/queue-names';
+import type { Logger } from '../shared/logger';
+import { openDataSource } from '../store/data-source';
+import { PlanEventStore } from '../store/plan-event-store';
+import { DeadLetterService } from './dead-letter.service';
+
+export interface OpenDeadLetterOptions {
+  /** Open EVENTS_QUEUE too (replay). @defaultValue false */
+  events?: boolean;
+  /** Open the database read-only-in-practice, for replay's "already stored" count. @defaultValue false */
+  store?: boolean;
+  /** How long to try reaching Redis. @defaultValue 5000 ms */
+  connectTimeoutMs?: number;
+}
+
+export interface OpenDeadLetterService {
+  service: DeadLetterService;
+  close(): Promise<void>;
+}
+
+/** Connects, or throws `cannot reach Redis at redis://host:port: <reason>`. */
+export async function connectRedis(url: string, timeoutMs = 5_000): Promise<IORedis> {
+  let lastError: Error | undefined;
+  const redis = new IORedis(url, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    // A one-shot command should fail, not hang, when Redis goes away mid-run.
+    maxRetriesPerRequest: 1,
+    retryStrategy: (times) => (times > 3 ? null : 200 * times),
+  });
+  redis.on('error', (err: Error) => (lastError = err));
+  try {
+    await redis.connect();
+    return redis;
+  } catch (err) {
+    redis.disconnect();
+    const reason = (lastError ?? (err as Error)).message || String(err);
+    throw new Error(`cannot reach Redis at ${redactUrl(url)}: ${reason}`);
+  }
+}
+
+/** The database, checked for the schema so a missing migration is named, not a bare SQL error. */
+async function openStore(config: Readonly<AppConfig>): Promise<DataSource> {
+  const ds = await openDataSource(config.database, { poolSize: 1 });
+  try {
+    await ds.query('SELECT 1 FROM plan_events WHERE 1 = 0');
+    return ds;
+  } catch (err) {
+    await ds.destroy().catch(() => undefined);
+    throw new Error(`database ${config.database.redacted} has no plan_events table (${(err as Error).message}); run: plan-ledger migrate`);
+  }
+}
+
+export async function openDeadLetterService(config: Readonly<AppConfig>, logger: Logger, opts: OpenDeadLetterOptions = {}): Promise<OpenDeadLetterService> {
+  let ds: DataSource | undefined;
+  if (opts.store) ds = await openStore(config);
+  let redis: IORedis;
+  try {
+    redis = await connectRedis(config.redisUrl, opts.connectTimeoutMs);
+  } catch (err) {
+    await ds?.destroy();
+    throw err;
+  }
+  const queueOpts = { connection: redis, prefix: config.queuePrefix };
+  const deadLetters = new Queue(DEAD_LETTER_QUEUE, queueOpts);
+  const events = opts.events ? new Queue(EVENTS_QUEUE, queueOpts) : undefined;
+  const service = new DeadLetterService({
+    deadLetters,
+    events,
+    storedEvents: ds ? new PlanEventStore(ds, logger) : undefined,
+    logger,
+  });
+  return {
+    service,
+    async close() {
+      // each step on its own: one failing close must not leave the others open
+      await Promise.allSettled([deadLetters.close(), events?.close()]);
+      await redis.quit().catch(() => redis.disconnect());
+      if (ds?.isInitialized) await ds.destroy().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,208 @@
+/**
+ * Puts dead-lettered events back on EVENTS_QUEUE. Safe to run twice and safe to kill:
+ * - each event travels with its original `eventId`, so the database stores it at most once;
+ * - a dead letter is removed only after the job carrying its event was added. A crash in between
+ *   leaves the event both queued and dead-lettered: the next replay is a harmless duplicate. The
+ *   reverse order could lose an event, so it is never done.
+ */
+import { randomUUID } from 'node:crypto';
+import type { JobsOptions, Queue } from 'bullmq';
+import type { Logger } from '../shared/logger';
+import { EVENT_BATCH_JOB, EventBatchJobData } from '../queue/queue-names';
+import type { DeadLetter } from './dead-letter';
+import { deadLetteredAt } from './dead-letter-filter';
+import type { DeadLetterRepository } from './dead-letter.repository';
+
+/** Answers "which of these events are stored already"; `PlanEventStore` implements it. */
+export interface StoredEventLookup {
+  storedEventIds(eventIds: string[]): Promise<Set<string>>;
+}
+
+export interface ReplayProgress {
+  /** Dead letters handled so far (replayed or found gone). */
+  done: number;
+  total: number;
+}
+
+export interface ReplayOptions {
+  /** Count what would be replayed (and what is stored already) and send nothing. @defaultValue false */
+  dryRun?: boolean;
+  /** Events per EVENTS_QUEUE job, i.e. per Redis round trip. @defaultValue 100 */
+  batch?: number;
+  /** At most this many events per second, so a big replay does not starve live traffic. @defaultValue unlimited */
+  rate?: number;
+  /**
+   * Wait up to this many ms for the replayed jobs to finish, then count the events that were
+   * dead-lettered again. @defaultValue undefined: do not wait (`failedAgain` is then null)
+   */
+  waitMs?: number;
+  /** Called after every batch. */
+  onProgress?: (progress: ReplayProgress) => void;
+}
+
+export interface ReplaySummary {
+  dryRun: boolean;
+  /** Dead letters the selection matched. */
+  selected: number;
+  /** Events put back on the queue (in a dry run: that would be). */
+  replayed: number;
+  /** Of those, events whose eventId was in plan_events before the replay: no-ops. Null if not checked. */
+  alreadyStored: number | null;
+  /** Selected, but removed by someone else (another replay or purge) before this one got to them. */
+  vanished: number;
+  /** The EVENTS_QUEUE jobs created. */
+  jobIds: string[];
+  /** Events dead-lettered again by the worker (needs `waitMs`); null when not waited for. */
+  failedAgain: number | null;
+  /** Ids of those new dead letters. */
+  failedAgainIds: string[];
+  /** Replayed jobs still unfinished when the wait timed out. */
+  pending: number;
+  durationMs: number;
+}
+
+export interface ReplayContext {
+  repository: DeadLetterRepository;
+  events: Queue;
+  storedEvents?: StoredEventLookup;
+  jobOptions: JobsOptions;
+  logger: Logger;
+}
+
+/** What replay needs of a selected dead letter before fetching it again, batch by batch. */
+export interface ReplayRef {
+  id: string;
+  eventId: string | null;
+}
+
+export const DEFAULT_REPLAY_BATCH = 100;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const POLL_MS = 250;
+/** After the jobs finish, how long the count of new dead letters must stay still to be final. */
+const SETTLE_MS = 500;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** Only UUID-shaped ids can be in plan_events (and PostgreSQL rejects anything else in a uuid compare). */
+function lookupIds(refs: ReplayRef[]): string[] {
+  return [...new Set(refs.map((r) => r.eventId).filter((id): id is string => typeof id === 'string' && UUID.test(id)).map((id) => id.toLowerCase()))];
+}
+
+async function countStored(ctx: ReplayContext, refs: ReplayRef[]): Promise<number> {
+  const ids = lookupIds(refs);
+  if (!ctx.storedEvents || ids.length === 0) return 0;
+  const stored = await ctx.storedEvents.storedEventIds(ids);
+  return refs.filter((r) => r.eventId !== null && stored.has(r.eventId.toLowerCase())).length;
+}
+
+export async function replayDeadLetters(ctx: ReplayContext, refs: ReplayRef[], opts: ReplayOptions = {}): Promise<ReplaySummary> {
+  const started = Date.now();
+  const batch = Math.max(1, Math.min(opts.batch ?? DEFAULT_REPLAY_BATCH, opts.rate ? Math.ceil(opts.rate) : Infinity));
+  const summary: ReplaySummary = {
+    dryRun: opts.dryRun ?? false, selected: refs.length, replayed: 0, alreadyStored: ctx.storedEvents ? 0 : null,
+    vanished: 0, jobIds: [], failedAgain: null, failedAgainIds: [], pending: 0, durationMs: 0,
+  };
+  const replayedEventIds = new Set<string>();
+  let done = 0;
+  try {
+    for (const chunk of chunks(refs, batch)) {
+      await replayChunk(ctx, chunk, summary, replayedEventIds);
+      done += chunk.length;
+      opts.onProgress?.({ done, total: refs.length });
+      if (opts.rate && !summary.dryRun) await sleep(Math.max(0, (summary.replayed / opts.rate) * 1000 - (Date.now() - started)));
+    }
+  } catch (err) {
+    // Say where it stopped: what was sent is queued, the rest is still dead-lettered, so rerunning is safe.
+    if (summary.dryRun) throw err;
+    const message = `replay stopped after ${summary.replayed} of ${refs.length} events (those are queued, the rest are still dead letters; rerun to continue): ${(err as Error).message}`;
+    throw Object.assign(new Error(message), { cause: err });
+  }
+  if (opts.waitMs !== undefined && !summary.dryRun && summary.jobIds.length > 0) {
+    await waitForOutcome(ctx, summary, replayedEventIds, started, started + opts.waitMs);
+  } else if (opts.waitMs !== undefined && !summary.dryRun) {
+    summary.failedAgain = 0;
+  }
+  summary.durationMs = Date.now() - started;
+  const { jobIds, failedAgainIds, ...line } = summary;
+  ctx.logger.info({ ...line, jobs: jobIds.length }, summary.dryRun ? 'dead-letter replay dry run' : 'dead letters replayed');
+  return summary;
+}
+
+async function replayChunk(ctx: ReplayContext, chunk: ReplayRef[], summary: ReplaySummary, replayedEventIds: Set<string>): Promise<void> {
+  if (summary.dryRun) {
+    summary.replayed += chunk.length;
+    if (summary.alreadyStored !== null) summary.alreadyStored += await countStored(ctx, chunk);
+    return;
+  }
+  const letters = (await ctx.repository.getMany(chunk.map((r) => r.id))).filter((dl): dl is DeadLetter => dl !== undefined);
+  summary.vanished += chunk.length - letters.length;
+  if (letters.length === 0) return;
+  // counted before sending: afterwards the worker may store them and all would look like no-ops
+  if (summary.alreadyStored !== null) summary.alreadyStored += await countStored(ctx, letters);
+  summary.jobIds.push(await sendBatch(ctx, letters));
+  summary.replayed += letters.length;
+  for (const dl of letters) if (dl.eventId) replayedEventIds.add(dl.eventId.toLowerCase());
+}
+
+/** One job for the whole batch, then (only then) the dead letters go. */
+async function sendBatch(ctx: ReplayContext, letters: DeadLetter[]): Promise<string> {
+  const jobId = `replay-${randomUUID()}`;
+  const data: EventBatchJobData = {
+    v: 1,
+    events: letters.map((dl) => dl.event),
+    replayCounts: letters.map((dl) => dl.replayCount + 1),
+  };
+  await ctx.events.addBulk([{ name: EVENT_BATCH_JOB, data, opts: { ...ctx.jobOptions, jobId } }]);
+  await ctx.repository.remove(letters.map((dl) => dl.id));
+  return jobId;
+}
+
+/** Jobs removed on completion read as 'unknown': finished as well. */
+async function waitForJobs(events: Queue, jobIds: string[], deadline: number): Promise<number> {
+  let pending = jobIds;
+  while (pending.length > 0 && Date.now() < deadline) {
+    const states = await Promise.all(pending.map((id) => events.getJobState(id)));
+    pending = pending.filter((_, i) => !['completed', 'failed', 'unknown'].includes(states[i]));
+    if (pending.length > 0) await sleep(POLL_MS);
+  }
+  return pending.length;
+}
+
+/**
+ * A new dead letter for a replayed event comes from one of our jobs (its source), or, should a
+ * writer record the source differently, carries a replayed eventId, a raised replay count and a
+ * time after the replay began.
+ */
+async function findFailedAgain(ctx: ReplayContext, jobIds: Set<string>, eventIds: Set<string>, startedMs: number): Promise<string[]> {
+  const found: string[] = [];
+  for await (const page of ctx.repository.scan()) {
+    for (const dl of page) {
+      const bySource = jobIds.has(dl.source?.jobId);
+      const byEvent = dl.eventId !== null && eventIds.has(dl.eventId.toLowerCase()) && dl.replayCount > 0 && deadLetteredAt(dl) >= startedMs - 1_000;
+      if (bySource || byEvent) found.push(dl.id);
+    }
+  }
+  return found;
+}
+
+async function waitForOutcome(ctx: ReplayContext, summary: ReplaySummary, eventIds: Set<string>, startedMs: number, deadline: number): Promise<void> {
+  summary.pending = await waitForJobs(ctx.events, summary.jobIds, deadline);
+  const jobIds = new Set(summary.jobIds);
+  // A worker may write a dead letter just after the job's state turns final: wait for a still count.
+  let found = await findFailedAgain(ctx, jobIds, eventIds, startedMs);
+  for (;;) {
+    await sleep(SETTLE_MS);
+    const again = await findFailedAgain(ctx, jobIds, eventIds, startedMs);
+    const still = again.length === found.length;
+    found = again;
+    if (still || Date.now() >= deadline) break;
+  }
+  summary.failedAgain = found.length;
+  summary.failedAgainIds = found;
+}

@@ -1,0 +1,175 @@
+/**
+ * The dead-letter operations: what the CLI, the tests and the demo call. It receives its queues and
+ * store lookup; it opens nothing itself (see dead-letter-connections.ts for the CLI's wiring).
+ */
+import type { JobsOptions, Queue } from 'bullmq';
+import { DEFAULT_JOB_OPTIONS } from '../publisher/publisher-options';
+import type { Logger } from '../shared/logger';
+import type { DeadLetter, DeadLetterKind } from './dead-letter';
+import { DeadLetterFilter, DeadLetterNotFoundError, DeadLetterSelection, deadLetteredAt, matchesFilter } from './dead-letter-filter';
+import { DeadLetterRepository } from './dead-letter.repository';
+import { ReplayOptions, ReplayRef, ReplaySummary, StoredEventLookup, replayDeadLetters } from './dead-letter-replayer';
+
+/**
+ * Options of the EVENTS_QUEUE jobs a replay creates: the publisher's, so a replayed event is
+ * treated exactly like a live one (the worker's retry budget applies to it the same way).
+ */
+export const DEFAULT_REPLAY_JOB_OPTIONS: Readonly<JobsOptions> = DEFAULT_JOB_OPTIONS;
+
+export interface DeadLetterServiceDeps {
+  /** The DEAD_LETTER_QUEUE queue (with the deployment's prefix). */
+  deadLetters: Queue;
+  /** The EVENTS_QUEUE queue; needed by `replay` only. */
+  events?: Queue;
+  /** Lets `replay` report events already stored; without it `alreadyStored` is null. */
+  storedEvents?: StoredEventLookup;
+  logger: Logger;
+  /** @defaultValue DEFAULT_REPLAY_JOB_OPTIONS */
+  replayJobOptions?: JobsOptions;
+  /** Clock, for `--older-than` ages and stats. @defaultValue () => new Date() */
+  now?: () => Date;
+}
+
+/** A dead letter without its bulky parts (event, stack): what previews and listings carry. */
+export type DeadLetterSummary = Omit<DeadLetter, 'event' | 'error'> & { error: { message: string; code?: string } };
+
+export interface DeadLetterList {
+  /** Entries matching the filter, before the limit. */
+  total: number;
+  /** The first `limit` of them, oldest first. */
+  deadLetters: DeadLetter[];
+}
+
+export interface PurgeOptions {
+  /** Only list what would be removed. @defaultValue false */
+  dryRun?: boolean;
+  /** Only entries dead-lettered longer ago than this (ms); ignored for an id selection. @defaultValue no age condition */
+  olderThanMs?: number;
+}
+
+export interface PurgeResult {
+  dryRun: boolean;
+  /** What was removed (in a dry run: what would be). */
+  deadLetters: DeadLetterSummary[];
+}
+
+export interface DeadLetterStats {
+  total: number;
+  byKind: Record<string, number>;
+  byType: Record<string, number>;
+  /** The entry dead-lettered longest ago; null when the queue is empty. */
+  oldest: { id: string; lastFailedAt: string; ageSeconds: number } | null;
+}
+
+export function summarize(dl: DeadLetter): DeadLetterSummary {
+  const { event: _event, error, ...rest } = dl;
+  return { ...rest, error: { message: error.message, ...(error.code !== undefined ? { code: error.code } : {}) } };
+}
+
+/** Stats key for an entry whose event carried no usable type. */
+export const NO_TYPE = '(none)';
+
+export class DeadLetterService {
+  private readonly repository: DeadLetterRepository;
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: DeadLetterServiceDeps) {
+    this.repository = new DeadLetterRepository(deps.deadLetters);
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  /** Entries matching `filter`, oldest first, at most `filter.limit` of them. */
+  async list(filter: DeadLetterFilter = {}): Promise<DeadLetterList> {
+    const deadLetters: DeadLetter[] = [];
+    let total = 0;
+    for await (const page of this.repository.scan()) {
+      for (const dl of page) {
+        if (!matchesFilter(dl, filter)) continue;
+        total += 1;
+        if (filter.limit === undefined || deadLetters.length < filter.limit) deadLetters.push(dl);
+      }
+    }
+    return { total, deadLetters };
+  }
+
+  /** One entry in full; DeadLetterNotFoundError if there is none with that id. */
+  async show(id: string): Promise<DeadLetter> {
+    const dl = await this.repository.get(id);
+    if (!dl) throw new DeadLetterNotFoundError([id]);
+    return dl;
+  }
+
+  /** The entries a selection names, oldest first. Ids must all exist, or nothing is returned. */
+  async select(selection: DeadLetterSelection): Promise<DeadLetterSummary[]> {
+    if ('ids' in selection) {
+      const found = await this.repository.getMany(selection.ids);
+      const missing = selection.ids.filter((_, i) => found[i] === undefined);
+      if (missing.length > 0) throw new DeadLetterNotFoundError(missing);
+      return (found as DeadLetter[]).map(summarize);
+    }
+    const picked: DeadLetterSummary[] = [];
+    const limit = selection.filter.limit ?? Infinity;
+    for await (const page of this.repository.scan()) {
+      for (const dl of page) {
+        if (picked.length >= limit) return picked;
+        if (matchesFilter(dl, selection.filter)) picked.push(summarize(dl));
+      }
+    }
+    return picked;
+  }
+
+  /** Puts the selected events back on EVENTS_QUEUE; see dead-letter-replayer.ts for the guarantees. */
+  async replay(selection: DeadLetterSelection, opts: ReplayOptions = {}): Promise<ReplaySummary> {
+    if (!this.deps.events) throw new Error('DeadLetterService.replay needs the events queue (deps.events)');
+    const refs: ReplayRef[] = (await this.select(selection)).map((s) => ({ id: s.id, eventId: s.eventId }));
+    return replayDeadLetters(
+      {
+        repository: this.repository,
+        events: this.deps.events,
+        storedEvents: this.deps.storedEvents,
+        jobOptions: this.deps.replayJobOptions ?? DEFAULT_REPLAY_JOB_OPTIONS,
+        logger: this.deps.logger,
+      },
+      refs,
+      opts,
+    );
+  }
+
+  /** Removes the selected entries for good (the events are not replayed). */
+  async purge(selection: DeadLetterSelection, opts: PurgeOptions = {}): Promise<PurgeResult> {
+    let effective = selection;
+    if (opts.olderThanMs !== undefined && 'filter' in selection) {
+      const cutoff = new Date(this.now().getTime() - opts.olderThanMs);
+      const until = selection.filter.until && selection.filter.until < cutoff ? selection.filter.until : cutoff;
+      effective = { filter: { ...selection.filter, until } };
+    }
+    const picked = await this.select(effective);
+    const dryRun = opts.dryRun ?? false;
+    if (!dryRun) await this.repository.remove(picked.map((s) => s.id));
+    this.deps.logger.info({ dryRun, removed: dryRun ? 0 : picked.length, matched: picked.length }, dryRun ? 'dead-letter purge dry run' : 'dead letters purged');
+    return { dryRun, deadLetters: picked };
+  }
+
+  async stats(): Promise<DeadLetterStats> {
+    const byKind: Record<DeadLetterKind | string, number> = {};
+    const byType: Record<string, number> = {};
+    let total = 0;
+    let oldest: DeadLetter | undefined;
+    for await (const page of this.repository.scan()) {
+      for (const dl of page) {
+        total += 1;
+        byKind[dl.kind] = (byKind[dl.kind] ?? 0) + 1;
+        const type = dl.type ?? NO_TYPE;
+        byType[type] = (byType[type] ?? 0) + 1;
+        if (!oldest || deadLetteredAt(dl) < deadLetteredAt(oldest)) oldest = dl;
+      }
+    }
+    const nowMs = this.now().getTime();
+    return {
+      total,
+      byKind,
+      byType,
+      oldest: oldest ? { id: oldest.id, lastFailedAt: oldest.lastFailedAt, ageSeconds: Math.max(0, Math.round((nowMs - deadLetteredAt(oldest)) / 1000)) } : null,
+    };
+  }
+}
