@@ -4,6 +4,7 @@ import { ENV_HELP } from '../config/config';
 import { buildContext, CliContext, CliIo } from './cli-context';
 import { CliError, EXIT, EXIT_HELP } from './exit-codes';
 import { registerMigrate } from './commands/migrate.command';
+import { registerDemo } from './commands/demo.command';
 import { registerWorker } from './commands/worker.command';
 import { registerDlq } from './commands/dlq.command';
 import { registerPlans } from './commands/plans.command';
@@ -27,6 +28,7 @@ export function buildProgram(io: CliIo): Command {
     .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) })
     .addHelpText('after', ENV_TEXT)
     .exitOverride();
+  registerDemo(program, context);
   registerMigrate(program, context);
   registerWorker(program, context);
   registerDlq(program, context);
