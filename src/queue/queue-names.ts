@@ -23,4 +23,9 @@ export interface EventBatchJobData {
    * dead-letter queue, so a dead letter written again carries the count raised by one.
    */
   replayCounts?: number[];
+  /**
+   * Written by the worker on a job's first transient failure (ISO-8601): the retry budget counts
+   * from here, and keeping it in the job makes the budget survive worker restarts.
+   */
+  failingSince?: string;
 }

@@ -1,4 +1,6 @@
 import type IORedis from 'ioredis';
+import { Queue } from 'bullmq';
+import { MAINTENANCE_QUEUE } from '../../src/queue/queue-names';
 import { runCli } from '../support/cli';
 import { createMigratedDb, createThrowawayDb } from '../support/databases';
 import { manyPlanRuns, toJobData } from '../support/event-factory';
@@ -60,6 +62,10 @@ describe('plan-ledger worker (CLI)', () => {
     const events = manyPlanRuns(500, { seed: 41 });
     await publish(redis, prefix, toJobData(events, 25));
     await waitFor('all events stored', async () => (await countRows(db.ds, 'plan_events')) === events.length, 30_000);
+    // the worker process also runs retention's job scheduler (one per prefix, however many workers)
+    const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: redis, prefix });
+    expect((await maintenance.getJobSchedulers()).map((s) => s.key)).toEqual(['retention']);
+    await maintenance.close();
     proc.child.kill('SIGTERM');
     expect(await proc.exited).toBe(0);
     const batches = proc.logs().filter((l) => l.msg === 'batch committed');

@@ -5,11 +5,16 @@ import { ConfigError } from '../../config/config';
 import { createLogger } from '../../shared/logger';
 import { loadWorkerConfig, WORKER_ENV_HELP } from '../../worker/worker-config';
 import { startWorker } from '../../worker/start-worker';
+import { loadRetentionPolicy, RETENTION_ENV_HELP, startRetentionScheduler } from '../../retention';
+import { openDataSource } from '../../store/data-source';
 import { CliError, EXIT } from '../exit-codes';
 
 const HELP = `
 Worker environment:
 ${WORKER_ENV_HELP.map(([name, help]) => `  ${name.padEnd(29)}${help}`).join('\n')}
+
+Retention (the worker also runs the retention scheduler: one run per tick, however many workers):
+${RETENTION_ENV_HELP.map(([name, help]) => `  ${name.padEnd(29)}${help}`).join('\n')}
 
 Logs: one JSON line per committed batch and per dead letter on stdout (LOG_LEVEL=debug adds one per job).
 Stops on SIGTERM/SIGINT: stops fetching, commits in-flight jobs, exits within SHUTDOWN_TIMEOUT_MS
@@ -31,8 +36,10 @@ export function registerWorker(program: Command, context: () => CliContext): voi
 /** Runs until a signal; throws CliError (exit 1) when the start fails or the shutdown misses its deadline. */
 export async function runWorkerCommand(ctx: CliContext, env: Record<string, string | undefined>): Promise<void> {
   let settings;
+  let policy;
   try {
     settings = loadWorkerConfig(env);
+    policy = loadRetentionPolicy(env);
   } catch (err) {
     if (err instanceof ConfigError) throw new CliError(err.message, EXIT.usage);
     throw err;
@@ -44,10 +51,17 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
   }
   // The worker is a service: its logs go to stdout at the configured level (the CLI's own logger is quieter).
   const logger = createLogger({ level: ctx.config.logLevel, base: { component: 'worker', pid: process.pid } });
+  // One DataSource for the worker and retention: on SQLite every writer must share its write queue.
+  let ds;
   let handle;
+  let retention;
   try {
-    handle = await startWorker({ config: ctx.config, logger, settings });
+    ds = await openDataSource(ctx.config.database, { poolSize: settings.transactions + 3 });
+    handle = await startWorker({ config: ctx.config, logger, settings, dataSource: ds });
+    retention = await startRetentionScheduler({ redisUrl: ctx.config.redisUrl, prefix: ctx.config.queuePrefix, dataSource: ds, policy, logger: logger.child({ component: 'retention' }) });
   } catch (err) {
+    await handle?.close(settings.shutdownTimeoutMs).catch(() => undefined);
+    if (ds?.isInitialized) await ds.destroy().catch(() => undefined);
     throw new CliError(`worker cannot start: ${(err as Error).message}`, EXIT.failed);
   }
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
@@ -67,7 +81,9 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
     ctx.err(`plan-ledger: worker did not close within ${settings.shutdownTimeoutMs} ms; exiting`);
     process.exit(EXIT.failed);
   }, settings.shutdownTimeoutMs + 2_000);
+  await retention.close().catch((err: Error) => logger.warn({ err }, 'retention scheduler did not close cleanly'));
   const { clean } = await handle.close(settings.shutdownTimeoutMs);
+  await ds.destroy().catch((err: Error) => logger.warn({ err }, 'closing the database failed'));
   clearTimeout(watchdog);
   process.removeListener('SIGTERM', again);
   process.removeListener('SIGINT', again);
