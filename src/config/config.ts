@@ -1,4 +1,5 @@
 import { parseDatabaseUrl, DatabaseTarget, DEFAULT_SQLITE_FILE, redactUrl } from './database-url';
+import { type Env, read } from './env-readers';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -29,13 +30,6 @@ export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`invalid configuration: ${problems.join('; ')}`);
   }
-}
-
-type Env = Record<string, string | undefined>;
-
-function read(env: Env, name: string): string | undefined {
-  const value = env[name];
-  return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
 
 /** Collects problems instead of stopping at the first, so one run shows every bad variable. */

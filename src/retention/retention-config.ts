@@ -1,4 +1,5 @@
 import { ConfigError } from '../config/config';
+import { type Env, integer, read } from '../config/env-readers';
 
 /**
  * What retention keeps and for how long, read from the environment and validated once. Every field
@@ -70,20 +71,6 @@ export const RETENTION_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['RETENTION_BATCH_SIZE', 'plans per transaction, 1-50000, capped at 2000 on SQL Server (default 1000)'],
   ['RETENTION_CRON', 'schedule, cron pattern in UTC, or off (default "0 3 * * *" = daily 03:00 UTC)'],
 ];
-
-type Env = Record<string, string | undefined>;
-
-function read(env: Env, name: string): string | undefined {
-  const value = env[name];
-  return value === undefined || value.trim() === '' ? undefined : value.trim();
-}
-
-function integer(raw: string, min: number, max: number): number {
-  if (!/^-?\d+$/.test(raw)) throw new Error(`"${raw}" is not an integer`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new Error(`${n} is outside ${min}-${max}`);
-  return n;
-}
 
 /**
  * A cron pattern BullMQ accepts: 5 fields (minute first) or 6 (seconds first). This catches typos

@@ -1,4 +1,5 @@
 import { ConfigError } from '../config/config';
+import { type Env, integer, read } from '../config/env-readers';
 
 /**
  * Worker settings read from the environment, validated once. Every field documents its default;
@@ -85,20 +86,6 @@ export const WORKER_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['WORKER_LOCK_MS', 'BullMQ job lock; a crashed worker\'s jobs come back after it (default 30000)'],
   ['WORKER_HEAP_GROWING_PERCENT', 'V8 heap growth past the live set, lower = less RSS; 0 = V8 default (default 50)'],
 ];
-
-type Env = Record<string, string | undefined>;
-
-function read(env: Env, name: string): string | undefined {
-  const value = env[name];
-  return value === undefined || value.trim() === '' ? undefined : value.trim();
-}
-
-function integer(raw: string, min: number, max: number): number {
-  if (!/^-?\d+$/.test(raw)) throw new Error(`"${raw}" is not an integer`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new Error(`${n} is outside ${min}-${max}`);
-  return n;
-}
 
 /** Reads and checks every worker variable; throws one ConfigError naming every bad one. */
 export function loadWorkerConfig(env: Env = process.env): Readonly<WorkerConfig> {
