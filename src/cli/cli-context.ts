@@ -5,6 +5,8 @@ import { CliError, EXIT } from './exit-codes';
 /** What every command receives: validated config, a logger, and where to print. */
 export interface CliContext {
   config: Readonly<AppConfig>;
+  /** The environment config was read from; commands with settings of their own read it here. */
+  env: Record<string, string | undefined>;
   logger: Logger;
   out: (line: string) => void;
   err: (line: string) => void;
@@ -26,5 +28,5 @@ export function buildContext(io: CliIo): CliContext {
   }
   // CLI logs go to stderr so `--json` output on stdout stays parseable.
   const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel, destination: process.stderr as never });
-  return { config, logger, out: io.out, err: io.err };
+  return { config, env: io.env, logger, out: io.out, err: io.err };
 }

@@ -22,7 +22,7 @@ export function registerPlansRestore(plans: Command, context: () => CliContext):
 export async function plansRestore(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
   const planId = (rawId ?? '').trim();
   if (!isExternalId(planId)) throw new CliError(`planId: "${rawId}" is not a plan id (1-64 letters, digits, _ . : -, starting with a letter or digit)`, EXIT.usage);
-  const policy = retentionPolicyFromEnv();
+  const policy = retentionPolicyFromEnv(ctx.env);
   const outcome = await withRetentionSource(ctx, (ds) => restorePlan(ds, planId, policy, { logger: ctx.logger }));
   if (outcome.status !== 'restored') throw new CliError(failureText(outcome), EXIT.failed);
   if (opts.json) return ctx.out(JSON.stringify(outcome));

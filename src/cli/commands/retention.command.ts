@@ -29,17 +29,14 @@ export function registerRetention(program: Command, context: () => CliContext): 
 }
 
 export async function retentionRun(ctx: CliContext, opts: RunOptions): Promise<void> {
-  const policy = retentionPolicyFromEnv();
+  const policy = retentionPolicyFromEnv(ctx.env);
   const report = await withRetentionSource(ctx, (ds) => runRetention(ds, policy, { dryRun: opts.dryRun ?? false, logger: ctx.logger }));
   if (opts.json) return ctx.out(JSON.stringify(report));
   for (const line of formatReport(report)) ctx.out(line);
 }
 
-/**
- * The RETENTION_* variables. CliContext carries the validated AppConfig only, so they are read
- * here, from the process environment the CLI runs in (the same one loadConfig read).
- */
-export function retentionPolicyFromEnv(env: Record<string, string | undefined> = process.env): Readonly<RetentionPolicy> {
+/** The RETENTION_* variables, from the environment the CLI's config was read from. */
+export function retentionPolicyFromEnv(env: Record<string, string | undefined>): Readonly<RetentionPolicy> {
   try {
     return loadRetentionPolicy(env);
   } catch (err) {

@@ -30,7 +30,10 @@ export function registerWorker(program: Command, context: () => CliContext): voi
     .command('worker')
     .description('consume the events queue and write events to DATABASE_URL until SIGTERM/SIGINT')
     .addHelpText('after', HELP)
-    .action(async () => runWorkerCommand(context(), process.env));
+    .action(async () => {
+      const ctx = context();
+      await runWorkerCommand(ctx, ctx.env);
+    });
 }
 
 /** Runs until a signal; throws CliError (exit 1) when the start fails or the shutdown misses its deadline. */
