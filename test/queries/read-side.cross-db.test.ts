@@ -1,9 +1,9 @@
 import { run } from '../../src/cli/main';
 import { ALL_TEST_DBS, createMigratedDb, TestDb } from '../support/databases';
-import { loadReadDataset } from '../support/read-dataset';
+import { loadReadDatasetThroughWorker } from '../support/read-dataset';
 
 /**
- * Issue 7: one dataset written through the worker's store on SQLite, PostgreSQL and MariaDB; every
+ * Issue 7: one dataset written through the real worker on SQLite, PostgreSQL and MariaDB; every
  * read command's output must be byte-identical on the three. Commands run in-process through the
  * real CLI entry (`run`), with DATABASE_URL pointing at each database.
  */
@@ -70,9 +70,9 @@ describe('read side: identical answers on SQLite, PostgreSQL and MariaDB', () =>
 
   beforeAll(async () => {
     for (const kind of ALL_TEST_DBS) {
-      const { db, ds, close } = await createMigratedDb(kind, { poolSize: 2 });
+      const { db, ds, close } = await createMigratedDb(kind, { poolSize: 6 });
       try {
-        await loadReadDataset(ds);
+        await loadReadDatasetThroughWorker(ds, db.url);
         await ds.destroy(); // the CLI opens its own connections, as a separate reader would
         outputs.set(kind, await runAll(db.url));
       } finally {

@@ -3,6 +3,9 @@ import type { DataSource } from 'typeorm';
 import { parsePlanEvent, PlanEvent, PlanEventInput, StepSpec } from '../../src/contracts';
 import { ENTITY } from '../../src/store/entities';
 import { PlanEventStore } from '../../src/store/plan-event-store';
+import { parseDatabaseUrl } from '../../src/config/database-url';
+import { startWorker } from '../../src/worker';
+import { countRows, dropPrefix, openRedis, publish, REDIS_URL, silentLogger, uniquePrefix, waitFor } from '../worker/helpers/queue-harness';
 
 /**
  * One realistic dataset for the read side, built from events only and written through
@@ -252,9 +255,45 @@ export async function softDeletePlan(ds: DataSource, planId: string): Promise<vo
  * (an expired DAG removed by cleanup).
  */
 export async function loadReadDataset(ds: DataSource, batchSize = 60): Promise<PlanEvent[]> {
-  const events = readDatasetEvents().sort((a, b) => a.occurredAt.localeCompare(b.occurredAt) || a.planId.localeCompare(b.planId) || a.seq - b.seq);
+  const events = datasetInTimeOrder();
   const store = new PlanEventStore(ds);
   for (let i = 0; i < events.length; i += batchSize) await store.persist(events.slice(i, i + batchSize));
+  return finishDataset(ds, events);
+}
+
+function datasetInTimeOrder(): PlanEvent[] {
+  return readDatasetEvents().sort((a, b) => a.occurredAt.localeCompare(b.occurredAt) || a.planId.localeCompare(b.planId) || a.seq - b.seq);
+}
+
+/**
+ * The same dataset, through the real worker: jobs of `batchSize` events on a queue prefix of its
+ * own, consumed by an in-process worker (startWorker) writing to `url`'s database, as in production.
+ */
+export async function loadReadDatasetThroughWorker(ds: DataSource, url: string, batchSize = 60): Promise<PlanEvent[]> {
+  const events = datasetInTimeOrder();
+  const prefix = uniquePrefix('read');
+  const redis = openRedis();
+  const worker = await startWorker({
+    config: { redisUrl: REDIS_URL, queuePrefix: prefix, database: parseDatabaseUrl(url) },
+    logger: silentLogger(),
+    dataSource: ds,
+    settings: { healthPort: null },
+  });
+  try {
+    const jobs = [];
+    for (let i = 0; i < events.length; i += batchSize) jobs.push({ v: 1 as const, events: events.slice(i, i + batchSize) });
+    await publish(redis, prefix, jobs);
+    await waitFor('the worker stored the dataset', async () => (await countRows(ds, 'plan_events')) === events.length, 60_000);
+    expect(worker.stats().deadLettered).toBe(0);
+  } finally {
+    await worker.close(10_000);
+    await dropPrefix(redis, prefix);
+    await redis.quit();
+  }
+  return finishDataset(ds, events);
+}
+
+async function finishDataset(ds: DataSource, events: PlanEvent[]): Promise<PlanEvent[]> {
   await softDeletePlan(ds, DELETED_PLAN);
   await ds.getRepository(ENTITY.dag).delete({ workflowId: NO_DAG_PLAN });
   return events;
