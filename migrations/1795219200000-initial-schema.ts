@@ -30,7 +30,7 @@ function columns(d: Dialect, cols: Col[]): TableColumnOptions[] {
 }
 
 const nullable = { isNullable: true };
-const zero = (d: Dialect): Partial<TableColumnOptions> => ({ default: '0' });
+const zero = (_d: Dialect): Partial<TableColumnOptions> => ({ default: '0' });
 const now = (d: Dialect): Partial<TableColumnOptions> => ({ default: nowExpression(d) });
 const softDelete: Col = ['deleted_at', 'timestamp', nullable];
 
@@ -44,8 +44,8 @@ function checkIn(d: Dialect, name: string, column: string, values: string[]) {
   return [{ name, expression: `${column} IN (${values.map((v) => `'${v}'`).join(', ')})` }];
 }
 
-export const PLAN_STATUSES = ['planning', 'executing', 'completed', 'failed', 'cancelled'];
-export const STEP_STATUSES = ['pending', 'in_progress', 'completed', 'failed', 'skipped'];
+const PLAN_STATUSES = ['planning', 'executing', 'completed', 'failed', 'cancelled'];
+const STEP_STATUSES = ['pending', 'in_progress', 'completed', 'failed', 'skipped'];
 
 function buildTables(d: Dialect): Table[] {
   const cascade = { onDelete: 'CASCADE' as const };

@@ -6,8 +6,6 @@ import type { TableColumnOptions } from 'typeorm';
  */
 export type Dialect = 'sqlite' | 'postgres' | 'mysql' | 'mssql';
 
-export const DIALECTS: readonly Dialect[] = ['sqlite', 'postgres', 'mysql', 'mssql'];
-
 /**
  * Logical column kinds used by migrations and entities. The TypeORM Table API writes type names
  * verbatim (STACK-NOTES), so each kind maps to a name that is valid on its dialect.

@@ -32,15 +32,6 @@ async function lastExecutedName(ds: DataSource): Promise<string | undefined> {
   return rows[0]?.name as string | undefined;
 }
 
-/** Names of migrations not yet applied (needs a reachable database). */
-export async function pendingMigrations(ds: DataSource): Promise<string[]> {
-  const rows: Array<Record<string, unknown>> = await ds
-    .query(`SELECT ${ds.driver.escape('name')} AS name FROM ${ds.driver.escape('migrations')}`)
-    .catch(() => []);
-  const applied = new Set(rows.map((r) => String(r.name)));
-  return MIGRATIONS.map((M) => new M().name ?? M.name).filter((name) => !applied.has(name));
-}
-
 /**
  * The SQL every migration's `up` would run on this dialect, generated without connecting: the
  * query runner records statements instead of sending them (SQL memory mode). This is how SQL

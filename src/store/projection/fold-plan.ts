@@ -17,7 +17,7 @@ const TERMINAL_PLAN = new Set(['completed', 'failed', 'cancelled']);
 const TERMINAL_STEP = new Set(['completed', 'failed', 'skipped']);
 
 /** Canonical application order: by seq, ties broken by eventId so the order is total. */
-export function bySeq(a: PlanEvent, b: PlanEvent): number {
+function bySeq(a: PlanEvent, b: PlanEvent): number {
   return a.seq - b.seq || (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0);
 }
 
