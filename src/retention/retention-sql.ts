@@ -11,16 +11,8 @@ import { dialectOf } from '../store/dialect-of';
  */
 
 /** The tables a plan owns, children first: the order a purge deletes in (foreign keys). */
-export const PLAN_TABLES = [
-  { table: 'plan_handoffs', entity: ENTITY.handoff, planKey: 'planId' }, // references plan_steps (NO ACTION)
-  { table: 'plan_decisions', entity: ENTITY.decision, planKey: 'planId' },
-  { table: 'workflow_checkpoints', entity: ENTITY.checkpoint, planKey: 'workflowId' },
-  { table: 'workflow_dags', entity: ENTITY.dag, planKey: 'workflowId' },
-  { table: 'plan_steps', entity: ENTITY.step, planKey: 'planId' },
-  { table: 'plan_events', entity: ENTITY.event, planKey: 'planId' },
-  { table: 'execution_plans', entity: ENTITY.plan, planKey: 'id' },
-  { table: 'plan_heads', entity: ENTITY.head, planKey: 'planId' },
-] as const;
+import { PLAN_TABLES } from '../store/plan-tables';
+export { PLAN_TABLES };
 
 export type PlanTableSpec = (typeof PLAN_TABLES)[number];
 export type PlanTable = PlanTableSpec['table'];

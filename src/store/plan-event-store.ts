@@ -8,6 +8,7 @@ import { foldPlan, PlanRows } from './projection/fold-plan';
 import { chunk, rowsPerStatement, valuesPerInList } from './batch-limits';
 import { isDuplicateKeyError } from './db-errors';
 import { runSerialized } from './serial-queue';
+import { PROJECTION_TABLES } from './plan-tables';
 import { bumpHeadsStatement, deleteWhereInStatement, insertStatement, refreshSessionsStatement, softDeleteEventsStatement, upsertStatement } from './plan-event-statements';
 
 export interface PersistOutcome {
@@ -21,18 +22,12 @@ export interface PersistOutcome {
   plans: number;
 }
 
-/** Projection tables, children first: the order to delete in (and reversed, to insert in). */
-const PROJECTION_DELETE_ORDER: Array<[entity: string, planKey: string]> = [
-  [ENTITY.handoff, 'planId'],
-  [ENTITY.decision, 'planId'],
-  [ENTITY.checkpoint, 'workflowId'],
-  [ENTITY.dag, 'workflowId'],
-  [ENTITY.step, 'planId'],
-  [ENTITY.plan, 'id'],
-];
 
-/** A duplicate key on a row another transaction created concurrently: re-run, it then sees that row. */
-const DUPLICATE_KEY_RETRIES = 3;
+/**
+ * A duplicate key on a row another transaction created concurrently (on SQL Server, where inserts
+ * cannot skip existing keys): re-run, the transaction then sees that row.
+ */
+const DUPLICATE_KEY_RETRIES = 5;
 
 /**
  * Writes validated events: appends them to `plan_events` (idempotent by eventId) and rebuilds
@@ -87,13 +82,14 @@ export class PlanEventStore {
     const planIds = [...new Set(fresh.map((e) => e.planId))].sort();
     await this.upsertHeads(m, fresh);
     await this.upsertSessions(m, fresh);
-    await this.insertRows(m, ENTITY.event, fresh.map((e) => toEventRow(e)));
+    // skip, don't fail, on an event a concurrent writer (a redelivered job) stored meanwhile
+    await this.insertRows(m, ENTITY.event, fresh.map((e) => toEventRow(e)), 'event_id');
     const heads = await this.bumpHeads(m, planIds);
     await this.softDeleteLateEvents(m, heads);
 
     const logs = await this.planLogs(m, planIds, heads, fresh);
     const known = planIds.filter((id) => heads.get(id)!.version > 1);
-    for (const [entity, key] of PROJECTION_DELETE_ORDER) await this.deleteWhereIn(m, entity, key, known);
+    for (const t of PROJECTION_TABLES) await this.deleteWhereIn(m, t.entity, t.planKey, known);
     const rebuilt: PlanRows[] = [];
     for (const planId of planIds) {
       const rows = foldPlan(logs.get(planId) ?? []);
@@ -192,11 +188,11 @@ export class PlanEventStore {
     }
   }
 
-  private async insertRows(m: EntityManager, entity: string, rows: object[]): Promise<void> {
+  private async insertRows(m: EntityManager, entity: string, rows: object[], skipExistingKey?: string): Promise<void> {
     if (rows.length === 0) return;
     const columns = m.connection.getMetadata(entity).columns.length;
     for (const part of chunk(rows, rowsPerStatement(this.dialect, columns))) {
-      const { sql, params } = insertStatement(m, entity, part);
+      const { sql, params } = insertStatement(m, entity, part, { skipExistingKey });
       await m.query(sql, params);
     }
   }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { parsePlanEvent, PlanEvent, PlanEventInput, StepSpec } from '../../src/contracts';
 import { ENTITY } from '../../src/store/entities';
+import { PLAN_TABLES, stampRows } from '../../src/retention/retention-sql';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { parseDatabaseUrl } from '../../src/config/database-url';
 import { startWorker } from '../../src/worker';
@@ -234,19 +235,12 @@ export function readDatasetEvents(): PlanEvent[] {
   });
 }
 
-/** Marks every row of a plan deleted, as retention's soft delete does. */
+/** Marks every row of a plan deleted, with retention's own table list and statement. */
 export async function softDeletePlan(ds: DataSource, planId: string): Promise<void> {
-  const targets: Array<[string, string]> = [
-    [ENTITY.handoff, 'planId'],
-    [ENTITY.decision, 'planId'],
-    [ENTITY.checkpoint, 'workflowId'],
-    [ENTITY.dag, 'workflowId'],
-    [ENTITY.step, 'planId'],
-    [ENTITY.plan, 'id'],
-    [ENTITY.head, 'planId'],
-    [ENTITY.event, 'planId'],
-  ];
-  for (const [entity, key] of targets) await ds.getRepository(entity).softDelete({ [key]: planId });
+  const now = new Date();
+  await ds.transaction(async (m) => {
+    for (const spec of PLAN_TABLES) await stampRows(m, spec, [planId], now).execute();
+  });
 }
 
 /**
