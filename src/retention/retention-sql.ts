@@ -2,6 +2,7 @@ import { DeleteQueryBuilder, EntityManager, In, IsNull, LessThanOrEqual, MssqlPa
 import { ENTITY } from '../store/entities';
 import type { Dialect } from '../store/dialect';
 import { dialectOf } from '../store/dialect-of';
+import { PLAN_TABLES } from '../store/plan-tables';
 
 /**
  * Every statement retention sends, built with TypeORM's QueryBuilder so quoting, parameter style
@@ -11,7 +12,6 @@ import { dialectOf } from '../store/dialect-of';
  */
 
 /** The tables a plan owns, children first: the order a purge deletes in (foreign keys). */
-import { PLAN_TABLES } from '../store/plan-tables';
 export { PLAN_TABLES };
 
 export type PlanTableSpec = (typeof PLAN_TABLES)[number];
