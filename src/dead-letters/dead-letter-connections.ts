@@ -10,7 +10,7 @@ import type { AppConfig } from '../config/config';
 import { redactUrl } from '../config/database-url';
 import { DEAD_LETTER_QUEUE, EVENTS_QUEUE } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
-import { openDataSource } from '../store/data-source';
+import { assertSchema, openDataSource } from '../store/data-source';
 import { PlanEventStore } from '../store/plan-event-store';
 import { DeadLetterService } from './dead-letter.service';
 
@@ -53,11 +53,11 @@ export async function connectRedis(url: string, timeoutMs = 5_000): Promise<IORe
 async function openStore(config: Readonly<AppConfig>): Promise<DataSource> {
   const ds = await openDataSource(config.database, { poolSize: 1 });
   try {
-    await ds.query('SELECT 1 FROM plan_events WHERE 1 = 0');
+    await assertSchema(ds, config.database, 'dead-letter replay');
     return ds;
   } catch (err) {
     await ds.destroy().catch(() => undefined);
-    throw new Error(`database ${config.database.redacted} has no plan_events table (${(err as Error).message}); run: plan-ledger migrate`);
+    throw err;
   }
 }
 

@@ -114,3 +114,13 @@ export async function openDataSource(target: DatabaseTarget, extras: DataSourceE
   }
   return ds;
 }
+
+/**
+ * Fails with one line naming the fix when the schema is missing: a bare "no such table" from the
+ * driver tells an operator nothing about plan-ledger migrate.
+ */
+export async function assertSchema(ds: DataSource, target: DatabaseTarget, purpose: string): Promise<void> {
+  await ds.query('SELECT 1 FROM plan_events WHERE 1 = 0').catch((err: Error) => {
+    throw new Error(`database ${target.redacted} is not ready for ${purpose} (${err.message}); run: plan-ledger migrate`);
+  });
+}

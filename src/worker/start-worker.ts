@@ -11,7 +11,7 @@ import { checkReadiness } from '../health/readiness';
 import { WorkerMetrics } from '../health/worker-metrics';
 import { EVENTS_QUEUE } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
-import { openDataSource } from '../store/data-source';
+import { assertSchema, openDataSource } from '../store/data-source';
 import { PlanEventStore } from '../store/plan-event-store';
 import { BackoffPolicy, DEFAULT_BACKOFF, withTimeout } from './backoff';
 import { BatchWriter, EventPersister, JobWriteOutcome } from './batch-writer';
@@ -81,9 +81,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
     // better-sqlite3 has one connection and the store serialises its writes: a second transaction would only wait
     const flushConcurrency = dialect === 'better-sqlite3' ? 1 : settings.transactions;
     const ds = options.dataSource ?? opened.dataSource(await openDataSource(config.database, { poolSize: flushConcurrency + 2 }));
-    await ds.query('SELECT 1 FROM plan_events WHERE 1 = 0').catch((err: Error) => {
-      throw new Error(`database ${config.database.redacted} is not ready for the worker (${err.message}); run: plan-ledger migrate`);
-    });
+    await assertSchema(ds, config.database, 'the worker');
     return await assemble(options, settings, connection, ds, flushConcurrency, opened);
   } catch (err) {
     await opened.closeAll(false);

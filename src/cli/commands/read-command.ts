@@ -1,8 +1,8 @@
 import type { DataSource } from 'typeorm';
 import type { CliContext } from '../cli-context';
-import { openDataSource } from '../../store/data-source';
 import { QueryArgumentError } from '../../queries/query-errors';
 import { CliError, EXIT } from '../exit-codes';
+import { withDataSource } from '../with-data-source';
 
 /**
  * Shared shell of the read commands (plans, sessions, workflows, steps, analytics): validate
@@ -18,23 +18,16 @@ export function parseArgs<T>(parse: () => T): T {
   }
 }
 
-const MISSING_SCHEMA = /no such table|relation .* does not exist|doesn't exist|Invalid object name/i;
-
 export async function withReadSource<T>(ctx: CliContext, name: string, fn: (ds: DataSource) => Promise<T>): Promise<T> {
   const started = Date.now();
-  // two connections: a read fans out a few independent SELECTs (ignored on SQLite)
-  const ds = await openDataSource(ctx.config.database, { poolSize: 2 });
   try {
-    const result = await fn(ds);
+    // two connections: a read fans out a few independent SELECTs (ignored on SQLite)
+    const result = await withDataSource(ctx, fn, 2);
     ctx.logger.debug({ command: name, durationMs: Date.now() - started }, 'read done');
     return result;
   } catch (err) {
     if (err instanceof QueryArgumentError) throw new CliError(err.message, EXIT.usage);
-    const message = (err as Error)?.message ?? String(err);
-    if (MISSING_SCHEMA.test(message)) throw new CliError(`${message} (is the schema migrated? run: plan-ledger migrate)`, EXIT.failed);
     throw err;
-  } finally {
-    await ds.destroy().catch(() => undefined);
   }
 }
 

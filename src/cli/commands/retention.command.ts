@@ -2,11 +2,11 @@ import type { Command } from 'commander';
 import type { DataSource } from 'typeorm';
 import type { CliContext } from '../cli-context';
 import { ConfigError } from '../../config/config';
-import { openDataSource } from '../../store/data-source';
 import { loadRetentionPolicy, RetentionPolicy, RETENTION_ENV_HELP } from '../../retention/retention-config';
 import { runRetention } from '../../retention/retention.service';
 import { formatReport } from '../../retention/retention-report';
 import { CliError, EXIT } from '../exit-codes';
+import { withDataSource } from '../with-data-source';
 
 interface RunOptions {
   dryRun?: boolean;
@@ -45,18 +45,7 @@ export function retentionPolicyFromEnv(env: Record<string, string | undefined>):
   }
 }
 
-const MISSING_SCHEMA = /no such table|relation .* does not exist|doesn't exist|Invalid object name/i;
-
 /** One small DataSource for the command, always closed; a missing schema says how to fix it. */
-export async function withRetentionSource<T>(ctx: CliContext, fn: (ds: DataSource) => Promise<T>): Promise<T> {
-  const ds = await openDataSource(ctx.config.database, { poolSize: 2 });
-  try {
-    return await fn(ds);
-  } catch (err) {
-    const message = (err as Error)?.message ?? String(err);
-    if (MISSING_SCHEMA.test(message)) throw new CliError(`${message} (is the schema migrated? run: plan-ledger migrate)`, EXIT.failed);
-    throw err;
-  } finally {
-    await ds.destroy().catch(() => undefined);
-  }
+export function withRetentionSource<T>(ctx: CliContext, fn: (ds: DataSource) => Promise<T>): Promise<T> {
+  return withDataSource(ctx, fn, 2);
 }
