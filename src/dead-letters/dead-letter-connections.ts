@@ -7,12 +7,14 @@ import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/config';
-import { redactUrl } from '../config/database-url';
 import { DEAD_LETTER_QUEUE, EVENTS_QUEUE } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
 import { assertSchema, openDataSource } from '../store/data-source';
 import { PlanEventStore } from '../store/plan-event-store';
 import { DeadLetterService } from './dead-letter.service';
+import { connectRedis } from '../queue/connect-redis';
+
+export { connectRedis };
 
 export interface OpenDeadLetterOptions {
   /** Open EVENTS_QUEUE too (replay). @defaultValue false */
@@ -26,27 +28,6 @@ export interface OpenDeadLetterOptions {
 export interface OpenDeadLetterService {
   service: DeadLetterService;
   close(): Promise<void>;
-}
-
-/** Connects, or throws `cannot reach Redis at redis://host:port: <reason>`. */
-export async function connectRedis(url: string, timeoutMs = 5_000): Promise<IORedis> {
-  let lastError: Error | undefined;
-  const redis = new IORedis(url, {
-    lazyConnect: true,
-    connectTimeout: timeoutMs,
-    // A one-shot command should fail, not hang, when Redis goes away mid-run.
-    maxRetriesPerRequest: 1,
-    retryStrategy: (times) => (times > 3 ? null : 200 * times),
-  });
-  redis.on('error', (err: Error) => (lastError = err));
-  try {
-    await redis.connect();
-    return redis;
-  } catch (err) {
-    redis.disconnect();
-    const reason = (lastError ?? (err as Error)).message || String(err);
-    throw new Error(`cannot reach Redis at ${redactUrl(url)}: ${reason}`);
-  }
 }
 
 /** The database, checked for the schema so a missing migration is named, not a bare SQL error. */

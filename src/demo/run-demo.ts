@@ -6,7 +6,8 @@ import { Queue } from 'bullmq';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/config';
 import type { DeadLetter } from '../dead-letters/dead-letter';
-import { connectRedis } from '../dead-letters/dead-letter-connections';
+import { connectRedis } from '../queue/connect-redis';
+import { redactUrl } from '../config/database-url';
 import { PlanEventPublisher } from '../publisher';
 import { formatPlanView, getPlanView } from '../queries';
 import { EVENT_BATCH_JOB, EVENTS_QUEUE, EventBatchJobData } from '../queue/queue-names';
@@ -63,7 +64,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
     const deadLetters: DeadLetter[] = [];
     let persisted = 0;
 
-    progress(`[2/4] starting a worker on ${config.redisUrl.replace(/\/\/[^@]*@/, '//***@')} (queue prefix "${config.queuePrefix}")`);
+    progress(`[2/4] starting a worker on ${redactUrl(config.redisUrl)} (queue prefix "${config.queuePrefix}")`);
     const worker = await startWorker({
       config,
       logger,

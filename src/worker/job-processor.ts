@@ -12,7 +12,8 @@ import type { DatabaseGate } from './database-gate';
 import type { MicroBatcher } from './micro-batcher';
 
 /** Job data as the worker may leave it: `failingSince` survives a crash or a shutdown mid-retry. */
-export type WorkerJobData = EventBatchJobData & { failingSince?: string };
+/** The events queue's job data (EventBatchJobData, which documents the worker's `failingSince`). */
+export type WorkerJobData = EventBatchJobData;
 
 /** The processor's return value, stored by BullMQ as the job's result. */
 export interface JobSummary {
