@@ -1,14 +1,14 @@
 import { parsePlanEvent } from '../contracts';
 import type { ContractLimits, PlanEventInput, PlanEventTypeName, PayloadByType, Violation } from '../contracts';
+import { checkEventInput, orderViolations } from '../contracts/fast-check/event-rules';
+import { CheckContext, isPlainObject } from '../contracts/fast-check/field-rules';
 import { resolveLimits } from '../contracts/limits';
 import { violationAt } from '../contracts/violation-path';
 import { createLogger, Logger } from '../shared/logger';
 import { DeliveryPump } from './delivery-pump';
-import { CheckContext, isPlainObject } from './field-rules';
 import { EventStamper, StampedEvent } from './event-stamper';
 import { JournalReader } from './journal-reader';
 import { MemoryBuffer } from './memory-buffer';
-import { checkEventInput, orderViolations } from './publish-check';
 import { PublisherOptions, ResolvedOptions, resolveOptions } from './publisher-options';
 import type { CloseResult, EventStamps, PlanRef, PublishResult, PublisherStats } from './publisher.types';
 import { RateLimitedLog } from './rate-limited-log';

@@ -5,7 +5,7 @@ import type { Logger } from '../shared/logger';
 
 /**
  * How `publish()` checks events before accepting them.
- * - `fast` (default): the publisher's own synchronous check of every contract rule (publish-check.ts),
+ * - `fast` (default): the publisher's own synchronous check of every contract rule (contracts/fast-check),
  *   about 1 µs for a typical event. The worker still runs `parsePlanEvent`, the authority, and
  *   dead-letters whatever slipped through.
  * - `contract`: `parsePlanEvent` on the caller's path: exact, but ~25 µs (p99 ~75 µs) per small

@@ -1,12 +1,12 @@
 /**
- * The publisher's fast check mirrors the contract rule for rule (publish-check.ts). This test keeps
+ * The publisher's fast check mirrors the contract rule for rule (src/contracts/fast-check). This test keeps
  * the mirror honest: the same valid and broken events go through both, and the verdicts and the
  * violation messages must agree. No Redis needed: these are pure functions.
  */
 import fc from 'fast-check';
 import { DEFAULT_LIMITS, parsePlanEvent, PlanEvent } from '../../src/contracts';
 import { EventStamper } from '../../src/publisher/event-stamper';
-import { checkEventInput } from '../../src/publisher/publish-check';
+import { checkEventInput } from '../../src/contracts/fast-check/event-rules';
 import { planRun } from '../support/event-factory';
 
 /** What publish() decides, minus the queueing: the fast check, then the byte limit after stamping. */

@@ -5,11 +5,11 @@
  * near 40k events/s. The worker still runs `parsePlanEvent`, the authority; test/publisher's
  * agreement test feeds both the same valid and broken events so this mirror cannot drift silently.
  */
-import { DECISION_KINDS, FINAL_STATUSES, PLAN_EVENT_TYPES, SPEC_VERSION } from '../contracts/event-types';
-import type { PlanEventTypeName } from '../contracts/event-types';
-import type { Violation } from '../contracts/invalid-event.error';
-import { violationAt } from '../contracts/violation-path';
-import { checkPayloadRules } from '../contracts/payload-rules.check';
+import { DECISION_KINDS, FINAL_STATUSES, PLAN_EVENT_TYPES, SPEC_VERSION } from '../event-types';
+import type { PlanEventTypeName } from '../event-types';
+import type { Violation } from '../invalid-event.error';
+import { violationAt } from '../violation-path';
+import { checkPayloadRules } from '../payload-rules.check';
 import {
   CheckContext,
   ObjectSpec,

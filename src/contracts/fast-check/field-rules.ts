@@ -3,9 +3,10 @@
  * with the contract's messages and semantics, at about a hundredth of class-validator's cost.
  * Paths are built only when a violation is found: the accepted event, the common case, builds none.
  */
-import type { ContractLimits, Violation } from '../contracts';
-import { isExternalId, isUtcTimestamp, isUuid } from '../contracts/field-formats';
-import { childPath, violationAt } from '../contracts/violation-path';
+import { isExternalId, isUtcTimestamp, isUuid } from '../field-formats';
+import type { Violation } from '../invalid-event.error';
+import type { ContractLimits } from '../limits';
+import { childPath, violationAt } from '../violation-path';
 
 export interface CheckContext {
   limits: Readonly<ContractLimits>;

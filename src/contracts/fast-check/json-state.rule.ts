@@ -5,7 +5,7 @@
  * already refuse non-JSON values. Explicit stack: deep or cyclic state stops at the depth limit
  * instead of overflowing the call stack.
  */
-import { childPath } from '../contracts/violation-path';
+import { childPath } from '../violation-path';
 import { CheckContext, Rule, isPlainObject, report } from './field-rules';
 
 /** The keys of Object.prototype plus `prototype`, as the contract's guard forbids them. */
