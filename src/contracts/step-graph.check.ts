@@ -16,7 +16,9 @@ type Item = Record<string, unknown>;
 
 export function checkStepGraph(steps: unknown, path: string, out: Violation[]): void {
   if (!Array.isArray(steps)) return;
-  const items = steps.map((step) => (typeof step === 'object' && step !== null && !Array.isArray(step) ? (step as Item) : undefined));
+  // Array.from, not map: the fast check (fast-check/) runs this on unguarded publisher input, where
+  // a sparse list's holes would otherwise stay holes and trip findCycle.
+  const items = Array.from(steps, (step: unknown) => (typeof step === 'object' && step !== null && !Array.isArray(step) ? (step as Item) : undefined));
   const positionById = firstPositions(items, 'stepId', path, out);
   firstPositions(items, 'index', path, out);
   const edges = dependencyEdges(items, positionById, path, out);

@@ -1,9 +1,14 @@
 /**
- * The publisher's synchronous check of an event against the contract, rule for rule (the DTOs under
- * src/contracts/payloads and the raw-input guard), in about a microsecond. `parsePlanEvent` costs
- * ~25 µs per small event here, which would blow the 10 µs budget of `publish()` and cap a publisher
- * near 40k events/s. The worker still runs `parsePlanEvent`, the authority; test/publisher's
- * agreement test feeds both the same valid and broken events so this mirror cannot drift silently.
+ * A synchronous check of an event against the contract, rule for rule (the DTOs under payloads/ and
+ * the raw-input guard's rules for checkpoint state), in about a microsecond where `parsePlanEvent`
+ * takes ~25 µs. Two users:
+ * - the publisher, on its caller's input (stamps optional: it stamps what is missing), whose
+ *   10 µs budget per `publish()` class-validator alone would blow;
+ * - `checkStoredEvent` (check-stored-event.ts), the worker's check, on guarded JSON with every
+ *   stamp required; it accepts on these rules and hands anything they refuse to `parsePlanEvent`.
+ * `parsePlanEvent` stays the authority: test/publisher's agreement test and
+ * test/contracts/check-stored-event.test.ts feed both the same valid and broken events so this
+ * mirror cannot drift silently.
  */
 import { DECISION_KINDS, FINAL_STATUSES, PLAN_EVENT_TYPES, SPEC_VERSION } from '../event-types';
 import type { PlanEventTypeName } from '../event-types';
@@ -39,7 +44,7 @@ const STEP_SPEC: ObjectSpec = objectSpec({
   stepId: [true, externalId],
   index: [true, intInRange(0, 100_000)],
   agentId: [true, text(1, 100)],
-  task: [true, longText(1)],
+  task: [true, longText({ nonEmpty: true })],
   title: [false, text(0, 500)],
   expectedOutput: [false, text(0, 50)],
   dependsOn: [false, externalIdList],
@@ -47,40 +52,40 @@ const STEP_SPEC: ObjectSpec = objectSpec({
 const steps = nestedList(() => STEP_SPEC);
 
 const PAYLOAD_SPECS: ReadonlyMap<unknown, ObjectSpec> = new Map<PlanEventTypeName, ObjectSpec>(Object.entries({
-  'plan.created': objectSpec({ query: [true, longText(1)], steps: [true, steps], requiresApproval: [false, bool], complexity: [false, intInRange(0, 100)] }),
+  'plan.created': objectSpec({ query: [true, longText({ nonEmpty: true })], steps: [true, steps], requiresApproval: [false, bool], complexity: [false, intInRange(0, 100)] }),
   'plan.decision': objectSpec({
     decision: [true, oneOf(DECISION_KINDS)],
     steps: [false, steps],
-    feedback: [false, longText(0)],
+    feedback: [false, longText()],
     decidedBy: [false, text(0, 200)],
   }),
   'step.started': objectSpec({ stepId: [true, externalId], agentId: [false, text(1, 100)] }),
   'step.completed': objectSpec({
     stepId: [true, externalId],
-    result: [false, longText(0)],
-    outputContent: [false, longText(0)],
+    result: [false, longText()],
+    outputContent: [false, longText()],
     inputTokens: [true, tokens],
     outputTokens: [true, tokens],
     model: [false, text(1, 100)],
   }),
   'step.failed': objectSpec({
     stepId: [true, externalId],
-    error: [true, longText(0)],
+    error: [true, longText()],
     inputTokens: [false, tokens],
     outputTokens: [false, tokens],
     model: [false, text(1, 100)],
   }),
-  'step.skipped': objectSpec({ stepId: [true, externalId], reason: [false, longText(0)] }),
+  'step.skipped': objectSpec({ stepId: [true, externalId], reason: [false, longText()] }),
   'handoff.recorded': objectSpec({
     handoffId: [true, externalId],
     stepId: [false, externalId],
     fromAgentId: [true, text(1, 100)],
     toAgentId: [true, text(1, 100)],
     reason: [true, text(1, 50)],
-    explanation: [false, longText(0)],
+    explanation: [false, longText()],
   }),
   'checkpoint.saved': objectSpec({ checkpointId: [true, externalId], layer: [true, intInRange(0, 100_000)], state: [true, jsonState] }),
-  'plan.finalized': objectSpec({ status: [true, oneOf(FINAL_STATUSES)], summary: [false, longText(0)], failureReason: [false, longText(0)] }),
+  'plan.finalized': objectSpec({ status: [true, oneOf(FINAL_STATUSES)], summary: [false, longText()], failureReason: [false, longText()] }),
 } satisfies Record<PlanEventTypeName, ObjectSpec>) as [PlanEventTypeName, ObjectSpec][]);
 
 const eventType = oneOf(PLAN_EVENT_TYPES);
@@ -89,11 +94,17 @@ const seqRange = intInRange(0, SQL_INT_MAX);
 export const ENVELOPE_FIELDS: ReadonlySet<string> = new Set(['specVersion', 'eventId', 'type', 'planId', 'sessionId', 'seq', 'occurredAt', 'payload']);
 
 /**
- * Checks the caller's input. The envelope is read with plain property accesses (this runs for
- * every event); stamps the caller left out are the publisher's own, valid by construction, and
- * skipped. Violations are appended to `ctx.out`.
+ * Whether the four stamps (specVersion, eventId, seq, occurredAt) must be present. `optional` is the
+ * publisher's view: a stamp its caller left out is the publisher's own, valid by construction.
  */
-export function checkEventInput(input: Record<string, unknown>, ctx: CheckContext): void {
+export type StampRule = 'optional' | 'required';
+
+/**
+ * Checks an event's fields; violations are appended to `ctx.out`. The envelope is read with plain
+ * property accesses (this runs for every event). Present stamps are always checked.
+ * @param stamps @defaultValue `'optional'`
+ */
+export function checkEventInput(input: Record<string, unknown>, ctx: CheckContext, stamps: StampRule = 'optional'): void {
   for (const key in input) {
     if (!ENVELOPE_FIELDS.has(key) && input[key] !== undefined) report(ctx, '', key, 'is not an allowed field');
   }
@@ -101,11 +112,12 @@ export function checkEventInput(input: Record<string, unknown>, ctx: CheckContex
   required(type, 'type', eventType, ctx);
   required(planId, 'planId', externalId, ctx);
   required(sessionId, 'sessionId', externalId, ctx);
-  if (input.specVersion !== undefined) specVersion(input.specVersion, '', 'specVersion', ctx);
-  if (input.eventId !== undefined) uuid(input.eventId, '', 'eventId', ctx);
-  if (input.seq !== undefined) seqRange(input.seq, '', 'seq', ctx);
-  if (input.occurredAt !== undefined) utcTimestamp(input.occurredAt, '', 'occurredAt', ctx);
-  if (payload === undefined || payload === null) return report(ctx, '', 'payload', 'is required');
+  const stampsRequired = stamps === 'required';
+  stamp(input.specVersion, 'specVersion', specVersion, stampsRequired, ctx);
+  stamp(input.eventId, 'eventId', uuid, stampsRequired, ctx);
+  stamp(input.seq, 'seq', seqRange, stampsRequired, ctx);
+  stamp(input.occurredAt, 'occurredAt', utcTimestamp, stampsRequired, ctx);
+  if (payload === undefined) return report(ctx, '', 'payload', 'is required');
   if (!isPlainObject(payload)) return report(ctx, '', 'payload', 'must be an object');
   const spec = PAYLOAD_SPECS.get(type);
   if (spec === undefined) return;
@@ -114,9 +126,15 @@ export function checkEventInput(input: Record<string, unknown>, ctx: CheckContex
   if (type === 'plan.created' || type === 'plan.decision') checkPayloadRules(type, payload, ctx.out);
 }
 
+/** `@Required`: only undefined is missing; null fails the field's own rule, as in the DTOs. */
 function required(value: unknown, name: string, rule: Rule, ctx: CheckContext): void {
-  if (value === undefined || value === null) report(ctx, '', name, 'is required');
+  if (value === undefined) report(ctx, '', name, 'is required');
   else rule(value, '', name, ctx);
+}
+
+function stamp(value: unknown, name: string, rule: Rule, isRequired: boolean, ctx: CheckContext): void {
+  if (value !== undefined) rule(value, '', name, ctx);
+  else if (isRequired) report(ctx, '', name, 'is required');
 }
 
 /** Enough to fix the sender, as the contract caps its own reports. */

@@ -1,7 +1,10 @@
 /**
- * The field shapes of the contract (src/contracts/field.decorators.ts) as plain synchronous checks,
- * with the contract's messages and semantics, at about a hundredth of class-validator's cost.
- * Paths are built only when a violation is found: the accepted event, the common case, builds none.
+ * The field shapes of the contract (field.decorators.ts) as plain synchronous checks, with the
+ * contract's messages and semantics, at about a hundredth of class-validator's cost. Paths are built
+ * only when a violation is found: the accepted event, the common case, builds none.
+ *
+ * Soundness matters more than wording: `checkStoredEvent` accepts on these rules alone, so a rule
+ * may be stricter than its decorator (the authority then decides) but never more lenient.
  */
 import { isExternalId, isUtcTimestamp, isUuid } from '../field-formats';
 import type { Violation } from '../invalid-event.error';
@@ -43,14 +46,14 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 }
 
 /**
- * Checks the fields of a plain object against its spec. `IsDefined` semantics: null is "required"
- * for a required field and a type error for an optional one; an undefined field is absent (JSON
- * drops it), so an unknown key holding undefined is not reported either.
+ * Checks the fields of a plain object against its spec. `@Required` semantics: only undefined is
+ * missing; null is present and fails the field's shape ("must be a string"). An undefined field is
+ * absent (JSON drops it), so an unknown key holding undefined is not reported either.
  */
 export function checkObject(obj: Record<string, unknown>, spec: ObjectSpec, path: string, ctx: CheckContext): void {
   for (const field of spec.fields) {
     const value = obj[field.name];
-    if (value === undefined || (value === null && field.required)) {
+    if (value === undefined) {
       if (field.required) report(ctx, path, field.name, 'is required');
       continue;
     }
@@ -61,47 +64,22 @@ export function checkObject(obj: Record<string, unknown>, spec: ObjectSpec, path
   }
 }
 
-/**
- * class-validator measures Length/MinLength/MaxLength with validator.js, which counts a surrogate
- * pair as one character and ignores variation selectors (U+FE0E, U+FE0F). Only strings near a bound
- * need that count; `.length` settles the common case.
- */
-function validatorLength(s: string): number {
-  const selectors = s.match(/[\uFE0E\uFE0F]/g)?.length ?? 0;
-  const pairs = s.match(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g)?.length ?? 0;
-  return s.length - selectors - pairs;
-}
-
-/** Whether the validator.js length of `s` is below `min`: cheap unless `s` is short or starts oddly. */
-function tooShort(s: string, min: number): boolean {
-  if (min <= 0) return false;
-  if (s.length < min) return true;
-  // min 1 (the contract's only non-zero minimum): one ordinary first character is enough.
-  const first = s.charCodeAt(0);
-  if (min === 1 && first < 0xd800) return false;
-  return validatorLength(s) < min;
-}
-
-function tooLong(s: string, max: number): boolean {
-  return s.length > max && validatorLength(s) > max;
-}
-
 const MUST_BE_STRING = 'must be a string';
 
-/** Text(min, max): a string of min to max characters (contract messages included). */
+/** Text(min, max): a string of min to max UTF-16 code units, as the decorator counts (NVARCHAR(n)). */
 export function text(min: number, max: number): Rule {
   const predicate = min > 0 ? `must be ${min} to ${max} characters long` : `must be at most ${max} characters long`;
   return (value, parent, key, ctx) => {
     if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
-    if (tooLong(value, max) || tooShort(value, min)) report(ctx, parent, key, predicate);
+    if (value.length < min || value.length > max) report(ctx, parent, key, predicate);
   };
 }
 
-/** LongText(min): a string bounded by `limits.maxLongText` (in UTF-16 units, as checkLimits measures it). */
-export function longText(min: number): Rule {
+/** LongText({ nonEmpty }): a string bounded by `limits.maxLongText` (UTF-16 units, as checkLimits counts). */
+export function longText(options: { nonEmpty?: boolean } = {}): Rule {
   return (value, parent, key, ctx) => {
     if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
-    if (tooShort(value, min)) report(ctx, parent, key, 'must not be empty');
+    if (options.nonEmpty && value.length === 0) report(ctx, parent, key, 'must not be empty');
     const max = ctx.limits.maxLongText;
     if (value.length > max) report(ctx, parent, key, `must be at most ${max} characters long`);
   };
@@ -150,17 +128,28 @@ export function exactly(expected: unknown, why: string): Rule {
   };
 }
 
-/** NestedList + WithinLimit('maxSteps'): an oversized list is reported without checking its items. */
+/**
+ * The contract's checkLimits applies a list's limit to a string in its place as a length, so a long
+ * string where a list belongs gets a second violation; mirrored so both report the same.
+ */
+function notAList(value: unknown, max: number, parent: string, key: string | number, ctx: CheckContext): void {
+  report(ctx, parent, key, 'must be an array');
+  if (typeof value === 'string' && value.length > max) report(ctx, parent, key, `must be at most ${max} characters long`);
+}
+
+/**
+ * NestedList + WithinLimit('maxSteps'): an oversized list is reported without checking its items;
+ * an item that is not an object is reported at its own path, as class-validator does.
+ */
 export function nestedList(spec: () => ObjectSpec): Rule {
   return (value, parent, key, ctx) => {
-    if (!Array.isArray(value)) return report(ctx, parent, key, 'must be an array');
     const max = ctx.limits.maxSteps;
+    if (!Array.isArray(value)) return notAList(value, max, parent, key, ctx);
     if (value.length > max) return report(ctx, parent, key, `must contain at most ${max} items`);
-    let allObjects = true;
     for (let i = 0; i < value.length; i++) {
       const item: unknown = value[i];
       if (!isPlainObject(item)) {
-        allObjects = false;
+        report(ctx, childPath(parent, key), i, 'must be an object');
         continue;
       }
       // Item paths are built only for an item with violations (checked again with its path).
@@ -171,14 +160,13 @@ export function nestedList(spec: () => ObjectSpec): Rule {
         checkObject(item, spec(), childPath(childPath(parent, key), i), ctx);
       }
     }
-    if (!allObjects) report(ctx, parent, key, 'must contain only objects');
   };
 }
 
 /** ExternalIdList + WithinLimit('maxDependsOn'). */
 export const externalIdList: Rule = (value, parent, key, ctx) => {
-  if (!Array.isArray(value)) return report(ctx, parent, key, 'must be an array');
   const max = ctx.limits.maxDependsOn;
+  if (!Array.isArray(value)) return notAList(value, max, parent, key, ctx);
   if (value.length > max) return report(ctx, parent, key, `must contain at most ${max} items`);
   for (let i = 0; i < value.length; i++) {
     if (!isExternalId(value[i])) return report(ctx, parent, key, 'must contain only external ids');
