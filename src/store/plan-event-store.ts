@@ -9,7 +9,14 @@ import { chunk, rowsPerStatement, valuesPerInList } from './batch-limits';
 import { isDuplicateKeyError } from './db-errors';
 import { runSerialized } from './serial-queue';
 import { PROJECTION_TABLES } from './plan-tables';
-import { bumpHeadsStatement, deleteWhereInStatement, insertStatement, refreshSessionsStatement, softDeleteEventsStatement, upsertStatement } from './plan-event-statements';
+import { bumpHeadsStatement, deleteWhereInStatement, recountHeadsStatement, insertStatement, refreshSessionsStatement, softDeleteEventsStatement, unnestInsertStatement, upsertStatement, bumpHeadsReturningSql } from './plan-event-statements';
+import { pgArrayLiteral } from './postgres-array';
+
+/** What the store needs of a locked plan head. */
+interface HeadState {
+  version: number;
+  deletedAt: Date | null;
+}
 
 export interface PersistOutcome {
   /** Events newly stored. */
@@ -28,6 +35,9 @@ export interface PersistOutcome {
  * cannot skip existing keys): re-run, the transaction then sees that row.
  */
 const DUPLICATE_KEY_RETRIES = 5;
+
+/** Rows per unnest INSERT on PostgreSQL: no parameter cap applies; this bounds one statement's size. */
+const UNNEST_ROWS = 5_000;
 
 /**
  * Writes validated events: appends them to `plan_events` (idempotent by eventId) and rebuilds
@@ -71,27 +81,33 @@ export class PlanEventStore {
 
   private async persistIn(m: EntityManager, events: PlanEvent[]): Promise<PersistOutcome> {
     const unique = [...new Map(events.map((e) => [e.eventId, e])).values()];
-    const existing = await this.existingEventIds(m, unique.map((e) => e.eventId));
-    const fresh = unique.filter((e) => !existing.has(e.eventId));
+    const planIds = [...new Set(unique.map((e) => e.planId))].sort();
+
+    // Heads are locked before anything is read, so every read below sees what earlier writers of
+    // these plans committed. Lock order is always heads (sorted) then sessions (sorted), and every
+    // lock is exclusive from the start (upserts): no shared-to-exclusive upgrade to deadlock on.
+    await this.upsertHeads(m, unique);
+    const heads = await this.bumpHeads(m, planIds);
+    // version 1: this transaction created the plan's head, so none of its events is stored yet
+    const isNew = (planId: string) => heads.get(planId)!.version === 1;
+    const existing = await this.existingEventIds(m, unique.filter((e) => !isNew(e.planId)).map((e) => e.eventId));
+    const fresh = existing.size === 0 ? unique : unique.filter((e) => !existing.has(e.eventId));
     const duplicateIds = events.length === unique.length ? [...existing] : duplicatesOf(events, existing);
     const outcome = { inserted: fresh.length, duplicates: events.length - fresh.length, duplicateIds, plans: 0 };
     if (fresh.length === 0) return outcome;
 
-    // Lock order is always heads (sorted) then sessions (sorted), and every lock is exclusive
-    // from the start (upserts): no shared-to-exclusive upgrade for two writers to deadlock on.
-    const planIds = [...new Set(fresh.map((e) => e.planId))].sort();
-    await this.upsertHeads(m, fresh);
+    const touched = fresh === unique ? planIds : [...new Set(fresh.map((e) => e.planId))].sort();
+    const known = touched.filter((id) => !isNew(id));
     await this.upsertSessions(m, fresh);
-    // skip, don't fail, on an event a concurrent writer (a redelivered job) stored meanwhile
+    // skips, not fails on, an event stored without its plan's head (not expected; belt and braces)
     await this.insertRows(m, ENTITY.event, fresh.map((e) => toEventRow(e)), 'event_id');
-    const heads = await this.bumpHeads(m, planIds);
-    await this.softDeleteLateEvents(m, heads);
+    await this.recountHeads(m, known);
+    await this.softDeleteLateEvents(m, touched.map((planId) => ({ planId, deletedAt: heads.get(planId)!.deletedAt })));
 
-    const logs = await this.planLogs(m, planIds, heads, fresh);
-    const known = planIds.filter((id) => heads.get(id)!.version > 1);
+    const logs = await this.planLogs(m, touched, known, fresh);
     for (const t of PROJECTION_TABLES) await this.deleteWhereIn(m, t.entity, t.planKey, known);
     const rebuilt: PlanRows[] = [];
-    for (const planId of planIds) {
+    for (const planId of touched) {
       const rows = foldPlan(logs.get(planId) ?? []);
       if (rows) rebuilt.push(stampDeleted(rows, heads.get(planId)?.deletedAt ?? null));
     }
@@ -102,6 +118,13 @@ export class PlanEventStore {
 
   private async existingEventIds(m: EntityManager, ids: string[]): Promise<Set<string>> {
     const found = new Set<string>();
+    if (ids.length === 0) return found;
+    if (this.dialect === 'postgres') {
+      // one array parameter: the same short statement whatever the batch size
+      const rows: { event_id: string }[] = await m.query('SELECT event_id FROM plan_events WHERE event_id = ANY($1::uuid[])', [ids]);
+      for (const r of rows) found.add(r.event_id.toLowerCase());
+      return found;
+    }
     for (const part of chunk(ids, valuesPerInList(this.dialect))) {
       const rows = await m.getRepository<PlanEventRow>(ENTITY.event).find({ select: { eventId: true }, where: { eventId: In(part) }, withDeleted: true });
       for (const r of rows) found.add(r.eventId.toLowerCase());
@@ -109,12 +132,21 @@ export class PlanEventStore {
     return found;
   }
 
-  /** Create the plans' head rows, or lock them if they exist (an upsert locks exclusively at once). */
-  private async upsertHeads(m: EntityManager, fresh: PlanEvent[]): Promise<void> {
+  /**
+   * Create the plans' head rows, or lock them if they exist (an upsert locks exclusively at once).
+   * A new head is created with its counters from the batch: a plan seen for the first time has
+   * all of its events there. Known plans are recounted once their events are in (recountHeads).
+   */
+  private async upsertHeads(m: EntityManager, events: PlanEvent[]): Promise<void> {
     const rows = new Map<string, PlanHeadRow>();
     const now = new Date();
-    for (const e of fresh) {
-      if (!rows.has(e.planId)) rows.set(e.planId, { planId: e.planId, sessionId: e.sessionId, version: 0, eventCount: 0, lastSeq: 0, updatedAt: now, deletedAt: null });
+    for (const e of events) {
+      const head = rows.get(e.planId);
+      if (!head) rows.set(e.planId, { planId: e.planId, sessionId: e.sessionId, version: 0, eventCount: 1, lastSeq: e.seq, updatedAt: now, deletedAt: null });
+      else {
+        head.eventCount++;
+        if (e.seq > head.lastSeq) head.lastSeq = e.seq;
+      }
     }
     await this.upsertRows(m, ENTITY.head, 'plan_id', [...rows.values()].sort((a, b) => (a.planId < b.planId ? -1 : 1)));
   }
@@ -132,34 +164,44 @@ export class PlanEventStore {
   }
 
   /**
-   * Bump each head's version and counters under its lock, then read the heads back. Any writer
-   * that touched these plans before has committed by now, so `version === 1` means this
-   * transaction holds the plan's only events: its log is the batch itself.
+   * Bump each head's version under its lock, then read the heads back. Any writer that touched
+   * these plans before has committed by now, so `version === 1` means this transaction created
+   * the head: the plan's whole log is in the batch.
    */
-  private async bumpHeads(m: EntityManager, planIds: string[]): Promise<Map<string, PlanHeadRow>> {
-    const heads = new Map<string, PlanHeadRow>();
+  private async bumpHeads(m: EntityManager, planIds: string[]): Promise<Map<string, HeadState>> {
+    const heads = new Map<string, HeadState>();
+    if (this.dialect === 'postgres') {
+      // structured: TypeORM returns an UPDATE's raw result as [rows, count] otherwise
+      const result = await m.queryRunner!.query(bumpHeadsReturningSql(), [new Date(), pgArrayLiteral(planIds)], true);
+      for (const r of result.records as { plan_id: string; version: number; deleted_at: Date | null }[]) heads.set(r.plan_id, { version: r.version, deletedAt: r.deleted_at });
+      return heads;
+    }
     for (const part of chunk(planIds, valuesPerInList(this.dialect))) {
       await bumpHeadsStatement(m, part, new Date()).execute();
       const rows = await m.getRepository<PlanHeadRow>(ENTITY.head).find({ where: { planId: In(part) }, withDeleted: true });
-      for (const r of rows) heads.set(r.planId, r);
+      for (const r of rows) heads.set(r.planId, { version: r.version, deletedAt: r.deletedAt });
     }
     return heads;
   }
 
+  /** Event count and last seq of plans seen before, from their stored log (this batch included). */
+  private async recountHeads(m: EntityManager, planIds: string[]): Promise<void> {
+    for (const part of chunk(planIds, valuesPerInList(this.dialect))) await recountHeadsStatement(m, part).execute();
+  }
+
   /** Events arriving for a plan retention already soft-deleted are stored soft-deleted too. */
-  private async softDeleteLateEvents(m: EntityManager, heads: Map<string, PlanHeadRow>): Promise<void> {
-    for (const head of heads.values()) {
+  private async softDeleteLateEvents(m: EntityManager, heads: { planId: string; deletedAt: Date | null }[]): Promise<void> {
+    for (const head of heads) {
       if (!head.deletedAt) continue;
       await softDeleteEventsStatement(m, head.planId, head.deletedAt).execute();
     }
   }
 
   /** Each plan's whole log: from the database for plans seen before, from this batch for new ones. */
-  private async planLogs(m: EntityManager, planIds: string[], heads: Map<string, PlanHeadRow>, fresh: PlanEvent[]): Promise<Map<string, PlanEvent[]>> {
+  private async planLogs(m: EntityManager, planIds: string[], known: string[], fresh: PlanEvent[]): Promise<Map<string, PlanEvent[]>> {
     const logs = new Map<string, PlanEvent[]>(planIds.map((id) => [id, []]));
-    const isNew = (id: string) => heads.get(id)!.version === 1;
-    const known = planIds.filter((id) => !isNew(id));
-    for (const e of fresh) if (isNew(e.planId)) logs.get(e.planId)!.push(e);
+    const stored = new Set(known);
+    for (const e of fresh) if (!stored.has(e.planId)) logs.get(e.planId)!.push(e);
     for (const part of chunk(known, valuesPerInList(this.dialect))) {
       const rows = await m.getRepository<PlanEventRow>(ENTITY.event).find({ where: { planId: In(part) }, withDeleted: true });
       for (const r of rows) logs.get(r.planId)!.push(fromEventRow(r));
@@ -190,6 +232,13 @@ export class PlanEventStore {
 
   private async insertRows(m: EntityManager, entity: string, rows: object[], skipExistingKey?: string): Promise<void> {
     if (rows.length === 0) return;
+    if (this.dialect === 'postgres') {
+      for (const part of chunk(rows, UNNEST_ROWS)) {
+        const { sql, params } = unnestInsertStatement(m, entity, part, { skipExistingKey });
+        await m.query(sql, params);
+      }
+      return;
+    }
     const columns = m.connection.getMetadata(entity).columns.length;
     for (const part of chunk(rows, rowsPerStatement(this.dialect, columns))) {
       const { sql, params } = insertStatement(m, entity, part, { skipExistingKey });
@@ -200,6 +249,13 @@ export class PlanEventStore {
   /** Insert rows or lock the existing ones (see upsertStatement). */
   private async upsertRows(m: EntityManager, entity: string, key: string, rows: object[]): Promise<void> {
     if (rows.length === 0) return;
+    if (this.dialect === 'postgres') {
+      for (const part of chunk(rows, UNNEST_ROWS)) {
+        const { sql, params } = unnestInsertStatement(m, entity, part, { upsertKey: key });
+        await m.query(sql, params);
+      }
+      return;
+    }
     const columns = m.connection.getMetadata(entity).columns.length;
     for (const part of chunk(rows, rowsPerStatement(this.dialect, columns))) {
       await upsertStatement(m, entity, key, part).execute();

@@ -2,7 +2,7 @@ import { DataSource } from 'typeorm';
 import { parseDatabaseUrl } from '../../src/config/database-url';
 import { createDataSource } from '../../src/store/data-source';
 import { ENTITY } from '../../src/store/entities';
-import { bumpHeadsStatement, refreshSessionsStatement, upsertStatement, insertStatement } from '../../src/store/plan-event-statements';
+import { bumpHeadsStatement, recountHeadsStatement, refreshSessionsStatement, upsertStatement, insertStatement } from '../../src/store/plan-event-statements';
 import { rowsPerStatement } from '../../src/store/batch-limits';
 
 // No SQL Server here: the event store's statements are rendered on a DataSource that never connects.
@@ -15,7 +15,7 @@ describe('event store SQL on SQL Server', () => {
   });
 
   // TypeORM leaves out WHEN MATCHED when only the key would be "updated": on SQL Server the MERGE
-  // inserts missing heads; the bump UPDATE that follows takes the lock, and a concurrent insert of
+  // inserts missing heads; the bump UPDATE that follows takes the lock (before anything is read), and a concurrent insert of
   // the same key fails with 2627, which the store retries (isDuplicateKeyError).
   it('upserts heads with a MERGE matching on the primary key', () => {
     const [sql] = upsertStatement(ds.manager, ENTITY.head, 'plan_id', [
@@ -28,9 +28,11 @@ describe('event store SQL on SQL Server', () => {
 
   it('bumps heads and refreshes sessions with correlated subqueries T-SQL accepts', () => {
     const [bump, params] = bumpHeadsStatement(ds.manager, ['p1', 'p2'], new Date()).getQueryAndParameters();
-    expect(bump).toMatch(/^UPDATE "plan_heads" SET "version" = "version" \+ 1, "event_count" = \(SELECT COUNT\(\*\) FROM plan_events e WHERE e\.plan_id = plan_heads\.plan_id\)/);
-    expect(bump).toContain('WHERE "plan_id" IN (@1, @2)');
+    expect(bump).toBe('UPDATE "plan_heads" SET "version" = "version" + 1, "updated_at" = @0 WHERE "plan_id" IN (@1, @2)');
     expect(params).toHaveLength(3);
+    const [recount] = recountHeadsStatement(ds.manager, ['p1']).getQueryAndParameters();
+    expect(recount).toMatch(/^UPDATE "plan_heads" SET "event_count" = \(SELECT COUNT\(\*\) FROM plan_events e WHERE e\.plan_id = plan_heads\.plan_id\), "last_seq" = \(SELECT MAX\(e\.seq\) FROM plan_events e WHERE e\.plan_id = plan_heads\.plan_id\)/);
+    expect(recount).toContain('WHERE "plan_id" IN (@0)');
     const [refresh] = refreshSessionsStatement(ds.manager, ['s1']).getQueryAndParameters();
     expect(refresh).toContain('"created_at" = COALESCE((SELECT MIN(p.created_at) FROM execution_plans p WHERE p.session_id = sessions.id), "created_at")');
   });

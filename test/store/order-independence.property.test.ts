@@ -20,6 +20,8 @@ async function snapshot(ds: DataSource, planId: string): Promise<Record<string, 
     dag: norm(await q(`SELECT * FROM workflow_dags WHERE workflow_id = :plan`)),
     checkpoints: norm(await q(`SELECT * FROM workflow_checkpoints WHERE workflow_id = :plan ORDER BY id`)),
     events: norm(await q(`SELECT event_id, seq, type, payload FROM plan_events WHERE plan_id = :plan ORDER BY seq`)),
+    // version and updated_at depend on the batching; the counters must not
+    head: norm(await q(`SELECT event_count, last_seq, deleted_at FROM plan_heads WHERE plan_id = :plan`)),
     session: norm(await q(`SELECT s.* FROM sessions s JOIN execution_plans p ON p.session_id = s.id WHERE p.id = :plan`)),
   };
 }
