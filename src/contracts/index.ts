@@ -30,3 +30,10 @@ export type { ContractLimits } from './limits';
 export { EXTERNAL_ID_PATTERN, isExternalId } from './field-formats';
 export { parsePlanEvent } from './parse-plan-event';
 export type { ParsePlanEventOptions, ParseResult } from './parse-plan-event';
+/**
+ * For a worker: exactly `parsePlanEvent`'s result (deep-equal event, identical violations) for every
+ * JSON input, with every stamp (specVersion, eventId, seq, occurredAt) required, at ~1/10 of its
+ * cost on a valid event. The raw-input guard and the contract's rules without class-validator
+ * decide what they accept; anything they refuse goes to `parsePlanEvent`, which decides and words it.
+ */
+export { checkStoredEvent } from './check-stored-event';

@@ -1,6 +1,8 @@
 /**
- * The single entry point both sides of the queue use: the publisher before it enqueues (hot path),
- * the worker before it writes. Synchronous and total: it returns a result and never throws.
+ * The contract's authority: whatever it returns is the verdict on an event. The publisher's
+ * `validation: 'contract'` mode calls it; the worker's `checkStoredEvent` returns exactly its result,
+ * deciding valid events on cheaper rules and calling it for everything else. Synchronous and total:
+ * it returns a result and never throws.
  *
  * Order of work, cheapest and most protective first:
  * 1. guard the raw input (size, JSON-only, prototype keys, nesting), see raw-input.guard.ts;
@@ -82,10 +84,27 @@ function parse(input: unknown, limits: ContractLimits): ParseResult {
   violations.push(...limitViolations);
   if (isPlanEventType(root.type)) checkPayloadRules(root.type, root.payload, violations);
   if (violations.length > 0) return invalid(violations);
-  // The guard gave us our own tree, so normalising in place touches nothing of the caller's.
+  return { ok: true, event: normaliseAccepted(root) };
+}
+
+/**
+ * The accepted event as `parsePlanEvent` returns it: `eventId` lower-cased, `occurredAt` as
+ * `toISOString()`. In place: `root` must be the guard's tree, which nothing of the caller's shares.
+ */
+export function normaliseAccepted(root: Record<string, unknown>): PlanEvent {
   root.eventId = (root.eventId as string).toLowerCase();
-  root.occurredAt = new Date(root.occurredAt as string).toISOString();
-  return { ok: true, event: root as unknown as PlanEvent };
+  root.occurredAt = toIsoString(root.occurredAt as string);
+  return root as unknown as PlanEvent;
+}
+
+/**
+ * `new Date(s).toISOString()` of a timestamp that passed `isUtcTimestamp`. One already in that form
+ * (`YYYY-MM-DDTHH:MM:SS.mmmZ`, what publishers send) is returned as is: the pattern and the day
+ * check leave no other 24-character shape, and a valid date of that shape round-trips to itself.
+ * Saves a Date parse, ~1 µs, about a quarter of what `checkStoredEvent` costs.
+ */
+export function toIsoString(s: string): string {
+  return s.length === 24 && s.charCodeAt(19) === 0x2e && s.charCodeAt(23) === 0x5a ? s : new Date(s).toISOString();
 }
 
 function invalid(violations: Violation[]): ParseResult {
