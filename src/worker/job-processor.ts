@@ -1,5 +1,5 @@
 import { DelayedError, Job } from 'bullmq';
-import { parsePlanEvent, PlanEvent } from '../contracts';
+import { checkStoredEvent, PlanEvent } from '../contracts';
 import type { DeadLetter, DeadLetterKind } from '../dead-letters/dead-letter';
 import { buildDeadLetter, DeadLetterReason } from '../dead-letters/dead-letter-writer';
 import type { WorkerMetrics } from '../health/worker-metrics';
@@ -102,7 +102,8 @@ export function createJobProcessor(deps: JobProcessorDeps) {
         invalid.push({ raw, index, reason: { message, violations: [{ path: '', message }] } });
         return;
       }
-      const parsed = parsePlanEvent(raw);
+      // parsePlanEvent's exact verdict at ~1/10 of its CPU: the biggest per-event item of the worker.
+      const parsed = checkStoredEvent(raw);
       if (parsed.ok) valid.push({ raw, index, event: parsed.event });
       else invalid.push({ raw, index, reason: { message: parsed.error.message, violations: parsed.error.violations } });
     });
