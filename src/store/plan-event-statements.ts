@@ -16,7 +16,7 @@ import { pgArrayLiteral } from './postgres-array';
  * `preparePersistentValue` (dates, booleans per dialect) and, on SQL Server, typed parameters
  * (`parametrizeValue`: a JS Date would otherwise bind as legacy `datetime`).
  */
-export function insertStatement(m: EntityManager, entity: string, rows: object[], options: { skipExistingKey?: string } = {}): { sql: string; params: unknown[] } {
+export function insertStatement(m: EntityManager, entity: string, rows: object[]): { sql: string; params: unknown[] } {
   const driver = m.connection.driver as Driver & { parametrizeValue?: (c: ColumnMetadata, v: unknown) => unknown };
   const meta = m.connection.getMetadata(entity);
   const typed = driver.options.type === 'mssql' && driver.parametrizeValue;
@@ -31,8 +31,7 @@ export function insertStatement(m: EntityManager, entity: string, rows: object[]
     return `(${values.join(', ')})`;
   });
   const columns = meta.columns.map((c) => driver.escape(c.databaseName)).join(', ');
-  const conflict = options.skipExistingKey ? skipExisting(driver, options.skipExistingKey) : '';
-  return { sql: `INSERT INTO ${driver.escape(meta.tableName)} (${columns}) VALUES ${tuples.join(', ')}${conflict}`, params };
+  return { sql: `INSERT INTO ${driver.escape(meta.tableName)} (${columns}) VALUES ${tuples.join(', ')}`, params };
 }
 
 /**
@@ -47,40 +46,16 @@ export function unnestInsertStatement(
   m: EntityManager,
   entity: string,
   rows: object[],
-  options: { skipExistingKey?: string; upsertKey?: string } = {},
+  options: { upsertKey?: string } = {},
 ): { sql: string; params: string[] } {
   const driver = m.connection.driver;
   const meta = m.connection.getMetadata(entity);
   const params = meta.columns.map((c) => pgArrayLiteral(rows.map((row) => (row as Record<string, unknown>)[c.propertyName])));
   const columns = meta.columns.map((c) => driver.escape(c.databaseName)).join(', ');
   const arrays = meta.columns.map((c, i) => `$${i + 1}::${c.type as string}[]`).join(', ');
-  let conflict = options.skipExistingKey ? skipExisting(driver, options.skipExistingKey) : '';
-  if (options.upsertKey) {
-    const k = driver.escape(options.upsertKey);
-    conflict = ` ON CONFLICT (${k}) DO UPDATE SET ${k} = EXCLUDED.${k}`;
-  }
+  const k = options.upsertKey && driver.escape(options.upsertKey);
+  const conflict = k ? ` ON CONFLICT (${k}) DO UPDATE SET ${k} = EXCLUDED.${k}` : '';
   return { sql: `INSERT INTO ${driver.escape(meta.tableName)} (${columns}) SELECT * FROM unnest(${arrays})${conflict}`, params };
-}
-
-/**
- * A row whose key another transaction inserted meanwhile is skipped instead of failing the batch
- * (the database waits for that transaction, then skips). MySQL gets `ON DUPLICATE KEY UPDATE key =
- * key`, not INSERT IGNORE, which would also turn real errors (truncation) into warnings. SQL Server
- * has no such clause for a plain INSERT: there a concurrent duplicate raises 2627 and the store
- * re-runs the transaction, which then sees the row.
- */
-function skipExisting(driver: Driver, key: string): string {
-  const k = driver.escape(key);
-  switch (driver.options.type) {
-    case 'postgres':
-    case 'better-sqlite3':
-      return ` ON CONFLICT (${k}) DO NOTHING`;
-    case 'mysql':
-    case 'mariadb':
-      return ` ON DUPLICATE KEY UPDATE ${k} = ${k}`;
-    default:
-      return '';
-  }
 }
 
 /**

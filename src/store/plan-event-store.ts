@@ -99,8 +99,10 @@ export class PlanEventStore {
     const touched = fresh === unique ? planIds : [...new Set(fresh.map((e) => e.planId))].sort();
     const known = touched.filter((id) => !isNew(id));
     await this.upsertSessions(m, fresh);
-    // skips, not fails on, an event stored without its plan's head (not expected; belt and braces)
-    await this.insertRows(m, ENTITY.event, fresh.map((e) => toEventRow(e)), 'event_id');
+    // No ON CONFLICT needed: an event is only ever stored under its plan's head lock, and its id
+    // was looked up under that lock. An id reused by another plan fails the batch, which the
+    // worker then splits until that event is dead-lettered as unprocessable.
+    await this.insertRows(m, ENTITY.event, fresh.map((e) => toEventRow(e)));
     await this.recountHeads(m, known);
     await this.softDeleteLateEvents(m, touched.map((planId) => ({ planId, deletedAt: heads.get(planId)!.deletedAt })));
 
@@ -230,18 +232,18 @@ export class PlanEventStore {
     }
   }
 
-  private async insertRows(m: EntityManager, entity: string, rows: object[], skipExistingKey?: string): Promise<void> {
+  private async insertRows(m: EntityManager, entity: string, rows: object[]): Promise<void> {
     if (rows.length === 0) return;
     if (this.dialect === 'postgres') {
       for (const part of chunk(rows, UNNEST_ROWS)) {
-        const { sql, params } = unnestInsertStatement(m, entity, part, { skipExistingKey });
+        const { sql, params } = unnestInsertStatement(m, entity, part);
         await m.query(sql, params);
       }
       return;
     }
     const columns = m.connection.getMetadata(entity).columns.length;
     for (const part of chunk(rows, rowsPerStatement(this.dialect, columns))) {
-      const { sql, params } = insertStatement(m, entity, part, { skipExistingKey });
+      const { sql, params } = insertStatement(m, entity, part);
       await m.query(sql, params);
     }
   }

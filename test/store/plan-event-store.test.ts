@@ -91,6 +91,15 @@ describe.each(['sqlite', 'postgres', 'mariadb'] as const)('PlanEventStore on %s'
     expect(plan).toEqual({ status: 'failed', completed_steps: 1 });
   });
 
+  it('refuses, rather than drops, an event id already stored under another plan', async () => {
+    const [first] = samplePlan('plan_owner');
+    await store.persist([first]);
+    const reused = { ...ev('plan_other', 1, 'step.started', { stepId: 'a' }), eventId: first.eventId } as PlanEvent;
+    await expect(store.persist([reused])).rejects.toThrow(/duplicate|unique|PRIMARY/i);
+    expect(await ds.query(`SELECT plan_id FROM plan_events WHERE plan_id = 'plan_other'`)).toEqual([]);
+    expect(await ds.query(`SELECT plan_id FROM plan_heads WHERE plan_id = 'plan_other'`)).toEqual([]);
+  });
+
   it('survives concurrent writers on the same plan', async () => {
     const events = samplePlan('plan_conc');
     await Promise.all(events.map((e) => store.persist([e])));
