@@ -85,6 +85,17 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
     expect(seen.rejected).toBeGreaterThan(3_000);
   });
 
+  it('agrees on mutations to arbitrary JSON values', () => {
+    let rejected = 0;
+    fc.assert(
+      fc.property(eventMutations(fc.jsonValue({ maxDepth: 3 })), (mutant) => {
+        for (const input of forms(mutant)) if (!compare(input).accepted) rejected++;
+      }),
+      { numRuns: 1_000, seed: 9 },
+    );
+    expect(rejected).toBeGreaterThan(1_500);
+  });
+
   it('agrees under configured limits, tight and loose', () => {
     const limitSets: fc.Arbitrary<Partial<ContractLimits>> = fc.record(
       {

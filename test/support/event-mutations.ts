@@ -54,10 +54,13 @@ export function mutate(event: PlanEvent, path: (string | number)[], value: unkno
   return copy;
 }
 
-/** One mutation of one valid event, picked from BASE_EVENTS, TRICKY_VALUES and every field path. */
-export function eventMutations(): fc.Arbitrary<Record<string, unknown>> {
+/**
+ * One mutation of one valid event, picked from BASE_EVENTS, every field path and `values`.
+ * @param values @defaultValue one of TRICKY_VALUES
+ */
+export function eventMutations(values: fc.Arbitrary<unknown> = fc.constantFrom(...TRICKY_VALUES)): fc.Arbitrary<Record<string, unknown>> {
   return fc
-    .record({ event: fc.constantFrom(...BASE_EVENTS), pick: fc.nat(), value: fc.constantFrom(...TRICKY_VALUES), mode: fc.constantFrom<MutationMode>('set', 'delete', 'add') })
+    .record({ event: fc.constantFrom(...BASE_EVENTS), pick: fc.nat(), value: values, mode: fc.constantFrom<MutationMode>('set', 'delete', 'add') })
     .map(({ event, pick, value, mode }) => {
       const all = fieldPaths(event);
       return mutate(event, all[pick % all.length], value, mode);
