@@ -102,7 +102,7 @@ export class PlanEventStore {
     // No ON CONFLICT needed: an event is only ever stored under its plan's head lock, and its id
     // was looked up under that lock. An id reused by another plan fails the batch, which the
     // worker then splits until that event is dead-lettered as unprocessable.
-    await this.insertRows(m, ENTITY.event, fresh.map((e) => toEventRow(e)));
+    await this.insertEvents(m, fresh);
     await this.recountHeads(m, known);
     await this.softDeleteLateEvents(m, touched.map((planId) => ({ planId, deletedAt: heads.get(planId)!.deletedAt })));
 
@@ -232,6 +232,16 @@ export class PlanEventStore {
     }
   }
 
+  private async insertEvents(m: EntityManager, events: PlanEvent[]): Promise<void> {
+    const recordedAt = new Date();
+    if (this.dialect !== 'postgres') return this.insertRows(m, ENTITY.event, events.map((e) => toEventRow(e, recordedAt, JSON.stringify(e.payload))));
+    // payloads as one JSON array (see unnestInsertStatement's jsonText)
+    for (const part of chunk(events, UNNEST_ROWS)) {
+      const { sql, params } = unnestInsertStatement(m, ENTITY.event, part.map((e) => toEventRow(e, recordedAt, e.payload)), { jsonText: ['payload'] });
+      await m.query(sql, params);
+    }
+  }
+
   private async insertRows(m: EntityManager, entity: string, rows: object[]): Promise<void> {
     if (rows.length === 0) return;
     if (this.dialect === 'postgres') {
@@ -275,7 +285,8 @@ function duplicatesOf(events: PlanEvent[], existing: Set<string>): string[] {
   return dups;
 }
 
-function toEventRow(e: PlanEvent): PlanEventRow {
+/** `payload`: its JSON text, or (PostgreSQL's insert, see insertEvents) the object itself. */
+function toEventRow(e: PlanEvent, recordedAt: Date, payload: string | object): PlanEventRow {
   return {
     eventId: e.eventId,
     planId: e.planId,
@@ -284,8 +295,8 @@ function toEventRow(e: PlanEvent): PlanEventRow {
     seq: e.seq,
     specVersion: e.specVersion,
     occurredAt: new Date(e.occurredAt),
-    recordedAt: new Date(),
-    payload: JSON.stringify(e.payload),
+    recordedAt,
+    payload: payload as string,
     deletedAt: null,
   };
 }

@@ -33,7 +33,7 @@ function samplePlan(planId: string): PlanEvent[] {
     ev(planId, 3, 'step.started', { stepId: 'a' }),
     ev(planId, 4, 'step.completed', { stepId: 'a', result: 'ok', outputContent: '# Design', inputTokens: 10, outputTokens: 20, model: 'm1' }),
     ev(planId, 5, 'handoff.recorded', { handoffId: 'h1', stepId: 'b', fromAgentId: 'architect', toAgentId: 'coder', reason: 'delegation' }),
-    ev(planId, 6, 'checkpoint.saved', { checkpointId: 'c1', layer: 0, state: { done: ['a'] } }),
+    ev(planId, 6, 'checkpoint.saved', { checkpointId: 'c1', layer: 0, state: { done: ['a'], note: 'é "q" \\ \n\t 😀 {x,y} NULL' } }),
     ev(planId, 7, 'step.started', { stepId: 'b' }),
     ev(planId, 8, 'step.failed', { stepId: 'b', error: 'boom', inputTokens: 5, outputTokens: 1 }),
     ev(planId, 9, 'plan.finalized', { status: 'failed', failureReason: 'step b failed' }),
@@ -69,6 +69,9 @@ describe.each(['sqlite', 'postgres', 'mariadb'] as const)('PlanEventStore on %s'
     const [dag] = await ds.query(`SELECT dag FROM workflow_dags WHERE workflow_id = 'plan_smoke'`);
     expect(JSON.parse(dag.dag).layers).toEqual([['a'], ['b']]);
     expect(await ds.query(`SELECT layer FROM workflow_checkpoints WHERE workflow_id = 'plan_smoke'`)).toEqual([{ layer: 0 }]);
+    // the event log keeps each payload as exactly its JSON text
+    const stored: { event_id: string; payload: string }[] = await ds.query(`SELECT event_id, payload FROM plan_events WHERE plan_id = 'plan_smoke'`);
+    expect(Object.fromEntries(stored.map((r) => [r.event_id.toLowerCase(), r.payload]))).toEqual(Object.fromEntries(events.map((e) => [e.eventId, JSON.stringify(e.payload)])));
   });
 
   it('treats a redelivered batch as a no-op and reports the duplicates', async () => {
