@@ -33,15 +33,27 @@ interface Outcome {
   fast: boolean;
 }
 
-/** Runs both on `input` (each on its own copy: a caller's object must never matter) and compares. */
+/** `show`, or a marker for an input that cannot even be read (a throwing getter). */
+function snapshot(input: unknown): string {
+  try {
+    return show(input);
+  } catch {
+    return '<unreadable>';
+  }
+}
+
+/** Runs both on the same `input` and compares; checkStoredEvent must leave the input as it found it. */
 function compare(input: unknown, options?: ParsePlanEventOptions): Outcome {
+  const before = snapshot(input);
   const calls = authority.mock.calls.length;
   const stored = checkStoredEvent(input, options);
   const fast = authority.mock.calls.length === calls;
+  expect(snapshot(input)).toBe(before);
   const expected = parsePlanEvent(input, options);
+  // The text comparison also holds key order (it shows in any JSON written from the event);
+  // toStrictEqual adds what JSON cannot show (-0, undefined, prototypes).
   const same = JSON.stringify(summary(stored)) === JSON.stringify(summary(expected));
-  // toStrictEqual as well: JSON.stringify would hide -0, undefined and key order differences.
-  if (!same) throw new Error(`checkStoredEvent ${JSON.stringify(summary(stored))}\n  vs parsePlanEvent ${JSON.stringify(summary(expected))}\n  for ${show(input).slice(0, 2_000)}`);
+  if (!same) throw new Error(`checkStoredEvent ${JSON.stringify(summary(stored))}\n  vs parsePlanEvent ${JSON.stringify(summary(expected))}\n  for ${before.slice(0, 2_000)}`);
   expect(summary(stored)).toStrictEqual(summary(expected));
   return { accepted: expected.ok, fast };
 }
