@@ -32,8 +32,8 @@ const CLOSED: Violation[] = Object.freeze([violationAt('', 'cannot be published:
  * Validation trade-off: `parsePlanEvent` (class-validator) costs ~25 µs per small event here, over
  * the 10 µs budget of `publish()`. The default `validation: 'fast'` runs the publisher's own check
  * of every contract rule (~1 µs) and reports violations at once, in the return value and through
- * `onRejected`; the worker re-validates with `parsePlanEvent` and dead-letters anything that slipped
- * through. `validation: 'contract'` runs `parsePlanEvent` inline instead, exact and ~25x slower.
+ * `onRejected`; the worker re-validates with `checkStoredEvent` (`parsePlanEvent`'s verdict) and
+ * dead-letters anything that slipped through. `validation: 'contract'` runs `parsePlanEvent` inline instead, exact and ~25x slower.
  *
  * Delivery is at-least-once into Redis with duplicates suppressed by job id (a batch keeps its id
  * through retries, spills and restarts); the worker's eventId idempotency does the rest.

@@ -6,8 +6,8 @@ import type { Logger } from '../shared/logger';
 /**
  * How `publish()` checks events before accepting them.
  * - `fast` (default): the publisher's own synchronous check of every contract rule (contracts/fast-check),
- *   about 1 µs for a typical event. The worker still runs `parsePlanEvent`, the authority, and
- *   dead-letters whatever slipped through.
+ *   about 1 µs for a typical event. The worker re-checks every event with `checkStoredEvent`
+ *   (`parsePlanEvent`'s verdict) and dead-letters whatever slipped through.
  * - `contract`: `parsePlanEvent` on the caller's path: exact, but ~25 µs (p99 ~75 µs) per small
  *   event and ~70 µs for a 5-step plan, which also caps one publisher near 40k events/s.
  */
