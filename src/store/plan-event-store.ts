@@ -9,7 +9,17 @@ import { chunk, rowsPerStatement, valuesPerInList } from './batch-limits';
 import { isDuplicateKeyError } from './db-errors';
 import { runSerialized } from './serial-queue';
 import { PROJECTION_TABLES } from './plan-tables';
-import { bumpHeadsStatement, deleteWhereInStatement, recountHeadsStatement, insertStatement, refreshSessionsStatement, softDeleteEventsStatement, unnestInsertStatement, upsertStatement, bumpHeadsReturningSql } from './plan-event-statements';
+import {
+  bumpHeadsReturningSql,
+  bumpHeadsStatement,
+  deleteWhereInStatement,
+  insertStatement,
+  recountHeadsStatement,
+  refreshSessionsStatement,
+  softDeleteEventsStatement,
+  unnestInsertStatement,
+  upsertStatement,
+} from './plan-event-statements';
 import { pgArrayLiteral } from './postgres-array';
 
 /** What the store needs of a locked plan head. */
@@ -123,7 +133,7 @@ export class PlanEventStore {
     if (ids.length === 0) return found;
     if (this.dialect === 'postgres') {
       // one array parameter: the same short statement whatever the batch size
-      const rows: { event_id: string }[] = await m.query('SELECT event_id FROM plan_events WHERE event_id = ANY($1::uuid[])', [ids]);
+      const rows: { event_id: string }[] = await m.query('SELECT event_id FROM plan_events WHERE event_id = ANY($1::uuid[])', [pgArrayLiteral(ids)]);
       for (const r of rows) found.add(r.event_id.toLowerCase());
       return found;
     }
@@ -236,21 +246,12 @@ export class PlanEventStore {
     const recordedAt = new Date();
     if (this.dialect !== 'postgres') return this.insertRows(m, ENTITY.event, events.map((e) => toEventRow(e, recordedAt, JSON.stringify(e.payload))));
     // payloads as one JSON array (see unnestInsertStatement's jsonText)
-    for (const part of chunk(events, UNNEST_ROWS)) {
-      const { sql, params } = unnestInsertStatement(m, ENTITY.event, part.map((e) => toEventRow(e, recordedAt, e.payload)), { jsonText: ['payload'] });
-      await m.query(sql, params);
-    }
+    return this.unnestRows(m, ENTITY.event, events.map((e) => toEventRow(e, recordedAt, e.payload)), { jsonText: ['payload'] });
   }
 
   private async insertRows(m: EntityManager, entity: string, rows: object[]): Promise<void> {
     if (rows.length === 0) return;
-    if (this.dialect === 'postgres') {
-      for (const part of chunk(rows, UNNEST_ROWS)) {
-        const { sql, params } = unnestInsertStatement(m, entity, part);
-        await m.query(sql, params);
-      }
-      return;
-    }
+    if (this.dialect === 'postgres') return this.unnestRows(m, entity, rows);
     const columns = m.connection.getMetadata(entity).columns.length;
     for (const part of chunk(rows, rowsPerStatement(this.dialect, columns))) {
       const { sql, params } = insertStatement(m, entity, part);
@@ -258,16 +259,18 @@ export class PlanEventStore {
     }
   }
 
+  /** PostgreSQL: insert (or upsert) through unnest statements (see unnestInsertStatement). */
+  private async unnestRows(m: EntityManager, entity: string, rows: object[], options?: Parameters<typeof unnestInsertStatement>[3]): Promise<void> {
+    for (const part of chunk(rows, UNNEST_ROWS)) {
+      const { sql, params } = unnestInsertStatement(m, entity, part, options);
+      await m.query(sql, params);
+    }
+  }
+
   /** Insert rows or lock the existing ones (see upsertStatement). */
   private async upsertRows(m: EntityManager, entity: string, key: string, rows: object[]): Promise<void> {
     if (rows.length === 0) return;
-    if (this.dialect === 'postgres') {
-      for (const part of chunk(rows, UNNEST_ROWS)) {
-        const { sql, params } = unnestInsertStatement(m, entity, part, { upsertKey: key });
-        await m.query(sql, params);
-      }
-      return;
-    }
+    if (this.dialect === 'postgres') return this.unnestRows(m, entity, rows, { upsertKey: key });
     const columns = m.connection.getMetadata(entity).columns.length;
     for (const part of chunk(rows, rowsPerStatement(this.dialect, columns))) {
       await upsertStatement(m, entity, key, part).execute();
