@@ -9,6 +9,7 @@
  *   `toString`, ...), anywhere, checkpoint state included. `__proto__` rewires prototypes when
  *   assigned; the others are silently skipped by class-transformer, which would let them past the
  *   unknown-field check;
+ * - no NUL character (U+0000) in any string, nor in a key of checkpoint state: see NUL_CHARACTER;
  * - bounded nesting (checkpoint state: `maxStateDepth`), walked with an explicit stack so deep input
  *   cannot overflow the call stack.
  *
@@ -18,6 +19,20 @@
 import type { Violation } from './invalid-event.error';
 import type { ContractLimits } from './limits';
 import { childPath, violationAt } from './violation-path';
+
+/**
+ * Refused in every string of an event and every key of its checkpoint state. PostgreSQL's text
+ * cannot hold U+0000 (22021 `invalid byte sequence for encoding "UTF8": 0x00`) while SQLite and
+ * MariaDB store it: accepted by the contract, such an event would be stored on one database and
+ * dead-lettered on another, after its whole batch had failed and been split down to find it.
+ * Checkpoint state is stored as JSON text, where the escape `\u0000` does fit, but anything that
+ * unescapes it (jsonb, `->>`) fails the same way: refused too, so no string depends on its column.
+ * Other keys are not scanned: one that is not a field name is refused as unknown anyway, and field
+ * names, the common keys, cost no scan.
+ */
+export const NUL_CHARACTER = '\0';
+export const CONTAINS_NUL = 'must not contain the NUL character (U+0000): PostgreSQL cannot store it';
+export const KEY_CONTAINS_NUL = 'is a forbidden key (it contains the NUL character, U+0000, which PostgreSQL cannot store)';
 
 export type GuardResult = { ok: true; root: Record<string, unknown> } | { ok: false; violations: Violation[] };
 
@@ -33,6 +48,8 @@ interface Frame {
   level: number;
   /** Deepest level allowed in this subtree. */
   maxLevel: number;
+  /** Checkpoint state or below it, where keys are data (stored), not field names. */
+  inState: boolean;
 }
 
 /** The keys of Object.prototype (`__proto__`, `constructor`, `toString`, ...) plus `prototype`. */
@@ -87,7 +104,7 @@ class Walk {
     this.root = this.copy ? {} : input;
     this.count(2, 2);
     const maxLevel = Math.max(this.limits.maxStateDepth + LEVELS_ABOVE_STATE, STRUCTURAL_LEVELS);
-    this.stack.push({ source: input, target: this.root, parent: undefined, key: '', level: 1, maxLevel });
+    this.stack.push({ source: input, target: this.root, parent: undefined, key: '', level: 1, maxLevel, inState: false });
     while (this.stack.length > 0 && this.worthContinuing()) {
       const frame = this.stack.pop()!;
       const keys = Array.isArray(frame.source) ? undefined : Object.keys(frame.source);
@@ -114,6 +131,7 @@ class Walk {
     const value = frame.source[key];
     if (typeof key === 'string') {
       if (FORBIDDEN_KEYS.has(key)) return this.report(frame, key, 'is a forbidden key (it names a built-in object property)');
+      if (frame.inState && key.includes(NUL_CHARACTER)) return this.report(frame, key, KEY_CONTAINS_NUL);
       if (value === undefined) return; // an absent optional field, dropped as JSON.stringify would
       this.count(key.length + 3, MAX_BYTES_PER_CHAR * key.length + 4);
     } else {
@@ -122,17 +140,20 @@ class Walk {
     if (value === null || typeof value !== 'object') return this.scalar(frame, key, value);
     if (!Array.isArray(value) && !isPlainObject(value)) return this.report(frame, key, 'must be a plain object or array');
     const level = frame.level + 1;
-    const maxLevel = isCheckpointState(frame, key) ? this.limits.maxStateDepth + LEVELS_ABOVE_STATE : frame.maxLevel;
+    const isState = isCheckpointState(frame, key);
+    const maxLevel = isState ? this.limits.maxStateDepth + LEVELS_ABOVE_STATE : frame.maxLevel;
     if (level > maxLevel) return this.tooDeep(frame, key, maxLevel);
     this.count(2, 2);
     const target: Json = this.copy ? (Array.isArray(value) ? ([] as unknown as Json) : {}) : (value as Json);
     if (this.copy) frame.target[key] = target;
-    this.stack.push({ source: value as Json, target, parent: frame, key, level, maxLevel });
+    this.stack.push({ source: value as Json, target, parent: frame, key, level, maxLevel, inState: isState || frame.inState });
   }
 
   private scalar(frame: Frame, key: string | number, value: unknown): void {
     switch (typeof value) {
       case 'string':
+        // A one-character search (memchr on one-byte strings): linear in the input, like the walk.
+        if (value.includes(NUL_CHARACTER)) return this.report(frame, key, CONTAINS_NUL);
         this.count(value.length + 2, MAX_BYTES_PER_CHAR * value.length + 2);
         break;
       case 'number':

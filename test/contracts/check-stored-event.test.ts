@@ -10,7 +10,8 @@ import { isUtcTimestamp } from '../../src/contracts/field-formats';
 import * as parseModule from '../../src/contracts/parse-plan-event';
 import { toIsoString } from '../../src/contracts/parse-plan-event';
 import { manyPlanRuns } from '../support/event-factory';
-import { BASE_EVENTS, eventMutations, fieldPaths, show } from '../support/event-mutations';
+import { BASE_EVENTS, eventMutations, fieldPaths, show, TRICKY_VALUES } from '../support/event-mutations';
+import { NUL_VALUES, nulVariants } from './plan-event.fixtures';
 
 type Plain = Record<string, unknown>;
 
@@ -80,7 +81,7 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
   it('agrees on random mutations of valid events, as objects, JSON round trips and JSON text', () => {
     const seen = { accepted: 0, acceptedFast: 0, rejected: 0 };
     fc.assert(
-      fc.property(eventMutations(), (mutant) => {
+      fc.property(eventMutations(fc.constantFrom(...TRICKY_VALUES, ...NUL_VALUES)), (mutant) => {
         for (const input of forms(mutant)) {
           const { accepted, fast } = compare(input);
           if (!accepted) seen.rejected++;
@@ -97,15 +98,28 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
     expect(seen.rejected).toBeGreaterThan(3_000);
   });
 
-  it('agrees on mutations to arbitrary JSON values', () => {
+  it('agrees on mutations to arbitrary JSON values (their strings and keys of any ASCII, NUL included)', () => {
     let rejected = 0;
     fc.assert(
-      fc.property(eventMutations(fc.jsonValue({ maxDepth: 3 })), (mutant) => {
+      fc.property(eventMutations(fc.jsonValue({ maxDepth: 3, stringUnit: 'binary-ascii' })), (mutant) => {
         for (const input of forms(mutant)) if (!compare(input).accepted) rejected++;
       }),
       { numRuns: 1_000, seed: 9 },
     );
     expect(rejected).toBeGreaterThan(1_500);
+  });
+
+  it('agrees on a NUL character (U+0000) in any string or key, reporting it at its path', () => {
+    let variants = 0;
+    for (const event of BASE_EVENTS) {
+      for (const { input, expected } of nulVariants(event)) {
+        for (const form of forms(input)) expect(compare(form).accepted).toBe(false);
+        const result = checkStoredEvent(input);
+        expect(!result.ok && result.error.violations).toEqual([expected]);
+        variants++;
+      }
+    }
+    expect(variants).toBeGreaterThan(300);
   });
 
   it('agrees under configured limits, tight and loose', () => {

@@ -1,6 +1,7 @@
 /** What reaches the parser before any DTO: raw input shapes, JSON text, size, prototype keys. */
 import { InvalidEventError, isExternalId, parsePlanEvent, PLAN_EVENT_TYPES, PlanEventType, SPEC_VERSION } from '../../src/contracts';
-import { accepted, checkpoint, completed, envelope, pairs } from './plan-event.fixtures';
+import { accepted, checkpoint, completed, created, envelope, nulKeyViolation, nulVariants, nulViolation, pairs, step, violationsOf } from './plan-event.fixtures';
+import { BASE_EVENTS } from '../support/event-mutations';
 
 const FORBIDDEN = 'is a forbidden key (it names a built-in object property)';
 
@@ -102,6 +103,48 @@ describe('parsePlanEvent: size', () => {
 
   it('does not count undefined fields, which JSON drops', () => {
     expect(accepted({ ...event, payload: { ...(event.payload as object), model: undefined } }, { maxEventBytes: bytes }).type).toBe('step.completed');
+  });
+});
+
+describe('parsePlanEvent: the NUL character (U+0000), which PostgreSQL cannot store', () => {
+  it.each<[string, Record<string, unknown>, ReturnType<typeof nulViolation>]>([
+    ['an envelope field', completed({}, { planId: 'plan\u0000' }), nulViolation('planId')],
+    ['the type, whose rules would otherwise pick the DTO', completed({}, { type: 'step.completed\u0000' }), nulViolation('type')],
+    ['a payload field', completed({ result: 'done\u0000' }), nulViolation('payload.result')],
+    ['a text also over its length limit', completed({ model: `${'m'.repeat(200)}\u0000` }), nulViolation('payload.model')],
+    ['a step field', created({ steps: [step(0), step(1, { task: '\u0000' })] }), nulViolation('payload.steps[1].task')],
+    ['a dependsOn item', created({ steps: [step(0), step(1, { dependsOn: ['s\u00000'] })] }), nulViolation('payload.steps[1].dependsOn[0]')],
+    ['a checkpoint state key', checkpoint({ ok: 1, 'k\u0000': 1 }), nulKeyViolation('payload.state["k\\u0000"]')],
+    ['a nested checkpoint state key', checkpoint({ a: [{ '\u0000': {} }] }), nulKeyViolation('payload.state.a[0]["\\u0000"]')],
+    ['a nested checkpoint state value', checkpoint({ a: { b: [1, 'x\u0000y'] } }), nulViolation('payload.state.a.b[1]')],
+    ['an unknown field, reported as NUL rather than as unknown', completed({ extra: { note: '\u0000' } }), nulViolation('payload.extra.note')],
+    ['a key outside checkpoint state, which is no field name', completed({ 'k\u0000': 1 }), { path: 'payload["k\\u0000"]', message: 'payload["k\\u0000"] is not an allowed field' }],
+  ])('rejects it in %s: one violation, at its path, in an object or in JSON text', (_name, input, expected) => {
+    expect(violationsOf(input)).toEqual([expected]);
+    expect(violationsOf(JSON.stringify(input))).toEqual([expected]);
+  });
+
+  it('reports each offending string once, beside the raw-input guard\'s other violations', () => {
+    const input = checkpoint({ a: '\u0000', b: ['\u0000\u0000'], n: NaN, toString: 1 });
+    expect(pairs(input).map(([path]) => path).sort()).toEqual(['payload.state.a', 'payload.state.b[0]', 'payload.state.n', 'payload.state.toString']);
+  });
+
+  it('rejects it in every string and as a key of every object of every event type', () => {
+    let variants = 0;
+    for (const event of BASE_EVENTS) {
+      for (const { input, expected } of nulVariants(event)) {
+        expect(violationsOf(input)).toEqual([expected]);
+        variants++;
+      }
+    }
+    expect(variants).toBeGreaterThan(300);
+  });
+
+  it('accepts its look-alikes: escaped text, U+2400, other control characters, a lone "0"', () => {
+    for (const result of ['\\u0000', '\\0', '\u2400', '\u0001\u001f\u007f', '0']) {
+      expect(accepted(completed({ result })).payload).toMatchObject({ result });
+      expect(accepted(checkpoint({ [result]: result })).payload).toMatchObject({ state: { [result]: result } });
+    }
   });
 });
 

@@ -61,3 +61,59 @@ export function nested(depth: number): Plain {
   for (let i = 1; i < depth; i++) value = { a: value };
   return value;
 }
+
+/** What the contract says of a string, or a key, holding U+0000 (PostgreSQL cannot store it). */
+export const nulViolation = (path: string): Violation => ({ path, message: `${path} must not contain the NUL character (U+0000): PostgreSQL cannot store it` });
+export const nulKeyViolation = (path: string): Violation => ({
+  path,
+  message: `${path} is a forbidden key (it contains the NUL character, U+0000, which PostgreSQL cannot store)`,
+});
+
+/**
+ * Values carrying U+0000 for the mutation tests: alone, inside an id, past a length limit (the NUL
+ * is reported, not the length), as a list item, as a key, deep in an object.
+ */
+export const NUL_VALUES: readonly unknown[] = ['\u0000', 'a\u0000b', 's1\u0000', `${'x'.repeat(600)}\u0000`, ['s1', 's\u00002'], { 'k\u0000': 1 }, { deep: [{ v: 'x\u0000' }] }];
+
+/** A key that needs quoting in a violation path, as the contract quotes it. */
+const NUL_KEY = 'k\u0000';
+const NUL_KEY_IN_PATH = '["k\\u0000"]';
+
+/**
+ * Every way to put U+0000 into a valid `event` once: appended to each string (envelope fields,
+ * payload fields, list items, checkpoint state at any depth) and as a new key of each object. Each
+ * variant comes with the one violation the contract must report: a key outside checkpoint state
+ * is not a field name, so it is refused as unknown.
+ */
+export function nulVariants(event: PlanEvent): { input: Plain; expected: Violation }[] {
+  const variants: { input: Plain; expected: Violation }[] = [];
+  const walk = (value: unknown, keys: (string | number)[]): void => {
+    if (typeof value === 'string') {
+      variants.push({ input: setAt(event, keys, `${value}\u0000`), expected: nulViolation(pathOf(keys)) });
+    } else if (Array.isArray(value)) {
+      value.forEach((item, i) => walk(item, [...keys, i]));
+    } else if (typeof value === 'object' && value !== null) {
+      const copy = setAt(event, keys, { ...(value as Plain), [NUL_KEY]: 'x' });
+      const path = `${pathOf(keys)}${NUL_KEY_IN_PATH}`;
+      const inState = keys[0] === 'payload' && keys[1] === 'state';
+      variants.push({ input: copy, expected: inState ? nulKeyViolation(path) : { path, message: `${path} is not an allowed field` } });
+      for (const [key, child] of Object.entries(value)) walk(child, [...keys, key]);
+    }
+  };
+  walk(event, []);
+  return variants;
+}
+
+function setAt(event: PlanEvent, keys: (string | number)[], value: unknown): Plain {
+  const copy = JSON.parse(JSON.stringify(event)) as Plain;
+  if (keys.length === 0) return value as Plain;
+  let target = copy as Record<string | number, unknown>;
+  for (const key of keys.slice(0, -1)) target = target[key] as Record<string | number, unknown>;
+  target[keys[keys.length - 1]] = value;
+  return copy;
+}
+
+/** The event's own keys are identifiers: `payload.steps[1].dependsOn[0]`. */
+function pathOf(keys: (string | number)[]): string {
+  return keys.reduce<string>((path, key) => (typeof key === 'number' ? `${path}[${key}]` : path === '' ? key : `${path}.${key}`), '');
+}
