@@ -13,7 +13,7 @@
  *    dead letter. The fast rules may be stricter than the DTOs, never more lenient
  *    (test/contracts/check-stored-event.test.ts holds them to that).
  */
-import { checkEventInput } from './fast-check/event-rules';
+import { checkEventRules } from './fast-check/event-rules';
 import type { Violation } from './invalid-event.error';
 import { ContractLimits, resolveLimits } from './limits';
 import { normaliseAccepted, parsePlanEvent, ParsePlanEventOptions, ParseResult } from './parse-plan-event';
@@ -39,6 +39,6 @@ function acceptFast(input: unknown, limits: Readonly<ContractLimits>): PlanEvent
   const guarded = guardRawInput(input, limits);
   if (!guarded.ok) return undefined;
   const out: Violation[] = [];
-  checkEventInput(guarded.root, { limits, out }, 'required');
+  checkEventRules(guarded.root, { limits, out }, 'required');
   return out.length === 0 ? normaliseAccepted(guarded.root) : undefined;
 }

@@ -149,6 +149,22 @@ describe('PlanEventPublisher API', () => {
     }
   });
 
+  it.each(['fast', 'contract'] as const)('validation: "%s" refuses a NUL character (U+0000) at once, as the worker would', async (validation) => {
+    const { publisher } = newPublisher(redis.url, { validation });
+    const done = planRun({ seed: 9 }).find((e) => e.type === 'step.completed')!;
+    const path = 'payload.result';
+    try {
+      expect(publisher.publish({ ...done, payload: { ...done.payload, result: 'half\u0000way' } } as PlanEvent)).toEqual({
+        ok: false,
+        reason: 'invalid',
+        violations: [{ path, message: `${path} must not contain the NUL character (U+0000): PostgreSQL cannot store it` }],
+      });
+      expect(publisher.stats()).toMatchObject({ rejected: 1, buffered: 0 });
+    } finally {
+      await publisher.close(5_000);
+    }
+  });
+
   it('refuses nonsense options in one line naming each', () => {
     expect(() => new PlanEventPublisher({ maxBufferedEvents: 0, eventsPerJob: 1.5, validation: 'none' as never, logger: pino({ level: 'silent' }) })).toThrow(
       new PublisherConfigError([

@@ -2,10 +2,11 @@
  * A synchronous check of an event against the contract, rule for rule (the DTOs under payloads/ and
  * the raw-input guard's rules for checkpoint state), in about a microsecond where `parsePlanEvent`
  * takes ~25 µs. Two users:
- * - the publisher, on its caller's input (stamps optional: it stamps what is missing), whose
- *   10 µs budget per `publish()` class-validator alone would blow;
+ * - the publisher, on its caller's input (`checkEventInput`: stamps optional, it stamps what is
+ *   missing), whose 10 µs budget per `publish()` class-validator alone would blow;
  * - `checkStoredEvent` (check-stored-event.ts), the worker's check, on guarded JSON with every
- *   stamp required; it accepts on these rules and hands anything they refuse to `parsePlanEvent`.
+ *   stamp required (`checkEventRules`); it accepts on these rules and hands anything they refuse to
+ *   `parsePlanEvent`.
  * `parsePlanEvent` stays the authority: test/publisher's agreement test and
  * test/contracts/check-stored-event.test.ts feed both the same valid and broken events so this
  * mirror cannot drift silently.
@@ -15,6 +16,7 @@ import type { PlanEventTypeName } from '../event-types';
 import type { Violation } from '../invalid-event.error';
 import { violationAt } from '../violation-path';
 import { checkPayloadRules } from '../payload-rules.check';
+import { guardRawInput } from '../raw-input.guard';
 import {
   CheckContext,
   ObjectSpec,
@@ -100,11 +102,29 @@ export const ENVELOPE_FIELDS: ReadonlySet<string> = new Set(['specVersion', 'eve
 export type StampRule = 'optional' | 'required';
 
 /**
- * Checks an event's fields; violations are appended to `ctx.out`. The envelope is read with plain
- * property accesses (this runs for every event). Present stamps are always checked.
- * @param stamps @defaultValue `'optional'`
+ * The publisher's check of its caller's input, which no guard has seen; stamps are optional.
+ * Violations are appended to `ctx.out`. A valid event, the common case, costs the rules alone: they
+ * refuse whatever the raw-input guard refuses. A refused one costs a guard pass more, and when the
+ * guard refuses it too, the guard's violations replace the rules': `parsePlanEvent` reports only
+ * those when there are any, so a NUL character or a prototype key in an unknown field is reported
+ * as such, not as "is not an allowed field".
  */
-export function checkEventInput(input: Record<string, unknown>, ctx: CheckContext, stamps: StampRule = 'optional'): void {
+export function checkEventInput(input: Record<string, unknown>, ctx: CheckContext): void {
+  const start = ctx.out.length;
+  checkEventRules(input, ctx, 'optional');
+  if (ctx.out.length === start) return;
+  const guarded = guardRawInput(input, ctx.limits);
+  if (guarded.ok) return;
+  ctx.out.length = start;
+  ctx.out.push(...guarded.violations);
+}
+
+/**
+ * Checks an event's fields; violations are appended to `ctx.out`. The envelope is read with plain
+ * property accesses (this runs for every event). Present stamps are always checked. The wording
+ * matches the contract's only on input the raw-input guard accepts, as `checkStoredEvent`'s is.
+ */
+export function checkEventRules(input: Record<string, unknown>, ctx: CheckContext, stamps: StampRule): void {
   for (const key in input) {
     if (!ENVELOPE_FIELDS.has(key) && input[key] !== undefined) report(ctx, '', key, 'is not an allowed field');
   }
