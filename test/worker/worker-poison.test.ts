@@ -5,6 +5,7 @@ import { EVENTS_QUEUE } from '../../src/queue/queue-names';
 import { loadConfig } from '../../src/config/config';
 import { createMigratedDb, TestDb } from '../support/databases';
 import { invalidEvent, planRun, toJobData } from '../support/event-factory';
+import type { PlanEvent } from '../../src/contracts';
 import { countRows, dropPrefix, openRedis, publish, readDeadLetters, REDIS_URL, silentLogger, uniquePrefix } from './helpers/queue-harness';
 
 const KINDS: TestDb[] = ['sqlite', 'postgres'];
@@ -66,6 +67,28 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     );
     expect(Date.parse(letter.firstFailedAt)).toBeLessThanOrEqual(Date.parse(letter.lastFailedAt));
     expect(worker.stats()).toMatchObject({ inserted: valid.length, deadLettered: 1 });
+  });
+
+  // PostgreSQL cannot store U+0000 in text: were the contract to let it through, the whole batch
+  // would fail there and be split down to this event, dead-lettered as unprocessable, while SQLite
+  // stored it. The contract refuses it instead, the same way on every database.
+  it('dead-letters an event with a NUL character as invalid and stores the rest of its job', async () => {
+    const run = planRun({ seed: 21, steps: 3 });
+    const at = run.findIndex((e) => e.type === 'step.completed');
+    const done = run[at] as Extract<PlanEvent, { type: 'step.completed' }>;
+    const bad = { ...done, payload: { ...done.payload, result: 'half\u0000way' } };
+    const events = run.map((e, i) => (i === at ? bad : e));
+    const rowsBefore = await countRows(db.ds, 'plan_events');
+    const [jobId] = await publish(redis, prefix, [{ v: 1, events }], 'nul');
+    expect(await worker.idle(30_000)).toBe(true);
+
+    expect(await countRows(db.ds, 'plan_events')).toBe(rowsBefore + run.length - 1);
+    const letters = (await readDeadLetters(redis, prefix)).filter((l) => l.source.jobId === jobId);
+    expect(letters).toHaveLength(1);
+    expect(letters[0]).toMatchObject({ kind: 'invalid', event: bad, eventId: bad.eventId, planId: bad.planId, attempts: 1 });
+    expect(letters[0].error.violations).toEqual([
+      { path: 'payload.result', message: 'payload.result must not contain the NUL character (U+0000): PostgreSQL cannot store it' },
+    ]);
   });
 
   it('never retries an invalid event: the job completes on its first attempt', async () => {
