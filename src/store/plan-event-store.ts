@@ -28,6 +28,21 @@ interface HeadState {
   deletedAt: Date | null;
 }
 
+/**
+ * An event whose id is already stored for another plan: not a redelivery (those repeat the plan
+ * too) but a producer reusing an id. Permanent: the worker dead-letters the event as unprocessable.
+ */
+export class EventIdConflictError extends Error {
+  constructor(
+    readonly eventId: string,
+    readonly planId: string,
+    readonly storedPlanId: string,
+  ) {
+    super(`event ${eventId} of plan ${planId}: its id is already stored for an event of plan ${storedPlanId}; event ids must be unique`);
+    this.name = 'EventIdConflictError';
+  }
+}
+
 export interface PersistOutcome {
   /** Events newly stored. */
   inserted: number;
@@ -79,7 +94,7 @@ export class PlanEventStore {
 
   /** Event ids among `eventIds` already stored (replay summaries: "already stored"). */
   async storedEventIds(eventIds: string[]): Promise<Set<string>> {
-    return this.existingEventIds(this.ds.manager, [...new Set(eventIds.map((id) => id.toLowerCase()))]);
+    return new Set((await this.storedEventPlans(this.ds.manager, [...new Set(eventIds.map((id) => id.toLowerCase()))])).keys());
   }
 
   private transaction<T>(work: (m: EntityManager) => Promise<T>): Promise<T> {
@@ -100,9 +115,13 @@ export class PlanEventStore {
     const heads = await this.bumpHeads(m, planIds);
     // version 1: this transaction created the plan's head, so none of its events is stored yet
     const isNew = (planId: string) => heads.get(planId)!.version === 1;
-    const existing = await this.existingEventIds(m, unique.filter((e) => !isNew(e.planId)).map((e) => e.eventId));
+    const existing = await this.storedEventPlans(m, unique.filter((e) => !isNew(e.planId)).map((e) => e.eventId));
+    for (const e of unique) {
+      const storedFor = existing.get(e.eventId);
+      if (storedFor !== undefined && storedFor !== e.planId) throw new EventIdConflictError(e.eventId, e.planId, storedFor);
+    }
     const fresh = existing.size === 0 ? unique : unique.filter((e) => !existing.has(e.eventId));
-    const duplicateIds = events.length === unique.length ? [...existing] : duplicatesOf(events, existing);
+    const duplicateIds = events.length === unique.length ? [...existing.keys()] : duplicatesOf(events, existing);
     const outcome = { inserted: fresh.length, duplicates: events.length - fresh.length, duplicateIds, plans: 0 };
     if (fresh.length === 0) return outcome;
 
@@ -110,8 +129,9 @@ export class PlanEventStore {
     const known = touched.filter((id) => !isNew(id));
     await this.upsertSessions(m, fresh);
     // No ON CONFLICT needed: an event is only ever stored under its plan's head lock, and its id
-    // was looked up under that lock. An id reused by another plan fails the batch, which the
-    // worker then splits until that event is dead-lettered as unprocessable.
+    // was looked up under that lock. An id another plan's event already has fails the batch (a
+    // duplicate key here, EventIdConflictError above for a known plan), which the worker splits
+    // until that event is dead-lettered as unprocessable.
     await this.insertEvents(m, fresh);
     await this.recountHeads(m, known);
     await this.softDeleteLateEvents(m, touched.map((planId) => ({ planId, deletedAt: heads.get(planId)!.deletedAt })));
@@ -128,18 +148,19 @@ export class PlanEventStore {
     return { ...outcome, plans: rebuilt.length };
   }
 
-  private async existingEventIds(m: EntityManager, ids: string[]): Promise<Set<string>> {
-    const found = new Set<string>();
+  /** The plan each of these event ids is stored for (ids not stored are absent). */
+  private async storedEventPlans(m: EntityManager, ids: string[]): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
     if (ids.length === 0) return found;
     if (this.dialect === 'postgres') {
       // one array parameter: the same short statement whatever the batch size
-      const rows: { event_id: string }[] = await m.query('SELECT event_id FROM plan_events WHERE event_id = ANY($1::uuid[])', [pgArrayLiteral(ids)]);
-      for (const r of rows) found.add(r.event_id.toLowerCase());
+      const rows: { event_id: string; plan_id: string }[] = await m.query('SELECT event_id, plan_id FROM plan_events WHERE event_id = ANY($1::uuid[])', [pgArrayLiteral(ids)]);
+      for (const r of rows) found.set(r.event_id.toLowerCase(), r.plan_id);
       return found;
     }
     for (const part of chunk(ids, valuesPerInList(this.dialect))) {
-      const rows = await m.getRepository<PlanEventRow>(ENTITY.event).find({ select: { eventId: true }, where: { eventId: In(part) }, withDeleted: true });
-      for (const r of rows) found.add(r.eventId.toLowerCase());
+      const rows = await m.getRepository<PlanEventRow>(ENTITY.event).find({ select: { eventId: true, planId: true }, where: { eventId: In(part) }, withDeleted: true });
+      for (const r of rows) found.set(r.eventId.toLowerCase(), r.planId);
     }
     return found;
   }
@@ -278,7 +299,7 @@ export class PlanEventStore {
   }
 }
 
-function duplicatesOf(events: PlanEvent[], existing: Set<string>): string[] {
+function duplicatesOf(events: PlanEvent[], existing: ReadonlyMap<string, string>): string[] {
   const seen = new Set<string>();
   const dups: string[] = [];
   for (const e of events) {

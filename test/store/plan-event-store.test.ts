@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { parsePlanEvent, PlanEvent } from '../../src/contracts';
-import { PlanEventStore } from '../../src/store/plan-event-store';
+import { EventIdConflictError, PlanEventStore } from '../../src/store/plan-event-store';
 import { createMigratedDb } from '../support/databases';
 
 function ev(planId: string, seq: number, type: string, payload: object, sessionId = 'sess_1'): PlanEvent {
@@ -98,9 +98,17 @@ describe.each(['sqlite', 'postgres', 'mariadb'] as const)('PlanEventStore on %s'
     const [first] = samplePlan('plan_owner');
     await store.persist([first]);
     const reused = { ...ev('plan_other', 1, 'step.started', { stepId: 'a' }), eventId: first.eventId } as PlanEvent;
+    // a plan seen for the first time: its ids are not looked up, the primary key refuses
     await expect(store.persist([reused])).rejects.toThrow(/duplicate|unique|PRIMARY/i);
     expect(await ds.query(`SELECT plan_id FROM plan_events WHERE plan_id = 'plan_other'`)).toEqual([]);
     expect(await ds.query(`SELECT plan_id FROM plan_heads WHERE plan_id = 'plan_other'`)).toEqual([]);
+    // a known plan: the lookup finds the id under another plan and says so
+    const [otherFirst] = samplePlan('plan_other');
+    await store.persist([otherFirst]);
+    const conflict = store.persist([reused]);
+    await expect(conflict).rejects.toThrow(EventIdConflictError);
+    await expect(conflict).rejects.toThrow(`event ${first.eventId} of plan plan_other: its id is already stored for an event of plan plan_owner; event ids must be unique`);
+    expect(await ds.query(`SELECT event_id FROM plan_events WHERE plan_id = 'plan_other'`)).toHaveLength(1);
   });
 
   it('survives concurrent writers on the same plan', async () => {

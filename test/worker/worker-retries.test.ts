@@ -118,6 +118,23 @@ describe.each<TestDb>(['sqlite', 'postgres'])('worker on %s: retries, ack after 
     expect(await countRows(db.ds, 'plan_events')).toBe(events.length);
   });
 
+  it('a real refusal: an event id already stored under another plan is dead-lettered as unprocessable, the rest commits', async () => {
+    const stored = planRun({ seed: 40, steps: 2 });
+    await new PlanEventStore(db.ds).persist(stored);
+    const run = planRun({ seed: 41, steps: 2 });
+    const reused = run.find((e) => e.type === 'step.completed')!;
+    reused.eventId = stored[0].eventId;
+    await publish(redis, prefix, toJobData(run, run.length), 'reuse');
+    await start(new PlanEventStore(db.ds));
+    expect(await worker!.idle(30_000)).toBe(true);
+    expect(await countRows(db.ds, 'plan_events')).toBe(stored.length + run.length - 1);
+    const letters = await readDeadLetters(redis, prefix);
+    expect(letters).toHaveLength(1);
+    expect(letters[0]).toMatchObject({ kind: 'unprocessable', eventId: reused.eventId, planId: reused.planId });
+    // the batch failed on the primary key; alone, the event meets its plan's stored events and the check that names the owner
+    expect(letters[0].error.message).toBe(`event ${reused.eventId} of plan ${reused.planId}: its id is already stored for an event of plan ${stored[0].planId}; event ids must be unique`);
+  });
+
   it('isolates a job the database refuses: other jobs of the batch commit, the refused event is dead-lettered as unprocessable', async () => {
     const real = new PlanEventStore(db.ds);
     const runs = [1, 2, 3, 4].map((n) => planRun({ seed: 30 + n, steps: 2 }));
