@@ -93,9 +93,8 @@ export function bumpHeadsStatement(m: EntityManager, planIds: string[], now: Dat
 }
 
 /** PostgreSQL: bumpHeadsStatement returning the heads, which saves reading them back. */
-export function bumpHeadsReturningSql(): string {
-  return 'UPDATE plan_heads SET version = version + 1, updated_at = $1 WHERE plan_id = ANY($2::varchar[]) RETURNING plan_id, version, deleted_at';
-}
+export const BUMP_HEADS_RETURNING_SQL =
+  'UPDATE plan_heads SET version = version + 1, updated_at = $1 WHERE plan_id = ANY($2::varchar[]) RETURNING plan_id, version, deleted_at';
 
 /** Recount plan heads' events and last seq from the stored log (plans seen before this batch). */
 export function recountHeadsStatement(m: EntityManager, planIds: string[]) {

@@ -10,7 +10,7 @@ import { isDuplicateKeyError } from './db-errors';
 import { runSerialized } from './serial-queue';
 import { PROJECTION_TABLES } from './plan-tables';
 import {
-  bumpHeadsReturningSql,
+  BUMP_HEADS_RETURNING_SQL,
   bumpHeadsStatement,
   deleteWhereInStatement,
   insertStatement,
@@ -205,7 +205,7 @@ export class PlanEventStore {
     const heads = new Map<string, HeadState>();
     if (this.dialect === 'postgres') {
       // structured: TypeORM returns an UPDATE's raw result as [rows, count] otherwise
-      const result = await m.queryRunner!.query(bumpHeadsReturningSql(), [new Date(), pgArrayLiteral(planIds)], true);
+      const result = await m.queryRunner!.query(BUMP_HEADS_RETURNING_SQL, [new Date(), pgArrayLiteral(planIds)], true);
       for (const r of result.records as { plan_id: string; version: number; deleted_at: Date | null }[]) heads.set(r.plan_id, { version: r.version, deletedAt: r.deleted_at });
       return heads;
     }
