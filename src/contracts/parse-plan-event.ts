@@ -32,7 +32,7 @@ import { checkPayloadRules } from './payload-rules.check';
 import { eventDtoFor } from './plan-event.dto';
 import { guardRawInput } from './raw-input.guard';
 import type { PlanEvent } from './types';
-import { violationAt } from './violation-path';
+import { orderViolations, violationAt } from './violation-path';
 
 export type ParseResult = { ok: true; event: PlanEvent } | { ok: false; error: InvalidEventError };
 
@@ -54,9 +54,6 @@ const VALIDATOR_OPTIONS: ValidatorOptions = Object.freeze({
 });
 const validator = new Validator();
 
-/** Enough to fix the sender; a hostile event with thousands of bad fields must not make a huge log line. */
-const MAX_REPORTED_VIOLATIONS = 50;
-const ENVELOPE_ORDER = ['specVersion', 'eventId', 'type', 'planId', 'sessionId', 'seq', 'occurredAt', 'payload'];
 
 /**
  * Validates an event given as an object or as JSON text. On success the event is a fresh plain
@@ -109,17 +106,5 @@ export function toIsoString(s: string): string {
 }
 
 function invalid(violations: Violation[]): ParseResult {
-  const sorted = [...violations].sort((a, b) => envelopeRank(a.path) - envelopeRank(b.path));
-  const listed = sorted.slice(0, MAX_REPORTED_VIOLATIONS);
-  if (sorted.length > listed.length) {
-    listed.push(violationAt('', `has ${sorted.length - listed.length} more violations (not listed)`));
-  }
-  return { ok: false, error: new InvalidEventError(listed) };
-}
-
-/** Envelope fields in document order, then the payload, then unknown top-level fields. */
-function envelopeRank(path: string): number {
-  const field = /^[^.[]*/.exec(path)![0];
-  const rank = ENVELOPE_ORDER.indexOf(field);
-  return rank === -1 ? ENVELOPE_ORDER.length : rank;
+  return { ok: false, error: new InvalidEventError(orderViolations(violations)) };
 }

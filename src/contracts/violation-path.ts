@@ -26,3 +26,24 @@ export function childPath(parent: string, key: string | number): string {
 export function violationAt(path: string, predicate: string): Violation {
   return { path, message: `${path === '' ? ROOT_LABEL : path} ${predicate}` };
 }
+
+/** Enough to fix the sender; a hostile event with thousands of bad fields must not make a huge log line. */
+const MAX_REPORTED_VIOLATIONS = 50;
+const ENVELOPE_ORDER = ['specVersion', 'eventId', 'type', 'planId', 'sessionId', 'seq', 'occurredAt', 'payload'];
+
+/**
+ * The contract's report: envelope fields in document order, then the payload, then unknown
+ * top-level fields; at most MAX_REPORTED_VIOLATIONS, then one line counting the rest.
+ */
+export function orderViolations(violations: readonly Violation[]): Violation[] {
+  const sorted = [...violations].sort((a, b) => envelopeRank(a.path) - envelopeRank(b.path));
+  if (sorted.length <= MAX_REPORTED_VIOLATIONS) return sorted;
+  const listed = sorted.slice(0, MAX_REPORTED_VIOLATIONS);
+  listed.push(violationAt('', `has ${sorted.length - listed.length} more violations (not listed)`));
+  return listed;
+}
+
+function envelopeRank(path: string): number {
+  const rank = ENVELOPE_ORDER.indexOf(/^[^.[]*/.exec(path)![0]);
+  return rank === -1 ? ENVELOPE_ORDER.length : rank;
+}

@@ -1,6 +1,7 @@
 import { parsePlanEvent } from '../contracts';
 import type { ContractLimits, PlanEventInput, PlanEventTypeName, PayloadByType, Violation } from '../contracts';
-import { checkEventInput, orderViolations } from '../contracts/fast-check/event-rules';
+import { checkEventInput } from '../contracts/fast-check/event-rules';
+import { orderViolations } from '../contracts/violation-path';
 import { CheckContext, isPlainObject } from '../contracts/fast-check/field-rules';
 import { resolveLimits } from '../contracts/limits';
 import { violationAt } from '../contracts/violation-path';

@@ -13,8 +13,6 @@
  */
 import { DECISION_KINDS, FINAL_STATUSES, PLAN_EVENT_TYPES, SPEC_VERSION } from '../event-types';
 import type { PlanEventTypeName } from '../event-types';
-import type { Violation } from '../invalid-event.error';
-import { violationAt } from '../violation-path';
 import { checkPayloadRules } from '../payload-rules.check';
 import { guardRawInput } from '../raw-input.guard';
 import {
@@ -155,21 +153,4 @@ function required(value: unknown, name: string, rule: Rule, ctx: CheckContext): 
 function stamp(value: unknown, name: string, rule: Rule, isRequired: boolean, ctx: CheckContext): void {
   if (value !== undefined) rule(value, '', name, ctx);
   else if (isRequired) report(ctx, '', name, 'is required');
-}
-
-/** Enough to fix the sender, as the contract caps its own reports. */
-const MAX_REPORTED_VIOLATIONS = 50;
-const ENVELOPE_ORDER = ['specVersion', 'eventId', 'type', 'planId', 'sessionId', 'seq', 'occurredAt', 'payload'];
-
-/** The contract's report order: envelope fields in document order, then the payload, then unknown fields. */
-export function orderViolations(violations: Violation[]): Violation[] {
-  const rank = (path: string) => {
-    const i = ENVELOPE_ORDER.indexOf(/^[^.[]*/.exec(path)![0]);
-    return i === -1 ? ENVELOPE_ORDER.length : i;
-  };
-  const sorted = [...violations].sort((a, b) => rank(a.path) - rank(b.path));
-  if (sorted.length <= MAX_REPORTED_VIOLATIONS) return sorted;
-  const listed = sorted.slice(0, MAX_REPORTED_VIOLATIONS);
-  listed.push(violationAt('', `has ${sorted.length - listed.length} more violations (not listed)`));
-  return listed;
 }
