@@ -32,7 +32,9 @@ export function formatAge(seconds: number): string {
 
 /** Columns padded to their widest cell; the last column is not padded. */
 export function renderTable(header: string[], rows: string[][]): string[] {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  // a loop, not Math.max(...cells): a spread passes one argument per row and overflows the stack
+  const widths = header.map((h) => h.length);
+  for (const r of rows) for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i], r[i].length);
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd();
   return [line(header), ...rows.map(line)];
 }

@@ -13,7 +13,9 @@ function cellText(value: Cell): string {
 /** Left-aligned text, right-aligned numbers, two spaces between columns, a header line. */
 export function renderTable(headers: string[], rows: Cell[][], maxWidth = 60): string[] {
   const text = rows.map((r) => r.map((c) => clip(cellText(c), maxWidth)));
-  const widths = headers.map((h, i) => Math.max(h.length, ...text.map((r) => (r[i] ?? '').length)));
+  // a loop, not Math.max(...cells): a spread passes one argument per row and overflows the stack
+  const widths = headers.map((h) => h.length);
+  for (const r of text) for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i], (r[i] ?? '').length);
   // numbers, and numbers already formatted (`1,234`, `83.3%`, `120/45`), align right
   const isNumeric = (c: Cell) => c === null || c === undefined || typeof c === 'number' || (typeof c === 'string' && /^(-|-?[\d,.]+(%|\/[\d,.]+)?)$/.test(c));
   const numeric = headers.map((_, i) => rows.length > 0 && rows.every((r) => isNumeric(r[i])));

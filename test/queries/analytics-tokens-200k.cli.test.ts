@@ -1,0 +1,70 @@
+import { run } from '../../src/cli/main';
+import { createMigratedDb } from '../support/databases';
+
+/**
+ * `plan-ledger analytics tokens` over 200,000 plans, through the CLI's own `run`, on a SQLite file
+ * filled with plain SQL. Before, the text table measured its columns with
+ * `Math.max(h.length, ...cells)`, a call with one argument per row, and V8 threw
+ * `RangeError: Maximum call stack size exceeded` past ~120k rows.
+ */
+const PLANS = 200_000;
+const SESSIONS = 1_000;
+
+describe('analytics tokens with 200k plans (SQLite)', () => {
+  let url: string;
+  let close: () => Promise<void>;
+
+  beforeAll(async () => {
+    const made = await createMigratedDb('sqlite');
+    url = made.db.url;
+    close = made.close;
+    // one statement each: a recursive counter generates the rows inside SQLite
+    await made.ds.transaction(async (m) => {
+      await m.query(
+        `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${SESSIONS - 1})
+         INSERT INTO sessions (id) SELECT printf('sess-%04d', i) FROM n`,
+      );
+      await m.query(
+        `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${PLANS - 1})
+         INSERT INTO execution_plans (id, session_id, query, status, total_steps, total_input_tokens, total_output_tokens, created_at)
+         SELECT printf('plan-%06d', i), printf('sess-%04d', i % ${SESSIONS}), 'q', 'completed', 1, i % 1000, i % 7, '2026-02-01 00:00:00.000' FROM n`,
+      );
+    });
+    await made.ds.destroy();
+  }, 30_000);
+  afterAll(async () => close());
+
+  async function cli(...args: string[]) {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await run(['node', 'plan-ledger', ...args], { env: { DATABASE_URL: url, LOG_LEVEL: 'warn' }, out: (l) => out.push(l), err: (l) => err.push(l) });
+    return { code, out, err };
+  }
+
+  // sums of i % 1000 and i % 7 over i < 200,000 (200 and 28,571 whole cycles, plus 3 left over)
+  const input = 200 * 499_500;
+  const output = 28_571 * 21 + (0 + 1 + 2);
+
+  it('renders the text table: a header, a row per session and per plan, and the total', async () => {
+    const { code, out, err } = await cli('analytics', 'tokens');
+    expect(err).toEqual([]);
+    expect(code).toBe(0);
+    expect(out).toHaveLength(1 + SESSIONS + PLANS + 1);
+    expect(out[0]).toMatch(/^dimension\s+key\s+input_tokens\s+output_tokens\s+total_tokens$/);
+    expect(out.filter((l) => l.startsWith('session '))).toHaveLength(SESSIONS);
+    // the largest plan: 999 + 6 tokens, and plan-006999 is the first id with both
+    expect(out[1 + SESSIONS]).toMatch(/^plan\s+plan-006999\s+999\s+6\s+1,005$/);
+    expect(out.filter((l) => l.startsWith('plan '))).toHaveLength(PLANS);
+    const n = (v: number) => v.toLocaleString('en-US');
+    expect(out[out.length - 1]).toMatch(new RegExp(`^total\\s+${n(input)}\\s+${n(output)}\\s+${n(input + output)}$`));
+    // the columns line up: every row is as wide as the widest one (the last column is right-aligned)
+    expect(new Set(out.slice(1).map((l) => l.length)).size).toBe(1);
+  });
+
+  it('prints CSV with every row (no spread there either)', async () => {
+    const { code, out } = await cli('analytics', 'tokens', '--by', 'plan', '--csv');
+    expect(code).toBe(0);
+    expect(out).toHaveLength(1 + PLANS + 1);
+    expect(out[out.length - 1]).toBe(`total,,${input},${output},${input + output}`);
+  });
+});
