@@ -24,6 +24,7 @@
  */
 import { ClassTransformOptions, plainToInstance } from 'class-transformer';
 import { Validator, ValidatorOptions } from 'class-validator';
+import { pushAll } from '../shared/arrays';
 import { isPlanEventType } from './event-types';
 import { flattenValidationErrors } from './flatten-validation-errors';
 import { InvalidEventError, Violation } from './invalid-event.error';
@@ -79,7 +80,7 @@ function parse(input: unknown, limits: ContractLimits): ParseResult {
   const limitViolations: Violation[] = [];
   if (!checkLimits(dto, limits, '', limitViolations)) return invalid(limitViolations);
   const violations = flattenValidationErrors(validator.validateSync(dto, VALIDATOR_OPTIONS));
-  violations.push(...limitViolations);
+  pushAll(violations, limitViolations);
   if (isPlanEventType(root.type)) checkPayloadRules(root.type, root.payload, violations);
   if (violations.length > 0) return invalid(violations);
   return { ok: true, event: normaliseAccepted(root) };

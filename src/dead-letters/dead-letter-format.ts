@@ -2,6 +2,7 @@
  * Human-readable text for dead letters (tables, detail, stats, summaries). Pure functions returning
  * lines, shared by the CLI and the demo; `--json` bypasses them.
  */
+import { pushAll } from '../shared/arrays';
 import type { DeadLetter } from './dead-letter';
 import type { ReplaySummary } from './dead-letter-replayer';
 import type { DeadLetterStats, DeadLetterSummary } from './dead-letter.service';
@@ -89,8 +90,9 @@ export function formatDetail(dl: DeadLetter): string[] {
     // messages are full sentences that start with their path; add the path only when one does not
     for (const v of dl.error.violations) lines.push(`  - ${v.path && !v.message.startsWith(v.path) ? `${v.path}: ${v.message}` : v.message}`);
   }
-  if (dl.error.stack) lines.push('', 'stack:', ...indent(dl.error.stack));
-  lines.push('', 'event (verbatim):', ...indent(JSON.stringify(dl.event, null, 2) ?? 'undefined'));
+  // an event's JSON can run to many thousands of lines: appended with a loop, not push(...lines)
+  if (dl.error.stack) pushAll(lines, ['', 'stack:', ...indent(dl.error.stack)]);
+  pushAll(lines, ['', 'event (verbatim):', ...indent(JSON.stringify(dl.event, null, 2) ?? 'undefined')]);
   return lines;
 }
 
@@ -99,8 +101,8 @@ export function formatStats(stats: DeadLetterStats): string[] {
   const counts = (record: Record<string, number>) => Object.entries(record).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
   const lines = [`${stats.total} dead letter${stats.total === 1 ? '' : 's'}`];
   if (stats.oldest) lines.push(`oldest: ${stats.oldest.id}, dead-lettered ${formatAge(stats.oldest.ageSeconds)} ago (${shortTime(stats.oldest.lastFailedAt)})`);
-  lines.push('', ...renderTable(['KIND', 'COUNT'], counts(stats.byKind).map(([k, n]) => [k, String(n)])));
-  lines.push('', ...renderTable(['TYPE', 'COUNT'], counts(stats.byType).map(([t, n]) => [t, String(n)])));
+  pushAll(lines, ['', ...renderTable(['KIND', 'COUNT'], counts(stats.byKind).map(([k, n]) => [k, String(n)]))]);
+  pushAll(lines, ['', ...renderTable(['TYPE', 'COUNT'], counts(stats.byType).map(([t, n]) => [t, String(n)]))]);
   return lines;
 }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { pushAll } from '../shared/arrays';
 
 /**
  * Events of one BullMQ job. `id` is the job id (`b-<uuid>`: never all digits, no ':'), fixed when the
@@ -86,7 +87,7 @@ export class MemoryBuffer {
 
   /** Sending failed: retried first, in their original order and with their ids. */
   restore(batches: readonly Batch[]): void {
-    this.retry.push(...batches);
+    pushAll(this.retry, batches);
     this.retry.sort((a, b) => a.order - b.order);
   }
 

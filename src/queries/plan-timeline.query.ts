@@ -7,6 +7,7 @@ import {
   PlanStepRow,
   WorkflowCheckpointRow,
 } from '../store/entities';
+import { pushAll } from '../shared/arrays';
 import { NotFoundError } from './query-errors';
 import { PlanSummary, StepView, toPlanSummary, toStepView } from './plan-rows';
 import { compareText, parseJson, toIso } from './row-normalize';
@@ -136,7 +137,7 @@ export function buildTimeline(
     const by = d.decidedBy ? ` by ${d.decidedBy}` : '';
     out.push({ ...blank, at: d.at, kind: 'plan.decision', agentId: d.decidedBy, detail: `${d.decision}${edited}${by}${d.feedback ? `: ${d.feedback}` : ''}` });
   }
-  for (const s of steps) out.push(...stepEntries(s));
+  for (const s of steps) pushAll(out, stepEntries(s));
   for (const h of handoffs) {
     const step = h.stepId ? steps.find((s) => s.stepId === h.stepId) : undefined;
     out.push({

@@ -4,6 +4,7 @@ import type { DeadLetter, DeadLetterKind } from '../dead-letters/dead-letter';
 import { buildDeadLetter, DeadLetterReason } from '../dead-letters/dead-letter-writer';
 import type { WorkerMetrics } from '../health/worker-metrics';
 import type { EventBatchJobData } from '../queue/queue-names';
+import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
 import { dbErrorCode } from '../store/db-errors';
 import { BackoffPolicy, backoffDelay, sleep } from './backoff';
@@ -74,7 +75,7 @@ export function createJobProcessor(deps: JobProcessorDeps) {
         const attempts = (job.attemptsStarted || 1) - 1 + write.tries;
         const exhausted = valid.map((v) => letter(job, 'retries-exhausted', v.raw, v.index, reason, attempts, new Date(write.firstFailedAt)));
         await deps.writeDeadLetters(exhausted);
-        deadLetters.push(...exhausted);
+        pushAll(deadLetters, exhausted);
       } else {
         outcome = write.outcome;
         const byId = new Map(valid.map((v) => [v.event.eventId, v]));
@@ -83,7 +84,7 @@ export function createJobProcessor(deps: JobProcessorDeps) {
           return letter(job, 'unprocessable', source.raw, source.index, reasonOf(error, 'refused by the database'), write.tries, new Date());
         });
         await deps.writeDeadLetters(refused);
-        deadLetters.push(...refused);
+        pushAll(deadLetters, refused);
       }
     }
     for (const dl of deadLetters) deps.metrics.deadLettered.inc({ kind: dl.kind, type: dl.type ?? 'unknown' });

@@ -3,6 +3,7 @@ import type { CliContext } from '../cli-context';
 import { getResumePoint, Resumable } from '../../queries/workflow-resume.query';
 import { requireId } from '../../queries/query-args';
 import { renderTable } from '../../queries/text-output';
+import { pushAll } from '../../shared/arrays';
 import { CliError, EXIT } from '../exit-codes';
 import { parseArgs, printJson, withReadSource } from './read-command';
 
@@ -42,7 +43,7 @@ export function formatResumePoint(p: Resumable): string[] {
   ];
   if (p.nextSteps.length > 0) {
     lines.push('', `steps of layer ${p.nextLayer}:`);
-    lines.push(...renderTable(['#', 'STEP', 'AGENT', 'STATUS', 'DEPENDS ON', 'TITLE'], p.nextSteps.map((s) => [s.index, s.stepId, s.agentId, s.status, s.dependsOn.join(' '), s.title ?? s.task])));
+    pushAll(lines, renderTable(['#', 'STEP', 'AGENT', 'STATUS', 'DEPENDS ON', 'TITLE'], p.nextSteps.map((s) => [s.index, s.stepId, s.agentId, s.status, s.dependsOn.join(' '), s.title ?? s.task])));
   }
   return lines;
 }

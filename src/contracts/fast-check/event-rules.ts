@@ -11,6 +11,7 @@
  * test/contracts/check-stored-event.test.ts feed both the same valid and broken events so this
  * mirror cannot drift silently.
  */
+import { pushAll } from '../../shared/arrays';
 import { DECISION_KINDS, FINAL_STATUSES, PLAN_EVENT_TYPES, SPEC_VERSION } from '../event-types';
 import type { PlanEventTypeName } from '../event-types';
 import { checkPayloadRules } from '../payload-rules.check';
@@ -114,7 +115,7 @@ export function checkEventInput(input: Record<string, unknown>, ctx: CheckContex
   const guarded = guardRawInput(input, ctx.limits);
   if (guarded.ok) return;
   ctx.out.length = start;
-  ctx.out.push(...guarded.violations);
+  pushAll(ctx.out, guarded.violations);
 }
 
 /**
