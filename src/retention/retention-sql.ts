@@ -54,14 +54,8 @@ export function toDate(raw: unknown): Date | null {
   return new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(text) ? text : `${text.replace(' ', 'T')}Z`);
 }
 
-/**
- * Takes the plans' `plan_heads` row locks, the lock every writer takes before rebuilding a plan,
- * so a concurrent worker rebuild or retention run waits (rows locked in key order by every
- * engine's IN-list seek). Changes nothing. On SQLite it takes the database write lock up front.
- */
-export function lockHeads(m: EntityManager, ids: string[]): UpdateQueryBuilder<object> {
-  return m.createQueryBuilder().update(ENTITY.head).set({ deletedAt: () => 'deleted_at' }).where({ planId: In(ids) }).callListeners(false);
-}
+/** The lock every writer of a plan takes first (the store's statement: one lock, one place). */
+export { lockHeadsStatement as lockHeads } from '../store/plan-event-statements';
 
 /** Soft delete: stamp the live rows of these plans. */
 export function stampRows(m: EntityManager, spec: PlanTableSpec, ids: string[], now: Date): UpdateQueryBuilder<object> {

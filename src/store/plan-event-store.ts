@@ -1,32 +1,17 @@
-import { DataSource, EntityManager, In } from 'typeorm';
+import { DataSource, EntityManager, In, MssqlParameter } from 'typeorm';
 import type { PlanEvent } from '../contracts';
 import type { Logger } from '../shared/logger';
-import { dialectOf } from './dialect-of';
-import type { Dialect } from './dialect';
-import { ENTITY, PlanEventRow, PlanHeadRow, SessionRow } from './entities';
-import { foldPlan, PlanRows } from './projection/fold-plan';
-import { chunk, rowsPerStatement, valuesPerInList } from './batch-limits';
+import { chunk, valuesPerInList } from './batch-limits';
 import { isDuplicateKeyError } from './db-errors';
-import { runSerialized } from './serial-queue';
-import { PROJECTION_TABLES } from './plan-tables';
-import {
-  BUMP_HEADS_RETURNING_SQL,
-  bumpHeadsStatement,
-  deleteWhereInStatement,
-  insertStatement,
-  recountHeadsStatement,
-  refreshSessionsStatement,
-  softDeleteEventsStatement,
-  unnestInsertStatement,
-  upsertStatement,
-} from './plan-event-statements';
+import type { Dialect } from './dialect';
+import { dialectOf } from './dialect-of';
+import { ENTITY, PlanEventRow, PlanHeadRow } from './entities';
+import { ApplyStats, PlanApplier } from './plan-apply';
+import { overdueGapsStatement, waitingPlansStatement } from './plan-event-statements';
+import { LockedHead, lockHeads, lockStoredHeads, newHead } from './plan-heads';
 import { pgArrayLiteral } from './postgres-array';
-
-/** What the store needs of a locked plan head. */
-interface HeadState {
-  version: number;
-  deletedAt: Date | null;
-}
+import { RowWriter } from './row-writer';
+import { runSerialized } from './serial-queue';
 
 /**
  * An event whose id is already stored for another plan: not a redelivery (those repeat the plan
@@ -43,17 +28,24 @@ export class EventIdConflictError extends Error {
   }
 }
 
-export interface PersistOutcome {
+export interface PersistOutcome extends ApplyStats {
   /** Events newly stored. */
   inserted: number;
   /** Events already stored before (redelivered or replayed), or repeated in the batch: no-ops. */
   duplicates: number;
   /** Event ids that were duplicates, for metrics and replay summaries. */
   duplicateIds: string[];
-  /** Plans whose rows were rebuilt. */
+  /** Plans whose rows were written. */
   plans: number;
 }
 
+/** What `applyOverdueGaps` did. */
+export interface GapSweep {
+  /** Plans whose waiting events were applied past their gap. */
+  plans: number;
+  /** Events those plans applied. */
+  events: number;
+}
 
 /**
  * A duplicate key on a row another transaction created concurrently (on SQL Server, where inserts
@@ -61,14 +53,13 @@ export interface PersistOutcome {
  */
 const DUPLICATE_KEY_RETRIES = 5;
 
-/** Rows per unnest INSERT on PostgreSQL: no parameter cap applies; this bounds one statement's size. */
-const UNNEST_ROWS = 5_000;
-
 /**
- * Writes validated events: appends them to `plan_events` (idempotent by eventId) and rebuilds
- * the rows of every plan they touch from that plan's full event log (see foldPlan), in one
- * transaction. Hence idempotent and order-independent. Concurrent writers on one plan are
- * serialised by locking its `plan_heads` row before its log is read. Throws driver errors as they
+ * Writes validated events: appends them to `plan_events` (idempotent by eventId) and applies
+ * them to the rows of their plans, in one transaction (README, "Store"). A plan's events apply in
+ * seq order up to the first missing seq, each to the rows it touches; events past a gap wait in
+ * the log until it fills. The rows always equal the whole-log fold (foldPlan) of the plan's events
+ * up to its watermark, whatever order they arrived in. Writers of one plan serialise on its
+ * `plan_heads` row, locked before anything of the plan is read. Throws driver errors as they
  * come; classify them with `isRetryableDbError` (src/store/db-errors.ts).
  */
 export class PlanEventStore {
@@ -82,19 +73,77 @@ export class PlanEventStore {
   }
 
   async persist(events: PlanEvent[]): Promise<PersistOutcome> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await runSerialized(this.ds, () => this.transaction((m) => this.persistIn(m, events)));
-      } catch (err) {
-        if (!isDuplicateKeyError(err) || attempt >= DUPLICATE_KEY_RETRIES) throw err;
-        this.logger?.debug({ attempt, events: events.length }, 'concurrent writer created the same rows; retrying');
-      }
-    }
+    return this.write((m) => this.persistIn(m, events), events.length);
   }
 
   /** Event ids among `eventIds` already stored (replay summaries: "already stored"). */
   async storedEventIds(eventIds: string[]): Promise<Set<string>> {
     return new Set((await this.storedEventPlans(this.ds.manager, [...new Set(eventIds.map((id) => id.toLowerCase()))])).keys());
+  }
+
+  /**
+   * Rebuild these plans' rows from their whole logs (the reference semantics), as a late event
+   * would: for an operator who doubts a plan's rows, and for the tests. Returns the plans rebuilt
+   * (a plan without plan.created has no rows to rebuild).
+   */
+  async rebuildPlans(planIds: string[]): Promise<number> {
+    let rebuilt = 0;
+    for (const part of chunk([...new Set(planIds)].sort(), 100)) {
+      rebuilt += await this.write(async (m) => {
+        const heads = await lockStoredHeads(m, this.dialect, part);
+        const applier = new PlanApplier(m, this.dialect, heads, new Date());
+        for (const head of heads.values()) if (head.appliedSeq !== null) await applier.rebuild(head);
+        await applier.finish();
+        return applier.stats.rebuilt;
+      }, part.length);
+    }
+    return rebuilt;
+  }
+
+  /**
+   * Plans that have waited on a missing seq since `cutoff` or longer (the event was lost, or
+   * dead-lettered, or the executor skipped a seq) apply their waiting events as if none were
+   * missing. Should the missing event come later after all, the plan is rebuilt from its log.
+   * At most `limit` plans per call, one transaction each.
+   */
+  async applyOverdueGaps(cutoff: Date, limit = 100): Promise<GapSweep> {
+    const rows: { planId: string }[] = await overdueGapsStatement(this.ds.manager, instant(this.dialect, cutoff), limit).getRawMany();
+    const sweep: GapSweep = { plans: 0, events: 0 };
+    for (const { planId } of rows) {
+      const done = await this.write(async (m) => {
+        const head = (await lockStoredHeads(m, this.dialect, [planId])).get(planId);
+        // re-checked under the lock: another worker may have applied or skipped it meanwhile
+        if (!head || head.appliedSeq === null || !head.gapSince || new Date(head.gapSince) > cutoff) return undefined;
+        const applier = new PlanApplier(m, this.dialect, new Map([[planId, head]]), new Date());
+        await applier.skipGap(head);
+        await applier.finish();
+        return applier.stats;
+      }, 1);
+      if (done?.gapsSkipped) {
+        sweep.plans++;
+        sweep.events += done.applied;
+        this.logger?.warn({ planId, events: done.applied }, 'plan waited too long on a missing seq: its waiting events were applied past the gap');
+      }
+    }
+    return sweep;
+  }
+
+  /** Plans waiting on a missing seq now. */
+  async waitingPlans(): Promise<number> {
+    const row = await waitingPlansStatement(this.ds.manager).getRawOne<{ n: unknown }>();
+    return Number(row?.n ?? 0);
+  }
+
+  /** One transaction (serialised on SQLite), re-run when a concurrent writer created the same rows. */
+  private async write<T>(work: (m: EntityManager) => Promise<T>, events: number): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await runSerialized(this.ds, () => this.transaction(work));
+      } catch (err) {
+        if (!isDuplicateKeyError(err) || attempt >= DUPLICATE_KEY_RETRIES) throw err;
+        this.logger?.debug({ attempt, events }, 'concurrent writer created the same rows; retrying');
+      }
+    }
   }
 
   private transaction<T>(work: (m: EntityManager) => Promise<T>): Promise<T> {
@@ -106,46 +155,29 @@ export class PlanEventStore {
 
   private async persistIn(m: EntityManager, events: PlanEvent[]): Promise<PersistOutcome> {
     const unique = [...new Map(events.map((e) => [e.eventId, e])).values()];
-    const planIds = [...new Set(unique.map((e) => e.planId))].sort();
-
+    const now = new Date();
     // Heads are locked before anything is read, so every read below sees what earlier writers of
-    // these plans committed. Lock order is always heads (sorted) then sessions (sorted), and every
-    // lock is exclusive from the start (upserts): no shared-to-exclusive upgrade to deadlock on.
-    await this.upsertHeads(m, unique);
-    const heads = await this.bumpHeads(m, planIds);
-    // version 1: this transaction created the plan's head, so none of its events is stored yet
-    const isNew = (planId: string) => heads.get(planId)!.version === 1;
-    const existing = await this.storedEventPlans(m, unique.filter((e) => !isNew(e.planId)).map((e) => e.eventId));
+    // these plans committed. Lock order is always heads (sorted) then sessions (sorted).
+    const heads = await lockHeads(m, this.dialect, headsOf(unique, now));
+    // a head created by this transaction means the plan has no stored events: nothing to look up
+    const existing = await this.storedEventPlans(m, unique.filter((e) => !heads.get(e.planId)!.isNew).map((e) => e.eventId));
     for (const e of unique) {
       const storedFor = existing.get(e.eventId);
       if (storedFor !== undefined && storedFor !== e.planId) throw new EventIdConflictError(e.eventId, e.planId, storedFor);
     }
     const fresh = existing.size === 0 ? unique : unique.filter((e) => !existing.has(e.eventId));
     const duplicateIds = events.length === unique.length ? [...existing.keys()] : duplicatesOf(events, existing);
-    const outcome = { inserted: fresh.length, duplicates: events.length - fresh.length, duplicateIds, plans: 0 };
+    const outcome: PersistOutcome = { inserted: fresh.length, duplicates: events.length - fresh.length, duplicateIds, plans: 0, applied: 0, rebuilt: 0, gapWaits: 0, gapsSkipped: 0 };
     if (fresh.length === 0) return outcome;
-
-    const touched = fresh === unique ? planIds : [...new Set(fresh.map((e) => e.planId))].sort();
-    const known = touched.filter((id) => !isNew(id));
-    await this.upsertSessions(m, fresh);
     // No ON CONFLICT needed: an event is only ever stored under its plan's head lock, and its id
     // was looked up under that lock. An id another plan's event already has fails the batch (a
     // duplicate key here, EventIdConflictError above for a known plan), which the worker splits
     // until that event is dead-lettered as unprocessable.
-    await this.insertEvents(m, fresh);
-    await this.recountHeads(m, known);
-    await this.softDeleteLateEvents(m, touched.map((planId) => ({ planId, deletedAt: heads.get(planId)!.deletedAt })));
-
-    const logs = await this.planLogs(m, touched, known, fresh);
-    for (const t of PROJECTION_TABLES) await this.deleteWhereIn(m, t.entity, t.planKey, known);
-    const rebuilt: PlanRows[] = [];
-    for (const planId of touched) {
-      const rows = foldPlan(logs.get(planId) ?? []);
-      if (rows) rebuilt.push(stampDeleted(rows, heads.get(planId)?.deletedAt ?? null));
-    }
-    await this.insertProjection(m, rebuilt);
-    await this.refreshSessions(m, [...new Set(fresh.map((e) => e.sessionId))].sort());
-    return { ...outcome, plans: rebuilt.length };
+    await this.insertEvents(m, fresh, heads);
+    const applier = new PlanApplier(m, this.dialect, heads, now);
+    await applier.applyNew(fresh);
+    await applier.finish();
+    return { ...outcome, ...applier.stats, plans: applier.plans };
   }
 
   /** The plan each of these event ids is stored for (ids not stored are absent). */
@@ -165,138 +197,22 @@ export class PlanEventStore {
     return found;
   }
 
-  /**
-   * Create the plans' head rows, or lock them if they exist (an upsert locks exclusively at once).
-   * A new head is created with its counters from the batch: a plan seen for the first time has
-   * all of its events there. Known plans are recounted once their events are in (recountHeads).
-   */
-  private async upsertHeads(m: EntityManager, events: PlanEvent[]): Promise<void> {
-    const rows = new Map<string, PlanHeadRow>();
-    const now = new Date();
-    for (const e of events) {
-      const head = rows.get(e.planId);
-      if (!head) rows.set(e.planId, { planId: e.planId, sessionId: e.sessionId, version: 0, eventCount: 1, lastSeq: e.seq, updatedAt: now, deletedAt: null });
-      else {
-        head.eventCount++;
-        if (e.seq > head.lastSeq) head.lastSeq = e.seq;
-      }
-    }
-    await this.upsertRows(m, ENTITY.head, 'plan_id', [...rows.values()].sort((a, b) => (a.planId < b.planId ? -1 : 1)));
-  }
-
-  private async upsertSessions(m: EntityManager, fresh: PlanEvent[]): Promise<void> {
-    const sessions = new Map<string, SessionRow>();
-    for (const e of fresh) {
-      const at = new Date(e.occurredAt);
-      const s = sessions.get(e.sessionId);
-      if (!s) sessions.set(e.sessionId, { id: e.sessionId, createdAt: at, updatedAt: at });
-      else if (at < s.createdAt) s.createdAt = at;
-      else if (at > s.updatedAt) s.updatedAt = at;
-    }
-    await this.upsertRows(m, ENTITY.session, 'id', [...sessions.values()].sort((a, b) => (a.id < b.id ? -1 : 1)));
-  }
-
-  /**
-   * Bump each head's version under its lock, then read the heads back. Any writer that touched
-   * these plans before has committed by now, so `version === 1` means this transaction created
-   * the head: the plan's whole log is in the batch.
-   */
-  private async bumpHeads(m: EntityManager, planIds: string[]): Promise<Map<string, HeadState>> {
-    const heads = new Map<string, HeadState>();
-    if (this.dialect === 'postgres') {
-      // structured: TypeORM returns an UPDATE's raw result as [rows, count] otherwise
-      const result = await m.queryRunner!.query(BUMP_HEADS_RETURNING_SQL, [new Date(), pgArrayLiteral(planIds)], true);
-      for (const r of result.records as { plan_id: string; version: number; deleted_at: Date | null }[]) heads.set(r.plan_id, { version: r.version, deletedAt: r.deleted_at });
-      return heads;
-    }
-    for (const part of chunk(planIds, valuesPerInList(this.dialect))) {
-      await bumpHeadsStatement(m, part, new Date()).execute();
-      const rows = await m.getRepository<PlanHeadRow>(ENTITY.head).find({ where: { planId: In(part) }, withDeleted: true });
-      for (const r of rows) heads.set(r.planId, { version: r.version, deletedAt: r.deletedAt });
-    }
-    return heads;
-  }
-
-  /** Event count and last seq of plans seen before, from their stored log (this batch included). */
-  private async recountHeads(m: EntityManager, planIds: string[]): Promise<void> {
-    for (const part of chunk(planIds, valuesPerInList(this.dialect))) await recountHeadsStatement(m, part).execute();
-  }
-
-  /** Events arriving for a plan retention already soft-deleted are stored soft-deleted too. */
-  private async softDeleteLateEvents(m: EntityManager, heads: { planId: string; deletedAt: Date | null }[]): Promise<void> {
-    for (const head of heads) {
-      if (!head.deletedAt) continue;
-      await softDeleteEventsStatement(m, head.planId, head.deletedAt).execute();
-    }
-  }
-
-  /** Each plan's whole log: from the database for plans seen before, from this batch for new ones. */
-  private async planLogs(m: EntityManager, planIds: string[], known: string[], fresh: PlanEvent[]): Promise<Map<string, PlanEvent[]>> {
-    const logs = new Map<string, PlanEvent[]>(planIds.map((id) => [id, []]));
-    const stored = new Set(known);
-    for (const e of fresh) if (!stored.has(e.planId)) logs.get(e.planId)!.push(e);
-    for (const part of chunk(known, valuesPerInList(this.dialect))) {
-      const rows = await m.getRepository<PlanEventRow>(ENTITY.event).find({ where: { planId: In(part) }, withDeleted: true });
-      for (const r of rows) logs.get(r.planId)!.push(fromEventRow(r));
-    }
-    return logs;
-  }
-
-  private async deleteWhereIn(m: EntityManager, entity: string, property: string, ids: string[]): Promise<void> {
-    for (const part of chunk(ids, valuesPerInList(this.dialect))) {
-      await deleteWhereInStatement(m, entity, property, part).execute();
-    }
-  }
-
-  private async insertProjection(m: EntityManager, plans: PlanRows[]): Promise<void> {
-    await this.insertRows(m, ENTITY.plan, plans.map((p) => p.plan));
-    await this.insertRows(m, ENTITY.step, plans.flatMap((p) => p.steps));
-    await this.insertRows(m, ENTITY.handoff, plans.flatMap((p) => p.handoffs));
-    await this.insertRows(m, ENTITY.decision, plans.flatMap((p) => p.decisions));
-    await this.insertRows(m, ENTITY.dag, plans.map((p) => p.dag));
-    await this.insertRows(m, ENTITY.checkpoint, plans.flatMap((p) => p.checkpoints));
-  }
-
-  private async refreshSessions(m: EntityManager, sessionIds: string[]): Promise<void> {
-    for (const part of chunk(sessionIds, valuesPerInList(this.dialect))) {
-      await refreshSessionsStatement(m, part).execute();
-    }
-  }
-
-  private async insertEvents(m: EntityManager, events: PlanEvent[]): Promise<void> {
+  /** Events of a plan retention already soft-deleted are stored soft-deleted too. */
+  private async insertEvents(m: EntityManager, events: PlanEvent[], heads: ReadonlyMap<string, LockedHead>): Promise<void> {
     const recordedAt = new Date();
-    if (this.dialect !== 'postgres') return this.insertRows(m, ENTITY.event, events.map((e) => toEventRow(e, recordedAt, JSON.stringify(e.payload))));
+    const rows = new RowWriter(m, this.dialect);
+    const deleted = (e: PlanEvent) => heads.get(e.planId)!.deletedAt;
+    if (this.dialect !== 'postgres') return rows.insert(ENTITY.event, events.map((e) => toEventRow(e, recordedAt, JSON.stringify(e.payload), deleted(e))));
     // payloads as one JSON array (see unnestInsertStatement's jsonText)
-    return this.unnestRows(m, ENTITY.event, events.map((e) => toEventRow(e, recordedAt, e.payload)), { jsonText: ['payload'] });
+    return rows.insert(ENTITY.event, events.map((e) => toEventRow(e, recordedAt, e.payload, deleted(e))), ['payload']);
   }
+}
 
-  private async insertRows(m: EntityManager, entity: string, rows: object[]): Promise<void> {
-    if (rows.length === 0) return;
-    if (this.dialect === 'postgres') return this.unnestRows(m, entity, rows);
-    const columns = m.connection.getMetadata(entity).columns.length;
-    for (const part of chunk(rows, rowsPerStatement(this.dialect, columns))) {
-      const { sql, params } = insertStatement(m, entity, part);
-      await m.query(sql, params);
-    }
-  }
-
-  /** PostgreSQL: insert (or upsert) through unnest statements (see unnestInsertStatement). */
-  private async unnestRows(m: EntityManager, entity: string, rows: object[], options?: Parameters<typeof unnestInsertStatement>[3]): Promise<void> {
-    for (const part of chunk(rows, UNNEST_ROWS)) {
-      const { sql, params } = unnestInsertStatement(m, entity, part, options);
-      await m.query(sql, params);
-    }
-  }
-
-  /** Insert rows or lock the existing ones (see upsertStatement). */
-  private async upsertRows(m: EntityManager, entity: string, key: string, rows: object[]): Promise<void> {
-    if (rows.length === 0) return;
-    if (this.dialect === 'postgres') return this.unnestRows(m, entity, rows, { upsertKey: key });
-    const columns = m.connection.getMetadata(entity).columns.length;
-    for (const part of chunk(rows, rowsPerStatement(this.dialect, columns))) {
-      await upsertStatement(m, entity, key, part).execute();
-    }
-  }
+/** One head per plan, for the plans seen for the first time (lockHeads keeps the stored ones). */
+function headsOf(events: PlanEvent[], now: Date): PlanHeadRow[] {
+  const heads = new Map<string, PlanHeadRow>();
+  for (const e of events) if (!heads.has(e.planId)) heads.set(e.planId, newHead(e.planId, e.sessionId, now));
+  return [...heads.values()];
 }
 
 function duplicatesOf(events: PlanEvent[], existing: ReadonlyMap<string, string>): string[] {
@@ -310,7 +226,7 @@ function duplicatesOf(events: PlanEvent[], existing: ReadonlyMap<string, string>
 }
 
 /** `payload`: its JSON text, or (PostgreSQL's insert, see insertEvents) the object itself. */
-function toEventRow(e: PlanEvent, recordedAt: Date, payload: string | object): PlanEventRow {
+function toEventRow(e: PlanEvent, recordedAt: Date, payload: string | object, deletedAt: Date | null): PlanEventRow {
   return {
     eventId: e.eventId,
     planId: e.planId,
@@ -321,33 +237,11 @@ function toEventRow(e: PlanEvent, recordedAt: Date, payload: string | object): P
     occurredAt: new Date(e.occurredAt),
     recordedAt,
     payload: payload as string,
-    deletedAt: null,
+    deletedAt,
   };
 }
 
-function fromEventRow(r: PlanEventRow): PlanEvent {
-  return {
-    specVersion: r.specVersion,
-    eventId: r.eventId.toLowerCase(),
-    type: r.type,
-    planId: r.planId,
-    sessionId: r.sessionId,
-    seq: r.seq,
-    occurredAt: new Date(r.occurredAt).toISOString(),
-    payload: JSON.parse(r.payload),
-  } as PlanEvent;
-}
-
-/** Rows rebuilt for a soft-deleted plan stay soft-deleted: a late event does not resurrect it. */
-function stampDeleted(rows: PlanRows, deletedAt: Date | null): PlanRows {
-  if (!deletedAt) return rows;
-  const stamp = <T extends { deletedAt: Date | null }>(r: T): T => ({ ...r, deletedAt });
-  return {
-    plan: stamp(rows.plan),
-    steps: rows.steps.map(stamp),
-    handoffs: rows.handoffs.map(stamp),
-    decisions: rows.decisions.map(stamp),
-    dag: stamp(rows.dag),
-    checkpoints: rows.checkpoints.map(stamp),
-  };
+/** A timestamp parameter: SQL Server would type a bare Date as legacy `datetime`. */
+function instant(dialect: Dialect, value: Date): unknown {
+  return dialect === 'mssql' ? new MssqlParameter(value, 'datetime2', 3) : value;
 }

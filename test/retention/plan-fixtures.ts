@@ -59,7 +59,7 @@ export async function insertPlans(ds: DataSource, specs: PlanSpec[]): Promise<vo
     const session = `sess-${s.id}`;
     const steps = s.steps ?? 3;
     add(ENTITY.session, { id: session, createdAt: created, updatedAt: created });
-    add(ENTITY.head, { planId: s.id, sessionId: session, version: 1, eventCount: steps + 2, lastSeq: steps + 2, updatedAt: s.lastActivity ?? ended ?? created, deletedAt });
+    add(ENTITY.head, { planId: s.id, sessionId: session, version: 1, eventCount: steps + 2, lastSeq: steps + 2, appliedSeq: s.orphan ? null : steps + 2, pendingEvents: s.orphan ? 2 : 0, gapSince: null, updatedAt: s.lastActivity ?? ended ?? created, deletedAt });
     const events = s.orphan ? 2 : steps + 2;
     for (let i = 0; i < events; i++) {
       add(ENTITY.event, { eventId: randomUUID(), planId: s.id, sessionId: session, type: 'step.started', seq: i + 1, specVersion: 1, occurredAt: created, recordedAt: created, payload: '{}', deletedAt });
@@ -79,7 +79,7 @@ export async function insertPlans(ds: DataSource, specs: PlanSpec[]): Promise<vo
         status: 'completed', result: null, error: null, outputContent: 'out', model: 'm', inputTokens: 1, outputTokens: 1, startedAt: created, completedAt: ended, createdAt: created, deletedAt,
       });
     }
-    add(ENTITY.handoff, { id: randomUUID(), planId: s.id, stepId: stepIds[0] ?? null, handoffKey: 'h1', fromAgentId: 'a', toAgentId: 'b', reason: 'r', explanation: null, timestamp: created, deletedAt });
+    add(ENTITY.handoff, { id: randomUUID(), planId: s.id, stepId: stepIds[0] ?? null, stepKey: stepIds[0] ? 's0' : null, handoffKey: 'h1', fromAgentId: 'a', toAgentId: 'b', reason: 'r', explanation: null, timestamp: created, deletedAt });
     add(ENTITY.decision, { id: randomUUID(), planId: s.id, sessionId: session, decision: 'approve', modifiedSteps: null, feedback: null, decidedBy: 'me', decidedAt: created, deletedAt });
     add(ENTITY.dag, { workflowId: s.id, dag: '{"steps":[],"layers":[]}', intent: 'q', createdAt: created, expiresAt: s.dagExpiresAt ?? null, deletedAt });
     for (let i = 0; i < (s.checkpoints ?? 2); i++) {

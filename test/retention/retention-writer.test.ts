@@ -11,6 +11,10 @@ import { DAY, planRows, zero } from './plan-fixtures';
  * Retention against rows written by the real worker store: a late event for a soft-deleted plan
  * stays soft-deleted (the store stamps its rebuild with the head's deleted_at), and a restore
  * brings back everything, the late event's rows included.
+ *
+ * A late event is one whose seq the plan waited for: its later events stayed in the log until
+ * the gap was skipped (applyOverdueGaps, long before any retention age), and the late event, once
+ * it comes, lands behind the watermark and rebuilds the plan from its log.
  */
 describe.each(ALL_TEST_DBS)('retention with the worker store on %s', (kind) => {
   let ds: DataSource;
@@ -26,6 +30,7 @@ describe.each(ALL_TEST_DBS)('retention with the worker store on %s', (kind) => {
     const late = events.filter((e) => e.type === 'handoff.recorded').pop()!;
     const store = new PlanEventStore(ds);
     await store.persist(events.filter((e) => e !== late));
+    expect(await store.applyOverdueGaps(new Date(Date.now() + 60_000))).toEqual({ plans: 1, events: events.length - 1 - late.seq });
     const planId = late.planId;
     // the store stamps plan_heads.updated_at with the wall clock: look 100 days ahead of it
     const now = new Date(Date.now() + 100 * DAY);
@@ -51,6 +56,7 @@ describe.each(ALL_TEST_DBS)('retention with the worker store on %s', (kind) => {
     const lates = runs.map((events) => events.filter((e) => e.type === 'step.started').pop()!);
     const store = new PlanEventStore(ds);
     await store.persist(runs.flatMap((events, i) => events.filter((e) => e !== lates[i])));
+    expect((await store.applyOverdueGaps(new Date(Date.now() + 60_000))).plans).toBe(runs.length);
     const now = new Date(Date.now() + 100 * DAY);
     const writes = Promise.all([0, 1, 2, 3].map((k) => store.persist(lates.filter((_, i) => i % 4 === k))));
     const [report] = await Promise.all([runRetention(ds, retentionPolicy({ batchSize: 3 }), { now }), writes]);

@@ -37,6 +37,14 @@ describe('SQL Server DDL', () => {
     for (const name of constraintNames) expect(name).toMatch(/^(PK|FK|UQ|CK|DF)_[a-z_]+$/);
   });
 
+  it('adds the incremental store columns with a named default, and backfills them', () => {
+    expect(up).toContain('ALTER TABLE "plan_heads" ADD "applied_seq" int NULL, "pending_events" int NOT NULL CONSTRAINT "DF_plan_heads_pending_events" DEFAULT 0, "gap_since" datetime2(3) NULL');
+    expect(up).toContain('ALTER TABLE "plan_handoffs" ADD "step_key" nvarchar(64) NULL');
+    expect(up).toContain('CREATE INDEX "IX_plan_heads_gap" ON "plan_heads" ("gap_since")');
+    expect(up).toContain('UPDATE "plan_heads" SET "applied_seq" = "last_seq" WHERE EXISTS (SELECT 1 FROM "execution_plans" p WHERE p."id" = "plan_heads"."plan_id")');
+    expect(down).toContain('ALTER TABLE "plan_heads" DROP CONSTRAINT "DF_plan_heads_pending_events"');
+  });
+
   it('has a down() that drops every table', () => {
     for (const table of ['plan_events', 'plan_steps', 'execution_plans', 'sessions']) expect(down).toContain(`DROP TABLE "${table}"`);
   });

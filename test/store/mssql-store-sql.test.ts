@@ -1,9 +1,13 @@
 import { DataSource } from 'typeorm';
 import { parseDatabaseUrl } from '../../src/config/database-url';
 import { createDataSource } from '../../src/store/data-source';
-import { ENTITY } from '../../src/store/entities';
-import { bumpHeadsStatement, recountHeadsStatement, refreshSessionsStatement, upsertStatement, insertStatement } from '../../src/store/plan-event-statements';
+import { ENTITY, PlanStepRow } from '../../src/store/entities';
+import { definingCreatedStatement, lockHeadsStatement, logPageStatement, overdueGapsStatement } from '../../src/store/plan-event-statements';
+import { newHead } from '../../src/store/plan-heads';
+import { insertStatement, upsertStatement } from '../../src/store/row-statements';
 import { rowsPerStatement } from '../../src/store/batch-limits';
+
+const step: PlanStepRow = { id: '00000000-0000-5000-8000-000000000000', planId: 'p', stepKey: 'k', stepIndex: 0, agentId: 'a', task: 't', title: null, expectedOutput: null, dependsOn: '[]', status: 'pending', result: null, error: null, outputContent: null, model: null, inputTokens: 0, outputTokens: 0, startedAt: null, completedAt: null, createdAt: new Date(), deletedAt: null };
 
 // No SQL Server here: the event store's statements are rendered on a DataSource that never connects.
 describe('event store SQL on SQL Server', () => {
@@ -14,41 +18,59 @@ describe('event store SQL on SQL Server', () => {
     (ds as unknown as { buildMetadatas(): void }).buildMetadatas();
   });
 
-  // TypeORM leaves out WHEN MATCHED when only the key would be "updated": on SQL Server the MERGE
-  // inserts missing heads; the bump UPDATE that follows takes the lock (before anything is read), and a concurrent insert of
-  // the same key fails with 2627, which the store retries (isDuplicateKeyError).
-  it('upserts heads with a MERGE matching on the primary key', () => {
-    const [sql] = upsertStatement(ds.manager, ENTITY.head, 'plan_id', [
-      { planId: 'p1', sessionId: 's1', version: 0, eventCount: 0, lastSeq: 0, updatedAt: new Date(), deletedAt: null },
-    ]).getQueryAndParameters();
-    expect(sql).toMatch(/^MERGE INTO "plan_heads"/);
-    expect(sql).toContain('ON ("plan_heads"."plan_id" = "mergeIntoSource"."plan_id")');
-    expect(sql).toContain('WHEN NOT MATCHED THEN INSERT');
+  // The MERGE takes the row's exclusive lock at once (WHEN MATCHED updates a column to itself),
+  // HOLDLOCK makes a concurrent insert of the same key wait instead of failing with 2627.
+  it('creates or locks heads with one MERGE that never updates the key', () => {
+    const { sql, params } = upsertStatement(ds.manager, 'mssql', ENTITY.head, [newHead('p1', 's1', new Date()), newHead('p2', 's1', new Date())], { key: 'planId', update: [] });
+    expect(sql).toMatch(/^MERGE INTO "plan_heads" WITH \(HOLDLOCK\) AS t USING \(VALUES \(@0, @1, /);
+    expect(sql).toContain('ON t."plan_id" = s."plan_id" WHEN MATCHED THEN UPDATE SET "session_id" = t."session_id" WHEN NOT MATCHED THEN INSERT ("plan_id", "session_id"');
+    expect(sql).toMatch(/;$/);
+    // NULLs are typed parameters: a bare NULL in a VALUES source is an int, which datetime2 refuses
+    expect(sql).not.toContain('NULL');
+    const columns = ds.getMetadata(ENTITY.head).columns.length;
+    expect(params).toHaveLength(2 * columns);
+    const gapSince = params[ds.getMetadata(ENTITY.head).columns.findIndex((c) => c.propertyName === 'gapSince')] as { type: string; value: unknown };
+    expect(gapSince).toMatchObject({ type: 'datetime2', value: null });
   });
 
-  it('bumps heads and refreshes sessions with correlated subqueries T-SQL accepts', () => {
-    const [bump, params] = bumpHeadsStatement(ds.manager, ['p1', 'p2'], new Date()).getQueryAndParameters();
-    expect(bump).toBe('UPDATE "plan_heads" SET "version" = "version" + 1, "updated_at" = @0 WHERE "plan_id" IN (@1, @2)');
-    expect(params).toHaveLength(3);
-    const [recount] = recountHeadsStatement(ds.manager, ['p1']).getQueryAndParameters();
-    expect(recount).toMatch(/^UPDATE "plan_heads" SET "event_count" = \(SELECT COUNT\(\*\) FROM plan_events e WHERE e\.plan_id = plan_heads\.plan_id\), "last_seq" = \(SELECT MAX\(e\.seq\) FROM plan_events e WHERE e\.plan_id = plan_heads\.plan_id\)/);
-    expect(recount).toContain('WHERE "plan_id" IN (@0)');
-    const [refresh] = refreshSessionsStatement(ds.manager, ['s1']).getQueryAndParameters();
-    expect(refresh).toContain('"created_at" = COALESCE((SELECT MIN(p.created_at) FROM execution_plans p WHERE p.session_id = sessions.id), "created_at")');
+  it('keeps the earliest and latest times of a session with CASE (GREATEST/LEAST need SQL Server 2022)', () => {
+    const { sql } = upsertStatement(ds.manager, 'mssql', ENTITY.session, [{ id: 's1', createdAt: new Date(), updatedAt: new Date() }], { key: 'id', update: [], keep: { createdAt: 'min', updatedAt: 'max' } });
+    expect(sql).toContain(
+      'WHEN MATCHED THEN UPDATE SET "created_at" = CASE WHEN s."created_at" < t."created_at" THEN s."created_at" ELSE t."created_at" END, "updated_at" = CASE WHEN s."updated_at" > t."updated_at" THEN s."updated_at" ELSE t."updated_at" END',
+    );
   });
 
-  it('keeps multi-row inserts under 2,100 parameters and 1,000 rows', () => {
+  it('updates only the columns events change', () => {
+    const { sql } = upsertStatement(ds.manager, 'mssql', ENTITY.step, [step], { key: 'id', update: ['status', 'outputContent'] });
+    expect(sql).toContain('WHEN MATCHED THEN UPDATE SET "status" = s."status", "output_content" = s."output_content" WHEN NOT MATCHED');
+  });
+
+  it('locks and reads heads and logs with statements T-SQL accepts', () => {
+    const [lock, params] = lockHeadsStatement(ds.manager, ['p1', 'p2']).getQueryAndParameters();
+    expect(lock).toBe('UPDATE "plan_heads" SET "deleted_at" = "deleted_at" WHERE "plan_id" IN (@0, @1)');
+    expect(params).toHaveLength(2);
+    const [page] = logPageStatement(ds.manager, 'p1', { after: { seq: 3, eventId: 'e' } }, 1000).getQueryAndParameters();
+    expect(page).toContain('("e"."seq" > @1 OR ("e"."seq" = @1 AND "e"."event_id" > @2))');
+    expect(page).toMatch(/ORDER BY "e"\."seq" ASC, "e"\."event_id" ASC OFFSET 0 ROWS FETCH NEXT 1000 ROWS ONLY$/);
+    const [created] = definingCreatedStatement(ds.manager, 'p1').getQueryAndParameters();
+    expect(created).toMatch(/WHERE "e"\."plan_id" = @0 AND "e"\."type" = @1 ORDER BY "e"\."seq" ASC, "e"\."event_id" ASC OFFSET 0 ROWS FETCH NEXT 1 ROWS ONLY$/);
+    const [overdue] = overdueGapsStatement(ds.manager, new Date(), 100).getQueryAndParameters();
+    expect(overdue).toMatch(/WHERE "h"\."gap_since" <= @0 ORDER BY "h"\."gap_since" ASC OFFSET 0 ROWS FETCH NEXT 100 ROWS ONLY$/);
+  });
+
+  it('keeps multi-row inserts and merges under 2,100 parameters and 1,000 rows', () => {
     const columns = ds.getMetadata(ENTITY.step).columns.length;
     const rows = rowsPerStatement('mssql', columns);
     expect(rows * columns).toBeLessThan(2100);
-    const step = { id: '00000000-0000-5000-8000-000000000000', planId: 'p', stepKey: 'k', stepIndex: 0, agentId: 'a', task: 't', title: null, expectedOutput: null, dependsOn: '[]', status: 'pending', result: null, error: null, outputContent: null, model: null, inputTokens: 0, outputTokens: 0, startedAt: null, completedAt: null, createdAt: new Date(), deletedAt: null };
-    const { sql, params } = insertStatement(ds.manager, ENTITY.step, Array.from({ length: rows }, (_, i) => ({ ...step, stepIndex: i })));
+    const many = Array.from({ length: rows }, (_, i) => ({ ...step, stepIndex: i }));
+    const { sql, params } = insertStatement(ds.manager, ENTITY.step, many);
     expect(params.length).toBeLessThan(2100);
     expect(sql).toMatch(/^INSERT INTO "plan_steps" \("id", "plan_id", /);
     expect(sql).toContain('(@0, @1, @2, @3, @4, @5, NULL, NULL, @6, @7');
     // typed parameters: dates bind as datetime2, not the legacy datetime a bare Date would get
     const created = params.find((p) => (p as { value?: unknown }).value instanceof Date) as { type: string };
     expect(created.type).toBe('datetime2');
+    expect(upsertStatement(ds.manager, 'mssql', ENTITY.step, many, { key: 'id', update: ['status'] }).params.length).toBe(rows * columns);
     expect(rowsPerStatement('mssql', 2)).toBe(1000);
   });
 });

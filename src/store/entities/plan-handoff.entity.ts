@@ -5,6 +5,8 @@ export interface PlanHandoffRow {
   id: string;
   planId: string;
   stepId: string | null;
+  /** The executor's stepId, kept so an edit can re-point the handoff (`step_id` is null while no such step exists). */
+  stepKey: string | null;
   handoffKey: string;
   fromAgentId: string;
   toAgentId: string;
@@ -18,6 +20,7 @@ export const PlanHandoffEntity = defineEntity<PlanHandoffRow>('PlanHandoff', 'pl
   id: uuid('id', { primary: true }),
   planId: ext('plan_id'),
   stepId: uuid('step_id', { nullable: true }),
+  stepKey: ext('step_key', { nullable: true }),
   handoffKey: ext('handoff_key'),
   fromAgentId: str('from_agent_id', 100),
   toAgentId: str('to_agent_id', 100),

@@ -1,15 +1,25 @@
 import { deletedAt, defineEntity, ext, int, ts } from './define-entity';
 
 /**
- * One row per plan that has events, created by its first event. Writers lock it before rebuilding
- * the plan's rows, which serialises concurrent workers on the same plan.
+ * One row per plan that has events, created by its first event. Writers lock it before touching
+ * the plan's rows, which serialises concurrent workers on the same plan. It also holds the plan's
+ * watermark: which of its stored events are applied to its rows (README, "Store").
  */
 export interface PlanHeadRow {
   planId: string;
   sessionId: string;
+  /** Transactions that wrote this plan. */
   version: number;
+  /** Events stored for the plan (applied or not). */
   eventCount: number;
+  /** Highest seq stored. */
   lastSeq: number;
+  /** Every stored event with seq <= appliedSeq is applied to the rows, none above; null until plan.created is. */
+  appliedSeq: number | null;
+  /** Stored events not applied yet: past a gap in seq, or waiting for plan.created. */
+  pendingEvents: number;
+  /** Since when the plan has waited on the missing seq `appliedSeq + 1`; null when nothing waits. */
+  gapSince: Date | null;
   updatedAt: Date;
   deletedAt: Date | null;
 }
@@ -20,6 +30,9 @@ export const PlanHeadEntity = defineEntity<PlanHeadRow>('PlanHead', 'plan_heads'
   version: int('version'),
   eventCount: int('event_count'),
   lastSeq: int('last_seq'),
+  appliedSeq: int('applied_seq', true),
+  pendingEvents: int('pending_events'),
+  gapSince: ts('gap_since', true),
   updatedAt: ts('updated_at'),
   deletedAt,
 });

@@ -1,0 +1,228 @@
+import type { EntityManager } from 'typeorm';
+import type { PlanEvent } from '../contracts';
+import type { Dialect } from './dialect';
+import type { PlanHeadRow } from './entities';
+import { LockedHead, writeHeads } from './plan-heads';
+import { PlanReader } from './plan-reader';
+import { PlanWrites } from './plan-writes';
+import { canonicalOrder, definingCreated, SeqRun } from './projection/event-order';
+import { CreatedEvent, PlanProjection } from './projection/plan-projection';
+import { RowWriter } from './row-writer';
+
+/**
+ * What a plan's new events call for, given its head (README, "Store"):
+ * - `wait`: none can apply yet (a gap before them, or no plan.created so far); they stay in the log;
+ * - `apply`: apply them to the plan's rows as they are, reading nothing of its log;
+ * - `apply-with-log`: they fill the gap other stored events wait behind: apply those too, read
+ *   from the log in order, up to the next gap;
+ * - `rebuild`: one lands at or below the watermark (a seq used twice, or an event that arrives
+ *   after its gap was skipped): rebuild the plan from its whole log.
+ * `events` are the plan's new events in canonical order.
+ */
+export type PlanAction = 'wait' | 'apply' | 'apply-with-log' | 'rebuild';
+
+export function actionFor(head: Pick<PlanHeadRow, 'appliedSeq' | 'pendingEvents'>, events: readonly PlanEvent[]): PlanAction {
+  const next = head.pendingEvents > 0 ? 'apply-with-log' : 'apply';
+  if (head.appliedSeq === null) return definingCreated(events) ? next : 'wait';
+  if (events[0].seq <= head.appliedSeq) return 'rebuild';
+  return events[0].seq === head.appliedSeq + 1 ? next : 'wait';
+}
+
+export interface ApplyStats {
+  /** Events applied to their plan's rows without a rebuild. */
+  applied: number;
+  /** Plans rebuilt from their whole log. */
+  rebuilt: number;
+  /** Plans that started waiting on a gap. */
+  gapWaits: number;
+  /** Plans whose overdue gap was skipped. */
+  gapsSkipped: number;
+}
+
+/**
+ * Applies one transaction's new events to the rows of their plans, whose heads the transaction
+ * holds locked: collects the rows to write (PlanWrites) and each plan's new head, then writes
+ * them all in `finish()`. Plans are handled in groups: those needing no log read share one read
+ * and one write per table.
+ */
+export class PlanApplier {
+  readonly stats: ApplyStats = { applied: 0, rebuilt: 0, gapWaits: 0, gapsSkipped: 0 };
+  private readonly writes = new PlanWrites();
+  private readonly reader: PlanReader;
+  private readonly nextHeads = new Map<string, PlanHeadRow>();
+
+  constructor(
+    private readonly m: EntityManager,
+    private readonly dialect: Dialect,
+    private readonly heads: ReadonlyMap<string, LockedHead>,
+    private readonly now: Date,
+  ) {
+    this.reader = new PlanReader(m, dialect);
+  }
+
+  /** Plans whose rows this transaction writes. */
+  get plans(): number {
+    return this.writes.plans;
+  }
+
+  /** New events (stored already, none a duplicate), of plans whose heads are locked. */
+  async applyNew(fresh: PlanEvent[]): Promise<void> {
+    const direct: Array<{ head: LockedHead; events: PlanEvent[] }> = [];
+    const viaLog: Array<{ head: LockedHead; events: PlanEvent[] }> = [];
+    const rebuild: LockedHead[] = [];
+    for (const [planId, events] of byPlan(fresh)) {
+      const head = this.heads.get(planId)!;
+      const action = actionFor(head, events);
+      const stored = { eventCount: head.eventCount + events.length, lastSeq: Math.max(head.lastSeq, events[events.length - 1].seq) };
+      this.setHead(head, { ...stored, pending: head.pendingEvents + events.length });
+      if (action === 'apply') direct.push({ head, events });
+      else if (action === 'apply-with-log') viaLog.push({ head, events });
+      else if (action === 'rebuild') rebuild.push(head);
+    }
+    for (const head of await this.applyDirect(direct)) rebuild.push(head);
+    for (const { head } of viaLog) if (!(await this.applyFromLog(head))) rebuild.push(head);
+    for (const head of rebuild) await this.rebuild(head);
+  }
+
+  /**
+   * Plans whose events apply as they came: new plans start from their plan.created, stored ones
+   * from their rows. Returns the stored plans found without rows (rebuilt instead).
+   */
+  private async applyDirect(items: Array<{ head: LockedHead; events: PlanEvent[] }>): Promise<LockedHead[]> {
+    const stored = items.filter((i) => i.head.appliedSeq !== null);
+    const rows = stored.length > 0 ? await this.reader.plans(stored.map((i) => i.head.planId)) : new Map();
+    const missing: LockedHead[] = [];
+    const resumed: Array<{ head: LockedHead; run: SeqRun; projection: PlanProjection; events: PlanEvent[] }> = [];
+    for (const { head, events } of items) {
+      if (head.appliedSeq === null) {
+        const created = definingCreated(events)!;
+        const run = new SeqRun(created.seq);
+        const take = events.filter((e) => run.admits(e.seq));
+        const projection = PlanProjection.create(created);
+        for (const e of take) if (e !== created) projection.apply(e);
+        this.done(head, projection, take.length, run.watermark);
+        continue;
+      }
+      const row = rows.get(head.planId);
+      if (!row) {
+        missing.push(head);
+        continue;
+      }
+      const run = new SeqRun(head.appliedSeq);
+      resumed.push({ head, run, projection: PlanProjection.resume(row), events: events.filter((e) => run.admits(e.seq)) });
+    }
+    await this.reader.provide(resumed);
+    for (const { head, run, projection, events } of resumed) {
+      for (const e of events) projection.apply(e);
+      this.done(head, projection, events.length, run.watermark);
+    }
+    return missing;
+  }
+
+  /** New events fill the gap stored ones wait behind: apply them all in order from the log. False: the plan has no rows. */
+  private async applyFromLog(head: LockedHead, skipGaps = false): Promise<boolean> {
+    let projection: PlanProjection;
+    let created: CreatedEvent | undefined;
+    let run: SeqRun;
+    if (head.appliedSeq === null) {
+      created = await this.definingCreated(head.planId);
+      projection = PlanProjection.create(created);
+      run = new SeqRun(created.seq, skipGaps);
+    } else {
+      const row = (await this.reader.plans([head.planId])).get(head.planId);
+      if (!row) return false;
+      projection = PlanProjection.resume(row);
+      run = new SeqRun(head.appliedSeq, skipGaps);
+    }
+    const applied = await this.replay(projection, run, created, head.appliedSeq ?? undefined);
+    this.done(head, projection, applied, run.watermark);
+    return true;
+  }
+
+  /** Rebuild a plan from its whole log: its rows become the fold of every stored event up to its watermark and any run after it. */
+  async rebuild(head: LockedHead): Promise<void> {
+    const created = await this.definingCreated(head.planId);
+    const run = new SeqRun(head.appliedSeq ?? created.seq);
+    const projection = PlanProjection.create(created);
+    const applied = await this.replay(projection, run, created);
+    this.writes.addRebuilt(projection.rows(), head.deletedAt);
+    this.stats.rebuilt++;
+    const next = this.nextHeads.get(head.planId) ?? head;
+    this.setHead(head, { eventCount: next.eventCount, lastSeq: next.lastSeq, pending: next.eventCount - applied, applied: run.watermark });
+  }
+
+  /** Apply the waiting events of a plan whose gap waited too long, as if no seq were missing. */
+  async skipGap(head: LockedHead): Promise<void> {
+    this.setHead(head, { eventCount: head.eventCount, lastSeq: head.lastSeq, pending: head.pendingEvents });
+    if (await this.applyFromLog(head, true)) this.stats.gapsSkipped++;
+  }
+
+  /**
+   * Feed the plan's stored events (all, or those above `aboveSeq`) to the projection in canonical
+   * order while the run admits them, a page at a time; returns how many it admitted.
+   */
+  private async replay(projection: PlanProjection, run: SeqRun, created: CreatedEvent | undefined, aboveSeq?: number): Promise<number> {
+    let admitted = 0;
+    let gap = false;
+    for await (const page of this.reader.log(projection.plan.id, aboveSeq)) {
+      const take: PlanEvent[] = [];
+      for (const e of page) {
+        if (!run.admits(e.seq)) {
+          gap = true;
+          break;
+        }
+        if (e.eventId !== created?.eventId) take.push(e);
+        admitted++;
+      }
+      await this.reader.provide([{ projection, events: take }]);
+      for (const e of take) projection.apply(e);
+      if (gap) break;
+    }
+    return admitted;
+  }
+
+  private async definingCreated(planId: string): Promise<CreatedEvent> {
+    const created = await this.reader.definingCreated(planId);
+    if (created?.type !== 'plan.created') throw new Error(`plan ${planId}: its head says rows exist, but its log has no plan.created`);
+    return created;
+  }
+
+  /** Record what applying `admitted` more events to a plan changed. */
+  private done(head: LockedHead, projection: PlanProjection, admitted: number, watermark: number): void {
+    this.writes.add(projection.changes(), head.deletedAt);
+    this.stats.applied += admitted;
+    const next = this.nextHeads.get(head.planId)!;
+    this.setHead(head, { eventCount: next.eventCount, lastSeq: next.lastSeq, pending: next.pendingEvents - admitted, applied: watermark });
+  }
+
+  private setHead(head: LockedHead, s: { eventCount: number; lastSeq: number; pending: number; applied?: number }): void {
+    const applied = s.applied ?? head.appliedSeq;
+    // the wait starts when the watermark stops moving with events left behind it
+    const waiting = s.pending > 0 && applied !== null;
+    const gapSince = waiting ? (applied === head.appliedSeq && head.gapSince ? head.gapSince : this.now) : null;
+    const { isNew: _isNew, ...row } = head;
+    this.nextHeads.set(head.planId, { ...row, eventCount: s.eventCount, lastSeq: s.lastSeq, appliedSeq: applied, pendingEvents: s.pending, gapSince, updatedAt: this.now });
+  }
+
+  /** Write every collected row, then the heads. */
+  async finish(): Promise<void> {
+    for (const [planId, next] of this.nextHeads) {
+      const before = this.heads.get(planId)!;
+      if (next.gapSince && next.gapSince !== before.gapSince) this.stats.gapWaits++;
+    }
+    await this.writes.write(new RowWriter(this.m, this.dialect));
+    await writeHeads(this.m, this.dialect, [...this.nextHeads.values()].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0)));
+  }
+}
+
+/** Events grouped by plan, each group in canonical order, plans in key order. */
+function byPlan(events: PlanEvent[]): Map<string, PlanEvent[]> {
+  const groups = new Map<string, PlanEvent[]>();
+  for (const e of events) {
+    const list = groups.get(e.planId);
+    if (list) list.push(e);
+    else groups.set(e.planId, [e]);
+  }
+  for (const list of groups.values()) list.sort(canonicalOrder);
+  return new Map([...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}

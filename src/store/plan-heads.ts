@@ -1,0 +1,82 @@
+import { EntityManager, In } from 'typeorm';
+import { chunk, valuesPerInList } from './batch-limits';
+import type { Dialect } from './dialect';
+import { ENTITY, PlanHeadRow } from './entities';
+import { pgArrayLiteral } from './postgres-array';
+import { lockHeadsStatement } from './plan-event-statements';
+import { unnestInsertStatement } from './row-statements';
+import { RowWriter } from './row-writer';
+
+/** A plan head under this transaction's lock; `version` is already the one this transaction writes. */
+export interface LockedHead extends PlanHeadRow {
+  /** This transaction created the head: none of the plan's events was stored before. */
+  isNew: boolean;
+}
+
+/** The head of a plan seen for the first time. */
+export function newHead(planId: string, sessionId: string, now: Date): PlanHeadRow {
+  return { planId, sessionId, version: 0, eventCount: 0, lastSeq: -1, appliedSeq: null, pendingEvents: 0, gapSince: null, updatedAt: now, deletedAt: null };
+}
+
+/**
+ * Create the missing heads and lock every one, in key order, then read them. Every lock is
+ * exclusive from the start (no shared-to-exclusive upgrade to deadlock on), and every writer takes
+ * them before reading anything of the plans, so what it reads next is what earlier writers committed.
+ */
+export async function lockHeads(m: EntityManager, dialect: Dialect, rows: PlanHeadRow[]): Promise<Map<string, LockedHead>> {
+  const sorted = [...rows].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0));
+  const ids = sorted.map((r) => r.planId);
+  const heads = new Map<string, LockedHead>();
+  if (dialect === 'postgres') {
+    // ON CONFLICT DO UPDATE ... WHERE false locks the stored rows without writing them (a write
+    // here would only be overwritten by writeHeads); RETURNING names the rows it inserted.
+    const { sql, params } = unnestInsertStatement(m, ENTITY.head, sorted.map((r) => ({ ...r, version: 1 })));
+    const inserted: { plan_id: string }[] = await m.query(`${sql} ON CONFLICT (plan_id) DO UPDATE SET version = plan_heads.version WHERE false RETURNING plan_id`, params);
+    const created = new Set(inserted.map((r) => r.plan_id));
+    for (const r of await m.query(`SELECT * FROM plan_heads WHERE plan_id = ANY($1::varchar[])`, [pgArrayLiteral(ids)])) {
+      const head = fromRaw(r);
+      // the version this transaction writes (writeHeads), as the bump gives it elsewhere
+      heads.set(r.plan_id, { ...head, version: created.has(r.plan_id) ? 1 : head.version + 1, isNew: created.has(r.plan_id) });
+    }
+    return heads;
+  }
+  await new RowWriter(m, dialect).upsert(ENTITY.head, sorted, { key: 'planId', update: [] });
+  for (const part of chunk(ids, valuesPerInList(dialect))) {
+    // the bump makes version 1 mean "created by this transaction"
+    await m.createQueryBuilder().update(ENTITY.head).set({ version: () => 'version + 1' }).where({ planId: In(part) }).callListeners(false).execute();
+    for (const r of await m.getRepository<PlanHeadRow>(ENTITY.head).find({ where: { planId: In(part) }, withDeleted: true })) heads.set(r.planId, { ...r, isNew: r.version === 1 });
+  }
+  return heads;
+}
+
+/** Lock and read the heads of stored plans (absent ones are missing from the map). */
+export async function lockStoredHeads(m: EntityManager, dialect: Dialect, planIds: string[]): Promise<Map<string, LockedHead>> {
+  const heads = new Map<string, LockedHead>();
+  const ids = [...planIds].sort();
+  for (const part of chunk(ids, valuesPerInList(dialect))) {
+    await lockHeadsStatement(m, part).execute();
+    for (const r of await m.getRepository<PlanHeadRow>(ENTITY.head).find({ where: { planId: In(part) }, withDeleted: true })) heads.set(r.planId, { ...r, version: r.version + 1, isNew: false });
+  }
+  return heads;
+}
+
+/** Write the heads' new state (they are locked by this transaction). */
+export async function writeHeads(m: EntityManager, dialect: Dialect, heads: PlanHeadRow[]): Promise<void> {
+  const update = ['version', 'eventCount', 'lastSeq', 'appliedSeq', 'pendingEvents', 'gapSince', 'updatedAt'] as const;
+  await new RowWriter(m, dialect).update(ENTITY.head, heads, 'planId', update);
+}
+
+function fromRaw(r: Record<string, unknown>): PlanHeadRow {
+  return {
+    planId: r.plan_id as string,
+    sessionId: r.session_id as string,
+    version: r.version as number,
+    eventCount: r.event_count as number,
+    lastSeq: r.last_seq as number,
+    appliedSeq: r.applied_seq as number | null,
+    pendingEvents: r.pending_events as number,
+    gapSince: r.gap_since as Date | null,
+    updatedAt: r.updated_at as Date,
+    deletedAt: r.deleted_at as Date | null,
+  };
+}
