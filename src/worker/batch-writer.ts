@@ -15,6 +15,17 @@ export interface JobWriteOutcome {
   refused: { event: PlanEvent; error: unknown }[];
 }
 
+/** One job's outcome from its parts, written in several transaction lanes. */
+export function mergeOutcomes(parts: JobWriteOutcome[]): JobWriteOutcome {
+  const out: JobWriteOutcome = { inserted: 0, duplicates: 0, refused: [] };
+  for (const p of parts) {
+    out.inserted += p.inserted;
+    out.duplicates += p.duplicates;
+    for (const r of p.refused) out.refused.push(r);
+  }
+  return out;
+}
+
 /** The part of PlanEventStore the writer needs; tests may substitute a failing one. */
 export interface EventPersister {
   persist(events: PlanEvent[]): Promise<PersistOutcome>;

@@ -14,10 +14,11 @@ import type { Logger } from '../shared/logger';
 import { assertSchema, openDataSource } from '../store/data-source';
 import { PlanEventStore } from '../store/plan-event-store';
 import { BackoffPolicy, DEFAULT_BACKOFF, withTimeout } from './backoff';
-import { BatchWriter, EventPersister, JobWriteOutcome } from './batch-writer';
+import { BatchWriter, EventPersister, JobWriteOutcome, mergeOutcomes } from './batch-writer';
 import { DatabaseGate } from './database-gate';
 import { createJobProcessor } from './job-processor';
 import { MicroBatcher } from './micro-batcher';
+import { planLane } from './plan-lane';
 import { AdaptiveConcurrency } from './adaptive-concurrency';
 import { EventsWorker } from './events-worker';
 import { DEFAULT_WORKER_CONFIG, WorkerConfig } from './worker-config';
@@ -184,7 +185,10 @@ function buildPipeline(parts: Parts, flushConcurrency: number) {
     maxEvents: settings.batchSize,
     maxWaitMs: settings.batchWaitMs,
     maxEntries: () => concurrency.concurrency,
-    maxConcurrentFlushes: flushConcurrency,
+    // one plan, one lane: a plan's events never wait on each other's plan_heads lock in this process
+    lanes: flushConcurrency,
+    laneOf: (event) => planLane(event.planId),
+    merge: mergeOutcomes,
     write: writer.write,
   });
   const deadLetters = parts.opened.closable(new DeadLetterWriter(parts.connection, options.config.queuePrefix));

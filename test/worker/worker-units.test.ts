@@ -74,7 +74,7 @@ describe('MicroBatcher', () => {
       maxEvents: 10,
       maxWaitMs: 30,
       maxEntries: 100,
-      maxConcurrentFlushes: 1,
+      lanes: 1,
       write: async (entries) => {
         batches.push(entries.map((e) => e.events.length));
         return entries.map((e) => ({ ok: true as const, value: e.events.reduce((a, b) => a + b, 0) }));
@@ -110,7 +110,7 @@ describe('MicroBatcher', () => {
     let most = 0;
     const sizes: number[] = [];
     const batcher = new MicroBatcher<number, number>({
-      maxEvents: 1000, maxWaitMs: 0, maxEntries: 1000, maxConcurrentFlushes: 1,
+      maxEvents: 1000, maxWaitMs: 0, maxEntries: 1000, lanes: 1,
       write: async (entries) => {
         most = Math.max(most, ++running);
         sizes.push(entries.length);
@@ -132,12 +132,58 @@ describe('MicroBatcher', () => {
 
   it('rejects only the jobs whose part of the write failed', async () => {
     const batcher = new MicroBatcher<number, number>({
-      maxEvents: 100, maxWaitMs: 5, maxEntries: 100, maxConcurrentFlushes: 1,
+      maxEvents: 100, maxWaitMs: 5, maxEntries: 100, lanes: 1,
       write: async (entries) => entries.map((e) => (e.key === 'bad' ? { ok: false as const, error: new Error('nope') } : { ok: true as const, value: 1 })),
     });
     const [good, bad] = await Promise.allSettled([batcher.submit('good', [1]), batcher.submit('bad', [1])]);
     expect(good).toEqual({ status: 'fulfilled', value: 1 });
     expect(bad).toMatchObject({ status: 'rejected', reason: new Error('nope') });
+  });
+
+  it('writes a plan in one lane at a time, other plans in parallel lanes, and merges a job split across lanes', async () => {
+    type Ev = { plan: string; n: number };
+    const writing = new Set<string>();
+    let overlap = 0;
+    let parallel = 0;
+    let running = 0;
+    const batcher = new MicroBatcher<Ev, number>({
+      maxEvents: 4, maxWaitMs: 0, maxEntries: 1000, lanes: 3,
+      laneOf: (e) => Number(e.plan.slice(1)),
+      merge: (parts) => parts.reduce((a, b) => a + b, 0),
+      write: async (entries) => {
+        const plans = new Set(entries.flatMap((e) => e.events.map((ev) => ev.plan)));
+        for (const p of plans) if (writing.has(p)) overlap++;
+        for (const p of plans) writing.add(p);
+        parallel = Math.max(parallel, ++running);
+        await new Promise((r) => setTimeout(r, 5));
+        running--;
+        for (const p of plans) writing.delete(p);
+        return entries.map((e) => ({ ok: true as const, value: e.events.reduce((a, ev) => a + ev.n, 0) }));
+      },
+    });
+    const jobs = Array.from({ length: 30 }, (_, j) => batcher.submit(`j${j}`, [0, 1, 2, 3, 4, 5].map((p) => ({ plan: `p${p}`, n: j }))));
+    const results = await Promise.all(jobs);
+    expect(results).toEqual(Array.from({ length: 30 }, (_, j) => 6 * j));
+    expect(overlap).toBe(0);
+    expect(parallel).toBeGreaterThan(1);
+    expect(batcher.size).toBe(0);
+  });
+
+  it('settles a job split across lanes only when every part has, failing it if one part failed', async () => {
+    let lane1Done = false;
+    const batcher = new MicroBatcher<number, number>({
+      maxEvents: 100, maxWaitMs: 0, maxEntries: 100, lanes: 2,
+      laneOf: (e) => e,
+      merge: (parts) => parts.reduce((a, b) => a + b, 0),
+      write: async (entries) => {
+        if (entries[0].events[0] === 0) return entries.map(() => ({ ok: false as const, error: new Error('lane 0 failed') }));
+        await new Promise((r) => setTimeout(r, 20));
+        lane1Done = true;
+        return entries.map(() => ({ ok: true as const, value: 1 }));
+      },
+    });
+    await expect(batcher.submit('j', [0, 1])).rejects.toThrow('lane 0 failed');
+    expect(lane1Done).toBe(true);
   });
 
   it('drain() flushes at once and waits for writes in flight', async () => {
