@@ -31,6 +31,11 @@ export class WorkerMetrics {
   readonly commitSeconds: Histogram<never>;
   readonly batchEvents: Histogram<never>;
   readonly databaseUp: Gauge<never>;
+  readonly eventsApplied: Counter<never>;
+  readonly planRebuilds: Counter<never>;
+  readonly gapWaits: Counter<never>;
+  readonly gapsSkipped: Counter<never>;
+  readonly plansWaitingOnGap: Gauge<never>;
   private queueProbe: QueueProbe | undefined;
   private readonly now: () => number;
 
@@ -57,6 +62,12 @@ export class WorkerMetrics {
     });
     this.databaseUp = new Gauge({ name: 'plan_ledger_database_up', help: '1 while the worker considers the database reachable', registers });
     this.databaseUp.set(1);
+    // the store (README, "Store"): incremental applies, rare rebuilds, gaps in a plan's seq
+    this.eventsApplied = new Counter({ name: 'plan_ledger_events_applied_total', help: "Events applied to their plan's rows without reading the plan's log", registers });
+    this.planRebuilds = new Counter({ name: 'plan_ledger_plan_rebuilds_total', help: 'Plans rebuilt from their whole event log (an event landed behind the plan watermark: a seq used twice, or an event after its gap was skipped)', registers });
+    this.gapWaits = new Counter({ name: 'plan_ledger_gap_waits_total', help: 'Times a plan started waiting on a missing seq, its later events kept in the log', registers });
+    this.gapsSkipped = new Counter({ name: 'plan_ledger_gaps_skipped_total', help: 'Plans whose missing seq was waited for longer than WORKER_GAP_TIMEOUT_MS: their waiting events were applied past the gap', registers });
+    this.plansWaitingOnGap = new Gauge({ name: 'plan_ledger_plans_waiting_on_gap', help: 'Plans waiting on a missing seq now (read by the gap sweeper)', registers });
     const self = this;
     new Gauge({
       name: 'plan_ledger_queue_jobs',

@@ -78,8 +78,12 @@ export class BatchWriter {
     const { metrics } = this.deps;
     metrics.commitSeconds.observe(durationMs / 1000);
     metrics.batchEvents.observe(events.length);
+    metrics.eventsApplied.inc(outcome.applied);
+    metrics.planRebuilds.inc(outcome.rebuilt);
+    metrics.gapWaits.inc(outcome.gapWaits);
+    const { applied, rebuilt, gapWaits } = outcome;
     this.deps.logger.info(
-      { jobIds: entries.map((e) => e.key), events: events.length, inserted: outcome.inserted, duplicates: events.length - outcome.inserted, plans: outcome.plans, durationMs },
+      { jobIds: entries.map((e) => e.key), events: events.length, inserted: outcome.inserted, duplicates: events.length - outcome.inserted, plans: outcome.plans, applied, rebuilt, gapWaits, durationMs },
       'batch committed',
     );
     this.deps.onCommit({ events: events.length, inserted: outcome.inserted, duplicates: events.length - outcome.inserted, durationMs });

@@ -16,6 +16,7 @@ import { PlanEventStore } from '../store/plan-event-store';
 import { BackoffPolicy, DEFAULT_BACKOFF, withTimeout } from './backoff';
 import { BatchWriter, EventPersister, JobWriteOutcome, mergeOutcomes } from './batch-writer';
 import { DatabaseGate } from './database-gate';
+import { GapSweeper } from './gap-sweeper';
 import { createJobProcessor } from './job-processor';
 import { MicroBatcher } from './micro-batcher';
 import { planLane } from './plan-lane';
@@ -128,7 +129,7 @@ async function assemble(options: StartWorkerOptions, settings: WorkerConfig, con
     getJobCounts: (...types) => eventsQueue.getJobCounts(...(types as never[])),
     oldestWaitingTimestamp: async () => (await eventsQueue.getWaiting(0, 0))[0]?.timestamp,
   });
-  const { gate, batcher, processor, concurrency, writeDeadLetters } = buildPipeline(parts, flushConcurrency);
+  const { gate, batcher, processor, concurrency, writeDeadLetters, sweeper } = buildPipeline(parts, flushConcurrency);
   const worker = (parts.worker = createEventsWorker(parts, processor, concurrency.concurrency));
   wireWorkerEvents(worker, parts.state, logger, writeDeadLetters, config.queuePrefix);
   void worker.run().catch((err) => logger.error({ err }, 'worker stopped with an error'));
@@ -136,7 +137,7 @@ async function assemble(options: StartWorkerOptions, settings: WorkerConfig, con
   const readiness = () => readinessOf(parts, gate);
   const health = await startHealth(parts, readiness);
   logger.info(
-    { queue: EVENTS_QUEUE, prefix: config.queuePrefix, concurrency: settings.concurrency, maxEventsInFlight: settings.maxEventsInFlight, batchSize: settings.batchSize, batchWaitMs: settings.batchWaitMs, transactions: flushConcurrency, retryBudgetMs: settings.retryBudgetMs, healthPort: health?.port ?? null },
+    { queue: EVENTS_QUEUE, prefix: config.queuePrefix, concurrency: settings.concurrency, maxEventsInFlight: settings.maxEventsInFlight, batchSize: settings.batchSize, batchWaitMs: settings.batchWaitMs, transactions: flushConcurrency, retryBudgetMs: settings.retryBudgetMs, gapTimeoutMs: settings.gapTimeoutMs, healthPort: health?.port ?? null },
     'worker started',
   );
   let closed: Promise<{ clean: boolean }> | undefined;
@@ -147,7 +148,7 @@ async function assemble(options: StartWorkerOptions, settings: WorkerConfig, con
     readiness,
     idle: (timeoutMs = 60_000) => waitIdle(eventsQueue, batcher, timeoutMs),
     close: (deadlineMs = settings.shutdownTimeoutMs) =>
-      (closed ??= shutdown({ worker, batcher, gate, health, opened, closing: parts.closing, logger, deadlineMs })),
+      (closed ??= shutdown({ worker, batcher, gate, sweeper, health, opened, closing: parts.closing, logger, deadlineMs })),
   };
 }
 
@@ -167,8 +168,9 @@ function buildPipeline(parts: Parts, flushConcurrency: number) {
     },
     logger,
   });
+  const store = new PlanEventStore(parts.ds, logger);
   const writer = new BatchWriter({
-    store: options.store ?? new PlanEventStore(parts.ds, logger),
+    store: options.store ?? store,
     metrics,
     logger,
     onTransientError: (err) => gate.reportFailure(err),
@@ -213,7 +215,9 @@ function buildPipeline(parts: Parts, flushConcurrency: number) {
     closing: closing.signal,
     onJobStart: (events) => concurrency.observe(events),
   });
-  return { gate, batcher, processor, concurrency, writeDeadLetters };
+  const sweeper = new GapSweeper({ store, timeoutMs: settings.gapTimeoutMs, metrics, logger, databaseUp: () => gate.isUp });
+  sweeper.start();
+  return { gate, batcher, processor, concurrency, writeDeadLetters, sweeper };
 }
 
 function createEventsWorker(parts: Parts, processor: ReturnType<typeof createJobProcessor>, concurrency: number): EventsWorker {

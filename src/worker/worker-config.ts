@@ -54,6 +54,14 @@ export interface WorkerConfig {
    */
   heapGrowingPercent: number;
   /**
+   * WORKER_GAP_TIMEOUT_MS: how long a plan waits for a missing seq (an event lost upstream,
+   * dead-lettered, or never published) before its later events are applied past the gap; should
+   * the missing event come after all, the plan is rebuilt from its log. Out-of-order commits fill
+   * gaps within milliseconds; keep this above the longest retry wait (30 s). 0 = wait forever.
+   * @defaultValue 60000
+   */
+  gapTimeoutMs: number;
+  /**
    * WORKER_LOCK_MS: BullMQ lock duration; a crashed worker's jobs are redelivered after about this
    * long. Flush wait + commit time must stay far below it. @defaultValue 30000
    */
@@ -73,6 +81,7 @@ export const DEFAULT_WORKER_CONFIG: Readonly<WorkerConfig> = Object.freeze({
   shutdownTimeoutMs: 8000,
   lockDurationMs: 30_000,
   heapGrowingPercent: 50,
+  gapTimeoutMs: 60_000,
 });
 
 /** Every environment variable the worker reads, for `--help`. */
@@ -88,6 +97,7 @@ export const WORKER_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['READY_STALL_SECONDS', '/readyz fails when jobs wait and nothing committed this long (default 60)'],
   ['SHUTDOWN_TIMEOUT_MS', 'SIGTERM/SIGINT deadline before in-flight jobs are abandoned (default 8000)'],
   ['WORKER_LOCK_MS', 'BullMQ job lock; a crashed worker\'s jobs come back after it (default 30000)'],
+  ['WORKER_GAP_TIMEOUT_MS', 'a plan waits this long for a missing seq, then applies its later events past it; 0 = forever (default 60000)'],
   ['WORKER_HEAP_GROWING_PERCENT', 'V8 heap growth past the live set, lower = less RSS; 0 = V8 default (default 50)'],
 ];
 
@@ -122,6 +132,7 @@ export function loadWorkerConfig(env: Env = process.env): Readonly<WorkerConfig>
     shutdownTimeoutMs: num('SHUTDOWN_TIMEOUT_MS', d.shutdownTimeoutMs, 100, 3_600_000),
     lockDurationMs: num('WORKER_LOCK_MS', d.lockDurationMs, 1_000, 3_600_000),
     heapGrowingPercent: num('WORKER_HEAP_GROWING_PERCENT', d.heapGrowingPercent, 0, 1_000),
+    gapTimeoutMs: num('WORKER_GAP_TIMEOUT_MS', d.gapTimeoutMs, 0, 7 * 24 * 3_600_000),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -10,6 +10,7 @@ import type { JobWriteOutcome } from './batch-writer';
 import type { DatabaseGate } from './database-gate';
 import type { EventsWorker } from './events-worker';
 import type { WorkerJobData } from './job-processor';
+import type { GapSweeper } from './gap-sweeper';
 import type { MicroBatcher } from './micro-batcher';
 import type { Opened } from './opened-resources';
 import type { WorkerState } from './worker-state';
@@ -54,6 +55,7 @@ export interface ShutdownParts {
   worker: EventsWorker;
   batcher: MicroBatcher<PlanEvent, JobWriteOutcome>;
   gate: DatabaseGate;
+  sweeper: GapSweeper;
   health: HealthServer | undefined;
   opened: Opened;
   closing: AbortController;
@@ -75,6 +77,7 @@ export async function shutdown(p: ShutdownParts): Promise<{ clean: boolean }> {
     await withTimeout(p.worker.abandonInFlight(), 1_000, 'abandon').catch(() => undefined);
   }
   p.gate.stop();
+  await withTimeout(p.sweeper.stop(), 1_000, 'sweeper').catch(() => undefined);
   const left = Math.max(500, p.deadlineMs - (Date.now() - started));
   await withTimeout(Promise.all([p.health?.close(), p.opened.closeAll(clean)]), left, 'close').catch(() => undefined);
   p.logger.info({ clean, durationMs: Date.now() - started }, 'worker closed');

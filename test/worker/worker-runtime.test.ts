@@ -114,7 +114,32 @@ describe('worker: health, readiness, metrics and shutdown (sqlite)', () => {
     expect(metrics).toMatch(/^plan_ledger_queue_oldest_waiting_age_seconds 0/m);
     expect(metrics).toMatch(/^plan_ledger_worker_process_resident_memory_bytes \d+/m);
     expect(metrics).toContain('# TYPE plan_ledger_events_dead_lettered_total counter');
+    expect(metrics).toMatch(/^plan_ledger_events_applied_total [1-9]\d*/m);
+    expect(metrics).toMatch(/^plan_ledger_plan_rebuilds_total 0/m);
+    expect(metrics).toContain('# TYPE plan_ledger_gap_waits_total counter');
+    expect(metrics).toContain('# TYPE plan_ledger_gaps_skipped_total counter');
+    expect(metrics).toContain('# TYPE plan_ledger_plans_waiting_on_gap gauge');
     expect((await fetch(`${base}/nope`)).status).toBe(404);
+  });
+
+  it('a dead-lettered event leaves a gap: its plan waits, on /metrics, then applies past it after WORKER_GAP_TIMEOUT_MS', async () => {
+    worker = await start({ concurrency: 4, gapTimeoutMs: 1_500 });
+    const base = `http://127.0.0.1:${worker.healthPort}`;
+    const events = manyPlanRuns(1, { seed: 12 }); // one plan, seq 0..n, finalized last
+    const broken = events.findIndex((e) => e.type === 'step.completed');
+    const poisoned = events.map((e, i) => (i === broken ? { ...e, payload: { ...e.payload, inputTokens: -1 } } : e));
+    await publish(redis, prefix, toJobData(poisoned, 5));
+    expect(await worker.idle(30_000)).toBe(true);
+    expect(worker.stats().deadLettered).toBe(1);
+    const planId = events[0].planId;
+    const status = async () => (await db.ds.query(`SELECT status FROM execution_plans WHERE id = '${planId}'`))[0]?.status;
+    expect(await status()).toBe('executing'); // plan.finalized waits behind the missing seq
+    const metrics = async () => (await fetch(`${base}/metrics`)).text();
+    await waitFor('the gauge to count the waiting plan', async () => /^plan_ledger_plans_waiting_on_gap 1$/m.test(await metrics()), 10_000, 200);
+    expect(await metrics()).toMatch(/^plan_ledger_gap_waits_total 1$/m);
+    await waitFor('the sweeper to apply past the gap', async () => (await status()) === 'completed', 15_000, 200);
+    await waitFor('the gauge to drop', async () => /^plan_ledger_plans_waiting_on_gap 0$/m.test(await metrics()), 10_000, 200);
+    expect(await metrics()).toMatch(/^plan_ledger_gaps_skipped_total 1$/m);
   });
 
   it('is not ready while a backlog waits and nothing commits, and ready again once it commits', async () => {
