@@ -54,6 +54,8 @@ export const planLifeArb = fc
     editSteps: stepsArb('e', 1, 4),
     keepOld: fc.boolean(),
     handoffs: fc.nat(3),
+    // handoffs recorded before the decision point at the original steps, which an edit may drop
+    handoffsEarly: fc.boolean(),
     checkpoints: fc.nat(3),
     final: fc.constantFrom('none', 'completed', 'failed', 'cancelled'),
   })
@@ -62,23 +64,57 @@ export const planLifeArb = fc
     const earlyRun = shape.decision === 'edit' && shape.keepOld ? stepLifecycle(shape.steps[0].stepId) : fc.constant<Draft[]>([]);
     return fc.tuple(earlyRun, fc.tuple(...finalSteps.map((s) => stepLifecycle(s.stepId)))).map(([early, lifecycles]) => {
       const drafts: Draft[] = [{ type: 'plan.created', payload: { query: 'Build something', steps: shape.steps, requiresApproval: shape.requiresApproval, complexity: 3 } }];
+      const handoffs = (steps: typeof finalSteps) =>
+        Array.from({ length: shape.handoffs }, (_, i): Draft => {
+          const step = steps[i % steps.length];
+          return { type: 'handoff.recorded', payload: { handoffId: `h${i}`, stepId: step.stepId, fromAgentId: 'planner', toAgentId: step.agentId, reason: 'delegation' } };
+        });
+      if (shape.handoffsEarly) drafts.push(...handoffs(shape.steps));
       drafts.push(...early);
       if (shape.decision === 'approve') drafts.push({ type: 'plan.decision', payload: { decision: 'approve', decidedBy: 'alice' } });
       if (shape.decision === 'reject') drafts.push({ type: 'plan.decision', payload: { decision: 'reject', feedback: 'too complex' } });
       if (shape.decision === 'edit') drafts.push({ type: 'plan.decision', payload: { decision: 'edit', steps: finalSteps, feedback: 'reordered' } });
       if (shape.decision !== 'reject') for (const l of lifecycles) drafts.push(...l);
-      for (let i = 0; i < shape.handoffs; i++) {
-        const step = finalSteps[i % finalSteps.length];
-        drafts.push({ type: 'handoff.recorded', payload: { handoffId: `h${i}`, stepId: step.stepId, fromAgentId: 'planner', toAgentId: step.agentId, reason: 'delegation' } });
-      }
+      if (!shape.handoffsEarly) drafts.push(...handoffs(finalSteps));
       for (let i = 0; i < shape.checkpoints; i++) drafts.push({ type: 'checkpoint.saved', payload: { checkpointId: `c${i}`, layer: i, state: { layer: i, done: [] } } });
       if (shape.final !== 'none') drafts.push({ type: 'plan.finalized', payload: { status: shape.final, summary: 'summary', ...(shape.final === 'failed' ? { failureReason: 'a step failed' } : {}) } });
       return drafts;
     });
   });
 
-/** Stamp drafts into contract-valid events of one plan, seq 1..n. */
-export function toEvents(drafts: Draft[], planId: string, sessionId: string): PlanEvent[] {
+/**
+ * How a plan's events are numbered: from `base`, one more each, except that an event listed in
+ * `repeats` takes its predecessor's seq (an executor that restarted its seq: two different events
+ * with one seq), and with `createdSwap` plan.created trades seqs with a later event.
+ */
+export interface SeqLayout {
+  base: number;
+  repeats: readonly number[];
+  createdSwap: number | null;
+}
+
+export const IN_ORDER: SeqLayout = { base: 1, repeats: [], createdSwap: null };
+
+export const seqLayoutArb: fc.Arbitrary<SeqLayout> = fc.record({
+  base: fc.constantFrom(0, 1, 7),
+  repeats: fc.oneof(fc.constant<number[]>([]), fc.array(fc.nat(40), { maxLength: 3 })),
+  createdSwap: fc.option(fc.nat(40), { freq: 4 }),
+});
+
+export function seqsOf(n: number, layout: SeqLayout): number[] {
+  const seqs: number[] = [];
+  const repeats = new Set(layout.repeats.map((r) => 1 + (r % Math.max(1, n - 1))));
+  for (let i = 0; i < n; i++) seqs.push(i === 0 ? layout.base : seqs[i - 1] + (repeats.has(i) ? 0 : 1));
+  if (layout.createdSwap !== null && n > 1) {
+    const j = 1 + (layout.createdSwap % (n - 1));
+    [seqs[0], seqs[j]] = [seqs[j], seqs[0]];
+  }
+  return seqs;
+}
+
+/** Stamp drafts into contract-valid events of one plan, seq 1..n (or as `layout` says). */
+export function toEvents(drafts: Draft[], planId: string, sessionId: string, layout: SeqLayout = IN_ORDER): PlanEvent[] {
+  const seqs = seqsOf(drafts.length, layout);
   return drafts.map((d, i) => {
     const parsed = parsePlanEvent({
       specVersion: 1,
@@ -86,7 +122,7 @@ export function toEvents(drafts: Draft[], planId: string, sessionId: string): Pl
       type: d.type,
       planId,
       sessionId,
-      seq: i + 1,
+      seq: seqs[i],
       occurredAt: new Date(Date.UTC(2026, 5, 1, 12, 0, 0) + i * 1500).toISOString(),
       payload: d.payload,
     });
