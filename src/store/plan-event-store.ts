@@ -11,6 +11,7 @@ import { overdueGapsStatement, waitingPlansStatement } from './plan-event-statem
 import { LockedHead, lockHeads, lockStoredHeads, newHead } from './plan-heads';
 import { pgArrayLiteral } from './postgres-array';
 import { RowWriter } from './row-writer';
+import { unnestInsertStatement } from './row-statements';
 import { runSerialized } from './serial-queue';
 
 /**
@@ -159,25 +160,40 @@ export class PlanEventStore {
     // Heads are locked before anything is read, so every read below sees what earlier writers of
     // these plans committed. Lock order is always heads (sorted) then sessions (sorted).
     const heads = await lockHeads(m, this.dialect, headsOf(unique, now));
-    // a head created by this transaction means the plan has no stored events: nothing to look up
-    const existing = await this.storedEventPlans(m, unique.filter((e) => !heads.get(e.planId)!.isNew).map((e) => e.eventId));
+    const { fresh, existing } = await this.storeEvents(m, unique, heads);
     for (const e of unique) {
       const storedFor = existing.get(e.eventId);
       if (storedFor !== undefined && storedFor !== e.planId) throw new EventIdConflictError(e.eventId, e.planId, storedFor);
     }
-    const fresh = existing.size === 0 ? unique : unique.filter((e) => !existing.has(e.eventId));
     const duplicateIds = events.length === unique.length ? [...existing.keys()] : duplicatesOf(events, existing);
     const outcome: PersistOutcome = { inserted: fresh.length, duplicates: events.length - fresh.length, duplicateIds, plans: 0, applied: 0, rebuilt: 0, gapWaits: 0, gapsSkipped: 0 };
     if (fresh.length === 0) return outcome;
-    // No ON CONFLICT needed: an event is only ever stored under its plan's head lock, and its id
-    // was looked up under that lock. An id another plan's event already has fails the batch (a
-    // duplicate key here, EventIdConflictError above for a known plan), which the worker splits
-    // until that event is dead-lettered as unprocessable.
-    await this.insertEvents(m, fresh, heads);
     const applier = new PlanApplier(m, this.dialect, heads, now);
     await applier.applyNew(fresh);
     await applier.finish();
     return { ...outcome, ...applier.stats, plans: applier.plans };
+  }
+
+  /**
+   * Append the events not stored yet; returns them, and the plan each other one is stored for.
+   * An id stored for another plan is a conflict the caller refuses (the transaction rolls back).
+   * PostgreSQL inserts all and skips the stored ones (ON CONFLICT DO NOTHING): one statement, and
+   * the rare duplicates looked up after. Elsewhere the ids of plans seen before are looked up
+   * first (a new head means no stored event), then the rest inserted; no ON CONFLICT is needed
+   * there: an event is only stored under its plan's head lock, and an id another plan already has
+   * fails on the primary key, which the worker splits until that event is dead-lettered.
+   */
+  private async storeEvents(m: EntityManager, unique: PlanEvent[], heads: ReadonlyMap<string, LockedHead>): Promise<{ fresh: PlanEvent[]; existing: Map<string, string> }> {
+    if (this.dialect === 'postgres') {
+      const inserted = await this.insertEvents(m, unique, heads, true);
+      const fresh = inserted.size === unique.length ? unique : unique.filter((e) => inserted.has(e.eventId));
+      const existing = fresh === unique ? new Map<string, string>() : await this.storedEventPlans(m, unique.filter((e) => !inserted.has(e.eventId)).map((e) => e.eventId));
+      return { fresh, existing };
+    }
+    const existing = await this.storedEventPlans(m, unique.filter((e) => !heads.get(e.planId)!.isNew).map((e) => e.eventId));
+    const fresh = existing.size === 0 ? unique : unique.filter((e) => !existing.has(e.eventId));
+    if (fresh.length > 0) await this.insertEvents(m, fresh, heads, false);
+    return { fresh, existing };
   }
 
   /** The plan each of these event ids is stored for (ids not stored are absent). */
@@ -197,14 +213,26 @@ export class PlanEventStore {
     return found;
   }
 
-  /** Events of a plan retention already soft-deleted are stored soft-deleted too. */
-  private async insertEvents(m: EntityManager, events: PlanEvent[], heads: ReadonlyMap<string, LockedHead>): Promise<void> {
+  /**
+   * Events of a plan retention already soft-deleted are stored soft-deleted too. With
+   * `skipStored` (PostgreSQL), stored ids are skipped and the inserted ones returned.
+   */
+  private async insertEvents(m: EntityManager, events: PlanEvent[], heads: ReadonlyMap<string, LockedHead>, skipStored: boolean): Promise<Set<string>> {
     const recordedAt = new Date();
-    const rows = new RowWriter(m, this.dialect);
     const deleted = (e: PlanEvent) => heads.get(e.planId)!.deletedAt;
-    if (this.dialect !== 'postgres') return rows.insert(ENTITY.event, events.map((e) => toEventRow(e, recordedAt, JSON.stringify(e.payload), deleted(e))));
+    if (this.dialect !== 'postgres') {
+      await new RowWriter(m, this.dialect).insert(ENTITY.event, events.map((e) => toEventRow(e, recordedAt, JSON.stringify(e.payload), deleted(e))));
+      return new Set(events.map((e) => e.eventId));
+    }
     // payloads as one JSON array (see unnestInsertStatement's jsonText)
-    return rows.insert(ENTITY.event, events.map((e) => toEventRow(e, recordedAt, e.payload, deleted(e))), ['payload']);
+    const inserted = new Set<string>();
+    for (const part of chunk(events, 5_000)) {
+      const { sql, params } = unnestInsertStatement(m, ENTITY.event, part.map((e) => toEventRow(e, recordedAt, e.payload, deleted(e))), { jsonText: ['payload'] });
+      const rows: { event_id: string }[] = await m.query(skipStored ? `${sql} ON CONFLICT (event_id) DO NOTHING RETURNING event_id` : sql, params);
+      if (skipStored) for (const r of rows) inserted.add(r.event_id);
+      else for (const e of part) inserted.add(e.eventId);
+    }
+    return inserted;
   }
 }
 

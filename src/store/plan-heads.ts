@@ -4,7 +4,6 @@ import type { Dialect } from './dialect';
 import { ENTITY, PlanHeadRow } from './entities';
 import { pgArrayLiteral } from './postgres-array';
 import { lockHeadsStatement } from './plan-event-statements';
-import { unnestInsertStatement } from './row-statements';
 import { RowWriter } from './row-writer';
 
 /** A plan head under this transaction's lock; `version` is already the one this transaction writes. */
@@ -15,7 +14,7 @@ export interface LockedHead extends PlanHeadRow {
 
 /** The head of a plan seen for the first time. */
 export function newHead(planId: string, sessionId: string, now: Date): PlanHeadRow {
-  return { planId, sessionId, version: 0, eventCount: 0, lastSeq: -1, appliedSeq: null, pendingEvents: 0, gapSince: null, updatedAt: now, deletedAt: null };
+  return { planId, sessionId, version: 0, eventCount: 0, lastSeq: 0, appliedSeq: null, pendingEvents: 0, gapSince: null, updatedAt: now, deletedAt: null };
 }
 
 /**
@@ -29,9 +28,12 @@ export async function lockHeads(m: EntityManager, dialect: Dialect, rows: PlanHe
   const heads = new Map<string, LockedHead>();
   if (dialect === 'postgres') {
     // ON CONFLICT DO UPDATE ... WHERE false locks the stored rows without writing them (a write
-    // here would only be overwritten by writeHeads); RETURNING names the rows it inserted.
-    const { sql, params } = unnestInsertStatement(m, ENTITY.head, sorted.map((r) => ({ ...r, version: 1 })));
-    const inserted: { plan_id: string }[] = await m.query(`${sql} ON CONFLICT (plan_id) DO UPDATE SET version = plan_heads.version WHERE false RETURNING plan_id`, params);
+    // here would only be overwritten by writeHeads); RETURNING names the rows it inserted. A new
+    // head takes its other columns' defaults.
+    const inserted: { plan_id: string }[] = await m.query(
+      'INSERT INTO plan_heads (plan_id, session_id, version) SELECT p, s, 1 FROM unnest($1::varchar[], $2::varchar[]) AS u(p, s) ON CONFLICT (plan_id) DO UPDATE SET version = plan_heads.version WHERE false RETURNING plan_id',
+      [pgArrayLiteral(ids), pgArrayLiteral(sorted.map((r) => r.sessionId))],
+    );
     const created = new Set(inserted.map((r) => r.plan_id));
     for (const r of await m.query(`SELECT * FROM plan_heads WHERE plan_id = ANY($1::varchar[])`, [pgArrayLiteral(ids)])) {
       const head = fromRaw(r);
@@ -40,12 +42,13 @@ export async function lockHeads(m: EntityManager, dialect: Dialect, rows: PlanHe
     }
     return heads;
   }
-  await new RowWriter(m, dialect).upsert(ENTITY.head, sorted, { key: 'planId', update: [] });
+  const writer = new RowWriter(m, dialect);
+  await writer.upsert(ENTITY.head, sorted, { key: 'planId', update: [] });
   for (const part of chunk(ids, valuesPerInList(dialect))) {
     // the bump makes version 1 mean "created by this transaction"
     await m.createQueryBuilder().update(ENTITY.head).set({ version: () => 'version + 1' }).where({ planId: In(part) }).callListeners(false).execute();
-    for (const r of await m.getRepository<PlanHeadRow>(ENTITY.head).find({ where: { planId: In(part) }, withDeleted: true })) heads.set(r.planId, { ...r, isNew: r.version === 1 });
   }
+  for (const r of await writer.findIn<PlanHeadRow>(ENTITY.head, 'planId', ids)) heads.set(r.planId, { ...r, isNew: r.version === 1 });
   return heads;
 }
 

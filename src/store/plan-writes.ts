@@ -32,6 +32,9 @@ export class PlanWrites {
   private readonly insertCheckpoints: WorkflowCheckpointRow[] = [];
   private readonly upsertCheckpoints: WorkflowCheckpointRow[] = [];
   private readonly sessions = new Map<string, SessionRow>();
+  /** Rows as read before this transaction's events, by key: what an UPDATE may leave out (SQLite). */
+  private readonly storedPlans = new Map<string, ExecutionPlanRow>();
+  private readonly storedSteps = new Map<string, PlanStepRow>();
 
   /** Plans whose rows this transaction writes. */
   get plans(): number {
@@ -49,7 +52,11 @@ export class PlanWrites {
     if (changes.isNew) return this.addWhole(changes, deletedAt);
     const s = stamper(deletedAt);
     this.updatePlans.push(s(changes.plan));
-    this.session(changes.plan);
+    this.session(changes.plan, changes.sessionActivity);
+    if (changes.stored) {
+      this.storedPlans.set(changes.plan.id, changes.stored.plan);
+      for (const step of changes.stored.steps.values()) this.storedSteps.set(step.id, step);
+    }
     if (changes.stepsReplaced) {
       this.replaced.push(changes.plan.id);
       push(this.insertSteps, changes.steps.map(s));
@@ -66,7 +73,7 @@ export class PlanWrites {
   private addWhole(rows: Omit<PlanChanges, 'dag'> & { dag: WorkflowDagRow | null }, deletedAt: Date | null): void {
     const s = stamper(deletedAt);
     this.insertPlans.push(s(rows.plan));
-    this.session(rows.plan);
+    this.session(rows.plan, rows.sessionActivity);
     push(this.insertSteps, rows.steps.map(s));
     push(this.insertHandoffs, rows.handoffs.map(s));
     push(this.decisions, rows.decisions.map(s));
@@ -74,13 +81,18 @@ export class PlanWrites {
     push(this.insertCheckpoints, rows.checkpoints.map(s));
   }
 
-  /** A session spans its plans: first plan created to last plan activity (min/max, so order-independent). */
-  private session(plan: ExecutionPlanRow): void {
+  /**
+   * A session spans its plans: from its first plan's creation to the last plan-level event of
+   * any of them (a plan created, decided on, or finished). Kept as min/max, so order-independent.
+   * Step events leave the session row alone: most events then write one row fewer.
+   */
+  private session(plan: ExecutionPlanRow, activity: Date | null): void {
+    if (!activity) return;
     const s = this.sessions.get(plan.sessionId);
-    if (!s) this.sessions.set(plan.sessionId, { id: plan.sessionId, createdAt: plan.createdAt, updatedAt: plan.updatedAt });
+    if (!s) this.sessions.set(plan.sessionId, { id: plan.sessionId, createdAt: plan.createdAt, updatedAt: activity });
     else {
       if (plan.createdAt < s.createdAt) s.createdAt = plan.createdAt;
-      if (plan.updatedAt > s.updatedAt) s.updatedAt = plan.updatedAt;
+      if (activity > s.updatedAt) s.updatedAt = activity;
     }
   }
 
@@ -92,9 +104,9 @@ export class PlanWrites {
     await rows.deleteWhereIn(ENTITY.handoff, 'planId', this.replaced);
     await rows.deleteWhereIn(ENTITY.step, 'planId', this.replaced);
     await rows.insert(ENTITY.plan, this.insertPlans);
-    await rows.update(ENTITY.plan, this.updatePlans, 'id', PLAN_UPDATE);
+    await rows.update(ENTITY.plan, this.updatePlans, 'id', PLAN_UPDATE, (p) => this.storedPlans.get(p.id));
     await rows.insert(ENTITY.step, this.insertSteps);
-    await rows.update(ENTITY.step, this.updateSteps, 'id', STEP_UPDATE);
+    await rows.update(ENTITY.step, this.updateSteps, 'id', STEP_UPDATE, (s) => this.storedSteps.get(s.id));
     await rows.insert(ENTITY.handoff, this.insertHandoffs);
     await rows.upsert(ENTITY.handoff, this.upsertHandoffs, { key: 'id', update: HANDOFF_UPDATE });
     await rows.insert(ENTITY.decision, this.decisions);

@@ -146,7 +146,9 @@ export function unnestInsertStatement(m: EntityManager, entity: string, rows: ob
 /**
  * PostgreSQL: UPDATE of existing rows, matched on `key`, setting only the `update` properties,
  * one array parameter per column. Columns left out are not rewritten (large text stays where it
- * is, and rows whose indexed columns do not change can be updated in place).
+ * is, and rows whose indexed columns do not change can be updated in place, HOT). The key array
+ * also bounds the scan of the table (`= ANY($1)`): joined to the unnest alone, the planner hashes
+ * the whole table once it is large next to the batch, a cost that grows with the stored history.
  */
 export function unnestUpdateStatement(m: EntityManager, entity: string, rows: object[], key: string, update: readonly string[]): Statement {
   const driver = m.connection.driver;
@@ -157,5 +159,6 @@ export function unnestUpdateStatement(m: EntityManager, entity: string, rows: ob
   const arrays = columns.map((c, i) => `$${i + 1}::${c.type as string}[]`).join(', ');
   const sets = names.slice(1).map((n) => `${n} = v.${n}`).join(', ');
   const table = driver.escape(meta.tableName);
-  return { sql: `UPDATE ${table} SET ${sets} FROM unnest(${arrays}) AS v(${names.join(', ')}) WHERE ${table}.${names[0]} = v.${names[0]}`, params };
+  const k = `${table}.${names[0]}`;
+  return { sql: `UPDATE ${table} SET ${sets} FROM unnest(${arrays}) AS v(${names.join(', ')}) WHERE ${k} = ANY($1::${columns[0].type as string}[]) AND ${k} = v.${names[0]}`, params };
 }

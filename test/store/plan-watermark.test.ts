@@ -143,12 +143,13 @@ describe.each(ALL_TEST_DBS)('the store watermark on %s', (kind) => {
     expect(await ds.query(`SELECT xmin::text AS v FROM workflow_checkpoints WHERE workflow_id = 'wm_cp'`)).toEqual(before);
   });
 
-  it("keeps a session's first and last plan activity whatever order its plans' events commit in", async () => {
+  it("keeps a session's first plan creation and last plan-level event whatever order its plans' events commit in", async () => {
     const at = (minute: number) => new Date(Date.UTC(2026, 2, 1, 12, minute));
     const created = (planId: string, minute: number) => ev(planId, 0, 'plan.created', { query: 'q', steps: [{ stepId: 'a', index: 0, agentId: 'x', task: 't' }] }, randomUUID(), 'wm_shared', at(minute));
-    // plan B's late activity commits first, then plan A's (earlier) start and activity
-    await store.persist([created('wm_sb', 10), ev('wm_sb', 1, 'step.started', { stepId: 'a' }, randomUUID(), 'wm_shared', at(50))]);
-    await store.persist([created('wm_sa', 5), ev('wm_sa', 1, 'step.started', { stepId: 'a' }, randomUUID(), 'wm_shared', at(20))]);
+    // plan B's end commits first, then plan A's (earlier) creation and decision; step events do not count
+    await store.persist([created('wm_sb', 10), ev('wm_sb', 1, 'plan.finalized', { status: 'completed' }, randomUUID(), 'wm_shared', at(50))]);
+    await store.persist([created('wm_sa', 5), ev('wm_sa', 1, 'plan.decision', { decision: 'approve' }, randomUUID(), 'wm_shared', at(20))]);
+    await store.persist([ev('wm_sa', 2, 'step.started', { stepId: 'a' }, randomUUID(), 'wm_shared', at(55))]);
     const [session] = await ds.query(`SELECT created_at, updated_at FROM sessions WHERE id = 'wm_shared'`);
     const iso = (v: unknown) => new Date(v instanceof Date ? v : `${String(v).replace(' ', 'T')}Z`).toISOString();
     expect([iso(session.created_at), iso(session.updated_at)]).toEqual([at(5).toISOString(), at(50).toISOString()]);

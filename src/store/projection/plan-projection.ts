@@ -8,6 +8,8 @@ export type CreatedEvent = Extract<PlanEvent, { type: 'plan.created' }>;
 /** Everything stored about one plan. */
 export interface PlanRows {
   plan: ExecutionPlanRow;
+  /** Time of the latest plan-level event (created, decision, finalized): the session's activity. */
+  sessionActivity: Date | null;
   steps: PlanStepRow[];
   handoffs: PlanHandoffRow[];
   decisions: PlanDecisionRow[];
@@ -18,6 +20,10 @@ export interface PlanRows {
 /** The rows applying some events changed, to write back (see PlanProjection.changes). */
 export interface PlanChanges {
   plan: ExecutionPlanRow;
+  /** Time of the latest plan-level event applied (created, decision, finalized), or null: the session's activity. */
+  sessionActivity: Date | null;
+  /** A stored plan: its rows as read, before these events (the plan row, and the steps read by key). */
+  stored?: { plan: ExecutionPlanRow; steps: ReadonlyMap<string, PlanStepRow> };
   /** The plan had no rows: insert all of them. */
   isNew: boolean;
   /** An edit replaced the step list: rewrite every step and handoff row of the plan. */
@@ -65,8 +71,12 @@ export class PlanProjection {
   private readonly changedHandoffs = new Set<string>();
   private dag: WorkflowDagRow | null = null;
   private stepsReplaced = false;
+  /** Latest plan-level event applied here (see PlanChanges.sessionActivity). */
+  private sessionActivity: Date | null = null;
   /** Step keys read from storage (found or not), or 'all': every step and handoff of the plan is here. */
   private known: Set<string> | 'all';
+  /** The stored rows as read (resume, provide), before any event changed them. */
+  private readonly stored: { plan: ExecutionPlanRow; steps: Map<string, PlanStepRow> } | undefined;
 
   private constructor(
     readonly plan: ExecutionPlanRow,
@@ -76,6 +86,7 @@ export class PlanProjection {
   ) {
     this.steps = new Map(steps.map((s) => [s.stepKey, s]));
     this.known = known;
+    if (!isNew) this.stored = { plan: { ...plan }, steps: new Map() };
   }
 
   /** A plan from its defining plan.created (the first in canonical order, see event-order.ts). */
@@ -105,6 +116,7 @@ export class PlanProjection {
       deletedAt: null,
     };
     const projection = new PlanProjection(plan, [], 'all', true);
+    projection.sessionActivity = at;
     for (const spec of p.steps) projection.steps.set(spec.stepId, projection.newStep(spec, at));
     projection.defineSteps();
     return projection;
@@ -141,7 +153,11 @@ export class PlanProjection {
    */
   provide(steps: PlanStepRow[], lookedUp: string[], handoffs?: PlanHandoffRow[]): void {
     if (this.known === 'all') return;
-    for (const s of steps) if (!this.steps.has(s.stepKey)) this.steps.set(s.stepKey, s);
+    for (const s of steps) {
+      if (this.steps.has(s.stepKey)) continue;
+      this.steps.set(s.stepKey, s);
+      this.stored?.steps.set(s.stepKey, { ...s });
+    }
     if (handoffs) {
       for (const h of handoffs) if (!this.handoffs.has(h.handoffKey)) this.handoffs.set(h.handoffKey, h);
       this.known = 'all';
@@ -151,6 +167,7 @@ export class PlanProjection {
   apply(event: PlanEvent): void {
     const at = new Date(event.occurredAt);
     if (at > this.plan.updatedAt) this.plan.updatedAt = at;
+    if ((event.type === 'plan.created' || event.type === 'plan.decision' || event.type === 'plan.finalized') && !(this.sessionActivity && this.sessionActivity >= at)) this.sessionActivity = at;
     switch (event.type) {
       case 'plan.created':
         return; // only the defining plan.created counts (event-order.ts)
@@ -218,6 +235,7 @@ export class PlanProjection {
     if (!this.isNew) throw new Error('rows() needs a plan built from its plan.created');
     return {
       plan: { ...this.plan },
+      sessionActivity: this.sessionActivity,
       steps: this.sortedSteps(),
       handoffs: byId([...this.handoffs.values()]),
       decisions: byId([...this.decisions]),
@@ -231,6 +249,8 @@ export class PlanProjection {
     const all = this.isNew || this.stepsReplaced;
     return {
       plan: { ...this.plan },
+      sessionActivity: this.sessionActivity,
+      stored: this.stored,
       isNew: this.isNew,
       stepsReplaced: this.stepsReplaced,
       steps: all ? this.sortedSteps() : [...this.changedSteps].map((k) => this.steps.get(k)!),
@@ -247,7 +267,7 @@ export class PlanProjection {
   }
 
   private stepIdOf(stepKey: string | null): string | null {
-    return stepKey !== null && this.step(stepKey) ? derivedId(this.plan.id, 'step', stepKey) : null;
+    return stepKey === null ? null : (this.step(stepKey)?.id ?? null);
   }
 
   private newStep(spec: StepSpec, createdAt: Date): PlanStepRow {
