@@ -20,13 +20,13 @@ import {
 import { RedisProcess } from './support/redis-process';
 
 /**
- * "No publish call takes more than a few milliseconds": the typical call takes a few microseconds
- * and 99% stay under 0.1 ms; the slowest (a GC pause, an inline 1 MiB journal write, preemption on
- * the shared 2-core machine: up to ~10 ms seen) stays far under 50 ms, while a call that waited on
- * Redis would take the 5 s connect timeout, or forever.
+ * "No publish call waits on Redis": a call that did would take the 5 s connect timeout, or
+ * forever. The typical call takes a few microseconds and the slowest (a GC pause, an inline 1 MiB
+ * journal write) ~10 ms, but on a busy shared machine preemption alone can stretch a call to
+ * hundreds of ms, so the bound here is the one a wait on Redis would break, not a latency target:
+ * call latency is measured by `npm run bench:publish` (BENCHMARKS.md), never asserted in a test.
  */
-const P99_MS = 0.1;
-const MAX_MS = 50;
+const MAX_MS = 2_000;
 
 /** Publishes in slices of 500, yielding between slices as an executor's event loop would. */
 async function publishAll(
@@ -48,7 +48,7 @@ async function publishAll(
 
 function expectNoBlockingCall(timer: CallTimer): void {
   expect(timer.count).toBeGreaterThan(1_000);
-  expect({ p99: timer.percentile(0.99) < P99_MS, max: timer.max < MAX_MS }).toEqual({ p99: true, max: true });
+  expect(timer.max).toBeLessThan(MAX_MS);
 }
 
 describe('publisher during Redis outages', () => {
