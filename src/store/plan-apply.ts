@@ -151,10 +151,14 @@ export class PlanApplier {
     this.setHead(head, { eventCount: next.eventCount, lastSeq: next.lastSeq, pending: next.eventCount - applied, applied: run.watermark });
   }
 
-  /** Apply the waiting events of a plan whose gap waited too long, as if no seq were missing. */
+  /**
+   * Apply the waiting events of a plan whose gap waited too long, as if no seq were missing. A
+   * plan whose rows are gone (its head says they exist) gets them back from its log instead.
+   */
   async skipGap(head: LockedHead): Promise<void> {
     this.setHead(head, { eventCount: head.eventCount, lastSeq: head.lastSeq, pending: head.pendingEvents });
     if (await this.applyFromLog(head, true)) this.stats.gapsSkipped++;
+    else await this.rebuild(head);
   }
 
   /**
