@@ -14,7 +14,7 @@ import { BenchContext, newPrefix, newPublisher, obliterate, publishStream } from
 import { HistoryResult, preloadHistory } from './history';
 import { mb, round } from './latency';
 import { roundRobin } from './plan-shapes';
-import { createMeasuredDb, settledSnapshot, walPosition, writesBetween, WritesReport } from './pg-writes';
+import { createMeasuredDb, forceCheckpoint, settledSnapshot, walPosition, writesBetween, WritesReport } from './pg-writes';
 
 export interface CommitStats {
   batches: number;
@@ -80,6 +80,7 @@ export async function interleaved(ctx: BenchContext, database: TestDb, opts: Int
   try {
     const history = await preloadHistory(db.db.target, opts.history, opts.seed);
     const pg = database === 'postgres';
+    if (pg) await forceCheckpoint(db.ds);
     const before = pg ? await settledSnapshot(db.ds) : undefined;
     const env = { DATABASE_URL: db.db.url, REDIS_URL: redis.url, QUEUE_PREFIX: prefix };
     workers.push(...(await Promise.all(Array.from({ length: opts.workers ?? 1 }, () => startWorkerChild({ main: ctx.workerMain, env })))));

@@ -99,6 +99,15 @@ export function writesBetween(before: WriteSnapshot, after: WriteSnapshot, event
   };
 }
 
+/**
+ * A PostgreSQL CHECKPOINT before a measured window, so every window starts in the same state: the
+ * first change to each page after it is logged as a full-page image, and those count. Without it
+ * the WAL per event depends on when the server's last timed checkpoint happened to run.
+ */
+export async function forceCheckpoint(ds: DataSource): Promise<void> {
+  await ds.query('CHECKPOINT');
+}
+
 /** WAL position now (to end the WAL window before the counters settle). */
 export async function walPosition(ds: DataSource): Promise<string> {
   const [{ lsn }] = await ds.query('SELECT pg_current_wal_lsn()::text AS lsn');

@@ -17,7 +17,7 @@ import { endState } from './e2e-interleaved';
 import { HistoryResult, preloadHistory } from './history';
 import { round } from './latency';
 import { roundRobin, stamped } from './plan-shapes';
-import { createMeasuredDb, settledSnapshot, sqliteChanges, walPosition, writesBetween, WritesReport } from './pg-writes';
+import { createMeasuredDb, forceCheckpoint, settledSnapshot, sqliteChanges, walPosition, writesBetween, WritesReport } from './pg-writes';
 
 export type MigratedDb = Awaited<ReturnType<typeof createMigratedDb>>;
 
@@ -46,6 +46,7 @@ export function ownCpu(): number {
  */
 export async function measuringWrites<T>(db: MigratedDb, poolSize: number, counts: { events: number; checkpointEvents?: number }, work: (ds: DataSource) => Promise<T>): Promise<{ result: T; writes?: WritesReport | SqliteWrites }> {
   const kind = db.db.kind;
+  if (kind === 'postgres') await forceCheckpoint(db.ds);
   const before = kind === 'postgres' ? await settledSnapshot(db.ds) : undefined;
   const ds = await openDataSource(db.db.target, { poolSize });
   let result: T;
