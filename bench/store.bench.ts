@@ -91,7 +91,8 @@ async function main(): Promise<void> {
   if (long) {
     out(`long plan (${DB}): ${long.steps} steps, ${long.storedEvents} of ${long.planEvents} events stored in batches of ${long.batch} in ${long.seconds} s${writesLine(long)}`);
     for (const p of long.points) out(`  at ${p.storedEvents} stored events: ${p.msPerBatch} ms per batch (min ${p.minMs}, max ${p.maxMs}, ${p.batches} batches)`);
-    out(`  ratio 20k/1k ${long.ratio20kTo1k ?? 'not measured'}${long.ratioLastTo1k ? `; ${long.ratioLastTo1k.point}/1k ${long.ratioLastTo1k.ratio}` : ''}`);
+    out(`  reference: a ${long.batch}-event batch of short plans ${long.referenceMsPerBatch} ms`);
+    out(`  ratio 20k/1k ${long.ratio20kTo1k ?? 'not measured'}${long.ratioLastTo1k ? `; ${long.ratioLastTo1k.point}/1k ${long.ratioLastTo1k.ratio}` : ''}${long.ratioLastToReference ? `; ${long.ratioLastToReference.point}/reference ${long.ratioLastToReference.ratio}` : ''}`);
   }
   const ratios = {
     interleavedVsGrouped: grouped && interleaved ? round(interleaved.eventsPerSec / grouped.eventsPerSec) : null,

@@ -37,7 +37,10 @@ export interface WritesReport {
   byTable: Record<string, TableCounts>;
   /** workflow_checkpoints rows written per checkpoint.saved event (1 = written once). */
   checkpointRowsPerCheckpointEvent?: number;
-  /** Rows written on the server outside this schema meanwhile (other sessions; 0 = quiet). */
+  /**
+   * Rows written on the server outside this schema meanwhile: other sessions, and the catalog
+   * (autovacuum's ANALYZE rewrites pg_statistic: a few thousand rows on a server of our own).
+   */
   otherRowsOnServer: number;
 }
 

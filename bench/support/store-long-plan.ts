@@ -4,12 +4,16 @@
  * at a time, in a fresh database. Each batch is timed; the figure at N stored events is the median
  * of the 5 batches that start within 100 events of N (N - 100, N - 50, N, N + 50, N + 100).
  * `maxEvents` stops early: a point is measured only if all its batches were stored.
+ * Reference, in the same database just before: the median 50-event batch of short plans (5 new
+ * 10-event plans per batch), i.e. what the same batch size costs without a long plan.
  */
 import type { PlanEvent } from '../../src/contracts';
+import type { DatabaseTarget } from '../../src/config/database-url';
+import { openDataSource } from '../../src/store/data-source';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import type { TestDb } from '../../test/support/databases';
 import { round } from './latency';
-import { longPlan } from './plan-shapes';
+import { longPlan, roundRobin, stamped } from './plan-shapes';
 import { measuringWrites, ownCpu, serverCpu, SqliteWrites } from './store-scenarios';
 import { createMeasuredDb, WritesReport } from './pg-writes';
 
@@ -34,16 +38,41 @@ export interface LongPlanRun {
   storedEvents: number;
   seconds: number;
   points: LongPlanPoint[];
+  /** Median ms of a 50-event batch of short plans in the same database (see above). */
+  referenceMsPerBatch: number;
   /** ms per batch at 20k stored events / at 1k (null when the run stopped before 20k). */
   ratio20kTo1k: number | null;
   /** The same for the furthest point reached, e.g. 5k/1k on a shortened run. */
   ratioLastTo1k: { point: number; ratio: number } | null;
+  /** The furthest point's batch / the reference batch of short plans. */
+  ratioLastToReference: { point: number; ratio: number } | null;
   nodeCpuUsPerEvent: number;
   serverCpuUsPerEvent: number;
   writes?: WritesReport | SqliteWrites;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** 25 batches of `batch` events of new 10-event plans (grouped by plan); the median of the last 20. */
+async function referenceBatch(target: DatabaseTarget, batch: number): Promise<number> {
+  const runs = 25;
+  const plans = Math.ceil((runs * batch) / 10);
+  // round-robin over 1 plan at a time = each plan's 10 events in a row
+  const events = Array.from({ length: plans }, (_, i) => stamped(roundRobin('ref', 1, 5, i))).flat();
+  const ds = await openDataSource(target, { poolSize: 1 });
+  try {
+    const store = new PlanEventStore(ds);
+    const ms: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      const t = performance.now();
+      await store.persist(events.slice(i * batch, (i + 1) * batch));
+      ms.push(performance.now() - t);
+    }
+    return round(median(ms.slice(5)));
+  } finally {
+    await ds.destroy();
+  }
+}
 
 export async function longPlanTrickle(kind: TestDb, opts: { steps: number; batch: number; maxEvents: number; progress?: (line: string) => void }): Promise<LongPlanRun> {
   const all = longPlan('long-store', opts.steps);
@@ -52,6 +81,7 @@ export async function longPlanTrickle(kind: TestDb, opts: { steps: number; batch
   const db = await createMeasuredDb(kind);
   const timings: { storedBefore: number; ms: number }[] = [];
   try {
+    const reference = await referenceBatch(db.db.target, opts.batch);
     const { result, writes } = await measuringWrites(db, 2, { events: events.length, checkpointEvents: checkpoints }, async (ds) => {
       const store = new PlanEventStore(ds);
       const s0 = serverCpu(kind);
@@ -88,9 +118,11 @@ export async function longPlanTrickle(kind: TestDb, opts: { steps: number; batch
       batch: opts.batch,
       storedEvents: events.length,
       seconds: round(result.seconds),
+      referenceMsPerBatch: reference,
       points,
       ratio20kTo1k: first && at(20_000) ? round(at(20_000)! / first) : null,
       ratioLastTo1k: first && last && last.storedEvents > 1_000 ? { point: last.storedEvents, ratio: round(last.msPerBatch / first) } : null,
+      ratioLastToReference: last ? { point: last.storedEvents, ratio: round(last.msPerBatch / reference) } : null,
       nodeCpuUsPerEvent: round((result.node * 1e6) / events.length),
       serverCpuUsPerEvent: round((result.server * 1e6) / events.length),
       writes,
