@@ -25,6 +25,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { RedisProcess } from '../test/publisher/support/redis-process';
 import { BenchOptions } from './support/cli-options';
+import { postgresServer, rerunOnPrivatePostgres } from './support/private-postgres';
 import { round } from './support/latency';
 import { backlogRss, BenchContext, latencyAtRate, plainBullmq, rawMultiRowInsert, sustained } from './support/e2e-scenarios';
 import { compileWorker } from './support/e2e-processes';
@@ -35,6 +36,7 @@ import { E2eFigures, machine, ratiosAndTargets } from './support/e2e-targets';
 const SCENARIOS = ['raw', 'plain', 'grouped', 'interleaved', 'two-workers', 'mixed', 'latency', 'backlog'] as const;
 const opts = new BenchOptions('npm run bench:e2e -- [options]: end-to-end throughput, latency and memory (see BENCHMARKS.md)', [
   { name: 'json', help: 'print one JSON object with every figure, ratio and target' },
+  { name: 'private-pg', help: 'a PostgreSQL server of its own (WAL bytes and server CPU of this run alone)' },
   { name: 'quick', help: 'every scenario at reduced sizes (a few minutes)' },
   { name: 'profile', help: 'V8 CPU profile of the worker during the grouped PostgreSQL run' },
   { name: 'only', value: 'list', help: `scenarios to run, comma-separated: ${SCENARIOS.join(',')} (default all)` },
@@ -76,6 +78,7 @@ function logInterleaved(label: string, r: InterleavedResult): void {
 }
 
 async function main(): Promise<void> {
+  if (opts.flag('private-pg')) await rerunOnPrivatePostgres();
   const redis = await RedisProcess.create();
   await redis.start();
   const loadBefore = os.loadavg().map((l) => round(l));
@@ -147,6 +150,7 @@ async function main(): Promise<void> {
     const result = {
       machine: { ...machine(), loadAverageBefore: loadBefore, loadAverageAfter: os.loadavg().map((l) => round(l)) },
       command: `npm run bench:e2e --${args ? ` ${args}` : ''} --json`,
+      postgresServer: postgresServer(),
       publisher: 'PlanEventPublisher (src/publisher), default options (500 events per job)',
       worker: build.note,
       ...f,

@@ -19,6 +19,7 @@ import { checkStoredEvent, parsePlanEvent } from '../src/contracts';
 import type { TestDb } from '../test/support/databases';
 import { manyPlanRuns } from '../test/support/event-factory';
 import { BenchOptions } from './support/cli-options';
+import { postgresServer, rerunOnPrivatePostgres } from './support/private-postgres';
 import { round } from './support/latency';
 import { groupedPersist, interleavedPersist, ownCpu, PersistRun } from './support/store-scenarios';
 import { LONG_PLAN_POINTS, longPlanTrickle } from './support/store-long-plan';
@@ -26,6 +27,7 @@ import { LONG_PLAN_POINTS, longPlanTrickle } from './support/store-long-plan';
 const SCENARIOS = ['check', 'grouped', 'interleaved', 'long'] as const;
 const opts = new BenchOptions('npm run bench:store -- [options]: the contract check and PlanEventStore.persist alone (see BENCHMARKS.md)', [
   { name: 'json', help: 'print one JSON object with every figure, ratio and target' },
+  { name: 'private-pg', help: 'a PostgreSQL server of its own (WAL bytes and server CPU of this run alone)' },
   { name: 'quick', help: 'reduced sizes (history 40k, 1,000 interleaved plans, long plan to 5k events)' },
   { name: 'only', value: 'list', help: `scenarios, comma-separated: ${SCENARIOS.join(',')} (default all)` },
   { name: 'db', value: 'kind', help: 'postgres (default), sqlite or mariadb' },
@@ -78,6 +80,7 @@ const writesLine = (r: Pick<PersistRun, 'writes'>) => {
 };
 
 async function main(): Promise<void> {
+  if (opts.flag('private-pg')) await rerunOnPrivatePostgres();
   const loadBefore = os.loadavg().map((l) => round(l));
   const checks = only.has('check') && !skipParse ? contractChecks() : null;
   if (checks) out(`contract check per event: parsePlanEvent ${checks.parsePlanEvent.usPerEvent} us, checkStoredEvent ${checks.checkStoredEvent.usPerEvent} us`);
@@ -109,6 +112,7 @@ async function main(): Promise<void> {
   const result = {
     command: `npm run bench:store -- ${process.argv.slice(2).join(' ')}`.trim(),
     db: DB,
+    postgresServer: DB === 'postgres' ? postgresServer() : undefined,
     // the existing figures: contract checks (null with --no-parse) and `persist` = grouped
     events: N,
     batch: BATCH,
