@@ -146,7 +146,8 @@ async function main(): Promise<void> {
     log(`targets: ${Object.entries(targets).map(([k, v]) => `${k} ${v === null ? 'not measured' : v ? 'MET' : 'NOT MET'}`).join('; ')}`);
     log(`checks: ${Object.entries(checks).map(([k, v]) => `${k} ${v === null ? 'not run' : v ? 'ok' : 'FAILED'}`).join('; ')}`);
     if (note) log(`note: ${note}`);
-    const args = process.argv.slice(2).filter((a) => a !== '--json').join(' ');
+    // a --private-pg run is this script re-run as a child without the flag
+    const args = [...(process.env.BENCH_PRIVATE_PG ? ['--private-pg'] : []), ...process.argv.slice(2).filter((a) => a !== '--json')].join(' ');
     const result = {
       machine: { ...machine(), loadAverageBefore: loadBefore, loadAverageAfter: os.loadavg().map((l) => round(l)) },
       command: `npm run bench:e2e --${args ? ` ${args}` : ''} --json`,

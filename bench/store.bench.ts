@@ -110,7 +110,7 @@ async function main(): Promise<void> {
   out(`ratios: ${Object.entries(ratios).map(([k, v]) => `${k} ${v ?? 'not measured'}`).join('; ')}`);
   out(`targets: ${Object.entries(targets).map(([k, v]) => `${k} ${v === null ? 'not measured' : v ? 'MET' : 'NOT MET'}`).join('; ')}`);
   const result = {
-    command: `npm run bench:store -- ${process.argv.slice(2).join(' ')}`.trim(),
+    command: `npm run bench:store -- ${[...(process.env.BENCH_PRIVATE_PG ? ['--private-pg'] : []), ...process.argv.slice(2)].join(' ')}`.trim(),
     db: DB,
     postgresServer: DB === 'postgres' ? postgresServer() : undefined,
     // the existing figures: contract checks (null with --no-parse) and `persist` = grouped
