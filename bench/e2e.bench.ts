@@ -36,7 +36,7 @@ import { E2eFigures, machine, ratiosAndTargets } from './support/e2e-targets';
 const SCENARIOS = ['raw', 'plain', 'grouped', 'interleaved', 'two-workers', 'mixed', 'latency', 'backlog'] as const;
 const opts = new BenchOptions('npm run bench:e2e -- [options]: end-to-end throughput, latency and memory (see BENCHMARKS.md)', [
   { name: 'json', help: 'print one JSON object with every figure, ratio and target' },
-  { name: 'private-pg', help: 'a PostgreSQL server of its own (WAL bytes and server CPU of this run alone)' },
+  { name: 'private-pg', help: 'a PostgreSQL server of its own (server-wide WAL bytes of this run alone)' },
   { name: 'quick', help: 'every scenario at reduced sizes (a few minutes)' },
   { name: 'profile', help: 'V8 CPU profile of the worker during the grouped PostgreSQL run' },
   { name: 'only', value: 'list', help: `scenarios to run, comma-separated: ${SCENARIOS.join(',')} (default all)` },

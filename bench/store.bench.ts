@@ -27,7 +27,7 @@ import { LONG_PLAN_POINTS, longPlanTrickle } from './support/store-long-plan';
 const SCENARIOS = ['check', 'grouped', 'interleaved', 'long'] as const;
 const opts = new BenchOptions('npm run bench:store -- [options]: the contract check and PlanEventStore.persist alone (see BENCHMARKS.md)', [
   { name: 'json', help: 'print one JSON object with every figure, ratio and target' },
-  { name: 'private-pg', help: 'a PostgreSQL server of its own (WAL bytes and server CPU of this run alone)' },
+  { name: 'private-pg', help: 'a PostgreSQL server of its own (server-wide WAL bytes of this run alone)' },
   { name: 'quick', help: 'reduced sizes (history 40k, 1,000 interleaved plans, long plan to 5k events)' },
   { name: 'only', value: 'list', help: `scenarios, comma-separated: ${SCENARIOS.join(',')} (default all)` },
   { name: 'db', value: 'kind', help: 'postgres (default), sqlite or mariadb' },

@@ -1,7 +1,8 @@
 /**
  * `--private-pg`: run a bench script against a PostgreSQL server of its own instead of the shared
- * one on 5432, so that WAL bytes (server-wide) and the server's CPU are the benchmark's alone
- * while other sessions run their tests on the shared server. Same version, same default settings
+ * one on 5432, so that WAL bytes (server-wide) are the benchmark's alone while other sessions run
+ * their tests on the shared server. (The "postgres (all)" CPU figures still sum every postgres
+ * process on the machine.) Same version, same default settings
  * (fsync and synchronous_commit on, shared_buffers 128 MB), data directory on the same disk
  * (under the OS temp dir), on a free port; removed afterwards.
  *
