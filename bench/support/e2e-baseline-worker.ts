@@ -1,7 +1,8 @@
 /**
  * The plain-BullMQ baseline of `npm run bench:e2e`, run as its own process like the real worker:
- * one job per event, one single-row INSERT into plan_events per job, concurrency 10, no batching,
- * no validation, no projection. Prints `{"msg":"done","at":<ms>}` once BASELINE_TOTAL rows are in.
+ * one job per event, one single-row INSERT into plan_events per job (PostgreSQL or SQLite),
+ * concurrency 10, no batching, no validation, no projection. Prints `{"msg":"done","at":<ms>}`
+ * once BASELINE_TOTAL rows are in.
  *
  * env: REDIS_URL, QUEUE_PREFIX, DATABASE_URL, BASELINE_QUEUE, BASELINE_TOTAL
  */
@@ -11,19 +12,25 @@ import { Worker } from 'bullmq';
 import { parseDatabaseUrl } from '../../src/config/database-url';
 import { openDataSource } from '../../src/store/data-source';
 
-const INSERT = `INSERT INTO plan_events (event_id, plan_id, session_id, type, seq, spec_version, occurred_at, recorded_at, payload)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
+const COLUMNS = 'event_id, plan_id, session_id, type, seq, spec_version, occurred_at, recorded_at, payload';
+const PG_INSERT = `INSERT INTO plan_events (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
+// better-sqlite3 binds positional parameters to `?` and cannot bind a Date: times go as ISO text
+const SQLITE_INSERT = `INSERT INTO plan_events (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
 async function main(): Promise<void> {
   const total = Number(process.env.BASELINE_TOTAL);
-  const ds = await openDataSource(parseDatabaseUrl(process.env.DATABASE_URL!), { poolSize: 10 });
+  const target = parseDatabaseUrl(process.env.DATABASE_URL!);
+  const ds = await openDataSource(target, { poolSize: 10 });
+  const sqlite = target.dialect === 'sqlite';
+  const insert = sqlite ? SQLITE_INSERT : PG_INSERT;
   const connection = new IORedis(process.env.REDIS_URL!, { maxRetriesPerRequest: null });
   let done = 0;
   const worker = new Worker(
     process.env.BASELINE_QUEUE!,
     async (job) => {
       const e = job.data as { eventId: string; planId: string; sessionId: string; type: string; seq: number; specVersion: number; occurredAt: string; payload: unknown };
-      await ds.query(INSERT, [e.eventId, e.planId, e.sessionId, e.type, e.seq, e.specVersion, e.occurredAt, new Date(), JSON.stringify(e.payload)]);
+      const recordedAt = sqlite ? new Date().toISOString() : new Date();
+      await ds.query(insert, [e.eventId, e.planId, e.sessionId, e.type, e.seq, e.specVersion, e.occurredAt, recordedAt, JSON.stringify(e.payload)]);
       if (++done === total) process.stdout.write(`${JSON.stringify({ msg: 'done', at: Date.now() })}\n`);
     },
     { connection, prefix: process.env.QUEUE_PREFIX!, concurrency: 10, removeOnComplete: { count: 1000 } },

@@ -47,7 +47,7 @@ function pregenerate(count: number, seed: number): PlanEventInput[][] {
   return chunks;
 }
 
-function newPublisher(redis: RedisProcess, prefix: string, options: PublisherOptions = {}) {
+export function newPublisher(redis: RedisProcess, prefix: string, options: PublisherOptions = {}) {
   const journalDir = tempDir('journal');
   const publisher = new PlanEventPublisher({ redisUrl: redis.url, queuePrefix: prefix, journalDir, logger: pino({ level: 'silent' }), ...options });
   return {
@@ -59,14 +59,14 @@ function newPublisher(redis: RedisProcess, prefix: string, options: PublisherOpt
   };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Publishes `count` events generated in chunks (a 1M backlog never sits in this heap). Unpaced, it
  * keeps the publisher's memory buffer under 50k events (no spill to its journal); paced, it
  * publishes `ratePerSec` evenly.
  */
-async function publishStream(publisher: PlanEventPublisher, count: number, seed: number, ratePerSec?: number, pregenerated?: PlanEventInput[][]): Promise<void> {
+export async function publishStream(publisher: PlanEventPublisher, count: number, seed: number, ratePerSec?: number, pregenerated?: PlanEventInput[][]): Promise<void> {
   const started = Date.now();
   let done = 0;
   for (let chunk = 0; done < count; chunk++) {
@@ -89,11 +89,11 @@ async function publishStream(publisher: PlanEventPublisher, count: number, seed:
   }
 }
 
-function expectAccepted(result: ReturnType<PlanEventPublisher['publish']>): void {
+export function expectAccepted(result: ReturnType<PlanEventPublisher['publish']>): void {
   if (!result.ok) throw new Error(`bench event not accepted: ${result.reason} ${JSON.stringify(result.violations)}`);
 }
 
-async function obliterate(redis: RedisProcess, prefix: string, queueName = EVENTS_QUEUE): Promise<void> {
+export async function obliterate(redis: RedisProcess, prefix: string, queueName = EVENTS_QUEUE): Promise<void> {
   const queue = new Queue(queueName, { connection: { url: redis.url }, prefix });
   await queue.obliterate({ force: true }).catch(() => undefined);
   await queue.close();
@@ -273,9 +273,9 @@ export interface BaselineResult {
 }
 
 /** Plain BullMQ: one job per event (addBulk of 1,000 jobs), one INSERT per job, concurrency 10, worker in its own process. */
-export async function plainBullmq(ctx: BenchContext, count: number, seed: number): Promise<BaselineResult> {
+export async function plainBullmq(ctx: BenchContext, count: number, seed: number, database: TestDb = 'postgres'): Promise<BaselineResult> {
   const { redis } = ctx;
-  const db = await createMigratedDb('postgres');
+  const db = await createMigratedDb(database);
   const prefix = newPrefix('plain');
   const queueName = 'plain-baseline';
   const worker = await startBaselineChild({ REDIS_URL: redis.url, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url, BASELINE_QUEUE: queueName, BASELINE_TOTAL: String(count) });

@@ -1,0 +1,92 @@
+/**
+ * Ratios and targets of `npm run bench:e2e`, every ratio between figures of the same run. A target
+ * is true (met), false (not met) or null (a figure it needs was not measured in this run).
+ *
+ * Issue 4: grouped PG >= 5x plain BullMQ and >= 0.5x raw multi-row INSERT; latency p99 <= 250 ms
+ * at 1k events/s; worker RSS <= 250 MB with a 1M backlog.
+ * Issue 11: interleaved (10,000 plans at a time) >= 0.7x the grouped events/s and >= 3x plain
+ * BullMQ, on PostgreSQL and on SQLite (each against its own database's grouped run and plain
+ * baseline); mixed commit lag p99 <= 1 s (all events, and the long plan's alone); checkpoints
+ * written once (workflow_checkpoints rows written per checkpoint event <= 1, PostgreSQL).
+ */
+import { execFileSync } from 'node:child_process';
+import * as os from 'node:os';
+import type { BacklogResult, BaselineResult, LatencyResult, SustainedResult } from './e2e-scenarios';
+import type { InterleavedResult } from './e2e-interleaved';
+import type { MixedResult } from './e2e-mixed';
+import { round } from './latency';
+
+export interface E2eFigures {
+  rawMultiRowInsert?: BaselineResult & { rowsPerInsert: number };
+  plainBullmq?: BaselineResult;
+  plainBullmqSqlite?: BaselineResult;
+  e2ePostgres?: SustainedResult;
+  e2ePostgresTwoWorkers?: SustainedResult;
+  e2eSqlite?: SustainedResult;
+  interleavedPostgres?: InterleavedResult;
+  interleavedSqlite?: InterleavedResult;
+  interleavedPostgresTwoWorkers?: InterleavedResult;
+  mixed?: MixedResult;
+  latencyAt1kPerSec?: LatencyResult;
+  backlog?: BacklogResult;
+  backlogWithV8DefaultHeapGrowth?: BacklogResult & { env: string };
+}
+
+const ratio = (a?: { eventsPerSec: number }, b?: { eventsPerSec: number }) => (a && b ? round(a.eventsPerSec / b.eventsPerSec) : null);
+const atLeast = (value: number | null, min: number) => (value === null ? null : value >= min);
+const atMost = (value: number | null | undefined, max: number) => (value === null || value === undefined ? null : value <= max);
+
+export function ratiosAndTargets(f: E2eFigures, run: { quick: boolean; plans: number; history: number }) {
+  const ratios = {
+    pgVsPlainBullmq: ratio(f.e2ePostgres, f.plainBullmq),
+    pgVsRawInsert: ratio(f.e2ePostgres, f.rawMultiRowInsert),
+    sqliteVsPlainBullmq: ratio(f.e2eSqlite, f.plainBullmq),
+    sqliteVsPlainBullmqSqlite: ratio(f.e2eSqlite, f.plainBullmqSqlite),
+    interleavedPgVsGroupedPg: ratio(f.interleavedPostgres, f.e2ePostgres),
+    interleavedPgVsPlainBullmq: ratio(f.interleavedPostgres, f.plainBullmq),
+    interleavedSqliteVsGroupedSqlite: ratio(f.interleavedSqlite, f.e2eSqlite),
+    interleavedSqliteVsPlainBullmqSqlite: ratio(f.interleavedSqlite, f.plainBullmqSqlite),
+    interleavedSqliteVsPlainBullmq: ratio(f.interleavedSqlite, f.plainBullmq),
+    interleavedTwoWorkersVsOneWorker: ratio(f.interleavedPostgresTwoWorkers, f.interleavedPostgres),
+  };
+  const targets = {
+    pgAtLeast5xPlainBullmq: atLeast(ratios.pgVsPlainBullmq, 5),
+    pgAtLeastHalfOfRawInsert: atLeast(ratios.pgVsRawInsert, 0.5),
+    p99AtMost250msAt1kPerSec: atMost(f.latencyAt1kPerSec?.p99Ms, 250),
+    // --quick builds a 100k backlog: the 1M target is not measured then
+    workerRssAtMost250MbWith1MBacklog: run.quick ? null : atMost(f.backlog?.workerRssPeakMb, 250),
+    interleavedPgAtLeast0_7xGrouped: atLeast(ratios.interleavedPgVsGroupedPg, 0.7),
+    interleavedPgAtLeast3xPlainBullmq: atLeast(ratios.interleavedPgVsPlainBullmq, 3),
+    interleavedSqliteAtLeast0_7xGrouped: atLeast(ratios.interleavedSqliteVsGroupedSqlite, 0.7),
+    interleavedSqliteAtLeast3xPlainBullmq: atLeast(ratios.interleavedSqliteVsPlainBullmqSqlite, 3),
+    mixedLagP99AtMost1s: atMost(f.mixed?.lag.p99Ms, 1_000),
+    mixedLongPlanLagP99AtMost1s: atMost(f.mixed?.lagLongPlan.p99Ms, 1_000),
+    checkpointsWrittenOnce: atMost(f.interleavedPostgres?.writes?.checkpointRowsPerCheckpointEvent, 1),
+  };
+  // End states: every interleaved plan completed with its steps, every event stored once.
+  const checks = {
+    interleavedPostgresEndState: f.interleavedPostgres?.check.ok ?? null,
+    interleavedSqliteEndState: f.interleavedSqlite?.check.ok ?? null,
+    interleavedTwoWorkersEndState: f.interleavedPostgresTwoWorkers?.check.ok ?? null,
+  };
+  const note = run.plans >= 10_000 && run.history >= 400_000 ? undefined : `interleaved at reduced size (${run.plans} plans, ${run.history} events of history): its targets are indicative only`;
+  return { ratios, targets, checks, note };
+}
+
+function version(cmd: string, args: string[], pattern: RegExp): string | undefined {
+  try {
+    return pattern.exec(execFileSync(cmd, args, { encoding: 'utf8' }))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+export function machine() {
+  return {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    node: process.version,
+    redis: version('redis-server', ['--version'], /v=(\S+)/),
+    postgres: version('psql', ['--version'], /(\d+\.\d+)/),
+  };
+}
