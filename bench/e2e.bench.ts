@@ -38,7 +38,7 @@ const opts = new BenchOptions('npm run bench:e2e -- [options]: end-to-end throug
   { name: 'json', help: 'print one JSON object with every figure, ratio and target' },
   { name: 'private-pg', help: 'a PostgreSQL server of its own (server-wide WAL bytes of this run alone)' },
   { name: 'quick', help: 'every scenario at reduced sizes (a few minutes)' },
-  { name: 'profile', help: 'V8 CPU profile of the worker during the grouped PostgreSQL run' },
+  { name: 'profile', help: 'V8 CPU profile of the worker during the grouped and the interleaved PostgreSQL runs' },
   { name: 'only', value: 'list', help: `scenarios to run, comma-separated: ${SCENARIOS.join(',')} (default all)` },
   { name: 'history', value: 'N', help: 'events of history under interleaved / two-workers (default 400000; quick 40000)' },
   { name: 'plans', value: 'N', help: 'interleaved plans of 10 events (default 10000; quick 1000)' },
@@ -74,6 +74,10 @@ function logInterleaved(label: string, r: InterleavedResult): void {
     const w = r.writes;
     log(`  written per event: ${w.rowsPerEvent} rows, ${w.walBytesPerEvent} WAL bytes; workflow_checkpoints rows per checkpoint event ${w.checkpointRowsPerCheckpointEvent}; rows written by others on the server meanwhile: ${w.otherRowsOnServer}`);
     log(`  rows by table (ins/upd/del): ${Object.entries(w.byTable).map(([t, n]) => `${t} ${n.ins}/${n.upd}/${n.del}`).join(', ')}`);
+  }
+  if (r.profile) {
+    log(`  worker CPU profile (${r.profile.totalMs} ms sampled): ${r.profile.byArea.map((a) => `${a.area} ${a.pct}%`).join(', ')}`);
+    for (const fn of r.profile.top.slice(0, 15)) log(`    ${String(fn.pct).padStart(5)}%  ${fn.fn}  ${fn.where}`);
   }
 }
 
@@ -116,7 +120,7 @@ async function main(): Promise<void> {
       log(`  CPU us/event: ${cpuLine(sqlite.cpuUsPerEvent)}; ${sqlite.busyCores} cores busy`);
     }
     if (only.has('interleaved')) {
-      logInterleaved('interleaved PostgreSQL', (f.interleavedPostgres = await interleaved(ctx, 'postgres', { plans: PLANS, history: HISTORY, seed: 911 })));
+      logInterleaved('interleaved PostgreSQL', (f.interleavedPostgres = await interleaved(ctx, 'postgres', { plans: PLANS, history: HISTORY, seed: 911, profile })));
       logInterleaved('interleaved SQLite', (f.interleavedSqlite = await interleaved(ctx, 'sqlite', { plans: PLANS, history: HISTORY, seed: 912 })));
     }
     if (only.has('two-workers')) {

@@ -6,10 +6,11 @@
  * Throughput = events / (last commit - first publish()), as in `sustained`; the end state is
  * checked (every plan completed with its 3 steps).
  */
+import * as fs from 'node:fs';
 import type { DataSource } from 'typeorm';
 import type { PlanEventInput } from '../../src/contracts';
 import type { TestDb } from '../../test/support/databases';
-import { CpuMeter, sampleRss, startWorkerChild, waitCommitted, Child } from './e2e-processes';
+import { CpuMeter, sampleRss, startWorkerChild, summariseProfile, tempDir, waitCommitted, Child, ProfileSummary } from './e2e-processes';
 import { BenchContext, newPrefix, newPublisher, obliterate, publishStream } from './e2e-scenarios';
 import { HistoryResult, preloadHistory } from './history';
 import { mb, round } from './latency';
@@ -42,6 +43,7 @@ export interface InterleavedResult {
   writes?: WritesReport;
   /** End state: plans completed with 3 completed steps, and events stored, against the expected. */
   check: { plansCompleted: number; stepsCompleted: number; eventsStored: number; ok: boolean };
+  profile?: ProfileSummary;
 }
 
 /** Transactions, their size and duration, from the workers' `batch committed` lines. */
@@ -66,6 +68,8 @@ export interface InterleavedOptions {
   history: number;
   workers?: number;
   seed: number;
+  /** V8 CPU profile of the (first) worker, summarised by package and function. */
+  profile?: boolean;
 }
 
 export async function interleaved(ctx: BenchContext, database: TestDb, opts: InterleavedOptions): Promise<InterleavedResult> {
@@ -76,6 +80,7 @@ export async function interleaved(ctx: BenchContext, database: TestDb, opts: Int
   const inputs = roundRobin(tag, opts.plans, opts.seed);
   const count = inputs.length;
   const workers: Child[] = [];
+  let profileDir: string | undefined;
   const pub = newPublisher(redis, prefix);
   try {
     const history = await preloadHistory(db.db.target, opts.history, opts.seed);
@@ -83,7 +88,9 @@ export async function interleaved(ctx: BenchContext, database: TestDb, opts: Int
     if (pg) await forceCheckpoint(db.ds);
     const before = pg ? await settledSnapshot(db.ds) : undefined;
     const env = { DATABASE_URL: db.db.url, REDIS_URL: redis.url, QUEUE_PREFIX: prefix };
-    workers.push(...(await Promise.all(Array.from({ length: opts.workers ?? 1 }, () => startWorkerChild({ main: ctx.workerMain, env })))));
+    profileDir = opts.profile ? tempDir('prof') : undefined;
+    const started = await Promise.all(Array.from({ length: opts.workers ?? 1 }, (_, i) => startWorkerChild({ main: ctx.workerMain, env, cpuProfileDir: i === 0 ? profileDir : undefined })));
+    for (const w of started) workers.push(w);
     const rss = sampleRss(workers[0].pid);
     const cpu = new CpuMeter({ workers: workers.map((w) => w.pid), redisPort: redis.port });
     const t0 = Date.now();
@@ -111,8 +118,10 @@ export async function interleaved(ctx: BenchContext, database: TestDb, opts: Int
       busyCores: cpuUse.busyCores,
       writes,
       check: await endState(db.ds, tag, opts.plans, history.events + count),
+      profile: profileDir ? summariseProfile(profileDir) : undefined,
     };
   } finally {
+    if (profileDir && !process.env.KEEP_PROFILE) fs.rmSync(profileDir, { recursive: true, force: true });
     await Promise.all(workers.map((w) => w.stop('SIGKILL')));
     await pub.close();
     await obliterate(redis, prefix);

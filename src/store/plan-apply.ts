@@ -3,7 +3,7 @@ import type { PlanEvent } from '../contracts';
 import type { Dialect } from './dialect';
 import type { PlanHeadRow } from './entities';
 import { LockedHead, writeHeads } from './plan-heads';
-import { PlanReader } from './plan-reader';
+import { LOG_PAGE, PlanReader } from './plan-reader';
 import { PlanWrites } from './plan-writes';
 import { canonicalOrder, definingCreated, SeqRun } from './projection/event-order';
 import { CreatedEvent, PlanProjection } from './projection/plan-projection';
@@ -50,6 +50,8 @@ export class PlanApplier {
   private readonly writes = new PlanWrites();
   private readonly reader: PlanReader;
   private readonly nextHeads = new Map<string, PlanHeadRow>();
+  /** SQLite updates only the columns that changed: it needs the rows as read. */
+  private readonly keepStored: boolean;
 
   constructor(
     private readonly m: EntityManager,
@@ -58,6 +60,7 @@ export class PlanApplier {
     private readonly now: Date,
   ) {
     this.reader = new PlanReader(m, dialect);
+    this.keepStored = dialect === 'sqlite';
   }
 
   /** Plans whose rows this transaction writes. */
@@ -73,20 +76,27 @@ export class PlanApplier {
     for (const [planId, events] of byPlan(fresh)) {
       const head = this.heads.get(planId)!;
       const action = actionFor(head, events);
-      const stored = { eventCount: head.eventCount + events.length, lastSeq: Math.max(head.lastSeq, events[events.length - 1].seq) };
-      this.setHead(head, { ...stored, pending: head.pendingEvents + events.length });
+      const lastSeq = events[events.length - 1].seq;
+      this.setHead(head, { eventCount: head.eventCount + events.length, lastSeq: lastSeq > head.lastSeq ? lastSeq : head.lastSeq, pending: head.pendingEvents + events.length });
       if (action === 'apply') direct.push({ head, events });
       else if (action === 'apply-with-log') viaLog.push({ head, events });
       else if (action === 'rebuild') rebuild.push(head);
     }
+    // the waiting events of plans whose gap this batch fills, read for all those plans at once
+    // (a plan with very many waits is read page by page instead: memory stays bounded)
+    const few = viaLog.filter((i) => i.head.pendingEvents <= LOG_PAGE);
+    const waiting = await this.reader.waitingEvents(few.map(({ head }) => ({ planId: head.planId, aboveSeq: head.appliedSeq })));
+    for (const { head } of few) direct.push({ head, events: waiting.get(head.planId) ?? [] });
     for (const head of await this.applyDirect(direct)) rebuild.push(head);
-    for (const { head } of viaLog) if (!(await this.applyFromLog(head))) rebuild.push(head);
+    for (const { head } of viaLog) if (head.pendingEvents > LOG_PAGE && !(await this.applyFromLog(head))) rebuild.push(head);
     for (const head of rebuild) await this.rebuild(head);
   }
 
   /**
-   * Plans whose events apply as they came: new plans start from their plan.created, stored ones
-   * from their rows. Returns the stored plans found without rows (rebuilt instead).
+   * Plans whose candidate events (new ones, and those waiting in the log) are all here, in
+   * canonical order: new plans start from their plan.created, stored ones from their rows, and
+   * take the events their watermark admits. Returns the stored plans found without rows (rebuilt
+   * instead).
    */
   private async applyDirect(items: Array<{ head: LockedHead; events: PlanEvent[] }>): Promise<LockedHead[]> {
     const stored = items.filter((i) => i.head.appliedSeq !== null);
@@ -109,7 +119,7 @@ export class PlanApplier {
         continue;
       }
       const run = new SeqRun(head.appliedSeq);
-      resumed.push({ head, run, projection: PlanProjection.resume(row), events: events.filter((e) => run.admits(e.seq)) });
+      resumed.push({ head, run, projection: PlanProjection.resume(row, this.keepStored), events: events.filter((e) => run.admits(e.seq)) });
     }
     await this.reader.provide(resumed);
     for (const { head, run, projection, events } of resumed) {
@@ -131,7 +141,7 @@ export class PlanApplier {
     } else {
       const row = (await this.reader.plans([head.planId])).get(head.planId);
       if (!row) return false;
-      projection = PlanProjection.resume(row);
+      projection = PlanProjection.resume(row, this.keepStored);
       run = new SeqRun(head.appliedSeq, skipGaps);
     }
     const applied = await this.replay(projection, run, created, head.appliedSeq ?? undefined);
@@ -204,8 +214,19 @@ export class PlanApplier {
     // the wait starts when the watermark stops moving with events left behind it
     const waiting = s.pending > 0 && applied !== null;
     const gapSince = waiting ? (applied === head.appliedSeq && head.gapSince ? head.gapSince : this.now) : null;
-    const { isNew: _isNew, ...row } = head;
-    this.nextHeads.set(head.planId, { ...row, eventCount: s.eventCount, lastSeq: s.lastSeq, appliedSeq: applied, pendingEvents: s.pending, gapSince, updatedAt: this.now });
+    // spelled out: object rest and spread cost a runtime call per plan on the hot path
+    this.nextHeads.set(head.planId, {
+      planId: head.planId,
+      sessionId: head.sessionId,
+      version: head.version,
+      eventCount: s.eventCount,
+      lastSeq: s.lastSeq,
+      appliedSeq: applied,
+      pendingEvents: s.pending,
+      gapSince,
+      updatedAt: this.now,
+      deletedAt: head.deletedAt,
+    });
   }
 
   /** Write every collected row, then the heads. */
@@ -219,7 +240,10 @@ export class PlanApplier {
   }
 }
 
-/** Events grouped by plan, each group in canonical order, plans in key order. */
+/**
+ * Events grouped by plan, each group in canonical order. The order of the plans does not matter:
+ * their heads are locked already, and the rows are written table by table (writeHeads sorts).
+ */
 function byPlan(events: PlanEvent[]): Map<string, PlanEvent[]> {
   const groups = new Map<string, PlanEvent[]>();
   for (const e of events) {
@@ -227,6 +251,6 @@ function byPlan(events: PlanEvent[]): Map<string, PlanEvent[]> {
     if (list) list.push(e);
     else groups.set(e.planId, [e]);
   }
-  for (const list of groups.values()) list.sort(canonicalOrder);
-  return new Map([...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  for (const list of groups.values()) if (list.length > 1) list.sort(canonicalOrder);
+  return groups;
 }

@@ -36,9 +36,8 @@ export async function lockHeads(m: EntityManager, dialect: Dialect, rows: PlanHe
     );
     const created = new Set(inserted.map((r) => r.plan_id));
     for (const r of await m.query(`SELECT * FROM plan_heads WHERE plan_id = ANY($1::varchar[])`, [pgArrayLiteral(ids)])) {
-      const head = fromRaw(r);
       // the version this transaction writes (writeHeads), as the bump gives it elsewhere
-      heads.set(r.plan_id, { ...head, version: created.has(r.plan_id) ? 1 : head.version + 1, isNew: created.has(r.plan_id) });
+      heads.set(r.plan_id, lockedFromRaw(r, created.has(r.plan_id)));
     }
     return heads;
   }
@@ -69,11 +68,11 @@ export async function writeHeads(m: EntityManager, dialect: Dialect, heads: Plan
   await new RowWriter(m, dialect).update(ENTITY.head, heads, 'planId', update);
 }
 
-function fromRaw(r: Record<string, unknown>): PlanHeadRow {
+function lockedFromRaw(r: Record<string, unknown>, isNew: boolean): LockedHead {
   return {
     planId: r.plan_id as string,
     sessionId: r.session_id as string,
-    version: r.version as number,
+    version: isNew ? 1 : (r.version as number) + 1,
     eventCount: r.event_count as number,
     lastSeq: r.last_seq as number,
     appliedSeq: r.applied_seq as number | null,
@@ -81,5 +80,6 @@ function fromRaw(r: Record<string, unknown>): PlanHeadRow {
     gapSince: r.gap_since as Date | null,
     updatedAt: r.updated_at as Date,
     deletedAt: r.deleted_at as Date | null,
+    isNew,
   };
 }

@@ -5,6 +5,7 @@ import { ENTITY, ExecutionPlanRow, PlanEventRow, PlanHandoffRow, PlanStepRow } f
 import { definingCreatedStatement, LogCursor, logPageStatement } from './plan-event-statements';
 import { derivedId } from './projection/derived-id';
 import { PlanProjection } from './projection/plan-projection';
+import { pgArrayLiteral } from './postgres-array';
 import { RowWriter } from './row-writer';
 
 /** Events per page when a plan's log is read (a gap filled after a long wait, a rebuild). */
@@ -16,7 +17,7 @@ export class PlanReader {
 
   constructor(
     private readonly m: EntityManager,
-    dialect: Dialect,
+    private readonly dialect: Dialect,
   ) {
     this.rows = new RowWriter(m, dialect);
   }
@@ -51,6 +52,30 @@ export class PlanReader {
     for (const [planId, projection] of whole) projection.provide(steps.get(planId) ?? [], [], handoffs.get(planId) ?? []);
   }
 
+  /**
+   * The stored events of these plans above their `aboveSeq` (all of them for null), each plan's in
+   * canonical order: on PostgreSQL one statement for every plan, elsewhere a read per plan.
+   */
+  async waitingEvents(plans: Array<{ planId: string; aboveSeq: number | null }>): Promise<Map<string, PlanEvent[]>> {
+    const out = new Map<string, PlanEvent[]>();
+    if (plans.length === 0) return out;
+    if (this.dialect === 'postgres') {
+      const rows: Record<string, unknown>[] = await this.m.query(
+        `SELECT e.* FROM plan_events e JOIN unnest($1::varchar[], $2::int[]) AS w(plan_id, above) ON e.plan_id = w.plan_id AND e.seq > w.above
+         WHERE e.plan_id = ANY($1::varchar[]) ORDER BY e.plan_id, e.seq, e.event_id`,
+        [pgArrayLiteral(plans.map((p) => p.planId)), pgArrayLiteral(plans.map((p) => p.aboveSeq ?? MIN_SEQ))],
+      );
+      for (const r of rows) push(out, r.plan_id as string, fromEventRow(renamed(r)));
+      return out;
+    }
+    for (const { planId, aboveSeq } of plans) {
+      const events: PlanEvent[] = [];
+      for await (const page of this.log(planId, aboveSeq ?? undefined)) for (const e of page) events.push(e);
+      out.set(planId, events);
+    }
+    return out;
+  }
+
   async definingCreated(planId: string): Promise<PlanEvent | undefined> {
     const row = await definingCreatedStatement(this.m, planId).getOne();
     return row ? fromEventRow(row as PlanEventRow) : undefined;
@@ -82,6 +107,20 @@ export function fromEventRow(r: PlanEventRow): PlanEvent {
     occurredAt: new Date(r.occurredAt).toISOString(),
     payload: JSON.parse(r.payload),
   } as PlanEvent;
+}
+
+/** Below any seq the contract allows (seq >= 0). */
+const MIN_SEQ = -1;
+
+/** A raw plan_events row (snake_case, as pg returns it) as the entity's properties. */
+function renamed(r: Record<string, unknown>): PlanEventRow {
+  return { eventId: r.event_id, planId: r.plan_id, sessionId: r.session_id, type: r.type, seq: r.seq, specVersion: r.spec_version, occurredAt: r.occurred_at, recordedAt: r.recorded_at, payload: r.payload, deletedAt: r.deleted_at } as PlanEventRow;
+}
+
+function push<T>(map: Map<string, T[]>, key: string, item: T): void {
+  const list = map.get(key);
+  if (list) list.push(item);
+  else map.set(key, [item]);
 }
 
 function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {

@@ -80,13 +80,13 @@ export class PlanProjection {
 
   private constructor(
     readonly plan: ExecutionPlanRow,
-    steps: PlanStepRow[],
     known: Set<string> | 'all',
     private readonly isNew: boolean,
+    keepStored: boolean,
   ) {
-    this.steps = new Map(steps.map((s) => [s.stepKey, s]));
+    this.steps = new Map();
     this.known = known;
-    if (!isNew) this.stored = { plan: { ...plan }, steps: new Map() };
+    if (keepStored) this.stored = { plan: { ...plan }, steps: new Map() };
   }
 
   /** A plan from its defining plan.created (the first in canonical order, see event-order.ts). */
@@ -115,16 +115,20 @@ export class PlanProjection {
       completedAt: null,
       deletedAt: null,
     };
-    const projection = new PlanProjection(plan, [], 'all', true);
+    const projection = new PlanProjection(plan, 'all', true, false);
     projection.sessionActivity = at;
     for (const spec of p.steps) projection.steps.set(spec.stepId, projection.newStep(spec, at));
     projection.defineSteps();
     return projection;
   }
 
-  /** A stored plan: its row and the steps (and, with 'all', handoffs) `needs` asked for. */
-  static resume(plan: ExecutionPlanRow): PlanProjection {
-    return new PlanProjection({ ...plan }, [], new Set(), false);
+  /**
+   * A stored plan from its row (which it takes over and changes), then the steps (and, for an
+   * edit, the handoffs) `needs` asks for through `provide`. `keepStored`: keep a copy of the rows
+   * as read, for a database that writes only what changed (PlanChanges.stored).
+   */
+  static resume(plan: ExecutionPlanRow, keepStored = false): PlanProjection {
+    return new PlanProjection(plan, new Set(), false, keepStored);
   }
 
   /** What the stored rows must provide before `events` can be applied to a resumed plan. */
@@ -248,7 +252,7 @@ export class PlanProjection {
   changes(): PlanChanges {
     const all = this.isNew || this.stepsReplaced;
     return {
-      plan: { ...this.plan },
+      plan: this.plan,
       sessionActivity: this.sessionActivity,
       stored: this.stored,
       isNew: this.isNew,
