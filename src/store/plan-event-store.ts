@@ -11,6 +11,7 @@ import { overdueGapsStatement, waitingPlansStatement } from './plan-event-statem
 import { LockedHead, lockHeads, lockStoredHeads, newHead } from './plan-heads';
 import { pgArrayLiteral } from './postgres-array';
 import { RowWriter } from './row-writer';
+import { SqliteRows } from './sqlite-rows';
 import { unnestInsertStatement } from './row-statements';
 import { runSerialized } from './serial-queue';
 
@@ -204,6 +205,10 @@ export class PlanEventStore {
       // one array parameter: the same short statement whatever the batch size
       const rows: { event_id: string; plan_id: string }[] = await m.query('SELECT event_id, plan_id FROM plan_events WHERE event_id = ANY($1::uuid[])', [pgArrayLiteral(ids)]);
       for (const r of rows) found.set(r.event_id.toLowerCase(), r.plan_id);
+      return found;
+    }
+    if (this.dialect === 'sqlite') {
+      for (const [id, planId] of new SqliteRows(m).pluck(ENTITY.event, 'eventId', 'planId', ids)) found.set(id.toLowerCase(), planId as string);
       return found;
     }
     for (const part of chunk(ids, valuesPerInList(this.dialect))) {

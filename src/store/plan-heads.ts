@@ -5,6 +5,7 @@ import { ENTITY, PlanHeadRow } from './entities';
 import { pgArrayLiteral } from './postgres-array';
 import { lockHeadsStatement } from './plan-event-statements';
 import { RowWriter } from './row-writer';
+import { SqliteRows } from './sqlite-rows';
 
 /** A plan head under this transaction's lock; `version` is already the one this transaction writes. */
 export interface LockedHead extends PlanHeadRow {
@@ -41,6 +42,7 @@ export async function lockHeads(m: EntityManager, dialect: Dialect, rows: PlanHe
     }
     return heads;
   }
+  if (dialect === 'sqlite') return sqliteHeads(m, sorted);
   const writer = new RowWriter(m, dialect);
   await writer.upsert(ENTITY.head, sorted, { key: 'planId', update: [] });
   for (const part of chunk(ids, valuesPerInList(dialect))) {
@@ -48,6 +50,22 @@ export async function lockHeads(m: EntityManager, dialect: Dialect, rows: PlanHe
     await m.createQueryBuilder().update(ENTITY.head).set({ version: () => 'version + 1' }).where({ planId: In(part) }).callListeners(false).execute();
   }
   for (const r of await writer.findIn<PlanHeadRow>(ENTITY.head, 'planId', ids)) heads.set(r.planId, { ...r, isNew: r.version === 1 });
+  return heads;
+}
+
+/**
+ * SQLite: one writer at a time (in process, the store's queue; across processes, the database
+ * lock, taken at the first write: a reader whose snapshot another process outdated meanwhile
+ * fails that write with SQLITE_BUSY_SNAPSHOT, which the worker retries). So read the heads, and
+ * insert the missing ones.
+ */
+function sqliteHeads(m: EntityManager, sorted: PlanHeadRow[]): Map<string, LockedHead> {
+  const rows = new SqliteRows(m);
+  const heads = new Map<string, LockedHead>();
+  for (const r of rows.findIn<PlanHeadRow>(ENTITY.head, 'planId', sorted.map((h) => h.planId))) heads.set(r.planId, { ...r, version: r.version + 1, isNew: false });
+  const missing = sorted.filter((h) => !heads.has(h.planId)).map((h) => ({ ...h, version: 1 }));
+  rows.insert(ENTITY.head, missing);
+  for (const h of missing) heads.set(h.planId, { ...h, isNew: true });
   return heads;
 }
 

@@ -102,6 +102,27 @@ export class SqliteRows {
     return out;
   }
 
+  /** `valueProp` of the rows whose `keyProp` is one of `keys` (one prepared lookup per key). */
+  pluck(entity: string, keyProp: string, valueProp: string, keys: string[]): Map<string, unknown> {
+    const meta = this.m.connection.getMetadata(entity);
+    const q = (n: string) => this.m.connection.driver.escape(n);
+    const key = meta.findColumnWithPropertyName(keyProp)!.databaseName;
+    const value = meta.findColumnWithPropertyName(valueProp)!.databaseName;
+    const sql = `SELECT ${q(key)} AS k, ${q(value)} AS v FROM ${q(meta.tableName)} WHERE ${q(key)} = ?`;
+    const stmt = this.statement(sql);
+    const out = new Map<string, unknown>();
+    for (const k of keys) {
+      let rows: Record<string, unknown>[];
+      try {
+        rows = stmt.all(k);
+      } catch (err) {
+        throw new QueryFailedError(sql, [k], err as Error);
+      }
+      for (const r of rows) out.set(String(r.k), r.v);
+    }
+    return out;
+  }
+
   private runEach(sql: string, columns: ColumnMetadata[], rows: object[]): void {
     const stmt = this.statement(sql);
     const driver = this.m.connection.driver;
