@@ -6,6 +6,7 @@
  * Commit lag = the job's `finishedOn` (acknowledged after the commit) - the event's `occurredAt`
  * (stamped by publish()), as in `latencyAtRate`; events of the first `warmupSeconds` are left out.
  */
+import { pushAll } from '../../src/shared/arrays';
 import { Queue } from 'bullmq';
 import type { PlanEventInput } from '../../src/contracts';
 import { EVENTS_QUEUE } from '../../src/queue/queue-names';
@@ -62,7 +63,7 @@ function summary(ms: number[]): LagSummary {
 /** Short plans of 10 events, in groups of 200 plans published round-robin, at least `count` events. */
 function shortStream(tag: string, count: number, seed: number): PlanEventInput[] {
   const out: PlanEventInput[] = [];
-  for (let g = 0; out.length < count; g++) out.push(...roundRobin(tag, 200, seed, g * 200));
+  for (let g = 0; out.length < count; g++) pushAll(out, roundRobin(tag, 200, seed, g * 200));
   return out.slice(0, count);
 }
 

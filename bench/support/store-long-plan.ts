@@ -106,7 +106,7 @@ export async function longPlanTrickle(kind: TestDb, opts: { steps: number; batch
       // every batch starting within AROUND of the point (5 of 50 events) must have been stored
       const expected = Math.floor((p + AROUND) / opts.batch) - Math.ceil((p - AROUND) / opts.batch) + 1;
       if (around.length < expected || p + AROUND + opts.batch > events.length) continue;
-      points.push({ storedEvents: p, msPerBatch: round(median(around)), minMs: round(Math.min(...around)), maxMs: round(Math.max(...around)), batches: around.length });
+      points.push({ storedEvents: p, msPerBatch: round(median(around)), minMs: round(around.reduce((a, b) => Math.min(a, b))), maxMs: round(around.reduce((a, b) => Math.max(a, b))), batches: around.length });
     }
     const at = (p: number) => points.find((x) => x.storedEvents === p)?.msPerBatch;
     const first = at(1_000);
