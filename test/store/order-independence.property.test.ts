@@ -4,7 +4,7 @@ import { PlanEvent } from '../../src/contracts';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { canonicalOrder } from '../../src/store/projection/event-order';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
-import { arrivalArb, planLifeArb, schedule, seqLayoutArb, toEvents } from './plan-events.arbitrary';
+import { arrivalArb, jobArrivalArb, jobSchedule, longPlanArb, planLifeArb, schedule, seqLayoutArb, toEvents } from './plan-events.arbitrary';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 200);
 
@@ -159,6 +159,27 @@ describe.each(ALL_TEST_DBS)('order independence and idempotency on %s', (kind) =
         await erase(ds, planId, sessionId);
       }),
       { numRuns: Math.ceil(RUNS / 2) },
+    );
+  }, 600_000);
+
+  it('a long plan whose jobs commit out of order and twice is stored as the whole-log fold, with no rebuild (15 runs)', async () => {
+    await fc.assert(
+      fc.asyncProperty(longPlanArb, jobArrivalArb, async (drafts, arrival) => {
+        const planId = `lplan_${kind}_${run++}`;
+        const sessionId = `lsess_${planId}`;
+        const events = toEvents(drafts, planId, sessionId);
+        const expected = await reference(events, planId, sessionId);
+        let rebuilt = 0;
+        for (const job of jobSchedule(events, arrival)) rebuilt += (await store.persist(job)).rebuilt;
+        const incremental = await snapshot(ds, planId);
+        checkInvariants(incremental as never);
+        expect(incremental).toEqual(expected);
+        expect(rebuilt).toBe(0);
+        await store.rebuildPlans([planId]);
+        expect(await snapshot(ds, planId)).toEqual(incremental);
+        await erase(ds, planId, sessionId);
+      }),
+      { numRuns: 15 },
     );
   }, 600_000);
 

@@ -151,3 +151,48 @@ export function schedule<T>(items: T[], arrival: { order: number[]; duplicates: 
   }
   return batches;
 }
+
+/**
+ * A long plan as an executor runs it: plan.created with 50-250 steps (each waiting on the one
+ * before), then every step started and completed (a few fail), a handoff now and then, a
+ * checkpoint every ten steps, and the end. Several hundred events.
+ */
+export const longPlanArb = fc.record({ steps: fc.integer({ min: 50, max: 250 }), failEvery: fc.integer({ min: 7, max: 40 }), handoffEvery: fc.integer({ min: 3, max: 15 }) }).map(({ steps, failEvery, handoffEvery }): Draft[] => {
+  const specs = Array.from({ length: steps }, (_, i) => ({ stepId: `s${i}`, index: i, agentId: AGENTS[i % AGENTS.length], task: `task ${i}`, dependsOn: i ? [`s${i - 1}`] : [] }));
+  const drafts: Draft[] = [{ type: 'plan.created', payload: { query: 'A long plan', steps: specs } }];
+  for (let i = 0; i < steps; i++) {
+    if (i % handoffEvery === 0) drafts.push({ type: 'handoff.recorded', payload: { handoffId: `h${i}`, stepId: `s${i}`, fromAgentId: 'planner', toAgentId: specs[i].agentId, reason: 'next' } });
+    drafts.push({ type: 'step.started', payload: { stepId: `s${i}` } });
+    if (i % failEvery === failEvery - 1) drafts.push({ type: 'step.failed', payload: { stepId: `s${i}`, error: 'boom', inputTokens: i, outputTokens: 1 } });
+    else drafts.push({ type: 'step.completed', payload: { stepId: `s${i}`, result: 'ok', inputTokens: i, outputTokens: 2 * i, model: 'm' } });
+    if (i % 10 === 9) drafts.push({ type: 'checkpoint.saved', payload: { checkpointId: `c${i}`, layer: i, state: { done: i } } });
+  }
+  drafts.push({ type: 'plan.finalized', payload: { status: 'completed', summary: 'done' } });
+  return drafts;
+});
+
+/**
+ * How jobs of a long plan reach the store: its events in seq order, cut into jobs of 5-60, some
+ * adjacent jobs committed the other way round (concurrent transactions, several workers), and
+ * some jobs delivered twice.
+ */
+export const jobArrivalArb = fc.record({
+  sizes: fc.array(fc.integer({ min: 5, max: 60 }), { minLength: 1, maxLength: 20 }),
+  swaps: fc.array(fc.nat(100), { maxLength: 12 }),
+  redeliveries: fc.array(fc.nat(100), { maxLength: 4 }),
+});
+
+export function jobSchedule<T>(items: T[], arrival: { sizes: number[]; swaps: number[]; redeliveries: number[] }): T[][] {
+  const jobs: T[][] = [];
+  for (let pos = 0, j = 0; pos < items.length; j++) {
+    const size = arrival.sizes[j % arrival.sizes.length];
+    jobs.push(items.slice(pos, pos + size));
+    pos += size;
+  }
+  for (const s of arrival.swaps) {
+    const i = s % Math.max(1, jobs.length - 1);
+    if (i + 1 < jobs.length) [jobs[i], jobs[i + 1]] = [jobs[i + 1], jobs[i]];
+  }
+  for (const r of arrival.redeliveries) jobs.push(jobs[r % jobs.length]);
+  return jobs;
+}
