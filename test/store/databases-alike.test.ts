@@ -7,7 +7,7 @@ import { PlanEventStore } from '../../src/store/plan-event-store';
 import { getPlanView } from '../../src/queries/plan-timeline.query';
 import { agentUsage } from '../../src/queries/analytics.query';
 import { parseDatabaseUrl } from '../../src/config/database-url';
-import { createMigratedDb, MARIADB_ADMIN_URL } from '../support/databases';
+import { ALL_TEST_DBS, createMigratedDb, MARIADB_ADMIN_URL } from '../support/databases';
 
 // Issue 13: what the databases used to disagree on, checked on each real server alike.
 
@@ -27,7 +27,7 @@ function plan(planId: string, sessionId: string, agentId: string, tokens = 1, qu
   ];
 }
 
-describe.each(['sqlite', 'postgres', 'mariadb'] as const)('databases alike on %s', (kind) => {
+describe.each(ALL_TEST_DBS)('databases alike on %s', (kind) => {
   let ds: DataSource;
   let close: () => Promise<void>;
   let store: PlanEventStore;

@@ -56,6 +56,7 @@ const TABLES_SQL: Record<string, string> = {
   sqlite: `SELECT name AS t FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`,
   postgres: `SELECT table_name AS t FROM information_schema.tables WHERE table_schema = current_schema()`,
   mariadb: `SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE()`,
+  mssql: `SELECT name AS t FROM sys.tables`,
 };
 
 async function tableNames(ds: DataSource, kind: string): Promise<string[]> {
