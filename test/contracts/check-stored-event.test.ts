@@ -11,7 +11,7 @@ import * as parseModule from '../../src/contracts/parse-plan-event';
 import { toIsoString } from '../../src/contracts/parse-plan-event';
 import { manyPlanRuns } from '../support/event-factory';
 import { BASE_EVENTS, eventMutations, fieldPaths, show, TRICKY_VALUES } from '../support/event-mutations';
-import { NUL_VALUES, nulVariants } from './plan-event.fixtures';
+import { LONE_SURROGATE_VALUES, loneSurrogateVariants, NUL_VALUES, nulVariants } from './plan-event.fixtures';
 
 type Plain = Record<string, unknown>;
 
@@ -81,7 +81,7 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
   it('agrees on random mutations of valid events, as objects, JSON round trips and JSON text', () => {
     const seen = { accepted: 0, acceptedFast: 0, rejected: 0 };
     fc.assert(
-      fc.property(eventMutations(fc.constantFrom(...TRICKY_VALUES, ...NUL_VALUES)), (mutant) => {
+      fc.property(eventMutations(fc.constantFrom(...TRICKY_VALUES, ...NUL_VALUES, ...LONE_SURROGATE_VALUES)), (mutant) => {
         for (const input of forms(mutant)) {
           const { accepted, fast } = compare(input);
           if (!accepted) seen.rejected++;
@@ -120,6 +120,33 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
       }
     }
     expect(variants).toBeGreaterThan(300);
+  });
+
+  it('agrees on a lone UTF-16 surrogate, high or low, in any string or key, reporting it at its path', () => {
+    let variants = 0;
+    for (const event of BASE_EVENTS) {
+      for (const low of [false, true]) {
+        for (const { input, expected } of loneSurrogateVariants(event, low)) {
+          // the three forms for high ones; the verdict alone for low ones (the same code decides)
+          if (!low) for (const form of forms(input)) expect(compare(form).accepted).toBe(false);
+          const result = checkStoredEvent(input);
+          expect(!result.ok && result.error.violations).toEqual([expected]);
+          variants++;
+        }
+      }
+    }
+    expect(variants).toBeGreaterThan(600);
+  });
+
+  it('agrees on mutations to arbitrary JSON values of any UTF-16 units, lone surrogates and pairs included', () => {
+    let rejected = 0;
+    fc.assert(
+      fc.property(eventMutations(fc.jsonValue({ maxDepth: 2, stringUnit: 'binary' })), (mutant) => {
+        for (const input of forms(mutant)) if (!compare(input).accepted) rejected++;
+      }),
+      { numRuns: 250, seed: 13 },
+    );
+    expect(rejected).toBeGreaterThan(350);
   });
 
   it('agrees under configured limits, tight and loose', () => {
