@@ -92,6 +92,20 @@ export const LONE_SURROGATE_VALUES: readonly unknown[] = [
   { deep: [{ v: 'x\uDC00' }] },
 ];
 
+/** Timestamps at and past the edges of the range every database stores (1000-01-01 to 9999-12-31). */
+export const TIMESTAMP_EDGE_VALUES: readonly string[] = [
+  '1000-01-01T00:00:00.000Z',
+  '1000-01-01T00:00:00+00:00',
+  '9999-12-31T23:59:59.999Z',
+  '9999-12-31T23:59:59.999999999+00:00',
+  '0999-12-31T23:59:59.999Z',
+  '0000-01-01T00:00:00Z',
+  '0000-02-29T00:00:00Z',
+  '10000-01-01T00:00:00Z',
+  '+010000-01-01T00:00:00.000Z',
+  '-000001-01-01T00:00:00.000Z',
+];
+
 /** What the contract says of a string, or a key, holding a lone surrogate. */
 export const surrogateViolation = (path: string): Violation => ({
   path,

@@ -10,7 +10,7 @@
  * guard refuses: the formats and enums exclude them, and `text` and `longText` ask storable-text.ts,
  * as the guard does.
  */
-import { isExternalId, isUtcTimestamp, isUuid } from '../field-formats';
+import { isExternalId, isUuid, utcTimestampProblem } from '../field-formats';
 import type { Violation } from '../invalid-event.error';
 import type { ContractLimits } from '../limits';
 import { textProblem } from '../storable-text';
@@ -108,7 +108,8 @@ export const uuid: Rule = (value, parent, key, ctx) => {
 
 export const utcTimestamp: Rule = (value, parent, key, ctx) => {
   if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
-  if (!isUtcTimestamp(value)) report(ctx, parent, key, 'must be an ISO-8601 timestamp in UTC, e.g. 2024-05-01T12:00:00.000Z');
+  const problem = utcTimestampProblem(value);
+  if (problem !== undefined) report(ctx, parent, key, problem);
 };
 
 export function intInRange(min: number, max: number): Rule {
