@@ -231,6 +231,12 @@ describe('parsePlanEvent: lone UTF-16 surrogates, which each database stores dif
     expect(variants).toBeGreaterThan(600);
   });
 
+  it('rejects one written raw (unescaped) into JSON text, as a sender that builds JSON by hand would', () => {
+    const text = JSON.stringify(completed({ result: 'MARK' })).replace('MARK', 'file-\uD800.txt');
+    expect(text).toContain('\uD800');
+    expect(violationsOf(text)).toEqual([surrogateViolation('payload.result')]);
+  });
+
   it('reports NUL first when a string holds both', () => {
     expect(violationsOf(completed({ result: '\uD800\u0000' }))).toEqual([nulViolation('payload.result')]);
   });
