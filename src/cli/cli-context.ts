@@ -9,12 +9,20 @@ export interface CliContext {
   env: Record<string, string | undefined>;
   logger: Logger;
   out: (line: string) => void;
+  /** Text to stdout exactly as given, nothing added (`steps output`: content byte for byte). */
+  write: (text: string) => void;
   err: (line: string) => void;
 }
 
 export interface CliIo {
   env: Record<string, string | undefined>;
+  /** One line of output; the sink ends it. */
   out: (line: string) => void;
+  /**
+   * Output with nothing added. Optional for line-collecting callers (tests, embedding code): they
+   * get the text as one `out` call, which is exact when it is the command's only output.
+   */
+  write?: (text: string) => void;
   err: (line: string) => void;
 }
 
@@ -28,5 +36,5 @@ export function buildContext(io: CliIo): CliContext {
   }
   // CLI logs go to stderr so `--json` output on stdout stays parseable.
   const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel, destination: process.stderr as never });
-  return { config, env: io.env, logger, out: io.out, err: io.err };
+  return { config, env: io.env, logger, out: io.out, write: io.write ?? io.out, err: io.err };
 }

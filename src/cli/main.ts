@@ -72,6 +72,7 @@ export function main(argv: string[] = process.argv): void {
   const io: CliIo = {
     env: process.env,
     out: (line) => process.stdout.write(`${line}\n`),
+    write: (text) => process.stdout.write(text),
     err: (line) => process.stderr.write(`${line}\n`),
   };
   run(argv, io).then(

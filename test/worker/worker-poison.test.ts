@@ -91,6 +91,33 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     ]);
   });
 
+  // A lone surrogate has no UTF-8 form: PostgreSQL would store U+FFFD, SQLite the raw unit. The
+  // contract refuses it, so the same event is dead-lettered on every database; an emoji (a valid
+  // pair) in the same job is stored as sent.
+  it('dead-letters an event with a lone UTF-16 surrogate as invalid and stores the emoji of its job as sent', async () => {
+    const run = planRun({ seed: 22, steps: 3 });
+    const completedAt = run.map((e, i) => (e.type === 'step.completed' ? i : -1)).filter((i) => i >= 0);
+    // the emoji first: events after the refused one wait for its seq (the gap timeout) before they apply
+    const emoji = run[completedAt[0]] as Extract<PlanEvent, { type: 'step.completed' }>;
+    const done = run[completedAt[1]] as Extract<PlanEvent, { type: 'step.completed' }>;
+    const bad = { ...done, payload: { ...done.payload, result: 'file-\uD800.txt' } };
+    const smile = { ...emoji, payload: { ...emoji.payload, result: 'done \u{1F600} \u{20000}' } };
+    const events = run.map((e, i) => (i === completedAt[0] ? smile : i === completedAt[1] ? bad : e));
+    const rowsBefore = await countRows(db.ds, 'plan_events');
+    const [jobId] = await publish(redis, prefix, [{ v: 1, events }], 'surrogate');
+    expect(await worker.idle(30_000)).toBe(true);
+
+    expect(await countRows(db.ds, 'plan_events')).toBe(rowsBefore + run.length - 1);
+    const letters = (await readDeadLetters(redis, prefix)).filter((l) => l.source.jobId === jobId);
+    expect(letters).toHaveLength(1);
+    expect(letters[0]).toMatchObject({ kind: 'invalid', event: bad, eventId: bad.eventId, planId: bad.planId, attempts: 1 });
+    expect(letters[0].error.violations).toEqual([
+      { path: 'payload.result', message: 'payload.result must not contain a lone UTF-16 surrogate (U+D800-U+DFFF without its pair): databases store it differently' },
+    ]);
+    const [row] = await db.ds.query(`SELECT result FROM plan_steps WHERE plan_id = '${smile.planId}' AND step_key = '${smile.payload.stepId}'`);
+    expect(row.result).toBe('done \u{1F600} \u{20000}');
+  });
+
   it('never retries an invalid event: the job completes on its first attempt', async () => {
     const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
     try {
