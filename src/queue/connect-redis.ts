@@ -113,7 +113,7 @@ export function createRedis(target: RedisTarget, role: RedisRole, options: Creat
 export function assertClusterPrefix(prefix: string, where: RedisTarget | RedisClient): void {
   const cluster = 'isCluster' in where || where instanceof IORedis ? isCluster(where as RedisClient) : Boolean((where as RedisTarget).redisClusterNodes);
   const problem = cluster ? clusterPrefixProblem(prefix) : null;
-  if (problem) throw new Error(`QUEUE_PREFIX ${problem}`);
+  if (problem) throw new Error(`QUEUE_PREFIX: ${problem}`);
 }
 
 /**

@@ -228,10 +228,11 @@ describe('plan-ledger on Redis Cluster', () => {
   it('refuses a prefix without a {hash tag} at start-up, in one line', async () => {
     const line =
       'QUEUE_PREFIX: "plan-ledger" has no {hash tag}: on Redis Cluster every key of a queue must hash to one slot (BullMQ\'s scripts touch several keys at once, else CROSSSLOT), so use e.g. QUEUE_PREFIX={plan-ledger}';
-    for (const args of [['dlq', 'stats'], ['worker'], ['retention', 'run', '--dry-run']]) {
-      const r = await runCli(args, { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: 'plan-ledger', HEALTH_PORT: 'off' });
-      expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 2, stderr: `plan-ledger: invalid configuration: ${line}\n` });
-    }
+    const commands = [['dlq', 'stats'], ['worker'], ['retention', 'run', '--dry-run']];
+    const results = await Promise.all(commands.map((args) => runCli(args, { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: 'plan-ledger', HEALTH_PORT: 'off' })));
+    results.forEach((r, i) => {
+      expect({ args: commands[i], code: r.code, stderr: r.stderr }).toEqual({ args: commands[i], code: 2, stderr: `plan-ledger: invalid configuration: ${line}\n` });
+    });
     expect(() => newPublisher('plan-ledger')).toThrow(PublisherConfigError);
     expect(() => newPublisher('plan-ledger')).toThrow(`invalid PlanEventPublisher options: queuePrefix ${line.slice('QUEUE_PREFIX: '.length)}`);
     const config = { redisUrl: '', redisClusterNodes: parseClusterNodes(cluster.nodes), queuePrefix: 'plan-ledger', database: { driver: 'better-sqlite3' } as never };
