@@ -188,12 +188,11 @@ describe('plan-ledger on Redis Cluster', () => {
     await writer.close();
 
     const env = { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: prefix, DATABASE_URL: db.url };
-    const list = await runCli(['dlq', 'list', '--json'], env);
+    const [list, stats] = await Promise.all([runCli(['dlq', 'list', '--json'], env), runCli(['dlq', 'stats', '--json'], env)]);
     expect({ code: list.code, stderr: list.stderr }).toEqual({ code: 0, stderr: '' });
     const listed = JSON.parse(list.stdout).deadLetters as Array<{ id: string; kind: string }>;
     expect(listed.map((d) => d.kind).sort()).toEqual(['invalid', 'retries-exhausted']);
 
-    const stats = await runCli(['dlq', 'stats', '--json'], env);
     expect({ code: stats.code, stderr: stats.stderr }).toEqual({ code: 0, stderr: '' });
     expect(JSON.parse(stats.stdout)).toMatchObject({ total: 2 });
 
@@ -229,6 +228,7 @@ describe('plan-ledger on Redis Cluster', () => {
     const line =
       'QUEUE_PREFIX: "plan-ledger" has no {hash tag}: on Redis Cluster every key of a queue must hash to one slot (BullMQ\'s scripts touch several keys at once, else CROSSSLOT), so use e.g. QUEUE_PREFIX={plan-ledger}';
     const commands = [['dlq', 'stats'], ['worker'], ['retention', 'run', '--dry-run']];
+    const bad = runCli(['dlq', 'stats'], { REDIS_CLUSTER_NODES: '127.0.0.1', QUEUE_PREFIX: '{x}' });
     const results = await Promise.all(commands.map((args) => runCli(args, { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: 'plan-ledger', HEALTH_PORT: 'off' })));
     results.forEach((r, i) => {
       expect({ args: commands[i], code: r.code, stderr: r.stderr }).toEqual({ args: commands[i], code: 2, stderr: `plan-ledger: invalid configuration: ${line}\n` });
@@ -237,8 +237,8 @@ describe('plan-ledger on Redis Cluster', () => {
     expect(() => newPublisher('plan-ledger')).toThrow(`invalid PlanEventPublisher options: queuePrefix ${line.slice('QUEUE_PREFIX: '.length)}`);
     const config = { redisUrl: '', redisClusterNodes: parseClusterNodes(cluster.nodes), queuePrefix: 'plan-ledger', database: { driver: 'better-sqlite3' } as never };
     await expect(startWorker({ config, logger: silentLogger(), settings: { healthPort: null } })).rejects.toThrow(line);
-    const bad = await runCli(['dlq', 'stats'], { REDIS_CLUSTER_NODES: '127.0.0.1', QUEUE_PREFIX: '{x}' });
-    expect({ code: bad.code, stderr: bad.stderr }).toEqual({
+    const badResult = await bad;
+    expect({ code: badResult.code, stderr: badResult.stderr }).toEqual({
       code: 2,
       stderr: 'plan-ledger: invalid configuration: REDIS_CLUSTER_NODES: "127.0.0.1" needs a host and a port; expected host:port,host:port,... (entries may be redis://[user:pass@]host:port or rediss://...)\n',
     });
