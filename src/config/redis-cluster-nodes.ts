@@ -18,7 +18,7 @@ export interface ClusterSeeds {
   tls: boolean;
 }
 
-const EXPECTED = 'expected host:port,host:port,... (entries may be redis://[user:pass@]host:port or rediss://...)';
+const EXPECTED = 'expected host:port,host:port,... (an entry may be written as in REDIS_URL, e.g. rediss://host:port, to carry credentials and TLS)';
 
 function parseEntry(raw: string): { node: ClusterNode; username?: string; password?: string; tls: boolean } {
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `redis://${raw}`;

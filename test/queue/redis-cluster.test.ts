@@ -240,7 +240,7 @@ describe('plan-ledger on Redis Cluster', () => {
     const badResult = await bad;
     expect({ code: badResult.code, stderr: badResult.stderr }).toEqual({
       code: 2,
-      stderr: 'plan-ledger: invalid configuration: REDIS_CLUSTER_NODES: "127.0.0.1" needs a host and a port; expected host:port,host:port,... (entries may be redis://[user:pass@]host:port or rediss://...)\n',
+      stderr: 'plan-ledger: invalid configuration: REDIS_CLUSTER_NODES: "127.0.0.1" needs a host and a port; expected host:port,host:port,... (an entry may be written as in REDIS_URL, e.g. rediss://host:port, to carry credentials and TLS)\n',
     });
   });
 
