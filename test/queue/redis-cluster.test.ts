@@ -180,6 +180,8 @@ describe('plan-ledger on Redis Cluster', () => {
     const events = queueOn(EVENTS_QUEUE, prefix);
     await events.add(EVENT_BATCH_JOB, { v: 1, events: [invalidEvent(5)] });
     await waitFor('the invalid event dead-lettered', () => worker.stats().deadLettered === 1, 30_000);
+    // /readyz's Redis check is a command on the queue's keys, answered through the cluster
+    expect(await worker.readiness()).toMatchObject({ ready: true, checks: { redis: { ok: true } } });
     // a dead letter whose event is valid (its database was down): replay stores it
     const writer = new DeadLetterWriter(admin, prefix);
     const [valid] = exactlyEvents(1, { seed: 3 });
