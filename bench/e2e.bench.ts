@@ -162,6 +162,7 @@ async function main(): Promise<void> {
           onCluster.push(await sustained(ctx, 'postgres', N_CLUSTER, 915 + round, { cluster }));
         }
         const best = (runs: SustainedResult[]) => runs.reduce((a, b) => (b.eventsPerSec > a.eventsPerSec ? b : a));
+        f.clusterRunsEventsPerSec = { single: single.map((r) => r.eventsPerSec), cluster: onCluster.map((r) => r.eventsPerSec) };
         const s = (f.clusterBaselineSingleRedis = best(single));
         const c = (f.e2ePostgresOnCluster = best(onCluster));
         log(`cluster: single redis-server ${single.map((r) => r.eventsPerSec).join(' / ')} events/s; 3-master Redis Cluster ${onCluster.map((r) => r.eventsPerSec).join(' / ')} events/s (${N_CLUSTER} events per run, PostgreSQL, 1 worker)`);

@@ -34,6 +34,8 @@ export interface E2eFigures {
   /** --cluster: the grouped PostgreSQL run on the single redis-server, then on the cluster (same prefix shape, size, seed). */
   clusterBaselineSingleRedis?: SustainedResult;
   e2ePostgresOnCluster?: SustainedResult;
+  /** --cluster: events/s of every run, in the order they ran (single, cluster, single, cluster). */
+  clusterRunsEventsPerSec?: { single: number[]; cluster: number[] };
 }
 
 const ratio = (a?: { eventsPerSec: number }, b?: { eventsPerSec: number }) => (a && b ? round(a.eventsPerSec / b.eventsPerSec) : null);
