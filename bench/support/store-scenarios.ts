@@ -28,7 +28,7 @@ export interface SqliteWrites {
   rowsPerEvent: number;
 }
 
-const serverComm: Record<TestDb, string | undefined> = { postgres: 'postgres', mariadb: 'mariadbd', sqlite: undefined };
+const serverComm: Record<TestDb, string | undefined> = { postgres: 'postgres', mariadb: 'mariadbd', sqlite: undefined, mssql: undefined };
 
 export function serverCpu(kind: TestDb): number {
   const comm = serverComm[kind];

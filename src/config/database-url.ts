@@ -56,6 +56,7 @@ export function parseDatabaseUrl(raw: string): DatabaseTarget {
   if (!database) throw new Error(`"${redactUrl(url)}" names no database (the path after the host); ${EXPECTED}`);
   const port = parsed.port ? Number(parsed.port) : scheme.port;
   const params = Object.fromEntries(parsed.searchParams.entries());
+  if (scheme.dialect === 'mssql') checkMssqlParams(params, url);
   return {
     dialect: scheme.dialect,
     driver: scheme.driver,
@@ -69,6 +70,32 @@ export function parseDatabaseUrl(raw: string): DatabaseTarget {
     schema: params.schema,
     params,
   };
+}
+
+/** The mssql:// query parameters plan-ledger reads, checked so a typo is an error, not a default. */
+const MSSQL_PARAMS: Record<string, 'boolean' | 'ms'> = { encrypt: 'boolean', trustServerCertificate: 'boolean', requestTimeout: 'ms', connectionTimeout: 'ms' };
+
+function checkMssqlParams(params: Record<string, string>, url: string): void {
+  for (const [name, value] of Object.entries(params)) {
+    const kind = MSSQL_PARAMS[name];
+    if (!kind) throw new Error(`"${redactUrl(url)}": unknown parameter "${name}"; mssql:// takes ${Object.keys(MSSQL_PARAMS).join(', ')}`);
+    if (kind === 'boolean' && value !== 'true' && value !== 'false') throw new Error(`"${redactUrl(url)}": ${name} must be true or false, not "${value}"`);
+    if (kind === 'ms' && !/^[1-9][0-9]{0,8}$/.test(value)) throw new Error(`"${redactUrl(url)}": ${name} must be a number of milliseconds, not "${value}"`);
+  }
+}
+
+/**
+ * The target with its password taken from DATABASE_PASSWORD instead of the URL: any character a
+ * DBA picks (`# / ? % @ :`) works, with no URL encoding. A password in both places is refused, so
+ * an operator never wonders which one is used.
+ */
+export function withPassword(target: DatabaseTarget, password: string): DatabaseTarget {
+  if (target.dialect === 'sqlite') throw new Error('a SQLite database has no password; unset DATABASE_PASSWORD');
+  if (target.password !== undefined) throw new Error(`"${target.redacted}" holds a password already; put it in DATABASE_URL or DATABASE_PASSWORD, not both`);
+  if (!target.username) throw new Error(`"${target.redacted}" names no user for DATABASE_PASSWORD; write it as scheme://user@host/database`);
+  const u = new URL(target.url);
+  u.password = encodeURIComponent(password);
+  return { ...target, password, url: u.toString() };
 }
 
 function parseSqlite(url: string): DatabaseTarget {

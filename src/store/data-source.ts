@@ -4,6 +4,7 @@ import type { DatabaseTarget } from '../config/database-url';
 import { buildEntitySchemas } from './entities';
 import { MIGRATIONS } from '../../migrations';
 import { PlanLedgerNamingStrategy } from './naming-strategy';
+import { typeMssqlParameters } from './mssql-parameters';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
@@ -78,11 +79,16 @@ export function dataSourceOptions(target: DatabaseTarget, extras: DataSourceExtr
         password: target.password,
         database: target.database,
         pool: { max: pool, min: 0 },
+        // the driver's default is 15 s; a long retention batch or a busy server may need more
+        requestTimeout: mssqlTimeout(target, 'requestTimeout', 15_000),
+        connectionTimeout: mssqlTimeout(target, 'connectionTimeout', 15_000),
         options: {
           // TypeORM sets useUTC:false unless told; every instant here is UTC
           useUTC: true,
-          encrypt: target.params.encrypt === 'true',
-          trustServerCertificate: target.params.trustServerCertificate !== 'false',
+          // encrypted and verified unless the URL says otherwise (docker-compose's self-signed
+          // server says trustServerCertificate=true; production servers should not need it)
+          encrypt: target.params.encrypt !== 'false',
+          trustServerCertificate: target.params.trustServerCertificate === 'true',
         },
       };
   }
@@ -94,8 +100,16 @@ function withoutParams(url: string): string {
   return u.toString();
 }
 
+/** `?requestTimeout=` / `?connectionTimeout=` of an mssql:// URL, in milliseconds (checked by parseDatabaseUrl). */
+function mssqlTimeout(target: DatabaseTarget, name: string, fallback: number): number {
+  const v = target.params[name];
+  return v === undefined ? fallback : Number(v);
+}
+
 export function createDataSource(target: DatabaseTarget, extras: DataSourceExtras = {}): DataSource {
-  return new DataSource(dataSourceOptions(target, extras));
+  const ds = new DataSource(dataSourceOptions(target, extras));
+  // SQL Server: declared parameter types that do not vary with the values (mssql-parameters.ts)
+  return target.dialect === 'mssql' ? typeMssqlParameters(ds) : ds;
 }
 
 /**

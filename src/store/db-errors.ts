@@ -5,8 +5,7 @@
  *
  * | database   | code                         | meaning                                        |
  * |------------|------------------------------|------------------------------------------------|
- * | SQL Server | 1205                         | chosen as deadlock victim                      |
- * | SQL Server | 1222                         | lock request time-out                          |
+ * | SQL Server | 1205, 1222, 1204, 701, 8645, 4060, 18456, 9002, 1105, Azure 40197 40501 40613 49918-49920 10928 10929 | see SQLSERVER_TRANSIENT below |
  * | SQL Server | ESOCKET, ETIMEOUT, ECONNCLOSED, ECONNRESET (tedious) | connection lost / timed out |
  * | PostgreSQL | 40001                        | serialization_failure                          |
  * | PostgreSQL | 40P01                        | deadlock_detected                              |
@@ -35,7 +34,33 @@ const RETRYABLE_CODES = new Set<string>([
   'SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_RECOVERY',
 ]);
 
-const RETRYABLE_NUMBERS = new Set<number>([1205, 1222, 1213, 1040, 1053]);
+/**
+ * SQL Server error numbers (tedious `number`) after which the same transaction may succeed: the
+ * server is busy, recovering, or out of a resource an operator or autogrowth restores. Azure SQL's
+ * are its documented transient errors (reconfiguration, throttling, failover).
+ */
+const SQLSERVER_TRANSIENT = new Map<number, string>([
+  [1205, 'chosen as deadlock victim'],
+  [1222, 'lock request time-out'],
+  [1204, 'cannot obtain a lock resource (lock memory exhausted)'],
+  [701, 'insufficient system memory to run this query'],
+  [8645, 'timeout waiting for memory resources to run the query'],
+  [4060, 'cannot open the database (still recovering after a restart or failover)'],
+  [18456, 'login failed (the database is recovering; a bad password also gives this, and the retry budget bounds it)'],
+  [9002, 'transaction log full (until a log backup or autogrowth frees space)'],
+  [1105, 'filegroup full (until space is added)'],
+  [40197, 'Azure SQL: service error while processing the request (reconfiguration)'],
+  [40501, 'Azure SQL: service busy (throttling)'],
+  [40613, 'Azure SQL: database not currently available (failover)'],
+  [49918, 'Azure SQL: not enough resources to process the request'],
+  [49919, 'Azure SQL: too many create or update operations in progress'],
+  [49920, 'Azure SQL: too many operations in progress'],
+  [10928, 'Azure SQL: resource limit reached (requests, sessions)'],
+  [10929, 'Azure SQL: minimum resource guarantee not available'],
+]);
+
+/** MySQL / MariaDB error numbers (`errno`): deadlock, lock wait timeout, too many connections, shutdown. */
+const MYSQL_RETRYABLE_ERRNOS = new Set<number>([1213, 1205, 1040, 1053]);
 
 /** Messages of connection failures that arrive without a code (pg pool, TypeORM wrappers). */
 const RETRYABLE_MESSAGES = [
@@ -67,8 +92,8 @@ function fields(err: unknown): { code?: string; number?: number; errno?: number;
 export function isRetryableDbError(err: unknown, depth = 0): boolean {
   const f = fields(err);
   if (f.code && RETRYABLE_CODES.has(f.code)) return true;
-  if (f.number !== undefined && RETRYABLE_NUMBERS.has(f.number)) return true;
-  if (f.errno !== undefined && RETRYABLE_NUMBERS.has(f.errno) && /mysql|maria/i.test(f.message + (f.code ?? ''))) return true;
+  if (f.number !== undefined && SQLSERVER_TRANSIENT.has(f.number)) return true;
+  if (f.errno !== undefined && MYSQL_RETRYABLE_ERRNOS.has(f.errno) && /mysql|maria/i.test(f.message + (f.code ?? ''))) return true;
   if (RETRYABLE_MESSAGES.some((re) => re.test(f.message))) return true;
   if (f.cause && depth < 3) return isRetryableDbError(f.cause, depth + 1);
   const errors = (err as { errors?: unknown[] })?.errors; // AggregateError from net.connect (IPv4 + IPv6)

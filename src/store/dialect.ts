@@ -19,7 +19,8 @@ export type ColumnKind =
   | 'longText' // unbounded text, also JSON documents
   | 'timestamp' // UTC instant, millisecond precision
   | 'boolean'
-  | 'int';
+  | 'int'
+  | 'bigint'; // 64-bit counts (plan token totals: sums of per-step int32 counts)
 
 interface KindSpec {
   type: string;
@@ -46,6 +47,7 @@ const KINDS: Record<Dialect, Record<ColumnKind, KindSpec>> = {
     timestamp: { type: 'datetime2', precision: 3 },
     boolean: { type: 'bit' },
     int: { type: 'int' },
+    bigint: { type: 'bigint' },
   },
   postgres: {
     uuid: { type: 'uuid' },
@@ -54,6 +56,7 @@ const KINDS: Record<Dialect, Record<ColumnKind, KindSpec>> = {
     timestamp: { type: 'timestamptz', precision: 3 },
     boolean: { type: 'boolean' },
     int: { type: 'int' },
+    bigint: { type: 'bigint' },
   },
   mysql: {
     uuid: { type: 'char', length: '36' },
@@ -62,6 +65,7 @@ const KINDS: Record<Dialect, Record<ColumnKind, KindSpec>> = {
     timestamp: { type: 'datetime', precision: 3 },
     boolean: { type: 'tinyint' },
     int: { type: 'int' },
+    bigint: { type: 'bigint' },
   },
   sqlite: {
     uuid: { type: 'varchar', length: '36' },
@@ -70,6 +74,7 @@ const KINDS: Record<Dialect, Record<ColumnKind, KindSpec>> = {
     timestamp: { type: 'datetime' },
     boolean: { type: 'boolean' },
     int: { type: 'integer' },
+    bigint: { type: 'integer' }, // SQLite's integers are 64-bit
   },
 };
 

@@ -82,10 +82,11 @@ export class RowWriter {
     const column = meta.findColumnWithPropertyName(property)!;
     const q = (name: string) => this.m.connection.driver.escape(name);
     const raw: Record<string, unknown>[] = await this.m.query(`SELECT * FROM ${q(meta.tableName)} WHERE ${q(column.databaseName)} = ANY($1::${column.type as string}[])`, [pgArrayLiteral(values)]);
-    const names = meta.columns.map((c) => [c.databaseName, c.propertyName] as const);
+    const names = meta.columns.map((c) => [c.databaseName, c.propertyName, c.type === 'bigint'] as const);
     return raw.map((r) => {
       const row: Record<string, unknown> = {};
-      for (const [db, prop] of names) row[prop] = r[db];
+      // bigint arrives as a string from pg (token totals; exact as numbers below 2^53)
+      for (const [db, prop, big] of names) row[prop] = big && r[db] !== null ? Number(r[db]) : r[db];
       return row as T;
     });
   }

@@ -22,7 +22,7 @@ const EXPECTED_COLUMNS: Record<string, string[]> = {
   plan_heads: ['plan_id', 'version', 'event_count', 'last_seq', 'applied_seq', 'pending_events', 'gap_since', 'deleted_at'],
 };
 
-const ALL_MIGRATIONS = ['InitialSchema1795219200000', 'IndexHandoffStep1795219300000', 'IncrementalStore1795219400000'];
+const ALL_MIGRATIONS = ['InitialSchema1795219200000', 'IndexHandoffStep1795219300000', 'IncrementalStore1795219400000', 'DatabasesAlike1795219500000'];
 
 /** Seed 000, section 6, verbatim. */
 const PRD_ANALYTICS = [
@@ -56,6 +56,7 @@ const TABLES_SQL: Record<string, string> = {
   sqlite: `SELECT name AS t FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`,
   postgres: `SELECT table_name AS t FROM information_schema.tables WHERE table_schema = current_schema()`,
   mariadb: `SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE()`,
+  mssql: `SELECT name AS t FROM sys.tables`,
 };
 
 async function tableNames(ds: DataSource, kind: string): Promise<string[]> {
@@ -146,6 +147,7 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
 
   it('upgrades stored plans: a plan with rows has every stored event applied, a handoff gets its step key', async () => {
     await ds.undoLastMigration({ transaction: 'each' });
+    await ds.undoLastMigration({ transaction: 'each' });
     const at = kind === 'sqlite' ? "'2026-01-01 00:00:00.000'" : "'2026-01-01 00:00:00'";
     await ds.query(`INSERT INTO sessions (id) VALUES ('up_s')`);
     await ds.query(`INSERT INTO execution_plans (id, session_id, query, status, total_steps) VALUES ('up_p', 'up_s', 'q', 'executing', 1)`);
@@ -154,7 +156,7 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
       `INSERT INTO plan_handoffs (id, plan_id, step_id, handoff_key, from_agent_id, to_agent_id, reason) VALUES ('00000000-0000-4000-8000-00000000000b', 'up_p', '00000000-0000-4000-8000-00000000000a', 'h1', 'x', 'y', 'r'), ('00000000-0000-4000-8000-00000000000c', 'up_p', NULL, 'h2', 'x', 'y', 'r')`,
     );
     await ds.query(`INSERT INTO plan_heads (plan_id, session_id, version, event_count, last_seq, updated_at) VALUES ('up_p', 'up_s', 3, 4, 3, ${at}), ('up_orphan', 'up_s', 1, 2, 7, ${at})`);
-    expect((await runMigrations(ds)).applied).toEqual(['IncrementalStore1795219400000']);
+    expect((await runMigrations(ds)).applied).toEqual(['IncrementalStore1795219400000', 'DatabasesAlike1795219500000']);
     const heads = await ds.query(`SELECT plan_id, applied_seq, pending_events, gap_since FROM plan_heads WHERE plan_id LIKE 'up_%' ORDER BY plan_id`);
     expect(heads).toEqual([
       { plan_id: 'up_orphan', applied_seq: null, pending_events: 2, gap_since: null },

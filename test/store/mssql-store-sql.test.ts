@@ -74,3 +74,30 @@ describe('event store SQL on SQL Server', () => {
     expect(rowsPerStatement('mssql', 2)).toBe(1000);
   });
 });
+
+// Issue 13, item 2: two plans of one session in two transactions must not deadlock on SQL Server.
+// After the heads (locked in id order), the first rows a transaction writes are its sessions, in
+// id order, with a MERGE that updates on match (an exclusive lock at once); no statement before
+// them reads another plan's rows.
+describe('write order of a transaction', () => {
+  it('writes sessions first, in id order, before any plan row', async () => {
+    const { foldPlan } = await import('../../src/store/projection/fold-plan');
+    const { PlanWrites } = await import('../../src/store/plan-writes');
+    const { parsePlanEvent } = await import('../../src/contracts');
+    const created = (planId: string, sessionId: string) => {
+      const r = parsePlanEvent({ specVersion: 1, eventId: `00000000-0000-4000-8000-0000000000${planId.slice(1).padStart(2, '0')}`, type: 'plan.created', planId, sessionId, seq: 1, occurredAt: '2026-01-01T00:00:00.000Z', payload: { query: 'q', steps: [{ stepId: 'a', index: 0, agentId: 'x', task: 't' }] } });
+      if (!r.ok) throw r.error;
+      return r.event;
+    };
+    const writes = new PlanWrites();
+    for (const [p, s] of [['p3', 'S_b'], ['p1', 'S_a'], ['p2', 'S_b'], ['p4', 'S_A']]) writes.addRebuilt(foldPlan([created(p, s)])!, null);
+    const calls: Array<{ op: string; entity: string; rows?: Array<{ id?: string }> }> = [];
+    const record = (op: string) => async (entity: string, rows?: unknown) => {
+      calls.push({ op, entity, rows: Array.isArray(rows) ? (rows as Array<{ id?: string }>) : undefined });
+    };
+    await writes.write({ upsert: record('upsert'), insert: record('insert'), update: record('update'), deleteWhereIn: record('delete') } as never);
+    expect(calls[0]).toMatchObject({ op: 'upsert', entity: ENTITY.session });
+    expect(calls[0].rows!.map((r) => r.id)).toEqual(['S_A', 'S_a', 'S_b']); // binary order, as Latin1_General_100_BIN2 sorts
+    expect(calls.slice(1).some((c) => c.entity === ENTITY.session)).toBe(false);
+  });
+});

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { parsePlanEvent, PlanEvent } from '../../src/contracts';
 import { EventIdConflictError, PlanEventStore } from '../../src/store/plan-event-store';
-import { createMigratedDb } from '../support/databases';
+import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 
 function ev(planId: string, seq: number, type: string, payload: object, sessionId = 'sess_1'): PlanEvent {
   const parsed = parsePlanEvent({
@@ -40,7 +40,7 @@ function samplePlan(planId: string): PlanEvent[] {
   ];
 }
 
-describe.each(['sqlite', 'postgres', 'mariadb'] as const)('PlanEventStore on %s', (kind) => {
+describe.each(ALL_TEST_DBS)('PlanEventStore on %s', (kind) => {
   let ds: DataSource;
   let close: () => Promise<void>;
   let store: PlanEventStore;

@@ -7,16 +7,25 @@ import { parseDatabaseUrl, DatabaseTarget } from '../../src/config/database-url'
 import { openDataSource, DataSourceExtras } from '../../src/store/data-source';
 import { runMigrations } from '../../src/store/migrator';
 
-export type TestDb = 'sqlite' | 'postgres' | 'mariadb';
+export type TestDb = 'sqlite' | 'postgres' | 'mariadb' | 'mssql';
 
 /** Admin URLs of the local servers; override with TEST_PG_URL / TEST_MARIADB_URL. */
 export const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const MARIADB_ADMIN_URL = process.env.TEST_MARIADB_URL ?? 'mariadb://root@127.0.0.1:3306/test';
+/**
+ * A SQL Server login that may create databases, e.g. after `docker compose up -d mssql`:
+ * `TEST_MSSQL_URL='mssql://sa:<MSSQL_SA_PASSWORD>@127.0.0.1:1433/master?trustServerCertificate=true'`.
+ * Unset (no SQL Server on this machine), the suites run on the other databases only.
+ */
+export const MSSQL_ADMIN_URL = process.env.TEST_MSSQL_URL;
+export const MSSQL_HOW_TO =
+  "SQL Server suites skipped: run `docker compose up -d mssql`, then TEST_MSSQL_URL='mssql://sa:<MSSQL_SA_PASSWORD>@127.0.0.1:1433/master?trustServerCertificate=true' npm test";
 
 const START_HINT: Record<TestDb, string> = {
   sqlite: '',
   postgres: 'start it with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start',
   mariadb: 'start it with: start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd',
+  mssql: 'start it with: docker compose up -d mssql',
 };
 
 export interface ThrowawayDb {
@@ -73,6 +82,16 @@ export async function createThrowawayDb(kind: TestDb): Promise<ThrowawayDb> {
       drop = () => adminQuery(MARIADB_ADMIN_URL, kind, `DROP DATABASE IF EXISTS \`${name}\``);
       break;
     }
+    case 'mssql': {
+      const admin = MSSQL_ADMIN_URL;
+      if (!admin) throw new Error(MSSQL_HOW_TO);
+      await adminQuery(admin, kind, `CREATE DATABASE [${name}]`);
+      const u = new URL(admin);
+      u.pathname = `/${name}`;
+      url = u.toString();
+      drop = () => adminQuery(admin, kind, `IF DB_ID('${name}') IS NOT NULL BEGIN ALTER DATABASE [${name}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE; DROP DATABASE [${name}] END`);
+      break;
+    }
   }
   const keep = process.env.KEEP_TEST_DB === '1';
   return { kind, url, target: parseDatabaseUrl(url), drop: keep ? async () => undefined : drop };
@@ -93,4 +112,9 @@ export async function createMigratedDb(kind: TestDb, extras: DataSourceExtras = 
   };
 }
 
-export const ALL_TEST_DBS: TestDb[] = ['sqlite', 'postgres', 'mariadb'];
+/** The given databases, and SQL Server too when TEST_MSSQL_URL names one. */
+export function withMssql(kinds: TestDb[]): TestDb[] {
+  return MSSQL_ADMIN_URL ? [...kinds, 'mssql'] : kinds;
+}
+
+export const ALL_TEST_DBS: TestDb[] = withMssql(['sqlite', 'postgres', 'mariadb']);

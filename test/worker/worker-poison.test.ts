@@ -3,12 +3,12 @@ import { Queue } from 'bullmq';
 import { startWorker, WorkerHandle } from '../../src/worker';
 import { EVENTS_QUEUE } from '../../src/queue/queue-names';
 import { loadConfig } from '../../src/config/config';
-import { createMigratedDb, TestDb } from '../support/databases';
+import { createMigratedDb, TestDb, withMssql } from '../support/databases';
 import { invalidEvent, planRun, toJobData } from '../support/event-factory';
 import type { PlanEvent } from '../../src/contracts';
 import { countRows, dropPrefix, openRedis, publish, readDeadLetters, REDIS_URL, silentLogger, uniquePrefix } from './helpers/queue-harness';
 
-const KINDS: TestDb[] = ['sqlite', 'postgres'];
+const KINDS: TestDb[] = withMssql(['sqlite', 'postgres']);
 
 describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
   let redis: IORedis;

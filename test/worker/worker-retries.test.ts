@@ -6,13 +6,13 @@ import { EVENTS_QUEUE } from '../../src/queue/queue-names';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { startWorker, WorkerConfig, WorkerHandle } from '../../src/worker';
 import type { EventPersister } from '../../src/worker/batch-writer';
-import { createMigratedDb, TestDb } from '../support/databases';
+import { createMigratedDb, TestDb, withMssql } from '../support/databases';
 import { planRun, toJobData } from '../support/event-factory';
 import { countRows, dropPrefix, openRedis, publish, readDeadLetters, REDIS_URL, silentLogger, uniquePrefix, waitFor } from './helpers/queue-harness';
 
 const transient = (code: string) => Object.assign(new Error(`simulated ${code}`), { code });
 
-describe.each<TestDb>(['sqlite', 'postgres'])('worker on %s: retries, ack after commit, refused events', (kind) => {
+describe.each<TestDb>(withMssql(['sqlite', 'postgres']))('worker on %s: retries, ack after commit, refused events', (kind) => {
   let redis: IORedis;
   let db: Awaited<ReturnType<typeof createMigratedDb>>;
   let prefix: string;

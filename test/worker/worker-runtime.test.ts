@@ -4,7 +4,7 @@ import type { PlanEvent } from '../../src/contracts';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { startWorker, WorkerConfig, WorkerHandle } from '../../src/worker';
 import type { EventPersister } from '../../src/worker/batch-writer';
-import { createMigratedDb, TestDb } from '../support/databases';
+import { createMigratedDb, TestDb, withMssql } from '../support/databases';
 import { manyPlanRuns, shuffled, toJobData } from '../support/event-factory';
 import { countRows, dropPrefix, openRedis, publish, queueCounts, queuedEvents, REDIS_URL, silentLogger, uniquePrefix, waitFor } from './helpers/queue-harness';
 
@@ -20,7 +20,7 @@ async function snapshot(ds: Db['ds']) {
   return { plans: plans.map((p: Record<string, unknown>) => Object.fromEntries(Object.entries(p).map(([k, v]) => [k, typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v]))), counts };
 }
 
-describe.each<TestDb>(['sqlite', 'postgres'])('worker on %s: many jobs at high concurrency', (kind) => {
+describe.each<TestDb>(withMssql(['sqlite', 'postgres']))('worker on %s: many jobs at high concurrency', (kind) => {
   let redis: IORedis;
   let db: Db;
   let reference: Db;

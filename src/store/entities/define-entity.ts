@@ -42,14 +42,23 @@ function toColumnOptions(dialect: Dialect, spec: ColumnSpec): EntitySchemaColumn
     primary: spec.primary ?? false,
     nullable: spec.nullable ?? false,
     ...(spec.deleteDate ? { deleteDate: true } : {}),
+    // PostgreSQL, MySQL/MariaDB and SQL Server drivers return 64-bit integers as strings; these
+    // counts stay far below 2^53, so a number is exact (and `+=` adds instead of concatenating)
+    ...(spec.kind === 'bigint' ? { transformer: BIGINT_AS_NUMBER } : {}),
   };
 }
+
+const BIGINT_AS_NUMBER = {
+  from: (v: unknown) => (v === null || v === undefined ? v : Number(v)),
+  to: (v: unknown) => v,
+};
 
 export const ext = (column: string, extra: Partial<ColumnSpec> = {}): ColumnSpec => ({ column, kind: 'externalId', ...extra });
 export const uuid = (column: string, extra: Partial<ColumnSpec> = {}): ColumnSpec => ({ column, kind: 'uuid', ...extra });
 export const text = (column: string, nullable = true): ColumnSpec => ({ column, kind: 'longText', nullable });
 export const str = (column: string, length: number, nullable = false): ColumnSpec => ({ column, kind: { varchar: length }, nullable });
 export const int = (column: string, nullable = false): ColumnSpec => ({ column, kind: 'int', nullable });
+export const bigint = (column: string): ColumnSpec => ({ column, kind: 'bigint' });
 export const bool = (column: string): ColumnSpec => ({ column, kind: 'boolean' });
 export const ts = (column: string, nullable = false): ColumnSpec => ({ column, kind: 'timestamp', nullable });
 export const deletedAt: ColumnSpec = { column: 'deleted_at', kind: 'timestamp', nullable: true, deleteDate: true };

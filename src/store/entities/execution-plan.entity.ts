@@ -1,4 +1,4 @@
-import { bool, deletedAt, defineEntity, ext, int, str, text, ts } from './define-entity';
+import { bigint, bool, deletedAt, defineEntity, ext, int, str, text, ts } from './define-entity';
 
 export type PlanStatus = 'planning' | 'executing' | 'completed' | 'failed' | 'cancelled';
 export type ApprovalStatus = 'pending' | 'approved' | 'edited' | 'rejected';
@@ -37,8 +37,8 @@ export const ExecutionPlanEntity = defineEntity<ExecutionPlanRow>('ExecutionPlan
   completedSteps: int('completed_steps'),
   failedSteps: int('failed_steps'),
   skippedSteps: int('skipped_steps'),
-  totalInputTokens: int('total_input_tokens'),
-  totalOutputTokens: int('total_output_tokens'),
+  totalInputTokens: bigint('total_input_tokens'),
+  totalOutputTokens: bigint('total_output_tokens'),
   requiresApproval: bool('requires_approval'),
   approvalStatus: str('approval_status', 20, true),
   complexity: int('complexity', true),

@@ -1,0 +1,56 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { loadConfig } from '../../src/config/config';
+
+// No Docker engine here: the compose file and the SQL Server init script are checked as text, and
+// the URLs the services get are parsed the way the services parse them.
+const root = path.join(__dirname, '..', '..');
+const compose = fs.readFileSync(path.join(root, 'docker-compose.yml'), 'utf8');
+const initSql = fs.readFileSync(path.join(root, 'docker', 'mssql-init.sql'), 'utf8');
+const initSh = fs.readFileSync(path.join(root, 'docker', 'mssql-init.sh'), 'utf8');
+
+function values(name: string): string[] {
+  return [...compose.matchAll(new RegExp(`^\\s+${name}: (.+)$`, 'gm'))].map((m) => m[1].trim());
+}
+
+describe('docker-compose.yml', () => {
+  it('puts no password in a URL: services name a user of their own, the password comes apart', () => {
+    const urls = values('DATABASE_URL');
+    expect(urls).toEqual([
+      'mssql://plan_ledger_migrate@mssql:1433/plan_ledger?trustServerCertificate=true',
+      'mssql://plan_ledger_worker@mssql:1433/plan_ledger?trustServerCertificate=true',
+    ]);
+    expect(values('DATABASE_PASSWORD')).toEqual([
+      '${MSSQL_MIGRATE_PASSWORD:?set MSSQL_MIGRATE_PASSWORD in .env}',
+      '${MSSQL_WORKER_PASSWORD:?set MSSQL_WORKER_PASSWORD in .env}',
+    ]);
+    // what a DBA may pick, as the worker would read it
+    for (const url of urls) {
+      const config = loadConfig({ DATABASE_URL: url, DATABASE_PASSWORD: "a#b/c?d%e@f:g'h" });
+      expect(config.database.password).toBe("a#b/c?d%e@f:g'h");
+      expect(config.database.username).not.toBe('sa');
+    }
+  });
+
+  it('pins SQL Server to a cumulative update, bounds its memory and Redis memory, sizes retention for row locks', () => {
+    expect(compose).not.toMatch(/:latest\b|-latest\b/);
+    expect(compose).toMatch(/image: &mssql-image mcr\.microsoft\.com\/mssql\/server:2022-CU\d+-ubuntu-22\.04/);
+    expect(values('MSSQL_MEMORY_LIMIT_MB')).toEqual(['${MSSQL_MEMORY_LIMIT_MB:-2048}']);
+    expect(compose).toContain('"--maxmemory", "${REDIS_MAXMEMORY:-1gb}", "--maxmemory-policy", "noeviction"');
+    expect(values('RETENTION_BATCH_SIZE')).toEqual(['${RETENTION_BATCH_SIZE:-400}']);
+  });
+
+  it('sets SQL Server up with sqlcmd -b (stop at the first error) and gives the worker no DDL rights', () => {
+    expect(initSh).toMatch(/sqlcmd -b -C -S mssql -U sa /);
+    expect(initSql).toMatch(/ALTER ROLE db_datareader ADD MEMBER plan_ledger_worker/);
+    expect(initSql).toMatch(/ALTER ROLE db_datawriter ADD MEMBER plan_ledger_worker/);
+    expect(initSql).not.toMatch(/(db_owner|db_ddladmin) ADD MEMBER plan_ledger_worker/);
+  });
+
+  it('doubles quotes of a password before it lands in a T-SQL string literal', () => {
+    const quote = initSh.match(/^quote\(\) \{.*\}$/m)![0];
+    const out = execFileSync('sh', ['-c', `${quote}\nquote "$1"`, 'sh', "it's a p'ss"], { encoding: 'utf8' });
+    expect(out).toBe("it''s a p''ss");
+  });
+});
