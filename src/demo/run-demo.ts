@@ -7,7 +7,6 @@ import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/config';
 import type { DeadLetter } from '../dead-letters/dead-letter';
 import { connectRedis, describeRedis, redisVariable } from '../queue/connect-redis';
-import { redactUrl } from '../config/database-url';
 import { PlanEventPublisher } from '../publisher';
 import { formatPlanView, getPlanView } from '../queries';
 import { EVENT_BATCH_JOB, EVENTS_QUEUE, EventBatchJobData } from '../queue/queue-names';
