@@ -12,7 +12,7 @@ import pino from 'pino';
 import { parseClusterNodes } from '../../src/config/redis-cluster-nodes';
 import type { PlanEvent } from '../../src/contracts';
 import { DeadLetterWriter } from '../../src/dead-letters/dead-letter-writer';
-import { PlanEventPublisher, PublisherConfigError } from '../../src/publisher';
+import { PlanEventPublisher, PublisherConfigError, PublisherOptions } from '../../src/publisher';
 import { createRedis, RedisClient } from '../../src/queue/connect-redis';
 import { EVENT_BATCH_JOB, EVENTS_QUEUE, MAINTENANCE_QUEUE } from '../../src/queue/queue-names';
 import { retentionPolicy } from '../../src/retention/retention-config';
@@ -59,7 +59,7 @@ async function migratedPostgres() {
   return db;
 }
 
-function newPublisher(prefix: string, options: { redisClusterNodes?: string; redisUrl?: string } = { redisClusterNodes: cluster.nodes }): PlanEventPublisher {
+function newPublisher(prefix: string, options: PublisherOptions = { redisClusterNodes: cluster.nodes }): PlanEventPublisher {
   const journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-cluster-journal-'));
   const publisher = new PlanEventPublisher({ ...options, queuePrefix: prefix, journalDir, logger: pino({ level: 'silent' }) });
   cleanups.push(async () => {
@@ -246,7 +246,7 @@ describe('plan-ledger on Redis Cluster', () => {
     });
   });
 
-  it('REDIS_URL on a cluster node: commands say to use REDIS_CLUSTER_NODES, and the publisher reports not ready', async () => {
+  it('REDIS_URL on a cluster node: commands say to use REDIS_CLUSTER_NODES, and the publisher reports not ready; a caller\'s Cluster works', async () => {
     const prefix = clusterPrefix();
     const owner = await cluster.ownerOf(await cluster.keySlot(`${prefix}:${EVENTS_QUEUE}:meta`));
     const elsewhere = cluster.ports.find((p) => p !== owner)!;
@@ -267,5 +267,18 @@ describe('plan-ledger on Redis Cluster', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(single.stats()).toMatchObject({ redisReady: false, published: 0, buffered: 10, dropped: 0 });
     expect(onCluster.stats()).toMatchObject({ redisReady: true, published: 10 });
+
+    // or a ready Cluster of the caller's own, which close() leaves open
+    const own = createRedis({ redisUrl: '', redisClusterNodes: parseClusterNodes(cluster.nodes) }, 'publisher');
+    await new Promise((resolve) => own.once('ready', resolve));
+    cleanups.push(() => own.quit());
+    const journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-cluster-journal-'));
+    cleanups.push(async () => fs.rmSync(journalDir, { recursive: true, force: true }));
+    const borrowed = new PlanEventPublisher({ connection: own, queuePrefix: clusterPrefix(), journalDir, logger: pino({ level: 'silent' }) });
+    publishAll(borrowed, exactlyEvents(10, { seed: 9 }));
+    expect(await borrowed.flush(10_000)).toBe(true);
+    expect(borrowed.stats()).toMatchObject({ redisReady: true, published: 10 });
+    await borrowed.close(5_000);
+    expect(await own.ping()).toBe('PONG');
   });
 });
