@@ -16,7 +16,10 @@
  * - mixed: one 20k-event plan trickling 10 events/s among 2,000 events/s of short plans: commit lag;
  * - publish-to-commit latency p50/p99 at 1k events/s (PostgreSQL);
  * - the worker's RSS with a backlog of 1M events (100k with --quick), with the worker's default
- *   settings and with V8's own heap growth (WORKER_HEAP_GROWING_PERCENT=0) for comparison.
+ *   settings and with V8's own heap growth (WORKER_HEAP_GROWING_PERCENT=0) for comparison;
+ * - cluster (issue 17; `--cluster` runs it alone, or add it with --only): the grouped PostgreSQL run
+ *   on the single redis-server, then on a 3-master Redis Cluster started for the run (same
+ *   {hash tag} prefix shape, size and seed), alternating, twice each; the ratio uses each one's best.
  * Targets: issue 4 (grouped PG >= 5x plain BullMQ and >= 50% of raw inserts; p99 <= 250 ms at
  * 1k/s; worker RSS <= 250 MB with a 1M backlog) and issue 11 (see e2e-targets.ts).
  */
@@ -24,22 +27,25 @@ import 'reflect-metadata';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { RedisProcess } from '../test/publisher/support/redis-process';
+import { RedisCluster } from '../test/support/redis-cluster';
 import { BenchOptions } from './support/cli-options';
 import { postgresServer, rerunOnPrivatePostgres } from './support/private-postgres';
 import { round } from './support/latency';
-import { backlogRss, BenchContext, latencyAtRate, plainBullmq, rawMultiRowInsert, sustained } from './support/e2e-scenarios';
+import { backlogRss, BenchContext, latencyAtRate, plainBullmq, rawMultiRowInsert, sustained, SustainedResult } from './support/e2e-scenarios';
 import { compileWorker } from './support/e2e-processes';
 import { interleaved, InterleavedResult } from './support/e2e-interleaved';
 import { mixed } from './support/e2e-mixed';
 import { E2eFigures, machine, ratiosAndTargets } from './support/e2e-targets';
 
-const SCENARIOS = ['raw', 'plain', 'grouped', 'interleaved', 'two-workers', 'mixed', 'latency', 'backlog'] as const;
+const SCENARIOS = ['raw', 'plain', 'grouped', 'interleaved', 'two-workers', 'mixed', 'latency', 'backlog', 'cluster'] as const;
 const opts = new BenchOptions('npm run bench:e2e -- [options]: end-to-end throughput, latency and memory (see BENCHMARKS.md)', [
   { name: 'json', help: 'print one JSON object with every figure, ratio and target' },
   { name: 'private-pg', help: 'a PostgreSQL server of its own (server-wide WAL bytes of this run alone)' },
   { name: 'quick', help: 'every scenario at reduced sizes (a few minutes)' },
   { name: 'profile', help: 'V8 CPU profile of the worker during the grouped and the interleaved PostgreSQL runs' },
   { name: 'only', value: 'list', help: `scenarios to run, comma-separated: ${SCENARIOS.join(',')} (default all)` },
+  { name: 'cluster', help: 'the cluster scenario alone: events/s on a 3-master Redis Cluster beside the single Redis' },
+  { name: 'cluster-events', value: 'N', help: 'cluster: events per run (default 200000; quick 50000)' },
   { name: 'history', value: 'N', help: 'events of history under interleaved / two-workers (default 400000; quick 40000)' },
   { name: 'plans', value: 'N', help: 'interleaved plans of 10 events (default 10000; quick 1000)' },
   { name: 'mixed-seconds', value: 'N', help: 'mixed: publishing window (default 30; quick 10)' },
@@ -48,7 +54,7 @@ const opts = new BenchOptions('npm run bench:e2e -- [options]: end-to-end throug
 const json = opts.flag('json');
 const quick = opts.flag('quick');
 const profile = opts.flag('profile');
-const only = opts.list('only', SCENARIOS);
+const only = opts.flag('cluster') && !opts.flag('only') ? new Set<string>(['cluster']) : opts.list('only', SCENARIOS);
 const N_RAW = quick ? 50_000 : 200_000;
 const N_PLAIN = quick ? 10_000 : 30_000;
 const N_E2E = quick ? 50_000 : 200_000;
@@ -59,6 +65,7 @@ const HISTORY = opts.number('history', quick ? 40_000 : 400_000);
 const PLANS = opts.number('plans', quick ? 1_000 : 10_000);
 const MIXED_SECONDS = opts.number('mixed-seconds', quick ? 10 : 30);
 const MIXED_STORED = opts.number('mixed-stored', quick ? 5_000 : 20_000);
+const N_CLUSTER = opts.number('cluster-events', quick ? 50_000 : 200_000);
 
 function log(line: string): void {
   if (!json) process.stdout.write(`${line}\n`);
@@ -143,6 +150,26 @@ async function main(): Promise<void> {
       const v8Default = await backlogRss(ctx, BACKLOG, BACKLOG_WATCH_SECONDS, 907, { WORKER_HEAP_GROWING_PERCENT: '0' });
       f.backlogWithV8DefaultHeapGrowth = { env: 'WORKER_HEAP_GROWING_PERCENT=0', ...v8Default };
       log(`  with V8's default heap growth (WORKER_HEAP_GROWING_PERCENT=0): worker RSS peak ${v8Default.workerRssPeakMb} MB (at start ${v8Default.workerRssAtStartMb} MB), drained ${v8Default.drainedEvents} events at ${v8Default.drainEventsPerSec}/s`);
+    }
+    if (only.has('cluster')) {
+      const cluster = await RedisCluster.start();
+      try {
+        // alternating runs, the best of two each: a machine shared with other work is noisy
+        const single: SustainedResult[] = [];
+        const onCluster: SustainedResult[] = [];
+        for (let round = 0; round < 2; round++) {
+          single.push(await sustained(ctx, 'postgres', N_CLUSTER, 915 + round, { hashTag: true }));
+          onCluster.push(await sustained(ctx, 'postgres', N_CLUSTER, 915 + round, { cluster }));
+        }
+        const best = (runs: SustainedResult[]) => runs.reduce((a, b) => (b.eventsPerSec > a.eventsPerSec ? b : a));
+        f.clusterRunsEventsPerSec = { single: single.map((r) => r.eventsPerSec), cluster: onCluster.map((r) => r.eventsPerSec) };
+        const s = (f.clusterBaselineSingleRedis = best(single));
+        const c = (f.e2ePostgresOnCluster = best(onCluster));
+        log(`cluster: single redis-server ${single.map((r) => r.eventsPerSec).join(' / ')} events/s; 3-master Redis Cluster ${onCluster.map((r) => r.eventsPerSec).join(' / ')} events/s (${N_CLUSTER} events per run, PostgreSQL, 1 worker)`);
+        log(`  best: single ${s.eventsPerSec}/s, cluster ${c.eventsPerSec}/s = ${Math.round((c.eventsPerSec / s.eventsPerSec) * 100) / 100}x; CPU us/event single: ${cpuLine(s.cpuUsPerEvent)}; cluster: ${cpuLine(c.cpuUsPerEvent)}`);
+      } finally {
+        await cluster.destroy();
+      }
     }
 
     const { ratios, targets, checks, note } = ratiosAndTargets(f, { quick, plans: PLANS, history: HISTORY });

@@ -269,7 +269,7 @@ export class CpuMeter {
   private readonly start: Record<string, number>;
   private readonly startedAt = Date.now();
 
-  constructor(private readonly parties: { workers: number[]; redisPort?: number }) {
+  constructor(private readonly parties: { workers: number[]; redisPort?: number | number[] }) {
     this.start = this.read();
   }
 
@@ -279,7 +279,8 @@ export class CpuMeter {
     return {
       worker: sum(this.parties.workers),
       publisher: (own.user + own.system) / 1e6,
-      redis: this.parties.redisPort ? sum(pidsOf('redis-server', String(this.parties.redisPort))) : 0,
+      // a cluster's servers count together
+      redis: [this.parties.redisPort ?? []].flat().reduce((n, port) => n + sum(pidsOf('redis-server', String(port))), 0),
       'postgres (all)': sum(pidsOf('postgres')),
     };
   }

@@ -12,9 +12,12 @@ import pino from 'pino';
 import type { PlanEventInput } from '../../src/contracts';
 import { PlanEventPublisher, PublisherOptions } from '../../src/publisher';
 import { EVENTS_QUEUE } from '../../src/queue/queue-names';
+import { createRedis } from '../../src/queue/connect-redis';
+import { parseClusterNodes } from '../../src/config/redis-cluster-nodes';
 import { createMigratedDb, TestDb } from '../../test/support/databases';
 import { exactlyEvents } from '../../test/support/event-factory';
 import type { RedisProcess } from '../../test/publisher/support/redis-process';
+import type { RedisCluster } from '../../test/support/redis-cluster';
 import { mb, round } from './latency';
 import { CpuMeter, rssBytes, sampleRss, startBaselineChild, startWorkerChild, summariseProfile, tempDir, waitCommitted, ProfileSummary } from './e2e-processes';
 
@@ -49,7 +52,8 @@ function pregenerate(count: number, seed: number): PlanEventInput[][] {
 
 export function newPublisher(redis: RedisProcess, prefix: string, options: PublisherOptions = {}) {
   const journalDir = tempDir('journal');
-  const publisher = new PlanEventPublisher({ redisUrl: redis.url, queuePrefix: prefix, journalDir, logger: pino({ level: 'silent' }), ...options });
+  const where = options.redisClusterNodes ? {} : { redisUrl: redis.url };
+  const publisher = new PlanEventPublisher({ ...where, queuePrefix: prefix, journalDir, logger: pino({ level: 'silent' }), ...options });
   return {
     publisher,
     async close() {
@@ -93,14 +97,18 @@ export function expectAccepted(result: ReturnType<PlanEventPublisher['publish']>
   if (!result.ok) throw new Error(`bench event not accepted: ${result.reason} ${JSON.stringify(result.violations)}`);
 }
 
-export async function obliterate(redis: RedisProcess, prefix: string, queueName = EVENTS_QUEUE): Promise<void> {
-  const queue = new Queue(queueName, { connection: { url: redis.url }, prefix });
+export async function obliterate(redis: RedisProcess, prefix: string, queueName = EVENTS_QUEUE, cluster?: RedisCluster): Promise<void> {
+  const connection = cluster ? createRedis({ redisUrl: '', redisClusterNodes: parseClusterNodes(cluster.nodes) }, 'worker') : undefined;
+  const queue = new Queue(queueName, { connection: connection ?? { url: redis.url }, prefix });
   await queue.obliterate({ force: true }).catch(() => undefined);
   await queue.close();
+  await connection?.quit();
 }
 
 export interface SustainedResult {
   database: TestDb;
+  /** `single` (the bench's redis-server) or `cluster of N masters` (--cluster). */
+  redis: string;
   /** Worker processes (the RSS and CPU profile are the first one's). */
   workers: number;
   events: number;
@@ -118,19 +126,22 @@ export interface SustainedResult {
 }
 
 /** Publish `count` events as fast as the publisher takes them; time from the first publish to the last commit. */
-export async function sustained(ctx: BenchContext, database: TestDb, count: number, seed: number, opts: { profile?: boolean; workers?: number; workerEnv?: Record<string, string> } = {}): Promise<SustainedResult> {
+export async function sustained(ctx: BenchContext, database: TestDb, count: number, seed: number, opts: { profile?: boolean; workers?: number; workerEnv?: Record<string, string>; cluster?: RedisCluster; hashTag?: boolean } = {}): Promise<SustainedResult> {
   const { redis } = ctx;
+  const { cluster } = opts;
   const db = await createMigratedDb(database);
-  const prefix = newPrefix(database);
+  // on a cluster the prefix needs a {hash tag}; the single-Redis run it is compared with uses one too
+  const prefix = cluster || opts.hashTag ? `{${newPrefix(database)}}` : newPrefix(database);
   const profileDir = opts.profile ? tempDir('prof') : undefined;
-  const env = { DATABASE_URL: db.db.url, REDIS_URL: redis.url, QUEUE_PREFIX: prefix, ...opts.workerEnv };
+  const redisEnv: Record<string, string> = cluster ? { REDIS_CLUSTER_NODES: cluster.nodes } : { REDIS_URL: redis.url };
+  const env = { DATABASE_URL: db.db.url, ...redisEnv, QUEUE_PREFIX: prefix, ...opts.workerEnv };
   const workers = await Promise.all(Array.from({ length: opts.workers ?? 1 }, (_, i) => startWorkerChild({ main: ctx.workerMain, env, cpuProfileDir: i === 0 ? profileDir : undefined })));
   const worker = workers[0];
   const rss = sampleRss(worker.pid);
-  const pub = newPublisher(redis, prefix);
+  const pub = newPublisher(redis, prefix, cluster ? { redisClusterNodes: cluster.nodes } : {});
   const source = pregenerate(count, seed);
   try {
-    const cpu = new CpuMeter({ workers: workers.map((w) => w.pid), redisPort: redis.port });
+    const cpu = new CpuMeter({ workers: workers.map((w) => w.pid), redisPort: cluster ? cluster.ports : redis.port });
     const t0 = Date.now();
     await publishStream(pub.publisher, count, seed, undefined, source);
     await pub.publisher.flush(60_000);
@@ -141,6 +152,7 @@ export async function sustained(ctx: BenchContext, database: TestDb, count: numb
     const [{ n }] = await db.ds.query('SELECT COUNT(*) AS n FROM plan_events');
     return {
       database,
+      redis: cluster ? `cluster of ${cluster.ports.length} masters` : 'single',
       workers: workers.length,
       events: count,
       seconds: round(seconds),
@@ -157,7 +169,7 @@ export async function sustained(ctx: BenchContext, database: TestDb, count: numb
     rss.stop();
     await Promise.all(workers.map((w) => w.stop('SIGKILL')));
     await pub.close();
-    await obliterate(redis, prefix);
+    await obliterate(redis, prefix, EVENTS_QUEUE, cluster);
     await db.close();
     if (profileDir && !process.env.KEEP_PROFILE) fs.rmSync(profileDir, { recursive: true, force: true });
   }

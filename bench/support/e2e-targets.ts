@@ -8,6 +8,7 @@
  * BullMQ, on PostgreSQL and on SQLite (each against its own database's grouped run and plain
  * baseline); mixed commit lag p99 <= 1 s (all events, and the long plan's alone); checkpoints
  * written once (workflow_checkpoints rows written per checkpoint event <= 1, PostgreSQL).
+ * Issue 17: grouped PG on a 3-master Redis Cluster >= 0.8x the same on the single redis-server.
  */
 import { execFileSync } from 'node:child_process';
 import * as os from 'node:os';
@@ -30,6 +31,11 @@ export interface E2eFigures {
   latencyAt1kPerSec?: LatencyResult;
   backlog?: BacklogResult;
   backlogWithV8DefaultHeapGrowth?: BacklogResult & { env: string };
+  /** --cluster: the grouped PostgreSQL run on the single redis-server, then on the cluster (same prefix shape, size, seed). */
+  clusterBaselineSingleRedis?: SustainedResult;
+  e2ePostgresOnCluster?: SustainedResult;
+  /** --cluster: events/s of every run, in the order they ran (single, cluster, single, cluster). */
+  clusterRunsEventsPerSec?: { single: number[]; cluster: number[] };
 }
 
 const ratio = (a?: { eventsPerSec: number }, b?: { eventsPerSec: number }) => (a && b ? round(a.eventsPerSec / b.eventsPerSec) : null);
@@ -48,6 +54,7 @@ export function ratiosAndTargets(f: E2eFigures, run: { quick: boolean; plans: nu
     interleavedSqliteVsPlainBullmqSqlite: ratio(f.interleavedSqlite, f.plainBullmqSqlite),
     interleavedSqliteVsPlainBullmq: ratio(f.interleavedSqlite, f.plainBullmq),
     interleavedTwoWorkersVsOneWorker: ratio(f.interleavedPostgresTwoWorkers, f.interleavedPostgres),
+    clusterVsSingleRedis: ratio(f.e2ePostgresOnCluster, f.clusterBaselineSingleRedis),
   };
   const targets = {
     pgAtLeast5xPlainBullmq: atLeast(ratios.pgVsPlainBullmq, 5),
@@ -62,6 +69,7 @@ export function ratiosAndTargets(f: E2eFigures, run: { quick: boolean; plans: nu
     mixedLagP99AtMost1s: atMost(f.mixed?.lag.p99Ms, 1_000),
     mixedLongPlanLagP99AtMost1s: atMost(f.mixed?.lagLongPlan.p99Ms, 1_000),
     checkpointsWrittenOnce: atMost(f.interleavedPostgres?.writes?.checkpointRowsPerCheckpointEvent, 1),
+    clusterAtLeast0_8xSingleRedis: atLeast(ratios.clusterVsSingleRedis, 0.8),
   };
   // End states: every interleaved plan completed with its steps, every event stored once.
   const checks = {

@@ -16,7 +16,7 @@ import { registerRetention } from './commands/retention.command';
 import { registerPlansRestore } from './commands/plans-restore.command';
 import { redactUrl } from '../config/database-url';
 
-const ENV_TEXT = `\nEnvironment:\n${ENV_HELP.map(([name, help]) => `  ${name.padEnd(14)}${help}`).join('\n')}\n${EXIT_HELP}`;
+const ENV_TEXT = `\nEnvironment:\n${ENV_HELP.map(([name, help]) => `  ${name.padEnd(21)}${help}`).join('\n')}\n${EXIT_HELP}`;
 
 /** Builds the command tree. Commands are thin: each calls a library function with a context. */
 export function buildProgram(io: CliIo): Command {

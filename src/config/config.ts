@@ -1,5 +1,6 @@
 import { parseDatabaseUrl, DatabaseTarget, DEFAULT_SQLITE_FILE, redactUrl, withPassword } from './database-url';
 import { type Env, read } from './env-readers';
+import { ClusterSeeds, clusterPrefixProblem, parseClusterNodes } from './redis-cluster-nodes';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -10,6 +11,11 @@ export interface AppConfig {
   database: DatabaseTarget;
   /** REDIS_URL. @defaultValue `redis://127.0.0.1:6379` */
   redisUrl: string;
+  /**
+   * REDIS_CLUSTER_NODES: seed nodes of a Redis Cluster; when set, every connection is an ioredis
+   * Cluster and REDIS_URL is not used. @defaultValue null (one Redis at REDIS_URL)
+   */
+  redisClusterNodes: ClusterSeeds | null;
   /** QUEUE_PREFIX: BullMQ key prefix; use a hash tag such as `{plan-ledger}` on Redis Cluster. @defaultValue `plan-ledger` */
   queuePrefix: string;
   /** LOG_LEVEL. @defaultValue `info` */
@@ -21,7 +27,8 @@ export const ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['DATABASE_URL', `sqlite:<file> | postgres:// | mysql:// | mariadb:// | mssql:// (default sqlite:${DEFAULT_SQLITE_FILE})`],
   ['DATABASE_PASSWORD', "the database password, taken as is (no URL encoding); DATABASE_URL then names only the user (default: the URL's)"],
   ['REDIS_URL', 'redis://[user:pass@]host:port[/db] (default redis://127.0.0.1:6379)'],
-  ['QUEUE_PREFIX', 'BullMQ key prefix, letters/digits/-_.{} (default plan-ledger)'],
+  ['REDIS_CLUSTER_NODES', 'host:port,host:port,... seed nodes of a Redis Cluster (replaces REDIS_URL; default unset)'],
+  ['QUEUE_PREFIX', 'BullMQ key prefix, letters/digits/-_.{} (default plan-ledger; on a cluster a {hash tag}, e.g. {plan-ledger})'],
   ['LOG_LEVEL', `${LOG_LEVELS.join('|')} (default info)`],
 ];
 
@@ -71,11 +78,21 @@ export function loadConfig(env: Env = process.env): Readonly<AppConfig> {
     if (!/^[A-Za-z0-9_.{}-]{1,64}$/.test(v)) throw new Error(`"${v}" must be 1-64 of letters, digits, - _ . { }`);
     return v;
   });
+  const redisClusterNodes = c.check('REDIS_CLUSTER_NODES', () => {
+    const v = read(env, 'REDIS_CLUSTER_NODES');
+    return v === undefined ? null : parseClusterNodes(v);
+  });
+  if (redisClusterNodes && queuePrefix !== undefined) {
+    c.check('QUEUE_PREFIX', () => {
+      const problem = clusterPrefixProblem(queuePrefix);
+      if (problem) throw new Error(problem);
+    });
+  }
   const logLevel = c.check('LOG_LEVEL', () => {
     const v = (read(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
     if (!(LOG_LEVELS as readonly string[]).includes(v)) throw new Error(`"${v}" is not one of ${LOG_LEVELS.join(', ')}`);
     return v as LogLevel;
   });
   if (c.problems.length > 0) throw new ConfigError(c.problems);
-  return Object.freeze({ database: target!, redisUrl: redisUrl!, queuePrefix: queuePrefix!, logLevel: logLevel! });
+  return Object.freeze({ database: target!, redisUrl: redisUrl!, redisClusterNodes: redisClusterNodes!, queuePrefix: queuePrefix!, logLevel: logLevel! });
 }

@@ -4,7 +4,6 @@
  * readable line when Redis or the database is unreachable, instead of BullMQ's silent wait.
  */
 import { Queue } from 'bullmq';
-import IORedis from 'ioredis';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/config';
 import { DEAD_LETTER_QUEUE, EVENTS_QUEUE } from '../queue/queue-names';
@@ -12,7 +11,7 @@ import type { Logger } from '../shared/logger';
 import { assertSchema, openDataSource } from '../store/data-source';
 import { PlanEventStore } from '../store/plan-event-store';
 import { DeadLetterService } from './dead-letter.service';
-import { connectRedis } from '../queue/connect-redis';
+import { connectRedis, RedisClient } from '../queue/connect-redis';
 
 export { connectRedis };
 
@@ -45,9 +44,9 @@ async function openStore(config: Readonly<AppConfig>): Promise<DataSource> {
 export async function openDeadLetterService(config: Readonly<AppConfig>, logger: Logger, opts: OpenDeadLetterOptions = {}): Promise<OpenDeadLetterService> {
   let ds: DataSource | undefined;
   if (opts.store) ds = await openStore(config);
-  let redis: IORedis;
+  let redis: RedisClient;
   try {
-    redis = await connectRedis(config.redisUrl, opts.connectTimeoutMs);
+    redis = await connectRedis(config, opts.connectTimeoutMs);
   } catch (err) {
     await ds?.destroy();
     throw err;

@@ -6,8 +6,7 @@ import { Queue } from 'bullmq';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/config';
 import type { DeadLetter } from '../dead-letters/dead-letter';
-import { connectRedis } from '../queue/connect-redis';
-import { redactUrl } from '../config/database-url';
+import { connectRedis, describeRedis, redisVariable } from '../queue/connect-redis';
 import { PlanEventPublisher } from '../publisher';
 import { formatPlanView, getPlanView } from '../queries';
 import { EVENT_BATCH_JOB, EVENTS_QUEUE, EventBatchJobData } from '../queue/queue-names';
@@ -49,8 +48,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
   const { config, logger, progress } = opts;
   // Fail in one line before anything else when Redis is not there.
-  const probe = await connectRedis(config.redisUrl, 3_000).catch((err: Error) => {
-    throw new Error(`${err.message}. Start it with: redis-server --daemonize yes (or set REDIS_URL)`);
+  const probe = await connectRedis(config, 3_000).catch((err: Error) => {
+    throw new Error(`${err.message}. Start it with: redis-server --daemonize yes (or set ${redisVariable(config)})`);
   });
   await probe.quit();
 
@@ -64,7 +63,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
     const deadLetters: DeadLetter[] = [];
     let persisted = 0;
 
-    progress(`[2/4] starting a worker on ${redactUrl(config.redisUrl)} (queue prefix "${config.queuePrefix}")`);
+    progress(`[2/4] starting a worker on ${describeRedis(config)} (queue prefix "${config.queuePrefix}")`);
     const worker = await startWorker({
       config,
       logger,
@@ -76,7 +75,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
     closers.unshift(() => worker.close(10_000));
     // its own spill journal, so two demos (or a demo beside a real executor) never share one
     const journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-demo-'));
-    const publisher = new PlanEventPublisher({ redisUrl: config.redisUrl, queuePrefix: config.queuePrefix, logger, journalDir });
+    const publisher = new PlanEventPublisher({ redisUrl: config.redisUrl, redisClusterNodes: config.redisClusterNodes, queuePrefix: config.queuePrefix, logger, journalDir });
     closers.unshift(async () => {
       await publisher.close(10_000);
       fs.rmSync(journalDir, { recursive: true, force: true });
@@ -112,7 +111,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
 
 /** Put one malformed event straight on the queue, as a producer bypassing the publisher would. */
 async function injectPoison(config: Readonly<AppConfig>, ids: { planId: string; sessionId: string }): Promise<void> {
-  const redis = await connectRedis(config.redisUrl);
+  const redis = await connectRedis(config);
   const queue = new Queue<EventBatchJobData>(EVENTS_QUEUE, { connection: redis, prefix: config.queuePrefix });
   try {
     await queue.add(EVENT_BATCH_JOB, { v: 1, events: [poisonEvent(ids)] });

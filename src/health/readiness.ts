@@ -2,6 +2,7 @@ import { withTimeout } from '../worker/backoff';
 import type { Readiness } from './health-server';
 
 export interface ReadinessProbes {
+  /** A Redis command the worker depends on (not a bare PING): ready means commands succeed. */
   pingRedis(): Promise<unknown>;
   pingDatabase(): Promise<unknown>;
   /** False while the worker has paused itself because the database is unreachable. */

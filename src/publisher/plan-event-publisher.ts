@@ -87,7 +87,8 @@ export class PlanEventPublisher extends TypedHelpers {
       wake: () => this.pump.schedule(),
     });
     this.link = new RedisLink({
-      redisUrl: this.opts.redisUrl,
+      target: { redisUrl: this.opts.redisUrl, redisClusterNodes: this.opts.redisClusterNodes },
+      connection: this.opts.connection,
       queuePrefix: this.opts.queuePrefix,
       commandTimeoutMs: this.opts.redisCommandTimeoutMs,
       jobOptions: this.opts.jobOptions,
@@ -215,7 +216,7 @@ export class PlanEventPublisher extends TypedHelpers {
       dropped: this.counts.dropped,
       rejected: this.counts.rejected,
       journalBytes: this.journal.usedBytes,
-      redisReady: this.link.ready,
+      redisReady: this.link.healthy,
     };
   }
 

@@ -2,6 +2,8 @@ import * as path from 'node:path';
 import type { JobsOptions } from 'bullmq';
 import type { ContractLimits, Violation } from '../contracts';
 import type { Logger } from '../shared/logger';
+import { ClusterSeeds, clusterPrefixProblem, parseClusterNodes } from '../config/redis-cluster-nodes';
+import type { RedisClient } from '../queue/connect-redis';
 
 /**
  * How `publish()` checks events before accepting them.
@@ -17,6 +19,18 @@ export type ValidationMode = 'fast' | 'contract';
 export interface PublisherOptions {
   /** ioredis URL (`rediss://` for TLS). @defaultValue `redis://127.0.0.1:6379` */
   redisUrl?: string;
+  /**
+   * Seed nodes of a Redis Cluster, as REDIS_CLUSTER_NODES (`host:port,host:port`) or parsed; when
+   * set, the publisher connects to the cluster and `redisUrl` is not used. `queuePrefix` must then
+   * contain a {hash tag}. @defaultValue none (one Redis at `redisUrl`)
+   */
+  redisClusterNodes?: string | ClusterSeeds | null;
+  /**
+   * A connection owned by the caller (an ioredis Redis or Cluster), used instead of opening one and
+   * left open by close(). Give it the publisher's settings so publish() never waits on Redis:
+   * `enableOfflineQueue: false`, `maxRetriesPerRequest: 0`, a `commandTimeout`. @defaultValue none
+   */
+  connection?: RedisClient;
   /** BullMQ key prefix, the same as the workers' QUEUE_PREFIX. @defaultValue `plan-ledger` */
   queuePrefix?: string;
   /** Events held in memory waiting for Redis (queued + in flight) before spilling. @defaultValue `100_000` */
@@ -65,8 +79,8 @@ export const DEFAULT_JOB_OPTIONS: Readonly<JobsOptions> = Object.freeze({
   removeOnFail: false,
 });
 
-export type ResolvedOptions = Required<Omit<PublisherOptions, 'onRejected' | 'logger' | 'limits'>> &
-  Pick<PublisherOptions, 'onRejected' | 'limits'>;
+export type ResolvedOptions = Required<Omit<PublisherOptions, 'onRejected' | 'logger' | 'limits' | 'redisClusterNodes' | 'connection'>> &
+  Pick<PublisherOptions, 'onRejected' | 'limits' | 'connection'> & { redisClusterNodes: ClusterSeeds | null };
 
 const MIB = 1024 * 1024;
 
@@ -104,10 +118,22 @@ export function resolveOptions(options: PublisherOptions): ResolvedOptions {
   if (validation !== 'fast' && validation !== 'contract') problems.push(`validation must be "fast" or "contract" (got ${String(validation)})`);
   const queuePrefix = options.queuePrefix ?? 'plan-ledger';
   if (!/^[A-Za-z0-9_.{}-]{1,64}$/.test(queuePrefix)) problems.push(`queuePrefix "${queuePrefix}" must be 1-64 of letters, digits, - _ . { }`);
+  let redisClusterNodes: ClusterSeeds | null = null;
+  try {
+    const raw = options.redisClusterNodes;
+    redisClusterNodes = typeof raw === 'string' ? parseClusterNodes(raw) : (raw ?? null);
+  } catch (err) {
+    problems.push(`redisClusterNodes: ${(err as Error).message}`);
+  }
+  const onCluster = redisClusterNodes !== null || (options.connection as { isCluster?: boolean } | undefined)?.isCluster === true;
+  const prefixProblem = onCluster ? clusterPrefixProblem(queuePrefix) : null;
+  if (prefixProblem) problems.push(`queuePrefix ${prefixProblem}`);
   if (problems.length > 0) throw new PublisherConfigError(problems);
   return {
     ...numbers,
     redisUrl: options.redisUrl ?? 'redis://127.0.0.1:6379',
+    redisClusterNodes,
+    connection: options.connection,
     queuePrefix,
     journalDir: path.resolve(options.journalDir ?? path.join('data', 'plan-ledger-journal')),
     jobOptions: { ...DEFAULT_JOB_OPTIONS, ...options.jobOptions },

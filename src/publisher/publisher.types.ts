@@ -41,7 +41,10 @@ export interface PublisherStats {
   rejected: number;
   /** Bytes the journal occupies now (files plus staged). */
   journalBytes: number;
-  /** The Redis link is up and the queue initialised. */
+  /**
+   * Redis commands succeed: the queue answered its probe and the last send (if any) succeeded. A
+   * connection that is open but whose commands fail (MOVED, CROSSSLOT, READONLY, timeouts) is not ready.
+   */
   redisReady: boolean;
 }
 

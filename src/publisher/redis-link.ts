@@ -1,12 +1,15 @@
 import type { JobsOptions } from 'bullmq';
-import IORedis from 'ioredis';
+import { createRedis, RedisClient, RedisTarget } from '../queue/connect-redis';
 import { EVENTS_QUEUE, EVENT_BATCH_JOB } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
 import { RateLimitedLog } from './rate-limited-log';
 import { RawBatchQueue, RawJobData } from './raw-batch-queue';
 
 export interface RedisLinkConfig {
-  redisUrl: string;
+  /** REDIS_URL or REDIS_CLUSTER_NODES. */
+  target: RedisTarget;
+  /** A connection owned by the caller, used instead of opening one from `target` (close() leaves it open). */
+  connection?: RedisClient;
   queuePrefix: string;
   commandTimeoutMs: number;
   jobOptions: JobsOptions;
@@ -29,37 +32,47 @@ export interface OutgoingJob {
  *   once; the publisher resends them itself, with the same job ids;
  * - `commandTimeout`: a half-open link (no RST) fails the command instead of hanging it;
  * - the Queue is created only after the first `ready` (STACK-NOTES: a Queue created while Redis is
- *   down may hang add() forever), and replaced if its initialisation failed.
+ *   down may hang add() forever), and replaced if its initialisation failed;
+ * - "ready" means commands succeed, not that a socket is open: after each (re)connection a command
+ *   on the queue's own keys must answer before anything is sent (a single-node link to a cluster
+ *   node answers PING but MOVED to queue commands), and a failing send makes it not ready until a
+ *   send succeeds again.
+ * The same options hold for a Redis Cluster (connect-redis.ts: no cluster offline queue either).
  */
 export class RedisLink {
-  private readonly redis: IORedis;
+  private readonly redis: RedisClient;
+  private readonly ownsRedis: boolean;
   private queue: RawBatchQueue | undefined;
   private queueReady = false;
+  /** The last command on the queue (probe or send) succeeded. */
+  private commandsOk = false;
+  private probeTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly errors: RateLimitedLog;
 
   constructor(private readonly cfg: RedisLinkConfig) {
     this.errors = new RateLimitedLog(cfg.logger, 'warn', 'redis unavailable; events wait in memory, then in the spill journal');
-    this.redis = new IORedis(cfg.redisUrl, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
-      commandTimeout: cfg.commandTimeoutMs,
-      connectTimeout: 5_000,
-      // Reconnect soon after an outage ends, without hammering a dead server: 100 ms, 200 ms, ... 2 s.
-      retryStrategy: (times) => Math.min(times * 100, 2_000),
-    });
+    this.ownsRedis = cfg.connection === undefined;
+    this.redis = cfg.connection ?? createRedis(cfg.target, 'publisher', { commandTimeoutMs: cfg.commandTimeoutMs });
     this.redis.on('error', (err: Error) => this.errors.note(1, { err: err.message }));
     this.redis.on('ready', () => this.onRedisReady());
     this.redis.on('close', () => {
       if (this.queueReady) cfg.logger.warn({ redis: 'disconnected' }, 'redis connection lost');
       this.queueReady = false;
+      this.commandsOk = false;
     });
+    // a caller's connection may be ready already: its `ready` event is gone
+    if (this.redis.status === 'ready') setImmediate(() => this.onRedisReady());
   }
 
-  /** Redis answers and the queue is initialised: a send may succeed. */
+  /** The connection is up and the queue answered its probe: a send may be tried. */
   get ready(): boolean {
     return this.queueReady && this.redis.status === 'ready';
+  }
+
+  /** Commands succeed: ready, and the last probe or send succeeded (stats().redisReady). */
+  get healthy(): boolean {
+    return this.ready && this.commandsOk;
   }
 
   private onRedisReady(): void {
@@ -67,18 +80,39 @@ export class RedisLink {
     this.queue ??= this.createQueue();
     const queue = this.queue;
     queue.waitUntilReady().then(
-      () => {
-        if (this.queue !== queue || this.closed) return;
-        this.queueReady = true;
-        this.errors.flush();
-        this.cfg.logger.info({ redis: 'ready', queue: EVENTS_QUEUE }, 'publisher connected to redis');
-        this.cfg.onReady();
-      },
+      () => this.probe(queue),
       (err: Error) => {
         // Redis went away during initialisation: this Queue would stay broken; the next `ready` builds another.
         this.errors.note(1, { err: err.message });
         if (this.queue === queue) this.queue = undefined;
         queue.close().catch(() => undefined);
+      },
+    );
+  }
+
+  /**
+   * One command on the queue's own slot. Until it answers nothing is sent and the publisher is not
+   * ready; it is retried every second while the connection stays up.
+   */
+  private probe(queue: RawBatchQueue): void {
+    clearTimeout(this.probeTimer);
+    this.probeTimer = undefined;
+    if (this.queue !== queue || this.closed || this.redis.status !== 'ready') return;
+    this.redis.exists(queue.toKey('meta')).then(
+      () => {
+        if (this.queue !== queue || this.closed) return;
+        this.queueReady = true;
+        this.commandsOk = true;
+        this.errors.flush();
+        this.cfg.logger.info({ redis: 'ready', queue: EVENTS_QUEUE }, 'publisher connected to redis');
+        this.cfg.onReady();
+      },
+      (err: Error) => {
+        this.commandsOk = false;
+        this.errors.note(1, { err: err.message });
+        if (this.closed) return;
+        this.probeTimer = setTimeout(() => this.probe(queue), 1_000);
+        this.probeTimer.unref();
       },
     );
   }
@@ -93,13 +127,19 @@ export class RedisLink {
   async send(jobs: readonly OutgoingJob[]): Promise<void> {
     const queue = this.queue;
     if (queue === undefined || !this.ready) throw new Error('redis is not ready');
-    await queue.addBulk(
-      jobs.map((job) => ({
-        name: EVENT_BATCH_JOB,
-        data: new RawJobData(job.data),
-        opts: { ...this.cfg.jobOptions, jobId: job.id },
-      })),
-    );
+    try {
+      await queue.addBulk(
+        jobs.map((job) => ({
+          name: EVENT_BATCH_JOB,
+          data: new RawJobData(job.data),
+          opts: { ...this.cfg.jobOptions, jobId: job.id },
+        })),
+      );
+    } catch (err) {
+      this.commandsOk = false;
+      throw err;
+    }
+    this.commandsOk = true;
   }
 
   noteFailure(err: Error): void {
@@ -110,10 +150,11 @@ export class RedisLink {
   async close(timeoutMs: number): Promise<void> {
     this.closed = true;
     this.queueReady = false;
+    clearTimeout(this.probeTimer);
     this.errors.flush();
     const closing = (async () => {
       await this.queue?.close().catch(() => undefined);
-      await this.redis.quit().catch(() => undefined);
+      if (this.ownsRedis) await this.redis.quit().catch(() => undefined);
     })();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {
@@ -121,6 +162,6 @@ export class RedisLink {
     });
     await Promise.race([closing, deadline]);
     clearTimeout(timer);
-    this.redis.disconnect();
+    if (this.ownsRedis) this.redis.disconnect();
   }
 }

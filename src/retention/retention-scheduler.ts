@@ -1,7 +1,8 @@
-import IORedis from 'ioredis';
 import { Job, Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { DataSource } from 'typeorm';
+import { createRedis, RedisClient } from '../queue/connect-redis';
 import { MAINTENANCE_QUEUE } from '../queue/queue-names';
+import type { ClusterSeeds } from '../config/redis-cluster-nodes';
 import type { Logger } from '../shared/logger';
 import type { RetentionPolicy } from './retention-config';
 import type { RetentionReport } from './retention-report';
@@ -14,9 +15,11 @@ export const RETENTION_JOB = 'retention';
 
 export interface RetentionSchedulerOptions {
   /** An ioredis client owned by the caller, with `maxRetriesPerRequest: null`. @defaultValue one opened from `redisUrl`, closed by close() */
-  connection?: IORedis;
+  connection?: RedisClient;
   /** Used when `connection` is not given. @defaultValue none: one of the two is required */
   redisUrl?: string;
+  /** REDIS_CLUSTER_NODES: with `redisUrl`, the connection it opens is a Cluster. @defaultValue null */
+  redisClusterNodes?: ClusterSeeds | null;
   /** BullMQ key prefix: config.queuePrefix. */
   prefix: string;
   /** An open, migrated DataSource owned by the caller (close() leaves it open). */
@@ -46,8 +49,8 @@ export interface RetentionScheduler {
  */
 export async function startRetentionScheduler(options: RetentionSchedulerOptions): Promise<RetentionScheduler> {
   const { prefix, policy, logger } = options;
-  if (!options.connection && !options.redisUrl) throw new Error('startRetentionScheduler needs a connection or a redisUrl');
-  const owned = options.connection ? null : new IORedis(options.redisUrl!, { maxRetriesPerRequest: null });
+  if (!options.connection && !options.redisUrl && !options.redisClusterNodes) throw new Error('startRetentionScheduler needs a connection, a redisUrl or redisClusterNodes');
+  const owned = options.connection ? null : createRedis({ redisUrl: options.redisUrl ?? '', redisClusterNodes: options.redisClusterNodes }, 'worker');
   const connection = options.connection ?? owned!;
   const queue = new Queue(MAINTENANCE_QUEUE, { connection, prefix });
   queue.on('error', (err) => logger?.warn({ err }, 'maintenance queue connection error'));
@@ -88,7 +91,7 @@ async function upsertSchedule(queue: Queue, policy: Readonly<RetentionPolicy>, p
 }
 
 /** One job at a time per process; the run in progress is exposed in `runs` so close() can stop it. */
-function startWorker(options: RetentionSchedulerOptions, connection: IORedis, runs: { current: AbortController | null }): Worker {
+function startWorker(options: RetentionSchedulerOptions, connection: RedisClient, runs: { current: AbortController | null }): Worker {
   const { dataSource, policy, logger, prefix } = options;
   const worker = new Worker(
     MAINTENANCE_QUEUE,
@@ -117,7 +120,7 @@ function startWorker(options: RetentionSchedulerOptions, connection: IORedis, ru
  * running job is abandoned (its lock expires and the next tick redoes what is left) and the rest
  * is closed anyway.
  */
-async function closeAll(worker: Worker | null, queue: Queue, owned: IORedis | null, timeoutMs: number, logger?: Logger): Promise<void> {
+async function closeAll(worker: Worker | null, queue: Queue, owned: RedisClient | null, timeoutMs: number, logger?: Logger): Promise<void> {
   if (worker) {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));

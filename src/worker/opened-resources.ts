@@ -1,4 +1,4 @@
-import type IORedis from 'ioredis';
+import type { RedisClient } from '../queue/connect-redis';
 import type { DataSource } from 'typeorm';
 import type { Logger } from '../shared/logger';
 
@@ -8,7 +8,7 @@ export class Opened {
 
   constructor(private readonly logger: Logger) {}
 
-  redis(client: IORedis): IORedis {
+  redis<T extends RedisClient>(client: T): T {
     client.on('error', (err) => this.logger.debug({ err }, 'redis connection error'));
     this.closers.push({ name: 'redis', close: (clean) => (clean ? client.quit() : Promise.resolve(client.disconnect())) });
     return client;

@@ -1,8 +1,8 @@
-import IORedis from 'ioredis';
 import { Queue } from 'bullmq';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/config';
-import { redactUrl } from '../config/database-url';
+import type { ClusterSeeds } from '../config/redis-cluster-nodes';
+import { assertClusterPrefix, assertNotClusterNode, createRedis, describeRedis, RedisClient, RedisTarget, redisVariable } from '../queue/connect-redis';
 import type { PlanEvent } from '../contracts';
 import type { DeadLetter } from '../dead-letters/dead-letter';
 import { DeadLetterWriter } from '../dead-letters/dead-letter-writer';
@@ -29,15 +29,15 @@ import { Opened } from './opened-resources';
 import { shutdown, waitIdle, wireWorkerEvents } from './worker-lifecycle';
 
 export interface StartWorkerOptions {
-  /** REDIS_URL, QUEUE_PREFIX and DATABASE_URL (the latter only when `dataSource` is not given). */
-  config: Pick<AppConfig, 'redisUrl' | 'queuePrefix' | 'database'>;
+  /** REDIS_URL (or REDIS_CLUSTER_NODES), QUEUE_PREFIX and DATABASE_URL (the latter only when `dataSource` is not given). */
+  config: Pick<AppConfig, 'redisUrl' | 'queuePrefix' | 'database'> & { redisClusterNodes?: ClusterSeeds | null };
   logger: Logger;
   /** Any subset of the worker settings. @defaultValue DEFAULT_WORKER_CONFIG (see worker-config.ts) */
   settings?: Partial<WorkerConfig>;
   /** An open, migrated DataSource owned by the caller. @defaultValue opened from config.database, closed by close() */
   dataSource?: DataSource;
   /** An ioredis client owned by the caller (`maxRetriesPerRequest: null`). @defaultValue one opened from config.redisUrl, closed by close() */
-  connection?: IORedis;
+  connection?: RedisClient;
   /** Where validated events go. @defaultValue new PlanEventStore(dataSource, logger) */
   store?: EventPersister;
   /** Metrics (and their registry). @defaultValue a new WorkerMetrics on a private Registry */
@@ -77,8 +77,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
   const { logger, config } = options;
   const opened = new Opened(logger);
   try {
-    const connection = options.connection ?? opened.redis(new IORedis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: false }));
-    await reachRedis(connection, config.redisUrl);
+    assertClusterPrefix(config.queuePrefix, options.connection ?? config);
+    const connection = options.connection ?? opened.redis(createRedis(config, 'worker'));
+    await reachRedis(connection, config);
     const dialect = options.dataSource ? options.dataSource.options.type : config.database.driver;
     // better-sqlite3 has one connection and the store serialises its writes: a second transaction would only wait
     const flushConcurrency = dialect === 'better-sqlite3' ? 1 : settings.transactions;
@@ -92,24 +93,27 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
 }
 
 /** Fails fast, in one line, when Redis refuses the connection (ioredis would otherwise retry forever). */
-async function reachRedis(connection: IORedis, url: string): Promise<void> {
+async function reachRedis(connection: RedisClient, target: RedisTarget): Promise<void> {
+  const where = `cannot reach ${target.redisClusterNodes ? '' : 'Redis at '}${describeRedis(target)}`;
+  const fix = `start it (redis-server) or set ${redisVariable(target)}`;
   let onError: ((err: Error) => void) | undefined;
   const refused = new Promise<never>((_, reject) => {
-    onError = (err) => reject(new Error(`cannot reach Redis at ${redactUrl(url)} (${err.message}); start it (redis-server) or set REDIS_URL`));
+    onError = (err) => reject(new Error(`${where} (${err.message}); ${fix}`));
     connection.once('error', onError);
   });
   try {
-    await withTimeout(Promise.race([connection.ping(), refused]), 5_000, `cannot reach Redis at ${redactUrl(url)} (no answer within 5 s); start it (redis-server) or set REDIS_URL`);
+    await withTimeout(Promise.race([connection.ping(), refused]), 5_000, `${where} (no answer within 5 s); ${fix}`);
   } finally {
     connection.removeListener('error', onError!);
   }
+  await assertNotClusterNode(connection, target);
 }
 
 /** Everything one worker is made of, built by assemble(). */
 interface Parts {
   options: StartWorkerOptions;
   settings: WorkerConfig;
-  connection: IORedis;
+  connection: RedisClient;
   ds: DataSource;
   opened: Opened;
   metrics: WorkerMetrics;
@@ -120,7 +124,7 @@ interface Parts {
   worker?: EventsWorker;
 }
 
-async function assemble(options: StartWorkerOptions, settings: WorkerConfig, connection: IORedis, ds: DataSource, flushConcurrency: number, opened: Opened): Promise<WorkerHandle> {
+async function assemble(options: StartWorkerOptions, settings: WorkerConfig, connection: RedisClient, ds: DataSource, flushConcurrency: number, opened: Opened): Promise<WorkerHandle> {
   const { logger, config } = options;
   const eventsQueue = opened.closable(new Queue(EVENTS_QUEUE, { connection, prefix: config.queuePrefix }));
   eventsQueue.on('error', (err) => logger.warn({ err }, 'events queue connection error'));
@@ -239,7 +243,9 @@ function createEventsWorker(parts: Parts, processor: ReturnType<typeof createJob
 
 function readinessOf(parts: Parts, gate: DatabaseGate): Promise<Readiness> {
   return checkReadiness({
-    pingRedis: () => parts.connection.ping(),
+    // a command on the queue's own keys, not PING: "ready" means the worker's commands succeed
+    // (a node that answers PING may still answer MOVED or CLUSTERDOWN to them)
+    pingRedis: () => parts.connection.exists(parts.eventsQueue.toKey('meta')),
     pingDatabase: () => parts.ds.query('SELECT 1'),
     databaseGateUp: () => gate.isUp,
     waitingJobs: async () => {

@@ -61,7 +61,7 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
   try {
     ds = await openDataSource(ctx.config.database, { poolSize: settings.transactions + 3 });
     handle = await startWorker({ config: ctx.config, logger, settings, dataSource: ds });
-    retention = await startRetentionScheduler({ redisUrl: ctx.config.redisUrl, prefix: ctx.config.queuePrefix, dataSource: ds, policy, logger: logger.child({ component: 'retention' }) });
+    retention = await startRetentionScheduler({ redisUrl: ctx.config.redisUrl, redisClusterNodes: ctx.config.redisClusterNodes, prefix: ctx.config.queuePrefix, dataSource: ds, policy, logger: logger.child({ component: 'retention' }) });
   } catch (err) {
     await handle?.close(settings.shutdownTimeoutMs).catch(() => undefined);
     if (ds?.isInitialized) await ds.destroy().catch(() => undefined);
