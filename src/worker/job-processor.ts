@@ -7,6 +7,7 @@ import type { EventBatchJobData } from '../queue/queue-names';
 import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
 import { dbErrorCode } from '../store/db-errors';
+import { EventConflictError } from '../store/event-conflict';
 import { BackoffPolicy, backoffDelay, sleep } from './backoff';
 import type { JobWriteOutcome } from './batch-writer';
 import type { DatabaseGate } from './database-gate';
@@ -87,7 +88,9 @@ export function createJobProcessor(deps: JobProcessorDeps) {
         const byId = new Map(valid.map((v) => [v.event.eventId, v]));
         const refused = outcome.refused.map(({ event, error }) => {
           const source = byId.get(event.eventId)!;
-          return letter(job, 'unprocessable', source.raw, source.index, reasonOf(error, 'refused by the database'), write.tries, new Date());
+          const kind = error instanceof EventConflictError ? 'conflict' : 'unprocessable';
+          if (kind === 'conflict') deps.metrics.eventConflicts.inc();
+          return letter(job, kind, source.raw, source.index, reasonOf(error, 'refused by the database'), write.tries, new Date());
         });
         await deps.writeDeadLetters(refused);
         pushAll(deadLetters, refused);
@@ -172,7 +175,7 @@ export function createJobProcessor(deps: JobProcessorDeps) {
  * meaning; it waits in the dead-letter queue for a worker that knows it (`dlq replay`).
  */
 function envelopeProblem(data: unknown): { raw: unknown; message: string } | undefined {
-  if (isUnreadableJobData(data)) return { raw: data.unreadable.text, message: `job data is not JSON (${data.unreadable.reason}); its raw text is kept as the event` };
+  if (isUnreadableJobData(data)) return { raw: data.unreadable.text, message: data.unreadable.message };
   const batch = data as Partial<EventBatchJobData> | undefined;
   if (!Array.isArray(batch?.events)) return { raw: data, message: 'job data is not an EventBatchJobData: expected { v: 1, events: [...] }' };
   if (batch.v !== ENVELOPE_VERSION) {

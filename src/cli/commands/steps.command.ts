@@ -26,6 +26,7 @@ export async function stepOutputCommand(ctx: CliContext, rawPlan: string, rawSte
   if (output.outputContent === null) {
     throw new CliError(`step "${output.stepId}" (#${output.index}) of plan "${planId}" has no stored output (status ${output.status})`, EXIT.failed);
   }
-  // ctx.out appends a newline: drop one stored trailing newline so the bytes round-trip
-  if (!opts.json) ctx.out(output.outputContent.replace(/\n$/, ''));
+  // A newline is appended: drop one stored trailing newline so the bytes round-trip. Byte-exact
+  // into a file or a pipe; on a terminal, control characters are escaped like every other output.
+  if (!opts.json) (process.stdout.isTTY ? ctx.out : ctx.raw)(output.outputContent.replace(/\n$/, ''));
 }
