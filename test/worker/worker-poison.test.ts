@@ -94,7 +94,8 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
   it('never retries an invalid event: the job completes on its first attempt', async () => {
     const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
     try {
-      const job = await queue.add('events', { v: 1, events: [invalidEvent(12)] }, { jobId: 'only-invalid', attempts: 5 });
+      // kept once completed (the worker's default removes it) so that its attempts can be read
+      const job = await queue.add('events', { v: 1, events: [invalidEvent(12)] }, { jobId: 'only-invalid', attempts: 5, removeOnComplete: false });
       expect(await worker.idle(30_000)).toBe(true);
       const done = await queue.getJob(job.id!);
       expect(await done!.getState()).toBe('completed');
@@ -133,7 +134,7 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
 
   /** A job added delayed, its data then overwritten with raw text, then promoted: what another producer (or a bug) leaves. */
   async function addRawJob(queue: Queue, jobId: string, rawData: string): Promise<void> {
-    const job = await queue.add('events', { v: 1, events: [] }, { jobId, delay: 3_600_000 });
+    const job = await queue.add('events', { v: 1, events: [] }, { jobId, delay: 3_600_000, removeOnComplete: false });
     await redis.hset(`${prefix}:${EVENTS_QUEUE}:${jobId}`, 'data', rawData);
     await job.promote();
   }
