@@ -15,6 +15,7 @@ import { registerAnalytics } from './commands/analytics.command';
 import { registerRetention } from './commands/retention.command';
 import { registerPlansRestore } from './commands/plans-restore.command';
 import { redactUrl } from '../config/database-url';
+import { escapeControl } from '../shared/terminal-text';
 
 const ENV_TEXT = `\nEnvironment:\n${ENV_HELP.map(([name, help]) => `  ${name.padEnd(21)}${help}`).join('\n')}\n${EXIT_HELP}`;
 
@@ -55,10 +56,10 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
       return EXIT.usage; // commander already printed the message
     }
     if (err instanceof CliError) {
-      io.err(`plan-ledger: ${redactUrl(err.message)}`);
+      io.err(`plan-ledger: ${escapeControl(redactUrl(err.message))}`);
       return err.exitCode;
     }
-    io.err(`plan-ledger: ${redactUrl((err as Error)?.message ?? String(err))}`);
+    io.err(`plan-ledger: ${escapeControl(redactUrl((err as Error)?.message ?? String(err)))}`);
     if (process.env.PLAN_LEDGER_DEBUG === '1') io.err(String((err as Error)?.stack));
     return EXIT.failed;
   }

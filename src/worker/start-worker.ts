@@ -11,6 +11,7 @@ import { checkReadiness } from '../health/readiness';
 import { WorkerMetrics } from '../health/worker-metrics';
 import { EVENTS_QUEUE } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
+import { hideRedisCommandArguments } from '../shared/redis-debug';
 import { assertSchema, openDataSource } from '../store/data-source';
 import { PlanEventStore } from '../store/plan-event-store';
 import { BackoffPolicy, DEFAULT_BACKOFF, withTimeout } from './backoff';
@@ -27,6 +28,7 @@ import { workerVersion } from './worker-version';
 import { WorkerStats, WorkerState } from './worker-state';
 import { Opened } from './opened-resources';
 import { shutdown, waitIdle, wireWorkerEvents } from './worker-lifecycle';
+import { RedisRelief } from './redis-relief';
 
 export interface StartWorkerOptions {
   /** REDIS_URL (or REDIS_CLUSTER_NODES), QUEUE_PREFIX and DATABASE_URL (the latter only when `dataSource` is not given). */
@@ -75,6 +77,7 @@ export interface WorkerHandle {
 export async function startWorker(options: StartWorkerOptions): Promise<WorkerHandle> {
   const settings: WorkerConfig = { ...DEFAULT_WORKER_CONFIG, ...options.settings };
   const { logger, config } = options;
+  hideRedisCommandArguments();
   const opened = new Opened(logger);
   try {
     assertClusterPrefix(config.queuePrefix, options.connection ?? config);
@@ -136,6 +139,8 @@ async function assemble(options: StartWorkerOptions, settings: WorkerConfig, con
   const { gate, batcher, processor, concurrency, writeDeadLetters, sweeper } = buildPipeline(parts, flushConcurrency);
   const worker = (parts.worker = createEventsWorker(parts, processor, concurrency.concurrency));
   wireWorkerEvents(worker, parts.state, logger, writeDeadLetters, config.queuePrefix);
+  const relief = new RedisRelief({ queue: eventsQueue, connection: parts.connection, logger, eventStreamKey: eventsQueue.keys.events });
+  worker.on('error', relief.onError);
   void worker.run().catch((err) => logger.error({ err }, 'worker stopped with an error'));
   await worker.waitUntilReady();
   const readiness = () => readinessOf(parts, gate);
@@ -235,8 +240,9 @@ function createEventsWorker(parts: Parts, processor: ReturnType<typeof createJob
     stalledInterval: settings.lockDurationMs,
     // A crash mid-job is harmless (writes are idempotent): allow several before BullMQ fails the job.
     maxStalledCount: 10,
-    // Used only when the publisher set nothing: a backlog of finished jobs must not fill Redis.
-    removeOnComplete: { count: 1000 },
+    // Used only when the publisher set nothing. A completed job's events are in the database:
+    // keeping its data would only fill Redis (1,000 kept jobs of 500 events held ~160 MB).
+    removeOnComplete: { count: 0 },
     removeOnFail: { count: 10_000 },
   });
 }

@@ -111,7 +111,7 @@ describe('PlanEventPublisher API', () => {
         expect(job.id).toMatch(/^b-[0-9a-f-]{36}$/);
         expect(job.data.v).toBe(1);
         expect(job.data.events.length).toBeLessThanOrEqual(100);
-        expect(job.opts).toMatchObject({ attempts: 7, removeOnFail: false, removeOnComplete: { count: 1_000 }, backoff: { type: 'exponential' } });
+        expect(job.opts).toMatchObject({ attempts: 7, removeOnFail: false, removeOnComplete: true, backoff: { type: 'exponential' } }); // no payload kept once stored
       }
     } finally {
       await queue.obliterate({ force: true });

@@ -26,7 +26,7 @@ export async function migrate(ctx: CliContext, opts: MigrateOptions): Promise<vo
   const target = ctx.config.database;
   if (opts.printSql) {
     const scripts = await migrationSql(target);
-    if (opts.json) return ctx.out(JSON.stringify({ dialect: target.dialect, migrations: scripts }, null, 2));
+    if (opts.json) return ctx.raw(JSON.stringify({ dialect: target.dialect, migrations: scripts }, null, 2));
     for (const script of scripts) {
       ctx.out(`-- ${script.migration} (${target.dialect})`);
       for (const statement of script.statements) ctx.out(`${statement.trim()};`);
@@ -36,7 +36,7 @@ export async function migrate(ctx: CliContext, opts: MigrateOptions): Promise<vo
   const ds = await openDataSource(target, { poolSize: 1 });
   try {
     const report = opts.revertAll ? await revertAllMigrations(ds) : await runMigrations(ds);
-    if (opts.json) return ctx.out(JSON.stringify({ database: target.redacted, ...report }));
+    if (opts.json) return ctx.raw(JSON.stringify({ database: target.redacted, ...report }));
     const done = opts.revertAll ? report.reverted : report.applied;
     const verb = opts.revertAll ? 'reverted' : 'applied';
     if (done.length === 0) ctx.out(opts.revertAll ? 'nothing to revert' : 'schema is up to date');

@@ -31,6 +31,10 @@ export async function stepOutputCommand(ctx: CliContext, rawPlan: string, rawSte
   if (output.outputContent === null) {
     throw new CliError(`step "${output.stepId}" (#${output.index}) of plan "${planId}" has no stored output (status ${output.status})`, EXIT.failed);
   }
-  // write, not out: out ends a line, which would add a newline the step never stored
-  if (!opts.json) ctx.write(output.outputContent);
+  // byte for byte into a file or a pipe (write adds no newline); on a terminal, control characters
+  // are escaped like every other output
+  if (!opts.json) {
+    if (process.stdout.isTTY) ctx.out(output.outputContent.replace(/\n$/, ''));
+    else ctx.write(output.outputContent);
+  }
 }
