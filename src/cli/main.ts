@@ -14,6 +14,7 @@ import { registerSteps } from './commands/steps.command';
 import { registerAnalytics } from './commands/analytics.command';
 import { registerRetention } from './commands/retention.command';
 import { registerPlansRestore } from './commands/plans-restore.command';
+import { registerServe } from './commands/serve.command';
 import { redactUrl } from '../config/database-url';
 
 const ENV_TEXT = `\nEnvironment:\n${ENV_HELP.map(([name, help]) => `  ${name.padEnd(14)}${help}`).join('\n')}\n${EXIT_HELP}`;
@@ -39,6 +40,7 @@ export function buildProgram(io: CliIo): Command {
   registerSteps(program, context);
   registerAnalytics(program, context);
   registerRetention(program, context);
+  registerServe(program, context);
   for (const cmd of program.commands) cmd.exitOverride().addHelpText('after', EXIT_HELP);
   return program;
 }
