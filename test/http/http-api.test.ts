@@ -167,7 +167,6 @@ describe('plan-ledger serve while Redis is unreachable', () => {
       expect(refused!.json.error).toBe('the server cannot hold more events until Redis takes its backlog; retry after 7 s');
     } finally {
       await stack.close();
-      fs.rmSync(journal, { recursive: true, force: true });
     }
   });
 });
