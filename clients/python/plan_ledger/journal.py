@@ -40,6 +40,7 @@ class Journal:
         self._offset_path = os.path.join(self.directory, "journal.offset")
         self._file = open(self._data_path, "ab")
         self._offset = self._read_offset()
+        self._backlog_at_close = 0
 
     def _read_offset(self) -> int:
         try:
@@ -56,6 +57,8 @@ class Journal:
     def backlog_bytes(self) -> int:
         """Bytes written but not yet delivered."""
         with self._lock:
+            if self._file.closed:
+                return self._backlog_at_close
             return max(self._file.tell() - self._offset, 0)
 
     def append(self, events: List[str]) -> bool:
@@ -103,6 +106,9 @@ class Journal:
 
     def close(self) -> None:
         with self._lock:
+            if self._file.closed:
+                return
+            self._backlog_at_close = max(self._file.tell() - self._offset, 0)
             self._file.close()
             if fcntl is not None:
                 fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_UN)
