@@ -12,6 +12,8 @@ export interface HttpServerHandle {
   url: string;
   port: number;
   server: BuiltHttpServer;
+  /** Resolves true once every accepted event is in Redis (the server publisher's `flush`). */
+  flush(timeoutMs?: number): Promise<boolean>;
   /** Stops taking batches (503), answers in-flight requests, flushes the publisher (what Redis cannot take stays in the journal), closes the database. */
   close(): Promise<{ flushed: boolean }>;
 }
@@ -49,6 +51,7 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
       url,
       port,
       server,
+      flush: (timeoutMs = 10_000) => openPublisher.flush(timeoutMs),
       async close() {
         server.beginClosing();
         await server.app.close();
