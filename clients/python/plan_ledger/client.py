@@ -11,7 +11,6 @@ import random
 import threading
 import time
 import urllib.parse
-import uuid
 from dataclasses import dataclass
 from typing import Any, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -138,7 +137,7 @@ class PlanLedgerClient:
         e = dict(event)
         e.setdefault("specVersion", SPEC_VERSION)
         if "eventId" not in e:
-            e["eventId"] = str(uuid.uuid4())
+            e["eventId"] = _uuid4()
         plan_id = e.get("planId")
         with self._seq_lock:
             if "seq" not in e:
@@ -416,6 +415,20 @@ class PlanLedgerClient:
         if now - self._last_drop_log > 5.0:  # one line per 5 s at most: a flood of drops must not flood the log
             self._last_drop_log = now
             log.error("plan-ledger dropped %d event(s): %s (dropped so far: %d)", count, why, self._stats.dropped)
+
+
+_VERSION_MASK = ~((0xF000 << 64) | (0xC000 << 48))
+_VERSION_BITS = (0x4000 << 64) | (0x8000 << 48)
+
+
+def _uuid4() -> str:
+    """A random (version 4) UUID as text, ~4x cheaper than ``str(uuid.uuid4())``.
+
+    eventId needs uniqueness, not secrecy: 122 bits of ``random`` (seeded from os.urandom, and
+    reseeded in a forked child) instead of one ``os.urandom`` system call per event.
+    """
+    h = "%032x" % ((random.getrandbits(128) & _VERSION_MASK) | _VERSION_BITS)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _q(part: str) -> str:

@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 import unittest
+import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
@@ -37,7 +38,9 @@ class ClientWithoutServer(unittest.TestCase):
             r = c.step_started(b, "y")
             self.assertTrue(r.ok)
             self.assertEqual(r.seq, 7)
-            self.assertEqual(len(r.event_id), 36)
+            self.assertEqual(uuid.UUID(r.event_id).version, 4)
+            self.assertEqual(str(uuid.UUID(r.event_id)), r.event_id)
+            self.assertEqual(len({c.step_started(a, "z").event_id for _ in range(1000)}), 1000)
             with self.assertRaisesRegex(ValueError, "next_seq must be a non-negative integer"):
                 c.continue_plan("plan-b", -1)
         finally:
