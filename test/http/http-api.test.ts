@@ -71,7 +71,7 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
     expect(stack.logs()).not.toContain('not-a-key-but-long-enough-000');
   });
 
-  it('answers 413 past the event count or the body size, 400 for a body that is not an array', async () => {
+  it('answers 413 past the event count or the body size, 431 past the header size, 400 for a body that is not an array', async () => {
     const many = Array.from({ length: 1001 }, () => ({}));
     const tooMany = await call(stack, 'POST', '/v1/events', { body: many });
     expect(tooMany.status).toBe(413);
@@ -79,6 +79,8 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
     const huge = await call(stack, 'POST', '/v1/events', { rawBody: `[${'"x",'.repeat(4_300_000)}"x"]` });
     expect(huge.status).toBe(413);
     expect(huge.json.error).toContain('HTTP_BODY_LIMIT_BYTES');
+    const bigHeader = await fetch(`${stack.server.url}/v1/plans`, { headers: { authorization: `Bearer ${READ_KEY}`, 'x-padding': 'p'.repeat(20_000) } });
+    expect(bigHeader.status).toBe(431); // HTTP_MAX_HEADER_BYTES, 16 KiB by default
     const notArray = await call(stack, 'POST', '/v1/events', { body: { events: [] } });
     expect(notArray.status).toBe(400);
     expect(notArray.json.error).toBe('the body must be a JSON array of events');
