@@ -17,8 +17,8 @@ interface PyRun {
   exited: Promise<{ code: number | null; stderr: string }>;
 }
 
-function python(args: string[], cwd = ROOT): PyRun {
-  const child = spawn('python3', args, { cwd, env: { ...process.env, PLAN_LEDGER_INGEST_KEY: INGEST_KEY }, stdio: ['ignore', 'pipe', 'pipe'] });
+function python(args: string[], key = INGEST_KEY): PyRun {
+  const child = spawn('python3', args, { cwd: ROOT, env: { ...process.env, PLAN_LEDGER_INGEST_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout!.on('data', (d) => (out += d));
@@ -89,6 +89,26 @@ describe('the Python client (clients/python) against a real plan-ledger serve, R
     } finally {
       if (first.child.exitCode === null && first.child.signalCode === null) first.child.kill('SIGKILL');
       await stack?.close();
+    }
+  });
+
+  it('keeps events refused for a wrong key in the journal (never drops them) and delivers them once the key is fixed', async () => {
+    const stack = await startApiStack('sqlite');
+    const journal = tmp();
+    const wrong = python([DRIVER, 'journal', stack.server.url, journal, '100'], 'a-wrong-key-0000000000000000');
+    try {
+      await waitFor('the refused events journaled', () => wrong.lines().some((l) => l.journaled === 100), 60_000);
+      wrong.child.kill('SIGKILL');
+      await wrong.exited;
+      expect(await eventCounts(stack, 'jplan-%')).toEqual({ rows: 0, distinct: 0 });
+      const fixed = python([DRIVER, 'drain', stack.server.url, journal]);
+      await fixed.exited;
+      expect(fixed.lines()[0]).toEqual({ flushed: true, accepted: 100, rejected: 0, dropped: 0 });
+      await waitFor('100 events stored', async () => (await eventCounts(stack, 'jplan-%')).rows >= 100, 60_000);
+      expect(await eventCounts(stack, 'jplan-%')).toEqual({ rows: 100, distinct: 100 });
+    } finally {
+      if (wrong.child.exitCode === null && wrong.child.signalCode === null) wrong.child.kill('SIGKILL');
+      await stack.close();
     }
   });
 

@@ -119,6 +119,7 @@ class PlanLedgerClient:
         self._in_flight = 0
         self._conn: Optional[http.client.HTTPConnection] = None
         self._last_drop_log = 0.0
+        self._last_warn_log = 0.0
         self._last_ms = -1
         self._last_iso = ""
         self._thread = threading.Thread(target=self._run, name="plan-ledger-sender", daemon=True)
@@ -404,10 +405,21 @@ class PlanLedgerClient:
         if res.status == 413 and len(events) > 1:
             half = len(events) // 2
             return self._post(events[:half]) and self._post(events[half:])
-        if res.status in (401, 403, 400, 413):
-            self._drop(len(events), f"the server refused the batch ({res.status}: {data[:200].decode('utf-8', 'replace')})")
+        if res.status in (401, 403):
+            # a key problem is fixed by an operator, not by dropping events: keep them (journal) and retry
+            self._warn(f"the server refused the ingest key ({res.status}: {data[:200].decode('utf-8', 'replace')}); events are kept and retried")
+            return False
+        if res.status in (400, 413):
+            self._stats.rejected += len(events)
+            log.warning("plan-ledger refused %d event(s) for good (%d: %s)", len(events), res.status, data[:200].decode("utf-8", "replace"))
             return True
         return False  # 5xx, 503 (Retry-After): retried
+
+    def _warn(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self._last_warn_log > 5.0:
+            self._last_warn_log = now
+            log.error("plan-ledger: %s", message)
 
     def _drop(self, count: int, why: str) -> None:
         self._stats.dropped += count
