@@ -108,7 +108,7 @@ class PlanLedgerClient:
         self._timeout = timeout
         self._max_backoff = max_backoff
         self._exit_timeout = exit_timeout
-        self._buffer: Deque[str] = collections.deque()
+        self._buffer: Deque[JsonObject] = collections.deque()
         self._seq: Dict[str, int] = {}
         self._seq_lock = threading.Lock()
         self._stats = Stats()
@@ -134,6 +134,8 @@ class PlanLedgerClient:
         Stamps left out are filled in: ``specVersion``, ``eventId`` (uuid4), ``seq`` (the plan's next:
         0, 1, 2, ... in this process, or from ``continue_plan``) and ``occurredAt`` (now, UTC).
         The server checks the contract; invalid events are logged and counted in ``stats().rejected``.
+        The event is serialised by the sender thread, milliseconds later (that keeps this call at a
+        few microseconds): do not change the event or its payload after publishing it.
         """
         e = dict(event)
         e.setdefault("specVersion", SPEC_VERSION)
@@ -152,7 +154,8 @@ class PlanLedgerClient:
         if len(self._buffer) >= self._max_buffered:
             self._drop(1, "the in-memory buffer is full (max_buffered)")
             return PublishResult(False, e["eventId"], e["seq"], "dropped")
-        self._buffer.append(json.dumps(e, separators=(",", ":"), ensure_ascii=False))
+        # serialised by the sender thread: the caller pays only for the stamps
+        self._buffer.append(e)
         if len(self._buffer) >= self._batch_size:
             self._wake.set()
         return PublishResult(True, e["eventId"], e["seq"])
@@ -334,7 +337,7 @@ class PlanLedgerClient:
                     self._journal_batch(batch)
                     self._in_flight = 0
                 else:
-                    self._buffer.extendleft(reversed(batch))
+                    self._buffer.extendleft(json.loads(b) for b in reversed(batch))
                     self._in_flight = 0
                     backoff = self._pause(backoff)
 
@@ -348,7 +351,7 @@ class PlanLedgerClient:
         self._in_flight = 1
         while len(batch) < self._batch_size:
             try:
-                batch.append(self._buffer.popleft())
+                batch.append(_dump(self._buffer.popleft()))
             except IndexError:
                 break
         if not batch:
@@ -357,10 +360,10 @@ class PlanLedgerClient:
 
     def _spill_all(self) -> None:
         while self._buffer:
-            batch = []
+            batch: List[str] = []
             while len(batch) < self._batch_size:
                 try:
-                    batch.append(self._buffer.popleft())
+                    batch.append(_dump(self._buffer.popleft()))
                 except IndexError:
                     break
             if batch:
@@ -441,6 +444,10 @@ def _uuid4() -> str:
     """
     h = "%032x" % ((random.getrandbits(128) & _VERSION_MASK) | _VERSION_BITS)
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _dump(event: JsonObject) -> str:
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
 
 
 def _q(part: str) -> str:
