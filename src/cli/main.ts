@@ -14,6 +14,7 @@ import { registerSteps } from './commands/steps.command';
 import { registerAnalytics } from './commands/analytics.command';
 import { registerRetention } from './commands/retention.command';
 import { registerPlansRestore } from './commands/plans-restore.command';
+import { registerServe } from './commands/serve.command';
 import { redactUrl } from '../config/database-url';
 import { escapeControl } from '../shared/terminal-text';
 
@@ -40,6 +41,7 @@ export function buildProgram(io: CliIo): Command {
   registerSteps(program, context);
   registerAnalytics(program, context);
   registerRetention(program, context);
+  registerServe(program, context);
   for (const cmd of program.commands) cmd.exitOverride().addHelpText('after', EXIT_HELP);
   return program;
 }

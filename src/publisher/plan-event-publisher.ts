@@ -222,6 +222,17 @@ export class PlanEventPublisher extends TypedHelpers {
     return { ok: false, reason, violations };
   }
 
+  /**
+   * Continues a plan started by an earlier process: the next event of `planId` stamped without a
+   * `seq` gets `nextSeq` (from `workflows resume-point` or a session's active plan, `nextSeq`), so a
+   * restarted executor never reuses a seq (a reused seq makes the worker rebuild the plan).
+   * @throws RangeError when `nextSeq` is not a non-negative safe integer
+   */
+  continuePlan(plan: PlanRef | string, nextSeq: number): void {
+    if (!Number.isSafeInteger(nextSeq) || nextSeq < 0) throw new RangeError(`nextSeq must be a non-negative integer, got ${String(nextSeq)}`);
+    this.stamper.continueFrom(typeof plan === 'string' ? plan : plan.planId, nextSeq);
+  }
+
   stats(): PublisherStats {
     return {
       published: this.pump.published,
