@@ -13,7 +13,8 @@ import { startWorker, WorkerHandle } from '../../src/worker';
 import { createMigratedDb } from '../support/databases';
 import { manyPlanRuns, toJobData } from '../support/event-factory';
 import { RedisProcess } from '../publisher/support/redis-process';
-import { countRows, silentLogger, uniquePrefix } from './helpers/queue-harness';
+import { countRows, silentLogger, uniquePrefix, waitFor } from './helpers/queue-harness';
+import { spawnWorker, stopProcess } from './helpers/worker-process';
 import type { PlanEvent } from '../../src/contracts';
 
 const MAXMEMORY = 12 * 1024 * 1024;
@@ -118,5 +119,35 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
     } finally {
       await client.config('SET', 'maxmemory', String(MAXMEMORY));
     }
-  });
+  }, 150_000);
+
+  it('plan-ledger worker (the CLI, retention scheduler included) starts on a Redis over maxmemory, drains it and exits 0', async () => {
+    const prefix = uniquePrefix('full3');
+    const queue = new Queue(EVENTS_QUEUE, { connection: client, prefix });
+    queues.push(queue);
+    const before = await countRows(db.ds, 'plan_events');
+    await client.config('SET', 'maxmemory', '0');
+    // completed jobs an older publisher left with their data (what a relief can free), then a backlog
+    for (const [i, data] of toJobData(heavyEvents(2_000, 85), 200).entries()) {
+      const job = await queue.add(EVENT_BATCH_JOB, data, { jobId: `old-${i}` });
+      await client.eval(`redis.call('LREM', KEYS[1], 0, ARGV[1]); redis.call('ZADD', KEYS[2], 1, ARGV[1])`, 2, queue.keys.wait, queue.keys.completed, job.id!);
+    }
+    const backlog = toJobData(heavyEvents(2_000, 84), 200);
+    for (const [i, data] of backlog.entries()) await queue.add(EVENT_BATCH_JOB, data, { ...DEFAULT_JOB_OPTIONS, jobId: `cli-${i}` });
+    await client.config('SET', 'maxmemory', String((await usedMemory()) - 256 * 1024));
+    const cli = spawnWorker({ REDIS_URL: redis.url, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url });
+    try {
+      await expect(client.set('probe', 'x')).rejects.toThrow(/OOM command not allowed/);
+      await cli.waitForLog('worker started', 40_000);
+      const total = before + backlog.reduce((n, d) => n + d.events.length, 0);
+      await waitFor('the backlog stored', async () => (await countRows(db.ds, 'plan_events')) === total, 40_000).catch((err) => {
+        throw new Error(`${(err as Error).message}\n${cli.stdout().slice(-3000)}\n${cli.stderr()}`);
+      });
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+    } finally {
+      await stopProcess(cli);
+      await client.config('SET', 'maxmemory', String(MAXMEMORY));
+    }
+  }, 150_000);
 });
