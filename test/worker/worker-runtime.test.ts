@@ -105,7 +105,7 @@ describe('worker: health, readiness, metrics and shutdown (sqlite)', () => {
     expect(health.status).toBe(200);
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ ready: true, checks: { redis: { ok: true }, database: { ok: true }, progress: { ok: true } } });
+    expect(await ready.json()).toEqual({ ready: true, checks: { redis: { ok: true }, database: { ok: true }, schema: { ok: true }, progress: { ok: true } } });
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(metrics).toMatch(/^plan_ledger_events_persisted_total\{type="plan.created"\} \d+/m);
     expect(metrics).toMatch(/^plan_ledger_events_persisted_total\{type="step.completed"\} \d+/m);
