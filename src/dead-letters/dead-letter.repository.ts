@@ -49,6 +49,34 @@ for i = 2, #ARGV do
 end
 return out`;
 
+/**
+ * Counts ARGV[1..] inside Redis: returns [n, oldestId, oldestAt, kind1, count1, ..., '|', type1,
+ * count1, ...]. Only numbers and names cross the wire: a stats run over 100k entries sends a few
+ * hundred bytes per page. `at` is lastFailedAt (ISO-8601, so it orders as text), else the job's time.
+ */
+const STATS_SCRIPT = `
+local kinds, types = {}, {}
+local n, oldestId, oldestAt = 0, '', ''
+for i = 1, #ARGV do
+  local v = redis.call('HMGET', KEYS[1] .. ARGV[i], 'name', 'timestamp', 'data')
+  if v[1] then
+    n = n + 1
+    local ok, d = pcall(cjson.decode, v[3] or '{}')
+    if not ok or type(d) ~= 'table' then d = {} end
+    local kind = type(d['kind']) == 'string' and d['kind'] or v[1]
+    local t = type(d['type']) == 'string' and d['type'] or ''
+    kinds[kind] = (kinds[kind] or 0) + 1
+    types[t] = (types[t] or 0) + 1
+    local at = type(d['lastFailedAt']) == 'string' and d['lastFailedAt'] or ('#' .. (v[2] or '0'))
+    if oldestId == '' or at < oldestAt then oldestId, oldestAt = ARGV[i], at end
+  end
+end
+local out = { n, oldestId, oldestAt }
+for k, c in pairs(kinds) do out[#out + 1] = k; out[#out + 1] = c end
+out[#out + 1] = '|'
+for k, c in pairs(types) do out[#out + 1] = k; out[#out + 1] = c end
+return out`;
+
 /** Claims ARGV[3..] for token ARGV[1] for ARGV[2] ms; returns the ids claimed (existing and not claimed by another). */
 const CLAIM_SCRIPT = `
 local out = {}
@@ -166,11 +194,47 @@ export class DeadLetterRepository {
     return removed;
   }
 
+  /**
+   * Counts by kind and by type (type '' = none) and the entry dead-lettered longest ago, computed
+   * inside Redis a page at a time. `oldestAt` is an ISO time, or `#<job timestamp ms>` for an entry
+   * without one.
+   */
+  async countAll(): Promise<{ total: number; byKind: Map<string, number>; byType: Map<string, number>; oldest: { id: string; at: string } | null }> {
+    const client = await this.redis();
+    const ids = await this.ids();
+    const byKind = new Map<string, number>();
+    const byType = new Map<string, number>();
+    let total = 0;
+    let oldest: { id: string; at: string } | null = null;
+    for (let i = 0; i < ids.length; i += this.pageSize) {
+      const out = (await client.eval(STATS_SCRIPT, 1, this.queue.toKey(''), ...ids.slice(i, i + this.pageSize))) as Array<string | number>;
+      total += Number(out[0]);
+      if (out[1] !== '' && (!oldest || atMs(String(out[2])) < atMs(oldest.at))) oldest = { id: String(out[1]), at: String(out[2]) };
+      let target = byKind;
+      for (let j = 3; j < out.length; j += 2) {
+        if (out[j] === '|') {
+          target = byType;
+          j -= 1;
+          continue;
+        }
+        target.set(String(out[j]), (target.get(String(out[j])) ?? 0) + Number(out[j + 1]));
+      }
+    }
+    return { total, byKind, byType, oldest };
+  }
+
   /** How many entries the queue holds, without reading them. */
   async count(): Promise<number> {
     const counts = await this.queue.getJobCounts(...DEAD_LETTER_STATES);
     return Object.values(counts).reduce((a, b) => a + b, 0);
   }
+}
+
+/** Milliseconds of an `oldestAt` from the stats script. */
+export function atMs(at: string): number {
+  if (at.startsWith('#')) return Number(at.slice(1));
+  const t = Date.parse(at);
+  return Number.isNaN(t) ? 0 : t;
 }
 
 function parseData(raw: string): unknown {

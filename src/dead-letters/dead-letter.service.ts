@@ -5,9 +5,9 @@
 import type { JobsOptions, Queue } from 'bullmq';
 import { DEFAULT_JOB_OPTIONS } from '../publisher/publisher-options';
 import type { Logger } from '../shared/logger';
-import type { DeadLetter, DeadLetterKind } from './dead-letter';
+import { DEAD_LETTER_KINDS, DeadLetter, DeadLetterKind } from './dead-letter';
 import { DeadLetterFilter, DeadLetterNotFoundError, DeadLetterSelection, deadLetteredAt, matchesFilter } from './dead-letter-filter';
-import { DeadLetterRepository, DeadLetterSummary, toSummary } from './dead-letter.repository';
+import { DeadLetterRepository, DeadLetterSummary, atMs, toSummary } from './dead-letter.repository';
 import { ReplayOptions, ReplayPage, ReplaySource, ReplaySummary, StoredEventLookup, replayDeadLetters } from './dead-letter-replayer';
 
 export type { DeadLetterSummary };
@@ -191,28 +191,27 @@ export class DeadLetterService {
     return { dryRun, deadLetters: picked };
   }
 
+  /** Counted inside Redis (see DeadLetterRepository.countAll): no entry crosses the wire. */
   async stats(): Promise<DeadLetterStats> {
+    const counted = await this.repository.countAll();
     const byKind: Record<DeadLetterKind | string, number> = {};
     const byType: Record<string, number> = {};
-    let total = 0;
-    let oldest: DeadLetterSummary | undefined;
-    for await (const page of this.repository.scan()) {
-      for (const dl of page) {
-        total += 1;
-        byKind[dl.kind] = (byKind[dl.kind] ?? 0) + 1;
-        const type = dl.type ?? NO_TYPE;
-        byType[type] = (byType[type] ?? 0) + 1;
-        if (!oldest || deadLetteredAt(dl) < deadLetteredAt(oldest)) oldest = dl;
-      }
+    // as toDeadLetter reads them: a kind no writer uses counts as unprocessable
+    for (const [raw, n] of counted.byKind) {
+      const kind = (DEAD_LETTER_KINDS as readonly string[]).includes(raw) ? raw : 'unprocessable';
+      byKind[kind] = (byKind[kind] ?? 0) + n;
     }
+    for (const [type, n] of counted.byType) byType[type === '' ? NO_TYPE : type] = n;
     const nowMs = this.now().getTime();
+    const oldest = counted.oldest;
     return {
-      total,
+      total: counted.total,
       byKind,
       byType,
-      oldest: oldest ? { id: oldest.id, lastFailedAt: oldest.lastFailedAt, ageSeconds: Math.max(0, Math.round((nowMs - deadLetteredAt(oldest)) / 1000)) } : null,
+      oldest: oldest ? { id: oldest.id, lastFailedAt: oldest.at.startsWith('#') ? new Date(atMs(oldest.at)).toISOString() : oldest.at, ageSeconds: Math.max(0, Math.round((nowMs - atMs(oldest.at)) / 1000)) } : null,
     };
   }
+
 }
 
 async function* oncePage(page: ReplayPage): AsyncGenerator<ReplayPage> {
