@@ -107,7 +107,7 @@ async function main(): Promise<void> {
   const server = await RedisProcess.create();
   await server.start();
   const redis = new IORedis(server.url, { maxRetriesPerRequest: null });
-  const live = startLive(server.url, 'bench-live');
+  let live: ReturnType<typeof startLive> | undefined;
   try {
     const prefix = `bench-dlq-${Date.now().toString(36)}`;
     log(`dlq bench: ${N} dead letters; redis-server on port ${server.port}`);
@@ -126,14 +126,16 @@ async function main(): Promise<void> {
     const dry = await runCli(['dlq', 'replay', '--all', '--dry-run', '--json'], env);
     log(`dry run: exit ${dry.code}, ${Math.round(dry.ms)} ms, peak RSS ${dry.maxRssMb} MB`);
 
-    // baseline of the live queue, then the replay with the live queue running
+    // the live queue starts now (stats, list and the dry run ran on a quiet Redis): its baseline, then the replay beside it
+    live = startLive(server.url, 'bench-live');
     await sleep(3_000);
     const baseFrom = Date.now();
     await sleep(3_000);
     const baseline = rate(live.samples, baseFrom, Date.now());
+    const samples = live.samples;
     const replayFrom = Date.now();
     const replay = await runCli(['dlq', 'replay', '--all', '--json'], env);
-    const during = rate(live.samples, replayFrom, Date.now());
+    const during = rate(samples, replayFrom, Date.now());
     const summary = JSON.parse(replay.stdout || '{}');
     log(`replay: exit ${replay.code}, ${Math.round(replay.ms)} ms, peak RSS ${replay.maxRssMb} MB, replayed ${summary.replayed}`);
     const left = await service.listSummaries({ limit: 1 });
@@ -166,9 +168,11 @@ async function main(): Promise<void> {
     else for (const [k, v] of Object.entries(results)) process.stdout.write(`${k.padEnd(28)}${typeof v === 'object' ? JSON.stringify(v) : v}\n`);
     await deadLetters.close();
   } finally {
-    live.child.kill('SIGTERM');
-    await sleep(500);
-    if (live.child.exitCode === null) live.child.kill('SIGKILL');
+    if (live) {
+      live.child.kill('SIGTERM');
+      await sleep(500);
+      if (live.child.exitCode === null) live.child.kill('SIGKILL');
+    }
     redis.disconnect();
     await server.destroy();
   }
