@@ -59,12 +59,15 @@ async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
   return [value, Number(process.hrtime.bigint() - t) / 1e6];
 }
 
-/** The CLI in a child process; the wrapper reports the process's own peak RSS on exit. */
+/**
+ * The CLI in a child process, as an operator runs it: the build (`npm run build`; bin/ falls back
+ * to the sources when there is none). The wrapper reports the process's own peak RSS on exit.
+ */
 function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; maxRssMb: number; ms: number }> {
   const wrapper = `process.on('exit', () => process.stderr.write('\\nmaxrss ' + process.resourceUsage().maxRSS + '\\n')); process.argv = ['node', 'plan-ledger', ...${JSON.stringify(args)}]; require(${JSON.stringify(path.join(ROOT, 'bin', 'plan-ledger.js'))});`;
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, ['-e', wrapper], { env: { ...process.env, ...env, PLAN_LEDGER_FROM_SOURCE: '1', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['-e', wrapper], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

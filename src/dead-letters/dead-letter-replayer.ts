@@ -42,7 +42,7 @@ export interface ReplaySource {
 export interface ReplayOptions {
   /** Count what would be replayed (and what is stored already) and send nothing. @defaultValue false */
   dryRun?: boolean;
-  /** Events per EVENTS_QUEUE job, i.e. per Redis round trip. @defaultValue 100 */
+  /** Events per EVENTS_QUEUE job, i.e. per Redis round trip. @defaultValue 500 (the publisher's job size) */
   batch?: number;
   /** At most this many events per second, so a big replay does not starve live traffic. @defaultValue unlimited */
   rate?: number;
@@ -90,7 +90,8 @@ export interface ReplayRef {
   eventId: string | null;
 }
 
-export const DEFAULT_REPLAY_BATCH = 100;
+/** The publisher's job size: a replayed job costs the worker what a live one does. */
+export const DEFAULT_REPLAY_BATCH = 500;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const POLL_MS = 250;
 /** After the jobs finish, how long the count of new dead letters must stay still to be final. */

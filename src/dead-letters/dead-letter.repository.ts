@@ -136,11 +136,13 @@ export class DeadLetterRepository {
   }
 
   private async read(mode: 'summary' | 'full', ids: string[]): Promise<Array<[string, string, string, string]>> {
-    if (ids.length === 0) return [];
     const client = await this.redis();
-    const flat = (await client.eval(READ_SCRIPT, 1, this.queue.toKey(''), mode, ...ids)) as string[];
     const rows: Array<[string, string, string, string]> = [];
-    for (let i = 0; i < flat.length; i += 4) rows.push([flat[i], flat[i + 1], flat[i + 2], flat[i + 3]]);
+    // a page per call: a script's arguments are spread into one call, whose size is bounded
+    for (let p = 0; p < ids.length; p += this.pageSize) {
+      const flat = (await client.eval(READ_SCRIPT, 1, this.queue.toKey(''), mode, ...ids.slice(p, p + this.pageSize))) as string[];
+      for (let i = 0; i < flat.length; i += 4) rows.push([flat[i], flat[i + 1], flat[i + 2], flat[i + 3]]);
+    }
     return rows;
   }
 
@@ -177,14 +179,16 @@ export class DeadLetterRepository {
    * claimed: existing and not claimed by someone else.
    */
   async claim(ids: string[], token: string, ttlMs = CLAIM_TTL_MS): Promise<string[]> {
-    if (ids.length === 0) return [];
     const client = await this.redis();
-    return (await client.eval(CLAIM_SCRIPT, 1, this.queue.toKey(''), token, String(ttlMs), ...ids)) as string[];
+    const claimed: string[] = [];
+    for (let p = 0; p < ids.length; p += this.pageSize) {
+      for (const id of (await client.eval(CLAIM_SCRIPT, 1, this.queue.toKey(''), token, String(ttlMs), ...ids.slice(p, p + this.pageSize))) as string[]) claimed.push(id);
+    }
+    return claimed;
   }
 
   /** Removes the given entries (absent ones are ignored); with `token`, only those it claimed. Returns how many went. */
   async remove(ids: string[], token = ''): Promise<number> {
-    if (ids.length === 0) return 0;
     const client = await this.redis();
     const k = this.queue.keys;
     let removed = 0;

@@ -4,6 +4,7 @@
  */
 import type { JobsOptions, Queue } from 'bullmq';
 import { DEFAULT_JOB_OPTIONS } from '../publisher/publisher-options';
+import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
 import { DEAD_LETTER_KINDS, DeadLetter, DeadLetterKind } from './dead-letter';
 import { DeadLetterFilter, DeadLetterNotFoundError, DeadLetterSelection, deadLetteredAt, matchesFilter } from './dead-letter-filter';
@@ -99,7 +100,7 @@ export class DeadLetterService {
       const ids = await this.repository.ids();
       const shown = filter.limit === undefined ? ids : ids.slice(0, filter.limit);
       const deadLetters: DeadLetterSummary[] = [];
-      for (let i = 0; i < shown.length; i += 1_000) deadLetters.push(...(await this.repository.summaries(shown.slice(i, i + 1_000))));
+      for (let i = 0; i < shown.length; i += 1_000) pushAll(deadLetters, await this.repository.summaries(shown.slice(i, i + 1_000)));
       return { total: ids.length, deadLetters };
     }
     const deadLetters: DeadLetterSummary[] = [];
