@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { workerVersion } from '../worker/worker-version';
 import { Command, CommanderError } from 'commander';
 import { ENV_HELP } from '../config/config';
 import { buildContext, CliContext, CliIo } from './cli-context';
@@ -26,6 +27,7 @@ export function buildProgram(io: CliIo): Command {
   const context = () => (ctx ??= buildContext(io));
   const program = new Command('plan-ledger')
     .description('Queue-driven persistence for AI-agent plans: migrate, run workers, inspect and replay.')
+    .version(workerVersion(), '-V, --version', 'print the version')
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) })
     .addHelpText('after', ENV_TEXT)

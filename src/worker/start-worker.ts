@@ -8,6 +8,7 @@ import type { DeadLetter } from '../dead-letters/dead-letter';
 import { DeadLetterWriter } from '../dead-letters/dead-letter-writer';
 import { startHealthServer, HealthServer, Readiness } from '../health/health-server';
 import { checkReadiness } from '../health/readiness';
+import { SchemaWatch, watchDataSourceSchema } from '../health/schema-readiness';
 import { WorkerMetrics } from '../health/worker-metrics';
 import { EVENTS_QUEUE } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
@@ -50,6 +51,8 @@ export interface StartWorkerOptions {
   onCommit?(info: { events: number; inserted: number; duplicates: number; durationMs: number }): void;
   /** Told after every dead letter is written. */
   onDeadLetter?(letter: DeadLetter): void;
+  /** While migrations are pending the worker consumes nothing; it looks again this often. @defaultValue 5000 ms */
+  schemaPollMs?: number;
 }
 
 export interface WorkerHandle {
@@ -87,8 +90,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
     // better-sqlite3 has one connection and the store serialises its writes: a second transaction would only wait
     const flushConcurrency = dialect === 'better-sqlite3' ? 1 : settings.transactions;
     const ds = options.dataSource ?? opened.dataSource(await openDataSource(config.database, { poolSize: flushConcurrency + 2 }));
+    // never migrated: most likely the wrong DATABASE_URL, so fail at once; merely behind: wait, not ready
     await assertSchema(ds, config.database, 'the worker');
-    return await assemble(options, settings, connection, ds, flushConcurrency, opened);
+    const schema = await watchDataSourceSchema(ds, logger, options.schemaPollMs);
+    opened.closable({ close: async () => schema.stop() });
+    return await assemble(options, settings, connection, ds, flushConcurrency, opened, schema);
   } catch (err) {
     await opened.closeAll(false);
     throw err;
@@ -125,13 +131,14 @@ interface Parts {
   eventsQueue: Queue;
   /** Set once the BullMQ worker exists (the gate and the concurrency control act on it). */
   worker?: EventsWorker;
+  schema: SchemaWatch;
 }
 
-async function assemble(options: StartWorkerOptions, settings: WorkerConfig, connection: RedisClient, ds: DataSource, flushConcurrency: number, opened: Opened): Promise<WorkerHandle> {
+async function assemble(options: StartWorkerOptions, settings: WorkerConfig, connection: RedisClient, ds: DataSource, flushConcurrency: number, opened: Opened, schema: SchemaWatch): Promise<WorkerHandle> {
   const { logger, config } = options;
   const eventsQueue = opened.closable(new Queue(EVENTS_QUEUE, { connection, prefix: config.queuePrefix }));
   eventsQueue.on('error', (err) => logger.warn({ err }, 'events queue connection error'));
-  const parts: Parts = { options, settings, connection, ds, opened, metrics: options.metrics ?? new WorkerMetrics(), state: new WorkerState(), closing: new AbortController(), eventsQueue };
+  const parts: Parts = { options, settings, connection, ds, opened, metrics: options.metrics ?? new WorkerMetrics(), state: new WorkerState(), closing: new AbortController(), eventsQueue, schema };
   parts.metrics.observeQueue({
     getJobCounts: (...types) => eventsQueue.getJobCounts(...(types as never[])),
     oldestWaitingTimestamp: async () => (await eventsQueue.getWaiting(0, 0))[0]?.timestamp,
@@ -141,7 +148,12 @@ async function assemble(options: StartWorkerOptions, settings: WorkerConfig, con
   wireWorkerEvents(worker, parts.state, logger, writeDeadLetters, config.queuePrefix);
   const relief = new RedisRelief({ queue: eventsQueue, connection: parts.connection, logger, eventStreamKey: eventsQueue.keys.events });
   worker.on('error', relief.onError);
-  void worker.run().catch((err) => logger.error({ err }, 'worker stopped with an error'));
+  // Fetch (and sweep gaps) only on the schema this code expects: until then nothing is written.
+  void schema.current.then(() => {
+    if (parts.closing.signal.aborted) return;
+    sweeper.start();
+    void worker.run().catch((err) => logger.error({ err }, 'worker stopped with an error'));
+  });
   await worker.waitUntilReady();
   const readiness = () => readinessOf(parts, gate);
   const health = await startHealth(parts, readiness);
@@ -225,7 +237,6 @@ function buildPipeline(parts: Parts, flushConcurrency: number) {
     onJobStart: (events) => concurrency.observe(events),
   });
   const sweeper = new GapSweeper({ store, timeoutMs: settings.gapTimeoutMs, metrics, logger, databaseUp: () => gate.isUp });
-  sweeper.start();
   return { gate, batcher, processor, concurrency, writeDeadLetters, sweeper };
 }
 
@@ -258,6 +269,7 @@ function readinessOf(parts: Parts, gate: DatabaseGate): Promise<Readiness> {
       const c = await parts.eventsQueue.getJobCounts('wait', 'prioritized');
       return (c.wait ?? 0) + (c.prioritized ?? 0);
     },
+    schema: () => parts.schema.check(),
     lastProgressAt: () => parts.state.lastProgressAt,
     stallMs: parts.settings.readyStallSeconds * 1000,
   });

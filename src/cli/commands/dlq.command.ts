@@ -100,8 +100,9 @@ export function registerDlq(program: Command, context: () => CliContext): void {
       const filter = parsed(() => parseFilter(opts));
       filter.limit ??= DEFAULT_LIST_LIMIT;
       await withService(context(), {}, async (service) => {
-        const list = await service.list(filter);
-        if (opts.json) return printJson(context(), list);
+        // the table shows no event: read none (only --json prints the listed entries whole)
+        if (opts.json) return printJson(context(), await service.list(filter));
+        const list = await service.listSummaries(filter);
         for (const line of formatList(list.total, list.deadLetters)) context().out(line);
       });
     });
