@@ -1,5 +1,6 @@
 import { loadConfig, AppConfig, ConfigError } from '../config/config';
 import { createLogger, Logger } from '../shared/logger';
+import { escapeControl } from '../shared/terminal-text';
 import { CliError, EXIT } from './exit-codes';
 
 /** What every command receives: validated config, a logger, and where to print. */
@@ -8,13 +9,25 @@ export interface CliContext {
   /** The environment config was read from; commands with settings of their own read it here. */
   env: Record<string, string | undefined>;
   logger: Logger;
+  /** Prints one human-readable line, control characters escaped (escapeControl): data never drives the terminal. */
   out: (line: string) => void;
+  /** Text to stdout exactly as given, nothing added (`steps output`: content byte for byte). */
+  write: (text: string) => void;
+  /** Prints a line as is: `--json` output (JSON.stringify already escapes C0 controls). */
+  raw: (line: string) => void;
+  /** stderr, escaped like `out`. */
   err: (line: string) => void;
 }
 
 export interface CliIo {
   env: Record<string, string | undefined>;
+  /** One line of output; the sink ends it. */
   out: (line: string) => void;
+  /**
+   * Output with nothing added. Optional for line-collecting callers (tests, embedding code): they
+   * get the text as one `out` call, which is exact when it is the command's only output.
+   */
+  write?: (text: string) => void;
   err: (line: string) => void;
 }
 
@@ -28,5 +41,5 @@ export function buildContext(io: CliIo): CliContext {
   }
   // CLI logs go to stderr so `--json` output on stdout stays parseable.
   const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel, destination: process.stderr as never });
-  return { config, env: io.env, logger, out: io.out, err: io.err };
+  return { config, env: io.env, logger, out: (line) => io.out(escapeControl(line)), raw: io.out, write: io.write ?? io.out, err: (line) => io.err(escapeControl(line)) };
 }

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { workerVersion } from '../worker/worker-version';
 import { Command, CommanderError } from 'commander';
 import { ENV_HELP } from '../config/config';
 import { buildContext, CliContext, CliIo } from './cli-context';
@@ -14,7 +15,9 @@ import { registerSteps } from './commands/steps.command';
 import { registerAnalytics } from './commands/analytics.command';
 import { registerRetention } from './commands/retention.command';
 import { registerPlansRestore } from './commands/plans-restore.command';
+import { registerServe } from './commands/serve.command';
 import { redactUrl } from '../config/database-url';
+import { escapeControl } from '../shared/terminal-text';
 
 const ENV_TEXT = `\nEnvironment:\n${ENV_HELP.map(([name, help]) => `  ${name.padEnd(21)}${help}`).join('\n')}\n${EXIT_HELP}`;
 
@@ -24,6 +27,7 @@ export function buildProgram(io: CliIo): Command {
   const context = () => (ctx ??= buildContext(io));
   const program = new Command('plan-ledger')
     .description('Queue-driven persistence for AI-agent plans: migrate, run workers, inspect and replay.')
+    .version(workerVersion(), '-V, --version', 'print the version')
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) })
     .addHelpText('after', ENV_TEXT)
@@ -39,6 +43,7 @@ export function buildProgram(io: CliIo): Command {
   registerSteps(program, context);
   registerAnalytics(program, context);
   registerRetention(program, context);
+  registerServe(program, context);
   for (const cmd of program.commands) cmd.exitOverride().addHelpText('after', EXIT_HELP);
   return program;
 }
@@ -55,10 +60,10 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
       return EXIT.usage; // commander already printed the message
     }
     if (err instanceof CliError) {
-      io.err(`plan-ledger: ${redactUrl(err.message)}`);
+      io.err(`plan-ledger: ${escapeControl(redactUrl(err.message))}`);
       return err.exitCode;
     }
-    io.err(`plan-ledger: ${redactUrl((err as Error)?.message ?? String(err))}`);
+    io.err(`plan-ledger: ${escapeControl(redactUrl((err as Error)?.message ?? String(err)))}`);
     if (process.env.PLAN_LEDGER_DEBUG === '1') io.err(String((err as Error)?.stack));
     return EXIT.failed;
   }
@@ -72,6 +77,7 @@ export function main(argv: string[] = process.argv): void {
   const io: CliIo = {
     env: process.env,
     out: (line) => process.stdout.write(`${line}\n`),
+    write: (text) => process.stdout.write(text),
     err: (line) => process.stderr.write(`${line}\n`),
   };
   run(argv, io).then(

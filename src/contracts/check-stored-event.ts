@@ -2,8 +2,8 @@
  * The worker's check of an event read from the queue: `parsePlanEvent`'s verdict, identical for
  * every input, for a fraction of its cost on the common case, a valid event.
  *
- * 1. the contract's raw-input guard (size, JSON only, prototype keys, NUL characters, nesting),
- *    which also gives a fresh tree the caller does not share;
+ * 1. the contract's raw-input guard (size, JSON only, prototype keys, NUL characters and lone
+ *    surrogates, nesting), which also gives a fresh tree the caller does not share;
  * 2. the fast rules (fast-check/), the contract's rules without class-transformer and
  *    class-validator, with every stamp required: a stored event must carry specVersion, eventId,
  *    seq and occurredAt (the publisher's own use of these rules skips absent stamps, which it fills);

@@ -29,11 +29,36 @@ const UTC_TIMESTAMP_PATTERN = /^(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 export function isUtcTimestamp(s: unknown): s is string {
-  const match = typeof s === 'string' ? UTC_TIMESTAMP_PATTERN.exec(s) : null;
-  if (match === null) return false;
+  return typeof s === 'string' && utcTimestampProblem(s) === undefined;
+}
+
+/**
+ * The instants every supported database stores alike, and the contract's range for every
+ * timestamp: MySQL/MariaDB `datetime(3)` holds 1000-01-01 to 9999-12-31 23:59:59.999 (the
+ * narrowest); SQL Server `datetime2(3)` (0001-9999), PostgreSQL `timestamptz(3)` (4713 BC-294276
+ * AD) and SQLite's text hold more. Outside it one database refuses what another stores (PostgreSQL
+ * refuses year 0000, which SQLite keeps), so the event would be stored here and dead-lettered
+ * there. The 4-digit year of the pattern bounds the top: a fraction past milliseconds is
+ * truncated, so 9999-12-31T23:59:59.9999Z is stored as ...59.999Z.
+ */
+export const EARLIEST_TIMESTAMP = '1000-01-01T00:00:00.000Z';
+export const LATEST_TIMESTAMP = '9999-12-31T23:59:59.999Z';
+const EARLIEST_YEAR = 1000;
+
+export const TIMESTAMP_FORMAT_RULE = 'must be an ISO-8601 timestamp in UTC, e.g. 2024-05-01T12:00:00.000Z';
+export const TIMESTAMP_RANGE_RULE = `must be between ${EARLIEST_TIMESTAMP} and ${LATEST_TIMESTAMP}, the range every supported database stores alike`;
+
+/**
+ * What is wrong with a timestamp string, or undefined: the one place that decides, for the
+ * contract's decorator and the fast rules alike.
+ */
+export function utcTimestampProblem(s: string): string | undefined {
+  const match = UTC_TIMESTAMP_PATTERN.exec(s);
+  if (match === null) return TIMESTAMP_FORMAT_RULE;
   // The pattern allows day 31 in every month; Date would silently roll 2023-02-29 over to March 1st.
   const year = Number(match[1]);
   const month = Number(match[2]);
   const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
-  return Number(match[3]) <= (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]);
+  if (Number(match[3]) > (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1])) return TIMESTAMP_FORMAT_RULE;
+  return year < EARLIEST_YEAR ? TIMESTAMP_RANGE_RULE : undefined;
 }

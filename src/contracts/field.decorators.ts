@@ -11,7 +11,7 @@
  */
 import { Transform, Type } from 'class-transformer';
 import { IS_DEFINED, IsArray, IsObject, ValidateBy, ValidateIf, ValidateNested } from 'class-validator';
-import { isExternalId, isUtcTimestamp, isUuid } from './field-formats';
+import { isExternalId, isUuid, utcTimestampProblem } from './field-formats';
 import { WithinLimit } from './limits';
 
 type DtoClass = new () => object;
@@ -71,14 +71,8 @@ export const ExternalId = (): PropertyDecorator =>
 export const Uuid = (): PropertyDecorator =>
   field('uuid', (v) => (typeof v !== 'string' ? 'must be a string' : isUuid(v) ? undefined : 'must be a UUID'));
 
-export const UtcTimestamp = (): PropertyDecorator =>
-  field('utcTimestamp', (v) =>
-    typeof v !== 'string'
-      ? 'must be a string'
-      : isUtcTimestamp(v)
-        ? undefined
-        : 'must be an ISO-8601 timestamp in UTC, e.g. 2024-05-01T12:00:00.000Z',
-  );
+/** A UTC ISO-8601 timestamp within the range every database stores (field-formats.ts). */
+export const UtcTimestamp = (): PropertyDecorator => field('utcTimestamp', (v) => (typeof v !== 'string' ? 'must be a string' : utcTimestampProblem(v)));
 
 export const IntInRange = (min: number, max: number): PropertyDecorator =>
   field('intInRange', (v) =>

@@ -12,6 +12,13 @@ import { childPath, violationAt } from './violation-path';
 export interface ContractLimits {
   /** Largest event, in UTF-8 bytes of its JSON text. @defaultValue `1_048_576` (1 MiB) */
   maxEventBytes: number;
+  /**
+   * Largest EVENTS_QUEUE job, in UTF-8 bytes of its data (`{"v":1,"events":[...]}`): the publisher
+   * splits batches below it and the worker dead-letters a larger job whole without parsing it. It
+   * bounds what one job costs a worker's memory (a 50 MB job peaked a worker near 456 MB) and Redis.
+   * Must leave room for one event of `maxEventBytes`. @defaultValue `16_777_216` (16 MiB)
+   */
+  maxJobBytes: number;
   /** Most steps in one step list (`plan.created`, `plan.decision` edit). @defaultValue `500` */
   maxSteps: number;
   /**
@@ -27,6 +34,7 @@ export interface ContractLimits {
 
 export const DEFAULT_LIMITS: Readonly<ContractLimits> = Object.freeze({
   maxEventBytes: 1_048_576,
+  maxJobBytes: 16_777_216,
   maxSteps: 500,
   maxLongText: 200_000,
   maxStateDepth: 32,
@@ -45,6 +53,16 @@ export function resolveLimits(overrides?: Partial<ContractLimits>): Readonly<Con
     if (value !== undefined) limits[key] = value;
   }
   return limits;
+}
+
+/**
+ * UTF-8 bytes of `text` when they exceed `max`, else undefined. A UTF-16 unit is at most 3 bytes,
+ * so only a text longer than max/3 units needs the (costly) exact count.
+ */
+export function utf8BytesOver(text: string, max: number): number | undefined {
+  if (text.length * 3 <= max) return undefined;
+  const bytes = Buffer.byteLength(text, 'utf8');
+  return bytes > max ? bytes : undefined;
 }
 
 /** The limits that bound one field: text length or list length. */

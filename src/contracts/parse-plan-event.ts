@@ -5,8 +5,8 @@
  * it returns a result and never throws.
  *
  * Order of work, cheapest and most protective first:
- * 1. guard the raw input (size, JSON-only, prototype keys, NUL characters, nesting), see
- *    raw-input.guard.ts;
+ * 1. guard the raw input (size, JSON-only, prototype keys, NUL characters and lone surrogates,
+ *    nesting), see raw-input.guard.ts;
  * 2. transform into the DTO chosen by `type` and check configurable limits; an oversized list stops
  *    here, before item-by-item validation;
  * 3. class-validator field checks, then cross-field rules (step graph, decision/steps).

@@ -9,7 +9,8 @@
  *   `toString`, ...), anywhere, checkpoint state included. `__proto__` rewires prototypes when
  *   assigned; the others are silently skipped by class-transformer, which would let them past the
  *   unknown-field check;
- * - no NUL character (U+0000) in any string, nor in a key of checkpoint state: see NUL_CHARACTER;
+ * - no NUL character (U+0000) and no lone UTF-16 surrogate in any string, nor in a key of checkpoint
+ *   state: see storable-text.ts;
  * - bounded nesting (checkpoint state: `maxStateDepth`), walked with an explicit stack so deep input
  *   cannot overflow the call stack.
  *
@@ -18,21 +19,8 @@
  */
 import type { Violation } from './invalid-event.error';
 import type { ContractLimits } from './limits';
+import { stateKeyProblem, textProblem } from './storable-text';
 import { childPath, violationAt } from './violation-path';
-
-/**
- * Refused in every string of an event and every key of its checkpoint state. PostgreSQL's text
- * cannot hold U+0000 (22021 `invalid byte sequence for encoding "UTF8": 0x00`) while SQLite and
- * MariaDB store it: accepted by the contract, such an event would be stored on one database and
- * dead-lettered on another, after its whole batch had failed and been split down to find it.
- * Checkpoint state is stored as JSON text, where the escape `\u0000` does fit, but anything that
- * unescapes it (jsonb, `->>`) fails the same way: refused too, so no string depends on its column.
- * Other keys are not scanned: one that is not a field name is refused as unknown anyway, and field
- * names, the common keys, cost no scan.
- */
-export const NUL_CHARACTER = '\0';
-export const CONTAINS_NUL = 'must not contain the NUL character (U+0000): PostgreSQL cannot store it';
-export const KEY_CONTAINS_NUL = 'is a forbidden key (it contains the NUL character, U+0000, which PostgreSQL cannot store)';
 
 export type GuardResult = { ok: true; root: Record<string, unknown> } | { ok: false; violations: Violation[] };
 
@@ -131,7 +119,10 @@ class Walk {
     const value = frame.source[key];
     if (typeof key === 'string') {
       if (FORBIDDEN_KEYS.has(key)) return this.report(frame, key, 'is a forbidden key (it names a built-in object property)');
-      if (frame.inState && key.includes(NUL_CHARACTER)) return this.report(frame, key, KEY_CONTAINS_NUL);
+      if (frame.inState) {
+        const problem = stateKeyProblem(key);
+        if (problem !== undefined) return this.report(frame, key, problem);
+      }
       if (value === undefined) return; // an absent optional field, dropped as JSON.stringify would
       this.count(key.length + 3, MAX_BYTES_PER_CHAR * key.length + 4);
     } else {
@@ -151,11 +142,13 @@ class Walk {
 
   private scalar(frame: Frame, key: string | number, value: unknown): void {
     switch (typeof value) {
-      case 'string':
-        // A one-character search (memchr on one-byte strings): linear in the input, like the walk.
-        if (value.includes(NUL_CHARACTER)) return this.report(frame, key, CONTAINS_NUL);
+      case 'string': {
+        // Linear in the input, like the walk (see textProblem for the cost).
+        const problem = textProblem(value);
+        if (problem !== undefined) return this.report(frame, key, problem);
         this.count(value.length + 2, MAX_BYTES_PER_CHAR * value.length + 2);
         break;
+      }
       case 'number':
         if (!Number.isFinite(value)) return this.report(frame, key, 'must be a finite number');
         this.count(1, MAX_NUMBER_CHARS);

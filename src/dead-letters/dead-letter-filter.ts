@@ -161,7 +161,7 @@ export function deadLetteredAt(dl: Pick<DeadLetter, 'lastFailedAt'>, fallbackMs 
 }
 
 /** Whether `dl` passes every condition of `filter` (the limit is the caller's business). */
-export function matchesFilter(dl: DeadLetter, filter: DeadLetterFilter, fallbackMs = 0): boolean {
+export function matchesFilter(dl: Pick<DeadLetter, 'kind' | 'type' | 'planId' | 'lastFailedAt'>, filter: DeadLetterFilter, fallbackMs = 0): boolean {
   if (filter.kinds && !filter.kinds.includes(dl.kind)) return false;
   if (filter.types && (dl.type === null || !filter.types.includes(dl.type))) return false;
   if (filter.planId !== undefined && dl.planId !== filter.planId) return false;

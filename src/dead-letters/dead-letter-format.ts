@@ -55,7 +55,7 @@ export function formatDeadLetterTable(entries: Array<DeadLetter | DeadLetterSumm
 }
 
 /** `dlq list` text: the table, then how many more matched than shown. */
-export function formatList(total: number, entries: DeadLetter[]): string[] {
+export function formatList(total: number, entries: Array<DeadLetter | DeadLetterSummary>): string[] {
   if (total === 0) return ['no dead letters match'];
   const lines = formatDeadLetterTable(entries);
   lines.push(total > entries.length ? `${entries.length} of ${total} shown; raise --limit to see more` : `${total} dead letter${total === 1 ? '' : 's'}`);

@@ -1,5 +1,8 @@
 /**
- * Puts dead-lettered events back on EVENTS_QUEUE. Safe to run twice and safe to kill:
+ * Puts dead-lettered events back on EVENTS_QUEUE. Safe to run twice, at once, and safe to kill:
+ * - a replay claims each dead letter before sending it (a Redis key per letter, SET NX with a
+ *   ten-minute expiry): a second replay running at the same time skips what the first claimed, so
+ *   an event is never sent twice and a failing one never comes back as two dead letters;
  * - each event travels with its original `eventId`, so the database stores it at most once;
  * - a dead letter is removed only after the job carrying its event was added. A crash in between
  *   leaves the event both queued and dead-lettered: the next replay is a harmless duplicate. The
@@ -11,7 +14,7 @@ import type { Logger } from '../shared/logger';
 import { EVENT_BATCH_JOB, EventBatchJobData } from '../queue/queue-names';
 import type { DeadLetter } from './dead-letter';
 import { deadLetteredAt } from './dead-letter-filter';
-import type { DeadLetterRepository } from './dead-letter.repository';
+import type { DeadLetterRepository, DeadLetterSummary } from './dead-letter.repository';
 
 /** Answers "which of these events are stored already"; `PlanEventStore` implements it. */
 export interface StoredEventLookup {
@@ -19,15 +22,27 @@ export interface StoredEventLookup {
 }
 
 export interface ReplayProgress {
-  /** Dead letters handled so far (replayed or found gone). */
+  /** Dead letters gone through so far (replayed, skipped by the filter, or found gone). */
   done: number;
   total: number;
+}
+
+/** One page of candidates: the summaries that matched, out of how many entries were looked at. */
+export interface ReplayPage {
+  matched: DeadLetterSummary[];
+  scanned: number;
+}
+
+/** What a replay goes through: pages of candidates, read as it goes, and how many entries in all. */
+export interface ReplaySource {
+  total: number;
+  pages: AsyncIterable<ReplayPage>;
 }
 
 export interface ReplayOptions {
   /** Count what would be replayed (and what is stored already) and send nothing. @defaultValue false */
   dryRun?: boolean;
-  /** Events per EVENTS_QUEUE job, i.e. per Redis round trip. @defaultValue 100 */
+  /** Events per EVENTS_QUEUE job, i.e. per Redis round trip. @defaultValue 500 (the publisher's job size) */
   batch?: number;
   /** At most this many events per second, so a big replay does not starve live traffic. @defaultValue unlimited */
   rate?: number;
@@ -48,7 +63,7 @@ export interface ReplaySummary {
   replayed: number;
   /** Of those, events whose eventId was in plan_events before the replay: no-ops. Null if not checked. */
   alreadyStored: number | null;
-  /** Selected, but removed by someone else (another replay or purge) before this one got to them. */
+  /** Selected, but removed or claimed by someone else (another replay or purge) before this one got to them. */
   vanished: number;
   /** The EVENTS_QUEUE jobs created. */
   jobIds: string[];
@@ -75,19 +90,14 @@ export interface ReplayRef {
   eventId: string | null;
 }
 
-export const DEFAULT_REPLAY_BATCH = 100;
+/** The publisher's job size: a replayed job costs the worker what a live one does. */
+export const DEFAULT_REPLAY_BATCH = 500;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const POLL_MS = 250;
 /** After the jobs finish, how long the count of new dead letters must stay still to be final. */
 const SETTLE_MS = 500;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-function chunks<T>(items: T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
 
 /** Only UUID-shaped ids can be in plan_events (and PostgreSQL rejects anything else in a uuid compare). */
 function lookupIds(refs: ReplayRef[]): string[] {
@@ -101,26 +111,51 @@ async function countStored(ctx: ReplayContext, refs: ReplayRef[]): Promise<numbe
   return refs.filter((r) => r.eventId !== null && stored.has(r.eventId.toLowerCase())).length;
 }
 
-export async function replayDeadLetters(ctx: ReplayContext, refs: ReplayRef[], opts: ReplayOptions = {}): Promise<ReplaySummary> {
+/**
+ * Cuts the matched entries of the source's pages into batches of `size`, as they are read. Each
+ * batch says how many entries it accounts for: its own, plus the unmatched ones of the pages
+ * finished before it (for progress).
+ */
+async function* batches(source: ReplaySource, size: number): AsyncGenerator<{ refs: ReplayRef[]; scanned: number }> {
+  let pending: ReplayRef[] = [];
+  let skipped = 0;
+  for await (const page of source.pages) {
+    for (const dl of page.matched) {
+      pending.push({ id: dl.id, eventId: dl.eventId });
+      if (pending.length >= size) {
+        yield { refs: pending, scanned: pending.length + skipped };
+        pending = [];
+        skipped = 0;
+      }
+    }
+    skipped += page.scanned - page.matched.length;
+  }
+  if (pending.length > 0 || skipped > 0) yield { refs: pending, scanned: pending.length + skipped };
+}
+
+export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource, opts: ReplayOptions = {}): Promise<ReplaySummary> {
   const started = Date.now();
   const batch = Math.max(1, Math.min(opts.batch ?? DEFAULT_REPLAY_BATCH, opts.rate ? Math.ceil(opts.rate) : Infinity));
   const summary: ReplaySummary = {
-    dryRun: opts.dryRun ?? false, selected: refs.length, replayed: 0, alreadyStored: ctx.storedEvents ? 0 : null,
+    dryRun: opts.dryRun ?? false, selected: 0, replayed: 0, alreadyStored: ctx.storedEvents ? 0 : null,
     vanished: 0, jobIds: [], failedAgain: null, failedAgainIds: [], pending: 0, durationMs: 0,
   };
   const replayedEventIds = new Set<string>();
+  // one token per run: its claims are its own, and only it may remove what it claimed
+  const token = `replay-${randomUUID()}`;
   let done = 0;
   try {
-    for (const chunk of chunks(refs, batch)) {
-      await replayChunk(ctx, chunk, summary, replayedEventIds);
-      done += chunk.length;
-      opts.onProgress?.({ done, total: refs.length });
+    for await (const { refs, scanned } of batches(source, batch)) {
+      summary.selected += refs.length;
+      if (refs.length > 0) await replayChunk(ctx, refs, summary, replayedEventIds, token);
+      done = Math.min(source.total, done + scanned);
+      opts.onProgress?.({ done, total: source.total });
       if (opts.rate && !summary.dryRun) await sleep(Math.max(0, (summary.replayed / opts.rate) * 1000 - (Date.now() - started)));
     }
   } catch (err) {
     // Say where it stopped: what was sent is queued, the rest is still dead-lettered, so rerunning is safe.
     if (summary.dryRun) throw err;
-    const message = `replay stopped after ${summary.replayed} of ${refs.length} events (those are queued, the rest are still dead letters; rerun to continue): ${(err as Error).message}`;
+    const message = `replay stopped after ${summary.replayed} of ${summary.selected}+ events (those are queued, the rest are still dead letters; rerun to continue): ${(err as Error).message}`;
     throw Object.assign(new Error(message), { cause: err });
   }
   if (opts.waitMs !== undefined && !summary.dryRun && summary.jobIds.length > 0) {
@@ -134,24 +169,25 @@ export async function replayDeadLetters(ctx: ReplayContext, refs: ReplayRef[], o
   return summary;
 }
 
-async function replayChunk(ctx: ReplayContext, chunk: ReplayRef[], summary: ReplaySummary, replayedEventIds: Set<string>): Promise<void> {
+async function replayChunk(ctx: ReplayContext, chunk: ReplayRef[], summary: ReplaySummary, replayedEventIds: Set<string>, token: string): Promise<void> {
   if (summary.dryRun) {
     summary.replayed += chunk.length;
     if (summary.alreadyStored !== null) summary.alreadyStored += await countStored(ctx, chunk);
     return;
   }
-  const letters = (await ctx.repository.getMany(chunk.map((r) => r.id))).filter((dl): dl is DeadLetter => dl !== undefined);
+  const claimed = await ctx.repository.claim(chunk.map((r) => r.id), token);
+  const letters = (await ctx.repository.getMany(claimed)).filter((dl): dl is DeadLetter => dl !== undefined);
   summary.vanished += chunk.length - letters.length;
   if (letters.length === 0) return;
   // counted before sending: afterwards the worker may store them and all would look like no-ops
   if (summary.alreadyStored !== null) summary.alreadyStored += await countStored(ctx, letters);
-  summary.jobIds.push(await sendBatch(ctx, letters));
+  summary.jobIds.push(await sendBatch(ctx, letters, token));
   summary.replayed += letters.length;
   for (const dl of letters) if (dl.eventId) replayedEventIds.add(dl.eventId.toLowerCase());
 }
 
 /** One job for the whole batch, then (only then) the dead letters go. */
-async function sendBatch(ctx: ReplayContext, letters: DeadLetter[]): Promise<string> {
+async function sendBatch(ctx: ReplayContext, letters: DeadLetter[], token: string): Promise<string> {
   const jobId = `replay-${randomUUID()}`;
   const data: EventBatchJobData = {
     v: 1,
@@ -159,7 +195,7 @@ async function sendBatch(ctx: ReplayContext, letters: DeadLetter[]): Promise<str
     replayCounts: letters.map((dl) => dl.replayCount + 1),
   };
   await ctx.events.addBulk([{ name: EVENT_BATCH_JOB, data, opts: { ...ctx.jobOptions, jobId } }]);
-  await ctx.repository.remove(letters.map((dl) => dl.id));
+  await ctx.repository.remove(letters.map((dl) => dl.id), token);
   return jobId;
 }
 

@@ -4,11 +4,14 @@
  */
 import type { JobsOptions, Queue } from 'bullmq';
 import { DEFAULT_JOB_OPTIONS } from '../publisher/publisher-options';
+import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
-import type { DeadLetter, DeadLetterKind } from './dead-letter';
+import { DEAD_LETTER_KINDS, DeadLetter, DeadLetterKind } from './dead-letter';
 import { DeadLetterFilter, DeadLetterNotFoundError, DeadLetterSelection, deadLetteredAt, matchesFilter } from './dead-letter-filter';
-import { DeadLetterRepository } from './dead-letter.repository';
-import { ReplayOptions, ReplayRef, ReplaySummary, StoredEventLookup, replayDeadLetters } from './dead-letter-replayer';
+import { DeadLetterRepository, DeadLetterSummary, atMs, toSummary } from './dead-letter.repository';
+import { ReplayOptions, ReplayPage, ReplaySource, ReplaySummary, StoredEventLookup, replayDeadLetters } from './dead-letter-replayer';
+
+export type { DeadLetterSummary };
 
 /**
  * Options of the EVENTS_QUEUE jobs a replay creates: the publisher's, so a replayed event is
@@ -30,14 +33,11 @@ export interface DeadLetterServiceDeps {
   now?: () => Date;
 }
 
-/** A dead letter without its bulky parts (event, stack): what previews and listings carry. */
-export type DeadLetterSummary = Omit<DeadLetter, 'event' | 'error'> & { error: { message: string; code?: string } };
-
-export interface DeadLetterList {
+export interface DeadLetterList<T = DeadLetter> {
   /** Entries matching the filter, before the limit. */
   total: number;
   /** The first `limit` of them, oldest first. */
-  deadLetters: DeadLetter[];
+  deadLetters: T[];
 }
 
 export interface PurgeOptions {
@@ -62,8 +62,11 @@ export interface DeadLetterStats {
 }
 
 export function summarize(dl: DeadLetter): DeadLetterSummary {
-  const { event: _event, error, ...rest } = dl;
-  return { ...rest, error: { message: error.message, ...(error.code !== undefined ? { code: error.code } : {}) } };
+  return toSummary(dl);
+}
+
+function isUnfiltered(filter: DeadLetterFilter): boolean {
+  return !filter.types && !filter.kinds && filter.planId === undefined && !filter.since && !filter.until;
 }
 
 /** Stats key for an entry whose event carried no usable type. */
@@ -78,9 +81,29 @@ export class DeadLetterService {
     this.now = deps.now ?? (() => new Date());
   }
 
-  /** Entries matching `filter`, oldest first, at most `filter.limit` of them. */
+  /**
+   * Entries matching `filter`, oldest first, at most `filter.limit` of them, in full (events
+   * included). Matching reads summaries only; only the entries returned are read whole.
+   */
   async list(filter: DeadLetterFilter = {}): Promise<DeadLetterList> {
-    const deadLetters: DeadLetter[] = [];
+    const { total, deadLetters } = await this.listSummaries(filter);
+    const full = await this.repository.getMany(deadLetters.map((s) => s.id));
+    return { total, deadLetters: full.filter((dl): dl is DeadLetter => dl !== undefined) };
+  }
+
+  /**
+   * Like `list`, without events, stacks or violations (what a table shows): no payload is read.
+   * Unfiltered, the total is the queue's length and only the first `limit` entries are read.
+   */
+  async listSummaries(filter: DeadLetterFilter = {}): Promise<DeadLetterList<DeadLetterSummary>> {
+    if (isUnfiltered(filter)) {
+      const ids = await this.repository.ids();
+      const shown = filter.limit === undefined ? ids : ids.slice(0, filter.limit);
+      const deadLetters: DeadLetterSummary[] = [];
+      for (let i = 0; i < shown.length; i += 1_000) pushAll(deadLetters, await this.repository.summaries(shown.slice(i, i + 1_000)));
+      return { total: ids.length, deadLetters };
+    }
+    const deadLetters: DeadLetterSummary[] = [];
     let total = 0;
     for await (const page of this.repository.scan()) {
       for (const dl of page) {
@@ -108,20 +131,39 @@ export class DeadLetterService {
       return (found as DeadLetter[]).map(summarize);
     }
     const picked: DeadLetterSummary[] = [];
-    const limit = selection.filter.limit ?? Infinity;
-    for await (const page of this.repository.scan()) {
-      for (const dl of page) {
-        if (picked.length >= limit) return picked;
-        if (matchesFilter(dl, selection.filter)) picked.push(summarize(dl));
-      }
-    }
+    for await (const page of this.selectPages(selection.filter)) for (const dl of page.matched) picked.push(dl);
     return picked;
+  }
+
+  /** The summaries a filter selects, oldest first, a page at a time (never all in memory). */
+  private async *selectPages(filter: DeadLetterFilter, ids?: string[]): AsyncGenerator<ReplayPage> {
+    const limit = filter.limit ?? Infinity;
+    let picked = 0;
+    for await (const page of this.repository.scanIds(ids ?? (await this.repository.ids()))) {
+      const matched: DeadLetterSummary[] = [];
+      for (const dl of page) {
+        if (picked >= limit) break;
+        if (matchesFilter(dl, filter)) {
+          matched.push(dl);
+          picked += 1;
+        }
+      }
+      yield { matched, scanned: page.length };
+      if (picked >= limit) return;
+    }
   }
 
   /** Puts the selected events back on EVENTS_QUEUE; see dead-letter-replayer.ts for the guarantees. */
   async replay(selection: DeadLetterSelection, opts: ReplayOptions = {}): Promise<ReplaySummary> {
     if (!this.deps.events) throw new Error('DeadLetterService.replay needs the events queue (deps.events)');
-    const refs: ReplayRef[] = (await this.select(selection)).map((s) => ({ id: s.id, eventId: s.eventId }));
+    let source: ReplaySource;
+    if ('ids' in selection) {
+      const picked = await this.select(selection);
+      source = { total: picked.length, pages: oncePage({ matched: picked, scanned: picked.length }) };
+    } else {
+      const ids = await this.repository.ids();
+      source = { total: ids.length, pages: this.selectPages(selection.filter, ids) };
+    }
     return replayDeadLetters(
       {
         repository: this.repository,
@@ -130,7 +172,7 @@ export class DeadLetterService {
         jobOptions: this.deps.replayJobOptions ?? DEFAULT_REPLAY_JOB_OPTIONS,
         logger: this.deps.logger,
       },
-      refs,
+      source,
       opts,
     );
   }
@@ -150,26 +192,29 @@ export class DeadLetterService {
     return { dryRun, deadLetters: picked };
   }
 
+  /** Counted inside Redis (see DeadLetterRepository.countAll): no entry crosses the wire. */
   async stats(): Promise<DeadLetterStats> {
+    const counted = await this.repository.countAll();
     const byKind: Record<DeadLetterKind | string, number> = {};
     const byType: Record<string, number> = {};
-    let total = 0;
-    let oldest: DeadLetter | undefined;
-    for await (const page of this.repository.scan()) {
-      for (const dl of page) {
-        total += 1;
-        byKind[dl.kind] = (byKind[dl.kind] ?? 0) + 1;
-        const type = dl.type ?? NO_TYPE;
-        byType[type] = (byType[type] ?? 0) + 1;
-        if (!oldest || deadLetteredAt(dl) < deadLetteredAt(oldest)) oldest = dl;
-      }
+    // as toDeadLetter reads them: a kind no writer uses counts as unprocessable
+    for (const [raw, n] of counted.byKind) {
+      const kind = (DEAD_LETTER_KINDS as readonly string[]).includes(raw) ? raw : 'unprocessable';
+      byKind[kind] = (byKind[kind] ?? 0) + n;
     }
+    for (const [type, n] of counted.byType) byType[type === '' ? NO_TYPE : type] = n;
     const nowMs = this.now().getTime();
+    const oldest = counted.oldest;
     return {
-      total,
+      total: counted.total,
       byKind,
       byType,
-      oldest: oldest ? { id: oldest.id, lastFailedAt: oldest.lastFailedAt, ageSeconds: Math.max(0, Math.round((nowMs - deadLetteredAt(oldest)) / 1000)) } : null,
+      oldest: oldest ? { id: oldest.id, lastFailedAt: oldest.at.startsWith('#') ? new Date(atMs(oldest.at)).toISOString() : oldest.at, ageSeconds: Math.max(0, Math.round((nowMs - atMs(oldest.at)) / 1000)) } : null,
     };
   }
+
+}
+
+async function* oncePage(page: ReplayPage): AsyncGenerator<ReplayPage> {
+  yield page;
 }

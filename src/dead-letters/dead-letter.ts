@@ -5,10 +5,12 @@ import type { Violation } from '../contracts';
  * - `invalid`: it breaks the event contract; never retried (replaying it unchanged fails again).
  * - `retries-exhausted`: a transient failure (database down, deadlock) outlasted the retry budget.
  * - `unprocessable`: valid, but the database refused it for good (e.g. a value too long for a column).
+ * - `conflict`: its id is already stored for another event (other plan, type, seq, time or payload):
+ *   a producer reusing an id. The message names the stored event; replaying it conflicts again.
  */
-export type DeadLetterKind = 'invalid' | 'retries-exhausted' | 'unprocessable';
+export type DeadLetterKind = 'invalid' | 'retries-exhausted' | 'unprocessable' | 'conflict';
 
-export const DEAD_LETTER_KINDS: readonly DeadLetterKind[] = ['invalid', 'retries-exhausted', 'unprocessable'];
+export const DEAD_LETTER_KINDS: readonly DeadLetterKind[] = ['invalid', 'retries-exhausted', 'unprocessable', 'conflict'];
 
 /**
  * One dead letter, stored as the data of a job on DEAD_LETTER_QUEUE (job name = kind, job id = id).

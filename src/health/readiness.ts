@@ -11,6 +11,8 @@ export interface ReadinessProbes {
   waitingJobs(): Promise<number>;
   /** Last time the worker made progress or had nothing to do: a commit, an empty queue, its start. */
   lastProgressAt(): number;
+  /** The schema check (see schema-readiness.ts); absent: not checked. */
+  schema?: () => { ok: boolean; detail?: string };
   /** Longest tolerated time without progress while a backlog exists. */
   stallMs: number;
   /** Each ping fails past this. @defaultValue 2000 ms */
@@ -19,7 +21,7 @@ export interface ReadinessProbes {
 }
 
 /**
- * Ready = Redis answers, the database answers, and the worker is not stuck: when jobs wait and
+ * Ready = Redis answers, the database answers, its schema has no pending migration, and the worker is not stuck: when jobs wait and
  * nothing was committed for `stallMs` (nor was the queue seen empty), it is not ready even if both
  * servers answer, so an orchestrator can restart a wedged process.
  */
@@ -38,8 +40,10 @@ export async function checkReadiness(p: ReadinessProbes): Promise<Readiness> {
     attempt(p.pingRedis, 'Redis'),
     p.databaseGateUp() ? attempt(p.pingDatabase, 'database') : Promise.resolve({ ok: false, detail: 'database unreachable: worker paused, probing with backoff' }),
   ]);
+  const schema = p.schema?.() ?? { ok: true };
   let progress: { ok: boolean; detail?: string } = { ok: true };
-  if (redis.ok) {
+  // a worker waiting for migrations commits nothing on purpose: its backlog is no stall
+  if (redis.ok && schema.ok) {
     try {
       const waiting = await withTimeout(p.waitingJobs(), timeout, 'queue depth unavailable');
       const idleMs = now() - p.lastProgressAt();
@@ -50,5 +54,5 @@ export async function checkReadiness(p: ReadinessProbes): Promise<Readiness> {
       progress = { ok: false, detail: (err as Error).message };
     }
   }
-  return { ready: redis.ok && database.ok && progress.ok, checks: { redis, database, progress } };
+  return { ready: redis.ok && database.ok && schema.ok && progress.ok, checks: { redis, database, schema, progress } };
 }

@@ -27,6 +27,8 @@ export class WorkerMetrics {
   readonly persisted: Counter<'type'>;
   readonly duplicates: Counter<'type'>;
   readonly deadLettered: Counter<'kind' | 'type'>;
+  /** Events whose id was already stored for another event (dead-lettered as `conflict`). */
+  readonly eventConflicts: Counter;
   readonly retries: Counter<'code'>;
   readonly commitSeconds: Histogram<never>;
   readonly batchEvents: Histogram<never>;
@@ -47,6 +49,7 @@ export class WorkerMetrics {
     this.persisted = new Counter({ name: 'plan_ledger_events_persisted_total', help: 'Events newly stored, by event type', labelNames: ['type'], registers });
     this.duplicates = new Counter({ name: 'plan_ledger_events_duplicate_total', help: 'Events already stored (redelivered or replayed): no-ops, by event type', labelNames: ['type'], registers });
     this.deadLettered = new Counter({ name: 'plan_ledger_events_dead_lettered_total', help: 'Events sent to the dead-letter queue, by kind and event type', labelNames: ['kind', 'type'], registers });
+    this.eventConflicts = new Counter({ name: 'plan_ledger_event_id_conflicts_total', help: 'Events whose id is already stored for a different event (other plan, type, seq, time or payload): dead-lettered as conflict', registers });
     this.retries = new Counter({ name: 'plan_ledger_write_retries_total', help: 'Batch writes that failed for a transient reason and will be retried, by driver code', labelNames: ['code'], registers });
     this.commitSeconds = new Histogram({
       name: 'plan_ledger_commit_duration_seconds',

@@ -8,6 +8,10 @@ export interface DeliveryPumpConfig {
   eventsPerJob: number;
   jobsPerBulk: number;
   maxInFlightBulks: number;
+  /** Largest job data (ContractLimits.maxJobBytes): a batch holds fewer events rather than pass it. */
+  maxJobBytes: number;
+  /** While Redis is unreachable, memory is written to the journal at least this often (group commit). */
+  journalCommitMs: number;
 }
 
 /** Delay before resending after a failed addBulk while the connection still looks up: 100 ms doubling to 5 s. */
@@ -34,14 +38,34 @@ export class DeliveryPump {
   private failures = 0;
   private retryTimer: NodeJS.Timeout | undefined;
   private settledWaiters: (() => void)[] = [];
+  private readonly commitTimer: NodeJS.Timeout;
 
   constructor(
     private readonly memory: MemoryBuffer,
     private readonly journal: SpillJournal,
     private readonly reader: JournalReader,
     private readonly link: RedisLink,
-    private readonly cfg: DeliveryPumpConfig,
-  ) {}
+    private readonly cfg: DeliveryPumpConfig & { onSpilled?: (events: number) => void },
+  ) {
+    this.commitTimer = setInterval(this.commitWhileDown, cfg.journalCommitMs);
+    this.commitTimer.unref();
+  }
+
+  /**
+   * Group commit: while Redis is unreachable (not ready, or its last send failed), events waiting
+   * in memory (queued, or back from a failed send) go to the journal with their job ids, and are
+   * written at once; new events then queue behind them in the journal. A crash therefore loses at
+   * most the events accepted in the last `journalCommitMs`, instead of the whole memory buffer.
+   * Batches in flight stay (a send to a down Redis fails at once and they come back to memory).
+   * Events spilled after newer journal events are out of order; the worker's store is
+   * order-independent (README, "Store").
+   */
+  private readonly commitWhileDown = (): void => {
+    if (this.stopped || (this.link.ready && this.failures === 0) || this.memory.idle) return;
+    const spilled = this.memory.spill(this.cfg.eventsPerJob, this.cfg.maxJobBytes, (batch) => this.journal.appendBatch(batch.id, batch.events));
+    this.journal.writeStaged();
+    if (spilled > 0) this.cfg.onSpilled?.(spilled);
+  };
 
   /** Everything accepted so far is in Redis. */
   get settled(): boolean {
@@ -80,7 +104,7 @@ export class DeliveryPump {
    */
   private sendWhatIsWaiting(): void {
     while (this.inFlight < this.cfg.maxInFlightBulks) {
-      const batches = this.memory.take(this.cfg.jobsPerBulk, this.cfg.eventsPerJob, this.inFlight === 0);
+      const batches = this.memory.take(this.cfg.jobsPerBulk, this.cfg.eventsPerJob, this.inFlight === 0, this.cfg.maxJobBytes);
       if (batches.length > 0) {
         this.sendBatches(batches);
         continue;
@@ -175,9 +199,10 @@ export class DeliveryPump {
   stop(): Batch[] {
     this.stopped = true;
     clearTimeout(this.retryTimer);
+    clearInterval(this.commitTimer);
     const inFlight = [...this.inFlightBatches].flat();
     this.inFlightBatches.clear();
     this.memory.release(inFlight);
-    return [...inFlight, ...this.memory.takeAll(this.cfg.eventsPerJob)].sort((a, b) => a.order - b.order);
+    return [...inFlight, ...this.memory.takeAll(this.cfg.eventsPerJob, this.cfg.maxJobBytes)].sort((a, b) => a.order - b.order);
   }
 }

@@ -63,6 +63,18 @@ export class EventStamper {
     }
   }
 
+  /**
+   * The plan continues from `nextSeq` (a resume point's `nextSeq`): events stamped from now on get
+   * `nextSeq`, `nextSeq + 1`, ... A counter already past it is kept, so a seq is never reused.
+   */
+  continueFrom(planId: string, nextSeq: number): void {
+    const next = Math.max(this.nextSeq.get(planId) ?? 0, nextSeq);
+    this.nextSeq.delete(planId);
+    this.nextSeq.set(planId, next);
+    this.lastPlanId = planId;
+    if (this.nextSeq.size > this.maxTrackedPlans) this.nextSeq.delete(this.nextSeq.keys().next().value);
+  }
+
   /** toISOString costs more than a Date.now(): reuse the text within one millisecond. */
   private now(): string {
     const ms = Date.now();

@@ -16,6 +16,9 @@ export interface Batch {
   order: number;
 }
 
+/** `{"v":1,"events":[` and `]}`, with room to spare. */
+const JOB_ENVELOPE_BYTES = 32;
+
 export function newBatchId(): string {
   return `b-${randomUUID()}`;
 }
@@ -62,11 +65,11 @@ export class MemoryBuffer {
    * Up to `maxJobs` batches: failed ones first, then new ones of up to `eventsPerJob` events; a last
    * partial batch only if `partial` (the pump allows it when nothing is in flight).
    */
-  take(maxJobs: number, eventsPerJob: number, partial = true): Batch[] {
+  take(maxJobs: number, eventsPerJob: number, partial = true, maxJobBytes = Number.MAX_SAFE_INTEGER): Batch[] {
     const batches = this.retry.splice(0, maxJobs);
     while (batches.length < maxJobs && this.head < this.events.length) {
       if (!partial && this.events.length - this.head < eventsPerJob) break;
-      const end = Math.min(this.head + eventsPerJob, this.events.length);
+      const end = this.batchEnd(eventsPerJob, maxJobBytes);
       const events = this.events.slice(this.head, end);
       let size = 0;
       for (const e of events) size += e.length;
@@ -75,6 +78,24 @@ export class MemoryBuffer {
     }
     this.compact();
     return batches;
+  }
+
+  /**
+   * End of the next batch: `eventsPerJob` events, fewer when their job data would pass
+   * `maxJobBytes` (ContractLimits; at least one event, each within `maxEventBytes`). Counted in
+   * characters, exact UTF-8 bytes only once the characters could pass the limit (3 bytes each).
+   */
+  private batchEnd(eventsPerJob: number, maxJobBytes: number): number {
+    const last = Math.min(this.head + eventsPerJob, this.events.length);
+    let chars = JOB_ENVELOPE_BYTES;
+    for (let i = this.head; i < last; i++) chars += this.events[i].length + 1;
+    if (chars * 3 <= maxJobBytes) return last; // the common case: cannot reach the limit
+    let bytes = JOB_ENVELOPE_BYTES;
+    for (let i = this.head; i < last; i++) {
+      bytes += Buffer.byteLength(this.events[i], 'utf8') + 1;
+      if (bytes > maxJobBytes) return Math.max(i, this.head + 1);
+    }
+    return last;
   }
 
   /** Redis stored them: they leave memory. */
@@ -92,10 +113,28 @@ export class MemoryBuffer {
   }
 
   /** Everything not in flight, as batches (for a spill at close); memory keeps only what is in flight. */
-  takeAll(eventsPerJob: number): Batch[] {
-    const batches = this.take(Number.MAX_SAFE_INTEGER, eventsPerJob);
+  takeAll(eventsPerJob: number, maxJobBytes?: number): Batch[] {
+    const batches = this.take(Number.MAX_SAFE_INTEGER, eventsPerJob, true, maxJobBytes);
     this.release(batches);
     return batches;
+  }
+
+  /**
+   * Hands every batch not in flight to `keep` (the journal), oldest first; those it takes leave
+   * memory, the first it refuses and the rest stay, for the next try.
+   */
+  spill(eventsPerJob: number, maxJobBytes: number, keep: (batch: Batch) => boolean): number {
+    const batches = this.take(Number.MAX_SAFE_INTEGER, eventsPerJob, true, maxJobBytes);
+    let spilled = 0;
+    for (let i = 0; i < batches.length; i++) {
+      if (!keep(batches[i])) {
+        this.restore(batches.slice(i));
+        break;
+      }
+      this.release([batches[i]]);
+      spilled += batches[i].events.length;
+    }
+    return spilled;
   }
 
   private compact(): void {

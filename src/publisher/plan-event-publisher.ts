@@ -6,11 +6,12 @@ import { CheckContext, isPlainObject } from '../contracts/fast-check/field-rules
 import { resolveLimits } from '../contracts/limits';
 import { violationAt } from '../contracts/violation-path';
 import { createLogger, Logger } from '../shared/logger';
+import { hideRedisCommandArguments } from '../shared/redis-debug';
 import { DeliveryPump } from './delivery-pump';
 import { EventStamper, StampedEvent } from './event-stamper';
 import { JournalReader } from './journal-reader';
 import { MemoryBuffer } from './memory-buffer';
-import { PublisherOptions, ResolvedOptions, resolveOptions } from './publisher-options';
+import { checkJobLimit, PublisherOptions, ResolvedOptions, resolveOptions } from './publisher-options';
 import type { CloseResult, EventStamps, PlanRef, PublishResult, PublisherStats } from './publisher.types';
 import { RateLimitedLog } from './rate-limited-log';
 import { RedisLink } from './redis-link';
@@ -38,8 +39,16 @@ const CLOSED: Violation[] = Object.freeze([violationAt('', 'cannot be published:
  *
  * Delivery is at-least-once into Redis with duplicates suppressed by job id (a batch keeps its id
  * through retries, spills and restarts); the worker's eventId idempotency does the rest.
- * Call `close()` before the process exits: the Redis connection keeps it alive, and events still in
- * memory are only safe once written to the journal (a crash loses at most what memory held).
+ *
+ * What a crash (kill -9, OOM kill) of the executor's process can lose, and nothing else:
+ * - Redis up: the events accepted but not yet acknowledged by Redis, held in memory on their way
+ *   (normally the last few milliseconds; at most `maxBufferedEvents` if Redis is slow).
+ * - Redis unreachable: the events accepted in the last `journalCommitMs` (default 100 ms): memory is
+ *   written to the journal that often (group commit), and later events go straight to the journal,
+ *   written on the next turn of the event loop. Journal writes reach the OS at once and are fsynced
+ *   right after: a process crash loses nothing written, a power loss at most the last unsynced write.
+ * What is in the journal is delivered by the next publisher on the same `journalDir`.
+ * Call `close()` before the process exits: it waits for Redis, then journals what memory still holds.
  *
  * Measured here (BENCHMARKS.md, "Publisher"): p50 ~2 µs, p99 ~8.5 µs with Redis up or down;
  * ~200k+ events/s into Redis when the process has a core to itself.
@@ -70,8 +79,10 @@ export class PlanEventPublisher extends TypedHelpers {
 
   constructor(options: PublisherOptions = {}) {
     super();
+    hideRedisCommandArguments();
     this.opts = resolveOptions(options);
     this.limits = resolveLimits(options.limits);
+    checkJobLimit(this.limits, this.opts.journalWriteBytes);
     this.checkContext = { limits: this.limits, out: [] };
     this.logger = options.logger ?? createLogger({ base: { component: 'publisher' } });
     this.stamper = new EventStamper(this.opts.maxTrackedPlans);
@@ -95,7 +106,11 @@ export class PlanEventPublisher extends TypedHelpers {
       logger: this.logger,
       onReady: () => this.pump.onReady(),
     });
-    this.pump = new DeliveryPump(this.memory, this.journal, reader, this.link, this.opts);
+    this.pump = new DeliveryPump(this.memory, this.journal, reader, this.link, {
+      ...this.opts,
+      maxJobBytes: this.limits.maxJobBytes,
+      onSpilled: (events) => (this.counts.spilled += events),
+    });
     if (this.journal.backlog) this.logger.info({ journalDir: this.opts.journalDir, journalBytes: this.journal.usedBytes }, 'journal left by a previous publisher will be drained');
   }
 
@@ -205,6 +220,17 @@ export class PlanEventPublisher extends TypedHelpers {
       this.logger.warn({ err }, 'reporting a rejected event failed; ignored');
     }
     return { ok: false, reason, violations };
+  }
+
+  /**
+   * Continues a plan started by an earlier process: the next event of `planId` stamped without a
+   * `seq` gets `nextSeq` (from `workflows resume-point` or a session's active plan, `nextSeq`), so a
+   * restarted executor never reuses a seq (a reused seq makes the worker rebuild the plan).
+   * @throws RangeError when `nextSeq` is not a non-negative safe integer
+   */
+  continuePlan(plan: PlanRef | string, nextSeq: number): void {
+    if (!Number.isSafeInteger(nextSeq) || nextSeq < 0) throw new RangeError(`nextSeq must be a non-negative integer, got ${String(nextSeq)}`);
+    this.stamper.continueFrom(typeof plan === 'string' ? plan : plan.planId, nextSeq);
   }
 
   stats(): PublisherStats {

@@ -51,6 +51,12 @@ export interface PublisherOptions {
   journalSegmentBytes?: number;
   /** Spilled bytes gathered in memory before one journal write (also the most a publish call may write inline). @defaultValue `1 MiB` */
   journalWriteBytes?: number;
+  /**
+   * Group-commit window while Redis is unreachable: events held in memory are written to the
+   * journal at least this often, so a crash (kill -9) loses at most the events accepted in the last
+   * `journalCommitMs`. With Redis up, memory only holds what is on its way to Redis. @defaultValue `100`
+   */
+  journalCommitMs?: number;
   /** Overrides of the BullMQ job options (attempts, backoff, removeOnComplete...). @defaultValue see DEFAULT_JOB_OPTIONS */
   jobOptions?: JobsOptions;
   /** A Redis command (addBulk) that has not answered after this long is failed and retried. @defaultValue `10_000` */
@@ -69,13 +75,16 @@ export interface PublisherOptions {
 
 /**
  * Job options of every batch job. `attempts`/`backoff` are a generous budget for the worker's
- * transient failures (the worker may replace the backoff with its own strategy); completed jobs
- * are trimmed, failed ones kept for the dead-letter tools.
+ * transient failures (the worker may replace the backoff with its own strategy). A completed job
+ * is removed at once: its events are in the database, and keeping its data (500 events) only fills
+ * Redis, which at `maxmemory` refuses the worker's moves too. Failed ones are kept for the
+ * dead-letter tools. The cost: a batch resent after its job completed (a lost addBulk reply) runs
+ * again, as duplicates the worker's eventId idempotency turns into no-ops.
  */
 export const DEFAULT_JOB_OPTIONS: Readonly<JobsOptions> = Object.freeze({
   attempts: 50,
   backoff: { type: 'exponential', delay: 1_000 },
-  removeOnComplete: { count: 1_000 },
+  removeOnComplete: true,
   removeOnFail: false,
 });
 
@@ -93,6 +102,7 @@ const NUMERIC_DEFAULTS = {
   maxJournalBytes: 1024 * MIB,
   journalSegmentBytes: 16 * MIB,
   journalWriteBytes: 1 * MIB,
+  journalCommitMs: 100,
   redisCommandTimeoutMs: 10_000,
   maxTrackedPlans: 100_000,
 } as const;
@@ -102,6 +112,17 @@ export class PublisherConfigError extends Error {
   override readonly name = 'PublisherConfigError';
   constructor(readonly problems: string[]) {
     super(`invalid PlanEventPublisher options: ${problems.join('; ')}`);
+  }
+}
+
+/**
+ * A job must hold any one event, and the journal's largest record (drained as one job): up to
+ * `journalWriteBytes` of staged events plus the event that crossed it.
+ */
+export function checkJobLimit(limits: Pick<ContractLimits, 'maxEventBytes' | 'maxJobBytes'>, journalWriteBytes: number): void {
+  const needed = journalWriteBytes + limits.maxEventBytes + 64;
+  if (limits.maxJobBytes < needed) {
+    throw new PublisherConfigError([`limits.maxJobBytes (${limits.maxJobBytes}) must be at least journalWriteBytes + limits.maxEventBytes + 64 (${needed}): a job must hold the largest event and the largest journal record`]);
   }
 }
 

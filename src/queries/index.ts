@@ -11,6 +11,7 @@ export * from './plan-timeline.format';
 export * from './plan-list.query';
 export * from './session-plans.query';
 export * from './workflow-resume.query';
+export * from './next-seq.query';
 export * from './step-output.query';
 export * from './plan-export.query';
 export * from './analytics.query';

@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import { ENTITY, PlanStepRow, SessionRow } from '../store/entities';
 import { ACTIVE_STATUSES, FINISHED_STATUSES } from './query-args';
 import { NotFoundError } from './query-errors';
+import { getNextSeq } from './next-seq.query';
 import { buildPlanListQuery } from './plan-list.query';
 import { PlanSummary, toPlanSummary } from './plan-rows';
 import { toNum } from './row-normalize';
@@ -17,6 +18,8 @@ export interface ActivePlanStep {
 
 export interface ActivePlan extends PlanSummary {
   steps: ActivePlanStep[];
+  /** The `seq` to publish next for this plan (one past the highest stored): a restored executor continues from it. */
+  nextSeq: number;
 }
 
 export interface SessionActivePlan {
@@ -43,14 +46,16 @@ export async function getActivePlan(ds: DataSource, sessionId: string): Promise<
   const rows = await buildPlanListQuery(ds, { sessionId, statuses: ACTIVE_STATUSES, limit: 50 }).getMany();
   if (rows.length === 0) return { sessionId, activePlan: null, otherActivePlanIds: [] };
   const [newest, ...others] = rows;
-  const steps = await ds
-    .getRepository<PlanStepRow>(ENTITY.step)
-    .find({ where: { planId: newest.id }, order: { stepIndex: 'ASC' } });
+  const [steps, nextSeq] = await Promise.all([
+    ds.getRepository<PlanStepRow>(ENTITY.step).find({ where: { planId: newest.id }, order: { stepIndex: 'ASC' } }),
+    getNextSeq(ds, newest.id),
+  ]);
   return {
     sessionId,
     activePlan: {
       ...toPlanSummary(newest),
       steps: steps.map((s) => ({ stepId: s.stepKey, index: toNum(s.stepIndex), title: s.title ?? null, agentId: s.agentId, status: s.status })),
+      nextSeq,
     },
     otherActivePlanIds: others.map((p) => p.id),
   };

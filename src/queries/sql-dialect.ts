@@ -9,7 +9,14 @@ import { dialectOf } from '../store/dialect-of';
 /**
  * SQL for the UTC calendar day of a timestamp expression (seed 000's `CAST(created_at AS DATE)`).
  * Text where the database allows it, so the driver cannot shift the day into a local time zone:
- * pg parses DATE as local midnight, hence `to_char` of the UTC wall time.
+ * pg parses DATE as local midnight, hence `to_char` of the UTC wall time. Neither the session's
+ * time zone nor the process's may move a plan to another day (test/queries/analytics-utc-days):
+ * - PostgreSQL: `timestamptz` renders and casts in the session's TimeZone (a database or role
+ *   default, or `options=-c TimeZone=...`), so seed 000's cast would group by local day there;
+ *   `AT TIME ZONE 'UTC'` gives the UTC wall time whatever the session says;
+ * - MySQL/MariaDB `datetime(3)` and SQL Server `datetime2(3)` hold no zone and are written as UTC
+ *   wall time (mysql2 `timezone: 'Z'`, tedious `useUTC`); the session `time_zone` converts only
+ *   MySQL `TIMESTAMP` columns, which this schema does not use.
  */
 export function utcDayExpression(ds: DataSource, column: string): string {
   switch (dialectOf(ds)) {

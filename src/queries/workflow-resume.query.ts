@@ -1,6 +1,7 @@
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import { ENTITY, ExecutionPlanRow, PlanStatus, PlanStepRow, WorkflowCheckpointRow, WorkflowDagRow } from '../store/entities';
 import { NotFoundError } from './query-errors';
+import { getNextSeq } from './next-seq.query';
 import { parseJson, toIso, toNum } from './row-normalize';
 
 /** The DAG as stored once per workflow (seed 002, option C). Workflow id = plan id. */
@@ -52,6 +53,8 @@ export interface Resumable {
   nextLayer: number | null;
   nextSteps: ResumeStep[];
   layers: LayerProgress[];
+  /** The `seq` to publish next for this plan (one past the highest stored): a resumed executor continues from it. */
+  nextSeq: number;
 }
 
 export interface NotResumable {
@@ -61,6 +64,8 @@ export interface NotResumable {
   status: PlanStatus | null;
   /** Completes "cannot be resumed because ...". */
   reason: string;
+  /** The `seq` to publish next for this plan, were anything still published for it. */
+  nextSeq: number;
 }
 
 export type ResumePoint = Resumable | NotResumable;
@@ -76,14 +81,14 @@ export async function getResumePoint(ds: DataSource, workflowId: string): Promis
     // only the fact that it existed is read, none of its rows: deleted data stays invisible
     const deleted = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).exists({ where: { id: workflowId }, withDeleted: true });
     if (!deleted) throw new NotFoundError('plan', workflowId);
-    return { workflowId, resumable: false, status: null, reason: 'it was deleted by retention' };
+    return { workflowId, resumable: false, status: null, reason: 'it was deleted by retention', nextSeq: await getNextSeq(ds, workflowId) };
   }
   const refusal = statusRefusal(plan);
-  if (refusal) return { workflowId, resumable: false, status: plan.status, reason: refusal };
+  if (refusal) return { workflowId, resumable: false, status: plan.status, reason: refusal, nextSeq: await getNextSeq(ds, workflowId) };
   const dagRow = await ds.getRepository<WorkflowDagRow>(ENTITY.dag).findOne({ where: { workflowId } });
-  if (!dagRow) return { workflowId, resumable: false, status: plan.status, reason: 'no DAG is stored for it (expired or never written)' };
+  if (!dagRow) return { workflowId, resumable: false, status: plan.status, reason: 'no DAG is stored for it (expired or never written)', nextSeq: await getNextSeq(ds, workflowId) };
   const dag = parseJson<WorkflowDag>(dagRow.dag, { steps: [], layers: [] });
-  const [checkpoint, steps] = await Promise.all([buildLatestCheckpointQuery(ds, workflowId).getOne(), loadSteps(ds, workflowId)]);
+  const [checkpoint, steps, nextSeq] = await Promise.all([buildLatestCheckpointQuery(ds, workflowId).getOne(), loadSteps(ds, workflowId), getNextSeq(ds, workflowId)]);
   const lastCompletedLayer = checkpoint ? toNum(checkpoint.layer) : null;
   const next = lastCompletedLayer === null ? 0 : lastCompletedLayer + 1;
   const nextLayer = next < dag.layers.length ? next : null;
@@ -102,6 +107,7 @@ export async function getResumePoint(ds: DataSource, workflowId: string): Promis
     nextLayer,
     nextSteps: nextLayer === null ? [] : dag.layers[nextLayer].map((key) => byKey.get(key)).filter((s): s is ResumeStep => s !== undefined),
     layers: dag.layers.map((keys, layer) => layerProgress(layer, keys, byKey)),
+    nextSeq,
   };
 }
 

@@ -1,5 +1,6 @@
 import pino, { DestinationStream, Logger } from 'pino';
 import { redactUrl } from '../config/database-url';
+import { hideRedisCommandArguments } from './redis-debug';
 
 export type { Logger } from 'pino';
 
@@ -32,7 +33,9 @@ function errSerializer(err: unknown): unknown {
   return serialized;
 }
 
+/** Also hides ioredis's command arguments from `DEBUG=ioredis:*` output (see redis-debug.ts). */
 export function createLogger(options: LoggerOptions = {}): Logger {
+  hideRedisCommandArguments();
   return pino(
     {
       level: options.level ?? 'info',

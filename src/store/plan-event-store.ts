@@ -14,21 +14,9 @@ import { RowWriter } from './row-writer';
 import { SqliteRows } from './sqlite-rows';
 import { unnestInsertStatement } from './row-statements';
 import { runSerialized } from './serial-queue';
+import { assertSameEvent, firstCopies, storedEventRows } from './event-conflict';
 
-/**
- * An event whose id is already stored for another plan: not a redelivery (those repeat the plan
- * too) but a producer reusing an id. Permanent: the worker dead-letters the event as unprocessable.
- */
-export class EventIdConflictError extends Error {
-  constructor(
-    readonly eventId: string,
-    readonly planId: string,
-    readonly storedPlanId: string,
-  ) {
-    super(`event ${eventId} of plan ${planId}: its id is already stored for an event of plan ${storedPlanId}; event ids must be unique`);
-    this.name = 'EventIdConflictError';
-  }
-}
+export { EventConflictError, EventIdConflictError } from './event-conflict';
 
 export interface PersistOutcome extends ApplyStats {
   /** Events newly stored. */
@@ -156,16 +144,14 @@ export class PlanEventStore {
   }
 
   private async persistIn(m: EntityManager, events: PlanEvent[]): Promise<PersistOutcome> {
-    const unique = [...new Map(events.map((e) => [e.eventId, e])).values()];
+    // one copy per id; copies that differ are a conflict (EventConflictError), never a silent pick
+    const unique = firstCopies(events);
     const now = new Date();
     // Heads are locked before anything is read, so every read below sees what earlier writers of
     // these plans committed. Lock order is always heads (sorted) then sessions (sorted).
     const heads = await lockHeads(m, this.dialect, headsOf(unique, now));
     const { fresh, existing } = await this.storeEvents(m, unique, heads);
-    for (const e of unique) {
-      const storedFor = existing.get(e.eventId);
-      if (storedFor !== undefined && storedFor !== e.planId) throw new EventIdConflictError(e.eventId, e.planId, storedFor);
-    }
+    if (existing.size > 0) await this.assertRedeliveries(m, unique.filter((e) => existing.has(e.eventId)));
     const duplicateIds = events.length === unique.length ? [...existing.keys()] : duplicatesOf(events, existing);
     const outcome: PersistOutcome = { inserted: fresh.length, duplicates: events.length - fresh.length, duplicateIds, plans: 0, applied: 0, rebuilt: 0, gapWaits: 0, gapsSkipped: 0 };
     if (fresh.length === 0) return outcome;
@@ -177,7 +163,7 @@ export class PlanEventStore {
 
   /**
    * Append the events not stored yet; returns them, and the plan each other one is stored for.
-   * An id stored for another plan is a conflict the caller refuses (the transaction rolls back).
+   * An id stored with other content (another plan...) is a conflict the caller refuses (the transaction rolls back).
    * PostgreSQL inserts all and skips the stored ones (ON CONFLICT DO NOTHING): one statement, and
    * the rare duplicates looked up after. Elsewhere the ids of plans seen before are looked up
    * first (a new head means no stored event), then the rest inserted; no ON CONFLICT is needed
@@ -193,8 +179,36 @@ export class PlanEventStore {
     }
     const existing = await this.storedEventPlans(m, unique.filter((e) => !heads.get(e.planId)!.isNew).map((e) => e.eventId));
     const fresh = existing.size === 0 ? unique : unique.filter((e) => !existing.has(e.eventId));
-    if (fresh.length > 0) await this.insertEvents(m, fresh, heads, false);
+    if (fresh.length > 0) await this.insertNew(m, fresh, heads);
     return { fresh, existing };
+  }
+
+  /**
+   * Events whose id is stored already must be that stored event (a redelivery, a replay): another
+   * plan, type, seq, time or payload under the id is a conflict, thrown (the transaction rolls back).
+   * Reads the stored rows of those ids only, so the common batch pays nothing.
+   */
+  private async assertRedeliveries(m: EntityManager, stored: PlanEvent[]): Promise<void> {
+    const rows = await storedEventRows(m, this.dialect, stored.map((e) => e.eventId));
+    for (const e of stored) {
+      const row = rows.get(e.eventId.toLowerCase());
+      if (row) assertSameEvent(e, row);
+    }
+  }
+
+  /**
+   * An insert refused on the primary key (a plan seen for the first time, whose ids were not looked
+   * up): the stored event under a reused id makes it a conflict naming both; else (a concurrent
+   * writer stored the same events) the error itself, which write() retries.
+   */
+  private async insertNew(m: EntityManager, fresh: PlanEvent[], heads: ReadonlyMap<string, LockedHead>): Promise<void> {
+    try {
+      await this.insertEvents(m, fresh, heads, false);
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err;
+      await this.assertRedeliveries(m, fresh);
+      throw err;
+    }
   }
 
   /** The plan each of these event ids is stored for (ids not stored are absent). */

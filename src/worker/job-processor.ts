@@ -7,14 +7,21 @@ import type { EventBatchJobData } from '../queue/queue-names';
 import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
 import { dbErrorCode } from '../store/db-errors';
+import { EventConflictError } from '../store/event-conflict';
 import { BackoffPolicy, backoffDelay, sleep } from './backoff';
 import type { JobWriteOutcome } from './batch-writer';
 import type { DatabaseGate } from './database-gate';
 import type { MicroBatcher } from './micro-batcher';
+import { isUnreadableJobData } from './unreadable-job';
 
-/** Job data as the worker may leave it: `failingSince` survives a crash or a shutdown mid-retry. */
-/** The events queue's job data (EventBatchJobData, which documents the worker's `failingSince`). */
+/**
+ * The events queue's job data (EventBatchJobData, which documents the worker's `failingSince`), or
+ * what the worker puts in place of data that is not JSON (UnreadableJobData, see events-worker.ts).
+ */
 export type WorkerJobData = EventBatchJobData;
+
+/** The only job envelope version this worker reads (EventBatchJobData.v). */
+const ENVELOPE_VERSION = 1;
 
 /** The processor's return value, stored by BullMQ as the job's result. */
 export interface JobSummary {
@@ -81,7 +88,9 @@ export function createJobProcessor(deps: JobProcessorDeps) {
         const byId = new Map(valid.map((v) => [v.event.eventId, v]));
         const refused = outcome.refused.map(({ event, error }) => {
           const source = byId.get(event.eventId)!;
-          return letter(job, 'unprocessable', source.raw, source.index, reasonOf(error, 'refused by the database'), write.tries, new Date());
+          const kind = error instanceof EventConflictError ? 'conflict' : 'unprocessable';
+          if (kind === 'conflict') deps.metrics.eventConflicts.inc();
+          return letter(job, kind, source.raw, source.index, reasonOf(error, 'refused by the database'), write.tries, new Date());
         });
         await deps.writeDeadLetters(refused);
         pushAll(deadLetters, refused);
@@ -94,15 +103,14 @@ export function createJobProcessor(deps: JobProcessorDeps) {
   };
 
   function validate(data: WorkerJobData | undefined) {
-    const raws: unknown[] = Array.isArray(data?.events) ? data!.events : [data];
     const valid: (Indexed & { event: PlanEvent })[] = [];
     const invalid: (Indexed & { reason: DeadLetterReason })[] = [];
-    raws.forEach((raw, index) => {
-      if (!Array.isArray(data?.events)) {
-        const message = 'job data is not an EventBatchJobData: expected { v: 1, events: [...] }';
-        invalid.push({ raw, index, reason: { message, violations: [{ path: '', message }] } });
-        return;
-      }
+    const refuse = envelopeProblem(data);
+    if (refuse) {
+      invalid.push({ raw: refuse.raw, index: 0, reason: { message: refuse.message, violations: [{ path: '', message: refuse.message }] } });
+      return { valid, invalid };
+    }
+    data!.events.forEach((raw, index) => {
       // parsePlanEvent's exact verdict at ~1/10 of its CPU: the biggest per-event item of the worker.
       const parsed = checkStoredEvent(raw);
       if (parsed.ok) valid.push({ raw, index, event: parsed.event });
@@ -158,6 +166,22 @@ export function createJobProcessor(deps: JobProcessorDeps) {
     await job.moveToDelayed(Date.now() + deps.backoff.baseMs, token).catch(() => undefined);
     throw new DelayedError();
   }
+}
+
+/**
+ * Why a job cannot be read as a batch of events at all, with what to dead-letter (one letter for
+ * the whole job): data that is not JSON (its raw text), not an EventBatchJobData, or of an envelope
+ * version this worker does not know. Reading a `v: 2` job as v1 could store fields with another
+ * meaning; it waits in the dead-letter queue for a worker that knows it (`dlq replay`).
+ */
+function envelopeProblem(data: unknown): { raw: unknown; message: string } | undefined {
+  if (isUnreadableJobData(data)) return { raw: data.unreadable.text, message: data.unreadable.message };
+  const batch = data as Partial<EventBatchJobData> | undefined;
+  if (!Array.isArray(batch?.events)) return { raw: data, message: 'job data is not an EventBatchJobData: expected { v: 1, events: [...] }' };
+  if (batch.v !== ENVELOPE_VERSION) {
+    return { raw: data, message: `job envelope version v=${JSON.stringify(batch.v) ?? 'undefined'} is not supported: this worker reads v: ${ENVELOPE_VERSION} only` };
+  }
+  return undefined;
 }
 
 function reasonOf(err: unknown, fallback: string): DeadLetterReason {

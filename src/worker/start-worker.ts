@@ -8,9 +8,11 @@ import type { DeadLetter } from '../dead-letters/dead-letter';
 import { DeadLetterWriter } from '../dead-letters/dead-letter-writer';
 import { startHealthServer, HealthServer, Readiness } from '../health/health-server';
 import { checkReadiness } from '../health/readiness';
+import { SchemaWatch, watchDataSourceSchema } from '../health/schema-readiness';
 import { WorkerMetrics } from '../health/worker-metrics';
 import { EVENTS_QUEUE } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
+import { hideRedisCommandArguments } from '../shared/redis-debug';
 import { assertSchema, openDataSource } from '../store/data-source';
 import { PlanEventStore } from '../store/plan-event-store';
 import { BackoffPolicy, DEFAULT_BACKOFF, withTimeout } from './backoff';
@@ -27,6 +29,7 @@ import { workerVersion } from './worker-version';
 import { WorkerStats, WorkerState } from './worker-state';
 import { Opened } from './opened-resources';
 import { shutdown, waitIdle, wireWorkerEvents } from './worker-lifecycle';
+import { RedisRelief } from './redis-relief';
 
 export interface StartWorkerOptions {
   /** REDIS_URL (or REDIS_CLUSTER_NODES), QUEUE_PREFIX and DATABASE_URL (the latter only when `dataSource` is not given). */
@@ -48,6 +51,8 @@ export interface StartWorkerOptions {
   onCommit?(info: { events: number; inserted: number; duplicates: number; durationMs: number }): void;
   /** Told after every dead letter is written. */
   onDeadLetter?(letter: DeadLetter): void;
+  /** While migrations are pending the worker consumes nothing; it looks again this often. @defaultValue 5000 ms */
+  schemaPollMs?: number;
 }
 
 export interface WorkerHandle {
@@ -75,6 +80,7 @@ export interface WorkerHandle {
 export async function startWorker(options: StartWorkerOptions): Promise<WorkerHandle> {
   const settings: WorkerConfig = { ...DEFAULT_WORKER_CONFIG, ...options.settings };
   const { logger, config } = options;
+  hideRedisCommandArguments();
   const opened = new Opened(logger);
   try {
     assertClusterPrefix(config.queuePrefix, options.connection ?? config);
@@ -84,8 +90,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
     // better-sqlite3 has one connection and the store serialises its writes: a second transaction would only wait
     const flushConcurrency = dialect === 'better-sqlite3' ? 1 : settings.transactions;
     const ds = options.dataSource ?? opened.dataSource(await openDataSource(config.database, { poolSize: flushConcurrency + 2 }));
+    // never migrated: most likely the wrong DATABASE_URL, so fail at once; merely behind: wait, not ready
     await assertSchema(ds, config.database, 'the worker');
-    return await assemble(options, settings, connection, ds, flushConcurrency, opened);
+    const schema = await watchDataSourceSchema(ds, logger, options.schemaPollMs);
+    opened.closable({ close: async () => schema.stop() });
+    return await assemble(options, settings, connection, ds, flushConcurrency, opened, schema);
   } catch (err) {
     await opened.closeAll(false);
     throw err;
@@ -122,13 +131,14 @@ interface Parts {
   eventsQueue: Queue;
   /** Set once the BullMQ worker exists (the gate and the concurrency control act on it). */
   worker?: EventsWorker;
+  schema: SchemaWatch;
 }
 
-async function assemble(options: StartWorkerOptions, settings: WorkerConfig, connection: RedisClient, ds: DataSource, flushConcurrency: number, opened: Opened): Promise<WorkerHandle> {
+async function assemble(options: StartWorkerOptions, settings: WorkerConfig, connection: RedisClient, ds: DataSource, flushConcurrency: number, opened: Opened, schema: SchemaWatch): Promise<WorkerHandle> {
   const { logger, config } = options;
   const eventsQueue = opened.closable(new Queue(EVENTS_QUEUE, { connection, prefix: config.queuePrefix }));
   eventsQueue.on('error', (err) => logger.warn({ err }, 'events queue connection error'));
-  const parts: Parts = { options, settings, connection, ds, opened, metrics: options.metrics ?? new WorkerMetrics(), state: new WorkerState(), closing: new AbortController(), eventsQueue };
+  const parts: Parts = { options, settings, connection, ds, opened, metrics: options.metrics ?? new WorkerMetrics(), state: new WorkerState(), closing: new AbortController(), eventsQueue, schema };
   parts.metrics.observeQueue({
     getJobCounts: (...types) => eventsQueue.getJobCounts(...(types as never[])),
     oldestWaitingTimestamp: async () => (await eventsQueue.getWaiting(0, 0))[0]?.timestamp,
@@ -136,7 +146,14 @@ async function assemble(options: StartWorkerOptions, settings: WorkerConfig, con
   const { gate, batcher, processor, concurrency, writeDeadLetters, sweeper } = buildPipeline(parts, flushConcurrency);
   const worker = (parts.worker = createEventsWorker(parts, processor, concurrency.concurrency));
   wireWorkerEvents(worker, parts.state, logger, writeDeadLetters, config.queuePrefix);
-  void worker.run().catch((err) => logger.error({ err }, 'worker stopped with an error'));
+  const relief = new RedisRelief({ queue: eventsQueue, connection: parts.connection, logger, eventStreamKey: eventsQueue.keys.events });
+  worker.on('error', relief.onError);
+  // Fetch (and sweep gaps) only on the schema this code expects: until then nothing is written.
+  void schema.current.then(() => {
+    if (parts.closing.signal.aborted) return;
+    sweeper.start();
+    void worker.run().catch((err) => logger.error({ err }, 'worker stopped with an error'));
+  });
   await worker.waitUntilReady();
   const readiness = () => readinessOf(parts, gate);
   const health = await startHealth(parts, readiness);
@@ -220,7 +237,6 @@ function buildPipeline(parts: Parts, flushConcurrency: number) {
     onJobStart: (events) => concurrency.observe(events),
   });
   const sweeper = new GapSweeper({ store, timeoutMs: settings.gapTimeoutMs, metrics, logger, databaseUp: () => gate.isUp });
-  sweeper.start();
   return { gate, batcher, processor, concurrency, writeDeadLetters, sweeper };
 }
 
@@ -235,8 +251,9 @@ function createEventsWorker(parts: Parts, processor: ReturnType<typeof createJob
     stalledInterval: settings.lockDurationMs,
     // A crash mid-job is harmless (writes are idempotent): allow several before BullMQ fails the job.
     maxStalledCount: 10,
-    // Used only when the publisher set nothing: a backlog of finished jobs must not fill Redis.
-    removeOnComplete: { count: 1000 },
+    // Used only when the publisher set nothing. A completed job's events are in the database:
+    // keeping its data would only fill Redis (1,000 kept jobs of 500 events held ~160 MB).
+    removeOnComplete: { count: 0 },
     removeOnFail: { count: 10_000 },
   });
 }
@@ -252,6 +269,7 @@ function readinessOf(parts: Parts, gate: DatabaseGate): Promise<Readiness> {
       const c = await parts.eventsQueue.getJobCounts('wait', 'prioritized');
       return (c.wait ?? 0) + (c.prioritized ?? 0);
     },
+    schema: () => parts.schema.check(),
     lastProgressAt: () => parts.state.lastProgressAt,
     stallMs: parts.settings.readyStallSeconds * 1000,
   });

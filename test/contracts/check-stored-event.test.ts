@@ -11,7 +11,7 @@ import * as parseModule from '../../src/contracts/parse-plan-event';
 import { toIsoString } from '../../src/contracts/parse-plan-event';
 import { manyPlanRuns } from '../support/event-factory';
 import { BASE_EVENTS, eventMutations, fieldPaths, show, TRICKY_VALUES } from '../support/event-mutations';
-import { NUL_VALUES, nulVariants } from './plan-event.fixtures';
+import { LONE_SURROGATE_VALUES, loneSurrogateVariants, NUL_VALUES, nulVariants, TIMESTAMP_EDGE_VALUES } from './plan-event.fixtures';
 
 type Plain = Record<string, unknown>;
 
@@ -81,7 +81,7 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
   it('agrees on random mutations of valid events, as objects, JSON round trips and JSON text', () => {
     const seen = { accepted: 0, acceptedFast: 0, rejected: 0 };
     fc.assert(
-      fc.property(eventMutations(fc.constantFrom(...TRICKY_VALUES, ...NUL_VALUES)), (mutant) => {
+      fc.property(eventMutations(fc.constantFrom(...TRICKY_VALUES, ...NUL_VALUES, ...LONE_SURROGATE_VALUES, ...TIMESTAMP_EDGE_VALUES)), (mutant) => {
         for (const input of forms(mutant)) {
           const { accepted, fast } = compare(input);
           if (!accepted) seen.rejected++;
@@ -120,6 +120,33 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
       }
     }
     expect(variants).toBeGreaterThan(300);
+  });
+
+  it('agrees on a lone UTF-16 surrogate, high or low, in any string or key, reporting it at its path', () => {
+    let variants = 0;
+    for (const event of BASE_EVENTS) {
+      for (const low of [false, true]) {
+        for (const { input, expected } of loneSurrogateVariants(event, low)) {
+          // the three forms for high ones; the verdict alone for low ones (the same code decides)
+          if (!low) for (const form of forms(input)) expect(compare(form).accepted).toBe(false);
+          const result = checkStoredEvent(input);
+          expect(!result.ok && result.error.violations).toEqual([expected]);
+          variants++;
+        }
+      }
+    }
+    expect(variants).toBeGreaterThan(600);
+  });
+
+  it('agrees on mutations to arbitrary JSON values of any UTF-16 units, lone surrogates and pairs included', () => {
+    let rejected = 0;
+    fc.assert(
+      fc.property(eventMutations(fc.jsonValue({ maxDepth: 2, stringUnit: 'binary' })), (mutant) => {
+        for (const input of forms(mutant)) if (!compare(input).accepted) rejected++;
+      }),
+      { numRuns: 250, seed: 13 },
+    );
+    expect(rejected).toBeGreaterThan(350);
   });
 
   it('agrees under configured limits, tight and loose', () => {
@@ -225,7 +252,7 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
 
   it('normalises eventId and occurredAt exactly as parsePlanEvent does', () => {
     const event = BASE_EVENTS[0] as unknown as Plain;
-    const variants = ['2024-05-01T12:00:00Z', '2024-05-01T12:00:00+00:00', '2024-05-01T12:00:00.1Z', '2024-05-01T12:00:00.123456789+00:00', '2024-02-29T23:59:59.999Z', '0000-01-01T00:00:00.000Z'];
+    const variants = ['2024-05-01T12:00:00Z', '2024-05-01T12:00:00+00:00', '2024-05-01T12:00:00.1Z', '2024-05-01T12:00:00.123456789+00:00', '2024-02-29T23:59:59.999Z', '1000-01-01T00:00:00.000Z', '9999-12-31T23:59:59.9999999Z'];
     for (const occurredAt of variants) {
       const input = { ...event, eventId: (event.eventId as string).toUpperCase(), occurredAt };
       expect(compare(input)).toEqual({ accepted: true, fast: true });
@@ -238,7 +265,7 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
   it('keeps a timestamp already in toISOString() form only where the Date round trip gives it back', () => {
     const p = (n: number, width = 2) => String(n).padStart(width, '0');
     const timestamp = fc
-      .record({ y: fc.integer({ min: 0, max: 9_999 }), mo: fc.integer({ min: 1, max: 12 }), d: fc.integer({ min: 1, max: 31 }), h: fc.integer({ min: 0, max: 23 }), mi: fc.integer({ min: 0, max: 59 }), s: fc.integer({ min: 0, max: 59 }), ms: fc.integer({ min: 0, max: 999 }) })
+      .record({ y: fc.integer({ min: 1_000, max: 9_999 }), mo: fc.integer({ min: 1, max: 12 }), d: fc.integer({ min: 1, max: 31 }), h: fc.integer({ min: 0, max: 23 }), mi: fc.integer({ min: 0, max: 59 }), s: fc.integer({ min: 0, max: 59 }), ms: fc.integer({ min: 0, max: 999 }) })
       .map(({ y, mo, d, h, mi, s, ms }) => `${p(y, 4)}-${p(mo)}-${p(d)}T${p(h)}:${p(mi)}:${p(s)}.${p(ms, 3)}Z`);
     let checked = 0;
     fc.assert(
@@ -279,6 +306,8 @@ describe('checkStoredEvent: stamps', () => {
     ['seq', 1.5],
     ['seq', '7'],
     ['occurredAt', '2024-05-01T12:00:00+01:00'],
+    ['occurredAt', '0000-01-01T00:00:00.000Z'],
+    ['occurredAt', '0999-12-31T23:59:59.999Z'],
     ['occurredAt', null],
   ])('rejects %s = %p as parsePlanEvent does', (stamp, value) => {
     for (const event of BASE_EVENTS) {

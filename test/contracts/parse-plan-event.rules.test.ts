@@ -80,7 +80,7 @@ describe('findCycle', () => {
 
 describe('parsePlanEvent: limits', () => {
   it('has the documented defaults', () => {
-    expect(DEFAULT_LIMITS).toEqual({ maxEventBytes: 1_048_576, maxSteps: 500, maxLongText: 200_000, maxStateDepth: 32, maxDependsOn: 100 });
+    expect(DEFAULT_LIMITS).toEqual({ maxEventBytes: 1_048_576, maxJobBytes: 16_777_216, maxSteps: 500, maxLongText: 200_000, maxStateDepth: 32, maxDependsOn: 100 });
   });
 
   it.each<[string, unknown, object, [string, string][]]>([

@@ -1,6 +1,21 @@
 /** What reaches the parser before any DTO: raw input shapes, JSON text, size, prototype keys. */
 import { InvalidEventError, isExternalId, parsePlanEvent, PLAN_EVENT_TYPES, PlanEventType, SPEC_VERSION } from '../../src/contracts';
-import { accepted, checkpoint, completed, created, envelope, nulKeyViolation, nulVariants, nulViolation, pairs, step, violationsOf } from './plan-event.fixtures';
+import {
+  accepted,
+  checkpoint,
+  completed,
+  created,
+  envelope,
+  loneSurrogateVariants,
+  nulKeyViolation,
+  nulVariants,
+  nulViolation,
+  pairs,
+  step,
+  surrogateKeyViolation,
+  surrogateViolation,
+  violationsOf,
+} from './plan-event.fixtures';
 import { BASE_EVENTS } from '../support/event-mutations';
 
 const FORBIDDEN = 'is a forbidden key (it names a built-in object property)';
@@ -180,5 +195,57 @@ describe('InvalidEventError and exports', () => {
     [null, false],
   ])('isExternalId(%p) is %p', (value, expected) => {
     expect(isExternalId(value)).toBe(expected);
+  });
+});
+
+describe('parsePlanEvent: lone UTF-16 surrogates, which each database stores differently', () => {
+  it.each<[string, Record<string, unknown>, ReturnType<typeof surrogateViolation>]>([
+    ['a high surrogate alone', completed({ result: '\uD800' }), surrogateViolation('payload.result')],
+    ['a low surrogate alone', completed({ result: 'a\uDC00b' }), surrogateViolation('payload.result')],
+    ['the high half of an emoji at the end', completed({ outputContent: 'smile \uD83D' }), surrogateViolation('payload.outputContent')],
+    ['the low half of an emoji at the start', completed({ model: '\uDE00 smile' }), surrogateViolation('payload.model')],
+    ['a pair in the wrong order', completed({ result: '\uDE00\uD83D' }), surrogateViolation('payload.result')],
+    ['an envelope field', completed({}, { sessionId: 'session\uD800' }), surrogateViolation('sessionId')],
+    ['a text also over its length limit', completed({ model: `${'m'.repeat(200)}\uDFFF` }), surrogateViolation('payload.model')],
+    ['a step field', created({ steps: [step(0), step(1, { task: 'x\uDBFF' })] }), surrogateViolation('payload.steps[1].task')],
+    ['a dependsOn item', created({ steps: [step(0), step(1, { dependsOn: ['s\uD8000'] })] }), surrogateViolation('payload.steps[1].dependsOn[0]')],
+    ['a checkpoint state key', checkpoint({ ok: 1, 'k\uD800': 1 }), surrogateKeyViolation('payload.state["k\\ud800"]')],
+    ['a nested checkpoint state key', checkpoint({ a: [{ '\uDC00': {} }] }), surrogateKeyViolation('payload.state.a[0]["\\udc00"]')],
+    ['a nested checkpoint state value', checkpoint({ a: { b: [1, 'x\uDC00y'] } }), surrogateViolation('payload.state.a.b[1]')],
+    ['an unknown field, reported as a surrogate rather than as unknown', completed({ extra: { note: '\uD800' } }), surrogateViolation('payload.extra.note')],
+  ])('rejects %s: one violation, at its path, in an object or in JSON text', (_name, input, expected) => {
+    expect(violationsOf(input)).toEqual([expected]);
+    expect(violationsOf(JSON.stringify(input))).toEqual([expected]);
+  });
+
+  it('rejects a high or a low one in every string and as a key of every object of every event type', () => {
+    let variants = 0;
+    for (const event of BASE_EVENTS) {
+      for (const low of [false, true]) {
+        for (const { input, expected } of loneSurrogateVariants(event, low)) {
+          expect(violationsOf(input)).toEqual([expected]);
+          variants++;
+        }
+      }
+    }
+    expect(variants).toBeGreaterThan(600);
+  });
+
+  it('rejects one written raw (unescaped) into JSON text, as a sender that builds JSON by hand would', () => {
+    const text = JSON.stringify(completed({ result: 'MARK' })).replace('MARK', 'file-\uD800.txt');
+    expect(text).toContain('\uD800');
+    expect(violationsOf(text)).toEqual([surrogateViolation('payload.result')]);
+  });
+
+  it('reports NUL first when a string holds both', () => {
+    expect(violationsOf(completed({ result: '\uD800\u0000' }))).toEqual([nulViolation('payload.result')]);
+  });
+
+  it('accepts valid pairs (emoji, CJK extension B) and the replacement character, in text, keys and state', () => {
+    for (const result of ['\u{1F600}', 'a\uD83D\uDE00b', '\u{20000}\u{10FFFF}', '\uFFFD', '\uD7FF\uE000', '\\uD800']) {
+      expect(accepted(completed({ result })).payload).toMatchObject({ result });
+      expect(accepted(checkpoint({ [result]: [result] })).payload).toMatchObject({ state: { [result]: [result] } });
+      expect(accepted(JSON.stringify(completed({ outputContent: result }))).payload).toMatchObject({ outputContent: result });
+    }
   });
 });

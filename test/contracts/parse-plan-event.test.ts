@@ -17,6 +17,7 @@ import {
 
 const EXTERNAL_ID_RULE = "must be an external id (1-64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit)";
 const TIMESTAMP_RULE = 'must be an ISO-8601 timestamp in UTC, e.g. 2024-05-01T12:00:00.000Z';
+const TIMESTAMP_RANGE = 'must be between 1000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z, the range every supported database stores alike';
 const TYPES_RULE =
   'must be one of: plan.created, plan.decision, step.started, step.completed, step.failed, step.skipped, handoff.recorded, checkpoint.saved, plan.finalized';
 
@@ -42,6 +43,8 @@ describe('parsePlanEvent: valid events', () => {
     ['plan.finalized minimal', envelope('plan.finalized', { status: 'cancelled' })],
     ['plan.finalized full', envelope('plan.finalized', { status: 'failed', summary: 's', failureReason: 'step s2 failed' })],
     ['a leap-day occurredAt', completed({}, { occurredAt: '2024-02-29T23:59:59.999Z' })],
+    ['the earliest occurredAt every database stores', completed({}, { occurredAt: '1000-01-01T00:00:00.000Z' })],
+    ['the latest occurredAt every database stores', completed({}, { occurredAt: '9999-12-31T23:59:59.999Z' })],
     ['UUID ids and seq 0', envelope('step.started', { stepId: '7d444840-9dc0-11d1-b245-5ffdce74fad2' }, { planId: EVENT_ID, sessionId: 'tenant:a.b-c_d', seq: 0 })],
   ])('accepts %s, returning it unchanged', (_name, input) => {
     expect(accepted(input)).toStrictEqual(input);
@@ -56,6 +59,9 @@ describe('parsePlanEvent: valid events', () => {
     expect(event.eventId).toBe(EVENT_ID);
     expect(event.occurredAt).toBe('2024-05-01T12:00:00.123Z');
     expect(accepted(completed({}, { occurredAt: '2024-05-01T12:00:00Z' })).occurredAt).toBe(OCCURRED_AT);
+    // past milliseconds the fraction is truncated, so the last instant of 9999 stays in range
+    expect(accepted(completed({}, { occurredAt: '9999-12-31T23:59:59.999999999+00:00' })).occurredAt).toBe('9999-12-31T23:59:59.999Z');
+    expect(accepted(completed({}, { occurredAt: '1000-01-01T00:00:00Z' })).occurredAt).toBe('1000-01-01T00:00:00.000Z');
   });
 
   it('returns a copy: the caller mutating its object later changes nothing', () => {
@@ -131,6 +137,12 @@ describe('parsePlanEvent: field violations', () => {
     ['occurredAt 31 April', completed({}, { occurredAt: '2024-04-31T00:00:00Z' }), [['occurredAt', `occurredAt ${TIMESTAMP_RULE}`]]],
     ['occurredAt 29 Feb 2100 (not a leap year)', completed({}, { occurredAt: '2100-02-29T00:00:00Z' }), [['occurredAt', `occurredAt ${TIMESTAMP_RULE}`]]],
     ['occurredAt as epoch ms', completed({}, { occurredAt: 1714564800000 }), [['occurredAt', 'occurredAt must be a string']]],
+    ['occurredAt in year 0000 (PostgreSQL refuses it)', completed({}, { occurredAt: '0000-01-01T00:00:00Z' }), [['occurredAt', `occurredAt ${TIMESTAMP_RANGE}`]]],
+    ['occurredAt 1 ms before the range', completed({}, { occurredAt: '0999-12-31T23:59:59.999Z' }), [['occurredAt', `occurredAt ${TIMESTAMP_RANGE}`]]],
+    ['occurredAt in year 0999 as +00:00', completed({}, { occurredAt: '0999-06-01T12:00:00+00:00' }), [['occurredAt', `occurredAt ${TIMESTAMP_RANGE}`]]],
+    ['occurredAt 29 Feb 0800, a valid date before the range', completed({}, { occurredAt: '0800-02-29T00:00:00Z' }), [['occurredAt', `occurredAt ${TIMESTAMP_RANGE}`]]],
+    ['occurredAt with a 5-digit year', completed({}, { occurredAt: '10000-01-01T00:00:00Z' }), [['occurredAt', `occurredAt ${TIMESTAMP_RULE}`]]],
+    ['occurredAt with an expanded year', completed({}, { occurredAt: '+010000-01-01T00:00:00.000Z' }), [['occurredAt', `occurredAt ${TIMESTAMP_RULE}`]]],
     ['payload an array', completed({}, { payload: [] }), [['payload', 'payload must be an object']]],
     ['payload a string', completed({}, { payload: 'x' }), [['payload', 'payload must be an object']]],
     ['payload missing', completed({}, { payload: undefined }), [['payload', 'payload is required']]],

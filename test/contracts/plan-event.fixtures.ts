@@ -75,9 +75,46 @@ export const nulKeyViolation = (path: string): Violation => ({
  */
 export const NUL_VALUES: readonly unknown[] = ['\u0000', 'a\u0000b', 's1\u0000', `${'x'.repeat(600)}\u0000`, ['s1', 's\u00002'], { 'k\u0000': 1 }, { deep: [{ v: 'x\u0000' }] }];
 
-/** A key that needs quoting in a violation path, as the contract quotes it. */
-const NUL_KEY = 'k\u0000';
-const NUL_KEY_IN_PATH = '["k\\u0000"]';
+/**
+ * Values carrying a lone UTF-16 surrogate for the mutation tests: a high one alone, a low one
+ * inside text, each half of an emoji without the other, a pair in the wrong order, a list item, a
+ * key, deep in an object.
+ */
+export const LONE_SURROGATE_VALUES: readonly unknown[] = [
+  '\uD800',
+  'a\uDC00b',
+  'smile \uD83D',
+  '\uDE00 smile',
+  '\uDE00\uD83D',
+  `${'x'.repeat(600)}\uDBFF`,
+  ['s1', 's\uDFFF2'],
+  { 'k\uD800': 1 },
+  { deep: [{ v: 'x\uDC00' }] },
+];
+
+/** Timestamps at and past the edges of the range every database stores (1000-01-01 to 9999-12-31). */
+export const TIMESTAMP_EDGE_VALUES: readonly string[] = [
+  '1000-01-01T00:00:00.000Z',
+  '1000-01-01T00:00:00+00:00',
+  '9999-12-31T23:59:59.999Z',
+  '9999-12-31T23:59:59.999999999+00:00',
+  '0999-12-31T23:59:59.999Z',
+  '0000-01-01T00:00:00Z',
+  '0000-02-29T00:00:00Z',
+  '10000-01-01T00:00:00Z',
+  '+010000-01-01T00:00:00.000Z',
+  '-000001-01-01T00:00:00.000Z',
+];
+
+/** What the contract says of a string, or a key, holding a lone surrogate. */
+export const surrogateViolation = (path: string): Violation => ({
+  path,
+  message: `${path} must not contain a lone UTF-16 surrogate (U+D800-U+DFFF without its pair): databases store it differently`,
+});
+export const surrogateKeyViolation = (path: string): Violation => ({
+  path,
+  message: `${path} is a forbidden key (it contains a lone UTF-16 surrogate, U+D800-U+DFFF without its pair, which databases store differently)`,
+});
 
 /**
  * Every way to put U+0000 into a valid `event` once: appended to each string (envelope fields,
@@ -86,18 +123,29 @@ const NUL_KEY_IN_PATH = '["k\\u0000"]';
  * is not a field name, so it is refused as unknown.
  */
 export function nulVariants(event: PlanEvent): { input: Plain; expected: Violation }[] {
+  return badTextVariants(event, '\u0000', nulViolation, nulKeyViolation);
+}
+
+/** The same with a lone surrogate: `low` appends a low surrogate, else a high one. */
+export function loneSurrogateVariants(event: PlanEvent, low = false): { input: Plain; expected: Violation }[] {
+  return badTextVariants(event, low ? '\uDC00' : '\uD800', surrogateViolation, surrogateKeyViolation);
+}
+
+function badTextVariants(event: PlanEvent, bad: string, inText: (path: string) => Violation, inKey: (path: string) => Violation): { input: Plain; expected: Violation }[] {
+  const key = `k${bad}`;
+  const keyInPath = `[${JSON.stringify(key)}]`;
   const variants: { input: Plain; expected: Violation }[] = [];
   const walk = (value: unknown, keys: (string | number)[]): void => {
     if (typeof value === 'string') {
-      variants.push({ input: setAt(event, keys, `${value}\u0000`), expected: nulViolation(pathOf(keys)) });
+      variants.push({ input: setAt(event, keys, `${value}${bad}`), expected: inText(pathOf(keys)) });
     } else if (Array.isArray(value)) {
       value.forEach((item, i) => walk(item, [...keys, i]));
     } else if (typeof value === 'object' && value !== null) {
-      const copy = setAt(event, keys, { ...(value as Plain), [NUL_KEY]: 'x' });
-      const path = `${pathOf(keys)}${NUL_KEY_IN_PATH}`;
+      const copy = setAt(event, keys, { ...(value as Plain), [key]: 'x' });
+      const path = `${pathOf(keys)}${keyInPath}`;
       const inState = keys[0] === 'payload' && keys[1] === 'state';
-      variants.push({ input: copy, expected: inState ? nulKeyViolation(path) : { path, message: `${path} is not an allowed field` } });
-      for (const [key, child] of Object.entries(value)) walk(child, [...keys, key]);
+      variants.push({ input: copy, expected: inState ? inKey(path) : { path, message: `${path} is not an allowed field` } });
+      for (const [k, child] of Object.entries(value)) walk(child, [...keys, k]);
     }
   };
   walk(event, []);

@@ -57,12 +57,13 @@ export function letter(overrides: Partial<DeadLetter> = {}): DeadLetter {
 
 /** Redis side of one test: the queues under its prefix, wiped and closed by `close()`. */
 export class QueueFixture {
-  readonly redis = new IORedis(REDIS_URL, { maxRetriesPerRequest: null });
+  readonly redis: IORedis;
   readonly deadLetters: Queue;
   readonly events: Queue;
   private readonly writer: DeadLetterWriter;
 
-  constructor(readonly prefix = uniquePrefix()) {
+  constructor(readonly prefix = uniquePrefix(), readonly redisUrl = REDIS_URL) {
+    this.redis = new IORedis(redisUrl, { maxRetriesPerRequest: null });
     this.deadLetters = new Queue(DEAD_LETTER_QUEUE, { connection: this.redis, prefix });
     this.events = new Queue(EVENTS_QUEUE, { connection: this.redis, prefix });
     this.writer = new DeadLetterWriter(this.redis, prefix);
@@ -70,7 +71,7 @@ export class QueueFixture {
 
   /** Environment for `runCli`. */
   env(extra: Record<string, string> = {}): Record<string, string> {
-    return { REDIS_URL, QUEUE_PREFIX: this.prefix, ...extra };
+    return { REDIS_URL: this.redisUrl, QUEUE_PREFIX: this.prefix, ...extra };
   }
 
   async write(...letters: DeadLetter[]): Promise<DeadLetter[]> {

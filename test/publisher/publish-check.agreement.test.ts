@@ -8,7 +8,7 @@ import { DEFAULT_LIMITS, parsePlanEvent, PlanEvent } from '../../src/contracts';
 import { checkEventInput } from '../../src/contracts/fast-check/event-rules';
 import { EventStamper } from '../../src/publisher/event-stamper';
 import { BASE_EVENTS, eventMutations, isPlainJson, show, TRICKY_VALUES } from '../support/event-mutations';
-import { NUL_VALUES, nulVariants } from '../contracts/plan-event.fixtures';
+import { LONE_SURROGATE_VALUES, loneSurrogateVariants, NUL_VALUES, nulVariants, TIMESTAMP_EDGE_VALUES } from '../contracts/plan-event.fixtures';
 
 /** What publish() decides, minus the queueing: the fast check, then the byte limit after stamping. */
 function fastVerdict(input: Record<string, unknown>): string[] {
@@ -40,7 +40,7 @@ describe('fast publish check agrees with parsePlanEvent', () => {
   it('agrees on random mutations of valid events (verdict and every violation message)', () => {
     const seen = { notJson: 0, accepted: 0, rejected: 0 };
     fc.assert(
-      fc.property(eventMutations(fc.constantFrom(...TRICKY_VALUES, ...NUL_VALUES)), (input) => {
+      fc.property(eventMutations(fc.constantFrom(...TRICKY_VALUES, ...NUL_VALUES, ...LONE_SURROGATE_VALUES, ...TIMESTAMP_EDGE_VALUES)), (input) => {
         const fast = fastVerdict(input);
         const contract = contractVerdict(input);
         // Non-JSON values included: on a refusal the fast check defers to the raw-input guard, as the contract does.
@@ -70,6 +70,36 @@ describe('fast publish check agrees with parsePlanEvent', () => {
     expect(variants).toBeGreaterThan(300);
   });
 
+  it('agrees on a lone UTF-16 surrogate, high or low, in any string or key: the contract\'s one violation, at its path', () => {
+    let variants = 0;
+    for (const event of BASE) {
+      for (const low of [false, true]) {
+        for (const { input, expected } of loneSurrogateVariants(event, low)) {
+          expect(fastVerdict(input)).toEqual([expected.message]);
+          if (!expected.path.startsWith('[')) expect(contractVerdict(input)).toEqual([expected.message]);
+          variants++;
+        }
+      }
+    }
+    expect(variants).toBeGreaterThan(600);
+  });
+
+  it('agrees on occurredAt at and past the range every database stores, naming the field and the range', () => {
+    const range = 'occurredAt must be between 1000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z, the range every supported database stores alike';
+    const verdicts = new Map<string, string[]>();
+    for (const event of BASE) {
+      for (const occurredAt of TIMESTAMP_EDGE_VALUES) {
+        const input = { ...(event as unknown as Record<string, unknown>), occurredAt };
+        expect(fastVerdict(input)).toEqual(contractVerdict(input));
+        verdicts.set(occurredAt, fastVerdict(input));
+      }
+    }
+    expect(verdicts.get('1000-01-01T00:00:00.000Z')).toEqual([]);
+    expect(verdicts.get('9999-12-31T23:59:59.999999999+00:00')).toEqual([]);
+    expect(verdicts.get('0999-12-31T23:59:59.999Z')).toEqual([range]);
+    expect(verdicts.get('0000-01-01T00:00:00Z')).toEqual([range]);
+  });
+
   it('agrees on the guard rules of opaque checkpoint state and on size', () => {
     const checkpoint = BASE.find((e) => e.type === 'checkpoint.saved')!;
     let deep: Record<string, unknown> = {};
@@ -80,6 +110,9 @@ describe('fast publish check agrees with parsePlanEvent', () => {
       { constructor: 1 },
       { 'k\u0000': 1 },
       { nested: [{ text: 'a\u0000' }] },
+      { 'k\uD800': 1 },
+      { nested: [{ text: 'a\uDC00' }], ok: '\u{1F600}' },
+      { '\uD83D\uDE00': ['\uD83D\uDE00'] },
       { nested: { toString: 'x' } },
       { list: [1, undefined, 3] },
       { when: new Date(0) },

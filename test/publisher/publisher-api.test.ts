@@ -111,7 +111,7 @@ describe('PlanEventPublisher API', () => {
         expect(job.id).toMatch(/^b-[0-9a-f-]{36}$/);
         expect(job.data.v).toBe(1);
         expect(job.data.events.length).toBeLessThanOrEqual(100);
-        expect(job.opts).toMatchObject({ attempts: 7, removeOnFail: false, removeOnComplete: { count: 1_000 }, backoff: { type: 'exponential' } });
+        expect(job.opts).toMatchObject({ attempts: 7, removeOnFail: false, removeOnComplete: true, backoff: { type: 'exponential' } }); // no payload kept once stored
       }
     } finally {
       await queue.obliterate({ force: true });
@@ -160,6 +160,28 @@ describe('PlanEventPublisher API', () => {
         violations: [{ path, message: `${path} must not contain the NUL character (U+0000): PostgreSQL cannot store it` }],
       });
       expect(publisher.stats()).toMatchObject({ rejected: 1, buffered: 0 });
+    } finally {
+      await publisher.close(5_000);
+    }
+  });
+
+  it.each(['fast', 'contract'] as const)('validation: "%s" refuses a lone UTF-16 surrogate at once, as the worker would, and passes an emoji', async (validation) => {
+    const { publisher } = newPublisher(redis.url, { validation });
+    const run = planRun({ seed: 10 });
+    const done = run.find((e) => e.type === 'step.completed')!;
+    const checkpoint = run.find((e) => e.type === 'checkpoint.saved')!;
+    const lone = (path: string) => ({ path, message: `${path} must not contain a lone UTF-16 surrogate (U+D800-U+DFFF without its pair): databases store it differently` });
+    try {
+      expect(publisher.publish({ ...done, payload: { ...done.payload, result: 'file-\uD800.txt' } } as PlanEvent)).toEqual({ ok: false, reason: 'invalid', violations: [lone('payload.result')] });
+      expect(publisher.publish({ ...done, payload: { ...done.payload, outputContent: '\uDC00' } } as PlanEvent)).toEqual({ ok: false, reason: 'invalid', violations: [lone('payload.outputContent')] });
+      const key = 'payload.state["k\\ud800"]';
+      expect(publisher.publish({ ...checkpoint, payload: { ...checkpoint.payload, state: { 'k\uD800': 1 } } } as PlanEvent)).toEqual({
+        ok: false,
+        reason: 'invalid',
+        violations: [{ path: key, message: `${key} is a forbidden key (it contains a lone UTF-16 surrogate, U+D800-U+DFFF without its pair, which databases store differently)` }],
+      });
+      expect(publisher.stats()).toMatchObject({ rejected: 3, buffered: 0 });
+      expect(publisher.publish({ ...done, payload: { ...done.payload, result: 'done \u{1F600}' } } as PlanEvent)).toMatchObject({ ok: true });
     } finally {
       await publisher.close(5_000);
     }

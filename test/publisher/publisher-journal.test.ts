@@ -26,8 +26,9 @@ import { RedisProcess } from './support/redis-process';
 const ROOT = path.join(__dirname, '..', '..');
 
 /** Runs spill-then-hang.ts in a child process, reads its report, then kills it like a crash would. */
-async function crashAfterSpilling(redisUrl: string, journalDir: string, count: number, maxBuffered: number): Promise<{ eventIds: string[]; stats: Record<string, number> }> {
-  const child = spawn(process.execPath, ['-r', 'tsx/cjs', path.join(__dirname, 'support', 'spill-then-hang.ts'), redisUrl, journalDir, String(count), String(maxBuffered)], {
+async function crashAfterSpilling(redisUrl: string, journalDir: string, count: number, maxBuffered: number | 'default', waitMs = 0, journalCommitMs?: number): Promise<{ eventIds: string[]; stats: Record<string, number> }> {
+  const args = [redisUrl, journalDir, String(count), String(maxBuffered), String(waitMs), ...(journalCommitMs === undefined ? [] : [String(journalCommitMs)])];
+  const child = spawn(process.execPath, ['-r', 'tsx/cjs', path.join(__dirname, 'support', 'spill-then-hang.ts'), ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -93,8 +94,9 @@ describe('spill journal', () => {
 
   it('a publisher restarted after a crash drains the journal it left', async () => {
     const journalDir = tempJournalDir();
-    // The crashed publisher held its first 200 events in memory (lost with the process) and spilled the rest.
-    const crashed = await crashAfterSpilling(redis.url, journalDir, 3_000, 200);
+    // The crashed publisher held its first 200 events in memory (lost with the process: killed
+    // before its group commit, here set to a minute) and spilled the rest.
+    const crashed = await crashAfterSpilling(redis.url, journalDir, 3_000, 200, 0, 60_000);
     expect(crashed.stats).toMatchObject({ buffered: 200, spilled: 2_800, dropped: 0 });
     expect(journalSegments(journalDir).length).toBeGreaterThan(0);
 
@@ -114,8 +116,27 @@ describe('spill journal', () => {
     expect(journalSegments(journalDir)).toEqual([]);
   });
 
+  it('kill -9 with Redis down and default options: every event accepted before the group-commit window is delivered after restart', async () => {
+    const journalDir = tempJournalDir();
+    // 3,000 events fit the default memory buffer (100,000): before group commit, all of them died with the process.
+    const crashed = await crashAfterSpilling(redis.url, journalDir, 3_000, 'default', 500);
+    expect(crashed.stats).toMatchObject({ buffered: 0, spilled: 3_000, dropped: 0 });
+
+    await redis.start();
+    const prefix = uniquePrefix();
+    const { publisher } = newPublisher(redis.url, { journalDir, queuePrefix: prefix });
+    try {
+      await expect(publisher.flush(30_000)).resolves.toBe(true);
+      expect(publisher.stats()).toMatchObject({ recovered: 3_000, dropped: 0 });
+    } finally {
+      await publisher.close(5_000);
+    }
+    const { events: queued } = await queuedEvents(redis.url, prefix);
+    expect(notExactlyOnce(crashed.eventIds, countByEventId(queued))).toEqual([]);
+  });
+
   it('close() while Redis is down writes memory to the journal; the next publisher delivers it once', async () => {
-    const first = newPublisher(redis.url);
+    const first = newPublisher(redis.url, { journalCommitMs: 60_000 }); // memory still holds them at close
     const events = exactlyEvents(1_000, { seed: 34 });
     for (const event of events) expect(first.publisher.publish(event).ok).toBe(true);
     const unicode = first.publisher.stepSkipped({ planId: 'plan_u', sessionId: 'sess_u' }, { stepId: 's1', reason: 'déjà vu 😀 漢字 "quoted"\n' });

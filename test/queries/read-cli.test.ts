@@ -124,7 +124,7 @@ describe('read commands: exit codes and one-line errors', () => {
   });
 
   it('prints a step output exactly, and says why when there is none', async () => {
-    expect(await cli('steps', 'output', 'plan-a1', 'read')).toEqual({ code: 0, stdout: '# Plan\n\n1. Add references.bib\n2. Cite in chapter 2', stderr: [] });
+    expect(await cli('steps', 'output', 'plan-a1', 'read')).toEqual({ code: 0, stdout: '# Plan\n\n1. Add references.bib\n2. Cite in chapter 2\n', stderr: [] });
     const none = await cli('steps', 'output', 'plan-a2', '2');
     expect(none).toEqual({ code: 1, stdout: '', stderr: ['plan-ledger: step "summarise" (#2) of plan "plan-a2" has no stored output (status skipped)'] });
   });

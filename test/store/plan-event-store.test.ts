@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { parsePlanEvent, PlanEvent } from '../../src/contracts';
-import { EventIdConflictError, PlanEventStore } from '../../src/store/plan-event-store';
+import { EventConflictError, EventIdConflictError, PlanEventStore } from '../../src/store/plan-event-store';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 
 function ev(planId: string, seq: number, type: string, payload: object, sessionId = 'sess_1'): PlanEvent {
@@ -98,8 +98,9 @@ describe.each(ALL_TEST_DBS)('PlanEventStore on %s', (kind) => {
     const [first] = samplePlan('plan_owner');
     await store.persist([first]);
     const reused = { ...ev('plan_other', 1, 'step.started', { stepId: 'a' }), eventId: first.eventId } as PlanEvent;
-    // a plan seen for the first time: its ids are not looked up, the primary key refuses
-    await expect(store.persist([reused])).rejects.toThrow(/duplicate|unique|PRIMARY/i);
+    // a plan seen for the first time: its ids are not looked up; the primary key refuses, and the stored event is named
+    const named = `event ${first.eventId} of plan plan_other: its id is already stored for an event of plan plan_owner (plan.created seq 1 of plan plan_owner); event ids must be unique`;
+    await expect(store.persist([reused])).rejects.toThrow(named);
     expect(await ds.query(`SELECT plan_id FROM plan_events WHERE plan_id = 'plan_other'`)).toEqual([]);
     expect(await ds.query(`SELECT plan_id FROM plan_heads WHERE plan_id = 'plan_other'`)).toEqual([]);
     // a known plan: the lookup finds the id under another plan and says so
@@ -107,8 +108,26 @@ describe.each(ALL_TEST_DBS)('PlanEventStore on %s', (kind) => {
     await store.persist([otherFirst]);
     const conflict = store.persist([reused]);
     await expect(conflict).rejects.toThrow(EventIdConflictError);
-    await expect(conflict).rejects.toThrow(`event ${first.eventId} of plan plan_other: its id is already stored for an event of plan plan_owner; event ids must be unique`);
+    await expect(conflict).rejects.toThrow(named);
     expect(await ds.query(`SELECT event_id FROM plan_events WHERE plan_id = 'plan_other'`)).toHaveLength(1);
+  });
+
+  it('refuses the same id with other content, in the store or in one batch; an exact redelivery is a no-op', async () => {
+    const events = samplePlan('plan_twin');
+    await store.persist(events);
+    const done = events[3] as Extract<PlanEvent, { type: 'step.completed' }>;
+    expect(await store.persist([{ ...done }])).toMatchObject({ inserted: 0, duplicates: 1 });
+    const changed = { ...done, payload: { ...done.payload, outputTokens: 999 } } as PlanEvent;
+    const stored = `event ${done.eventId} (step.completed seq 4 of plan plan_twin) differs from the event stored under the same id (step.completed seq 4 of plan plan_twin)`;
+    await expect(store.persist([changed])).rejects.toThrow(EventConflictError);
+    await expect(store.persist([changed])).rejects.toThrow(stored);
+    // in one batch: the first copy is not silently replaced by the later one
+    const [created, ...rest] = samplePlan('plan_twin2');
+    const twin = { ...rest[2], payload: { ...(rest[2].payload as object), result: 'other' } } as PlanEvent;
+    await expect(store.persist([created, ...rest, twin])).rejects.toThrow(EventConflictError);
+    expect(await ds.query(`SELECT event_id FROM plan_events WHERE plan_id = 'plan_twin2'`)).toEqual([]);
+    const [row] = await ds.query(`SELECT payload FROM plan_events WHERE event_id = '${done.eventId}'`);
+    expect(typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload).toMatchObject({ outputTokens: 20 });
   });
 
   it('survives concurrent writers on the same plan', async () => {

@@ -91,10 +91,38 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     ]);
   });
 
+  // A lone surrogate has no UTF-8 form: PostgreSQL would store U+FFFD, SQLite the raw unit. The
+  // contract refuses it, so the same event is dead-lettered on every database; an emoji (a valid
+  // pair) in the same job is stored as sent.
+  it('dead-letters an event with a lone UTF-16 surrogate as invalid and stores the emoji of its job as sent', async () => {
+    const run = planRun({ seed: 22, steps: 3 });
+    const completedAt = run.map((e, i) => (e.type === 'step.completed' ? i : -1)).filter((i) => i >= 0);
+    // the emoji first: events after the refused one wait for its seq (the gap timeout) before they apply
+    const emoji = run[completedAt[0]] as Extract<PlanEvent, { type: 'step.completed' }>;
+    const done = run[completedAt[1]] as Extract<PlanEvent, { type: 'step.completed' }>;
+    const bad = { ...done, payload: { ...done.payload, result: 'file-\uD800.txt' } };
+    const smile = { ...emoji, payload: { ...emoji.payload, result: 'done \u{1F600} \u{20000}' } };
+    const events = run.map((e, i) => (i === completedAt[0] ? smile : i === completedAt[1] ? bad : e));
+    const rowsBefore = await countRows(db.ds, 'plan_events');
+    const [jobId] = await publish(redis, prefix, [{ v: 1, events }], 'surrogate');
+    expect(await worker.idle(30_000)).toBe(true);
+
+    expect(await countRows(db.ds, 'plan_events')).toBe(rowsBefore + run.length - 1);
+    const letters = (await readDeadLetters(redis, prefix)).filter((l) => l.source.jobId === jobId);
+    expect(letters).toHaveLength(1);
+    expect(letters[0]).toMatchObject({ kind: 'invalid', event: bad, eventId: bad.eventId, planId: bad.planId, attempts: 1 });
+    expect(letters[0].error.violations).toEqual([
+      { path: 'payload.result', message: 'payload.result must not contain a lone UTF-16 surrogate (U+D800-U+DFFF without its pair): databases store it differently' },
+    ]);
+    const [row] = await db.ds.query(`SELECT result FROM plan_steps WHERE plan_id = '${smile.planId}' AND step_key = '${smile.payload.stepId}'`);
+    expect(row.result).toBe('done \u{1F600} \u{20000}');
+  });
+
   it('never retries an invalid event: the job completes on its first attempt', async () => {
     const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
     try {
-      const job = await queue.add('events', { v: 1, events: [invalidEvent(12)] }, { jobId: 'only-invalid', attempts: 5 });
+      // kept once completed (the worker's default removes it) so that its attempts can be read
+      const job = await queue.add('events', { v: 1, events: [invalidEvent(12)] }, { jobId: 'only-invalid', attempts: 5, removeOnComplete: false });
       expect(await worker.idle(30_000)).toBe(true);
       const done = await queue.getJob(job.id!);
       expect(await done!.getState()).toBe('completed');
@@ -129,5 +157,54 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     await publish(redis, prefix, [data], 'redeliver-a');
     expect(await worker.idle(30_000)).toBe(true);
     expect((await readDeadLetters(redis, prefix)).length).toBe(before);
+  });
+
+  /** A job added delayed, its data then overwritten with raw text, then promoted: what another producer (or a bug) leaves. */
+  async function addRawJob(queue: Queue, jobId: string, rawData: string): Promise<void> {
+    const job = await queue.add('events', { v: 1, events: [] }, { jobId, delay: 3_600_000, removeOnComplete: false });
+    await redis.hset(`${prefix}:${EVENTS_QUEUE}:${jobId}`, 'data', rawData);
+    await job.promote();
+  }
+
+  it.each([
+    ['NaN', '{"v":1,"events":[{"seq":NaN}]}'],
+    ['Infinity', '{"v":1,"events":[{"seq":Infinity}]}'],
+    ['truncated', '{"v":1,"events":[{"eventId":"abc'],
+  ])('dead-letters a job whose data is not JSON (%s) at once, with its raw text, and stores the valid jobs beside it', async (tag, raw) => {
+    const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
+    try {
+      const run = planRun({ seed: 40 + tag.length, steps: 2 });
+      const rowsBefore = await countRows(db.ds, 'plan_events');
+      await addRawJob(queue, `raw-${tag}`, raw);
+      await publish(redis, prefix, [{ v: 1, events: run }], `beside-${tag}`);
+      expect(await worker.idle(30_000)).toBe(true);
+
+      expect(await countRows(db.ds, 'plan_events')).toBe(rowsBefore + run.length);
+      const letters = (await readDeadLetters(redis, prefix)).filter((l) => l.source.jobId === `raw-${tag}`);
+      expect(letters).toHaveLength(1);
+      expect(letters[0]).toMatchObject({ kind: 'invalid', event: raw, attempts: 1 });
+      expect(letters[0].error.message).toMatch(/^job data is not JSON \(.+\); its raw text is kept as the event$/);
+      expect(await queue.getJobState(`raw-${tag}`)).toBe('completed');
+      expect(await redis.hget(`${prefix}:${EVENTS_QUEUE}:raw-${tag}`, 'stc')).toBeNull(); // never stalled
+    } finally {
+      await queue.close();
+    }
+  });
+
+  it('refuses a job of an unknown envelope version instead of reading it as v1', async () => {
+    const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
+    try {
+      const run = planRun({ seed: 51, steps: 1 });
+      const rowsBefore = await countRows(db.ds, 'plan_events');
+      await queue.add('events', { v: 2, events: run } as never, { jobId: 'envelope-v2' });
+      expect(await worker.idle(30_000)).toBe(true);
+      expect(await countRows(db.ds, 'plan_events')).toBe(rowsBefore);
+      const letters = (await readDeadLetters(redis, prefix)).filter((l) => l.source.jobId === 'envelope-v2');
+      expect(letters).toHaveLength(1);
+      expect(letters[0]).toMatchObject({ kind: 'invalid', event: { v: 2, events: run } });
+      expect(letters[0].error.message).toBe('job envelope version v=2 is not supported: this worker reads v: 1 only');
+    } finally {
+      await queue.close();
+    }
   });
 });

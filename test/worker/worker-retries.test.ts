@@ -118,7 +118,7 @@ describe.each<TestDb>(withMssql(['sqlite', 'postgres']))('worker on %s: retries,
     expect(await countRows(db.ds, 'plan_events')).toBe(events.length);
   });
 
-  it('a real refusal: an event id already stored under another plan is dead-lettered as unprocessable, the rest commits', async () => {
+  it('an event id already stored under another plan is dead-lettered as conflict, naming both plans; the rest commits', async () => {
     const stored = planRun({ seed: 40, steps: 2 });
     await new PlanEventStore(db.ds).persist(stored);
     const run = planRun({ seed: 41, steps: 2 });
@@ -130,9 +130,34 @@ describe.each<TestDb>(withMssql(['sqlite', 'postgres']))('worker on %s: retries,
     expect(await countRows(db.ds, 'plan_events')).toBe(stored.length + run.length - 1);
     const letters = await readDeadLetters(redis, prefix);
     expect(letters).toHaveLength(1);
-    expect(letters[0]).toMatchObject({ kind: 'unprocessable', eventId: reused.eventId, planId: reused.planId });
-    // the batch failed on the primary key; alone, the event meets its plan's stored events and the check that names the owner
-    expect(letters[0].error.message).toBe(`event ${reused.eventId} of plan ${reused.planId}: its id is already stored for an event of plan ${stored[0].planId}; event ids must be unique`);
+    expect(letters[0]).toMatchObject({ kind: 'conflict', eventId: reused.eventId, planId: reused.planId, error: { code: 'EVENT_ID_CONFLICT' } });
+    expect(letters[0].error.message).toBe(
+      `event ${reused.eventId} of plan ${reused.planId}: its id is already stored for an event of plan ${stored[0].planId} (${stored[0].type} seq ${stored[0].seq} of plan ${stored[0].planId}); event ids must be unique`,
+    );
+    expect(await worker!.metrics.text()).toMatch(/^plan_ledger_event_id_conflicts_total 1$/m);
+  });
+
+  it('the same event id with other content, across jobs or twice in one job, is dead-lettered as conflict naming the stored event', async () => {
+    const run = planRun({ seed: 42, steps: 2 });
+    const at = run.findIndex((e) => e.type === 'step.completed');
+    const original = run[at] as Extract<PlanEvent, { type: 'step.completed' }>;
+    const changed = { ...original, payload: { ...original.payload, outputTokens: original.payload.outputTokens + 1 } };
+    // one job: the event and, later in the same job, its altered copy; then a second job with another altered copy
+    await publish(redis, prefix, [{ v: 1, events: [...run, changed] }], 'twin-a');
+    await start(new PlanEventStore(db.ds));
+    expect(await worker!.idle(30_000)).toBe(true);
+    await publish(redis, prefix, [{ v: 1, events: [{ ...changed, payload: { ...changed.payload, model: 'other' } }] }], 'twin-b');
+    expect(await worker!.idle(30_000)).toBe(true);
+    expect(await countRows(db.ds, 'plan_events')).toBe(run.length);
+    const [row] = await db.ds.query(`SELECT payload FROM plan_events WHERE event_id = '${original.eventId}'`);
+    expect(typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload).toMatchObject({ outputTokens: original.payload.outputTokens });
+    const letters = await readDeadLetters(redis, prefix);
+    expect(letters.map((l) => [l.kind, l.source.jobId]).sort()).toEqual([['conflict', 'twin-a-0'], ['conflict', 'twin-b-0']]);
+    for (const l of letters) {
+      expect(l.eventId).toBe(original.eventId);
+      expect(l.error.message).toContain(`differs from the event stored under the same id (step.completed seq ${original.seq} of plan ${original.planId})`);
+    }
+    expect(await worker!.metrics.text()).toMatch(/^plan_ledger_event_id_conflicts_total 2$/m);
   });
 
   it('isolates a job the database refuses: other jobs of the batch commit, the refused event is dead-lettered as unprocessable', async () => {

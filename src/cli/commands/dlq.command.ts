@@ -47,12 +47,13 @@ Filters (combine freely; all must hold):
   Entries come oldest first; --limit keeps the first N.
 Kinds: invalid (breaks the event contract; replaying it unchanged fails again), retries-exhausted
   (a transient failure such as the database being down outlasted the retries), unprocessable (the
-  database refused a valid event for good).`;
+  database refused a valid event for good), conflict (its id is already stored for a different
+  event; the error names the stored one).`;
 
 function addFilterOptions(cmd: Command, limitHelp: string): Command {
   return cmd
     .option('--type <types>', 'event type(s), e.g. step.completed,step.failed')
-    .option('--kind <kinds>', 'failure kind(s): invalid, retries-exhausted, unprocessable')
+    .option('--kind <kinds>', 'failure kind(s): invalid, retries-exhausted, unprocessable, conflict')
     .option('--plan <id>', 'plan id')
     .option('--since <iso>', 'dead-lettered at or after this time')
     .option('--until <iso>', 'dead-lettered before this time')
@@ -83,7 +84,7 @@ function parsed<T>(fn: () => T): T {
 }
 
 function printJson(ctx: CliContext, value: unknown): void {
-  ctx.out(JSON.stringify(value, null, 2));
+  ctx.raw(JSON.stringify(value, null, 2));
 }
 
 export function registerDlq(program: Command, context: () => CliContext): void {
@@ -99,8 +100,9 @@ export function registerDlq(program: Command, context: () => CliContext): void {
       const filter = parsed(() => parseFilter(opts));
       filter.limit ??= DEFAULT_LIST_LIMIT;
       await withService(context(), {}, async (service) => {
-        const list = await service.list(filter);
-        if (opts.json) return printJson(context(), list);
+        // the table shows no event: read none (only --json prints the listed entries whole)
+        if (opts.json) return printJson(context(), await service.list(filter));
+        const list = await service.listSummaries(filter);
         for (const line of formatList(list.total, list.deadLetters)) context().out(line);
       });
     });

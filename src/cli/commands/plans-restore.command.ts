@@ -25,7 +25,7 @@ export async function plansRestore(ctx: CliContext, rawId: string, opts: { json?
   const policy = retentionPolicyFromEnv(ctx.env);
   const outcome = await withRetentionSource(ctx, (ds) => restorePlan(ds, planId, policy, { logger: ctx.logger }));
   if (outcome.status !== 'restored') throw new CliError(failureText(outcome), EXIT.failed);
-  if (opts.json) return ctx.out(JSON.stringify(outcome));
+  if (opts.json) return ctx.raw(JSON.stringify(outcome));
   const rows = Object.entries(outcome.rows).filter(([, n]) => (n ?? 0) > 0);
   const total = rows.reduce((sum, [, n]) => sum + (n ?? 0), 0);
   ctx.out(`restored plan ${planId} (soft-deleted at ${outcome.deletedAt}): ${total} rows (${rows.map(([t, n]) => `${t} ${n}`).join(', ')})`);

@@ -32,7 +32,7 @@ export async function withReadSource<T>(ctx: CliContext, name: string, fn: (ds: 
 }
 
 export function printJson(ctx: CliContext, value: unknown): void {
-  ctx.out(JSON.stringify(value, null, 2));
+  ctx.raw(JSON.stringify(value, null, 2));
 }
 
 /** `--json` and `--csv` pick one output; both at once is a usage error. */

@@ -31,7 +31,7 @@ export function registerRetention(program: Command, context: () => CliContext): 
 export async function retentionRun(ctx: CliContext, opts: RunOptions): Promise<void> {
   const policy = retentionPolicyFromEnv(ctx.env);
   const report = await withRetentionSource(ctx, (ds) => runRetention(ds, policy, { dryRun: opts.dryRun ?? false, logger: ctx.logger }));
-  if (opts.json) return ctx.out(JSON.stringify(report));
+  if (opts.json) return ctx.raw(JSON.stringify(report));
   for (const line of formatReport(report)) ctx.out(line);
 }
 

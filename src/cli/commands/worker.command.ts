@@ -8,6 +8,53 @@ import { startWorker } from '../../worker/start-worker';
 import { loadRetentionPolicy, RETENTION_ENV_HELP, startRetentionScheduler } from '../../retention';
 import { openDataSource } from '../../store/data-source';
 import { CliError, EXIT } from '../exit-codes';
+import type { Logger } from '../../shared/logger';
+import { isRedisOomError } from '../../worker/redis-relief';
+
+/** Delay between attempts to start the retention scheduler while Redis is at maxmemory. */
+const RETENTION_RETRY_MS = 30_000;
+
+/**
+ * The retention scheduler starts with an upsert, a write that a Redis at `maxmemory` (noeviction)
+ * refuses. The worker must start all the same (draining the queue is what frees Redis), so on
+ * Redis's OOM error the scheduler is started later, retried in the background; other errors still
+ * stop the start-up.
+ */
+async function startRetentionWhenRedisHasRoom(start: () => Promise<{ close(): Promise<void> }>, logger: Logger): Promise<{ close(): Promise<void> }> {
+  try {
+    return await start();
+  } catch (err) {
+    if (!isRedisOomError(err)) throw err;
+  }
+  logger.warn({ retryMs: RETENTION_RETRY_MS }, 'Redis is at maxmemory: the retention scheduler will start once Redis has room; the worker starts now');
+  let started: { close(): Promise<void> } | undefined;
+  let closed = false;
+  let timer: NodeJS.Timeout | undefined;
+  const attempt = () => {
+    timer = setTimeout(() => {
+      start().then(
+        (s) => {
+          if (closed) return void s.close();
+          started = s;
+          logger.info('retention scheduler started');
+        },
+        (err) => {
+          if (!closed) attempt();
+          if (!isRedisOomError(err)) logger.warn({ err }, 'retention scheduler could not start; retrying');
+        },
+      );
+    }, RETENTION_RETRY_MS);
+    timer.unref();
+  };
+  attempt();
+  return {
+    close: async () => {
+      closed = true;
+      clearTimeout(timer);
+      await started?.close();
+    },
+  };
+}
 
 const HELP = `
 Worker environment:
@@ -61,7 +108,11 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
   try {
     ds = await openDataSource(ctx.config.database, { poolSize: settings.transactions + 3 });
     handle = await startWorker({ config: ctx.config, logger, settings, dataSource: ds });
-    retention = await startRetentionScheduler({ redisUrl: ctx.config.redisUrl, redisClusterNodes: ctx.config.redisClusterNodes, prefix: ctx.config.queuePrefix, dataSource: ds, policy, logger: logger.child({ component: 'retention' }) });
+    const dataSource = ds;
+    retention = await startRetentionWhenRedisHasRoom(
+      () => startRetentionScheduler({ redisUrl: ctx.config.redisUrl, redisClusterNodes: ctx.config.redisClusterNodes, prefix: ctx.config.queuePrefix, dataSource, policy, logger: logger.child({ component: 'retention' }) }),
+      logger,
+    );
   } catch (err) {
     await handle?.close(settings.shutdownTimeoutMs).catch(() => undefined);
     if (ds?.isInitialized) await ds.destroy().catch(() => undefined);

@@ -38,6 +38,7 @@ export function formatResumePoint(p: Resumable): string[] {
     p.nextLayer === null
       ? 'next:       every layer is checkpointed; only finalization is missing'
       : `next:       layer ${p.nextLayer} (${p.nextSteps.length} steps)`,
+    `next seq:   ${p.nextSeq} (publish the plan's next event with it)`,
     '',
     ...renderTable(['LAYER', 'STEPS', 'COMPLETED', 'FAILED', 'SKIPPED', 'UNFINISHED'], p.layers.map((l) => [l.layer, l.steps, l.completed, l.failed, l.skipped, l.unfinished])),
   ];

@@ -6,13 +6,14 @@
  * Soundness matters more than wording: `checkStoredEvent` accepts on these rules alone, so a rule
  * may be stricter than its decorator (the authority then decides) but never more lenient.
  *
- * No string these rules accept holds U+0000, which the contract's raw-input guard refuses: the
- * formats and enums exclude it, and `text` and `longText` look for it.
+ * No string these rules accept holds U+0000 or a lone surrogate, which the contract's raw-input
+ * guard refuses: the formats and enums exclude them, and `text` and `longText` ask storable-text.ts,
+ * as the guard does.
  */
-import { isExternalId, isUtcTimestamp, isUuid } from '../field-formats';
+import { isExternalId, isUuid, utcTimestampProblem } from '../field-formats';
 import type { Violation } from '../invalid-event.error';
 import type { ContractLimits } from '../limits';
-import { CONTAINS_NUL, NUL_CHARACTER } from '../raw-input.guard';
+import { textProblem } from '../storable-text';
 import { childPath, violationAt } from '../violation-path';
 
 export interface CheckContext {
@@ -75,7 +76,8 @@ export function text(min: number, max: number): Rule {
   const predicate = min > 0 ? `must be ${min} to ${max} characters long` : `must be at most ${max} characters long`;
   return (value, parent, key, ctx) => {
     if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
-    if (value.includes(NUL_CHARACTER)) return report(ctx, parent, key, CONTAINS_NUL);
+    const problem = textProblem(value);
+    if (problem !== undefined) return report(ctx, parent, key, problem);
     if (value.length < min || value.length > max) report(ctx, parent, key, predicate);
   };
 }
@@ -84,7 +86,8 @@ export function text(min: number, max: number): Rule {
 export function longText(options: { nonEmpty?: boolean } = {}): Rule {
   return (value, parent, key, ctx) => {
     if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
-    if (value.includes(NUL_CHARACTER)) return report(ctx, parent, key, CONTAINS_NUL);
+    const problem = textProblem(value);
+    if (problem !== undefined) return report(ctx, parent, key, problem);
     if (options.nonEmpty && value.length === 0) report(ctx, parent, key, 'must not be empty');
     const max = ctx.limits.maxLongText;
     if (value.length > max) report(ctx, parent, key, `must be at most ${max} characters long`);
@@ -105,7 +108,8 @@ export const uuid: Rule = (value, parent, key, ctx) => {
 
 export const utcTimestamp: Rule = (value, parent, key, ctx) => {
   if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
-  if (!isUtcTimestamp(value)) report(ctx, parent, key, 'must be an ISO-8601 timestamp in UTC, e.g. 2024-05-01T12:00:00.000Z');
+  const problem = utcTimestampProblem(value);
+  if (problem !== undefined) report(ctx, parent, key, problem);
 };
 
 export function intInRange(min: number, max: number): Rule {

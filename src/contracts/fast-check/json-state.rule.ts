@@ -1,11 +1,11 @@
 /**
  * Checkpoint `state` is opaque to the contract, so the field rules cannot vouch for it: this walk
  * applies the raw-input guard's rules to it (plain JSON only, no prototype keys, no NUL character
- * in a key or string, at most `maxStateDepth` levels). Everything else in an event is covered by
+ * nor lone surrogate in a key or string (storable-text.ts), at most `maxStateDepth` levels). Everything else in an event is covered by
  * typed field rules, which already refuse non-JSON values. Explicit stack: deep or cyclic state
  * stops at the depth limit instead of overflowing the call stack.
  */
-import { CONTAINS_NUL, KEY_CONTAINS_NUL, NUL_CHARACTER } from '../raw-input.guard';
+import { stateKeyProblem, textProblem } from '../storable-text';
 import { childPath } from '../violation-path';
 import { CheckContext, Rule, isPlainObject, report } from './field-rules';
 
@@ -38,8 +38,11 @@ export const jsonState: Rule = (value, parent, key, ctx) => {
     } else {
       for (const k of Object.keys(frame.value)) {
         if (FORBIDDEN_KEYS.has(k)) report(ctx, frame.path, k, 'is a forbidden key (it names a built-in object property)');
-        else if (k.includes(NUL_CHARACTER)) report(ctx, frame.path, k, KEY_CONTAINS_NUL);
-        else visit(frame.value[k], frame, k, false, stack, ctx);
+        else {
+          const problem = stateKeyProblem(k);
+          if (problem !== undefined) report(ctx, frame.path, k, problem);
+          else visit(frame.value[k], frame, k, false, stack, ctx);
+        }
       }
     }
   }
@@ -47,9 +50,11 @@ export const jsonState: Rule = (value, parent, key, ctx) => {
 
 function visit(child: unknown, frame: Frame, key: string | number, inArray: boolean, stack: Frame[], ctx: CheckContext): void {
   switch (typeof child) {
-    case 'string':
-      if (child.includes(NUL_CHARACTER)) report(ctx, frame.path, key, CONTAINS_NUL);
+    case 'string': {
+      const problem = textProblem(child);
+      if (problem !== undefined) report(ctx, frame.path, key, problem);
       return;
+    }
     case 'boolean':
       return;
     case 'number':

@@ -3,8 +3,8 @@ import type { CheckpointSavedPayload } from '../types';
 
 /**
  * `state` is opaque to the contract. The raw-input guard has already checked that it is plain JSON,
- * free of prototype keys and NUL characters and no deeper than `maxStateDepth`; here it only has to
- * be an object.
+ * free of prototype keys, NUL characters and lone surrogates and no deeper than `maxStateDepth`;
+ * here it only has to be an object.
  */
 export class CheckpointSavedPayloadDto implements CheckpointSavedPayload {
   @Required() @ExternalId() checkpointId!: string;

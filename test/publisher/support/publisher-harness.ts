@@ -5,8 +5,6 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import * as v8 from 'node:v8';
-import * as vm from 'node:vm';
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import pino from 'pino';
@@ -87,36 +85,3 @@ export function journalSegments(dir: string): string[] {
 
 export const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/**
- * A full GC before timing publish() calls, so the test's own freshly generated events are not
- * promoted (copied) by a scavenge inside a measured call. `--expose-gc` at runtime, jest cannot pass it.
- */
-export function settleHeap(): void {
-  v8.setFlagsFromString('--expose-gc');
-  (vm.runInNewContext('gc') as () => void)();
-}
-
-/** Wall time of every publish() call, in ms. */
-export class CallTimer {
-  private readonly ms: number[] = [];
-
-  time<T>(fn: () => T): T {
-    const start = process.hrtime.bigint();
-    const result = fn();
-    this.ms.push(Number(process.hrtime.bigint() - start) / 1e6);
-    return result;
-  }
-
-  get count(): number {
-    return this.ms.length;
-  }
-
-  get max(): number {
-    return this.ms.reduce((a, b) => Math.max(a, b), 0);
-  }
-
-  percentile(p: number): number {
-    const sorted = [...this.ms].sort((a, b) => a - b);
-    return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
-  }
-}

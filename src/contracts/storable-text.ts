@@ -1,0 +1,48 @@
+/**
+ * Which strings the contract admits: the one place that decides. Every string of an event and
+ * every key of its checkpoint state must be text that every supported database stores alike. The
+ * raw-input guard (so `parsePlanEvent` and `checkStoredEvent`) and the fast rules (so `publish()`)
+ * both ask `textProblem` / `stateKeyProblem`, so their verdicts and wording cannot drift apart.
+ *
+ * Two kinds of UTF-16 content are refused:
+ * - U+0000. PostgreSQL's text cannot hold it (22021 `invalid byte sequence for encoding "UTF8":
+ *   0x00`) while SQLite and MariaDB store it: accepted by the contract, such an event would be
+ *   stored on one database and dead-lettered on another, after its whole batch had failed and been
+ *   split down to find it. Checkpoint state is stored as JSON text, where the escape `\u0000` does
+ *   fit, but anything that unescapes it (jsonb, `->>`) fails the same way: refused too, so no
+ *   string depends on its column.
+ * - A lone surrogate: a high surrogate (U+D800-U+DBFF) not followed by a low one, or a low
+ *   surrogate (U+DC00-U+DFFF) not preceded by a high one (Python's `surrogateescape` produces them
+ *   for undecodable file names). It is not Unicode text and has no UTF-8 form: PostgreSQL and
+ *   MariaDB store U+FFFD in its place, SQLite the raw bytes, SQL Server the unit itself, so one
+ *   event would read back differently on each. A valid pair (an emoji) is text and passes.
+ *
+ * Keys outside checkpoint state are not asked: one that is not a field name is refused as unknown
+ * anyway, and field names, the common keys, cost no scan.
+ */
+
+export const NUL_CHARACTER = '\0';
+export const CONTAINS_NUL = 'must not contain the NUL character (U+0000): PostgreSQL cannot store it';
+export const KEY_CONTAINS_NUL = 'is a forbidden key (it contains the NUL character, U+0000, which PostgreSQL cannot store)';
+export const CONTAINS_LONE_SURROGATE = 'must not contain a lone UTF-16 surrogate (U+D800-U+DFFF without its pair): databases store it differently';
+export const KEY_CONTAINS_LONE_SURROGATE =
+  'is a forbidden key (it contains a lone UTF-16 surrogate, U+D800-U+DFFF without its pair, which databases store differently)';
+
+/**
+ * What is wrong with a string of an event, as a predicate, or undefined when every database stores
+ * it alike. Linear in the string and cheap on the common case: `includes` of one character is a
+ * memchr on one-byte strings, and `isWellFormed` answers a one-byte string (no surrogate can be in
+ * it) without reading it.
+ */
+export function textProblem(s: string): string | undefined {
+  if (s.includes(NUL_CHARACTER)) return CONTAINS_NUL;
+  if (!s.isWellFormed()) return CONTAINS_LONE_SURROGATE;
+  return undefined;
+}
+
+/** The same for a key of checkpoint state (data, stored as JSON text), worded as a key. */
+export function stateKeyProblem(key: string): string | undefined {
+  if (key.includes(NUL_CHARACTER)) return KEY_CONTAINS_NUL;
+  if (!key.isWellFormed()) return KEY_CONTAINS_LONE_SURROGATE;
+  return undefined;
+}

@@ -1,0 +1,100 @@
+import { ConfigError } from '../config/config';
+import { type Env, integer, read } from '../config/env-readers';
+
+/**
+ * `plan-ledger serve` settings, read from the environment once. Every field documents its default;
+ * `HTTP_ENV_HELP` is what `--help` prints. API keys are never logged nor echoed in an error.
+ */
+export interface HttpConfig {
+  /** HTTP_HOST: address to bind. Loopback by default: exposing the API is a deliberate choice. @defaultValue `127.0.0.1` */
+  host: string;
+  /** HTTP_PORT: 0 = any free port (the bound port is logged). @defaultValue 8080 */
+  port: number;
+  /** HTTP_INGEST_KEYS: comma-separated API keys allowed to POST /v1/events. @defaultValue none */
+  ingestKeys: string[];
+  /** HTTP_READ_KEYS: comma-separated API keys allowed to call the read endpoints. @defaultValue none */
+  readKeys: string[];
+  /** HTTP_MAX_BATCH_EVENTS: most events in one POST /v1/events; more is 413. @defaultValue 1000 */
+  maxBatchEvents: number;
+  /**
+   * HTTP_BODY_LIMIT_BYTES: largest request body; larger is 413 before it is parsed. Default: a
+   * full batch of 1 KiB events with room to spare (a single event may be up to 1 MiB).
+   * @defaultValue 16777216 (16 MiB)
+   */
+  bodyLimitBytes: number;
+  /** HTTP_MAX_HEADER_BYTES: largest request head (request line + headers); larger is 431. @defaultValue 16384 */
+  maxHeaderBytes: number;
+  /** HTTP_JOURNAL_DIR: the spill journal of the server's publisher (events accepted while Redis is down). @defaultValue `./data/http-journal` */
+  journalDir: string;
+  /** HTTP_MAX_JOURNAL_BYTES: journal bound; a batch that would not fit is answered 503. @defaultValue 1073741824 (1 GiB) */
+  maxJournalBytes: number;
+  /** HTTP_MAX_BUFFERED_EVENTS: events the publisher holds in memory before spilling. @defaultValue 100000 */
+  maxBufferedEvents: number;
+  /** HTTP_RETRY_AFTER_SECONDS: the `Retry-After` of a 503. @defaultValue 5 */
+  retryAfterSeconds: number;
+  /** SHUTDOWN_TIMEOUT_MS: SIGTERM deadline (answer in-flight requests, flush the publisher). @defaultValue 8000 */
+  shutdownTimeoutMs: number;
+}
+
+export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
+  ['HTTP_HOST', 'address to bind (default 127.0.0.1, loopback only)'],
+  ['HTTP_PORT', 'port, 0 = any free port (default 8080)'],
+  ['HTTP_INGEST_KEYS', 'comma-separated API keys with the ingest scope (POST /v1/events); at least 16 characters each'],
+  ['HTTP_READ_KEYS', 'comma-separated API keys with the read scope (GET /v1/...); a key may be in both lists'],
+  ['HTTP_MAX_BATCH_EVENTS', 'most events per POST /v1/events, 1-100000 (default 1000)'],
+  ['HTTP_BODY_LIMIT_BYTES', 'largest request body (default 16777216)'],
+  ['HTTP_MAX_HEADER_BYTES', 'largest request head (default 16384)'],
+  ['HTTP_JOURNAL_DIR', "the server publisher's spill journal (default ./data/http-journal)"],
+  ['HTTP_MAX_JOURNAL_BYTES', 'journal bound; past it POST answers 503 + Retry-After (default 1073741824)'],
+  ['HTTP_MAX_BUFFERED_EVENTS', 'events held in memory before spilling to the journal (default 100000)'],
+  ['HTTP_RETRY_AFTER_SECONDS', 'Retry-After of a 503 (default 5)'],
+  ['SHUTDOWN_TIMEOUT_MS', 'SIGTERM deadline in ms (default 8000)'],
+];
+
+const MIN_KEY_LENGTH = 16;
+
+function keys(env: Env, name: string): string[] {
+  const raw = read(env, name);
+  if (raw === undefined) return [];
+  const list = raw.split(',').map((k) => k.trim()).filter((k) => k !== '');
+  const short = list.filter((k) => k.length < MIN_KEY_LENGTH).length;
+  // the key itself is never quoted: it would land in a terminal or a log
+  if (short > 0) throw new Error(`${short} key(s) shorter than ${MIN_KEY_LENGTH} characters`);
+  if (list.some((k) => /\s/.test(k))) throw new Error('keys may not contain whitespace');
+  return list;
+}
+
+export function loadHttpConfig(env: Env): Readonly<HttpConfig> {
+  const problems: string[] = [];
+  const check = <T>(name: string, fallback: T, fn: () => T): T => {
+    try {
+      return fn();
+    } catch (err) {
+      problems.push(`${name}: ${(err as Error).message}`);
+      return fallback;
+    }
+  };
+  const int = (name: string, def: number, min: number, max: number) => check(name, def, () => {
+    const raw = read(env, name);
+    return raw === undefined ? def : integer(raw, min, max);
+  });
+  const config: HttpConfig = {
+    host: read(env, 'HTTP_HOST') ?? '127.0.0.1',
+    port: int('HTTP_PORT', 8080, 0, 65535),
+    ingestKeys: check('HTTP_INGEST_KEYS', [], () => keys(env, 'HTTP_INGEST_KEYS')),
+    readKeys: check('HTTP_READ_KEYS', [], () => keys(env, 'HTTP_READ_KEYS')),
+    maxBatchEvents: int('HTTP_MAX_BATCH_EVENTS', 1000, 1, 100_000),
+    bodyLimitBytes: int('HTTP_BODY_LIMIT_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    maxHeaderBytes: int('HTTP_MAX_HEADER_BYTES', 16 * 1024, 1024, 1024 * 1024),
+    journalDir: read(env, 'HTTP_JOURNAL_DIR') ?? './data/http-journal',
+    maxJournalBytes: int('HTTP_MAX_JOURNAL_BYTES', 1024 * 1024 * 1024, 1024, Number.MAX_SAFE_INTEGER),
+    maxBufferedEvents: int('HTTP_MAX_BUFFERED_EVENTS', 100_000, 1, 10_000_000),
+    retryAfterSeconds: int('HTTP_RETRY_AFTER_SECONDS', 5, 1, 3600),
+    shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),
+  };
+  if (problems.length === 0 && config.ingestKeys.length === 0 && config.readKeys.length === 0) {
+    problems.push('HTTP_INGEST_KEYS / HTTP_READ_KEYS: no API key is set; set at least one (every endpoint but /healthz and /metrics needs a key)');
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
+}

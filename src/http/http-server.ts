@@ -1,0 +1,96 @@
+import fastify, { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import type { DataSource } from 'typeorm';
+import type { PlanEventPublisher } from '../publisher';
+import { NotFoundError, QueryArgumentError } from '../queries/query-errors';
+import type { Logger } from '../shared/logger';
+import { ApiKeys, Scope } from './api-keys';
+import type { HttpConfig } from './http-config';
+import { HttpMetrics } from './http-metrics';
+import { registerIngestRoutes } from './ingest.routes';
+import { registerReadRoutes } from './read.routes';
+
+export interface HttpServerDeps {
+  settings: Readonly<HttpConfig>;
+  dataSource: DataSource;
+  publisher: PlanEventPublisher;
+  logger: Logger;
+  /** Version shown in the OpenAPI document. */
+  version: string;
+}
+
+export interface BuiltHttpServer {
+  app: FastifyInstance;
+  metrics: HttpMetrics;
+  /** Makes POST /v1/events answer 503 (shutdown started). */
+  beginClosing(): void;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Scope an API key needs for the route; absent = open (/healthz, /metrics). */
+    scope?: Scope;
+  }
+}
+
+/**
+ * The Fastify app of `plan-ledger serve`: routes, API-key scopes, error vocabulary, metrics and the
+ * OpenAPI document. Receives every resource (composition root: start-http-server.ts).
+ */
+export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpServer> {
+  const { settings } = deps;
+  const app = fastify({
+    loggerInstance: deps.logger as unknown as FastifyBaseLogger,
+    bodyLimit: settings.bodyLimitBytes,
+    http: { maxHeaderSize: settings.maxHeaderBytes },
+    // clients retry on a closed socket; a long idle keep-alive must not delay shutdown
+    keepAliveTimeout: 5_000,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+  // Answers are the query results as they are: schemas document, JSON.stringify serialises.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  const keys = new ApiKeys(settings.ingestKeys, settings.readKeys);
+  const metrics = new HttpMetrics(deps.publisher);
+  let closing = false;
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'plan-ledger', version: deps.version, description: 'Ingest plan events and read plans back. Every /v1 route needs an API key (Authorization: Bearer <key>) with its scope.' },
+      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'HTTP_INGEST_KEYS (POST /v1/events) or HTTP_READ_KEYS (GET /v1/...)' } } },
+    },
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    const scope = req.routeOptions.config.scope;
+    if (scope === undefined) return;
+    const verdict = keys.check(req.headers.authorization, scope);
+    if (!verdict.ok) {
+      metrics.refusals.inc({ status: String(verdict.status) });
+      return reply.code(verdict.status).header('www-authenticate', 'Bearer').send({ error: verdict.message });
+    }
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unknown';
+    metrics.requests.inc({ route, method: req.method, status: String(reply.statusCode) });
+    metrics.duration.observe({ route }, reply.elapsedTime / 1000);
+  });
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof NotFoundError) return reply.code(404).send({ error: err.message });
+    if (err instanceof QueryArgumentError) return reply.code(400).send({ error: err.message });
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send({ error: `the body is larger than ${settings.bodyLimitBytes} bytes (HTTP_BODY_LIMIT_BYTES); send smaller batches` });
+    if (err.statusCode !== undefined && err.statusCode < 500) return reply.code(err.statusCode).send({ error: err.message });
+    req.log.error({ err }, 'request failed');
+    return reply.code(500).send({ error: 'internal error (logged by the server)' });
+  });
+  app.setNotFoundHandler((req, reply) => reply.code(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}; see GET /v1/openapi.json` }));
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  registerIngestRoutes(app, { publisher: deps.publisher, settings, metrics, closing: () => closing });
+  registerReadRoutes(app, deps.dataSource);
+  await app.ready();
+  return { app, metrics, beginClosing: () => (closing = true) };
+}

@@ -1,0 +1,75 @@
+/**
+ * Route schemas for the OpenAPI document (`GET /v1/openapi.json`). They document; they do not
+ * validate nor serialise: arguments go through the same parsers as the CLI (one wording), bodies
+ * through the contract, and answers are plain JSON of the query results.
+ */
+const idParam = (name: string, description: string) => ({ type: 'object', required: [name], properties: { [name]: { type: 'string', description } } });
+const error = { type: 'object', properties: { error: { type: 'string', description: 'one line: what was wrong and where' } } };
+const anyObject = (description: string) => ({ description, type: 'object', additionalProperties: true });
+const readResponses = (ok: string) => ({ 200: anyObject(ok), 400: { ...error, description: 'a malformed argument' }, 401: { ...error, description: 'no or unknown API key' }, 403: { ...error, description: 'the key lacks the read scope' }, 404: { ...error, description: 'unknown id' } });
+const security = [{ apiKey: [] }];
+
+export const readRouteSchemas = {
+  listPlans: {
+    summary: 'plans, newest first (CLI: plans list --json)',
+    tags: ['read'],
+    security,
+    querystring: { type: 'object', properties: { sessionId: { type: 'string' }, status: { type: 'string', description: 'planning|executing|completed|failed|cancelled' }, limit: { type: 'string', description: '1-1000, default 20' }, offset: { type: 'string', description: 'default 0' } } },
+    response: readResponses('{ total, limit, offset, plans }'),
+  },
+  planTimeline: { summary: "a plan's timeline (CLI: plans show --json)", tags: ['read'], security, params: idParam('planId', "the executor's plan id"), response: readResponses('the plan, its steps, handoffs, decisions, checkpoints and timeline') },
+  planExport: { summary: 'a plan as a reusable template (CLI: plans export)', tags: ['read'], security, params: idParam('planId', "the executor's plan id"), response: readResponses('query, steps, agents, dependencies') },
+  stepOutput: {
+    summary: "a step's stored output (CLI: steps output); Accept: text/plain gives the raw content byte for byte",
+    tags: ['read'],
+    security,
+    params: { type: 'object', required: ['planId', 'step'], properties: { planId: { type: 'string' }, step: { type: 'string', description: 'the stepId, or the step index' } } },
+    response: { ...readResponses('{ planId, stepId, index, agentId, status, model, completedAt, outputContent }; as text/plain: outputContent itself (404 when none is stored)') },
+  },
+  sessionActive: { summary: "a session's plan in progress, with nextSeq (CLI: sessions active --json)", tags: ['read'], security, params: idParam('sessionId', "the executor's session id"), response: readResponses('{ sessionId, activePlan (null when none; with steps and nextSeq), otherActivePlanIds }') },
+  sessionHistory: {
+    summary: "a session's finished plans, newest first (CLI: sessions history --json)",
+    tags: ['read'],
+    security,
+    params: idParam('sessionId', "the executor's session id"),
+    querystring: { type: 'object', properties: { limit: { type: 'string', description: '1-1000, default 10' } } },
+    response: readResponses('{ sessionId, plans }'),
+  },
+  resumePoint: { summary: "a workflow's resume point, with nextSeq (CLI: workflows resume-point --json)", tags: ['read'], security, params: idParam('planId', 'the workflow (plan) id'), response: readResponses('{ resumable: true, dag, latestCheckpoint, nextLayer, nextSteps, layers, nextSeq, ... } or { resumable: false, reason, nextSeq }') },
+  analytics: {
+    summary: 'analytics reports (CLI: analytics daily|agents|handoffs|tokens --json)',
+    tags: ['read'],
+    security,
+    params: { type: 'object', required: ['report'], properties: { report: { type: 'string', enum: ['daily', 'agents', 'handoffs', 'tokens'] } } },
+    querystring: { type: 'object', properties: { from: { type: 'string', description: 'ISO instant, inclusive' }, to: { type: 'string', description: 'ISO instant, exclusive' }, by: { type: 'string', description: 'tokens only: session|plan|agent|model' } } },
+    response: readResponses('{ from, to, days | agents | handoffs | bySession/byPlan/byAgent/byModel/total }'),
+  },
+};
+
+export function ingestRouteSchema(maxBatchEvents: number) {
+  const violation = { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } };
+  return {
+    summary: 'publish a batch of plan events',
+    description: 'Each event must carry all its stamps (specVersion, eventId, seq, occurredAt): a retried batch then changes nothing. The contract is schemas/plan-event.schema.json.',
+    tags: ['ingest'],
+    security,
+    body: { type: 'array', maxItems: maxBatchEvents, items: { type: 'object', description: 'a plan event (schemas/plan-event.schema.json)' } },
+    response: {
+      202: {
+        description: 'one result per event, in order; invalid events do not stop their valid neighbours',
+        type: 'object',
+        properties: {
+          accepted: { type: 'integer' },
+          invalid: { type: 'integer' },
+          dropped: { type: 'integer' },
+          results: { type: 'array', items: { type: 'object', properties: { index: { type: 'integer' }, status: { type: 'string', enum: ['accepted', 'invalid', 'dropped'] }, eventId: { type: 'string' }, seq: { type: 'integer' }, violations: { type: 'array', items: violation } } } },
+        },
+      },
+      400: { ...error, description: 'the body is not a JSON array' },
+      401: { ...error, description: 'no or unknown API key' },
+      403: { ...error, description: 'the key lacks the ingest scope' },
+      413: { ...error, description: 'more events or bytes than the server takes in one request' },
+      503: { ...error, description: 'the server cannot take more now; retry after the Retry-After header' },
+    },
+  };
+}

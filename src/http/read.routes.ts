@@ -1,0 +1,94 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { DataSource } from 'typeorm';
+import { agentUsage, echoRange, handoffPatterns, plansPerDay } from '../queries/analytics.query';
+import { exportPlanTemplate } from '../queries/plan-export.query';
+import { listPlans } from '../queries/plan-list.query';
+import { getPlanView } from '../queries/plan-timeline.query';
+import { parseDateRange, parseLimit, parseOffset, parsePlanStatus, requireId } from '../queries/query-args';
+import { QueryArgumentError } from '../queries/query-errors';
+import { getActivePlan, getPlanHistory } from '../queries/session-plans.query';
+import { getStepOutput } from '../queries/step-output.query';
+import { TOKEN_DIMENSIONS, TokenDimension, tokenUsage } from '../queries/token-usage.query';
+import { getResumePoint } from '../queries/workflow-resume.query';
+import { readRouteSchemas as S } from './openapi-schemas';
+
+type Q = Record<string, string | undefined>;
+type P = Record<string, string>;
+
+/**
+ * The read endpoints. Each one calls the same `src/queries` function as the CLI's `--json` and
+ * answers its result unchanged, so both give identical JSON. Unknown ids: 404 (NotFoundError);
+ * malformed arguments: 400 (QueryArgumentError), both mapped by the server's error handler.
+ */
+export function registerReadRoutes(app: FastifyInstance, ds: DataSource): void {
+  const read = { config: { scope: 'read' } } as const;
+
+  app.get('/v1/plans', { ...read, schema: S.listPlans }, async (req) => {
+    const q = req.query as Q;
+    const filter = {
+      sessionId: q.sessionId === undefined ? undefined : requireId('sessionId', q.sessionId),
+      statuses: q.status === undefined ? undefined : [parsePlanStatus(q.status)],
+      limit: parseLimit(q.limit),
+      offset: parseOffset(q.offset),
+    };
+    return listPlans(ds, filter);
+  });
+
+  app.get('/v1/plans/:planId', { ...read, schema: S.planTimeline }, async (req) => getPlanView(ds, requireId('planId', (req.params as P).planId)));
+
+  app.get('/v1/plans/:planId/export', { ...read, schema: S.planExport }, async (req) => exportPlanTemplate(ds, requireId('planId', (req.params as P).planId)));
+
+  app.get('/v1/plans/:planId/steps/:step/output', { ...read, schema: S.stepOutput }, async (req, reply) => {
+    const params = req.params as P;
+    const planId = requireId('planId', params.planId);
+    const output = await getStepOutput(ds, planId, requireId('step', params.step));
+    if (!wantsText(req.headers.accept)) return output;
+    if (output.outputContent === null) {
+      return notFound(reply, `step "${output.stepId}" (#${output.index}) of plan "${planId}" has no stored output (status ${output.status})`);
+    }
+    // byte for byte: no trailing newline added, UTF-8 as stored
+    return reply.type('text/plain; charset=utf-8').send(output.outputContent);
+  });
+
+  app.get('/v1/sessions/:sessionId/active', { ...read, schema: S.sessionActive }, async (req) => getActivePlan(ds, requireId('sessionId', (req.params as P).sessionId)));
+
+  app.get('/v1/sessions/:sessionId/history', { ...read, schema: S.sessionHistory }, async (req) => {
+    const sessionId = requireId('sessionId', (req.params as P).sessionId);
+    return getPlanHistory(ds, sessionId, parseLimit((req.query as Q).limit, 10));
+  });
+
+  app.get('/v1/workflows/:planId/resume-point', { ...read, schema: S.resumePoint }, async (req) => getResumePoint(ds, requireId('planId', (req.params as P).planId)));
+
+  app.get('/v1/analytics/:report', { ...read, schema: S.analytics }, async (req, reply) => {
+    const q = req.query as Q;
+    const range = parseDateRange(q.from, q.to);
+    switch ((req.params as P).report) {
+      case 'daily':
+        return { ...echoRange(range), days: await plansPerDay(ds, range) };
+      case 'agents':
+        return { ...echoRange(range), agents: await agentUsage(ds, range) };
+      case 'handoffs':
+        return { ...echoRange(range), handoffs: await handoffPatterns(ds, range) };
+      case 'tokens': {
+        const dims = q.by === undefined ? TOKEN_DIMENSIONS : [parseDimension(q.by)];
+        return { ...echoRange(range), ...(await tokenUsage(ds, range, dims)) };
+      }
+      default:
+        return notFound(reply, `no analytics report "${(req.params as P).report}"; reports: daily, agents, handoffs, tokens`);
+    }
+  });
+}
+
+function wantsText(accept: string | undefined): boolean {
+  return typeof accept === 'string' && /\btext\/plain\b/i.test(accept) && !/\bapplication\/json\b/i.test(accept);
+}
+
+function notFound(reply: FastifyReply, message: string): FastifyReply {
+  return reply.code(404).send({ error: message });
+}
+
+function parseDimension(raw: string): TokenDimension {
+  const value = raw.trim().toLowerCase();
+  if (!(TOKEN_DIMENSIONS as readonly string[]).includes(value)) throw new QueryArgumentError('by', `"${raw}" is not one of ${TOKEN_DIMENSIONS.join(', ')}`);
+  return value as TokenDimension;
+}

@@ -1,0 +1,69 @@
+import type { DataSource } from 'typeorm';
+import type { AppConfig } from '../config/config';
+import { PlanEventPublisher } from '../publisher';
+import type { Logger } from '../shared/logger';
+import { openDataSource } from '../store/data-source';
+import { workerVersion } from '../worker/worker-version';
+import type { HttpConfig } from './http-config';
+import { buildHttpServer, BuiltHttpServer } from './http-server';
+
+export interface HttpServerHandle {
+  /** The bound address, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  port: number;
+  server: BuiltHttpServer;
+  /** Resolves true once every accepted event is in Redis (the server publisher's `flush`). */
+  flush(timeoutMs?: number): Promise<boolean>;
+  /** Stops taking batches (503), answers in-flight requests, flushes the publisher (what Redis cannot take stays in the journal), closes the database. */
+  close(): Promise<{ flushed: boolean }>;
+}
+
+export interface StartHttpServerOptions {
+  config: Readonly<AppConfig>;
+  settings: Readonly<HttpConfig>;
+  logger: Logger;
+}
+
+/** Composition root of `plan-ledger serve`: opens the database and the publisher, then listens. */
+export async function startHttpServer(opts: StartHttpServerOptions): Promise<HttpServerHandle> {
+  const { config, settings, logger } = opts;
+  let ds: DataSource | undefined;
+  let publisher: PlanEventPublisher | undefined;
+  try {
+    ds = await openDataSource(config.database, { poolSize: 4 });
+    publisher = new PlanEventPublisher({
+      redisUrl: config.redisUrl,
+      redisClusterNodes: config.redisClusterNodes,
+      queuePrefix: config.queuePrefix,
+      journalDir: settings.journalDir,
+      maxJournalBytes: settings.maxJournalBytes,
+      maxBufferedEvents: settings.maxBufferedEvents,
+      logger: logger.child({ component: 'publisher' }),
+    });
+    const server = await buildHttpServer({ settings, dataSource: ds, publisher, logger, version: workerVersion() });
+    await server.app.listen({ host: settings.host, port: settings.port });
+    const address = server.app.server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : settings.port;
+    const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
+    logger.info({ url, ingestKeys: settings.ingestKeys.length, readKeys: settings.readKeys.length }, 'plan-ledger serve listening');
+    const openDs = ds;
+    const openPublisher = publisher;
+    return {
+      url,
+      port,
+      server,
+      flush: (timeoutMs = 10_000) => openPublisher.flush(timeoutMs),
+      async close() {
+        server.beginClosing();
+        await server.app.close();
+        const closed = await openPublisher.close(settings.shutdownTimeoutMs);
+        await openDs.destroy().catch((err: Error) => logger.warn({ err }, 'closing the database failed'));
+        return { flushed: closed.flushed };
+      },
+    };
+  } catch (err) {
+    await publisher?.close(1_000).catch(() => undefined);
+    if (ds?.isInitialized) await ds.destroy().catch(() => undefined);
+    throw err;
+  }
+}

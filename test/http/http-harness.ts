@@ -1,0 +1,92 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Writable } from 'node:stream';
+import { loadConfig } from '../../src/config/config';
+import { loadHttpConfig } from '../../src/http/http-config';
+import { HttpServerHandle, startHttpServer } from '../../src/http/start-http-server';
+import { createLogger } from '../../src/shared/logger';
+import { startWorker, WorkerHandle } from '../../src/worker';
+import { createMigratedDb, TestDb } from '../support/databases';
+import { dropPrefix, openRedis, REDIS_URL, silentLogger, uniquePrefix } from '../worker/helpers/queue-harness';
+
+export const INGEST_KEY = 'ingest-key-for-tests-0123456789';
+export const READ_KEY = 'read-key-for-tests-0123456789ab';
+
+export type Db = Awaited<ReturnType<typeof createMigratedDb>>;
+
+/**
+ * A real `plan-ledger serve` (in this process, listening on a free loopback port) plus an
+ * in-process worker, on a throwaway database and queue prefix. `logs()` is every line the server
+ * logged (request logs included), to check that no key reaches them.
+ */
+export interface ApiStack {
+  db: Db;
+  prefix: string;
+  server: HttpServerHandle;
+  worker: WorkerHandle | undefined;
+  journalDir: string;
+  logs(): string;
+  close(): Promise<void>;
+}
+
+export async function startApiStack(kind: TestDb, options: { env?: Record<string, string>; worker?: boolean; redisUrl?: string } = {}): Promise<ApiStack> {
+  const db = await createMigratedDb(kind);
+  const prefix = uniquePrefix('http');
+  const journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-http-'));
+  let logText = '';
+  const sink = new Writable({ write(chunk, _enc, done) { logText += String(chunk); done(); } });
+  const env = { REDIS_URL: options.redisUrl ?? REDIS_URL, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url };
+  const server = await startHttpServer({
+    config: loadConfig(env),
+    settings: loadHttpConfig({ HTTP_PORT: '0', HTTP_INGEST_KEYS: INGEST_KEY, HTTP_READ_KEYS: READ_KEY, HTTP_JOURNAL_DIR: journalDir, ...options.env }),
+    logger: createLogger({ level: 'info', destination: sink as never }),
+  });
+  const worker = options.worker === false ? undefined : await startWorker({ config: loadConfig(env), dataSource: db.ds, logger: silentLogger(), settings: { healthPort: null, concurrency: 16, batchSize: 500 } });
+  return {
+    db,
+    prefix,
+    server,
+    worker,
+    journalDir,
+    logs: () => logText,
+    async close() {
+      await server.close().catch(() => undefined);
+      await worker?.close(10_000).catch(() => undefined);
+      const redis = openRedis();
+      await dropPrefix(redis, prefix).catch(() => undefined);
+      redis.disconnect();
+      await db.close();
+      fs.rmSync(journalDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** One HTTP request with fetch; `key` null sends no Authorization header. */
+export async function call(stack: ApiStack, method: string, route: string, options: { key?: string | null; body?: unknown; rawBody?: string; accept?: string } = {}): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  const key = options.key === undefined ? (method === 'POST' ? INGEST_KEY : READ_KEY) : options.key;
+  if (key !== null) headers.authorization = `Bearer ${key}`;
+  if (options.accept) headers.accept = options.accept;
+  let body: string | undefined;
+  if (options.rawBody !== undefined || options.body !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = options.rawBody ?? JSON.stringify(options.body);
+  }
+  const res = await fetch(`${stack.server.url}${route}`, { method, headers, body });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}

@@ -1,0 +1,132 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { freePort } from '../publisher/support/redis-process';
+import { waitFor } from '../worker/helpers/queue-harness';
+import { ApiStack, INGEST_KEY, startApiStack } from './http-harness';
+
+jest.setTimeout(120_000);
+
+const ROOT = path.join(__dirname, '..', '..');
+const DRIVER = path.join(__dirname, 'python', 'driver.py');
+
+interface PyRun {
+  child: ChildProcess;
+  lines(): Record<string, unknown>[];
+  exited: Promise<{ code: number | null; stderr: string }>;
+}
+
+function python(args: string[], key = INGEST_KEY): PyRun {
+  const child = spawn('python3', args, { cwd: ROOT, env: { ...process.env, PLAN_LEDGER_INGEST_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (err += d));
+  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stderr: err })));
+  const lines = () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  return { child, lines, exited };
+}
+
+async function eventCounts(stack: ApiStack, like: string): Promise<{ rows: number; distinct: number }> {
+  const [row] = await stack.db.ds.query(`SELECT COUNT(*) AS n, COUNT(DISTINCT event_id) AS d FROM plan_events WHERE plan_id LIKE '${like}'`);
+  return { rows: Number(row.n), distinct: Number(row.d) };
+}
+
+describe('the Python client (clients/python) against a real plan-ledger serve, Redis and worker', () => {
+  const dirs: string[] = [];
+  const tmp = () => {
+    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-pyc-'));
+    dirs.push(d);
+    return d;
+  };
+  afterAll(() => {
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  it('passes its own unit tests (python3 -m unittest)', async () => {
+    const run = python(['-m', 'unittest', 'discover', '-s', 'clients/python/tests']);
+    const { code, stderr } = await run.exited;
+    expect({ code, tail: stderr.split('\n').slice(-4).join('\n') }).toEqual({ code: 0, tail: expect.stringContaining('OK') });
+  });
+
+  it('installs with pip (pip install ./clients/python) and imports from the install', async () => {
+    const src = tmp();
+    fs.cpSync(path.join(ROOT, 'clients', 'python'), src, { recursive: true, filter: (f) => !/__pycache__|egg-info|[\\/]build$/.test(f) });
+    const target = tmp();
+    const install = python(['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-deps', '--target', target, src]);
+    const installed = await install.exited;
+    expect(installed.code).toBe(0);
+    const check = spawn('python3', ['-c', 'import plan_ledger, sys; print(plan_ledger.__file__); print(plan_ledger.__version__)'], { cwd: os.tmpdir(), env: { ...process.env, PYTHONPATH: target } });
+    let out = '';
+    check.stdout.on('data', (d) => (out += d));
+    await new Promise((resolve) => check.on('close', resolve));
+    expect(out.trim().split('\n')).toEqual([path.join(target, 'plan_ledger', '__init__.py'), '0.1.0']);
+  });
+
+  it('a publisher killed while the server is down delivers its journal exactly once when started again', async () => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const journal = tmp();
+    const first = python([DRIVER, 'journal', url, journal, '500']);
+    let stack: ApiStack | undefined;
+    try {
+      await waitFor('the events journaled', () => first.lines().some((l) => l.journaled === 500), 60_000);
+      first.child.kill('SIGKILL');
+      await first.exited;
+      stack = await startApiStack('postgres', { env: { HTTP_PORT: String(port) } });
+      const second = python([DRIVER, 'drain', url, journal]);
+      const { code, stderr } = await second.exited;
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+      expect(second.lines()[0]).toEqual({ flushed: true, accepted: 500, rejected: 0, dropped: 0 });
+      await waitFor('500 events stored', async () => (await eventCounts(stack!, 'jplan-%')).rows >= 500, 60_000);
+      expect(await stack.worker!.idle(30_000)).toBe(true);
+      expect(await eventCounts(stack, 'jplan-%')).toEqual({ rows: 500, distinct: 500 });
+      // a third start finds nothing left to send
+      const third = python([DRIVER, 'drain', url, journal]);
+      await third.exited;
+      expect(third.lines()[0]).toEqual({ flushed: true, accepted: 0, rejected: 0, dropped: 0 });
+    } finally {
+      if (first.child.exitCode === null && first.child.signalCode === null) first.child.kill('SIGKILL');
+      await stack?.close();
+    }
+  });
+
+  it('keeps events refused for a wrong key in the journal (never drops them) and delivers them once the key is fixed', async () => {
+    const stack = await startApiStack('sqlite');
+    const journal = tmp();
+    const wrong = python([DRIVER, 'journal', stack.server.url, journal, '100'], 'a-wrong-key-0000000000000000');
+    try {
+      await waitFor('the refused events journaled', () => wrong.lines().some((l) => l.journaled === 100), 60_000);
+      wrong.child.kill('SIGKILL');
+      await wrong.exited;
+      expect(await eventCounts(stack, 'jplan-%')).toEqual({ rows: 0, distinct: 0 });
+      const fixed = python([DRIVER, 'drain', stack.server.url, journal]);
+      await fixed.exited;
+      expect(fixed.lines()[0]).toEqual({ flushed: true, accepted: 100, rejected: 0, dropped: 0 });
+      await waitFor('100 events stored', async () => (await eventCounts(stack, 'jplan-%')).rows >= 100, 60_000);
+      expect(await eventCounts(stack, 'jplan-%')).toEqual({ rows: 100, distinct: 100 });
+    } finally {
+      if (wrong.child.exitCode === null && wrong.child.signalCode === null) wrong.child.kill('SIGKILL');
+      await stack.close();
+    }
+  });
+
+  it('stores 10,000 events published from 4 threads exactly once, each plan with seq 0..n-1', async () => {
+    const stack = await startApiStack('sqlite');
+    try {
+      const run = python([DRIVER, 'threads', stack.server.url, tmp(), '10000', '4']);
+      const { code, stderr } = await run.exited;
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+      expect(run.lines()[0]).toEqual({ flushed: true, accepted: 10_000, rejected: 0, dropped: 0 });
+      await waitFor('10000 events stored', async () => (await eventCounts(stack, 't%-plan-%')).rows >= 10_000, 90_000);
+      expect(await stack.worker!.idle(30_000)).toBe(true);
+      expect(await eventCounts(stack, 't%-plan-%')).toEqual({ rows: 10_000, distinct: 10_000 });
+      const plans = await stack.db.ds.query(`SELECT plan_id, COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM plan_events GROUP BY plan_id`);
+      expect(plans).toHaveLength(100);
+      for (const p of plans) expect([Number(p.n), Number(p.lo), Number(p.hi)]).toEqual([100, 0, 99]);
+    } finally {
+      await stack.close();
+    }
+  });
+});

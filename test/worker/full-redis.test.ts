@@ -1,0 +1,153 @@
+/**
+ * A Redis at `maxmemory` (noeviction) refuses writes, BullMQ's moves of a job included. Completed
+ * jobs keep no data (their events are in the database), and a worker that meets Redis's OOM error
+ * frees what the queue holds beyond its work, so it starts and drains on a full Redis.
+ * A redis-server of our own with a small maxmemory; the shared one is never touched.
+ */
+import IORedis from 'ioredis';
+import { Queue } from 'bullmq';
+import { loadConfig } from '../../src/config/config';
+import { DEFAULT_JOB_OPTIONS } from '../../src/publisher/publisher-options';
+import { EVENT_BATCH_JOB, EVENTS_QUEUE } from '../../src/queue/queue-names';
+import { startWorker, WorkerHandle } from '../../src/worker';
+import { createMigratedDb } from '../support/databases';
+import { manyPlanRuns, toJobData } from '../support/event-factory';
+import { RedisProcess } from '../publisher/support/redis-process';
+import { countRows, silentLogger, uniquePrefix, waitFor } from './helpers/queue-harness';
+import { spawnWorker, stopProcess } from './helpers/worker-process';
+import type { PlanEvent } from '../../src/contracts';
+
+const MAXMEMORY = 12 * 1024 * 1024;
+
+/** Events with ~1 KB of output each, so that a few hundred jobs fill the small Redis. */
+function heavyEvents(total: number, seed: number): PlanEvent[] {
+  return manyPlanRuns(total, { seed, steps: 4 }).map((e) =>
+    e.type === 'step.completed' ? ({ ...e, payload: { ...e.payload, outputContent: 'x'.repeat(4_000) } } as PlanEvent) : e,
+  );
+}
+
+/** Adds each job, waiting out Redis's OOM refusals (as the publisher does, minus its journal); false if Redis never took them. */
+async function addAll(queue: Queue, jobs: ReturnType<typeof toJobData>, untilMs: number): Promise<boolean> {
+  for (let i = 0; i < jobs.length; i++) {
+    for (;;) {
+      try {
+        await queue.add(EVENT_BATCH_JOB, jobs[i], { ...DEFAULT_JOB_OPTIONS, jobId: `full-${i}` });
+        break;
+      } catch (err) {
+        if (!/OOM/.test(String((err as Error).message))) throw err;
+        if (Date.now() > untilMs) return false;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+  return true;
+}
+
+describe('worker on a full Redis (maxmemory, noeviction)', () => {
+  let redis: RedisProcess;
+  let client: IORedis;
+  let db: Awaited<ReturnType<typeof createMigratedDb>>;
+  let worker: WorkerHandle | undefined;
+  const queues: Queue[] = [];
+
+  beforeAll(async () => {
+    redis = await RedisProcess.create();
+    await redis.start();
+    client = new IORedis(redis.url, { maxRetriesPerRequest: null });
+    await client.config('SET', 'maxmemory', String(MAXMEMORY));
+    db = await createMigratedDb('postgres');
+  });
+  afterAll(async () => {
+    await worker?.close();
+    for (const q of queues) await q.close();
+    await client?.quit();
+    await redis?.destroy();
+    await db?.close();
+  });
+
+  const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await client.info('memory'))![1]);
+
+  const start = (prefix: string) =>
+    startWorker({
+      config: loadConfig({ REDIS_URL: redis.url, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url }),
+      dataSource: db.ds,
+      logger: silentLogger(),
+      settings: { healthPort: null, concurrency: 4 },
+    });
+
+  it('keeps no payload once a job completes, and drains more events than maxmemory could ever hold', async () => {
+    const prefix = uniquePrefix('full');
+    const queue = new Queue(EVENTS_QUEUE, { connection: client, prefix });
+    queues.push(queue);
+    const events = heavyEvents(12_000, 81); // ~30 MB of event data through a 12 MB Redis
+    worker = await start(prefix);
+    expect(await addAll(queue, toJobData(events, 200), Date.now() + 120_000)).toBe(true);
+    expect(await worker.idle(120_000)).toBe(true);
+    expect(await countRows(db.ds, 'plan_events')).toBe(events.length);
+    expect(await queue.getJobCounts('completed', 'wait', 'active')).toEqual({ completed: 0, wait: 0, active: 0 });
+    await worker.close();
+    worker = undefined;
+  });
+
+  it('starts on a Redis already over maxmemory, full of completed jobs with their data (older publishers), and drains it', async () => {
+    const prefix = uniquePrefix('full2');
+    const queue = new Queue(EVENTS_QUEUE, { connection: client, prefix });
+    queues.push(queue);
+    const before = await countRows(db.ds, 'plan_events');
+    await client.config('SET', 'maxmemory', '0');
+    const baseline = await usedMemory();
+    // what an older publisher left: completed jobs that kept their 200 events each...
+    let added = 0;
+    for (const [i, data] of toJobData(heavyEvents(8_000, 82), 200).entries()) {
+      if ((await usedMemory()) > baseline + 5 * 1024 * 1024) break;
+      const job = await queue.add(EVENT_BATCH_JOB, data, { jobId: `old-${i}` });
+      await client.eval(`redis.call('LREM', KEYS[1], 0, ARGV[1]); redis.call('ZADD', KEYS[2], 1, ARGV[1])`, 2, queue.keys.wait, queue.keys.completed, job.id!);
+      added++;
+    }
+    // ...then a backlog, and Redis found over its maxmemory (noeviction): every write is refused
+    const backlog = toJobData(heavyEvents(4_000, 83), 200);
+    for (const [i, data] of backlog.entries()) await queue.add(EVENT_BATCH_JOB, data, { ...DEFAULT_JOB_OPTIONS, jobId: `new-${i}` });
+    await client.config('SET', 'maxmemory', String((await usedMemory()) - 256 * 1024));
+    try {
+      await expect(client.set('probe', 'x')).rejects.toThrow(/OOM command not allowed/);
+      expect(added).toBeGreaterThan(5);
+
+      worker = await start(prefix);
+      expect(await worker.idle(60_000)).toBe(true);
+      expect(await countRows(db.ds, 'plan_events')).toBe(before + backlog.reduce((n, d) => n + d.events.length, 0));
+      expect(await queue.getJobCounts('wait', 'completed')).toEqual({ wait: 0, completed: 0 });
+    } finally {
+      await client.config('SET', 'maxmemory', String(MAXMEMORY));
+    }
+  }, 150_000);
+
+  it('plan-ledger worker (the CLI, retention scheduler included) starts on a Redis over maxmemory, drains it and exits 0', async () => {
+    const prefix = uniquePrefix('full3');
+    const queue = new Queue(EVENTS_QUEUE, { connection: client, prefix });
+    queues.push(queue);
+    const before = await countRows(db.ds, 'plan_events');
+    await client.config('SET', 'maxmemory', '0');
+    // completed jobs an older publisher left with their data (what a relief can free), then a backlog
+    for (const [i, data] of toJobData(heavyEvents(2_000, 85), 200).entries()) {
+      const job = await queue.add(EVENT_BATCH_JOB, data, { jobId: `old-${i}` });
+      await client.eval(`redis.call('LREM', KEYS[1], 0, ARGV[1]); redis.call('ZADD', KEYS[2], 1, ARGV[1])`, 2, queue.keys.wait, queue.keys.completed, job.id!);
+    }
+    const backlog = toJobData(heavyEvents(2_000, 84), 200);
+    for (const [i, data] of backlog.entries()) await queue.add(EVENT_BATCH_JOB, data, { ...DEFAULT_JOB_OPTIONS, jobId: `cli-${i}` });
+    await client.config('SET', 'maxmemory', String((await usedMemory()) - 256 * 1024));
+    const cli = spawnWorker({ REDIS_URL: redis.url, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url });
+    try {
+      await expect(client.set('probe', 'x')).rejects.toThrow(/OOM command not allowed/);
+      await cli.waitForLog('worker started', 40_000);
+      const total = before + backlog.reduce((n, d) => n + d.events.length, 0);
+      await waitFor('the backlog stored', async () => (await countRows(db.ds, 'plan_events')) === total, 40_000).catch((err) => {
+        throw new Error(`${(err as Error).message}\n${cli.stdout().slice(-3000)}\n${cli.stderr()}`);
+      });
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+    } finally {
+      await stopProcess(cli);
+      await client.config('SET', 'maxmemory', String(MAXMEMORY));
+    }
+  }, 150_000);
+});
