@@ -61,10 +61,19 @@ async function migratedPostgres() {
 
 function newPublisher(prefix: string, options: PublisherOptions = { redisClusterNodes: cluster.nodes }): PlanEventPublisher {
   const journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-cluster-journal-'));
-  const publisher = new PlanEventPublisher({ ...options, queuePrefix: prefix, journalDir, logger: pino({ level: 'silent' }) });
-  cleanups.push(async () => {
-    await publisher.close(5_000);
+  let publisher: PlanEventPublisher;
+  try {
+    publisher = new PlanEventPublisher({ ...options, queuePrefix: prefix, journalDir, logger: pino({ level: 'silent' }) });
+  } catch (err) {
     fs.rmSync(journalDir, { recursive: true, force: true });
+    throw err;
+  }
+  cleanups.push(async () => {
+    try {
+      await publisher.close(5_000);
+    } finally {
+      fs.rmSync(journalDir, { recursive: true, force: true });
+    }
   });
   return publisher;
 }
