@@ -12,7 +12,7 @@ import { runCli } from '../support/cli';
 import { createThrowawayDb, ThrowawayDb } from '../support/databases';
 import { waitFor } from '../worker/helpers/queue-harness';
 
-const ALL = ['InitialSchema1795219200000', 'IndexHandoffStep1795219300000', 'IncrementalStore1795219400000'];
+const ALL = ['InitialSchema1795219200000', 'IndexHandoffStep1795219300000', 'IncrementalStore1795219400000', 'DatabasesAlike1795219500000'];
 
 /** Holds the migration lock from this process until `release()` is called. */
 async function holdLock(ds: DataSource): Promise<{ release(): void; released: Promise<void> }> {
@@ -105,7 +105,7 @@ describe('migrate: one run at a time, rerunnable, with --status', () => {
     try {
       const env = { DATABASE_URL: db.url };
       const before = await runCli(['migrate', '--status'], env);
-      expect(before).toMatchObject({ code: 0, stdout: `${ALL.map((n) => `pending  ${n}`).join('\n')}\n3 pending migrations: run plan-ledger migrate\n` });
+      expect(before).toMatchObject({ code: 0, stdout: `${ALL.map((n) => `pending  ${n}`).join('\n')}\n${ALL.length} pending migrations: run plan-ledger migrate\n` });
 
       const runs = await Promise.all([runCli(['migrate', '--json'], env), runCli(['migrate', '--json'], env)]);
       expect(runs.map((r) => [r.code, r.stderr])).toEqual([[0, ''], [0, '']]);
