@@ -78,15 +78,24 @@ for k, c in pairs(types) do out[#out + 1] = k; out[#out + 1] = c end
 return out`;
 
 /**
- * Depth for /metrics: counts ARGV[1..] by job name (the writer names each job after its kind) and
+ * Depth for /metrics: counts entries by job name (the writer names each job after its kind) and
  * finds the smallest job timestamp (when it was dead-lettered); returns [n, oldestMs, name1,
- * count1, ...]. Reads two short hash fields an entry and decodes no JSON: ~1 us an entry in Redis.
+ * count1, ...]. With ARGV[1] = 'range', the entries are the wait list KEYS[2] from index ARGV[2] to
+ * ARGV[3] (read inside Redis: no id crosses the wire); with 'ids', ARGV[2..]. Reads two short hash
+ * fields an entry and decodes no JSON.
  */
 const DEPTH_SCRIPT = `
+local ids
+if ARGV[1] == 'range' then
+  ids = redis.call('LRANGE', KEYS[2], ARGV[2], ARGV[3])
+else
+  ids = {}
+  for i = 2, #ARGV do ids[#ids + 1] = ARGV[i] end
+end
 local kinds = {}
 local n, oldest = 0, -1
-for i = 1, #ARGV do
-  local v = redis.call('HMGET', KEYS[1] .. ARGV[i], 'name', 'timestamp')
+for i = 1, #ids do
+  local v = redis.call('HMGET', KEYS[1] .. ids[i], 'name', 'timestamp')
   if v[1] then
     n = n + 1
     kinds[v[1]] = (kinds[v[1]] or 0) + 1
@@ -94,7 +103,7 @@ for i = 1, #ARGV do
     if oldest < 0 or ts < oldest then oldest = ts end
   end
 end
-local out = { n, tostring(oldest) }
+local out = { n, tostring(oldest), #ids }
 for k, c in pairs(kinds) do out[#out + 1] = k; out[#out + 1] = c end
 return out`;
 
@@ -250,22 +259,31 @@ export class DeadLetterRepository {
 
   /**
    * Dead letters by kind and the time (ms) the oldest was dead-lettered, for the worker's /metrics:
-   * reads each entry's job name and time only (no event, no JSON), a page per round trip.
+   * reads each entry's job name and time only (no event, no JSON), a page of the wait list per
+   * round trip, paged from its tail by negative index inside Redis, so entries added meanwhile (at
+   * the head) shift nothing; during a replay or purge the figures are approximate.
    */
   async depth(): Promise<{ total: number; byKind: Map<string, number>; oldestAtMs: number | undefined }> {
     const client = await this.redis();
-    const ids = await this.ids();
+    const prefix = this.queue.toKey('');
     const byKind = new Map<string, number>();
     let total = 0;
     let oldestAtMs: number | undefined;
-    for (let i = 0; i < ids.length; i += this.pageSize) {
-      const out = (await client.eval(DEPTH_SCRIPT, 1, this.queue.toKey(''), ...ids.slice(i, i + this.pageSize))) as Array<string | number>;
+    const add = (out: Array<string | number>): number => {
       const n = Number(out[0]);
-      if (n === 0) continue;
       total += n;
-      const oldest = Number(out[1]);
-      if (oldestAtMs === undefined || oldest < oldestAtMs) oldestAtMs = oldest;
-      for (let j = 2; j < out.length; j += 2) byKind.set(String(out[j]), (byKind.get(String(out[j])) ?? 0) + Number(out[j + 1]));
+      if (n > 0 && (oldestAtMs === undefined || Number(out[1]) < oldestAtMs)) oldestAtMs = Number(out[1]);
+      for (let j = 3; j < out.length; j += 2) byKind.set(String(out[j]), (byKind.get(String(out[j])) ?? 0) + Number(out[j + 1]));
+      return Number(out[2]);
+    };
+    for (let end = -1; ; end -= this.pageSize) {
+      const read = add((await client.eval(DEPTH_SCRIPT, 2, prefix, this.queue.keys.wait, 'range', String(end - this.pageSize + 1), String(end))) as Array<string | number>);
+      if (read < this.pageSize) break;
+    }
+    const [delayed, prioritized] = await Promise.all([client.zrange(this.queue.keys.delayed, 0, -1), client.zrange(this.queue.keys.prioritized, 0, -1)]);
+    const others = [...new Set([...delayed, ...prioritized])];
+    for (let i = 0; i < others.length; i += this.pageSize) {
+      add((await client.eval(DEPTH_SCRIPT, 2, prefix, this.queue.keys.wait, 'ids', ...others.slice(i, i + this.pageSize))) as Array<string | number>);
     }
     return { total, byKind, oldestAtMs };
   }
