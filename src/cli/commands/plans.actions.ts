@@ -3,7 +3,7 @@ import { getPlanView } from '../../queries/plan-timeline.query';
 import { formatPlanView } from '../../queries/plan-timeline.format';
 import { listPlans, PlanPage } from '../../queries/plan-list.query';
 import { exportPlanTemplate } from '../../queries/plan-export.query';
-import { parseLimit, parseOffset, parsePlanStatus, PLAN_STATUS_VALUES, requireId } from '../../queries/query-args';
+import { parseLimit, parseOffset, parsePlanStatus, requireId } from '../../queries/query-args';
 import { formatInt, renderTable } from '../../queries/text-output';
 import { parseArgs, printJson, withReadSource } from './read-command';
 
