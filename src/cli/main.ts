@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { workerVersion } from '../worker/worker-version';
 import { Command, CommanderError } from 'commander';
 import { ENV_HELP } from '../config/config';
-import { buildContext, CliContext, CliIo } from './cli-context';
+import type { CliContext, CliIo } from './cli-context';
 import { CliError, EXIT, EXIT_HELP } from './exit-codes';
 import { registerMigrate } from './commands/migrate.command';
 import { registerDemo } from './commands/demo.command';
@@ -21,10 +21,17 @@ import { escapeControl } from '../shared/terminal-text';
 
 const ENV_TEXT = `\nEnvironment:\n${ENV_HELP.map(([name, help]) => `  ${name.padEnd(21)}${help}`).join('\n')}\n${EXIT_HELP}`;
 
-/** Builds the command tree. Commands are thin: each calls a library function with a context. */
+/**
+ * Builds the command tree. Commands are thin: each calls a library function with a context.
+ * Building it must stay cheap (`--help` builds it and nothing else): a `*.command.ts` file registers
+ * names, options and help text with cheap imports only, and loads its `*.actions.ts` implementation
+ * (TypeORM, BullMQ, Fastify...) when the command runs; the context (config, logger) is built then
+ * too. test/cli/cli-startup.cli.test.ts checks that `--help` loads neither TypeORM nor BullMQ.
+ */
 export function buildProgram(io: CliIo): Command {
   let ctx: CliContext | undefined;
-  const context = () => (ctx ??= buildContext(io));
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const context = () => (ctx ??= (require('./cli-context') as typeof import('./cli-context')).buildContext(io));
   const program = new Command('plan-ledger')
     .description('Queue-driven persistence for AI-agent plans: migrate, run workers, inspect and replay.')
     .version(workerVersion(), '-V, --version', 'print the version')

@@ -77,6 +77,36 @@ out[#out + 1] = '|'
 for k, c in pairs(types) do out[#out + 1] = k; out[#out + 1] = c end
 return out`;
 
+/**
+ * Depth for /metrics: counts entries by job name (the writer names each job after its kind) and
+ * finds the smallest job timestamp (when it was dead-lettered); returns [n, oldestMs, name1,
+ * count1, ...]. With ARGV[1] = 'range', the entries are the wait list KEYS[2] from index ARGV[2] to
+ * ARGV[3] (read inside Redis: no id crosses the wire); with 'ids', ARGV[2..]. Reads two short hash
+ * fields an entry and decodes no JSON.
+ */
+const DEPTH_SCRIPT = `
+local ids
+if ARGV[1] == 'range' then
+  ids = redis.call('LRANGE', KEYS[2], ARGV[2], ARGV[3])
+else
+  ids = {}
+  for i = 2, #ARGV do ids[#ids + 1] = ARGV[i] end
+end
+local kinds = {}
+local n, oldest = 0, -1
+for i = 1, #ids do
+  local v = redis.call('HMGET', KEYS[1] .. ids[i], 'name', 'timestamp')
+  if v[1] then
+    n = n + 1
+    kinds[v[1]] = (kinds[v[1]] or 0) + 1
+    local ts = tonumber(v[2] or '0') or 0
+    if oldest < 0 or ts < oldest then oldest = ts end
+  end
+end
+local out = { n, tostring(oldest), #ids }
+for k, c in pairs(kinds) do out[#out + 1] = k; out[#out + 1] = c end
+return out`;
+
 /** Claims ARGV[3..] for token ARGV[1] for ARGV[2] ms; returns the ids claimed (existing and not claimed by another). */
 const CLAIM_SCRIPT = `
 local out = {}
@@ -225,6 +255,37 @@ export class DeadLetterRepository {
       }
     }
     return { total, byKind, byType, oldest };
+  }
+
+  /**
+   * Dead letters by kind and the time (ms) the oldest was dead-lettered, for the worker's /metrics:
+   * reads each entry's job name and time only (no event, no JSON), a page of the wait list per
+   * round trip, paged from its tail by negative index inside Redis, so entries added meanwhile (at
+   * the head) shift nothing; during a replay or purge the figures are approximate.
+   */
+  async depth(): Promise<{ total: number; byKind: Map<string, number>; oldestAtMs: number | undefined }> {
+    const client = await this.redis();
+    const prefix = this.queue.toKey('');
+    const byKind = new Map<string, number>();
+    let total = 0;
+    let oldestAtMs: number | undefined;
+    const add = (out: Array<string | number>): number => {
+      const n = Number(out[0]);
+      total += n;
+      if (n > 0 && (oldestAtMs === undefined || Number(out[1]) < oldestAtMs)) oldestAtMs = Number(out[1]);
+      for (let j = 3; j < out.length; j += 2) byKind.set(String(out[j]), (byKind.get(String(out[j])) ?? 0) + Number(out[j + 1]));
+      return Number(out[2]);
+    };
+    for (let end = -1; ; end -= this.pageSize) {
+      const read = add((await client.eval(DEPTH_SCRIPT, 2, prefix, this.queue.keys.wait, 'range', String(end - this.pageSize + 1), String(end))) as Array<string | number>);
+      if (read < this.pageSize) break;
+    }
+    const [delayed, prioritized] = await Promise.all([client.zrange(this.queue.keys.delayed, 0, -1), client.zrange(this.queue.keys.prioritized, 0, -1)]);
+    const others = [...new Set([...delayed, ...prioritized])];
+    for (let i = 0; i < others.length; i += this.pageSize) {
+      add((await client.eval(DEPTH_SCRIPT, 2, prefix, this.queue.keys.wait, 'ids', ...others.slice(i, i + this.pageSize))) as Array<string | number>);
+    }
+    return { total, byKind, oldestAtMs };
   }
 
   /** How many entries the queue holds, without reading them. */

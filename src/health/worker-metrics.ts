@@ -1,10 +1,17 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { DEAD_LETTER_KINDS } from '../dead-letters/dead-letter';
 
 /** What the queue gauges read at scrape time; the worker passes its EVENTS_QUEUE Queue. */
 export interface QueueProbe {
   getJobCounts(...types: string[]): Promise<Record<string, number>>;
   /** Creation time (ms) of the oldest waiting job, or undefined when none waits. */
   oldestWaitingTimestamp(): Promise<number | undefined>;
+}
+
+/** What the dead-letter gauges read at scrape time; the worker passes its DeadLetterRepository. */
+export interface DeadLetterProbe {
+  /** Dead letters by kind, and when (ms) the oldest was dead-lettered (undefined when none). */
+  depth(): Promise<{ byKind: Map<string, number>; oldestAtMs: number | undefined }>;
 }
 
 export interface WorkerMetricsOptions {
@@ -17,6 +24,7 @@ export interface WorkerMetricsOptions {
 }
 
 const QUEUE_STATES = ['wait', 'active', 'delayed', 'paused', 'prioritized', 'failed'] as const;
+
 
 /**
  * The worker's Prometheus metrics, on a registry of its own so two workers in one process (tests,
@@ -39,6 +47,8 @@ export class WorkerMetrics {
   readonly gapsSkipped: Counter<never>;
   readonly plansWaitingOnGap: Gauge<never>;
   private queueProbe: QueueProbe | undefined;
+  private deadLetterProbe: DeadLetterProbe | undefined;
+  private deadLetterRead: ReturnType<DeadLetterProbe['depth']> | undefined;
   private readonly now: () => number;
 
   constructor(options: WorkerMetricsOptions = {}) {
@@ -93,6 +103,50 @@ export class WorkerMetrics {
         this.set(ts === undefined ? 0 : Math.max(0, (self.now() - ts) / 1000));
       },
     });
+    // the dead-letter queue (`plan-ledger dlq`): nothing consumes it, so its depth only grows until
+    // an operator replays or purges; alert on it, and on the age of the oldest entry
+    new Gauge({
+      name: 'plan_ledger_dead_letters',
+      help: 'Dead letters waiting for `plan-ledger dlq replay` or `purge`, by kind (every kind listed, 0 included)',
+      labelNames: ['kind'],
+      registers,
+      async collect() {
+        const read = self.readDeadLetters();
+        if (!read) return;
+        const { byKind } = await read;
+        for (const kind of new Set<string>([...DEAD_LETTER_KINDS, ...byKind.keys()])) this.set({ kind }, byKind.get(kind) ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'plan_ledger_dead_letter_oldest_age_seconds',
+      help: 'Time since the oldest waiting dead letter was dead-lettered; 0 when there is none',
+      registers,
+      async collect() {
+        const read = self.readDeadLetters();
+        if (!read) return;
+        const { oldestAtMs } = await read;
+        this.set(oldestAtMs === undefined ? 0 : Math.max(0, (self.now() - oldestAtMs) / 1000));
+      },
+    });
+  }
+
+  /** Attach the dead-letter queue read by the dead-letter depth and age gauges. */
+  observeDeadLetters(probe: DeadLetterProbe): void {
+    this.deadLetterProbe = probe;
+  }
+
+  /** The read in flight, if any, else a new one: the two gauges of one scrape share a single read. */
+  private readDeadLetters(): ReturnType<DeadLetterProbe['depth']> | undefined {
+    if (!this.deadLetterProbe) return undefined;
+    if (!this.deadLetterRead) {
+      const read = this.deadLetterProbe.depth();
+      this.deadLetterRead = read;
+      const done = () => {
+        if (this.deadLetterRead === read) this.deadLetterRead = undefined;
+      };
+      read.then(done, done);
+    }
+    return this.deadLetterRead;
   }
 
   /** Attach the queue read by the depth and age gauges. */

@@ -74,6 +74,7 @@ export class PlanEventPublisher extends TypedHelpers {
   private readonly rejectLog: RateLimitedLog;
   private counts = { spilled: 0, dropped: 0, rejected: 0 };
   private closing: Promise<CloseResult> | undefined;
+  private readonly metrics: { remove(): void } | undefined;
   /** Reused by every fast check: publish() allocates as little as it can (GC pauses are latency). */
   private readonly checkContext: CheckContext;
 
@@ -83,6 +84,10 @@ export class PlanEventPublisher extends TypedHelpers {
     this.opts = resolveOptions(options);
     this.limits = resolveLimits(options.limits);
     checkJobLimit(this.limits, this.opts.journalWriteBytes);
+    // prom-client is loaded only for an executor that asks for metrics (`plan-ledger/publisher` stays light)
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const metrics = options.metricsRegistry ? (require('./publisher-metrics') as typeof import('./publisher-metrics')) : undefined;
+    if (metrics) metrics.assertMetricsFree(options.metricsRegistry!);
     this.checkContext = { limits: this.limits, out: [] };
     this.logger = options.logger ?? createLogger({ base: { component: 'publisher' } });
     this.stamper = new EventStamper(this.opts.maxTrackedPlans);
@@ -111,6 +116,8 @@ export class PlanEventPublisher extends TypedHelpers {
       maxJobBytes: this.limits.maxJobBytes,
       onSpilled: (events) => (this.counts.spilled += events),
     });
+    // registered last: nothing below can throw, so a failed constructor leaves the registry as it was
+    if (metrics) this.metrics = metrics.registerPublisherMetrics(options.metricsRegistry!, () => this.stats());
     if (this.journal.backlog) this.logger.info({ journalDir: this.opts.journalDir, journalBytes: this.journal.usedBytes }, 'journal left by a previous publisher will be drained');
   }
 
@@ -274,6 +281,7 @@ export class PlanEventPublisher extends TypedHelpers {
     await this.journal.close(Math.max(deadline - Date.now(), 1_000));
     this.dropLog.flush();
     this.rejectLog.flush();
+    this.metrics?.remove();
     this.logger.info({ flushed, spilledAtClose, ...this.stats() }, 'publisher closed');
     return { flushed, spilledAtClose };
   }

@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import type { JobsOptions } from 'bullmq';
+import type { Registry } from 'prom-client';
 import type { ContractLimits, Violation } from '../contracts';
 import type { Logger } from '../shared/logger';
 import { ClusterSeeds, clusterPrefixProblem, parseClusterNodes } from '../config/redis-cluster-nodes';
@@ -71,6 +72,13 @@ export interface PublisherOptions {
   onRejected?: (violations: Violation[], input: unknown) => void;
   /** pino logger. @defaultValue createLogger({ level: 'info' }) with `component: 'publisher'` */
   logger?: Logger;
+  /**
+   * A prom-client Registry of the executor's: the publisher registers its counters and gauges on it
+   * (`plan_ledger_publisher_*`: published, recovered, spilled, dropped, rejected, buffered, journal
+   * bytes, Redis up), read from `stats()` at scrape time, and removes them in close(). One publisher
+   * per registry. Never prom-client's global registry unless you pass it. @defaultValue none (no metrics)
+   */
+  metricsRegistry?: Registry;
 }
 
 /**
@@ -88,7 +96,7 @@ export const DEFAULT_JOB_OPTIONS: Readonly<JobsOptions> = Object.freeze({
   removeOnFail: false,
 });
 
-export type ResolvedOptions = Required<Omit<PublisherOptions, 'onRejected' | 'logger' | 'limits' | 'redisClusterNodes' | 'connection'>> &
+export type ResolvedOptions = Required<Omit<PublisherOptions, 'onRejected' | 'logger' | 'limits' | 'redisClusterNodes' | 'connection' | 'metricsRegistry'>> &
   Pick<PublisherOptions, 'onRejected' | 'limits' | 'connection'> & { redisClusterNodes: ClusterSeeds | null };
 
 const MIB = 1024 * 1024;

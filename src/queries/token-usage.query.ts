@@ -1,13 +1,13 @@
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import { ENTITY, ExecutionPlanRow, PlanStatus, PlanStepRow } from '../store/entities';
-import type { DateRange } from './query-args';
+import { type DateRange, TOKEN_DIMENSIONS, type TokenDimension } from './query-args';
 import { whereCreatedIn } from './analytics.query';
 import { compareText, toNum } from './row-normalize';
 import { sumOf } from './sql-dialect';
 
-/** Billing (seed 000 §2.1 "tracking de tokens por plan/step"): tokens per session, plan, agent, model. */
-export const TOKEN_DIMENSIONS = ['session', 'plan', 'agent', 'model'] as const;
-export type TokenDimension = (typeof TOKEN_DIMENSIONS)[number];
+// Billing (seed 000 §2.1 "tracking de tokens por plan/step"): tokens per session, plan, agent, model.
+// The dimensions live with the other argument values, so `analytics tokens --help` needs no TypeORM.
+export { TOKEN_DIMENSIONS, type TokenDimension };
 
 export interface TokenTotals {
   inputTokens: number;

@@ -6,11 +6,12 @@ import { assertClusterPrefix, assertNotClusterNode, createRedis, describeRedis, 
 import type { PlanEvent } from '../contracts';
 import type { DeadLetter } from '../dead-letters/dead-letter';
 import { DeadLetterWriter } from '../dead-letters/dead-letter-writer';
+import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
 import { startHealthServer, HealthServer, Readiness } from '../health/health-server';
 import { checkReadiness } from '../health/readiness';
 import { SchemaWatch, watchDataSourceSchema } from '../health/schema-readiness';
 import { WorkerMetrics } from '../health/worker-metrics';
-import { EVENTS_QUEUE } from '../queue/queue-names';
+import { DEAD_LETTER_QUEUE, EVENTS_QUEUE } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
 import { hideRedisCommandArguments } from '../shared/redis-debug';
 import { assertSchema, openDataSource } from '../store/data-source';
@@ -143,6 +144,10 @@ async function assemble(options: StartWorkerOptions, settings: WorkerConfig, con
     getJobCounts: (...types) => eventsQueue.getJobCounts(...(types as never[])),
     oldestWaitingTimestamp: async () => (await eventsQueue.getWaiting(0, 0))[0]?.timestamp,
   });
+  // read at scrape time only: dead letters by kind and the oldest one's age
+  const deadLetterQueue = opened.closable(new Queue(DEAD_LETTER_QUEUE, { connection, prefix: config.queuePrefix }));
+  deadLetterQueue.on('error', (err) => logger.warn({ err }, 'dead-letter queue connection error'));
+  parts.metrics.observeDeadLetters(new DeadLetterRepository(deadLetterQueue));
   const { gate, batcher, processor, concurrency, writeDeadLetters, sweeper } = buildPipeline(parts, flushConcurrency);
   const worker = (parts.worker = createEventsWorker(parts, processor, concurrency.concurrency));
   wireWorkerEvents(worker, parts.state, logger, writeDeadLetters, config.queuePrefix);

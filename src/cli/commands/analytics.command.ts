@@ -1,26 +1,12 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
-import { agentUsage, echoRange, handoffPatterns, plansPerDay } from '../../queries/analytics.query';
-import { TOKEN_DIMENSIONS, TokenDimension, tokenUsage, TokenUsage } from '../../queries/token-usage.query';
-import { DateRange, parseDateRange } from '../../queries/query-args';
-import { QueryArgumentError } from '../../queries/query-errors';
-import { Cell, formatInt, formatPercent, renderTable, toCsv } from '../../queries/text-output';
-import { outputFormat, parseArgs, printJson, withReadSource } from './read-command';
+import { TOKEN_DIMENSIONS } from '../../queries/query-args';
+import type { AnalyticsOptions, ReportName } from './analytics.actions';
 
-interface AnalyticsOptions {
-  from?: string;
-  to?: string;
-  json?: boolean;
-  csv?: boolean;
-  by?: string;
-}
-
-interface Report {
-  headers: string[];
-  rows: Cell[][];
-  /** What `--json` prints besides `from`/`to`. */
-  json: Record<string, unknown>;
-}
+// The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
+// `--help` and the registration of every command stay cheap (see main.ts).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const actions = () => require('./analytics.actions') as typeof import('./analytics.actions');
 
 const RANGE_HELP = `
 --from/--to select plans by creation time, from inclusive, to exclusive, in UTC; a bare date is
@@ -29,7 +15,7 @@ midnight UTC (--from 2026-02-01 --to 2026-03-01 is February). Every report count
 /** `analytics daily|agents|handoffs|tokens`: seed 000 section 6, plus tokens for billing. */
 export function registerAnalytics(program: Command, context: () => CliContext): Command {
   const analytics = program.command('analytics').description('plans per day, agent usage, handoff patterns, tokens for billing');
-  const add = (name: string, description: string, build: (ctx: CliContext, range: DateRange, opts: AnalyticsOptions) => Promise<Report>) =>
+  const add = (name: ReportName, description: string) =>
     analytics
       .command(name)
       .description(description)
@@ -38,78 +24,14 @@ export function registerAnalytics(program: Command, context: () => CliContext): 
       .option('--json', 'print JSON')
       .option('--csv', 'print CSV with a header line')
       .addHelpText('after', RANGE_HELP)
-      .action(async (opts: AnalyticsOptions) => runReport(context(), name, opts, build));
+      .action(async (opts: AnalyticsOptions) => actions().runReport(context(), name, opts));
 
-  add('daily', 'plans per UTC day: total, completed, failed, cancelled, in progress (newest day first)', daily);
-  add('agents', 'per agent: steps, completed, failed, skipped, success rate = completed/(completed+failed), average tokens per step that ran', agents);
-  add('handoffs', 'handoff matrix: count per (from agent, to agent, reason), most frequent first', handoffs);
-  add('tokens', 'input/output tokens per session, plan, agent and model, for billing', tokens).option(
+  add('daily', 'plans per UTC day: total, completed, failed, cancelled, in progress (newest day first)');
+  add('agents', 'per agent: steps, completed, failed, skipped, success rate = completed/(completed+failed), average tokens per step that ran');
+  add('handoffs', 'handoff matrix: count per (from agent, to agent, reason), most frequent first');
+  add('tokens', 'input/output tokens per session, plan, agent and model, for billing').option(
     '--by <dimension>',
     `only one breakdown: ${TOKEN_DIMENSIONS.join('|')} (default: all four)`,
   );
   return analytics;
-}
-
-async function runReport(ctx: CliContext, name: string, opts: AnalyticsOptions, build: (ctx: CliContext, range: DateRange, opts: AnalyticsOptions) => Promise<Report>): Promise<void> {
-  const format = outputFormat(opts);
-  const range = parseArgs(() => {
-    if (opts.by !== undefined) parseDimension(opts.by);
-    return parseDateRange(opts.from, opts.to);
-  });
-  const report = await build(ctx, range, opts);
-  if (format === 'json') return printJson(ctx, { ...echoRange(range), ...report.json });
-  const lines = format === 'csv' ? toCsv(report.headers, report.rows) : report.rows.length === 0 ? [`no ${name} data in this range`] : renderTable(report.headers, report.rows);
-  for (const line of lines) ctx.out(line);
-}
-
-async function daily(ctx: CliContext, range: DateRange): Promise<Report> {
-  const days = await withReadSource(ctx, 'analytics daily', (ds) => plansPerDay(ds, range));
-  return {
-    headers: ['day', 'total_plans', 'completed', 'failed', 'cancelled', 'in_progress'],
-    rows: days.map((d) => [d.day, d.totalPlans, d.completed, d.failed, d.cancelled, d.inProgress]),
-    json: { days },
-  };
-}
-
-async function agents(ctx: CliContext, range: DateRange, opts: AnalyticsOptions): Promise<Report> {
-  const list = await withReadSource(ctx, 'analytics agents', (ds) => agentUsage(ds, range));
-  const csv = Boolean(opts.csv);
-  return {
-    headers: ['agent_id', 'total_steps', 'completed', 'failed', 'skipped', 'success_rate', 'avg_input_tokens', 'avg_output_tokens', 'input_tokens', 'output_tokens'],
-    rows: list.map((a) => [a.agentId, a.totalSteps, a.completed, a.failed, a.skipped, csv ? a.successRate : formatPercent(a.successRate), a.avgInputTokens, a.avgOutputTokens, a.inputTokens, a.outputTokens]),
-    json: { agents: list },
-  };
-}
-
-async function handoffs(ctx: CliContext, range: DateRange): Promise<Report> {
-  const list = await withReadSource(ctx, 'analytics handoffs', (ds) => handoffPatterns(ds, range));
-  return {
-    headers: ['from_agent_id', 'to_agent_id', 'reason', 'count'],
-    rows: list.map((h) => [h.fromAgentId, h.toAgentId, h.reason, h.count]),
-    json: { handoffs: list },
-  };
-}
-
-function parseDimension(raw: string): TokenDimension {
-  const value = raw.trim().toLowerCase();
-  if (!(TOKEN_DIMENSIONS as readonly string[]).includes(value)) throw new QueryArgumentError('--by', `"${raw}" is not one of ${TOKEN_DIMENSIONS.join(', ')}`);
-  return value as TokenDimension;
-}
-
-async function tokens(ctx: CliContext, range: DateRange, opts: AnalyticsOptions): Promise<Report> {
-  const dims = opts.by === undefined ? TOKEN_DIMENSIONS : [parseDimension(opts.by)];
-  const usage = await withReadSource(ctx, 'analytics tokens', (ds) => tokenUsage(ds, range, dims));
-  return { headers: ['dimension', 'key', 'input_tokens', 'output_tokens', 'total_tokens'], rows: tokenRows(usage, Boolean(opts.csv)), json: { ...usage } };
-}
-
-function tokenRows(u: TokenUsage, csv: boolean): Cell[][] {
-  const n = (v: number) => (csv ? v : formatInt(v));
-  const row = (dimension: string, key: string | null, t: { inputTokens: number; outputTokens: number; totalTokens: number }): Cell[] => [dimension, key ?? (csv ? null : '(no model)'), n(t.inputTokens), n(t.outputTokens), n(t.totalTokens)];
-  return [
-    ...(u.bySession ?? []).map((s) => row('session', s.sessionId, s)),
-    ...(u.byPlan ?? []).map((p) => row('plan', p.planId, p)),
-    ...(u.byAgent ?? []).map((a) => row('agent', a.agentId, a)),
-    ...(u.byModel ?? []).map((m) => row('model', m.model, m)),
-    row('total', csv ? null : '', u.total),
-  ];
 }

@@ -1,44 +1,18 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
-import { CliError, EXIT, EXIT_HELP } from '../exit-codes';
-import {
-  DEFAULT_REPLAY_BATCH,
-  DeadLetterInputError,
-  DeadLetterService,
-  OpenDeadLetterOptions,
-  RawSelectionOptions,
-  ReplayProgress,
-  createProgressReporter,
-  formatDeadLetterTable,
-  formatDetail,
-  formatList,
-  formatReplaySummary,
-  formatStats,
-  openDeadLetterService,
-  parseFilter,
-  parsePositiveInt,
-  parseSelection,
-} from '../../dead-letters';
+import { EXIT_HELP } from '../exit-codes';
+import { DEFAULT_REPLAY_BATCH } from '../../dead-letters/dead-letter-replayer';
+import type { JsonOption, ListOptions, PurgeCliOptions, ReplayCliOptions } from './dlq.actions';
+
+// The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
+// `--help` and the registration of every command stay cheap (see main.ts).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const actions = () => require('./dlq.actions') as typeof import('./dlq.actions');
 
 /** Rows `dlq list` shows unless --limit says otherwise. */
-const DEFAULT_LIST_LIMIT = 100;
+export const DEFAULT_LIST_LIMIT = 100;
 /** How long `replay --wait` waits for the replayed jobs. */
-const DEFAULT_WAIT_SECONDS = 120;
-
-interface JsonOption {
-  json?: boolean;
-}
-type ListOptions = RawSelectionOptions & JsonOption;
-interface ReplayCliOptions extends RawSelectionOptions, JsonOption {
-  dryRun?: boolean;
-  batch?: string;
-  rate?: string;
-  wait?: boolean;
-  waitTimeout?: string;
-}
-interface PurgeCliOptions extends RawSelectionOptions, JsonOption {
-  yes?: boolean;
-}
+export const DEFAULT_WAIT_SECONDS = 120;
 
 const FILTER_HELP = `
 Filters (combine freely; all must hold):
@@ -60,33 +34,6 @@ function addFilterOptions(cmd: Command, limitHelp: string): Command {
     .option('--limit <n>', limitHelp);
 }
 
-/** Opens what the command needs, runs it, always closes; bad input becomes exit 2. */
-async function withService(ctx: CliContext, opts: OpenDeadLetterOptions, fn: (service: DeadLetterService) => Promise<void>): Promise<void> {
-  const opened = await openDeadLetterService(ctx.config, ctx.logger, opts);
-  try {
-    await fn(opened.service);
-  } catch (err) {
-    if (err instanceof DeadLetterInputError) throw new CliError(err.message, EXIT.usage);
-    throw err;
-  } finally {
-    await opened.close();
-  }
-}
-
-/** Parses flags before anything connects, so a typo costs no connection and gives exit 2. */
-function parsed<T>(fn: () => T): T {
-  try {
-    return fn();
-  } catch (err) {
-    if (err instanceof DeadLetterInputError) throw new CliError(err.message, EXIT.usage);
-    throw err;
-  }
-}
-
-function printJson(ctx: CliContext, value: unknown): void {
-  ctx.raw(JSON.stringify(value, null, 2));
-}
-
 export function registerDlq(program: Command, context: () => CliContext): void {
   const dlq = program
     .command('dlq')
@@ -96,16 +43,7 @@ export function registerDlq(program: Command, context: () => CliContext): void {
   addFilterOptions(dlq.command('list').description('list dead letters as a table (oldest first)'), `show at most N (default ${DEFAULT_LIST_LIMIT})`)
     .option('--json', 'print {"total", "deadLetters": [...full records]} instead of a table')
     .addHelpText('after', `${FILTER_HELP}\n\nExamples:\n  plan-ledger dlq list --kind invalid --since 2025-01-31\n  plan-ledger dlq list --plan plan-42 --json | jq '.deadLetters[].error.message'\n${EXIT_HELP}`)
-    .action(async (opts: ListOptions) => {
-      const filter = parsed(() => parseFilter(opts));
-      filter.limit ??= DEFAULT_LIST_LIMIT;
-      await withService(context(), {}, async (service) => {
-        // the table shows no event: read none (only --json prints the listed entries whole)
-        if (opts.json) return printJson(context(), await service.list(filter));
-        const list = await service.listSummaries(filter);
-        for (const line of formatList(list.total, list.deadLetters)) context().out(line);
-      });
-    });
+    .action(async (opts: ListOptions) => actions().listCommand(context, opts));
 
   dlq
     .command('show')
@@ -113,13 +51,7 @@ export function registerDlq(program: Command, context: () => CliContext): void {
     .argument('<id>', 'dead-letter id (dl-...), as listed by `dlq list`')
     .option('--json', 'print the full record as JSON')
     .addHelpText('after', `\nAn unknown id is a usage error (exit 2).\n${EXIT_HELP}`)
-    .action(async (id: string, opts: JsonOption) => {
-      await withService(context(), {}, async (service) => {
-        const dl = await service.show(id);
-        if (opts.json) return printJson(context(), dl);
-        for (const line of formatDetail(dl)) context().out(line);
-      });
-    });
+    .action(async (id: string, opts: JsonOption) => actions().showCommand(context, id, opts));
 
   registerReplay(dlq, context);
   registerPurge(dlq, context);
@@ -129,13 +61,7 @@ export function registerDlq(program: Command, context: () => CliContext): void {
     .description('count dead letters by kind and by event type; age of the oldest')
     .option('--json', 'print {"total", "byKind", "byType", "oldest"} as JSON')
     .addHelpText('after', EXIT_HELP)
-    .action(async (opts: JsonOption) => {
-      await withService(context(), {}, async (service) => {
-        const stats = await service.stats();
-        if (opts.json) return printJson(context(), stats);
-        for (const line of formatStats(stats)) context().out(line);
-      });
-    });
+    .action(async (opts: JsonOption) => actions().statsCommand(context, opts));
 }
 
 const REPLAY_HELP = `
@@ -171,28 +97,7 @@ function registerReplay(dlq: Command, context: () => CliContext): void {
     .option('--wait-timeout <seconds>', `how long --wait waits (default ${DEFAULT_WAIT_SECONDS}); implies --wait`)
     .option('--json', 'print the summary as JSON')
     .addHelpText('after', REPLAY_HELP)
-    .action(async (ids: string[], opts: ReplayCliOptions) => {
-      const selection = parsed(() => parseSelection({ ...opts, ids }, 'dlq replay'));
-      const batch = parsed(() => (opts.batch === undefined ? DEFAULT_REPLAY_BATCH : parsePositiveInt('--batch', opts.batch, 10_000)));
-      const rate = parsed(() => (opts.rate === undefined ? undefined : parsePositiveInt('--rate', opts.rate)));
-      const wait = opts.wait || opts.waitTimeout !== undefined;
-      const waitSeconds = parsed(() => (opts.waitTimeout === undefined ? DEFAULT_WAIT_SECONDS : parsePositiveInt('--wait-timeout', opts.waitTimeout, 86_400)));
-      const ctx = context();
-      let reporter: ReturnType<typeof createProgressReporter> | undefined;
-      const onProgress = (p: ReplayProgress) => {
-        if (p.total <= batch || opts.dryRun) return; // one batch: over before a bar could help
-        (reporter ??= createProgressReporter(process.stderr)).update(p);
-      };
-      await withService(ctx, { events: true, store: true }, async (service) => {
-        const summary = await service
-          .replay(selection, { dryRun: opts.dryRun, batch, rate, waitMs: wait ? waitSeconds * 1000 : undefined, onProgress })
-          .finally(() => reporter?.finish());
-        if (opts.json) printJson(ctx, summary);
-        else for (const line of formatReplaySummary(summary)) ctx.out(line);
-        if (summary.pending > 0) throw new CliError(`${summary.pending} replayed job(s) unfinished after ${waitSeconds}s`, EXIT.failed);
-        if (summary.failedAgain) throw new CliError(`${summary.failedAgain} replayed event(s) failed again; see plan-ledger dlq list`, EXIT.failed);
-      });
-    });
+    .action(async (ids: string[], opts: ReplayCliOptions) => actions().replayCommand(context, ids, opts));
 }
 
 function registerPurge(dlq: Command, context: () => CliContext): void {
@@ -205,19 +110,5 @@ function registerPurge(dlq: Command, context: () => CliContext): void {
     .option('--yes', 'really remove; without it, purge prints what it would remove and exits 2')
     .option('--json', 'print {"dryRun", "removed", "deadLetters": [...]} as JSON')
     .addHelpText('after', `${FILTER_HELP}\n\nExamples:\n  plan-ledger dlq purge --kind invalid --older-than 30d          # preview\n  plan-ledger dlq purge --kind invalid --older-than 30d --yes    # remove\n${EXIT_HELP}`)
-    .action(async (ids: string[], opts: PurgeCliOptions) => {
-      const selection = parsed(() => parseSelection({ ...opts, ids }, 'dlq purge'));
-      const ctx = context();
-      await withService(ctx, {}, async (service) => {
-        const result = await service.purge(selection, { dryRun: !opts.yes });
-        const n = result.deadLetters.length;
-        if (opts.json) printJson(ctx, { dryRun: result.dryRun, removed: result.dryRun ? 0 : n, deadLetters: result.deadLetters });
-        else if (n === 0) ctx.out('no dead letters match; nothing removed');
-        else {
-          ctx.out(result.dryRun ? `would remove ${n} dead letter${n === 1 ? '' : 's'}:` : `removed ${n} dead letter${n === 1 ? '' : 's'}:`);
-          for (const line of formatDeadLetterTable(result.deadLetters)) ctx.out(line);
-        }
-        if (result.dryRun) throw new CliError(`refusing to purge without --yes; nothing removed (${n} would be)`, EXIT.usage);
-      });
-    });
+    .action(async (ids: string[], opts: PurgeCliOptions) => actions().purgeCommand(context, ids, opts));
 }

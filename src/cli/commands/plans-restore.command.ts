@@ -1,9 +1,11 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
-import { isExternalId } from '../../contracts/field-formats';
-import { restorePlan, RestoreOutcome } from '../../retention/plan-restore';
-import { CliError, EXIT } from '../exit-codes';
-import { retentionPolicyFromEnv, RETENTION_ENV_TEXT, withRetentionSource } from './retention.command';
+import { RETENTION_ENV_TEXT } from './retention.command';
+
+// The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
+// `--help` and the registration of every command stay cheap (see main.ts).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const actions = () => require('./plans-restore.actions') as typeof import('./plans-restore.actions');
 
 /**
  * Adds `restore` to an existing `plans` command group (another command file owns the group and
@@ -16,28 +18,5 @@ export function registerPlansRestore(plans: Command, context: () => CliContext):
     .argument('<planId>', "the executor's plan id")
     .option('--json', 'print the outcome as JSON')
     .addHelpText('after', `${RETENTION_ENV_TEXT}\n\nExample:\n  plan-ledger plans restore plan-42`)
-    .action(async (planId: string, opts: { json?: boolean }) => plansRestore(context(), planId, opts));
-}
-
-export async function plansRestore(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
-  const planId = (rawId ?? '').trim();
-  if (!isExternalId(planId)) throw new CliError(`planId: "${rawId}" is not a plan id (1-64 letters, digits, _ . : -, starting with a letter or digit)`, EXIT.usage);
-  const policy = retentionPolicyFromEnv(ctx.env);
-  const outcome = await withRetentionSource(ctx, (ds) => restorePlan(ds, planId, policy, { logger: ctx.logger }));
-  if (outcome.status !== 'restored') throw new CliError(failureText(outcome), EXIT.failed);
-  if (opts.json) return ctx.raw(JSON.stringify(outcome));
-  const rows = Object.entries(outcome.rows).filter(([, n]) => (n ?? 0) > 0);
-  const total = rows.reduce((sum, [, n]) => sum + (n ?? 0), 0);
-  ctx.out(`restored plan ${planId} (soft-deleted at ${outcome.deletedAt}): ${total} rows (${rows.map(([t, n]) => `${t} ${n}`).join(', ')})`);
-}
-
-function failureText(outcome: Exclude<RestoreOutcome, { status: 'restored' }>): string {
-  switch (outcome.status) {
-    case 'not-found':
-      return `plan "${outcome.planId}" not found: it was never stored, or it has already been purged`;
-    case 'not-deleted':
-      return `plan "${outcome.planId}" is not soft-deleted; nothing to restore`;
-    case 'grace-expired':
-      return `plan "${outcome.planId}" was soft-deleted at ${outcome.deletedAt} and its grace period ended at ${outcome.graceEndedAt}: it is due for purge and can no longer be restored`;
-  }
+    .action(async (planId: string, opts: { json?: boolean }) => actions().plansRestore(context(), planId, opts));
 }

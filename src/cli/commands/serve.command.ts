@@ -1,9 +1,11 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
-import { ConfigError } from '../../config/config';
-import { HTTP_ENV_HELP, loadHttpConfig } from '../../http/http-config';
-import { createLogger } from '../../shared/logger';
-import { CliError, EXIT } from '../exit-codes';
+import { HTTP_ENV_HELP } from '../../http/http-config';
+
+// The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
+// `--help` and the registration of every command stay cheap (see main.ts).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const actions = () => require('./serve.actions') as typeof import('./serve.actions');
 
 const HELP = `
 Serve environment (also DATABASE_URL, REDIS_URL, QUEUE_PREFIX, LOG_LEVEL):
@@ -27,39 +29,6 @@ export function registerServe(program: Command, context: () => CliContext): void
     .addHelpText('after', HELP)
     .action(async () => {
       const ctx = context();
-      await runServeCommand(ctx, ctx.env);
+      await actions().runServeCommand(ctx, ctx.env);
     });
-}
-
-export async function runServeCommand(ctx: CliContext, env: Record<string, string | undefined>): Promise<void> {
-  let settings;
-  try {
-    settings = loadHttpConfig(env);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message, EXIT.usage);
-    throw err;
-  }
-  const logger = createLogger({ level: ctx.config.logLevel, base: { component: 'serve', pid: process.pid } });
-  // require, not import(): loaded on demand from both the tsx sources and the compiled CommonJS
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { startHttpServer } = require('../../http/start-http-server') as typeof import('../../http/start-http-server');
-  let handle;
-  try {
-    handle = await startHttpServer({ config: ctx.config, settings, logger });
-  } catch (err) {
-    throw new CliError(`serve cannot start: ${(err as Error).message}`, EXIT.failed);
-  }
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
-  });
-  logger.info({ signal }, 'signal received: shutting down');
-  const watchdog = setTimeout(() => {
-    ctx.err(`plan-ledger: serve did not close within ${settings.shutdownTimeoutMs} ms; exiting (accepted events not yet in Redis stay in ${settings.journalDir})`);
-    process.exit(EXIT.failed);
-  }, settings.shutdownTimeoutMs + 2_000);
-  const { flushed } = await handle.close();
-  clearTimeout(watchdog);
-  logger.info({ flushed }, 'serve stopped');
-  logger.flush();
 }

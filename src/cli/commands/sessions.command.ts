@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
-import { getActivePlan, getPlanHistory, SessionActivePlan } from '../../queries/session-plans.query';
-import { formatPlanHeader } from '../../queries/plan-timeline.format';
-import { parseLimit, requireId } from '../../queries/query-args';
-import { formatInt, renderTable } from '../../queries/text-output';
-import { parseArgs, printJson, withReadSource } from './read-command';
+
+// The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
+// `--help` and the registration of every command stay cheap (see main.ts).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const actions = () => require('./sessions.actions') as typeof import('./sessions.actions');
 
 /** `sessions active|history`: what a chat application restores after a restart (seed 001). */
 export function registerSessions(program: Command, context: () => CliContext): Command {
@@ -16,7 +16,7 @@ export function registerSessions(program: Command, context: () => CliContext): C
     .argument('<sessionId>', "the executor's session id")
     .option('--json', 'print { sessionId, activePlan, otherActivePlanIds } as JSON (activePlan null when none)')
     .addHelpText('after', '\nExit code 0 with "no plan in progress" when the session exists but has none.')
-    .action(async (sessionId: string, opts: { json?: boolean }) => activeCommand(context(), sessionId, opts));
+    .action(async (sessionId: string, opts: { json?: boolean }) => actions().activeCommand(context(), sessionId, opts));
 
   sessions
     .command('history')
@@ -24,31 +24,7 @@ export function registerSessions(program: Command, context: () => CliContext): C
     .argument('<sessionId>', "the executor's session id")
     .option('--limit <n>', 'how many plans, 1-1000 (default: 10, as seed 001 keeps)')
     .option('--json', 'print { sessionId, plans } as JSON')
-    .action(async (sessionId: string, opts: { limit?: string; json?: boolean }) => historyCommand(context(), sessionId, opts));
+    .action(async (sessionId: string, opts: { limit?: string; json?: boolean }) => actions().historyCommand(context(), sessionId, opts));
 
   return sessions;
-}
-
-export async function activeCommand(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
-  const sessionId = parseArgs(() => requireId('sessionId', rawId));
-  const result = await withReadSource(ctx, 'sessions active', (ds) => getActivePlan(ds, sessionId));
-  if (opts.json) return printJson(ctx, result);
-  for (const line of formatActivePlan(result)) ctx.out(line);
-}
-
-export function formatActivePlan(result: SessionActivePlan): string[] {
-  const plan = result.activePlan;
-  if (!plan) return [`session ${result.sessionId} has no plan in progress`];
-  const steps = plan.steps.map((s) => [s.index, s.stepId, s.agentId, s.status, s.title ?? '']);
-  const others = result.otherActivePlanIds.length > 0 ? [`also in progress: ${result.otherActivePlanIds.join(', ')}`] : [];
-  return [...formatPlanHeader(plan), ...others, '', ...renderTable(['#', 'STEP', 'AGENT', 'STATUS', 'TITLE'], steps)];
-}
-
-export async function historyCommand(ctx: CliContext, rawId: string, opts: { limit?: string; json?: boolean }): Promise<void> {
-  const { sessionId, limit } = parseArgs(() => ({ sessionId: requireId('sessionId', rawId), limit: parseLimit(opts.limit, 10) }));
-  const result = await withReadSource(ctx, 'sessions history', (ds) => getPlanHistory(ds, sessionId, limit));
-  if (opts.json) return printJson(ctx, result);
-  if (result.plans.length === 0) return ctx.out(`session ${sessionId} has no finished plans`);
-  const rows = result.plans.map((p) => [p.planId, p.status, `${p.completedSteps}/${p.totalSteps}`, `${formatInt(p.inputTokens)}/${formatInt(p.outputTokens)}`, p.createdAt, p.completedAt, p.query]);
-  for (const line of renderTable(['PLAN', 'STATUS', 'DONE', 'TOKENS in/out', 'CREATED', 'ENDED', 'QUERY'], rows, 50)) ctx.out(line);
 }

@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
-import { getStepOutput } from '../../queries/step-output.query';
-import { requireId } from '../../queries/query-args';
-import { CliError, EXIT } from '../exit-codes';
-import { parseArgs, printJson, withReadSource } from './read-command';
+
+// The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
+// `--help` and the registration of every command stay cheap (see main.ts).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const actions = () => require('./steps.actions') as typeof import('./steps.actions');
 
 /** `steps output`: a step's stored output, for a task running on another machine (seed 003). */
 export function registerSteps(program: Command, context: () => CliContext): Command {
@@ -20,21 +21,6 @@ export function registerSteps(program: Command, context: () => CliContext): Comm
         '\\r and \\r\\n line endings are kept, so the file below equals what the step stored.\n' +
         'Exits 1 when the step stored no output (for example, it has not completed).\nExample:\n  plan-ledger steps output plan-42 0 > plan.md',
     )
-    .action(async (planId: string, step: string, opts: { json?: boolean }) => stepOutputCommand(context(), planId, step, opts));
+    .action(async (planId: string, step: string, opts: { json?: boolean }) => actions().stepOutputCommand(context(), planId, step, opts));
   return steps;
-}
-
-export async function stepOutputCommand(ctx: CliContext, rawPlan: string, rawStep: string, opts: { json?: boolean }): Promise<void> {
-  const { planId, stepRef } = parseArgs(() => ({ planId: requireId('planId', rawPlan), stepRef: requireId('step', rawStep) }));
-  const output = await withReadSource(ctx, 'steps output', (ds) => getStepOutput(ds, planId, stepRef));
-  if (opts.json) printJson(ctx, output);
-  if (output.outputContent === null) {
-    throw new CliError(`step "${output.stepId}" (#${output.index}) of plan "${planId}" has no stored output (status ${output.status})`, EXIT.failed);
-  }
-  // byte for byte into a file or a pipe (write adds no newline); on a terminal, control characters
-  // are escaped like every other output
-  if (!opts.json) {
-    if (process.stdout.isTTY) ctx.out(output.outputContent.replace(/\n$/, ''));
-    else ctx.write(output.outputContent);
-  }
 }

@@ -1,60 +1,12 @@
-import * as v8 from 'node:v8';
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
-import { ConfigError } from '../../config/config';
-import { createLogger } from '../../shared/logger';
-import { loadWorkerConfig, WORKER_ENV_HELP } from '../../worker/worker-config';
-import { startWorker } from '../../worker/start-worker';
-import { loadRetentionPolicy, RETENTION_ENV_HELP, startRetentionScheduler } from '../../retention';
-import { openDataSource } from '../../store/data-source';
-import { CliError, EXIT } from '../exit-codes';
-import type { Logger } from '../../shared/logger';
-import { isRedisOomError } from '../../worker/redis-relief';
+import { WORKER_ENV_HELP } from '../../worker/worker-config';
+import { RETENTION_ENV_HELP } from '../../retention/retention-config';
 
-/** Delay between attempts to start the retention scheduler while Redis is at maxmemory. */
-const RETENTION_RETRY_MS = 30_000;
-
-/**
- * The retention scheduler starts with an upsert, a write that a Redis at `maxmemory` (noeviction)
- * refuses. The worker must start all the same (draining the queue is what frees Redis), so on
- * Redis's OOM error the scheduler is started later, retried in the background; other errors still
- * stop the start-up.
- */
-async function startRetentionWhenRedisHasRoom(start: () => Promise<{ close(): Promise<void> }>, logger: Logger): Promise<{ close(): Promise<void> }> {
-  try {
-    return await start();
-  } catch (err) {
-    if (!isRedisOomError(err)) throw err;
-  }
-  logger.warn({ retryMs: RETENTION_RETRY_MS }, 'Redis is at maxmemory: the retention scheduler will start once Redis has room; the worker starts now');
-  let started: { close(): Promise<void> } | undefined;
-  let closed = false;
-  let timer: NodeJS.Timeout | undefined;
-  const attempt = () => {
-    timer = setTimeout(() => {
-      start().then(
-        (s) => {
-          if (closed) return void s.close();
-          started = s;
-          logger.info('retention scheduler started');
-        },
-        (err) => {
-          if (!closed) attempt();
-          if (!isRedisOomError(err)) logger.warn({ err }, 'retention scheduler could not start; retrying');
-        },
-      );
-    }, RETENTION_RETRY_MS);
-    timer.unref();
-  };
-  attempt();
-  return {
-    close: async () => {
-      closed = true;
-      clearTimeout(timer);
-      await started?.close();
-    },
-  };
-}
+// The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
+// `--help` and the registration of every command stay cheap (see main.ts).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const actions = () => require('./worker.actions') as typeof import('./worker.actions');
 
 const HELP = `
 Worker environment:
@@ -79,71 +31,6 @@ export function registerWorker(program: Command, context: () => CliContext): voi
     .addHelpText('after', HELP)
     .action(async () => {
       const ctx = context();
-      await runWorkerCommand(ctx, ctx.env);
+      await actions().runWorkerCommand(ctx, ctx.env);
     });
-}
-
-/** Runs until a signal; throws CliError (exit 1) when the start fails or the shutdown misses its deadline. */
-export async function runWorkerCommand(ctx: CliContext, env: Record<string, string | undefined>): Promise<void> {
-  let settings;
-  let policy;
-  try {
-    settings = loadWorkerConfig(env);
-    policy = loadRetentionPolicy(env);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message, EXIT.usage);
-    throw err;
-  }
-  if (settings.heapGrowingPercent > 0) {
-    // V8 reads this heuristic at every full GC, so setting it now takes effect; it only decides
-    // how far the heap may grow before the next collection (see WorkerConfig.heapGrowingPercent).
-    v8.setFlagsFromString(`--heap-growing-percent=${settings.heapGrowingPercent}`);
-  }
-  // The worker is a service: its logs go to stdout at the configured level (the CLI's own logger is quieter).
-  const logger = createLogger({ level: ctx.config.logLevel, base: { component: 'worker', pid: process.pid } });
-  // One DataSource for the worker and retention: on SQLite every writer must share its write queue.
-  let ds;
-  let handle;
-  let retention;
-  try {
-    ds = await openDataSource(ctx.config.database, { poolSize: settings.transactions + 3 });
-    handle = await startWorker({ config: ctx.config, logger, settings, dataSource: ds });
-    const dataSource = ds;
-    retention = await startRetentionWhenRedisHasRoom(
-      () => startRetentionScheduler({ redisUrl: ctx.config.redisUrl, redisClusterNodes: ctx.config.redisClusterNodes, prefix: ctx.config.queuePrefix, dataSource, policy, logger: logger.child({ component: 'retention' }) }),
-      logger,
-    );
-  } catch (err) {
-    await handle?.close(settings.shutdownTimeoutMs).catch(() => undefined);
-    if (ds?.isInitialized) await ds.destroy().catch(() => undefined);
-    throw new CliError(`worker cannot start: ${(err as Error).message}`, EXIT.failed);
-  }
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
-  });
-  logger.info({ signal }, 'signal received: shutting down');
-  // A second signal means "now": the jobs in flight are redelivered after their locks expire.
-  const again = () => {
-    ctx.err(`plan-ledger: second signal: exiting without waiting for in-flight jobs`);
-    process.exit(EXIT.failed);
-  };
-  process.once('SIGTERM', again);
-  process.once('SIGINT', again);
-  // Watchdog: close() is bounded, but a stuck driver call must not keep the process past its deadline.
-  const watchdog = setTimeout(() => {
-    ctx.err(`plan-ledger: worker did not close within ${settings.shutdownTimeoutMs} ms; exiting`);
-    process.exit(EXIT.failed);
-  }, settings.shutdownTimeoutMs + 2_000);
-  await retention.close().catch((err: Error) => logger.warn({ err }, 'retention scheduler did not close cleanly'));
-  const { clean } = await handle.close(settings.shutdownTimeoutMs);
-  await ds.destroy().catch((err: Error) => logger.warn({ err }, 'closing the database failed'));
-  clearTimeout(watchdog);
-  process.removeListener('SIGTERM', again);
-  process.removeListener('SIGINT', again);
-  if (!clean) {
-    // A hung driver call still holds its socket: exit rather than linger; BullMQ redelivers the jobs.
-    ctx.err(`plan-ledger: shutdown deadline (${settings.shutdownTimeoutMs} ms) reached; unfinished jobs will be redelivered`);
-    process.exit(EXIT.failed);
-  }
 }

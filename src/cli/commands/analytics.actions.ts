@@ -1,0 +1,91 @@
+import type { CliContext } from '../cli-context';
+import { agentUsage, echoRange, handoffPatterns, plansPerDay } from '../../queries/analytics.query';
+import { TOKEN_DIMENSIONS, TokenDimension, tokenUsage, TokenUsage } from '../../queries/token-usage.query';
+import { DateRange, parseDateRange } from '../../queries/query-args';
+import { QueryArgumentError } from '../../queries/query-errors';
+import { Cell, formatInt, formatPercent, renderTable, toCsv } from '../../queries/text-output';
+import { outputFormat, parseArgs, printJson, withReadSource } from './read-command';
+
+export interface AnalyticsOptions {
+  from?: string;
+  to?: string;
+  json?: boolean;
+  csv?: boolean;
+  by?: string;
+}
+
+interface Report {
+  headers: string[];
+  rows: Cell[][];
+  /** What `--json` prints besides `from`/`to`. */
+  json: Record<string, unknown>;
+}
+
+export type ReportName = 'daily' | 'agents' | 'handoffs' | 'tokens';
+
+export async function runReport(ctx: CliContext, name: ReportName, opts: AnalyticsOptions): Promise<void> {
+  const build = REPORTS[name];
+  const format = outputFormat(opts);
+  const range = parseArgs(() => {
+    if (opts.by !== undefined) parseDimension(opts.by);
+    return parseDateRange(opts.from, opts.to);
+  });
+  const report = await build(ctx, range, opts);
+  if (format === 'json') return printJson(ctx, { ...echoRange(range), ...report.json });
+  const lines = format === 'csv' ? toCsv(report.headers, report.rows) : report.rows.length === 0 ? [`no ${name} data in this range`] : renderTable(report.headers, report.rows);
+  for (const line of lines) ctx.out(line);
+}
+
+async function daily(ctx: CliContext, range: DateRange): Promise<Report> {
+  const days = await withReadSource(ctx, 'analytics daily', (ds) => plansPerDay(ds, range));
+  return {
+    headers: ['day', 'total_plans', 'completed', 'failed', 'cancelled', 'in_progress'],
+    rows: days.map((d) => [d.day, d.totalPlans, d.completed, d.failed, d.cancelled, d.inProgress]),
+    json: { days },
+  };
+}
+
+async function agents(ctx: CliContext, range: DateRange, opts: AnalyticsOptions): Promise<Report> {
+  const list = await withReadSource(ctx, 'analytics agents', (ds) => agentUsage(ds, range));
+  const csv = Boolean(opts.csv);
+  return {
+    headers: ['agent_id', 'total_steps', 'completed', 'failed', 'skipped', 'success_rate', 'avg_input_tokens', 'avg_output_tokens', 'input_tokens', 'output_tokens'],
+    rows: list.map((a) => [a.agentId, a.totalSteps, a.completed, a.failed, a.skipped, csv ? a.successRate : formatPercent(a.successRate), a.avgInputTokens, a.avgOutputTokens, a.inputTokens, a.outputTokens]),
+    json: { agents: list },
+  };
+}
+
+async function handoffs(ctx: CliContext, range: DateRange): Promise<Report> {
+  const list = await withReadSource(ctx, 'analytics handoffs', (ds) => handoffPatterns(ds, range));
+  return {
+    headers: ['from_agent_id', 'to_agent_id', 'reason', 'count'],
+    rows: list.map((h) => [h.fromAgentId, h.toAgentId, h.reason, h.count]),
+    json: { handoffs: list },
+  };
+}
+
+function parseDimension(raw: string): TokenDimension {
+  const value = raw.trim().toLowerCase();
+  if (!(TOKEN_DIMENSIONS as readonly string[]).includes(value)) throw new QueryArgumentError('--by', `"${raw}" is not one of ${TOKEN_DIMENSIONS.join(', ')}`);
+  return value as TokenDimension;
+}
+
+async function tokens(ctx: CliContext, range: DateRange, opts: AnalyticsOptions): Promise<Report> {
+  const dims = opts.by === undefined ? TOKEN_DIMENSIONS : [parseDimension(opts.by)];
+  const usage = await withReadSource(ctx, 'analytics tokens', (ds) => tokenUsage(ds, range, dims));
+  return { headers: ['dimension', 'key', 'input_tokens', 'output_tokens', 'total_tokens'], rows: tokenRows(usage, Boolean(opts.csv)), json: { ...usage } };
+}
+
+function tokenRows(u: TokenUsage, csv: boolean): Cell[][] {
+  const n = (v: number) => (csv ? v : formatInt(v));
+  const row = (dimension: string, key: string | null, t: { inputTokens: number; outputTokens: number; totalTokens: number }): Cell[] => [dimension, key ?? (csv ? null : '(no model)'), n(t.inputTokens), n(t.outputTokens), n(t.totalTokens)];
+  return [
+    ...(u.bySession ?? []).map((s) => row('session', s.sessionId, s)),
+    ...(u.byPlan ?? []).map((p) => row('plan', p.planId, p)),
+    ...(u.byAgent ?? []).map((a) => row('agent', a.agentId, a)),
+    ...(u.byModel ?? []).map((m) => row('model', m.model, m)),
+    row('total', csv ? null : '', u.total),
+  ];
+}
+
+const REPORTS: Record<ReportName, (ctx: CliContext, range: DateRange, opts: AnalyticsOptions) => Promise<Report>> = { daily, agents, handoffs, tokens };

@@ -1,0 +1,30 @@
+import type { CliContext } from '../cli-context';
+import { getActivePlan, getPlanHistory, SessionActivePlan } from '../../queries/session-plans.query';
+import { formatPlanHeader } from '../../queries/plan-timeline.format';
+import { parseLimit, requireId } from '../../queries/query-args';
+import { formatInt, renderTable } from '../../queries/text-output';
+import { parseArgs, printJson, withReadSource } from './read-command';
+
+export async function activeCommand(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
+  const sessionId = parseArgs(() => requireId('sessionId', rawId));
+  const result = await withReadSource(ctx, 'sessions active', (ds) => getActivePlan(ds, sessionId));
+  if (opts.json) return printJson(ctx, result);
+  for (const line of formatActivePlan(result)) ctx.out(line);
+}
+
+export function formatActivePlan(result: SessionActivePlan): string[] {
+  const plan = result.activePlan;
+  if (!plan) return [`session ${result.sessionId} has no plan in progress`];
+  const steps = plan.steps.map((s) => [s.index, s.stepId, s.agentId, s.status, s.title ?? '']);
+  const others = result.otherActivePlanIds.length > 0 ? [`also in progress: ${result.otherActivePlanIds.join(', ')}`] : [];
+  return [...formatPlanHeader(plan), ...others, '', ...renderTable(['#', 'STEP', 'AGENT', 'STATUS', 'TITLE'], steps)];
+}
+
+export async function historyCommand(ctx: CliContext, rawId: string, opts: { limit?: string; json?: boolean }): Promise<void> {
+  const { sessionId, limit } = parseArgs(() => ({ sessionId: requireId('sessionId', rawId), limit: parseLimit(opts.limit, 10) }));
+  const result = await withReadSource(ctx, 'sessions history', (ds) => getPlanHistory(ds, sessionId, limit));
+  if (opts.json) return printJson(ctx, result);
+  if (result.plans.length === 0) return ctx.out(`session ${sessionId} has no finished plans`);
+  const rows = result.plans.map((p) => [p.planId, p.status, `${p.completedSteps}/${p.totalSteps}`, `${formatInt(p.inputTokens)}/${formatInt(p.outputTokens)}`, p.createdAt, p.completedAt, p.query]);
+  for (const line of renderTable(['PLAN', 'STATUS', 'DONE', 'TOKENS in/out', 'CREATED', 'ENDED', 'QUERY'], rows, 50)) ctx.out(line);
+}
