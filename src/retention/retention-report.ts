@@ -32,6 +32,8 @@ export interface RetentionReport {
   plans: TableCounts;
   /** Plans with events but no execution_plans row. */
   orphans: TableCounts;
+  /** Sessions whose last plan was purged (no plan row, head or event of theirs left). */
+  sessions: { purged: number };
   /** Workflow DAGs expired on their own (their plan stays). */
   dags: { expired: number; purged: number };
   /** Per table, every phase summed. */
@@ -53,6 +55,7 @@ export function emptyReport(dryRun: boolean, now: Date, batchSize: number, cutof
     cutoffs,
     plans: { softDeleted: 0, purged: 0 },
     orphans: { softDeleted: 0, purged: 0 },
+    sessions: { purged: 0 },
     dags: { expired: 0, purged: 0 },
     tables,
     batchSize,
@@ -63,8 +66,11 @@ export function emptyReport(dryRun: boolean, now: Date, batchSize: number, cutof
 }
 
 /** Add per-table counts of one batch to the report. */
-export function addTableCounts(report: RetentionReport, kind: keyof TableCounts, counts: Partial<Record<PlanTable, number>>): void {
-  for (const [table, n] of Object.entries(counts) as Array<[PlanTable, number]>) report.tables[table][kind] += n;
+export function addTableCounts(report: RetentionReport, kind: keyof TableCounts, counts: Partial<Record<PlanTable | 'sessions', number>>): void {
+  for (const [table, n] of Object.entries(counts) as Array<[PlanTable | 'sessions', number]>) {
+    if (table === 'sessions') report.sessions.purged += n;
+    else report.tables[table][kind] += n;
+  }
 }
 
 /** Report lines for people: one per table that changed, then the totals. */
@@ -79,6 +85,7 @@ export function formatReport(r: RetentionReport): string[] {
   lines.push(
     `plans: ${r.plans.softDeleted} ${soft}, ${r.plans.purged} ${purge}; ` +
       `orphan plans: ${r.orphans.softDeleted} ${soft}, ${r.orphans.purged} ${purge}; ` +
+      `empty sessions: ${r.sessions.purged} ${purge}; ` +
       `DAGs: ${r.dags.expired} ${r.dryRun ? 'would expire' : 'expired'}, ${r.dags.purged} ${purge}`,
   );
   const end = r.complete ? 'complete' : `stopped early (${r.stoppedBy}); the next run continues`;

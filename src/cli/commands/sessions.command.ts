@@ -5,6 +5,9 @@ import { formatPlanHeader } from '../../queries/plan-timeline.format';
 import { parseLimit, requireId } from '../../queries/query-args';
 import { formatInt, renderTable } from '../../queries/text-output';
 import { parseArgs, printJson, withReadSource } from './read-command';
+import { openDeadLetterService } from '../../dead-letters/dead-letter-connections';
+import { eraseSession, formatErasureReport } from '../../retention/session-erasure';
+import { withDataSource } from '../with-data-source';
 
 /** `sessions active|history`: what a chat application restores after a restart (seed 001). */
 export function registerSessions(program: Command, context: () => CliContext): Command {
@@ -26,7 +29,29 @@ export function registerSessions(program: Command, context: () => CliContext): C
     .option('--json', 'print { sessionId, plans } as JSON')
     .action(async (sessionId: string, opts: { limit?: string; json?: boolean }) => historyCommand(context(), sessionId, opts));
 
+  sessions
+    .command('purge')
+    .description('erase a session for good: every row of its plans (any status, soft-deleted too), its session row, its dead letters in Redis')
+    .argument('<sessionId>', "the executor's session id")
+    .option('--dry-run', 'count what would be removed; change nothing')
+    .option('--json', 'print { sessionId, dryRun, plans, tables, deadLetters, durationMs } as JSON')
+    .addHelpText('after', '\nNo undo (unlike retention\'s soft delete). Needs the database and Redis (REDIS_URL, QUEUE_PREFIX).\nExit code 1 with one line when neither knows the session.\n\nExamples:\n  plan-ledger sessions purge sess-42 --dry-run\n  plan-ledger sessions purge sess-42 --json')
+    .action(async (sessionId: string, opts: { dryRun?: boolean; json?: boolean }) => purgeCommand(context(), sessionId, opts));
+
   return sessions;
+}
+
+export async function purgeCommand(ctx: CliContext, rawId: string, opts: { dryRun?: boolean; json?: boolean }): Promise<void> {
+  const sessionId = parseArgs(() => requireId('sessionId', rawId));
+  // Redis first: when it is unreachable, nothing is erased
+  const redis = await openDeadLetterService(ctx.config, ctx.logger);
+  try {
+    const report = await withDataSource(ctx, (ds) => eraseSession(ds, sessionId, { dryRun: opts.dryRun ?? false, deadLetters: redis.service, logger: ctx.logger }));
+    if (opts.json) return printJson(ctx, report);
+    for (const line of formatErasureReport(report)) ctx.out(line);
+  } finally {
+    await redis.close();
+  }
 }
 
 export async function activeCommand(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
