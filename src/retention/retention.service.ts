@@ -62,6 +62,7 @@ export async function runRetention(ds: DataSource, policy: Readonly<RetentionPol
       orphansPurged: report.orphans.purged,
       dagsExpired: report.dags.expired,
       dagsPurged: report.dags.purged,
+      dagsStamped: report.dags.stamped,
       batches: report.batches,
       complete: report.complete,
       stoppedBy: report.stoppedBy,
