@@ -8,6 +8,7 @@ import { runCli } from '../support/cli';
 import { runRetention } from '../../src/retention/retention.service';
 import { loadRetentionPolicy, retentionPolicy } from '../../src/retention/retention-config';
 import { getResumePoint } from '../../src/queries/workflow-resume.query';
+import { ENTITY } from '../../src/store/entities';
 import { ago, DAY, insertPlans, later, NOW, PlanSpec, planRows, wipe, zero } from './plan-fixtures';
 
 const MIN = 60_000;
@@ -62,5 +63,22 @@ describe.each(ALL_TEST_DBS)('DAG expiry on %s', (kind) => {
     const longer = retentionPolicy({ ...policy, dagTtlMinutes: 10 * 24 * 60 });
     expect((await runRetention(ds, longer, { now: later(10 * MIN) })).dags).toMatchObject({ expired: 1, stamped: 0 });
     expect(await planRows(ds, 'ended-80m', 'deleted')).toEqual({ ...zero(), workflow_dags: 1, workflow_checkpoints: 2 });
+  });
+
+  it('never retires nor expires a plan awaiting a decision or with unfinished layers, however old', async () => {
+    const old = ago(20 * 365 * DAY);
+    await insertPlans(ds, [
+      { id: 'awaiting-decision', status: 'planning', createdAt: old, lastActivity: old },
+      { id: 'layers-unfinished', status: 'executing', createdAt: old, lastActivity: old },
+    ]);
+    await ds.createQueryBuilder().update(ENTITY.plan).set({ approvalStatus: 'pending' }).where({ id: 'awaiting-decision' }).execute();
+    const aggressive = retentionPolicy({ completedDays: 1, failedDays: 1, cancelledDays: 1, graceDays: 0, dagTtlMinutes: 1, orphanDays: 1, batchSize: 2 });
+    for (const now of [NOW, later(1000 * DAY)]) {
+      const r = await runRetention(ds, aggressive, { now });
+      expect({ plans: r.plans, dags: r.dags }).toEqual({ plans: { softDeleted: 0, purged: 0 }, dags: { expired: 0, purged: 0, stamped: 0 } });
+    }
+    for (const id of ['awaiting-decision', 'layers-unfinished']) expect(await planRows(ds, id, 'deleted')).toEqual(zero());
+    expect(await getResumePoint(ds, 'awaiting-decision', { dagTtlMinutes: 1 })).toMatchObject({ resumable: false, reason: 'it is still waiting for an approval decision', expiresAt: null });
+    expect(await getResumePoint(ds, 'layers-unfinished', { dagTtlMinutes: 1 })).toMatchObject({ resumable: true, expiresAt: null });
   });
 });
