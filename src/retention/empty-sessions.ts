@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { ENTITY } from '../store/entities';
+import { instant } from './retention-sql';
 
 /** The sessions these plans belong to (from their plan row or, for orphans, their head). */
 export async function sessionsOfPlans(m: EntityManager, planIds: string[]): Promise<string[]> {
@@ -10,21 +11,21 @@ export async function sessionsOfPlans(m: EntityManager, planIds: string[]): Prom
 }
 
 /**
- * Of these sessions (rows that exist), the ones with no execution_plans row (soft-deleted
- * included) outside `leaving`: those a purge of `leaving` leaves empty. A session row is written
- * with its plans' rows only, so an orphan's head does not keep it (and plan_heads has no index on
- * session_id). Run after the purge, `leaving` only matters to a dry run, which deletes nothing.
- * Reads the sessions' plan ids through IX_execution_plans_session, not a NOT IN list, so a dry
- * run's whole set of would-be-purged plans never becomes statement parameters.
+ * Of these sessions (rows that exist), the ones with no execution_plans row left (soft-deleted
+ * included): a session row is written with its plans' rows only, so an orphan's head does not keep
+ * it. One NOT EXISTS per session through IX_execution_plans_session, stopping at the first plan.
+ * With `survivingAfter` (a dry run, which deletes nothing), plans soft-deleted at or before that
+ * instant count as gone, as the run would purge them.
  */
-export async function emptySessions(m: EntityManager, sessionIds: string[], leaving: ReadonlySet<string>): Promise<string[]> {
+export async function emptySessions(m: EntityManager, sessionIds: string[], survivingAfter?: Date): Promise<string[]> {
   if (sessionIds.length === 0) return [];
-  const existing: Array<{ id: string }> = await m.createQueryBuilder().select('s.id', 'id').from(ENTITY.session, 's').where('s.id IN (:...sids)', { sids: sessionIds }).getRawMany();
-  const owned = async (entity: string, key: string) =>
-    (await m.createQueryBuilder().select(`t.sessionId`, 'sessionId').addSelect(`t.${key}`, 'planId').from(entity, 't').withDeleted().where('t.sessionId IN (:...sids)', { sids: sessionIds }).getRawMany()) as Array<{ sessionId: string; planId: string }>;
-  const busy = new Set<string>();
-  for (const r of await owned(ENTITY.plan, 'id')) if (!leaving.has(r.planId)) busy.add(r.sessionId);
-  return existing.map((r) => r.id).filter((id) => !busy.has(id)).sort();
+  const qb = m.createQueryBuilder().select('s.id', 'id').from(ENTITY.session, 's').where('s.id IN (:...sids)', { sids: sessionIds });
+  const plans = qb.subQuery().select('1').from(ENTITY.plan, 'ep').withDeleted().where('ep.sessionId = s.id');
+  if (survivingAfter) plans.andWhere('(ep.deletedAt IS NULL OR ep.deletedAt > :survivingAfter)');
+  qb.andWhere(`NOT EXISTS ${plans.getQuery()}`);
+  if (survivingAfter) qb.setParameter('survivingAfter', instant(m, survivingAfter));
+  const rows: Array<{ id: string }> = await qb.getRawMany();
+  return rows.map((r) => r.id).sort();
 }
 
 /** Deletes these session rows; the number deleted. */

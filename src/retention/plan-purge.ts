@@ -102,10 +102,9 @@ async function deleteAll(ctx: RunContext, m: EntityManager, tables: readonly Pla
   for (const spec of tables) {
     counts[spec.table] = ctx.dryRun ? await countRows(m, spec, ids, 'all') : affected(await deleteRows(m, spec, ids).execute());
   }
-  // a session whose last plan went with this batch goes too (a plan written for it since is kept:
-  // its row or head exists, so the session is not empty)
-  if (ctx.dryRun) for (const id of ids) ctx.wouldPurge.add(id);
-  const empty = await emptySessions(m, sessions, ctx.dryRun ? ctx.wouldPurge : new Set(ids));
+  // a session whose last plan went with this batch goes too (a plan created for it meanwhile has
+  // a row, so the session is not empty)
+  const empty = await emptySessions(m, sessions, ctx.dryRun ? purgeCutoff(ctx) : undefined);
   if (!ctx.dryRun) counts.sessions = await deleteSessions(m, empty);
   else {
     const fresh = empty.filter((id) => !ctx.wouldPurgeSessions.has(id));

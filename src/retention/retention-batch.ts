@@ -24,8 +24,6 @@ export interface RunContext {
   maxBatches?: number;
   /** Dry run only: plans it would have soft-deleted, so later phases treat them as deleted. */
   wouldRetire: Set<string>;
-  /** Dry run only: plans it would have purged, so a session's emptiness is judged as a real run would. */
-  wouldPurge: Set<string>;
   /** Dry run only: sessions it would have deleted, counted once. */
   wouldPurgeSessions: Set<string>;
 }
