@@ -143,7 +143,7 @@ async function main(): Promise<void> {
     const rows = await load(ds, args, new Date(now.getTime() - 40 * DAY));
     const loadMs = Date.now() - t0;
     say(`loaded ${Object.values(rows).reduce((s, n) => s + n, 0)} rows in ${loadMs} ms`);
-    const policy = retentionPolicy({ batchSize: args.batch, orphanDays: 0, dagTtlHours: 24 });
+    const policy = retentionPolicy({ batchSize: args.batch, orphanDays: 0, dagTtlMinutes: 1440 });
 
     const phase = async (name: string, at: Date, kind: 'softDeleted' | 'purged') => {
       clock.reset();

@@ -192,6 +192,23 @@ export class DeadLetterService {
     return { dryRun, deadLetters: picked };
   }
 
+  /**
+   * Removes (dry run: lists) every entry of a session, for erasure: its sessionId is `sessionId`
+   * or its planId is one of `planIds` (an invalid event may carry only one of them). One pass over
+   * a snapshot of the ids, a page removed at a time; other sessions' entries are not touched.
+   */
+  async purgeSession(sessionId: string, planIds: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<PurgeResult> {
+    const dryRun = opts.dryRun ?? false;
+    const picked: DeadLetterSummary[] = [];
+    for await (const page of this.repository.scanIds(await this.repository.ids())) {
+      const mine = page.filter((dl) => dl.sessionId === sessionId || (dl.planId !== null && planIds.has(dl.planId)));
+      if (mine.length > 0 && !dryRun) await this.repository.remove(mine.map((dl) => dl.id));
+      pushAll(picked, mine);
+    }
+    this.deps.logger.info({ dryRun, sessionId, removed: dryRun ? 0 : picked.length }, dryRun ? 'session dead letters dry run' : 'session dead letters purged');
+    return { dryRun, deadLetters: picked };
+  }
+
   /** Counted inside Redis (see DeadLetterRepository.countAll): no entry crosses the wire. */
   async stats(): Promise<DeadLetterStats> {
     const counted = await this.repository.countAll();

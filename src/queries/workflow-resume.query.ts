@@ -64,6 +64,12 @@ export interface NotResumable {
   status: PlanStatus | null;
   /** Completes "cannot be resumed because ...". */
   reason: string;
+  /**
+   * When the finished (completed/cancelled) workflow's DAG and checkpoints expire: the
+   * `expires_at` retention stamped, else its end + `dagTtlMinutes` when the caller passed it;
+   * null when they never expire, are already gone, or the TTL is not known here.
+   */
+  expiresAt: string | null;
   /** The `seq` to publish next for this plan, were anything still published for it. */
   nextSeq: number;
 }
@@ -75,18 +81,23 @@ export type ResumePoint = Resumable | NotResumable;
  * DAG, its latest checkpoint and the next layer's steps, or why it cannot be resumed.
  * Unknown ids throw `NotFoundError`.
  */
-export async function getResumePoint(ds: DataSource, workflowId: string): Promise<ResumePoint> {
+export interface ResumePointOptions {
+  /** Retention's DAG TTL (RETENTION_DAG_TTL), to show when a finished workflow's DAG expires before retention stamped it. */
+  dagTtlMinutes?: number;
+}
+
+export async function getResumePoint(ds: DataSource, workflowId: string, options: ResumePointOptions = {}): Promise<ResumePoint> {
   const plan = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOne({ where: { id: workflowId } });
   if (!plan) {
     // only the fact that it existed is read, none of its rows: deleted data stays invisible
     const deleted = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).exists({ where: { id: workflowId }, withDeleted: true });
     if (!deleted) throw new NotFoundError('plan', workflowId);
-    return { workflowId, resumable: false, status: null, reason: 'it was deleted by retention', nextSeq: await getNextSeq(ds, workflowId) };
+    return { workflowId, resumable: false, status: null, reason: 'it was deleted by retention', expiresAt: null, nextSeq: await getNextSeq(ds, workflowId) };
   }
-  const refusal = statusRefusal(plan);
-  if (refusal) return { workflowId, resumable: false, status: plan.status, reason: refusal, nextSeq: await getNextSeq(ds, workflowId) };
   const dagRow = await ds.getRepository<WorkflowDagRow>(ENTITY.dag).findOne({ where: { workflowId } });
-  if (!dagRow) return { workflowId, resumable: false, status: plan.status, reason: 'no DAG is stored for it (expired or never written)', nextSeq: await getNextSeq(ds, workflowId) };
+  const refusal = statusRefusal(plan);
+  if (refusal) return { workflowId, resumable: false, status: plan.status, reason: refusal, expiresAt: dagRow ? dagExpiresAt(plan, dagRow, options) : null, nextSeq: await getNextSeq(ds, workflowId) };
+  if (!dagRow) return { workflowId, resumable: false, status: plan.status, reason: 'no DAG is stored for it (expired or never written)', expiresAt: null, nextSeq: await getNextSeq(ds, workflowId) };
   const dag = parseJson<WorkflowDag>(dagRow.dag, { steps: [], layers: [] });
   const [checkpoint, steps, nextSeq] = await Promise.all([buildLatestCheckpointQuery(ds, workflowId).getOne(), loadSteps(ds, workflowId), getNextSeq(ds, workflowId)]);
   const lastCompletedLayer = checkpoint ? toNum(checkpoint.layer) : null;
@@ -109,6 +120,14 @@ export async function getResumePoint(ds: DataSource, workflowId: string): Promis
     layers: dag.layers.map((keys, layer) => layerProgress(layer, keys, byKey)),
     nextSeq,
   };
+}
+
+/** Stamped by retention, or end + TTL for a completed/cancelled workflow (as retention will stamp it). */
+function dagExpiresAt(plan: ExecutionPlanRow, dagRow: WorkflowDagRow, options: ResumePointOptions): string | null {
+  if (dagRow.expiresAt) return toIso(dagRow.expiresAt);
+  if (!options.dagTtlMinutes || !plan.completedAt || (plan.status !== 'completed' && plan.status !== 'cancelled')) return null;
+  const ended = new Date(toIso(plan.completedAt)!);
+  return new Date(ended.getTime() + options.dagTtlMinutes * 60_000).toISOString();
 }
 
 function statusRefusal(plan: ExecutionPlanRow): string | null {

@@ -1,17 +1,17 @@
-import type { EntityManager, SelectQueryBuilder } from 'typeorm';
+import { In, IsNull, type EntityManager, type SelectQueryBuilder } from 'typeorm';
 import { ENTITY } from '../store/entities';
 import { inBatch, lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
 import { addTableCounts } from './retention-report';
 import { affected, countRows, DAG_TABLES, deleteRows, stampRows, toDate } from './retention-sql';
 import { purgeCutoff } from './plan-purge';
 
-const HOUR_MS = 3_600_000;
+const MINUTE_MS = 60_000;
 
 /** Workflows whose DAG may expire before their plan: they cannot be resumed any more (seed 002). */
 const EXPIRING_STATUSES = ['completed', 'cancelled'];
 
 export function dagCutoff(ctx: Pick<RunContext, 'now' | 'policy'>): Date | null {
-  return ctx.policy.dagTtlHours > 0 ? new Date(ctx.now.getTime() - ctx.policy.dagTtlHours * HOUR_MS) : null;
+  return ctx.policy.dagTtlMinutes > 0 ? new Date(ctx.now.getTime() - ctx.policy.dagTtlMinutes * MINUTE_MS) : null;
 }
 
 interface DagRow {
@@ -21,7 +21,6 @@ interface DagRow {
   status: string;
   completedAt: unknown;
   planDeletedAt: unknown;
-  headUpdatedAt: unknown;
 }
 
 /**
@@ -38,9 +37,10 @@ export async function expireDags(ctx: RunContext): Promise<void> {
     const page: DagRow[] = await q.orderBy('d.workflowId', 'ASC').limit(ctx.batchSize).getRawMany();
     if (page.length === 0) return;
     after = page[page.length - 1].id;
-    const ids = lockOrder(page.filter((r) => expirable(ctx, r) || purgeable(ctx, r)).map((r) => r.id));
+    const ids = lockOrder(page.filter((r) => expirable(ctx, r) || stampable(ctx, r) || purgeable(ctx, r)).map((r) => r.id));
     if (ids.length > 0) {
-      const { soft, hard } = await inBatch(ctx, ids, (m) => dagBatch(ctx, m, ids));
+      const { soft, hard, stamped } = await inBatch(ctx, ids, (m) => dagBatch(ctx, m, ids));
+      ctx.report.dags.stamped += stamped;
       addTableCounts(ctx.report, 'softDeleted', soft);
       addTableCounts(ctx.report, 'purged', hard);
       ctx.report.dags.expired += soft.workflow_dags ?? 0;
@@ -50,14 +50,28 @@ export async function expireDags(ctx: RunContext): Promise<void> {
   }
 }
 
-function expirable(ctx: RunContext, r: DagRow): boolean {
-  const cutoff = dagCutoff(ctx);
-  if (!cutoff || r.planDeletedAt !== null || ctx.wouldRetire.has(r.id) || r.dagDeletedAt !== null || !EXPIRING_STATUSES.includes(r.status)) return false;
+/** When this workflow's DAG expires: its stamped `expires_at`, else end + TTL; null = never. */
+export function dagExpiry(ctx: Pick<RunContext, 'policy'>, r: Pick<DagRow, 'expiresAt' | 'status' | 'completedAt'>): Date | null {
+  if (ctx.policy.dagTtlMinutes <= 0 || !EXPIRING_STATUSES.includes(r.status)) return null;
+  const stamped = toDate(r.expiresAt);
+  if (stamped) return stamped;
   const ended = toDate(r.completedAt);
-  const expiresAt = toDate(r.expiresAt);
-  const active = toDate(r.headUpdatedAt);
-  // an expires_at set later than the TTL is honoured; last activity (event, restore) restarts the TTL
-  return ended !== null && ended <= cutoff && (expiresAt === null || expiresAt <= ctx.now) && (active === null || active <= cutoff);
+  return ended ? new Date(ended.getTime() + ctx.policy.dagTtlMinutes * MINUTE_MS) : null;
+}
+
+function live(ctx: RunContext, r: DagRow): boolean {
+  return r.planDeletedAt === null && !ctx.wouldRetire.has(r.id) && r.dagDeletedAt === null;
+}
+
+/** Counted from the workflow's end (completed_at), not from its last event. */
+function expirable(ctx: RunContext, r: DagRow): boolean {
+  const at = live(ctx, r) ? dagExpiry(ctx, r) : null;
+  return at !== null && at <= ctx.now;
+}
+
+/** An ended workflow's DAG with no `expires_at` yet: stamped with end + TTL, for resume-point to show. */
+function stampable(ctx: RunContext, r: DagRow): boolean {
+  return live(ctx, r) && r.expiresAt === null && dagExpiry(ctx, r) !== null;
 }
 
 function purgeable(ctx: RunContext, r: DagRow): boolean {
@@ -80,16 +94,15 @@ function dagQuery(m: EntityManager, after: string | null = null): SelectQueryBui
     .addSelect('p.status', 'status')
     .addSelect('p.completedAt', 'completedAt')
     .addSelect('p.deletedAt', 'planDeletedAt')
-    .addSelect('h.updatedAt', 'headUpdatedAt')
     .from(ENTITY.dag, 'd')
     .withDeleted()
-    .innerJoin(ENTITY.plan, 'p', `p.id = d.workflowId${bound('p.id')}`, after === null ? {} : { after })
-    .leftJoin(ENTITY.head, 'h', `h.planId = d.workflowId${bound('h.planId')}`);
+    .innerJoin(ENTITY.plan, 'p', `p.id = d.workflowId${bound('p.id')}`, after === null ? {} : { after });
 }
 
 /** Under the head locks, re-read the candidates and act on those that still qualify. */
-async function dagBatch(ctx: RunContext, m: EntityManager, ids: string[]): Promise<{ soft: TableCountMap; hard: TableCountMap }> {
+async function dagBatch(ctx: RunContext, m: EntityManager, ids: string[]): Promise<{ soft: TableCountMap; hard: TableCountMap; stamped: number }> {
   const rows: DagRow[] = await dagQuery(m).where('d.workflowId IN (:...ids)', { ids }).getRawMany();
+  const stamped = await stampExpiry(ctx, m, rows.filter((r) => stampable(ctx, r)));
   const expire = lockOrder(rows.filter((r) => expirable(ctx, r)).map((r) => r.id));
   const purge = lockOrder(rows.filter((r) => purgeable(ctx, r)).map((r) => r.id));
   const before = purgeCutoff(ctx);
@@ -100,5 +113,25 @@ async function dagBatch(ctx: RunContext, m: EntityManager, ids: string[]): Promi
     // only rows expired past the grace period: a checkpoint saved since then is kept
     if (purge.length > 0) hard[spec.table] = ctx.dryRun ? await countRows(m, spec, purge, { deletedBefore: before }) : affected(await deleteRows(m, spec, purge, before).execute());
   }
-  return { soft, hard };
+  return { soft, hard, stamped };
+}
+
+/**
+ * Fills `expires_at` (end + TTL) of ended workflows' DAGs, one UPDATE per distinct instant (a
+ * batch's workflows often ended at distinct times; the statement is keyed, so each is cheap). A
+ * DAG expiring in this same run is stamped too, so the value it expired at stays readable.
+ */
+async function stampExpiry(ctx: RunContext, m: EntityManager, rows: DagRow[]): Promise<number> {
+  if (ctx.dryRun) return rows.length;
+  const byInstant = new Map<number, string[]>();
+  for (const r of rows) {
+    const at = dagExpiry(ctx, r)!.getTime();
+    byInstant.set(at, [...(byInstant.get(at) ?? []), r.id]);
+  }
+  let stamped = 0;
+  for (const [at, wfIds] of byInstant) {
+    const result = await m.createQueryBuilder().update(ENTITY.dag).set({ expiresAt: new Date(at) }).where({ workflowId: In(wfIds), expiresAt: IsNull() }).callListeners(false).execute();
+    stamped += affected(result);
+  }
+  return stamped;
 }

@@ -2,6 +2,7 @@ import type { EntityManager } from 'typeorm';
 import { ENTITY } from '../store/entities';
 import { inBatch, lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
 import { addTableCounts } from './retention-report';
+import { deleteSessions, emptySessions, sessionsOfPlans } from './empty-sessions';
 import { affected, countRows, deleteRows, instant, ORPHAN_TABLES, PLAN_TABLES, PlanTableSpec } from './retention-sql';
 
 const DAY_MS = 86_400_000;
@@ -97,8 +98,18 @@ async function purgeOrphanBatch(ctx: RunContext, m: EntityManager, ids: string[]
 async function deleteAll(ctx: RunContext, m: EntityManager, tables: readonly PlanTableSpec[], ids: string[]): Promise<TableCountMap> {
   const counts: TableCountMap = {};
   if (ids.length === 0) return counts;
+  const sessions = await sessionsOfPlans(m, ids);
   for (const spec of tables) {
     counts[spec.table] = ctx.dryRun ? await countRows(m, spec, ids, 'all') : affected(await deleteRows(m, spec, ids).execute());
+  }
+  // a session whose last plan went with this batch goes too (a plan created for it meanwhile has
+  // a row, so the session is not empty)
+  const empty = await emptySessions(m, sessions, ctx.dryRun ? purgeCutoff(ctx) : undefined);
+  if (!ctx.dryRun) counts.sessions = await deleteSessions(m, empty);
+  else {
+    const fresh = empty.filter((id) => !ctx.wouldPurgeSessions.has(id));
+    for (const id of fresh) ctx.wouldPurgeSessions.add(id);
+    counts.sessions = fresh.length;
   }
   return counts;
 }

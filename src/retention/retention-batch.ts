@@ -6,6 +6,7 @@ import { runSerialized } from '../store/serial-queue';
 import type { RetentionPolicy } from './retention-config';
 import type { RetentionReport } from './retention-report';
 import { lockHeads, PlanTable } from './retention-sql';
+import { dialectOf } from '../store/dialect-of';
 
 /** Everything one run's phases share. Built by runRetention; nothing here outlives the run. */
 export interface RunContext {
@@ -23,9 +24,12 @@ export interface RunContext {
   maxBatches?: number;
   /** Dry run only: plans it would have soft-deleted, so later phases treat them as deleted. */
   wouldRetire: Set<string>;
+  /** Dry run only: sessions it would have deleted, counted once. */
+  wouldPurgeSessions: Set<string>;
 }
 
-export type TableCountMap = Partial<Record<PlanTable, number>>;
+/** Rows per plan table, and session rows removed with them. */
+export type TableCountMap = Partial<Record<PlanTable, number>> & { sessions?: number };
 
 /**
  * Deadlocks and lock time-outs are expected when retention races a worker rebuild or another
@@ -54,15 +58,23 @@ export function shouldStop(ctx: RunContext): boolean {
 export async function inBatch<T>(ctx: RunContext, ids: string[], work: (m: EntityManager) => Promise<T>): Promise<T> {
   ctx.report.batches++;
   if (ctx.dryRun) return work(ctx.ds.manager);
+  return underHeadLocks(ctx.ds, ids, work, ctx.logger);
+}
+
+/**
+ * `work` in one READ COMMITTED transaction that first takes these plans' `plan_heads` locks in key
+ * order, retried whole on a deadlock or lock time-out. Shared by retention and session erasure.
+ */
+export async function underHeadLocks<T>(ds: DataSource, ids: string[], work: (m: EntityManager) => Promise<T>, logger?: Logger): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await runSerialized(ctx.ds, () => transaction(ctx, async (m) => {
-        await lockHeads(m, ids).execute();
+      return await runSerialized(ds, () => transaction(ds, async (m) => {
+        await lockHeads(m, lockOrder(ids)).execute();
         return work(m);
       }));
     } catch (err) {
       if (!isRetryableDbError(err) || attempt >= ATTEMPTS) throw err;
-      ctx.logger?.warn({ attempt, code: dbErrorCode(err), plans: ids.length }, 'retention batch hit a lock conflict; retrying');
+      logger?.warn({ attempt, code: dbErrorCode(err), plans: ids.length }, 'batch hit a lock conflict; retrying');
       await sleep(BACKOFF_MS * 2 ** (attempt - 1) * (0.5 + Math.random()));
     }
   }
@@ -72,9 +84,9 @@ export async function inBatch<T>(ctx: RunContext, ids: string[], work: (m: Entit
  * READ COMMITTED everywhere (the worker's level too): once a head lock is granted, the next
  * statement must see what its previous holder committed, which MySQL's REPEATABLE READ would not.
  */
-function transaction<T>(ctx: RunContext, work: (m: EntityManager) => Promise<T>): Promise<T> {
-  if (ctx.dialect === 'sqlite') return ctx.ds.transaction(work);
-  return ctx.ds.transaction('READ COMMITTED', work);
+function transaction<T>(ds: DataSource, work: (m: EntityManager) => Promise<T>): Promise<T> {
+  if (dialectOf(ds) === 'sqlite') return ds.transaction(work);
+  return ds.transaction('READ COMMITTED', work);
 }
 
 function sleep(ms: number): Promise<void> {

@@ -23,14 +23,18 @@ export interface RetentionPolicy {
    */
   graceDays: number;
   /**
-   * RETENTION_DAG_TTL_HOURS: the DAG and checkpoints of a completed or cancelled workflow are only
-   * needed to resume it (seed 002), so they expire this long after it ended; they are soft-deleted,
+   * RETENTION_DAG_TTL (e.g. `90m`, `24h`, `2d`; RETENTION_DAG_TTL_HOURS, whole hours, still read):
+   * the DAG and checkpoints of a completed or cancelled workflow are only needed to resume it
+   * (seed 002), so they expire this long after it ended (`completed_at`, not its last event): a
+   * retention run stamps `workflow_dags.expires_at` = end + TTL, which resume-point shows, then
+   * expires them once that instant has passed; they are soft-deleted,
    * then purged after the grace period, and their source events stay with the plan. A running
    * workflow's DAG never expires (the seed's 1 h from creation would break a long human-validated
    * workflow), nor does a failed one's (kept for debugging and retry, as long as the plan).
-   * An `expires_at` set later than that is honoured. 0 = keep them as long as the plan. @defaultValue 24
+   * An `expires_at` already stamped is kept (a later TTL change applies to workflows that end after
+   * it). 0 = keep them as long as the plan. @defaultValue 1440 (24 h)
    */
-  dagTtlHours: number;
+  dagTtlMinutes: number;
   /**
    * RETENTION_ORPHAN_DAYS: events of a plan whose `plan.created` never arrived (no execution_plans
    * row), with no activity for this long, are soft-deleted (e.g. a late event that arrived after the
@@ -54,11 +58,27 @@ export const DEFAULT_RETENTION_POLICY: Readonly<RetentionPolicy> = Object.freeze
   failedDays: 90,
   cancelledDays: 30,
   graceDays: 7,
-  dagTtlHours: 24,
+  dagTtlMinutes: 1440,
   orphanDays: 90,
   batchSize: 1000,
   cron: '0 3 * * *',
 });
+
+/** 100 years. */
+const MAX_DAG_TTL_MINUTES = 52_560_000;
+const TTL_UNIT_MINUTES: Record<string, number> = { m: 1, h: 60, d: 1_440 };
+
+/** `90m`, `36h`, `2d`, or `0`/`off` (no expiry) → whole minutes. */
+export function parseDagTtl(raw: string): number {
+  const text = raw.trim();
+  if (/^(0|off)$/i.test(text)) return 0;
+  const m = /^(\d{1,8})\s*([mhd])$/i.exec(text);
+  const minutes = m ? Number(m[1]) * TTL_UNIT_MINUTES[m[2].toLowerCase()] : NaN;
+  if (!Number.isSafeInteger(minutes) || minutes < 1 || minutes > MAX_DAG_TTL_MINUTES) {
+    throw new Error(`"${raw}" is not a duration; use a whole number and a unit m, h or d (e.g. 90m, 24h, 2d), at most 100 years, or 0 / off`);
+  }
+  return minutes;
+}
 
 /** Every environment variable retention reads, for `--help`. */
 export const RETENTION_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
@@ -66,7 +86,8 @@ export const RETENTION_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['RETENTION_FAILED_DAYS', 'days a failed plan is kept, 1-36500 (default 90)'],
   ['RETENTION_CANCELLED_DAYS', 'days a cancelled plan is kept, 1-36500 (default 30)'],
   ['RETENTION_GRACE_DAYS', 'days a soft-deleted plan stays restorable before purge, 0-3650 (default 7)'],
-  ['RETENTION_DAG_TTL_HOURS', 'hours after a completed/cancelled workflow ended that its DAG and checkpoints expire; 0 = with the plan (default 24)'],
+  ['RETENTION_DAG_TTL', 'how long after a completed/cancelled workflow ended its DAG and checkpoints expire: 90m, 24h, 2d; 0 = with the plan (default 24h)'],
+  ['RETENTION_DAG_TTL_HOURS', 'the same in whole hours (older name; RETENTION_DAG_TTL wins when both are set)'],
   ['RETENTION_ORPHAN_DAYS', 'days before events of a plan with no plan.created are retired; 0 = never (default 90)'],
   ['RETENTION_BATCH_SIZE', 'plans per transaction, 1-50000, capped at 2000 on SQL Server (default 1000)'],
   ['RETENTION_CRON', 'schedule, cron pattern in UTC, or off (default "0 3 * * *" = daily 03:00 UTC)'],
@@ -91,7 +112,7 @@ export function retentionPolicy(overrides: Partial<RetentionPolicy> = {}): Reado
   const problems: string[] = [];
   const ranges: Array<[keyof RetentionPolicy, number, number]> = [
     ['completedDays', 1, 36_500], ['failedDays', 1, 36_500], ['cancelledDays', 1, 36_500], ['graceDays', 0, 3_650],
-    ['dagTtlHours', 0, 876_000], ['orphanDays', 0, 36_500], ['batchSize', 1, 50_000],
+    ['dagTtlMinutes', 0, MAX_DAG_TTL_MINUTES], ['orphanDays', 0, 36_500], ['batchSize', 1, 50_000],
   ];
   for (const [key, min, max] of ranges) {
     const v = policy[key] as number;
@@ -121,7 +142,7 @@ export function loadRetentionPolicy(env: Env = process.env): Readonly<RetentionP
     failedDays: num('RETENTION_FAILED_DAYS', d.failedDays, 1, 36_500),
     cancelledDays: num('RETENTION_CANCELLED_DAYS', d.cancelledDays, 1, 36_500),
     graceDays: num('RETENTION_GRACE_DAYS', d.graceDays, 0, 3_650),
-    dagTtlHours: num('RETENTION_DAG_TTL_HOURS', d.dagTtlHours, 0, 876_000),
+    dagTtlMinutes: check('RETENTION_DAG_TTL', check('RETENTION_DAG_TTL_HOURS', d.dagTtlMinutes, (raw) => integer(raw, 0, MAX_DAG_TTL_MINUTES / 60) * 60), parseDagTtl),
     orphanDays: num('RETENTION_ORPHAN_DAYS', d.orphanDays, 0, 36_500),
     batchSize: num('RETENTION_BATCH_SIZE', d.batchSize, 1, 50_000),
     cron: check('RETENTION_CRON', d.cron, parseCron),

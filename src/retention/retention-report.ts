@@ -23,7 +23,7 @@ export interface RetentionReport {
     cancelled: string;
     /** Soft-deleted at or before this instant: purged. */
     purge: string;
-    /** Completed/cancelled workflows ended at or before this: DAG and checkpoints expire; null = off. */
+    /** Completed/cancelled workflows ended at or before this (and not stamped later): DAG and checkpoints expire; null = off. */
     dag: string | null;
     /** No activity since this and no plan.created: orphan events retired; null = off. */
     orphan: string | null;
@@ -32,8 +32,10 @@ export interface RetentionReport {
   plans: TableCounts;
   /** Plans with events but no execution_plans row. */
   orphans: TableCounts;
+  /** Sessions whose last plan was purged (no plan row, head or event of theirs left). */
+  sessions: { purged: number };
   /** Workflow DAGs expired on their own (their plan stays). */
-  dags: { expired: number; purged: number };
+  dags: { expired: number; purged: number; stamped: number };
   /** Per table, every phase summed. */
   tables: Record<PlanTable, TableCounts>;
   /** Plan ids per statement after the per-database cap. */
@@ -53,7 +55,8 @@ export function emptyReport(dryRun: boolean, now: Date, batchSize: number, cutof
     cutoffs,
     plans: { softDeleted: 0, purged: 0 },
     orphans: { softDeleted: 0, purged: 0 },
-    dags: { expired: 0, purged: 0 },
+    sessions: { purged: 0 },
+    dags: { expired: 0, purged: 0, stamped: 0 },
     tables,
     batchSize,
     batches: 0,
@@ -63,8 +66,11 @@ export function emptyReport(dryRun: boolean, now: Date, batchSize: number, cutof
 }
 
 /** Add per-table counts of one batch to the report. */
-export function addTableCounts(report: RetentionReport, kind: keyof TableCounts, counts: Partial<Record<PlanTable, number>>): void {
-  for (const [table, n] of Object.entries(counts) as Array<[PlanTable, number]>) report.tables[table][kind] += n;
+export function addTableCounts(report: RetentionReport, kind: keyof TableCounts, counts: Partial<Record<PlanTable | 'sessions', number>>): void {
+  for (const [table, n] of Object.entries(counts) as Array<[PlanTable | 'sessions', number]>) {
+    if (table === 'sessions') report.sessions.purged += n;
+    else report.tables[table][kind] += n;
+  }
 }
 
 /** Report lines for people: one per table that changed, then the totals. */
@@ -79,7 +85,8 @@ export function formatReport(r: RetentionReport): string[] {
   lines.push(
     `plans: ${r.plans.softDeleted} ${soft}, ${r.plans.purged} ${purge}; ` +
       `orphan plans: ${r.orphans.softDeleted} ${soft}, ${r.orphans.purged} ${purge}; ` +
-      `DAGs: ${r.dags.expired} ${r.dryRun ? 'would expire' : 'expired'}, ${r.dags.purged} ${purge}`,
+      `empty sessions: ${r.sessions.purged} ${purge}; ` +
+      `DAGs: ${r.dags.stamped} ${r.dryRun ? 'would get' : 'got'} expires_at, ${r.dags.expired} ${r.dryRun ? 'would expire' : 'expired'}, ${r.dags.purged} ${purge}`,
   );
   const end = r.complete ? 'complete' : `stopped early (${r.stoppedBy}); the next run continues`;
   lines.push(`${r.dryRun ? 'dry run, nothing changed' : 'done'}: ${r.batches} batches of up to ${r.batchSize} plans in ${r.durationMs} ms, ${end}`);

@@ -49,7 +49,7 @@ export async function runRetention(ds: DataSource, policy: Readonly<RetentionPol
     dag: iso(dagCutoff(clock)),
     orphan: iso(orphanCutoff(clock)),
   });
-  const ctx: RunContext = { ds, dialect, policy, now, dryRun: report.dryRun, batchSize, report, logger: options.logger, signal: options.signal, maxBatches: options.maxBatches, wouldRetire: new Set() };
+  const ctx: RunContext = { ds, dialect, policy, now, dryRun: report.dryRun, batchSize, report, logger: options.logger, signal: options.signal, maxBatches: options.maxBatches, wouldRetire: new Set(), wouldPurgeSessions: new Set() };
   // a failure propagates as is: the caller reports it once (the CLI as one line, the scheduler's worker as a failed job)
   for (const phase of [purgePlans, purgeOrphans, retirePlans, retireOrphans, expireDags]) await phase(ctx);
   report.durationMs = Date.now() - started;
@@ -62,6 +62,7 @@ export async function runRetention(ds: DataSource, policy: Readonly<RetentionPol
       orphansPurged: report.orphans.purged,
       dagsExpired: report.dags.expired,
       dagsPurged: report.dags.purged,
+      dagsStamped: report.dags.stamped,
       batches: report.batches,
       complete: report.complete,
       stoppedBy: report.stoppedBy,

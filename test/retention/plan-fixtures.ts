@@ -25,6 +25,8 @@ export interface PlanSpec {
   steps?: number;
   /** @defaultValue 2 */
   checkpoints?: number;
+  /** The plan's session. @defaultValue `sess-<id>` (one session per plan) */
+  sessionId?: string;
   /** workflow_dags.expires_at. @defaultValue null (the worker never sets it) */
   dagExpiresAt?: Date | null;
 }
@@ -56,7 +58,7 @@ export async function insertPlans(ds: DataSource, specs: PlanSpec[]): Promise<vo
     const ended = s.completedAt !== undefined ? s.completedAt : TERMINAL.has(s.status) ? ago(DAY) : null;
     const created = s.createdAt ?? (ended ? ago(HOUR, ended) : ago(1000 * DAY));
     const deletedAt = s.deletedAt ?? null;
-    const session = `sess-${s.id}`;
+    const session = s.sessionId ?? `sess-${s.id}`;
     const steps = s.steps ?? 3;
     add(ENTITY.session, { id: session, createdAt: created, updatedAt: created });
     add(ENTITY.head, { planId: s.id, sessionId: session, version: 1, eventCount: steps + 2, lastSeq: steps + 2, appliedSeq: s.orphan ? null : steps + 2, pendingEvents: s.orphan ? 2 : 0, gapSince: null, updatedAt: s.lastActivity ?? ended ?? created, deletedAt });
@@ -117,5 +119,12 @@ export async function wipe(ds: DataSource): Promise<void> {
 export function sum(specs: PlanSpec[]): Record<PlanTable, number> {
   const out = zero();
   for (const s of specs) for (const [t, n] of Object.entries(expectedRows(s)) as Array<[PlanTable, number]>) out[t] += n;
+  return out;
+}
+
+/** Session rows with these ids (0 or 1 each). */
+export async function sessionRows(ds: DataSource, ids: string[]): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const id of ids) out[id] = Number((await ds.createQueryBuilder().select('COUNT(*)', 'n').from(ENTITY.session, 's').where('s.id = :id', { id }).getRawOne())?.n ?? 0);
   return out;
 }

@@ -4,7 +4,7 @@ import { DEFAULT_RETENTION_POLICY, loadRetentionPolicy, parseCron, retentionPoli
 describe('retention policy from the environment', () => {
   it('defaults: failed plans kept longer, a week of grace, daily at 03:00 UTC', () => {
     expect(loadRetentionPolicy({})).toEqual({
-      completedDays: 30, failedDays: 90, cancelledDays: 30, graceDays: 7, dagTtlHours: 24, orphanDays: 90, batchSize: 1000, cron: '0 3 * * *',
+      completedDays: 30, failedDays: 90, cancelledDays: 30, graceDays: 7, dagTtlMinutes: 1440, orphanDays: 90, batchSize: 1000, cron: '0 3 * * *',
     });
     expect(DEFAULT_RETENTION_POLICY.failedDays).toBeGreaterThan(DEFAULT_RETENTION_POLICY.completedDays);
   });
@@ -12,11 +12,22 @@ describe('retention policy from the environment', () => {
   it('reads every variable, and documents each in the help', () => {
     const env = {
       RETENTION_COMPLETED_DAYS: '14', RETENTION_FAILED_DAYS: '180', RETENTION_CANCELLED_DAYS: ' 7 ', RETENTION_GRACE_DAYS: '0',
-      RETENTION_DAG_TTL_HOURS: '1', RETENTION_ORPHAN_DAYS: '0', RETENTION_BATCH_SIZE: '500', RETENTION_CRON: '*/15  *  * * *',
+      RETENTION_DAG_TTL: '90m', RETENTION_DAG_TTL_HOURS: '1', RETENTION_ORPHAN_DAYS: '0', RETENTION_BATCH_SIZE: '500', RETENTION_CRON: '*/15  *  * * *',
     };
-    expect(loadRetentionPolicy(env)).toEqual({ completedDays: 14, failedDays: 180, cancelledDays: 7, graceDays: 0, dagTtlHours: 1, orphanDays: 0, batchSize: 500, cron: '*/15 * * * *' });
+    expect(loadRetentionPolicy(env)).toEqual({ completedDays: 14, failedDays: 180, cancelledDays: 7, graceDays: 0, dagTtlMinutes: 90, orphanDays: 0, batchSize: 500, cron: '*/15 * * * *' });
     expect(RETENTION_ENV_HELP.map(([name]) => name).sort()).toEqual(Object.keys(env).sort());
     expect(loadRetentionPolicy({ RETENTION_CRON: 'off' }).cron).toBeNull();
+  });
+
+  it('RETENTION_DAG_TTL takes durations finer than an hour; the older RETENTION_DAG_TTL_HOURS still works', () => {
+    const ttl = (env: Record<string, string>) => loadRetentionPolicy(env).dagTtlMinutes;
+    expect(ttl({ RETENTION_DAG_TTL: '90m' })).toBe(90);
+    expect(ttl({ RETENTION_DAG_TTL: '36h' })).toBe(2160);
+    expect(ttl({ RETENTION_DAG_TTL: '2d' })).toBe(2880);
+    expect(ttl({ RETENTION_DAG_TTL: 'off' })).toBe(0);
+    expect(ttl({ RETENTION_DAG_TTL_HOURS: '2' })).toBe(120);
+    expect(() => loadRetentionPolicy({ RETENTION_DAG_TTL: '1.5h' })).toThrow('RETENTION_DAG_TTL: "1.5h" is not a duration; use a whole number and a unit m, h or d (e.g. 90m, 24h, 2d), at most 100 years, or 0 / off');
+    expect(() => loadRetentionPolicy({ RETENTION_DAG_TTL: '90' })).toThrow('RETENTION_DAG_TTL: "90" is not a duration');
   });
 
   it('names every bad variable in one error', () => {

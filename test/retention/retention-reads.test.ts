@@ -35,7 +35,7 @@ describe.each(ALL_TEST_DBS)('reads after retention on %s', (kind) => {
     expect(await reads()).not.toEqual(keptOnly);
     await getPlanView(ds, retired.id);
 
-    expect(await runRetention(ds, retentionPolicy({ dagTtlHours: 0 }), { now: NOW })).toMatchObject({ plans: { softDeleted: 1 } });
+    expect(await runRetention(ds, retentionPolicy({ dagTtlMinutes: 0 }), { now: NOW })).toMatchObject({ plans: { softDeleted: 1 } });
     expect(await reads()).toEqual(keptOnly);
     await expect(getPlanView(ds, retired.id)).rejects.toBeInstanceOf(NotFoundError);
   });

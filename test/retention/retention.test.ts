@@ -15,7 +15,8 @@ const PLANS: Array<PlanSpec & { fate: 'retire' | 'keep' | 'dag-expires' }> = [
   { id: 'completed-29d', status: 'completed', completedAt: ago(29 * DAY), fate: 'dag-expires' },
   { id: 'completed-2h', status: 'completed', completedAt: ago(2 * HOUR), fate: 'keep' },
   { id: 'completed-undated', status: 'completed', completedAt: null, createdAt: ago(40 * DAY), fate: 'retire' },
-  { id: 'completed-31d-late-event', status: 'completed', completedAt: ago(31 * DAY), lastActivity: ago(12 * HOUR), fate: 'keep' },
+  // a late event keeps the plan, but not its DAG: the DAG TTL counts from the workflow's end
+  { id: 'completed-31d-late-event', status: 'completed', completedAt: ago(31 * DAY), lastActivity: ago(12 * HOUR), fate: 'dag-expires' },
   { id: 'failed-60d', status: 'failed', completedAt: ago(60 * DAY), fate: 'keep' },
   { id: 'failed-91d', status: 'failed', completedAt: ago(91 * DAY), fate: 'retire' },
   { id: 'cancelled-31d', status: 'cancelled', completedAt: ago(31 * DAY), fate: 'retire' },
@@ -45,7 +46,7 @@ describe.each(ALL_TEST_DBS)('retention on %s', (kind) => {
     for (const p of PLANS) expect(await planRows(ds, p.id, 'deleted')).toEqual(zero()); // a dry run changes nothing
 
     const first = await runRetention(ds, policy, { now: NOW });
-    expect(first).toMatchObject({ dryRun: false, complete: true, plans: { softDeleted: 4, purged: 0 }, orphans: { softDeleted: 1, purged: 0 }, dags: { expired: 2, purged: 0 } });
+    expect(first).toMatchObject({ dryRun: false, complete: true, plans: { softDeleted: 4, purged: 0 }, orphans: { softDeleted: 1, purged: 0 }, dags: { expired: 3, purged: 0, stamped: 4 } }); // stamped: the 3 plus completed-2h (due tomorrow)
     expect(stripRun(dry)).toEqual(stripRun({ ...first, dryRun: true }));
     const softDeleted = sum(retired);
     softDeleted.workflow_dags += dagOnly.length;
@@ -64,11 +65,11 @@ describe.each(ALL_TEST_DBS)('retention on %s', (kind) => {
     expect(await planRows(ds, 'completed-29d', 'live')).toEqual(zero());
 
     const purge = await runRetention(ds, policy, { now: later(7 * DAY + 1) });
-    // completed-29d's DAG (expired at NOW) now waits for its plan's purge; cancelled-10d's goes
-    expect(purge).toMatchObject({ plans: { softDeleted: 0, purged: 4 }, orphans: { purged: 1 }, dags: { purged: 1 } });
+    // completed-29d's DAG (expired at NOW) now waits for its plan's purge; cancelled-10d's and completed-31d-late-event's go
+    expect(purge).toMatchObject({ plans: { softDeleted: 0, purged: 4 }, orphans: { purged: 1 }, dags: { purged: 2 } });
     const purged = sum(retired);
-    purged.workflow_dags += 1;
-    purged.workflow_checkpoints += 2;
+    purged.workflow_dags += 2;
+    purged.workflow_checkpoints += 4;
     expect(counts(purge, 'purged')).toEqual(purged);
     for (const p of retired) expect(await planRows(ds, p.id, 'all')).toEqual(zero());
     const cancelled = PLANS.find((p) => p.id === 'cancelled-10d')!;
@@ -89,7 +90,7 @@ describe.each(ALL_TEST_DBS)('retention on %s', (kind) => {
       { id: 'run-plan', status: 'planning', createdAt: ago(20 * 365 * DAY), lastActivity: ago(20 * 365 * DAY) },
     ];
     await insertPlans(ds, running);
-    const aggressive = retentionPolicy({ completedDays: 1, failedDays: 1, cancelledDays: 1, graceDays: 0, dagTtlHours: 1, orphanDays: 1 });
+    const aggressive = retentionPolicy({ completedDays: 1, failedDays: 1, cancelledDays: 1, graceDays: 0, dagTtlMinutes: 60, orphanDays: 1 });
     for (const now of [NOW, later(1000 * DAY)]) await runRetention(ds, aggressive, { now });
     for (const p of running) expect(await planRows(ds, p.id, 'live')).toEqual(expectedRows(p));
   });
@@ -123,9 +124,10 @@ describe.each(ALL_TEST_DBS)('retention on %s', (kind) => {
     expect(await planRows(ds, plan.id, 'live')).toEqual(expectedRows(plan));
     expect(await restorePlan(ds, plan.id, policy, { now: later(3 * DAY) })).toEqual({ status: 'not-deleted', planId: plan.id });
 
-    // the restore counts as activity: not retired again until a full period later
-    expect(await runRetention(ds, policy, { now: later(3 * DAY + 12 * HOUR) })).toMatchObject({ plans: { softDeleted: 0 }, dags: { expired: 0 } });
-    expect(await planRows(ds, plan.id, 'live')).toEqual(expectedRows(plan));
+    // the restore counts as activity: the plan is not retired again until a full period later;
+    // its DAG's TTL counts from the workflow's end (40 days ago), so the DAG expires
+    expect(await runRetention(ds, policy, { now: later(3 * DAY + 12 * HOUR) })).toMatchObject({ plans: { softDeleted: 0 }, dags: { expired: 1 } });
+    expect(await planRows(ds, plan.id, 'live')).toEqual({ ...expectedRows(plan), workflow_dags: 0, workflow_checkpoints: 0 });
     expect(await runRetention(ds, policy, { now: later(34 * DAY) })).toMatchObject({ plans: { softDeleted: 1 } });
   });
 

@@ -4,6 +4,9 @@ import { formatPlanHeader } from '../../queries/plan-timeline.format';
 import { parseLimit, requireId } from '../../queries/query-args';
 import { formatInt, renderTable } from '../../queries/text-output';
 import { parseArgs, printJson, withReadSource } from './read-command';
+import { openDeadLetterService } from '../../dead-letters/dead-letter-connections';
+import { eraseSession, formatErasureReport } from '../../retention/session-erasure';
+import { withDataSource } from '../with-data-source';
 
 export async function activeCommand(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
   const sessionId = parseArgs(() => requireId('sessionId', rawId));
@@ -27,4 +30,17 @@ export async function historyCommand(ctx: CliContext, rawId: string, opts: { lim
   if (result.plans.length === 0) return ctx.out(`session ${sessionId} has no finished plans`);
   const rows = result.plans.map((p) => [p.planId, p.status, `${p.completedSteps}/${p.totalSteps}`, `${formatInt(p.inputTokens)}/${formatInt(p.outputTokens)}`, p.createdAt, p.completedAt, p.query]);
   for (const line of renderTable(['PLAN', 'STATUS', 'DONE', 'TOKENS in/out', 'CREATED', 'ENDED', 'QUERY'], rows, 50)) ctx.out(line);
+}
+
+export async function purgeCommand(ctx: CliContext, rawId: string, opts: { dryRun?: boolean; json?: boolean }): Promise<void> {
+  const sessionId = parseArgs(() => requireId('sessionId', rawId));
+  // Redis first: when it is unreachable, nothing is erased
+  const redis = await openDeadLetterService(ctx.config, ctx.logger);
+  try {
+    const report = await withDataSource(ctx, (ds) => eraseSession(ds, sessionId, { dryRun: opts.dryRun ?? false, deadLetters: redis.service, logger: ctx.logger }));
+    if (opts.json) return printJson(ctx, report);
+    for (const line of formatErasureReport(report)) ctx.out(line);
+  } finally {
+    await redis.close();
+  }
 }

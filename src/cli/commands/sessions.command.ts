@@ -26,5 +26,14 @@ export function registerSessions(program: Command, context: () => CliContext): C
     .option('--json', 'print { sessionId, plans } as JSON')
     .action(async (sessionId: string, opts: { limit?: string; json?: boolean }) => actions().historyCommand(context(), sessionId, opts));
 
+  sessions
+    .command('purge')
+    .description('erase a session for good: every row of its plans (any status, soft-deleted too), its session row, its dead letters in Redis')
+    .argument('<sessionId>', "the executor's session id")
+    .option('--dry-run', 'count what would be removed; change nothing')
+    .option('--json', 'print { sessionId, dryRun, plans, tables, deadLetters, durationMs } as JSON')
+    .addHelpText('after', '\nNo undo (unlike retention\'s soft delete). Needs the database and Redis (REDIS_URL, QUEUE_PREFIX).\nExit code 1 with one line when neither knows the session.\n\nExamples:\n  plan-ledger sessions purge sess-42 --dry-run\n  plan-ledger sessions purge sess-42 --json')
+    .action(async (sessionId: string, opts: { dryRun?: boolean; json?: boolean }) => actions().purgeCommand(context(), sessionId, opts));
+
   return sessions;
 }

@@ -1,5 +1,6 @@
 import type { CliContext } from '../cli-context';
 import { getResumePoint, Resumable } from '../../queries/workflow-resume.query';
+import { loadRetentionPolicy } from '../../retention/retention-config';
 import { requireId } from '../../queries/query-args';
 import { renderTable } from '../../queries/text-output';
 import { pushAll } from '../../shared/arrays';
@@ -8,10 +9,23 @@ import { parseArgs, printJson, withReadSource } from './read-command';
 
 export async function resumePointCommand(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
   const workflowId = parseArgs(() => requireId('planId', rawId));
-  const point = await withReadSource(ctx, 'workflows resume-point', (ds) => getResumePoint(ds, workflowId));
+  const dagTtlMinutes = dagTtlFromEnv(ctx.env);
+  const point = await withReadSource(ctx, 'workflows resume-point', (ds) => getResumePoint(ds, workflowId, { dagTtlMinutes }));
   if (opts.json) printJson(ctx, point);
-  if (!point.resumable) throw new CliError(`workflow "${workflowId}" cannot be resumed because ${point.reason}`, EXIT.failed);
+  if (!point.resumable) {
+    const expiry = point.expiresAt ? `; its DAG and checkpoints expire at ${point.expiresAt}` : '';
+    throw new CliError(`workflow "${workflowId}" cannot be resumed because ${point.reason}${expiry}`, EXIT.failed);
+  }
   if (!opts.json) for (const line of formatResumePoint(point)) ctx.out(line);
+}
+
+/** RETENTION_DAG_TTL as retention reads it; a bad value is retention's error to report, not this read's. */
+function dagTtlFromEnv(env: Record<string, string | undefined>): number | undefined {
+  try {
+    return loadRetentionPolicy(env).dagTtlMinutes;
+  } catch {
+    return undefined;
+  }
 }
 
 export function formatResumePoint(p: Resumable): string[] {

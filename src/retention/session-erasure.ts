@@ -1,0 +1,110 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import type { DeadLetterService } from '../dead-letters/dead-letter.service';
+import { NotFoundError } from '../queries/query-errors';
+import type { Logger } from '../shared/logger';
+import { ENTITY } from '../store/entities';
+import { dialectOf } from '../store/dialect-of';
+import { lockOrder, underHeadLocks } from './retention-batch';
+import { affected, countRows, deleteRows, maxIdsPerStatement, PLAN_TABLES, PlanTable } from './retention-sql';
+import { deleteSessions } from './empty-sessions';
+
+export interface EraseSessionOptions {
+  /** Count what would be removed; change nothing, lock nothing. @defaultValue false */
+  dryRun?: boolean;
+  /** Where the session's dead letters are; without it Redis is not touched and `deadLetters` is null. */
+  deadLetters?: DeadLetterService;
+  /** Plans per transaction. @defaultValue 1000 (capped per database like retention's) */
+  batchSize?: number;
+  logger?: Logger;
+}
+
+/** What `eraseSession` removed (dry run: would remove). JSON-ready. */
+export interface SessionErasureReport {
+  sessionId: string;
+  dryRun: boolean;
+  /** Plans of the session (plan rows, or heads of plans whose plan.created never arrived). */
+  plans: number;
+  /** Rows per table, soft-deleted ones included; `sessions` is the session's own row (0 or 1). */
+  tables: Record<PlanTable | 'sessions', number>;
+  /** Dead letters removed from Redis (their event's sessionId is this session, or planId one of its plans); null = Redis not asked. */
+  deadLetters: number | null;
+  durationMs: number;
+}
+
+/**
+ * Erasure: removes everything of one session for good, whatever its plans' status or retention
+ * state: every row its plans own (PLAN_TABLES: steps, handoffs, decisions, checkpoints, DAGs,
+ * events, plan rows, heads), the `sessions` row, and its dead letters. Each batch of plans is one
+ * transaction under their head locks, as the store and retention take them, so a worker applying
+ * an event of one of these plans either finished before (and its rows are deleted) or waits and
+ * then finds nothing to add to. Plans written for the session while this runs are picked up by a
+ * final re-scan. Throws NotFoundError when neither the database nor Redis knows the session.
+ */
+export async function eraseSession(ds: DataSource, sessionId: string, options: EraseSessionOptions = {}): Promise<SessionErasureReport> {
+  const started = Date.now();
+  const dryRun = options.dryRun ?? false;
+  const batchSize = Math.min(options.batchSize ?? 1000, maxIdsPerStatement(dialectOf(ds)));
+  const tables = Object.fromEntries([...PLAN_TABLES.map((t) => t.table), 'sessions'].map((t) => [t, 0])) as SessionErasureReport['tables'];
+  const done = new Set<string>();
+  const add = (counts: Partial<Record<PlanTable, number>>) => {
+    for (const [t, n] of Object.entries(counts) as Array<[PlanTable, number]>) tables[t] += n;
+  };
+
+  // a plan created for the session meanwhile shows up in the next scan; a dry run looks once
+  for (let pass = 0; pass < 3; pass++) {
+    const fresh = (await planIdsOf(ds.manager, sessionId)).filter((id) => !done.has(id));
+    if (fresh.length === 0) break;
+    for (let i = 0; i < fresh.length; i += batchSize) {
+      const ids = lockOrder(fresh.slice(i, i + batchSize));
+      add(dryRun ? await countAll(ds.manager, ids) : await underHeadLocks(ds, ids, (m) => deleteAll(m, ids), options.logger));
+      for (const id of ids) done.add(id);
+    }
+    if (dryRun) break;
+  }
+  const sessionRows = await countSession(ds.manager, sessionId);
+  tables.sessions = dryRun ? sessionRows : await ds.transaction((m) => deleteSessions(m, [sessionId]));
+
+  let deadLetters: number | null = null;
+  if (options.deadLetters) {
+    const result = await options.deadLetters.purgeSession(sessionId, done, { dryRun });
+    deadLetters = result.deadLetters.length;
+  }
+  if (done.size === 0 && sessionRows === 0 && !deadLetters) throw new NotFoundError('session', sessionId, ': no plan, session row or dead letter of it');
+  const report: SessionErasureReport = { sessionId, dryRun, plans: done.size, tables, deadLetters, durationMs: Date.now() - started };
+  options.logger?.info({ sessionId, dryRun, plans: report.plans, deadLetters, durationMs: report.durationMs }, dryRun ? 'session erasure dry run' : 'session erased');
+  return report;
+}
+
+/** Every plan id of the session: plan rows, and heads (orphans have no plan row), soft-deleted ones too. */
+async function planIdsOf(m: EntityManager, sessionId: string): Promise<string[]> {
+  const plans: Array<{ id: string }> = await m.createQueryBuilder().select('p.id', 'id').from(ENTITY.plan, 'p').withDeleted().where('p.sessionId = :sessionId', { sessionId }).getRawMany();
+  const heads: Array<{ id: string }> = await m.createQueryBuilder().select('h.planId', 'id').from(ENTITY.head, 'h').withDeleted().where('h.sessionId = :sessionId', { sessionId }).getRawMany();
+  return lockOrder([...plans, ...heads].map((r) => r.id));
+}
+
+async function deleteAll(m: EntityManager, ids: string[]): Promise<Partial<Record<PlanTable, number>>> {
+  const counts: Partial<Record<PlanTable, number>> = {};
+  for (const spec of PLAN_TABLES) counts[spec.table] = affected(await deleteRows(m, spec, ids).execute());
+  return counts;
+}
+
+async function countAll(m: EntityManager, ids: string[]): Promise<Partial<Record<PlanTable, number>>> {
+  const counts: Partial<Record<PlanTable, number>> = {};
+  for (const spec of PLAN_TABLES) counts[spec.table] = await countRows(m, spec, ids, 'all');
+  return counts;
+}
+
+async function countSession(m: EntityManager, sessionId: string): Promise<number> {
+  const row = await m.createQueryBuilder().select('COUNT(*)', 'n').from(ENTITY.session, 's').where('s.id = :sessionId', { sessionId }).getRawOne<{ n: unknown }>();
+  return Number(row?.n ?? 0);
+}
+
+/** Report lines for people: one per table, then the totals. */
+export function formatErasureReport(r: SessionErasureReport): string[] {
+  const verb = r.dryRun ? 'would delete' : 'deleted';
+  const lines = [`${'table'.padEnd(22)}${verb.padStart(14)}`];
+  for (const [table, n] of Object.entries(r.tables)) lines.push(`${table.padEnd(22)}${String(n).padStart(14)}`);
+  const dl = r.deadLetters === null ? 'dead letters not checked' : `${r.deadLetters} dead letter(s) ${r.dryRun ? 'would be removed' : 'removed'}`;
+  lines.push(`session ${r.sessionId}: ${r.plans} plan(s) ${verb}, ${dl}${r.dryRun ? '; dry run, nothing changed' : ''}`);
+  return lines;
+}
