@@ -13,22 +13,10 @@ import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { freePort } from '../../test/worker/helpers/private-postgres';
+import { asPostgres, freePort, postgresBin } from '../../test/worker/helpers/private-postgres';
 
-function bin(name: string): string {
-  const root = '/usr/lib/postgresql';
-  const versions = fs.existsSync(root) ? fs.readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
-  for (const v of versions) {
-    const file = path.join(root, v, 'bin', name);
-    if (fs.existsSync(file)) return file;
-  }
-  throw new Error(`${name} not found under ${root}: --private-pg needs the postgresql server package`);
-}
-
-function asPostgres(args: string[]): void {
-  const [cmd, ...rest] = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--', ...args] : args;
-  execFileSync(cmd, rest, { stdio: 'pipe', timeout: 120_000 });
-}
+/** initdb and pg_ctl may take longer on a loaded machine than a test allows. */
+const asPostgresSlow = (args: string[]) => asPostgres(args, 120_000);
 
 async function startServer(): Promise<{ url: string; destroy(): void }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-bench-pg-'));
@@ -36,14 +24,14 @@ async function startServer(): Promise<{ url: string; destroy(): void }> {
   if (process.getuid?.() === 0) execFileSync('chown', ['postgres', dir]);
   const data = path.join(dir, 'data');
   const port = await freePort();
-  asPostgres([bin('initdb'), '-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
+  asPostgresSlow([postgresBin('initdb'), '-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=100`;
-  asPostgres([bin('pg_ctl'), '-D', data, '-o', options, '-l', path.join(dir, 'log'), '-w', '-t', '60', 'start']);
+  asPostgresSlow([postgresBin('pg_ctl'), '-D', data, '-o', options, '-l', path.join(dir, 'log'), '-w', '-t', '60', 'start']);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     destroy() {
       try {
-        asPostgres([bin('pg_ctl'), '-D', data, '-m', 'fast', '-w', 'stop']);
+        asPostgresSlow([postgresBin('pg_ctl'), '-D', data, '-m', 'fast', '-w', 'stop']);
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
       }

@@ -19,20 +19,22 @@ export interface PrivatePostgres {
   destroy(): void;
 }
 
-function bin(name: string): string {
+/** A PostgreSQL server program (initdb, pg_ctl) of the newest installed version. */
+export function postgresBin(name: string): string {
   const root = '/usr/lib/postgresql';
   const versions = fs.existsSync(root) ? fs.readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
   for (const v of versions) {
     const file = path.join(root, v, 'bin', name);
     if (fs.existsSync(file)) return file;
   }
-  throw new Error(`${name} not found under ${root}: install the postgresql server package to run this test`);
+  throw new Error(`${name} not found under ${root}: install the postgresql server package`);
 }
 
-function asPostgres(args: string[]): void {
+/** Runs a server program as the `postgres` OS user when we are root (initdb refuses root). */
+export function asPostgres(args: string[], timeoutMs = 60_000): void {
   const asRoot = process.getuid?.() === 0;
   const [cmd, ...rest] = asRoot ? ['runuser', '-u', 'postgres', '--', ...args] : args;
-  execFileSync(cmd, rest, { stdio: 'pipe', timeout: 60_000 });
+  execFileSync(cmd, rest, { stdio: 'pipe', timeout: timeoutMs });
 }
 
 export async function freePort(): Promise<number> {
@@ -52,15 +54,15 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   if (process.getuid?.() === 0) execFileSync('chown', ['postgres', dir]);
   const data = path.join(dir, 'data');
   const port = await freePort();
-  asPostgres([bin('initdb'), '-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
+  asPostgres([postgresBin('initdb'), '-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
   const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50`;
   let running = false;
   const start = () => {
-    asPostgres([bin('pg_ctl'), '-D', data, '-o', opts, '-l', path.join(dir, 'log'), '-w', '-t', '60', 'start']);
+    asPostgres([postgresBin('pg_ctl'), '-D', data, '-o', opts, '-l', path.join(dir, 'log'), '-w', '-t', '60', 'start']);
     running = true;
   };
   const stop = () => {
-    asPostgres([bin('pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop']);
+    asPostgres([postgresBin('pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop']);
     running = false;
   };
   start();
