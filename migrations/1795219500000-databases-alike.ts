@@ -28,14 +28,12 @@ import { dialectOf } from '../src/store/dialect-of';
 export class DatabasesAlike1795219500000 implements MigrationInterface {
   name = 'DatabasesAlike1795219500000';
 
-  async up(queryRunner: QueryRunner): Promise<void> {
-    const d = dialectOf(queryRunner);
-    for (const statement of upStatements(d, queryRunner.connection.options.type === 'mariadb')) await sql(queryRunner, statement);
+  up(queryRunner: QueryRunner): Promise<void> {
+    return run(queryRunner, 'up');
   }
 
-  async down(queryRunner: QueryRunner): Promise<void> {
-    const d = dialectOf(queryRunner);
-    for (const statement of downStatements(d, queryRunner.connection.options.type === 'mariadb')) await sql(queryRunner, statement);
+  down(queryRunner: QueryRunner): Promise<void> {
+    return run(queryRunner, 'down');
   }
 }
 
@@ -137,33 +135,22 @@ function typeOf(d: Dialect, kind: Kind): string {
   return size === undefined ? String(t.type) : `${t.type}(${size})`;
 }
 
-function upStatements(d: Dialect, mariadb: boolean): string[] {
+type Direction = 'up' | 'down';
+
+function statements(d: Dialect, mariadb: boolean, direction: Direction): string[] {
   switch (d) {
     case 'postgres':
-      return [`ALTER TABLE "execution_plans" ${TOKEN_TOTALS.map((c) => `ALTER COLUMN "${c}" TYPE bigint`).join(', ')}`];
+      return [`ALTER TABLE "execution_plans" ${TOKEN_TOTALS.map((c) => `ALTER COLUMN "${c}" TYPE ${direction === 'up' ? 'bigint' : 'int'}`).join(', ')}`];
     case 'sqlite':
       return []; // integers are 64-bit and text compares byte for byte already
     case 'mysql':
-      return mysqlStatements(mariadb, 'up');
+      return mysqlStatements(mariadb, direction);
     case 'mssql':
-      return mssqlStatements('up');
+      return mssqlStatements(direction);
   }
 }
 
-function downStatements(d: Dialect, mariadb: boolean): string[] {
-  switch (d) {
-    case 'postgres':
-      return [`ALTER TABLE "execution_plans" ${TOKEN_TOTALS.map((c) => `ALTER COLUMN "${c}" TYPE int`).join(', ')}`];
-    case 'sqlite':
-      return [];
-    case 'mysql':
-      return mysqlStatements(mariadb, 'down');
-    case 'mssql':
-      return mssqlStatements('down');
-  }
-}
-
-function mysqlStatements(mariadb: boolean, direction: 'up' | 'down'): string[] {
+function mysqlStatements(mariadb: boolean, direction: Direction): string[] {
   const m = (name: string) => q('mysql', name);
   const ifExists = mariadb ? 'IF EXISTS ' : '';
   const out: string[] = [];
@@ -193,7 +180,7 @@ function mysqlStatements(mariadb: boolean, direction: 'up' | 'down'): string[] {
   return out;
 }
 
-function mssqlStatements(direction: 'up' | 'down'): string[] {
+function mssqlStatements(direction: Direction): string[] {
   const s = (name: string) => q('mssql', name);
   const out: string[] = [];
   for (const fk of FOREIGN_KEYS) out.push(`ALTER TABLE ${s(fk.table)} DROP CONSTRAINT ${s(fk.name)}`);
@@ -229,6 +216,11 @@ function mssqlStatements(direction: 'up' | 'down'): string[] {
   // row locks stay row locks past 5,000 of them: no statement of one worker blocks the others
   for (const table of TABLES) out.push(`ALTER TABLE ${s(table)} SET (LOCK_ESCALATION = ${direction === 'up' ? 'DISABLE' : 'TABLE'})`);
   return out;
+}
+
+async function run(queryRunner: QueryRunner, direction: Direction): Promise<void> {
+  const mariadb = queryRunner.connection.options.type === 'mariadb';
+  for (const statement of statements(dialectOf(queryRunner), mariadb, direction)) await sql(queryRunner, statement);
 }
 
 /** Run one statement, or record it in SQL memory mode (queryRunner.query would run it regardless). */

@@ -6,6 +6,9 @@ import { definingCreatedStatement, lockHeadsStatement, logPageStatement, overdue
 import { newHead } from '../../src/store/plan-heads';
 import { insertStatement, upsertStatement } from '../../src/store/row-statements';
 import { rowsPerStatement } from '../../src/store/batch-limits';
+import { parsePlanEvent } from '../../src/contracts';
+import { foldPlan } from '../../src/store/projection/fold-plan';
+import { PlanWrites } from '../../src/store/plan-writes';
 
 const step: PlanStepRow = { id: '00000000-0000-5000-8000-000000000000', planId: 'p', stepKey: 'k', stepIndex: 0, agentId: 'a', task: 't', title: null, expectedOutput: null, dependsOn: '[]', status: 'pending', result: null, error: null, outputContent: null, model: null, inputTokens: 0, outputTokens: 0, startedAt: null, completedAt: null, createdAt: new Date(), deletedAt: null };
 
@@ -81,9 +84,6 @@ describe('event store SQL on SQL Server', () => {
 // them reads another plan's rows.
 describe('write order of a transaction', () => {
   it('writes sessions first, in id order, before any plan row', async () => {
-    const { foldPlan } = await import('../../src/store/projection/fold-plan');
-    const { PlanWrites } = await import('../../src/store/plan-writes');
-    const { parsePlanEvent } = await import('../../src/contracts');
     const created = (planId: string, sessionId: string) => {
       const r = parsePlanEvent({ specVersion: 1, eventId: `00000000-0000-4000-8000-0000000000${planId.slice(1).padStart(2, '0')}`, type: 'plan.created', planId, sessionId, seq: 1, occurredAt: '2026-01-01T00:00:00.000Z', payload: { query: 'q', steps: [{ stepId: 'a', index: 0, agentId: 'x', task: 't' }] } });
       if (!r.ok) throw r.error;
