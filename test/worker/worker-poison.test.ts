@@ -35,6 +35,19 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     await db.close();
   });
 
+  /** Publishes one job of `events`: all are stored but `bad`, which is one invalid dead letter with this message. */
+  async function expectOnlyInvalid(events: PlanEvent[], bad: PlanEvent, tag: string, message: string): Promise<void> {
+    const rowsBefore = await countRows(db.ds, 'plan_events');
+    const [jobId] = await publish(redis, prefix, [{ v: 1, events }], tag);
+    expect(await worker.idle(30_000)).toBe(true);
+
+    expect(await countRows(db.ds, 'plan_events')).toBe(rowsBefore + events.length - 1);
+    const letters = (await readDeadLetters(redis, prefix)).filter((l) => l.source.jobId === jobId);
+    expect(letters).toHaveLength(1);
+    expect(letters[0]).toMatchObject({ kind: 'invalid', event: bad, eventId: bad.eventId, planId: bad.planId, attempts: 1 });
+    expect(letters[0].error.violations).toEqual([{ path: 'payload.result', message }]);
+  }
+
   it('stores the valid events of a job and dead-letters its invalid one at once, with violations and provenance', async () => {
     const valid = planRun({ seed: 11, steps: 3 });
     const bad = invalidEvent(11);
@@ -78,17 +91,7 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     const done = run[at] as Extract<PlanEvent, { type: 'step.completed' }>;
     const bad = { ...done, payload: { ...done.payload, result: 'half\u0000way' } };
     const events = run.map((e, i) => (i === at ? bad : e));
-    const rowsBefore = await countRows(db.ds, 'plan_events');
-    const [jobId] = await publish(redis, prefix, [{ v: 1, events }], 'nul');
-    expect(await worker.idle(30_000)).toBe(true);
-
-    expect(await countRows(db.ds, 'plan_events')).toBe(rowsBefore + run.length - 1);
-    const letters = (await readDeadLetters(redis, prefix)).filter((l) => l.source.jobId === jobId);
-    expect(letters).toHaveLength(1);
-    expect(letters[0]).toMatchObject({ kind: 'invalid', event: bad, eventId: bad.eventId, planId: bad.planId, attempts: 1 });
-    expect(letters[0].error.violations).toEqual([
-      { path: 'payload.result', message: 'payload.result must not contain the NUL character (U+0000): PostgreSQL cannot store it' },
-    ]);
+    await expectOnlyInvalid(events, bad, 'nul', 'payload.result must not contain the NUL character (U+0000): PostgreSQL cannot store it');
   });
 
   // A lone surrogate has no UTF-8 form: PostgreSQL would store U+FFFD, SQLite the raw unit. The
@@ -103,17 +106,7 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     const bad = { ...done, payload: { ...done.payload, result: 'file-\uD800.txt' } };
     const smile = { ...emoji, payload: { ...emoji.payload, result: 'done \u{1F600} \u{20000}' } };
     const events = run.map((e, i) => (i === completedAt[0] ? smile : i === completedAt[1] ? bad : e));
-    const rowsBefore = await countRows(db.ds, 'plan_events');
-    const [jobId] = await publish(redis, prefix, [{ v: 1, events }], 'surrogate');
-    expect(await worker.idle(30_000)).toBe(true);
-
-    expect(await countRows(db.ds, 'plan_events')).toBe(rowsBefore + run.length - 1);
-    const letters = (await readDeadLetters(redis, prefix)).filter((l) => l.source.jobId === jobId);
-    expect(letters).toHaveLength(1);
-    expect(letters[0]).toMatchObject({ kind: 'invalid', event: bad, eventId: bad.eventId, planId: bad.planId, attempts: 1 });
-    expect(letters[0].error.violations).toEqual([
-      { path: 'payload.result', message: 'payload.result must not contain a lone UTF-16 surrogate (U+D800-U+DFFF without its pair): databases store it differently' },
-    ]);
+    await expectOnlyInvalid(events, bad, 'surrogate', 'payload.result must not contain a lone UTF-16 surrogate (U+D800-U+DFFF without its pair): databases store it differently');
     const [row] = await db.ds.query(`SELECT result FROM plan_steps WHERE plan_id = '${smile.planId}' AND step_key = '${smile.payload.stepId}'`);
     expect(row.result).toBe('done \u{1F600} \u{20000}');
   });
