@@ -10,10 +10,12 @@ import { ENTITY } from './entities';
 /**
  * Takes the plans' `plan_heads` row locks, the lock every writer of a plan takes first, so a
  * concurrent worker or retention run waits (rows locked in key order by every engine's IN-list
- * seek). Changes nothing. On SQLite it takes the database write lock up front.
+ * seek). Bumps the heads' version: whoever takes this lock may change the plan's rows, and a
+ * worker's cached copy of them (plan-row-cache.ts) must no longer match. On SQLite it takes the
+ * database write lock up front.
  */
 export function lockHeadsStatement(m: EntityManager, planIds: string[]): UpdateQueryBuilder<object> {
-  return m.createQueryBuilder().update(ENTITY.head).set({ deletedAt: () => 'deleted_at' }).where({ planId: In(planIds) }).callListeners(false);
+  return m.createQueryBuilder().update(ENTITY.head).set({ version: () => 'version + 1' }).where({ planId: In(planIds) }).callListeners(false);
 }
 
 /** Where a page of a plan's log starts: after this (seq, eventId), or from the start. */

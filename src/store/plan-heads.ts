@@ -69,13 +69,13 @@ function sqliteHeads(m: EntityManager, sorted: PlanHeadRow[]): Map<string, Locke
   return heads;
 }
 
-/** Lock and read the heads of stored plans (absent ones are missing from the map). */
+/** Lock and read the heads of stored plans (absent ones are missing from the map); the lock bumped their version already. */
 export async function lockStoredHeads(m: EntityManager, dialect: Dialect, planIds: string[]): Promise<Map<string, LockedHead>> {
   const heads = new Map<string, LockedHead>();
   const ids = [...planIds].sort();
   for (const part of chunk(ids, valuesPerInList(dialect))) {
     await lockHeadsStatement(m, part).execute();
-    for (const r of await m.getRepository<PlanHeadRow>(ENTITY.head).find({ where: { planId: In(part) }, withDeleted: true })) heads.set(r.planId, { ...r, version: r.version + 1, isNew: false });
+    for (const r of await m.getRepository<PlanHeadRow>(ENTITY.head).find({ where: { planId: In(part) }, withDeleted: true })) heads.set(r.planId, { ...r, isNew: false });
   }
   return heads;
 }

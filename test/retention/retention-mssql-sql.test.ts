@@ -88,7 +88,7 @@ describe('retention SQL on SQL Server (generated, no server)', () => {
     expect(deletes[0]).toContain('"plan_id" IN (@0, @1, @2');
     // every batch starts by locking the plans' heads, and the soft delete only stamps live rows
     const lock = lockHeads(ds.manager, batch).getQueryAndParameters()[0];
-    expect(lock.startsWith('UPDATE "plan_heads" SET "deleted_at" = "deleted_at" WHERE "plan_id" IN (@0, @1,')).toBe(true);
+    expect(lock.startsWith('UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" IN (@0, @1,')).toBe(true);
     expect(text.filter((s) => s === lock)).toHaveLength(2); // the purge batch and the soft-delete batch
     expect(text.filter((s) => s.startsWith('UPDATE "plan_steps" SET "deleted_at" = @0 WHERE ("plan_id" IN (@1,'))).toHaveLength(1);
     expect(text.join('\n')).toMatch(/AND "deleted_at" IS NULL\)/);
@@ -114,7 +114,7 @@ describe('retention SQL on SQL Server (generated, no server)', () => {
     const recorded = recordQueries(ds, (sql) => (/FROM "execution_plans" "p"/.test(sql) ? [{ deletedAt: new Date(NOW.getTime() - DAY) }] : []));
     const outcome = await restorePlan(ds, 'plan-1', { graceDays: 7 }, { now: NOW });
     expect(outcome.status).toBe('restored');
-    expect(recorded[0].sql).toBe('UPDATE "plan_heads" SET "deleted_at" = "deleted_at" WHERE "plan_id" IN (@0)');
+    expect(recorded[0].sql).toBe('UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" IN (@0)');
     expect(recorded.filter((q) => /^UPDATE "\w+" SET "deleted_at" = @0 WHERE \("(plan_id|workflow_id|id)" IN \(@1\) AND NOT\("deleted_at" IS NULL\)\)$/.test(q.sql))).toHaveLength(PLAN_TABLES.length);
   });
 });

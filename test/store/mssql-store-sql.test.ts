@@ -50,7 +50,7 @@ describe('event store SQL on SQL Server', () => {
 
   it('locks and reads heads and logs with statements T-SQL accepts', () => {
     const [lock, params] = lockHeadsStatement(ds.manager, ['p1', 'p2']).getQueryAndParameters();
-    expect(lock).toBe('UPDATE "plan_heads" SET "deleted_at" = "deleted_at" WHERE "plan_id" IN (@0, @1)');
+    expect(lock).toBe('UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" IN (@0, @1)');
     expect(params).toHaveLength(2);
     const [page] = logPageStatement(ds.manager, 'p1', { after: { seq: 3, eventId: 'e' } }, 1000).getQueryAndParameters();
     expect(page).toContain('("e"."seq" > @1 OR ("e"."seq" = @1 AND "e"."event_id" > @2))');
