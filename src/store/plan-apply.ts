@@ -4,6 +4,7 @@ import type { Dialect } from './dialect';
 import type { PlanHeadRow } from './entities';
 import { LockedHead, writeHeads } from './plan-heads';
 import { LOG_PAGE, PlanReader } from './plan-reader';
+import type { CachedPlanRows, CacheStage, PlanRowCache } from './plan-row-cache';
 import { PlanWrites } from './plan-writes';
 import { canonicalOrder, definingCreated, SeqRun } from './projection/event-order';
 import { CreatedEvent, PlanProjection } from './projection/plan-projection';
@@ -37,6 +38,8 @@ export interface ApplyStats {
   gapWaits: number;
   /** Plans whose overdue gap was skipped. */
   gapsSkipped: number;
+  /** Stored plans whose rows came from the row cache instead of a read. */
+  cacheHits: number;
 }
 
 /**
@@ -46,10 +49,12 @@ export interface ApplyStats {
  * and one write per table.
  */
 export class PlanApplier {
-  readonly stats: ApplyStats = { applied: 0, rebuilt: 0, gapWaits: 0, gapsSkipped: 0 };
+  readonly stats: ApplyStats = { applied: 0, rebuilt: 0, gapWaits: 0, gapsSkipped: 0, cacheHits: 0 };
   private readonly writes = new PlanWrites();
   private readonly reader: PlanReader;
   private readonly nextHeads = new Map<string, PlanHeadRow>();
+  /** The cached rows each plan resumed from, which its rows update once this transaction commits. */
+  private readonly cacheBases = new Map<string, CachedPlanRows>();
   /** SQLite updates only the columns that changed: it needs the rows as read. */
   private readonly keepStored: boolean;
 
@@ -58,6 +63,8 @@ export class PlanApplier {
     private readonly dialect: Dialect,
     private readonly heads: ReadonlyMap<string, LockedHead>,
     private readonly now: Date,
+    /** Rows of plans this process wrote last, and where this transaction stages what it writes. */
+    private readonly cache?: { rows: PlanRowCache; stage: CacheStage },
   ) {
     this.reader = new PlanReader(m, dialect);
     this.keepStored = dialect === 'sqlite';
@@ -99,8 +106,16 @@ export class PlanApplier {
    * instead).
    */
   private async applyDirect(items: Array<{ head: LockedHead; events: PlanEvent[] }>): Promise<LockedHead[]> {
-    const stored = items.filter((i) => i.head.appliedSeq !== null);
-    const rows = stored.length > 0 ? await this.reader.plans(stored.map((i) => i.head.planId)) : new Map();
+    const cached = new Map<string, CachedPlanRows>();
+    const toRead: string[] = [];
+    for (const { head } of items) {
+      if (head.appliedSeq === null) continue;
+      const hit = this.cache?.rows.get(head);
+      if (hit) cached.set(head.planId, hit);
+      else toRead.push(head.planId);
+    }
+    this.stats.cacheHits += cached.size;
+    const rows = toRead.length > 0 ? await this.reader.plans(toRead) : new Map();
     const missing: LockedHead[] = [];
     const resumed: Array<{ head: LockedHead; run: SeqRun; projection: PlanProjection; events: PlanEvent[] }> = [];
     for (const { head, events } of items) {
@@ -114,12 +129,14 @@ export class PlanApplier {
         continue;
       }
       const row = rows.get(head.planId);
-      if (!row) {
+      const hit = cached.get(head.planId);
+      const projection = hit ? this.resumeCached(head.planId, hit, events) : row ? PlanProjection.resume(row, this.keepStored) : undefined;
+      if (!projection) {
         missing.push(head);
         continue;
       }
       const run = new SeqRun(head.appliedSeq);
-      resumed.push({ head, run, projection: PlanProjection.resume(row, this.keepStored), events: events.filter((e) => run.admits(e.seq)) });
+      resumed.push({ head, run, projection, events: events.filter((e) => run.admits(e.seq)) });
     }
     await this.reader.provide(resumed);
     for (const { head, run, projection, events } of resumed) {
@@ -127,6 +144,18 @@ export class PlanApplier {
       this.done(head, projection, events.length, run.watermark);
     }
     return missing;
+  }
+
+  /**
+   * A stored plan from copies of its cached plan row and of the cached steps `events` need (the
+   * cache's own rows are never changed; steps it lacks are read as usual).
+   */
+  private resumeCached(planId: string, hit: CachedPlanRows, events: readonly PlanEvent[]): PlanProjection {
+    const { plan, steps } = this.cache!.rows.copyOf(hit, PlanProjection.needs(events).stepKeys);
+    const projection = PlanProjection.resume(plan, this.keepStored);
+    projection.provide(steps, steps.map((s) => s.stepKey));
+    this.cacheBases.set(planId, hit);
+    return projection;
   }
 
   /** New events fill the gap stored ones wait behind: apply them all in order from the log. False: the plan has no rows. */
@@ -156,6 +185,7 @@ export class PlanApplier {
     const projection = PlanProjection.create(created);
     const applied = await this.replay(projection, run, created);
     this.writes.addRebuilt(projection.rows(), head.deletedAt);
+    this.cache?.stage.forget(head.planId);
     this.stats.rebuilt++;
     const next = this.nextHeads.get(head.planId) ?? head;
     this.setHead(head, { eventCount: next.eventCount, lastSeq: next.lastSeq, pending: next.eventCount - applied, applied: run.watermark });
@@ -207,6 +237,8 @@ export class PlanApplier {
     this.stats.applied += admitted;
     const next = this.nextHeads.get(head.planId)!;
     this.setHead(head, { eventCount: next.eventCount, lastSeq: next.lastSeq, pending: next.pendingEvents - admitted, applied: watermark });
+    // the rows as written, read when the transaction commits (nothing changes them after finish())
+    this.cache?.stage.put(this.nextHeads.get(head.planId)!, () => projection.held(), this.cacheBases.get(head.planId));
   }
 
   private setHead(head: LockedHead, s: { eventCount: number; lastSeq: number; pending: number; applied?: number }): void {

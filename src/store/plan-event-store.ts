@@ -10,6 +10,7 @@ import { ApplyStats, PlanApplier } from './plan-apply';
 import { overdueGapsStatement, waitingPlansStatement } from './plan-event-statements';
 import { LockedHead, lockHeads, lockStoredHeads, newHead } from './plan-heads';
 import { pgArrayLiteral } from './postgres-array';
+import { CacheStage, DEFAULT_ROW_CACHE_BYTES, PlanRowCache } from './plan-row-cache';
 import { RowWriter } from './row-writer';
 import { SqliteRows } from './sqlite-rows';
 import { unnestInsertStatement } from './row-statements';
@@ -37,6 +38,15 @@ export interface GapSweep {
   events: number;
 }
 
+export interface PlanEventStoreOptions {
+  /**
+   * Estimated bytes of plan rows kept in memory between transactions (see plan-row-cache.ts), so
+   * the next events of a plan this store wrote last apply without reading its rows back. 0: off.
+   * @defaultValue 64 MiB
+   */
+  rowCacheBytes?: number;
+}
+
 /**
  * A duplicate key on a row another transaction created concurrently (on SQL Server, where inserts
  * cannot skip existing keys): re-run, the transaction then sees that row.
@@ -54,16 +64,20 @@ const DUPLICATE_KEY_RETRIES = 5;
  */
 export class PlanEventStore {
   private readonly dialect: Dialect;
+  /** Rows of the plans this store wrote last (README, "Store"). */
+  readonly rowCache: PlanRowCache;
 
   constructor(
     private readonly ds: DataSource,
     private readonly logger?: Logger,
+    options: PlanEventStoreOptions = {},
   ) {
     this.dialect = dialectOf(ds);
+    this.rowCache = new PlanRowCache(options.rowCacheBytes ?? DEFAULT_ROW_CACHE_BYTES);
   }
 
   async persist(events: PlanEvent[]): Promise<PersistOutcome> {
-    return this.write((m) => this.persistIn(m, events), events.length);
+    return this.write((m, stage) => this.persistIn(m, stage, events), events.length);
   }
 
   /** Event ids among `eventIds` already stored (replay summaries: "already stored"). */
@@ -79,9 +93,9 @@ export class PlanEventStore {
   async rebuildPlans(planIds: string[]): Promise<number> {
     let rebuilt = 0;
     for (const part of chunk([...new Set(planIds)].sort(), 100)) {
-      rebuilt += await this.write(async (m) => {
+      rebuilt += await this.write(async (m, stage) => {
         const heads = await lockStoredHeads(m, this.dialect, part);
-        const applier = new PlanApplier(m, this.dialect, heads, new Date());
+        const applier = new PlanApplier(m, this.dialect, heads, new Date(), { rows: this.rowCache, stage });
         for (const head of heads.values()) if (head.appliedSeq !== null) await applier.rebuild(head);
         await applier.finish();
         return applier.stats.rebuilt;
@@ -100,11 +114,11 @@ export class PlanEventStore {
     const rows: { planId: string }[] = await overdueGapsStatement(this.ds.manager, instant(this.dialect, cutoff), limit).getRawMany();
     const sweep: GapSweep = { plans: 0, events: 0 };
     for (const { planId } of rows) {
-      const done = await this.write(async (m) => {
+      const done = await this.write(async (m, stage) => {
         const head = (await lockStoredHeads(m, this.dialect, [planId])).get(planId);
         // re-checked under the lock: another worker may have applied or skipped it meanwhile
         if (!head || head.appliedSeq === null || !head.gapSince || new Date(head.gapSince) > cutoff) return undefined;
-        const applier = new PlanApplier(m, this.dialect, new Map([[planId, head]]), new Date());
+        const applier = new PlanApplier(m, this.dialect, new Map([[planId, head]]), new Date(), { rows: this.rowCache, stage });
         await applier.skipGap(head);
         await applier.finish();
         return applier.stats;
@@ -124,11 +138,17 @@ export class PlanEventStore {
     return Number(row?.n ?? 0);
   }
 
-  /** One transaction (serialised on SQLite), re-run when a concurrent writer created the same rows. */
-  private async write<T>(work: (m: EntityManager) => Promise<T>, events: number): Promise<T> {
+  /**
+   * One transaction (serialised on SQLite), re-run when a concurrent writer created the same rows.
+   * What it staged for the row cache is kept only once it has committed.
+   */
+  private async write<T>(work: (m: EntityManager, stage: CacheStage) => Promise<T>, events: number): Promise<T> {
     for (let attempt = 1; ; attempt++) {
+      const stage = this.rowCache.stage();
       try {
-        return await runSerialized(this.ds, () => this.transaction(work));
+        const out = await runSerialized(this.ds, () => this.transaction((m) => work(m, stage)));
+        stage.commit();
+        return out;
       } catch (err) {
         if (!isDuplicateKeyError(err) || attempt >= DUPLICATE_KEY_RETRIES) throw err;
         this.logger?.debug({ attempt, events }, 'concurrent writer created the same rows; retrying');
@@ -143,7 +163,7 @@ export class PlanEventStore {
     return this.ds.transaction('READ COMMITTED', work);
   }
 
-  private async persistIn(m: EntityManager, events: PlanEvent[]): Promise<PersistOutcome> {
+  private async persistIn(m: EntityManager, stage: CacheStage, events: PlanEvent[]): Promise<PersistOutcome> {
     // one copy per id; copies that differ are a conflict (EventConflictError), never a silent pick
     const unique = firstCopies(events);
     const now = new Date();
@@ -153,9 +173,9 @@ export class PlanEventStore {
     const { fresh, existing } = await this.storeEvents(m, unique, heads);
     if (existing.size > 0) await this.assertRedeliveries(m, unique.filter((e) => existing.has(e.eventId)));
     const duplicateIds = events.length === unique.length ? [...existing.keys()] : duplicatesOf(events, existing);
-    const outcome: PersistOutcome = { inserted: fresh.length, duplicates: events.length - fresh.length, duplicateIds, plans: 0, applied: 0, rebuilt: 0, gapWaits: 0, gapsSkipped: 0 };
+    const outcome: PersistOutcome = { inserted: fresh.length, duplicates: events.length - fresh.length, duplicateIds, plans: 0, applied: 0, rebuilt: 0, gapWaits: 0, gapsSkipped: 0, cacheHits: 0 };
     if (fresh.length === 0) return outcome;
-    const applier = new PlanApplier(m, this.dialect, heads, now);
+    const applier = new PlanApplier(m, this.dialect, heads, now, { rows: this.rowCache, stage });
     await applier.applyNew(fresh);
     await applier.finish();
     return { ...outcome, ...applier.stats, plans: applier.plans };

@@ -47,6 +47,11 @@ export interface ProjectionNeeds {
 }
 
 const TERMINAL_PLAN = new Set(['completed', 'failed', 'cancelled']);
+
+/** A plan that ended (finalized, or rejected): later events of it are rare. */
+export function planEnded(plan: Pick<ExecutionPlanRow, 'status'>): boolean {
+  return TERMINAL_PLAN.has(plan.status);
+}
 const TERMINAL_STEP = new Set(['completed', 'failed', 'skipped']);
 type Finish = Extract<PlanEvent, { type: 'step.completed' | 'step.failed' | 'step.skipped' }>;
 type Decision = Extract<PlanEvent, { type: 'plan.decision' }>;
@@ -232,6 +237,14 @@ export class PlanProjection {
         return;
       }
     }
+  }
+
+  /**
+   * The plan row and the step rows held now (all of them for a plan started by `create`, else
+   * those read or provided), as they are after the events applied: what a row cache can keep.
+   */
+  held(): { plan: ExecutionPlanRow; steps: PlanStepRow[] } {
+    return { plan: this.plan, steps: [...this.steps.values()] };
   }
 
   /** Every row of the plan (a plan started by `create`, which holds all of them). */
