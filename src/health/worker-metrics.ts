@@ -46,6 +46,7 @@ export class WorkerMetrics {
   readonly gapWaits: Counter<never>;
   readonly gapsSkipped: Counter<never>;
   readonly plansWaitingOnGap: Gauge<never>;
+  readonly rowCacheHits: Counter<never>;
   private queueProbe: QueueProbe | undefined;
   private deadLetterProbe: DeadLetterProbe | undefined;
   private deadLetterRead: ReturnType<DeadLetterProbe['depth']> | undefined;
@@ -81,6 +82,7 @@ export class WorkerMetrics {
     this.gapWaits = new Counter({ name: 'plan_ledger_gap_waits_total', help: 'Times a plan started waiting on a missing seq, its later events kept in the log', registers });
     this.gapsSkipped = new Counter({ name: 'plan_ledger_gaps_skipped_total', help: 'Plans whose missing seq was waited for longer than WORKER_GAP_TIMEOUT_MS: their waiting events were applied past the gap', registers });
     this.plansWaitingOnGap = new Gauge({ name: 'plan_ledger_plans_waiting_on_gap', help: 'Plans waiting on a missing seq now (read by the gap sweeper)', registers });
+    this.rowCacheHits = new Counter({ name: 'plan_ledger_row_cache_hits_total', help: "Plans whose new events applied to rows this worker had cached, without reading them back (WORKER_ROW_CACHE_MB)", registers });
     const self = this;
     new Gauge({
       name: 'plan_ledger_queue_jobs',

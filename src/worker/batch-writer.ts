@@ -81,6 +81,7 @@ export class BatchWriter {
     metrics.eventsApplied.inc(outcome.applied);
     metrics.planRebuilds.inc(outcome.rebuilt);
     metrics.gapWaits.inc(outcome.gapWaits);
+    metrics.rowCacheHits.inc(outcome.cacheHits);
     const { applied, rebuilt, gapWaits } = outcome;
     this.deps.logger.info(
       { jobIds: entries.map((e) => e.key), events: events.length, inserted: outcome.inserted, duplicates: events.length - outcome.inserted, plans: outcome.plans, applied, rebuilt, gapWaits, durationMs },

@@ -194,7 +194,7 @@ function buildPipeline(parts: Parts, flushConcurrency: number) {
     },
     logger,
   });
-  const store = new PlanEventStore(parts.ds, logger);
+  const store = new PlanEventStore(parts.ds, logger, { rowCacheBytes: settings.rowCacheMb * 1024 * 1024 });
   const writer = new BatchWriter({
     store: options.store ?? store,
     metrics,

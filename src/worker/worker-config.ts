@@ -62,6 +62,13 @@ export interface WorkerConfig {
    */
   gapTimeoutMs: number;
   /**
+   * WORKER_ROW_CACHE_MB: plan rows (plan row, steps) the worker keeps between transactions, so
+   * the next events of a plan it wrote last apply without reading its rows back (README, "Store").
+   * Size it for the plans in flight at once: ~2.5 KB per 3-step plan, more with long outputs. 0 = off.
+   * @defaultValue 64
+   */
+  rowCacheMb: number;
+  /**
    * WORKER_LOCK_MS: BullMQ lock duration; a crashed worker's jobs are redelivered after about this
    * long. Flush wait + commit time must stay far below it. @defaultValue 30000
    */
@@ -82,6 +89,7 @@ export const DEFAULT_WORKER_CONFIG: Readonly<WorkerConfig> = Object.freeze({
   lockDurationMs: 30_000,
   heapGrowingPercent: 50,
   gapTimeoutMs: 60_000,
+  rowCacheMb: 64,
 });
 
 /** Every environment variable the worker reads, for `--help`. */
@@ -98,6 +106,7 @@ export const WORKER_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['SHUTDOWN_TIMEOUT_MS', 'SIGTERM/SIGINT deadline before in-flight jobs are abandoned (default 8000)'],
   ['WORKER_LOCK_MS', 'BullMQ job lock; a crashed worker\'s jobs come back after it (default 30000)'],
   ['WORKER_GAP_TIMEOUT_MS', 'a plan waits this long for a missing seq, then applies its later events past it; 0 = forever (default 60000)'],
+  ['WORKER_ROW_CACHE_MB', 'plan rows kept in memory between transactions, so a plan\'s next events skip reading them; 0 = off (default 64)'],
   ['WORKER_HEAP_GROWING_PERCENT', 'V8 heap growth past the live set, lower = less RSS; 0 = V8 default (default 50)'],
 ];
 
@@ -133,6 +142,7 @@ export function loadWorkerConfig(env: Env = process.env): Readonly<WorkerConfig>
     lockDurationMs: num('WORKER_LOCK_MS', d.lockDurationMs, 1_000, 3_600_000),
     heapGrowingPercent: num('WORKER_HEAP_GROWING_PERCENT', d.heapGrowingPercent, 0, 1_000),
     gapTimeoutMs: num('WORKER_GAP_TIMEOUT_MS', d.gapTimeoutMs, 0, 7 * 24 * 3_600_000),
+    rowCacheMb: num('WORKER_ROW_CACHE_MB', d.rowCacheMb, 0, 65_536),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -119,6 +119,7 @@ describe('worker: health, readiness, metrics and shutdown (sqlite)', () => {
     expect(metrics).toContain('# TYPE plan_ledger_gap_waits_total counter');
     expect(metrics).toContain('# TYPE plan_ledger_gaps_skipped_total counter');
     expect(metrics).toContain('# TYPE plan_ledger_plans_waiting_on_gap gauge');
+    expect(metrics).toContain('# TYPE plan_ledger_row_cache_hits_total counter');
     expect((await fetch(`${base}/nope`)).status).toBe(404);
   });
 

@@ -16,8 +16,8 @@ describe('loadWorkerConfig', () => {
 
   it('reads every variable, and HEALTH_PORT=off disables the server', () => {
     expect(
-      loadWorkerConfig({ WORKER_CONCURRENCY: '8', WORKER_MAX_EVENTS_IN_FLIGHT: '100', WORKER_BATCH_SIZE: '500', WORKER_BATCH_WAIT_MS: '0', WORKER_TRANSACTIONS: '2', RETRY_BUDGET_MS: '1000', HEALTH_PORT: 'off', READY_STALL_SECONDS: '5', SHUTDOWN_TIMEOUT_MS: '2000', WORKER_LOCK_MS: '5000', WORKER_HEAP_GROWING_PERCENT: '0', HEALTH_HOST: '127.0.0.1', WORKER_GAP_TIMEOUT_MS: '0' }),
-    ).toEqual({ concurrency: 8, maxEventsInFlight: 100, batchSize: 500, batchWaitMs: 0, transactions: 2, retryBudgetMs: 1000, healthPort: null, healthHost: '127.0.0.1', readyStallSeconds: 5, shutdownTimeoutMs: 2000, lockDurationMs: 5000, heapGrowingPercent: 0, gapTimeoutMs: 0 });
+      loadWorkerConfig({ WORKER_CONCURRENCY: '8', WORKER_MAX_EVENTS_IN_FLIGHT: '100', WORKER_BATCH_SIZE: '500', WORKER_BATCH_WAIT_MS: '0', WORKER_TRANSACTIONS: '2', RETRY_BUDGET_MS: '1000', HEALTH_PORT: 'off', READY_STALL_SECONDS: '5', SHUTDOWN_TIMEOUT_MS: '2000', WORKER_LOCK_MS: '5000', WORKER_HEAP_GROWING_PERCENT: '0', HEALTH_HOST: '127.0.0.1', WORKER_GAP_TIMEOUT_MS: '0', WORKER_ROW_CACHE_MB: '32' }),
+    ).toEqual({ concurrency: 8, maxEventsInFlight: 100, batchSize: 500, batchWaitMs: 0, transactions: 2, retryBudgetMs: 1000, healthPort: null, healthHost: '127.0.0.1', readyStallSeconds: 5, shutdownTimeoutMs: 2000, lockDurationMs: 5000, heapGrowingPercent: 0, gapTimeoutMs: 0, rowCacheMb: 32 });
     expect(loadWorkerConfig({ HEALTH_PORT: '0' }).healthPort).toBe(0);
   });
 
