@@ -3,9 +3,10 @@
  * its own: fills the dead-letter queue with N entries (default 100k), then measures
  * - `stats` and an unfiltered `list` (the table's first 100) through the library;
  * - `replay --all --dry-run` and `replay --all`, each as the real CLI in a child process (time and
- *   peak RSS as the process itself reports them), the replay on a fresh fill of N;
- * - a live events queue (another process: a feeder and a no-op worker) on the same Redis, its
- *   throughput without a replay (the baseline) and during the replay.
+ *   peak RSS as the process itself reports them), one after the other on the same quiet Redis;
+ * - then, on a fresh fill of N, a live events queue (another process: a feeder and a no-op
+ *   worker) on the same Redis, its throughput without a replay (the baseline) and during a second
+ *   replay (whose time is reported too: it shares the 2 cores with the live queue).
  * Targets: replay <= 2x dry run, replay peak RSS <= 200 MB, stats and list <= 1 s, live
  * throughput during the replay >= 0.5x the baseline.
  *
@@ -129,7 +130,17 @@ async function main(): Promise<void> {
     const dry = await runCli(['dlq', 'replay', '--all', '--dry-run', '--json'], env);
     log(`dry run: exit ${dry.code}, ${Math.round(dry.ms)} ms, peak RSS ${dry.maxRssMb} MB`);
 
-    // the live queue starts now (stats, list and the dry run ran on a quiet Redis): its baseline, then the replay beside it
+    // the replay on the same quiet machine as the dry run: the ratio compares their own costs
+    const replay = await runCli(['dlq', 'replay', '--all', '--json'], env);
+    const summary = JSON.parse(replay.stdout || '{}');
+    log(`replay: exit ${replay.code}, ${Math.round(replay.ms)} ms, peak RSS ${replay.maxRssMb} MB, replayed ${summary.replayed}`);
+    const left = await service.listSummaries({ limit: 1 });
+    const events = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
+    const queued = await events.count();
+
+    // then N more, and the live queue (another process): its baseline, then a replay beside it
+    await events.obliterate({ force: true });
+    await fill(redis, prefix, N);
     live = startLive(server.url, 'bench-live');
     await sleep(3_000);
     const baseFrom = Date.now();
@@ -137,12 +148,11 @@ async function main(): Promise<void> {
     const baseline = rate(live.samples, baseFrom, Date.now());
     const samples = live.samples;
     const replayFrom = Date.now();
-    const replay = await runCli(['dlq', 'replay', '--all', '--json'], env);
+    const beside = await runCli(['dlq', 'replay', '--all', '--json'], env);
     const during = rate(samples, replayFrom, Date.now());
-    const summary = JSON.parse(replay.stdout || '{}');
-    log(`replay: exit ${replay.code}, ${Math.round(replay.ms)} ms, peak RSS ${replay.maxRssMb} MB, replayed ${summary.replayed}`);
-    const left = await service.listSummaries({ limit: 1 });
-    const queued = await new Queue(EVENTS_QUEUE, { connection: redis, prefix }).count();
+    const besideSummary = JSON.parse(beside.stdout || '{}');
+    log(`replay beside the live queue: exit ${beside.code}, ${Math.round(beside.ms)} ms, peak RSS ${beside.maxRssMb} MB, replayed ${besideSummary.replayed}`);
+    await events.close();
 
     const results = {
       count: N,
@@ -154,6 +164,9 @@ async function main(): Promise<void> {
       replayOverDryRun: +(replay.ms / dry.ms).toFixed(2),
       replayPeakRssMb: replay.maxRssMb,
       replayed: summary.replayed,
+      replayBesideLiveMs: Math.round(beside.ms),
+      replayBesideLivePeakRssMb: beside.maxRssMb,
+      replayedBesideLive: besideSummary.replayed,
       deadLettersLeft: left.total,
       eventJobsQueued: queued,
       liveJobsPerSecBaseline: Math.round(baseline),
@@ -161,7 +174,7 @@ async function main(): Promise<void> {
       liveRatio: +(during / baseline).toFixed(2),
       targets: {
         'replay <= 2x dry run': replay.ms <= 2 * dry.ms,
-        'replay peak RSS <= 200 MB': replay.maxRssMb <= 200,
+        'replay peak RSS <= 200 MB': Math.max(replay.maxRssMb, beside.maxRssMb) <= 200,
         'stats <= 1 s': statsMs <= 1_000,
         'list <= 1 s': listMs <= 1_000,
         'live throughput >= 0.5x': during / baseline >= 0.5,

@@ -14,7 +14,7 @@ import type { Logger } from '../shared/logger';
 import { EVENT_BATCH_JOB, EventBatchJobData } from '../queue/queue-names';
 import type { DeadLetter } from './dead-letter';
 import { deadLetteredAt } from './dead-letter-filter';
-import type { DeadLetterRepository, DeadLetterSummary } from './dead-letter.repository';
+import type { DeadLetterRepository } from './dead-letter.repository';
 
 /** Answers "which of these events are stored already"; `PlanEventStore` implements it. */
 export interface StoredEventLookup {
@@ -27,9 +27,9 @@ export interface ReplayProgress {
   total: number;
 }
 
-/** One page of candidates: the summaries that matched, out of how many entries were looked at. */
-export interface ReplayPage {
-  matched: DeadLetterSummary[];
+/** One page of candidates: those that matched (summaries, or ids alone), out of how many entries were looked at. */
+export interface ReplayPage<T extends ReplayRef = ReplayRef> {
+  matched: T[];
   scanned: number;
 }
 
@@ -84,7 +84,10 @@ export interface ReplayContext {
   logger: Logger;
 }
 
-/** What replay needs of a selected dead letter before fetching it again, batch by batch. */
+/**
+ * What replay needs of a selected dead letter before fetching it again, batch by batch. `eventId`
+ * is read only by a dry run (its "already stored" count); a replay reads it from the entry itself.
+ */
 export interface ReplayRef {
   id: string;
   eventId: string | null;
@@ -92,6 +95,8 @@ export interface ReplayRef {
 
 /** The publisher's job size: a replayed job costs the worker what a live one does. */
 export const DEFAULT_REPLAY_BATCH = 500;
+/** Batches a replay (or dry run) works on at once, without --rate. */
+const REPLAY_BATCHES_IN_FLIGHT = 2;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const POLL_MS = 250;
 /** After the jobs finish, how long the count of new dead letters must stay still to be final. */
@@ -144,15 +149,40 @@ export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource
   // one token per run: its claims are its own, and only it may remove what it claimed
   const token = `replay-${randomUUID()}`;
   let done = 0;
+  // Two batches at a time (one with --rate): while Redis adds and removes one, this process reads
+  // and encodes the next, instead of each side waiting for the other. Each batch keeps its own
+  // order (sent, then removed); events of two batches may reach the queue in either order, which
+  // the store does not mind (it orders a plan's events by seq).
+  const inFlight = new Set<Promise<void>>();
+  const limit = opts.rate ? 1 : REPLAY_BATCHES_IN_FLIGHT;
+  let failure: unknown;
+  const settle = async (): Promise<void> => {
+    await Promise.race(inFlight);
+    if (failure !== undefined) throw failure;
+  };
   try {
     for await (const { refs, scanned } of batches(source, batch)) {
       summary.selected += refs.length;
-      if (refs.length > 0) await replayChunk(ctx, refs, summary, replayedEventIds, token);
-      done = Math.min(source.total, done + scanned);
-      opts.onProgress?.({ done, total: source.total });
+      const chunk = (refs.length > 0 ? replayChunk(ctx, refs, summary, replayedEventIds, token) : Promise.resolve()).then(
+        () => {
+          done = Math.min(source.total, done + scanned);
+          opts.onProgress?.({ done, total: source.total });
+        },
+        (err) => {
+          failure ??= err;
+        },
+      );
+      const tracked: Promise<void> = chunk.finally(() => inFlight.delete(tracked));
+      inFlight.add(tracked);
+      while (inFlight.size >= limit) await settle();
+      if (failure !== undefined) throw failure;
       if (opts.rate && !summary.dryRun) await sleep(Math.max(0, (summary.replayed / opts.rate) * 1000 - (Date.now() - started)));
     }
+    while (inFlight.size > 0) await settle();
+    if (failure !== undefined) throw failure;
   } catch (err) {
+    // nothing may still be sending when the summary is reported
+    await Promise.allSettled(inFlight);
     // Say where it stopped: what was sent is queued, the rest is still dead-lettered, so rerunning is safe.
     if (summary.dryRun) throw err;
     const message = `replay stopped after ${summary.replayed} of ${summary.selected}+ events (those are queued, the rest are still dead letters; rerun to continue): ${(err as Error).message}`;
@@ -175,8 +205,7 @@ async function replayChunk(ctx: ReplayContext, chunk: ReplayRef[], summary: Repl
     if (summary.alreadyStored !== null) summary.alreadyStored += await countStored(ctx, chunk);
     return;
   }
-  const claimed = await ctx.repository.claim(chunk.map((r) => r.id), token);
-  const letters = (await ctx.repository.getMany(claimed)).filter((dl): dl is DeadLetter => dl !== undefined);
+  const letters = await ctx.repository.claim(chunk.map((r) => r.id), token);
   summary.vanished += chunk.length - letters.length;
   if (letters.length === 0) return;
   // counted before sending: afterwards the worker may store them and all would look like no-ops

@@ -4,6 +4,7 @@ import type { ConnectionOptions } from 'bullmq';
 import type { Violation } from '../contracts';
 import { DEAD_LETTER_QUEUE } from '../queue/queue-names';
 import type { DeadLetter, DeadLetterKind } from './dead-letter';
+import { DeadLetterRepository } from './dead-letter.repository';
 
 /** Where a dead-lettered event came from and how hard it was tried. */
 export interface DeadLetterProvenance {
@@ -94,6 +95,9 @@ export class DeadLetterWriter {
         opts: { jobId: letter.id, removeOnComplete: false, removeOnFail: false },
       })),
     );
+    // then its summary beside it, so that listings and stats never decode the event: a crash in
+    // between leaves entries without one, which readers decode as before
+    await new DeadLetterRepository(this.queue).addSummaries(letters);
   }
 
   async close(): Promise<void> {

@@ -8,7 +8,7 @@ import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
 import { DEAD_LETTER_KINDS, DeadLetter, DeadLetterKind } from './dead-letter';
 import { DeadLetterFilter, DeadLetterNotFoundError, DeadLetterSelection, deadLetteredAt, matchesFilter } from './dead-letter-filter';
-import { DeadLetterRepository, DeadLetterSummary, atMs, toSummary } from './dead-letter.repository';
+import { DeadLetterRepository, DeadLetterSummary, SCAN_PAGE_SIZE, atMs, toSummary } from './dead-letter.repository';
 import { ReplayOptions, ReplayPage, ReplaySource, ReplaySummary, StoredEventLookup, replayDeadLetters } from './dead-letter-replayer';
 
 export type { DeadLetterSummary };
@@ -136,7 +136,7 @@ export class DeadLetterService {
   }
 
   /** The summaries a filter selects, oldest first, a page at a time (never all in memory). */
-  private async *selectPages(filter: DeadLetterFilter, ids?: string[]): AsyncGenerator<ReplayPage> {
+  private async *selectPages(filter: DeadLetterFilter, ids?: string[]): AsyncGenerator<ReplayPage<DeadLetterSummary>> {
     const limit = filter.limit ?? Infinity;
     let picked = 0;
     for await (const page of this.repository.scanIds(ids ?? (await this.repository.ids()))) {
@@ -162,7 +162,11 @@ export class DeadLetterService {
       source = { total: picked.length, pages: oncePage({ matched: picked, scanned: picked.length }) };
     } else {
       const ids = await this.repository.ids();
-      source = { total: ids.length, pages: this.selectPages(selection.filter, ids) };
+      const { filter } = selection;
+      // nothing to match (`--all`, maybe `--limit`): a replay goes by ids and reads each entry
+      // once, whole; a dry run still reads summaries, for the event ids it checks in the database
+      const byIds = isUnfiltered(filter) && !opts.dryRun;
+      source = { total: ids.length, pages: byIds ? idPages(filter.limit === undefined ? ids : ids.slice(0, filter.limit)) : this.selectPages(filter, ids) };
     }
     return replayDeadLetters(
       {
@@ -234,4 +238,12 @@ export class DeadLetterService {
 
 async function* oncePage(page: ReplayPage): AsyncGenerator<ReplayPage> {
   yield page;
+}
+
+/** Ids as pages of candidates that all match (their event ids are read with the entries). */
+async function* idPages(ids: string[]): AsyncGenerator<ReplayPage> {
+  for (let i = 0; i < ids.length; i += SCAN_PAGE_SIZE) {
+    const matched = ids.slice(i, i + SCAN_PAGE_SIZE).map((id) => ({ id, eventId: null }));
+    yield { matched, scanned: matched.length };
+  }
 }

@@ -1,4 +1,5 @@
 import type { CliContext } from '../cli-context';
+import { runAsBulkCommand } from '../../shared/process-tuning';
 import { CliError, EXIT } from '../exit-codes';
 import {
   DEFAULT_REPLAY_BATCH,
@@ -97,6 +98,9 @@ export async function replayCommand(context: () => CliContext, ids: string[], op
   const wait = opts.wait || opts.waitTimeout !== undefined;
   const waitSeconds = parsed(() => (opts.waitTimeout === undefined ? DEFAULT_WAIT_SECONDS : parsePositiveInt('--wait-timeout', opts.waitTimeout, 86_400)));
   const ctx = context();
+  // every selected entry passes through memory and Redis once: keep the peak RSS down, and let a
+  // worker on the same host keep its CPU (BENCHMARKS.md, "Dead letters")
+  runAsBulkCommand();
   let reporter: ReturnType<typeof createProgressReporter> | undefined;
   const onProgress = (p: ReplayProgress) => {
     if (p.total <= batch || opts.dryRun) return; // one batch: over before a bar could help

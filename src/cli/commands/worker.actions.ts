@@ -1,6 +1,6 @@
-import * as v8 from 'node:v8';
 import type { CliContext } from '../cli-context';
 import { ConfigError } from '../../config/config';
+import { limitHeapGrowth } from '../../shared/process-tuning';
 import { createLogger } from '../../shared/logger';
 import { loadWorkerConfig } from '../../worker/worker-config';
 import { startWorker } from '../../worker/start-worker';
@@ -66,11 +66,8 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
     if (err instanceof ConfigError) throw new CliError(err.message, EXIT.usage);
     throw err;
   }
-  if (settings.heapGrowingPercent > 0) {
-    // V8 reads this heuristic at every full GC, so setting it now takes effect; it only decides
-    // how far the heap may grow before the next collection (see WorkerConfig.heapGrowingPercent).
-    v8.setFlagsFromString(`--heap-growing-percent=${settings.heapGrowingPercent}`);
-  }
+  // see WorkerConfig.heapGrowingPercent
+  limitHeapGrowth(settings.heapGrowingPercent);
   // The worker is a service: its logs go to stdout at the configured level (the CLI's own logger is quieter).
   const logger = createLogger({ level: ctx.config.logLevel, base: { component: 'worker', pid: process.pid } });
   // One DataSource for the worker and retention: on SQLite every writer must share its write queue.
