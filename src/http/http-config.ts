@@ -14,6 +14,8 @@ export interface HttpConfig {
   ingestKeys: string[];
   /** HTTP_READ_KEYS: comma-separated API keys allowed to call the read endpoints. @defaultValue none */
   readKeys: string[];
+  /** HTTP_ADMIN_KEYS: comma-separated API keys that may also replay and purge dead letters from the console (they read too). @defaultValue none */
+  adminKeys: string[];
   /** HTTP_MAX_BATCH_EVENTS: most events in one POST /v1/events; more is 413. @defaultValue 1000 */
   maxBatchEvents: number;
   /**
@@ -41,6 +43,7 @@ export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['HTTP_PORT', 'port, 0 = any free port (default 8080)'],
   ['HTTP_INGEST_KEYS', 'comma-separated API keys with the ingest scope (POST /v1/events); at least 16 characters each'],
   ['HTTP_READ_KEYS', 'comma-separated API keys with the read scope (GET /v1/...); a key may be in both lists'],
+  ['HTTP_ADMIN_KEYS', 'comma-separated API keys with the admin scope: read, plus dead-letter replay and purge in the console'],
   ['HTTP_MAX_BATCH_EVENTS', 'most events per POST /v1/events, 1-100000 (default 1000)'],
   ['HTTP_BODY_LIMIT_BYTES', 'largest request body (default 16777216)'],
   ['HTTP_MAX_HEADER_BYTES', 'largest request head (default 16384)'],
@@ -83,6 +86,7 @@ export function loadHttpConfig(env: Env): Readonly<HttpConfig> {
     port: int('HTTP_PORT', 8080, 0, 65535),
     ingestKeys: check('HTTP_INGEST_KEYS', [], () => keys(env, 'HTTP_INGEST_KEYS')),
     readKeys: check('HTTP_READ_KEYS', [], () => keys(env, 'HTTP_READ_KEYS')),
+    adminKeys: check('HTTP_ADMIN_KEYS', [], () => keys(env, 'HTTP_ADMIN_KEYS')),
     maxBatchEvents: int('HTTP_MAX_BATCH_EVENTS', 1000, 1, 100_000),
     bodyLimitBytes: int('HTTP_BODY_LIMIT_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxHeaderBytes: int('HTTP_MAX_HEADER_BYTES', 16 * 1024, 1024, 1024 * 1024),
@@ -92,8 +96,8 @@ export function loadHttpConfig(env: Env): Readonly<HttpConfig> {
     retryAfterSeconds: int('HTTP_RETRY_AFTER_SECONDS', 5, 1, 3600),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),
   };
-  if (problems.length === 0 && config.ingestKeys.length === 0 && config.readKeys.length === 0) {
-    problems.push('HTTP_INGEST_KEYS / HTTP_READ_KEYS: no API key is set; set at least one (every endpoint but /healthz and /metrics needs a key)');
+  if (problems.length === 0 && config.ingestKeys.length === 0 && config.readKeys.length === 0 && config.adminKeys.length === 0) {
+    problems.push('HTTP_INGEST_KEYS / HTTP_READ_KEYS / HTTP_ADMIN_KEYS: no API key is set; set at least one (every endpoint but /healthz and /metrics needs a key)');
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -14,7 +14,7 @@ export const readRouteSchemas = {
     summary: 'plans, newest first (CLI: plans list --json)',
     tags: ['read'],
     security,
-    querystring: { type: 'object', properties: { sessionId: { type: 'string' }, status: { type: 'string', description: 'planning|executing|completed|failed|cancelled' }, limit: { type: 'string', description: '1-1000, default 20' }, offset: { type: 'string', description: 'default 0' } } },
+    querystring: { type: 'object', properties: { sessionId: { type: 'string' }, status: { type: 'string', description: 'planning|executing|completed|failed|cancelled' }, from: { type: 'string', description: 'created at or after (ISO-8601)' }, to: { type: 'string', description: 'created before (ISO-8601)' }, agentId: { type: 'string', description: 'plans with a step of this agent' }, limit: { type: 'string', description: '1-1000, default 20' }, offset: { type: 'string', description: 'default 0' } } },
     response: readResponses('{ total, limit, offset, plans }'),
   },
   planTimeline: { summary: "a plan's timeline (CLI: plans show --json)", tags: ['read'], security, params: idParam('planId', "the executor's plan id"), response: readResponses('the plan, its steps, handoffs, decisions, checkpoints and timeline') },

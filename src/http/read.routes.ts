@@ -28,6 +28,8 @@ export function registerReadRoutes(app: FastifyInstance, ds: DataSource): void {
     const filter = {
       sessionId: q.sessionId === undefined ? undefined : requireId('sessionId', q.sessionId),
       statuses: q.status === undefined ? undefined : [parsePlanStatus(q.status)],
+      created: parseDateRange(q.from, q.to),
+      agentId: q.agentId === undefined ? undefined : requireId('agentId', q.agentId),
       limit: parseLimit(q.limit),
       offset: parseOffset(q.offset),
     };

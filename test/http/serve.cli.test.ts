@@ -17,7 +17,7 @@ describe('plan-ledger serve (the command)', () => {
   it('refuses to start without an API key, with one line and exit code 2', async () => {
     const r = await runCli(['serve'], { HTTP_INGEST_KEYS: '', HTTP_READ_KEYS: '', HTTP_PORT: '0' });
     expect(r.code).toBe(2);
-    expect(r.stderr.trim()).toBe('plan-ledger: invalid configuration: HTTP_INGEST_KEYS / HTTP_READ_KEYS: no API key is set; set at least one (every endpoint but /healthz and /metrics needs a key)');
+    expect(r.stderr.trim()).toBe('plan-ledger: invalid configuration: HTTP_INGEST_KEYS / HTTP_READ_KEYS / HTTP_ADMIN_KEYS: no API key is set; set at least one (every endpoint but /healthz and /metrics needs a key)');
     const short = await runCli(['serve'], { HTTP_INGEST_KEYS: 'short', HTTP_PORT: 'x' });
     expect(short.stderr.trim()).toBe('plan-ledger: invalid configuration: HTTP_PORT: "x" is not an integer; HTTP_INGEST_KEYS: 1 key(s) shorter than 16 characters');
   });

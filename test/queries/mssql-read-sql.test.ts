@@ -32,6 +32,15 @@ describe('read queries on SQL Server (generated SQL)', () => {
     expect(params).toEqual(['s-1', 'completed', 'failed']);
   });
 
+  it('filters plan lists by agent with an EXISTS on plan_steps and by creation time, all as parameters', () => {
+    const [sql, params] = sqlOf(buildPlanListQuery(ds, { agentId: "o'brien", created: { from: new Date('2025-01-01T00:00:00Z'), to: new Date('2025-02-01T00:00:00Z') }, limit: 20 }));
+    expect(sql).toContain('EXISTS (SELECT 1 FROM "plan_steps" "s" WHERE ( "s"."plan_id" = "p"."id" AND "s"."agent_id" = @2 ) AND ( "s"."deleted_at" IS NULL ))');
+    expect(sql).toContain('"p"."created_at" >= @');
+    expect(sql).toContain('"p"."created_at" < @');
+    expect(sql).not.toContain("o'brien");
+    expect(params).toContain("o'brien");
+  });
+
   it('reads the latest checkpoint as one row with OFFSET 0 ROWS FETCH NEXT 1', () => {
     const [sql] = sqlOf(buildLatestCheckpointQuery(ds, 'wf-1'));
     expect(sql).toMatch(/ORDER BY "c"\."layer" DESC, "c"\."created_at" DESC, "c"\."id" DESC OFFSET 0 ROWS FETCH NEXT 1 ROWS ONLY$/);

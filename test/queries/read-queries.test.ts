@@ -68,6 +68,24 @@ describe('read queries', () => {
       const failed = await listPlans(ds, { sessionId: 'sess-alpha', statuses: ['failed'], limit: 10 });
       expect(failed).toMatchObject({ total: 1, plans: [{ planId: 'plan-a2' }] });
     });
+
+    it('filters by creation time (from inclusive, to exclusive) and by an agent that has a step in the plan (the console)', async () => {
+      const all = (await listPlans(ds, { limit: 1000 })).plans;
+      const byAgent = await listPlans(ds, { agentId: 'researcher', limit: 1000 });
+      const steps = await Promise.all(all.map(async (p) => ({ planId: p.planId, agents: (await getPlanView(ds, p.planId)).steps.map((s) => s.agentId) })));
+      const expected = steps.filter((p) => p.agents.includes('researcher')).map((p) => p.planId);
+      expect(expected.length).toBeGreaterThan(0);
+      expect(expected.length).toBeLessThan(all.length);
+      expect(byAgent.plans.map((p) => p.planId)).toEqual(expected);
+      expect(byAgent.total).toBe(expected.length);
+      const times = [...new Set(all.map((p) => p.createdAt))].sort();
+      const from = new Date(times[1]);
+      const to = new Date(times[times.length - 1]);
+      const inRange = await listPlans(ds, { created: { from, to }, limit: 1000 });
+      expect(inRange.plans.map((p) => p.planId)).toEqual(all.filter((p) => p.createdAt >= times[1] && p.createdAt < times[times.length - 1]).map((p) => p.planId));
+      expect(inRange.total).toBeGreaterThan(0);
+      expect(await listPlans(ds, { agentId: 'nobody', limit: 10 })).toMatchObject({ total: 0, plans: [] });
+    });
   });
 
   describe('sessions (seed 001)', () => {

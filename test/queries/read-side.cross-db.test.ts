@@ -17,6 +17,8 @@ const COMMANDS: string[][] = [
   ['plans', 'list', '--json'],
   ['plans', 'list', '--session', 'sess-alpha', '--json'],
   ['plans', 'list', '--status', 'completed', '--limit', '2', '--offset', '1', '--json'],
+  ['plans', 'list', '--agent', 'researcher', '--json'],
+  ['plans', 'list', '--from', '2025-01-01T00:00:00Z', '--to', '2030-01-01', '--agent', 'coder', '--json'],
   ['plans', 'list'],
   ['plans', 'export', 'plan-a1'],
   ['plans', 'export', 'plan-dag'],

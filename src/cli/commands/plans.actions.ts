@@ -3,13 +3,16 @@ import { getPlanView } from '../../queries/plan-timeline.query';
 import { formatPlanView } from '../../queries/plan-timeline.format';
 import { listPlans, PlanPage } from '../../queries/plan-list.query';
 import { exportPlanTemplate } from '../../queries/plan-export.query';
-import { parseLimit, parseOffset, parsePlanStatus, requireId } from '../../queries/query-args';
+import { parseDateRange, parseLimit, parseOffset, parsePlanStatus, requireId } from '../../queries/query-args';
 import { formatInt, renderTable } from '../../queries/text-output';
 import { parseArgs, printJson, withReadSource } from './read-command';
 
 export interface ListOptions {
   session?: string;
   status?: string;
+  agent?: string;
+  from?: string;
+  to?: string;
   limit?: string;
   offset?: string;
   json?: boolean;
@@ -26,6 +29,8 @@ export async function listCommand(ctx: CliContext, opts: ListOptions): Promise<v
   const filter = parseArgs(() => ({
     sessionId: opts.session === undefined ? undefined : requireId('--session', opts.session),
     statuses: opts.status === undefined ? undefined : [parsePlanStatus(opts.status)],
+    agentId: opts.agent === undefined ? undefined : requireId('--agent', opts.agent),
+    created: parseDateRange(opts.from, opts.to),
     limit: parseLimit(opts.limit),
     offset: parseOffset(opts.offset),
   }));
