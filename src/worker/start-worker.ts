@@ -1,4 +1,5 @@
 import { Queue } from 'bullmq';
+import { recordStoredEvents } from '../queue/stored-event-rate';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/config';
 import type { ClusterSeeds } from '../config/redis-cluster-nodes';
@@ -202,6 +203,7 @@ function buildPipeline(parts: Parts, flushConcurrency: number) {
     onTransientError: (err) => gate.reportFailure(err),
     onCommit: (info) => {
       state.committed(info);
+      recordStoredEvents(parts.connection, parts.options.config.queuePrefix, info.inserted);
       options.onCommit?.(info);
     },
   });
