@@ -4,11 +4,13 @@ import type { DataSource } from 'typeorm';
 import type { PlanEventPublisher } from '../publisher';
 import { NotFoundError, QueryArgumentError } from '../queries/query-errors';
 import type { Logger } from '../shared/logger';
-import { ApiKeys, Scope } from './api-keys';
+import { ApiKeys, Scope, verdict as scopeVerdict } from './api-keys';
 import type { HttpConfig } from './http-config';
 import { HttpMetrics } from './http-metrics';
 import { registerIngestRoutes } from './ingest.routes';
 import { registerReadRoutes } from './read.routes';
+import { CONSOLE_CSP, ConsoleDeps, registerConsoleRoutes } from '../console/console.routes';
+import { ConsoleSessions, CSRF_HEADER } from '../console/console-sessions';
 
 export interface HttpServerDeps {
   settings: Readonly<HttpConfig>;
@@ -17,6 +19,8 @@ export interface HttpServerDeps {
   logger: Logger;
   /** Version shown in the OpenAPI document. */
   version: string;
+  /** The console's queues (dead letters, health); without them those routes answer 503. */
+  queues?: Omit<ConsoleDeps, 'keys' | 'sessions'>;
 }
 
 export interface BuiltHttpServer {
@@ -50,7 +54,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   });
   // Answers are the query results as they are: schemas document, JSON.stringify serialises.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  const keys = new ApiKeys(settings.ingestKeys, settings.readKeys);
+  const keys = new ApiKeys(settings.ingestKeys, settings.readKeys, settings.adminKeys);
   const metrics = new HttpMetrics(deps.publisher);
   let closing = false;
 
@@ -62,10 +66,19 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
     },
   });
 
+  const sessions = new ConsoleSessions();
   app.addHook('onRequest', async (req, reply) => {
+    // every answer: no sniffing, no framing, and for pages the console's CSP (no inline script)
+    reply.header('x-content-type-options', 'nosniff').header('x-frame-options', 'DENY').header('referrer-policy', 'no-referrer').header('content-security-policy', CONSOLE_CSP);
     const scope = req.routeOptions.config.scope;
     if (scope === undefined) return;
-    const verdict = keys.check(req.headers.authorization, scope);
+    // a Bearer key, or else the console's session cookie, whose state-changing requests must
+    // carry its CSRF token (SameSite=Strict already keeps other sites' requests cookie-less)
+    const session = req.headers.authorization === undefined ? sessions.fromCookie(req.headers.cookie) : undefined;
+    let verdict = session ? scopeVerdict(session.session.scopes, scope) : keys.check(req.headers.authorization, scope);
+    if (session && verdict.ok && req.method !== 'GET' && req.method !== 'HEAD' && req.headers[CSRF_HEADER] !== session.session.csrf) {
+      verdict = { ok: false, status: 403, message: `missing or wrong ${CSRF_HEADER} header (reload the console)` };
+    }
     if (!verdict.ok) {
       metrics.refusals.inc({ status: String(verdict.status) });
       return reply.code(verdict.status).header('www-authenticate', 'Bearer').send({ error: verdict.message });
@@ -91,6 +104,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   registerIngestRoutes(app, { publisher: deps.publisher, settings, metrics, closing: () => closing });
   registerReadRoutes(app, deps.dataSource);
+  registerConsoleRoutes(app, { keys, sessions, ...deps.queues });
   await app.ready();
   return { app, metrics, beginClosing: () => (closing = true) };
 }

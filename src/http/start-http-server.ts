@@ -1,4 +1,9 @@
+import { Queue } from 'bullmq';
 import type { DataSource } from 'typeorm';
+import { DeadLetterService } from '../dead-letters/dead-letter.service';
+import { createRedis, RedisClient } from '../queue/connect-redis';
+import { DEAD_LETTER_QUEUE, EVENTS_QUEUE } from '../queue/queue-names';
+import { PlanEventStore } from '../store/plan-event-store';
 import type { AppConfig } from '../config/config';
 import { PlanEventPublisher } from '../publisher';
 import type { Logger } from '../shared/logger';
@@ -29,8 +34,24 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
   const { config, settings, logger } = opts;
   let ds: DataSource | undefined;
   let publisher: PlanEventPublisher | undefined;
+  let redis: RedisClient | undefined;
+  const queues: Queue[] = [];
+  const closeQueues = async () => {
+    await Promise.allSettled(queues.map((q) => q.close()));
+    await redis?.quit().catch(() => redis?.disconnect());
+  };
   try {
     ds = await openDataSource(config.database, { poolSize: 4 });
+    // the console's dead letters and queue health: one connection, not awaited (serve takes
+    // events while Redis is down; these pages then answer an error after 5 s)
+    redis = createRedis(config, 'publisher', { commandTimeoutMs: 5_000 });
+    redis.on('error', () => undefined);
+    const queueOpts = { connection: redis, prefix: config.queuePrefix };
+    const deadLetterQueue = new Queue(DEAD_LETTER_QUEUE, queueOpts);
+    const eventsQueue = new Queue(EVENTS_QUEUE, queueOpts);
+    queues.push(deadLetterQueue, eventsQueue);
+    for (const q of queues) q.on('error', (err) => logger.warn({ err }, 'console queue connection error'));
+    const deadLetters = new DeadLetterService({ deadLetters: deadLetterQueue, events: eventsQueue, storedEvents: new PlanEventStore(ds, logger, { rowCacheBytes: 0 }), logger: logger.child({ component: 'console' }) });
     publisher = new PlanEventPublisher({
       redisUrl: config.redisUrl,
       redisClusterNodes: config.redisClusterNodes,
@@ -40,7 +61,7 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
       maxBufferedEvents: settings.maxBufferedEvents,
       logger: logger.child({ component: 'publisher' }),
     });
-    const server = await buildHttpServer({ settings, dataSource: ds, publisher, logger, version: workerVersion() });
+    const server = await buildHttpServer({ settings, dataSource: ds, publisher, logger, version: workerVersion(), queues: { deadLetters, deadLetterQueue, eventsQueue, redis, queuePrefix: config.queuePrefix } });
     await server.app.listen({ host: settings.host, port: settings.port });
     const address = server.app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : settings.port;
@@ -57,12 +78,14 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
         server.beginClosing();
         await server.app.close();
         const closed = await openPublisher.close(settings.shutdownTimeoutMs);
+        await closeQueues();
         await openDs.destroy().catch((err: Error) => logger.warn({ err }, 'closing the database failed'));
         return { flushed: closed.flushed };
       },
     };
   } catch (err) {
     await publisher?.close(1_000).catch(() => undefined);
+    await closeQueues();
     if (ds?.isInitialized) await ds.destroy().catch(() => undefined);
     throw err;
   }

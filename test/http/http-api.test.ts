@@ -131,7 +131,12 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/v1/analytics/{report}',
+      '/v1/dead-letters',
+      '/v1/dead-letters/{id}',
+      '/v1/dead-letters/{id}/purge',
+      '/v1/dead-letters/{id}/replay',
       '/v1/events',
+      '/v1/health',
       '/v1/plans',
       '/v1/plans/{planId}',
       '/v1/plans/{planId}/export',

@@ -1,0 +1,171 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Queue } from 'bullmq';
+import type { FastifyInstance } from 'fastify';
+import { DeadLetterInputError, DeadLetterNotFoundError } from '../dead-letters/dead-letter-filter';
+import { parseFilter, parsePositiveInt } from '../dead-letters/dead-letter-filter';
+import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
+import type { DeadLetterService } from '../dead-letters/dead-letter.service';
+import { ApiKeys } from '../http/api-keys';
+import { QueryArgumentError } from '../queries/query-errors';
+import type { RedisClient } from '../queue/connect-redis';
+import { storedEventsPerMinute } from '../queue/stored-event-rate';
+import { ConsoleSessions, CSRF_HEADER, SESSION_TTL_MS, sessionCookie } from './console-sessions';
+
+/** The console's files, shipped in the package's `console/` folder (no CDN: it works offline). */
+const ASSETS: Record<string, string> = {
+  'app.js': 'text/javascript; charset=utf-8',
+  'app.css': 'text/css; charset=utf-8',
+};
+
+/**
+ * The console's Content-Security-Policy: scripts and styles from this server only (no inline
+ * script, no eval), no framing, no plugins, forms and requests to this origin only.
+ */
+export const CONSOLE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/** The package's `console/` folder, from the sources (src/console) or the build (dist/src/console). */
+export function consoleDir(): string {
+  let dir = __dirname;
+  for (let i = 0; i < 5; i++) {
+    const candidate = path.join(dir, 'console');
+    if (fs.existsSync(path.join(candidate, 'index.html'))) return candidate;
+    dir = path.dirname(dir);
+  }
+  throw new Error(`console files not found above ${__dirname}`);
+}
+
+export interface ConsoleDeps {
+  keys: ApiKeys;
+  sessions: ConsoleSessions;
+  /** Absent when `serve` runs without Redis access to the queues (then those routes answer 503). */
+  deadLetters?: DeadLetterService;
+  deadLetterQueue?: Queue;
+  eventsQueue?: Queue;
+  redis?: RedisClient;
+  queuePrefix?: string;
+}
+
+type Q = Record<string, string | undefined>;
+
+/**
+ * The console: its page and files, sign-in (an API key becomes an HttpOnly session cookie),
+ * and the routes only it needs (dead letters, queue health). Everything else it shows comes from
+ * the /v1 read routes, called with the session cookie instead of a Bearer key (http-server.ts).
+ */
+export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
+  const dir = consoleDir();
+  const files = new Map(Object.keys(ASSETS).map((name) => [name, fs.readFileSync(path.join(dir, name))]));
+  const index = fs.readFileSync(path.join(dir, 'index.html'));
+  const read = { config: { scope: 'read' } } as const;
+  const admin = { config: { scope: 'admin' } } as const;
+  const hide = { hide: true };
+
+  app.get('/', { schema: hide }, async (_req, reply) => reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(index));
+  app.get('/console/assets/:file', { schema: hide }, async (req, reply) => {
+    const name = (req.params as Record<string, string>).file;
+    const body = files.get(name);
+    if (!body) return reply.code(404).send({ error: `no console file "${name}"` });
+    return reply.type(ASSETS[name]).header('cache-control', 'no-cache').send(body);
+  });
+
+  app.post('/console/session', { schema: hide }, async (req, reply) => {
+    const key = (req.body as { key?: unknown } | undefined)?.key;
+    if (typeof key !== 'string' || key.trim() === '') return reply.code(400).send({ error: 'send {"key": "<API key>"}' });
+    const scopes = deps.keys.scopesOf(key.trim());
+    if (scopes === null) return reply.code(401).send({ error: 'unknown API key' });
+    if (!scopes.has('read')) return reply.code(403).send({ error: 'this API key lacks the read scope (an ingest-only key cannot open the console)' });
+    const { token, session } = deps.sessions.create(scopes);
+    reply.header('set-cookie', sessionCookie(token, Math.floor(SESSION_TTL_MS / 1000)));
+    return { scopes: [...scopes].sort(), csrf: session.csrf };
+  });
+  app.get('/console/session', { schema: hide }, async (req, reply) => {
+    const found = deps.sessions.fromCookie(req.headers.cookie);
+    if (!found) return reply.code(401).send({ error: 'not signed in' });
+    return { scopes: [...found.session.scopes].sort(), csrf: found.session.csrf };
+  });
+  app.delete('/console/session', { schema: hide }, async (req, reply) => {
+    const found = deps.sessions.fromCookie(req.headers.cookie);
+    if (found) {
+      if (req.headers[CSRF_HEADER] !== found.session.csrf) return reply.code(403).send({ error: `missing or wrong ${CSRF_HEADER} header` });
+      deps.sessions.end(found.token);
+    }
+    reply.header('set-cookie', sessionCookie('', 0));
+    return { signedOut: true };
+  });
+
+  const service = (): DeadLetterService => {
+    if (!deps.deadLetters) throw Object.assign(new Error('dead letters are not available: this server has no Redis connection for them'), { statusCode: 503 });
+    return deps.deadLetters;
+  };
+  const input = <T>(fn: () => T): T => {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof DeadLetterInputError) throw new QueryArgumentError('filter', err.message);
+      throw err;
+    }
+  };
+
+  app.get('/v1/dead-letters', { ...read, schema: { summary: 'dead letters, oldest first, without events (CLI: dlq list --json)', tags: ['dead letters'] } }, async (req) => {
+    const q = req.query as Q;
+    const filter = input(() => parseFilter({ type: q.type, kind: q.kind, plan: q.plan, since: q.since, until: q.until, limit: q.limit ?? '100' }));
+    return service().listSummaries(filter);
+  });
+  app.get('/v1/dead-letters/:id', { ...read, schema: { summary: 'one dead letter with its original event (CLI: dlq show --json)', tags: ['dead letters'] } }, async (req, reply) => {
+    try {
+      return await service().show((req.params as Record<string, string>).id);
+    } catch (err) {
+      if (err instanceof DeadLetterNotFoundError) return reply.code(404).send({ error: err.message });
+      throw err;
+    }
+  });
+  app.post('/v1/dead-letters/:id/replay', { ...admin, schema: { summary: 'replay one dead letter (admin scope; CLI: dlq replay <id>)', tags: ['dead letters'] } }, async (req, reply) => {
+    try {
+      const summary = await service().replay({ ids: [(req.params as Record<string, string>).id] });
+      return { replayed: summary.replayed, alreadyStored: summary.alreadyStored, vanished: summary.vanished, jobIds: summary.jobIds };
+    } catch (err) {
+      if (err instanceof DeadLetterNotFoundError) return reply.code(404).send({ error: err.message });
+      throw err;
+    }
+  });
+  app.post('/v1/dead-letters/:id/purge', { ...admin, schema: { summary: 'remove one dead letter for good (admin scope; CLI: dlq purge <id> --yes)', tags: ['dead letters'] } }, async (req, reply) => {
+    try {
+      const result = await service().purge({ ids: [(req.params as Record<string, string>).id] });
+      return { removed: result.deadLetters.length };
+    } catch (err) {
+      if (err instanceof DeadLetterNotFoundError) return reply.code(404).send({ error: err.message });
+      throw err;
+    }
+  });
+
+  app.get('/v1/health', { ...read, schema: { summary: 'queue depth, oldest waiting job, dead letters by kind, events stored per minute', tags: ['read'] } }, async (req) => {
+    const minutes = input(() => parsePositiveInt('minutes', (req.query as Q).minutes ?? '15', 1_440));
+    return health(deps, minutes);
+  });
+}
+
+/** What the console's Health page shows. */
+export interface HealthView {
+  queue: { waiting: number; active: number; delayed: number; failed: number; oldestWaitingAgeSeconds: number | null } | null;
+  deadLetters: { total: number; byKind: Record<string, number>; oldestAgeSeconds: number | null } | null;
+  /** Events the workers stored per minute, oldest minute first (UTC, `minute` ISO). */
+  eventsPerMinute: Array<{ minute: string; events: number }>;
+}
+
+async function health(deps: ConsoleDeps, minutes: number): Promise<HealthView> {
+  const now = Date.now();
+  let queue: HealthView['queue'] = null;
+  if (deps.eventsQueue) {
+    const counts = await deps.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'failed');
+    const [oldest] = await deps.eventsQueue.getJobs(['waiting'], -1, -1, false);
+    queue = { waiting: counts.waiting ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0, failed: counts.failed ?? 0, oldestWaitingAgeSeconds: oldest ? Math.max(0, Math.round((now - oldest.timestamp) / 1000)) : null };
+  }
+  let deadLetters: HealthView['deadLetters'] = null;
+  if (deps.deadLetterQueue) {
+    const depth = await new DeadLetterRepository(deps.deadLetterQueue).depth();
+    deadLetters = { total: depth.total, byKind: Object.fromEntries(depth.byKind), oldestAgeSeconds: depth.oldestAtMs === undefined ? null : Math.max(0, Math.round((now - depth.oldestAtMs) / 1000)) };
+  }
+  const eventsPerMinute = deps.redis ? await storedEventsPerMinute(deps.redis, deps.queuePrefix ?? '', minutes, now) : [];
+  return { queue, deadLetters, eventsPerMinute };
+}
