@@ -363,7 +363,17 @@
 
   function decisionsTable(decisions) {
     return table('decisions', ['When', 'Decision', 'By', 'What changed', 'Feedback'], decisions.map(function (d) {
-      var changed = d.decision === 'edit' || d.editedStepCount !== null ? (d.editedStepCount === null ? 'steps edited' : d.editedStepCount + ' step(s) replaced: the DAG above is the edited plan') : '–';
+      var changed = '–';
+      if (d.stepChanges) {
+        var c = d.stepChanges;
+        var parts = [];
+        if (c.added.length) parts.push('added ' + c.added.join(', '));
+        if (c.changed.length) parts.push('changed ' + c.changed.join(', '));
+        if (c.removed.length) parts.push('removed ' + c.removed.join(', '));
+        changed = (parts.length ? parts.join('; ') : 'no step changed') + ' (' + d.editedStepCount + ' steps after)';
+      } else if (d.editedStepCount !== null) {
+        changed = d.editedStepCount + ' steps after the edit';
+      }
       return h('tr', { 'data-decision': d.decision }, h('td', { text: fmtTime(d.at) }), h('td', null, badge(d.decision)), h('td', { text: d.decidedBy || '–' }), h('td', { text: changed }), h('td', { text: d.feedback || '' }));
     }), 'No decisions recorded.');
   }

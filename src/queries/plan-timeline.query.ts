@@ -3,6 +3,7 @@ import {
   ENTITY,
   ExecutionPlanRow,
   PlanDecisionRow,
+  PlanEventRow,
   PlanHandoffRow,
   PlanStepRow,
   WorkflowCheckpointRow,
@@ -30,7 +31,34 @@ export interface DecisionView {
   feedback: string | null;
   /** Edit only: how many steps the edited plan has. */
   editedStepCount: number | null;
+  /**
+   * Edit only: what it changed against the step list before it (the plan.created one, or the
+   * previous edit's), by stepId; null when that list is not stored any more.
+   */
+  stepChanges: StepChanges | null;
   at: string;
+}
+
+/** Step ids an edit added, removed, or kept with another agent, task, title, expected output or dependencies. */
+export interface StepChanges {
+  added: string[];
+  removed: string[];
+  changed: string[];
+}
+
+type SpecLike = { stepId?: unknown; agentId?: unknown; task?: unknown; title?: unknown; expectedOutput?: unknown; dependsOn?: unknown };
+
+/** What an edit changed: step lists compared by stepId (the order of the lists does not count). */
+export function diffSteps(before: readonly SpecLike[], after: readonly SpecLike[]): StepChanges {
+  const key = (s: SpecLike) => String(s.stepId);
+  const shape = (s: SpecLike) => JSON.stringify([s.agentId ?? null, s.task ?? null, s.title ?? null, s.expectedOutput ?? null, Array.isArray(s.dependsOn) ? [...s.dependsOn].map(String).sort() : []]);
+  const old = new Map(before.map((s) => [key(s), shape(s)]));
+  const now = new Map(after.map((s) => [key(s), shape(s)]));
+  return {
+    added: [...now.keys()].filter((id) => !old.has(id)),
+    removed: [...old.keys()].filter((id) => !now.has(id)),
+    changed: [...now.keys()].filter((id) => old.has(id) && old.get(id) !== now.get(id)),
+  };
 }
 
 export interface CheckpointView {
@@ -98,20 +126,34 @@ export async function getPlanView(ds: DataSource, planId: string): Promise<PlanV
     }))
     .sort((a, b) => compareText(a.at, b.at) || compareText(a.handoffId, b.handoffId));
   const decisions = decisionRows
-    .map((d): DecisionView => ({
+    .map((d) => ({
       decisionId: d.id,
       decision: d.decision,
       decidedBy: d.decidedBy ?? null,
       feedback: d.feedback ?? null,
-      editedStepCount: d.modifiedSteps ? parseJson<unknown[]>(d.modifiedSteps, []).length : null,
+      edited: d.modifiedSteps ? parseJson<SpecLike[]>(d.modifiedSteps, []) : null,
       at: toIso(d.decidedAt)!,
     }))
     .sort((a, b) => compareText(a.at, b.at) || compareText(a.decisionId, b.decisionId));
+  // each edit against the list before it: the plan.created one (its event), then the previous edit's
+  let before: SpecLike[] | null = decisions.some((d) => d.edited) ? await createdSteps(ds, planId) : null;
+  const decisionViews = decisions.map(({ edited, ...d }): DecisionView => {
+    const stepChanges = edited && before ? diffSteps(before, edited) : null;
+    if (edited) before = edited;
+    return { ...d, editedStepCount: edited ? edited.length : null, stepChanges };
+  });
   const checkpoints = checkpointRows
     .map((c): CheckpointView => ({ checkpointId: c.checkpointKey, layer: Number(c.layer), at: toIso(c.createdAt)! }))
     .sort((a, b) => a.layer - b.layer || compareText(a.at, b.at) || compareText(a.checkpointId, b.checkpointId));
   const summary = toPlanSummary(plan);
-  return { plan: summary, steps, handoffs, decisions, checkpoints, timeline: buildTimeline(summary, steps, handoffs, decisions, checkpoints) };
+  return { plan: summary, steps, handoffs, decisions: decisionViews, checkpoints, timeline: buildTimeline(summary, steps, handoffs, decisionViews, checkpoints) };
+}
+
+/** The step list of the plan's stored plan.created event; null when it is gone (or unreadable). */
+async function createdSteps(ds: DataSource, planId: string): Promise<SpecLike[] | null> {
+  const row = await ds.getRepository<PlanEventRow>(ENTITY.event).findOne({ where: { planId, type: 'plan.created' }, order: { seq: 'ASC' } });
+  const steps = row ? parseJson<{ steps?: unknown }>(row.payload, {}).steps : undefined;
+  return Array.isArray(steps) ? (steps as SpecLike[]) : null;
 }
 
 const KIND_ORDER: TimelineKind[] = ['plan.created', 'plan.decision', 'step.started', 'handoff', 'step.completed', 'step.failed', 'step.skipped', 'checkpoint', 'plan.finalized'];

@@ -137,6 +137,8 @@ describe('the web console in headless Chromium', () => {
     expect(await page.locator('#timeline .gantt-bar').count()).toBe(steps.length);
     expect(await page.locator('#decisions tr[data-decision=edit]').count()).toBe(1);
     expect(await page.textContent('#decisions')).toContain('alice@example.com');
+    // the demo's edit: a fact-checker step added, the style step's task and the build's dependencies changed
+    expect(await page.textContent('#decisions tr[data-decision=edit]')).toContain('added quotes; changed style, build (6 steps after)');
     expect(await page.locator('#checkpoints tbody tr').count()).toBe(3);
     expect(await page.getAttribute('#dag .dag-checkpoint', 'data-checkpoint-layer')).toBe('2');
     await shot(page, 'demo-plan');

@@ -9,6 +9,7 @@ import {
   getResumePoint,
   getStepOutput,
   handoffPatterns,
+  diffSteps,
   listPlans,
   NotFoundError,
   plansPerDay,
@@ -48,7 +49,15 @@ describe('read queries', () => {
     it('shows the edit decision with the steps it added', async () => {
       const view = await getPlanView(ds, 'plan-a3');
       expect(view.decisions).toEqual([expect.objectContaining({ decision: 'edit', decidedBy: 'alice', editedStepCount: 3, feedback: 'add tests before merging' })]);
+      expect(view.decisions[0].stepChanges).toEqual({ added: ['test'], removed: [], changed: [] });
       expect(view.steps.map((s) => s.stepId)).toEqual(['design', 'code', 'test']);
+    });
+
+    it('says what an edit changed, step by step, whatever the order of the lists and of dependsOn', () => {
+      const before = [{ stepId: 'a', agentId: 'x', task: 't' }, { stepId: 'b', agentId: 'y', task: 'u', dependsOn: ['a', 'c'] }, { stepId: 'c', agentId: 'z', task: 'v' }];
+      const after = [{ stepId: 'd', agentId: 'x', task: 'w' }, { stepId: 'b', agentId: 'y', task: 'u', dependsOn: ['c', 'a'] }, { stepId: 'a', agentId: 'x2', task: 't' }];
+      expect(diffSteps(before, after)).toEqual({ added: ['d'], removed: ['c'], changed: ['a'] });
+      expect(diffSteps(before, [...before].reverse())).toEqual({ added: [], removed: [], changed: [] });
     });
 
     it('does not find a soft-deleted or unknown plan', async () => {
