@@ -13,10 +13,14 @@ ${HTTP_ENV_HELP.map(([name, help]) => `  ${name.padEnd(26)}${help}`).join('\n')}
 
 Routes: POST /v1/events (ingest scope); GET /v1/plans[/:planId[/export|/steps/:step/output]],
 /v1/sessions/:sessionId/active|history, /v1/workflows/:planId/resume-point,
-/v1/analytics/daily|agents|handoffs|tokens (read scope); GET /v1/openapi.json describes them all;
+/v1/analytics/daily|agents|handoffs|tokens, /v1/dead-letters[/:id], /v1/health (read scope);
+POST /v1/dead-letters/:id/replay|purge (admin scope); GET /v1/openapi.json describes them all;
 /healthz and /metrics need no key. Keys go in "Authorization: Bearer <key>" and are never logged.
 Logs: one JSON line per request on stdout. Stops on SIGTERM/SIGINT: new batches get 503, requests in
 flight are answered, accepted events are flushed to Redis (or kept in HTTP_JOURNAL_DIR).
+Console: open the server's address (/) in a browser and sign in with a read or admin key: plans,
+a plan's DAG and timeline, sessions, dead letters (replay and purge with an admin key), health,
+analytics.
 
 Example:
   HTTP_INGEST_KEYS=$(openssl rand -hex 24) HTTP_READ_KEYS=$(openssl rand -hex 24) plan-ledger serve`;
@@ -25,7 +29,7 @@ Example:
 export function registerServe(program: Command, context: () => CliContext): void {
   program
     .command('serve')
-    .description('HTTP API for executors in any language: POST /v1/events, the read endpoints, /v1/openapi.json')
+    .description('HTTP API for executors in any language (POST /v1/events, the read endpoints, /v1/openapi.json) and the web console at /')
     .addHelpText('after', HELP)
     .action(async () => {
       const ctx = context();
