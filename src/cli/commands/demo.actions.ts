@@ -28,9 +28,9 @@ export async function demoCommand(ctx: CliContext, opts: DemoOptions): Promise<v
     if (!opts.json) ctx.out(`Console: npx plan-ledger demo --serve (or plan-ledger serve), then open http://127.0.0.1:8080${page}`);
     return;
   }
-  // a key for this run only, with every scope: the person at this terminal is the operator
+  // a key for this run only, read and admin: the person at this terminal is the operator
   const key = randomBytes(18).toString('base64url');
-  const env = { HTTP_PORT: '8080', ...process.env, HTTP_ADMIN_KEYS: key, HTTP_READ_KEYS: '', HTTP_INGEST_KEYS: key };
+  const env = { HTTP_PORT: '8080', ...process.env, HTTP_ADMIN_KEYS: key, HTTP_READ_KEYS: '', HTTP_INGEST_KEYS: '' };
   let server;
   try {
     server = await startHttpServer({ config: ctx.config, settings: loadHttpConfig(env), logger });
