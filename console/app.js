@@ -246,9 +246,9 @@
 
   /** Layer of each step: 0 without dependencies, else one past its deepest dependency. */
   function layersOf(steps, resume) {
-    if (resume && resume.resumable && resume.dag && resume.dag.layers) return resume.dag.layers;
     var byId = {};
     steps.forEach(function (st) { byId[st.stepId] = st; });
+    if (resume && resume.resumable && resume.dag && resume.dag.layers) return orderLayers(resume.dag.layers, byId);
     var layer = {};
     function depth(id, seen) {
       if (layer[id] !== undefined) return layer[id];
@@ -264,7 +264,25 @@
       var d = depth(st.stepId, {});
       (layers[d] = layers[d] || []).push(st.stepId);
     });
-    return layers.map(function (l) { return l || []; });
+    return orderLayers(layers.map(function (l) { return l || []; }), byId);
+  }
+
+  /**
+   * Fewer crossing edges: each layer after the first is sorted by the mean row of its steps'
+   * dependencies in the layer before (the barycenter heuristic of layered drawing), stable for ties.
+   */
+  function orderLayers(layers, byId) {
+    var row = {};
+    return layers.map(function (ids, li) {
+      var keyed = ids.map(function (id, i) {
+        var deps = li === 0 ? [] : (byId[id] && byId[id].dependsOn || []).filter(function (d) { return row[d] !== undefined; });
+        var center = deps.length ? deps.reduce(function (a, d) { return a + row[d]; }, 0) / deps.length : i;
+        return { id: id, center: center, i: i };
+      });
+      keyed.sort(function (a, b) { return a.center - b.center || a.i - b.i; });
+      keyed.forEach(function (k, i) { row[k.id] = i; });
+      return keyed.map(function (k) { return k.id; });
+    });
   }
 
   function dagSvg(steps, resume, checkpoints) {
