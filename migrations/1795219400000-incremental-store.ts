@@ -65,19 +65,19 @@ export class IncrementalStore1795219400000 implements MigrationInterface {
 const FILLFACTOR: Record<string, number> = { plan_heads: 50, execution_plans: 50, plan_steps: 70, sessions: 70 };
 
 /** Run one statement, or record it in SQL memory mode (queryRunner.query would run it regardless). */
-function sql(queryRunner: QueryRunner, statement: string): Promise<void> {
+export function sql(queryRunner: QueryRunner, statement: string): Promise<void> {
   return (queryRunner as unknown as { executeQueries(up: Query[], down: Query[]): Promise<void> }).executeQueries([new Query(statement)], []);
 }
 
 /** `type(length)` / `type(precision)` of a column kind, as the other migrations declare it. */
-function sqlType(d: Dialect, kind: ColumnKind): string {
+export function sqlType(d: Dialect, kind: ColumnKind): string {
   const t = columnTypeFor(d, kind);
   const size = t.length ?? (t.precision !== undefined ? String(t.precision) : undefined);
   return size === undefined ? String(t.type) : `${t.type}(${size})`;
 }
 
 /** One ALTER per table where the dialect takes a list; SQLite adds one column per statement. */
-async function addColumns(queryRunner: QueryRunner, d: Dialect, table: string, columns: string[]): Promise<void> {
+export async function addColumns(queryRunner: QueryRunner, d: Dialect, table: string, columns: string[]): Promise<void> {
   if (d === 'sqlite') {
     for (const c of columns) await sql(queryRunner, `ALTER TABLE ${table} ADD COLUMN ${c}`);
     return;

@@ -27,9 +27,9 @@ export interface RestoreOptions {
 
 /**
  * Undoes a plan's soft delete during the grace period: clears `deleted_at` on every row it owns
- * (also a DAG/checkpoints that had expired before, so it comes back whole) and marks the plan
- * active now (`plan_heads.updated_at`), so retention keeps it for another full period instead of
- * retiring it again at the next run. Under the plan's head lock, like every writer: a concurrent
+ * (also a DAG/checkpoints that had expired before, so it comes back whole) and stamps the restore
+ * (`plan_heads.restored_at`, and `updated_at`), so retention keeps it for another full period from
+ * now instead of retiring it again at the next run. Under the plan's head lock, like every writer: a concurrent
  * purge either ran before (not-found) or sees the plan restored.
  */
 export async function restorePlan(ds: DataSource, planId: string, policy: Pick<RetentionPolicy, 'graceDays'>, options: RestoreOptions = {}): Promise<RestoreOutcome> {
@@ -59,6 +59,6 @@ async function restoreIn(m: EntityManager, planId: string, policy: Pick<Retentio
   if (graceEndedAt <= now) return { status: 'grace-expired', planId, deletedAt: deletedAt.toISOString(), graceEndedAt: graceEndedAt.toISOString() };
   const rows: Partial<Record<PlanTable, number>> = {};
   for (const spec of PLAN_TABLES) rows[spec.table] = affected(await unstampRows(m, spec, [planId]).execute());
-  await m.createQueryBuilder().update(ENTITY.head).set({ updatedAt: now }).where({ planId }).callListeners(false).execute();
+  await m.createQueryBuilder().update(ENTITY.head).set({ updatedAt: now, restoredAt: now }).where({ planId }).callListeners(false).execute();
   return { status: 'restored', planId, deletedAt: deletedAt.toISOString(), rows };
 }

@@ -45,8 +45,8 @@ export async function retirePlans(ctx: RunContext): Promise<void> {
 function retirable(m: EntityManager, qb: SelectQueryBuilder<object>, status: TerminalStatus, cutoff: Date, mode: Mode): SelectQueryBuilder<object> {
   qb.andWhere('p.deletedAt IS NULL')
     .andWhere('p.status = :status', { status })
-    // last activity: an event written or a restore since the cutoff keeps the plan
-    .andWhere('(h.updatedAt IS NULL OR h.updatedAt <= :cutoff)', { cutoff: instant(m, cutoff) });
+    // aged from the end (below) and from a `plans restore`, never from late events
+    .andWhere('(h.restoredAt IS NULL OR h.restoredAt <= :cutoff)', { cutoff: instant(m, cutoff) });
   return mode === 'ended' ? qb.andWhere('p.completedAt <= :cutoff') : qb.andWhere('p.completedAt IS NULL AND p.updatedAt <= :cutoff');
 }
 

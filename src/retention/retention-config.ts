@@ -6,9 +6,9 @@ import { type Env, integer, read } from '../config/env-readers';
  * documents its default; `RETENTION_ENV_HELP` is what `--help` prints. Library callers (tests, the
  * scheduler) may build a policy with `retentionPolicy({ ...overrides })`.
  *
- * Ages count from the plan's end (`completed_at`) AND from its last activity (`plan_heads.updated_at`,
- * bumped by every event written and by `plans restore`), so a late event or a restore gives the plan
- * a fresh period. Planning/executing plans are never touched, whatever their age.
+ * Ages count from the plan's end (`completed_at`), not from its last event: a late event does not
+ * postpone retirement. A `plans restore` starts a fresh period (`plan_heads.restored_at`).
+ * Planning/executing plans are never touched, whatever their age.
  */
 export interface RetentionPolicy {
   /** RETENTION_COMPLETED_DAYS: days a completed plan is kept before soft delete. @defaultValue 30 */
@@ -82,7 +82,7 @@ export function parseDagTtl(raw: string): number {
 
 /** Every environment variable retention reads, for `--help`. */
 export const RETENTION_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
-  ['RETENTION_COMPLETED_DAYS', 'days a completed plan is kept, then soft-deleted, 1-36500 (default 30)'],
+  ['RETENTION_COMPLETED_DAYS', 'days a completed plan is kept after it ended (or was restored), then soft-deleted, 1-36500 (default 30)'],
   ['RETENTION_FAILED_DAYS', 'days a failed plan is kept, 1-36500 (default 90)'],
   ['RETENTION_CANCELLED_DAYS', 'days a cancelled plan is kept, 1-36500 (default 30)'],
   ['RETENTION_GRACE_DAYS', 'days a soft-deleted plan stays restorable before purge, 0-3650 (default 7)'],

@@ -257,6 +257,7 @@ export class PlanApplier {
       pendingEvents: s.pending,
       gapSince,
       updatedAt: this.now,
+      restoredAt: head.restoredAt,
       deletedAt: head.deletedAt,
     });
   }

@@ -15,7 +15,7 @@ export interface LockedHead extends PlanHeadRow {
 
 /** The head of a plan seen for the first time. */
 export function newHead(planId: string, sessionId: string, now: Date): PlanHeadRow {
-  return { planId, sessionId, version: 0, eventCount: 0, lastSeq: 0, appliedSeq: null, pendingEvents: 0, gapSince: null, updatedAt: now, deletedAt: null };
+  return { planId, sessionId, version: 0, eventCount: 0, lastSeq: 0, appliedSeq: null, pendingEvents: 0, gapSince: null, updatedAt: now, restoredAt: null, deletedAt: null };
 }
 
 /**
@@ -97,6 +97,7 @@ function lockedFromRaw(r: Record<string, unknown>, isNew: boolean): LockedHead {
     pendingEvents: r.pending_events as number,
     gapSince: r.gap_since as Date | null,
     updatedAt: r.updated_at as Date,
+    restoredAt: (r.restored_at ?? null) as Date | null,
     deletedAt: r.deleted_at as Date | null,
     isNew,
   };

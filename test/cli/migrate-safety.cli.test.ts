@@ -12,7 +12,7 @@ import { runCli } from '../support/cli';
 import { createThrowawayDb, ThrowawayDb } from '../support/databases';
 import { waitFor } from '../worker/helpers/queue-harness';
 
-const ALL = ['InitialSchema1795219200000', 'IndexHandoffStep1795219300000', 'IncrementalStore1795219400000', 'DatabasesAlike1795219500000'];
+const ALL = ['InitialSchema1795219200000', 'IndexHandoffStep1795219300000', 'IncrementalStore1795219400000', 'DatabasesAlike1795219500000', 'PlanRestoredAt1795219600000'];
 
 /** Holds the migration lock from this process until `release()` is called. */
 async function holdLock(ds: DataSource): Promise<{ release(): void; released: Promise<void> }> {

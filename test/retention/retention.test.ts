@@ -15,8 +15,8 @@ const PLANS: Array<PlanSpec & { fate: 'retire' | 'keep' | 'dag-expires' }> = [
   { id: 'completed-29d', status: 'completed', completedAt: ago(29 * DAY), fate: 'dag-expires' },
   { id: 'completed-2h', status: 'completed', completedAt: ago(2 * HOUR), fate: 'keep' },
   { id: 'completed-undated', status: 'completed', completedAt: null, createdAt: ago(40 * DAY), fate: 'retire' },
-  // a late event keeps the plan, but not its DAG: the DAG TTL counts from the workflow's end
-  { id: 'completed-31d-late-event', status: 'completed', completedAt: ago(31 * DAY), lastActivity: ago(12 * HOUR), fate: 'dag-expires' },
+  // ages count from the end: a late event (the head written 12 h ago) keeps neither the plan nor its DAG
+  { id: 'completed-31d-late-event', status: 'completed', completedAt: ago(31 * DAY), lastActivity: ago(12 * HOUR), fate: 'retire' },
   { id: 'failed-60d', status: 'failed', completedAt: ago(60 * DAY), fate: 'keep' },
   { id: 'failed-91d', status: 'failed', completedAt: ago(91 * DAY), fate: 'retire' },
   { id: 'cancelled-31d', status: 'cancelled', completedAt: ago(31 * DAY), fate: 'retire' },
@@ -46,7 +46,7 @@ describe.each(ALL_TEST_DBS)('retention on %s', (kind) => {
     for (const p of PLANS) expect(await planRows(ds, p.id, 'deleted')).toEqual(zero()); // a dry run changes nothing
 
     const first = await runRetention(ds, policy, { now: NOW });
-    expect(first).toMatchObject({ dryRun: false, complete: true, plans: { softDeleted: 4, purged: 0 }, orphans: { softDeleted: 1, purged: 0 }, dags: { expired: 3, purged: 0, stamped: 4 } }); // stamped: the 3 plus completed-2h (due tomorrow)
+    expect(first).toMatchObject({ dryRun: false, complete: true, plans: { softDeleted: 5, purged: 0 }, orphans: { softDeleted: 1, purged: 0 }, dags: { expired: 2, purged: 0, stamped: 3 } }); // stamped: the 2 plus completed-2h (due tomorrow)
     expect(stripRun(dry)).toEqual(stripRun({ ...first, dryRun: true }));
     const softDeleted = sum(retired);
     softDeleted.workflow_dags += dagOnly.length;
@@ -65,11 +65,11 @@ describe.each(ALL_TEST_DBS)('retention on %s', (kind) => {
     expect(await planRows(ds, 'completed-29d', 'live')).toEqual(zero());
 
     const purge = await runRetention(ds, policy, { now: later(7 * DAY + 1) });
-    // completed-29d's DAG (expired at NOW) now waits for its plan's purge; cancelled-10d's and completed-31d-late-event's go
-    expect(purge).toMatchObject({ plans: { softDeleted: 0, purged: 4 }, orphans: { purged: 1 }, dags: { purged: 2 } });
+    // completed-29d's DAG (expired at NOW) now waits for its plan's purge; cancelled-10d's goes
+    expect(purge).toMatchObject({ plans: { softDeleted: 0, purged: 5 }, orphans: { purged: 1 }, dags: { purged: 1 } });
     const purged = sum(retired);
-    purged.workflow_dags += 2;
-    purged.workflow_checkpoints += 4;
+    purged.workflow_dags += 1;
+    purged.workflow_checkpoints += 2;
     expect(counts(purge, 'purged')).toEqual(purged);
     for (const p of retired) expect(await planRows(ds, p.id, 'all')).toEqual(zero());
     const cancelled = PLANS.find((p) => p.id === 'cancelled-10d')!;
@@ -124,7 +124,7 @@ describe.each(ALL_TEST_DBS)('retention on %s', (kind) => {
     expect(await planRows(ds, plan.id, 'live')).toEqual(expectedRows(plan));
     expect(await restorePlan(ds, plan.id, policy, { now: later(3 * DAY) })).toEqual({ status: 'not-deleted', planId: plan.id });
 
-    // the restore counts as activity: the plan is not retired again until a full period later;
+    // the restore (plan_heads.restored_at) starts a full period: not retired again until then;
     // its DAG's TTL counts from the workflow's end (40 days ago), so the DAG expires
     expect(await runRetention(ds, policy, { now: later(3 * DAY + 12 * HOUR) })).toMatchObject({ plans: { softDeleted: 0 }, dags: { expired: 1 } });
     expect(await planRows(ds, plan.id, 'live')).toEqual({ ...expectedRows(plan), workflow_dags: 0, workflow_checkpoints: 0 });

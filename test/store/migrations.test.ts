@@ -19,10 +19,10 @@ const EXPECTED_COLUMNS: Record<string, string[]> = {
   workflow_dags: ['workflow_id', 'dag', 'intent', 'created_at', 'expires_at', 'deleted_at'],
   workflow_checkpoints: ['id', 'workflow_id', 'layer', 'state', 'created_at', 'deleted_at'],
   plan_events: ['event_id', 'plan_id', 'session_id', 'type', 'seq', 'occurred_at', 'payload', 'deleted_at'],
-  plan_heads: ['plan_id', 'version', 'event_count', 'last_seq', 'applied_seq', 'pending_events', 'gap_since', 'deleted_at'],
+  plan_heads: ['plan_id', 'version', 'event_count', 'last_seq', 'applied_seq', 'pending_events', 'gap_since', 'restored_at', 'deleted_at'],
 };
 
-const ALL_MIGRATIONS = ['InitialSchema1795219200000', 'IndexHandoffStep1795219300000', 'IncrementalStore1795219400000', 'DatabasesAlike1795219500000'];
+const ALL_MIGRATIONS = ['InitialSchema1795219200000', 'IndexHandoffStep1795219300000', 'IncrementalStore1795219400000', 'DatabasesAlike1795219500000', 'PlanRestoredAt1795219600000'];
 
 /** Seed 000, section 6, verbatim. */
 const PRD_ANALYTICS = [
@@ -148,6 +148,7 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
   it('upgrades stored plans: a plan with rows has every stored event applied, a handoff gets its step key', async () => {
     await ds.undoLastMigration({ transaction: 'each' });
     await ds.undoLastMigration({ transaction: 'each' });
+    await ds.undoLastMigration({ transaction: 'each' });
     const at = kind === 'sqlite' ? "'2026-01-01 00:00:00.000'" : "'2026-01-01 00:00:00'";
     await ds.query(`INSERT INTO sessions (id) VALUES ('up_s')`);
     await ds.query(`INSERT INTO execution_plans (id, session_id, query, status, total_steps) VALUES ('up_p', 'up_s', 'q', 'executing', 1)`);
@@ -156,7 +157,7 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
       `INSERT INTO plan_handoffs (id, plan_id, step_id, handoff_key, from_agent_id, to_agent_id, reason) VALUES ('00000000-0000-4000-8000-00000000000b', 'up_p', '00000000-0000-4000-8000-00000000000a', 'h1', 'x', 'y', 'r'), ('00000000-0000-4000-8000-00000000000c', 'up_p', NULL, 'h2', 'x', 'y', 'r')`,
     );
     await ds.query(`INSERT INTO plan_heads (plan_id, session_id, version, event_count, last_seq, updated_at) VALUES ('up_p', 'up_s', 3, 4, 3, ${at}), ('up_orphan', 'up_s', 1, 2, 7, ${at})`);
-    expect((await runMigrations(ds)).applied).toEqual(['IncrementalStore1795219400000', 'DatabasesAlike1795219500000']);
+    expect((await runMigrations(ds)).applied).toEqual(['IncrementalStore1795219400000', 'DatabasesAlike1795219500000', 'PlanRestoredAt1795219600000']);
     const heads = await ds.query(`SELECT plan_id, applied_seq, pending_events, gap_since FROM plan_heads WHERE plan_id LIKE 'up_%' ORDER BY plan_id`);
     expect(heads).toEqual([
       { plan_id: 'up_orphan', applied_seq: null, pending_events: 2, gap_since: null },

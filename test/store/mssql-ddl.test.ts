@@ -86,6 +86,11 @@ describe('SQL Server DDL', () => {
     expect(down).toContain('ALTER TABLE "plan_heads" DROP CONSTRAINT "DF_plan_heads_pending_events"');
   });
 
+  it('adds plan_heads.restored_at (retention ages a restored plan from its restore)', () => {
+    expect(up).toContain('ALTER TABLE "plan_heads" ADD "restored_at" datetime2(3) NULL');
+    expect(down).toContain('ALTER TABLE "plan_heads" DROP COLUMN "restored_at"');
+  });
+
   it('gives every id column (and the agent and model names analytics group by) a binary collation', () => {
     const statements = up.split(';\n');
     for (const c of BINARY_COLUMNS) {

@@ -21,6 +21,8 @@ export interface PlanHeadRow {
   /** Since when the plan has waited on the missing seq `appliedSeq + 1`; null when nothing waits. */
   gapSince: Date | null;
   updatedAt: Date;
+  /** When `plans restore` last brought the plan back: retention counts its age from here too. Null if never. */
+  restoredAt: Date | null;
   deletedAt: Date | null;
 }
 
@@ -34,5 +36,6 @@ export const PlanHeadEntity = defineEntity<PlanHeadRow>('PlanHead', 'plan_heads'
   pendingEvents: int('pending_events'),
   gapSince: ts('gap_since', true),
   updatedAt: ts('updated_at'),
+  restoredAt: ts('restored_at', true),
   deletedAt,
 });
