@@ -158,7 +158,7 @@ async function health(deps: ConsoleDeps, minutes: number): Promise<HealthView> {
   let queue: HealthView['queue'] = null;
   if (deps.eventsQueue) {
     const counts = await deps.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'failed');
-    const [oldest] = await deps.eventsQueue.getJobs(['waiting'], -1, -1, false);
+    const [oldest] = await deps.eventsQueue.getJobs(['waiting'], 0, 0, true); // asc: the oldest first
     queue = { waiting: counts.waiting ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0, failed: counts.failed ?? 0, oldestWaitingAgeSeconds: oldest ? Math.max(0, Math.round((now - oldest.timestamp) / 1000)) : null };
   }
   let deadLetters: HealthView['deadLetters'] = null;

@@ -1,0 +1,84 @@
+/**
+ * The routes the console adds, over HTTP with Bearer keys and with its session cookie, against a
+ * real `plan-ledger serve` on SQLite and Redis (no worker: queued jobs stay waiting).
+ */
+import { Queue } from 'bullmq';
+import { buildDeadLetter, DeadLetterWriter } from '../../src/dead-letters/dead-letter-writer';
+import { EVENT_BATCH_JOB, EVENTS_QUEUE } from '../../src/queue/queue-names';
+import { recordStoredEvents } from '../../src/queue/stored-event-rate';
+import { ApiStack, call, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
+import { openRedis } from '../worker/helpers/queue-harness';
+
+const ADMIN_KEY = 'admin-key-for-console-api-tests-01';
+
+describe('console routes', () => {
+  let stack: ApiStack;
+  beforeAll(async () => {
+    stack = await startApiStack('sqlite', { worker: false, env: { HTTP_ADMIN_KEYS: ADMIN_KEY } });
+  });
+  afterAll(async () => stack?.close());
+
+  it('GET /v1/health: waiting jobs and the oldest one\'s age, dead letters by kind, events stored per minute', async () => {
+    const redis = openRedis();
+    const events = new Queue(EVENTS_QUEUE, { connection: redis, prefix: stack.prefix });
+    const writer = new DeadLetterWriter(redis, stack.prefix);
+    try {
+      await events.add(EVENT_BATCH_JOB, { v: 1, events: [] }, { timestamp: Date.now() - 90_000 });
+      await events.add(EVENT_BATCH_JOB, { v: 1, events: [] });
+      const at = new Date();
+      await writer.write([buildDeadLetter('invalid', { type: 'x' }, { message: 'bad' }, { queue: EVENTS_QUEUE, prefix: stack.prefix, jobId: 'j', index: 0, attempts: 1, firstFailedAt: at, lastFailedAt: at, workerVersion: 't', replayCount: 0 })]);
+      recordStoredEvents(redis, stack.prefix, 7);
+      recordStoredEvents(redis, stack.prefix, 5);
+      await new Promise((r) => setTimeout(r, 100));
+
+      const health = await call(stack, 'GET', '/v1/health?minutes=3');
+      expect(health.status).toBe(200);
+      expect(health.json.queue).toMatchObject({ waiting: 2, active: 0 });
+      expect(health.json.queue.oldestWaitingAgeSeconds).toBeGreaterThanOrEqual(89); // the job added with a time 90 s ago
+      expect(health.json.deadLetters).toMatchObject({ total: 1, byKind: { invalid: 1 } });
+      expect(health.json.eventsPerMinute).toHaveLength(3);
+      expect(health.json.eventsPerMinute[2].events + health.json.eventsPerMinute[1].events).toBe(12);
+      expect((await call(stack, 'GET', '/v1/health?minutes=0')).status).toBe(400);
+    } finally {
+      await writer.close();
+      await events.close();
+      redis.disconnect();
+    }
+  });
+
+  it('dead letters: read keys list and show, only admin keys replay or purge; a Bearer key needs no CSRF token', async () => {
+    const list = await call(stack, 'GET', '/v1/dead-letters?kind=invalid');
+    expect(list.status).toBe(200);
+    expect(list.json.total).toBe(1);
+    const id = list.json.deadLetters[0].id;
+    expect(list.json.deadLetters[0]).not.toHaveProperty('event');
+    expect((await call(stack, 'GET', `/v1/dead-letters/${id}`)).json.event).toEqual({ type: 'x' });
+    expect((await call(stack, 'GET', '/v1/dead-letters/dl-nope')).status).toBe(404);
+    expect((await call(stack, 'GET', '/v1/dead-letters?kind=weird')).status).toBe(400);
+    expect((await call(stack, 'POST', `/v1/dead-letters/${id}/purge`, { key: READ_KEY })).status).toBe(403);
+    expect((await call(stack, 'POST', `/v1/dead-letters/${id}/purge`, { key: INGEST_KEY })).status).toBe(403);
+    const purged = await call(stack, 'POST', `/v1/dead-letters/${id}/purge`, { key: ADMIN_KEY });
+    expect(purged).toMatchObject({ status: 200, json: { removed: 1 } });
+    expect((await call(stack, 'GET', '/v1/dead-letters')).json.total).toBe(0);
+  });
+
+  it('sign-in: an ingest-only key cannot open the console; a session cookie reads, and its writes need the CSRF token', async () => {
+    const post = (key: string) => fetch(`${stack.server.url}/console/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ key }) });
+    const ingest = await post(INGEST_KEY);
+    expect(ingest.status).toBe(403);
+    expect(ingest.headers.get('set-cookie')).toBeNull();
+    const signedIn = await post(READ_KEY);
+    expect(signedIn.status).toBe(200);
+    const cookie = signedIn.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/^pl_console=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200$/);
+    const session = cookie.split(';')[0];
+    const { csrf, scopes } = (await signedIn.json()) as { csrf: string; scopes: string[] };
+    expect(scopes).toEqual(['read']);
+    expect((await fetch(`${stack.server.url}/v1/plans`, { headers: { cookie: session } })).status).toBe(200);
+    // sign-out without the token is refused; with it, the cookie no longer opens anything
+    expect((await fetch(`${stack.server.url}/console/session`, { method: 'DELETE', headers: { cookie: session } })).status).toBe(403);
+    expect((await fetch(`${stack.server.url}/console/session`, { method: 'DELETE', headers: { cookie: session, 'x-csrf-token': csrf } })).status).toBe(200);
+    expect((await fetch(`${stack.server.url}/v1/plans`, { headers: { cookie: session } })).status).toBe(401);
+    expect(stack.logs()).not.toContain(READ_KEY);
+  });
+});
