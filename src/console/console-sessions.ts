@@ -52,9 +52,9 @@ export class ConsoleSessions {
   }
 }
 
-/** The cookie's Set-Cookie value; `maxAgeSeconds` 0 clears it. */
-export function sessionCookie(token: string, maxAgeSeconds: number): string {
-  return `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}`;
+/** The cookie's Set-Cookie value; `maxAgeSeconds` 0 clears it; `secure` when the console is served over HTTPS. */
+export function sessionCookie(token: string, maxAgeSeconds: number, secure = false): string {
+  return `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure ? '; Secure' : ''}`;
 }
 
 function readCookie(header: string | undefined, name: string): string | undefined {

@@ -76,7 +76,7 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
     if (scopes === null) return reply.code(401).send({ error: 'unknown API key' });
     if (!scopes.has('read')) return reply.code(403).send({ error: 'this API key lacks the read scope (an ingest-only key cannot open the console)' });
     const { token, session } = deps.sessions.create(scopes);
-    reply.header('set-cookie', sessionCookie(token, Math.floor(SESSION_TTL_MS / 1000)));
+    reply.header('set-cookie', sessionCookie(token, Math.floor(SESSION_TTL_MS / 1000), req.protocol === 'https'));
     return { scopes: [...scopes].sort(), csrf: session.csrf };
   });
   app.get('/console/session', { schema: hide }, async (req, reply) => {
@@ -90,7 +90,7 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
       if (req.headers[CSRF_HEADER] !== found.session.csrf) return reply.code(403).send({ error: `missing or wrong ${CSRF_HEADER} header` });
       deps.sessions.end(found.token);
     }
-    reply.header('set-cookie', sessionCookie('', 0));
+    reply.header('set-cookie', sessionCookie('', 0, req.protocol === 'https'));
     return { signedOut: true };
   });
 
