@@ -1,7 +1,7 @@
 /**
  * Puts dead-lettered events back on EVENTS_QUEUE. Safe to run twice, at once, and safe to kill:
- * - a replay claims each dead letter before sending it (a Redis key per letter, SET NX with a
- *   ten-minute expiry): a second replay running at the same time skips what the first claimed, so
+ * - a replay claims each dead letter before sending it (a field of the entry's job hash, void
+ *   ten minutes later): a second replay running at the same time skips what the first claimed, so
  *   an event is never sent twice and a failing one never comes back as two dead letters;
  * - each event travels with its original `eventId`, so the database stores it at most once;
  * - a dead letter is removed only after the job carrying its event was added. A crash in between
@@ -117,6 +117,17 @@ async function countStored(ctx: ReplayContext, refs: ReplayRef[]): Promise<numbe
 }
 
 /**
+ * Adds the stored ones among `refs` to the summary. Batches run concurrently: the count is added
+ * after the lookup settles (`x += await f()` would read x before awaiting, and a batch settling
+ * later would overwrite an earlier one's count).
+ */
+async function addStored(ctx: ReplayContext, summary: ReplaySummary, refs: ReplayRef[]): Promise<void> {
+  if (summary.alreadyStored === null) return;
+  const stored = await countStored(ctx, refs);
+  summary.alreadyStored += stored;
+}
+
+/**
  * Cuts the matched entries of the source's pages into batches of `size`, as they are read. Each
  * batch says how many entries it accounts for: its own, plus the unmatched ones of the pages
  * finished before it (for progress).
@@ -202,14 +213,14 @@ export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource
 async function replayChunk(ctx: ReplayContext, chunk: ReplayRef[], summary: ReplaySummary, replayedEventIds: Set<string>, token: string): Promise<void> {
   if (summary.dryRun) {
     summary.replayed += chunk.length;
-    if (summary.alreadyStored !== null) summary.alreadyStored += await countStored(ctx, chunk);
+    await addStored(ctx, summary, chunk);
     return;
   }
   const letters = await ctx.repository.claim(chunk.map((r) => r.id), token);
   summary.vanished += chunk.length - letters.length;
   if (letters.length === 0) return;
   // counted before sending: afterwards the worker may store them and all would look like no-ops
-  if (summary.alreadyStored !== null) summary.alreadyStored += await countStored(ctx, letters);
+  await addStored(ctx, summary, letters);
   summary.jobIds.push(await sendBatch(ctx, letters, token));
   summary.replayed += letters.length;
   for (const dl of letters) if (dl.eventId) replayedEventIds.add(dl.eventId.toLowerCase());

@@ -13,6 +13,14 @@ export const DEAD_LETTER_STATES: readonly JobType[] = ['waiting', 'delayed', 'pr
 /** Entries read per Redis round trip while scanning. @defaultValue 1000 */
 export const SCAN_PAGE_SIZE = 1_000;
 
+/**
+ * Entries a claim or removal script handles per call. Each call blocks Redis for its length: ~1.5
+ * ms at 250 (~6 ms at 1,000), so a live queue on the same Redis waits less behind a replay; a
+ * 100k replay beside one kept 0.51-0.71x of its throughput at 250, 0.40-0.54x at 1,000, for the
+ * same replay time alone (BENCHMARKS.md, "Dead letters").
+ */
+export const WRITE_PAGE_SIZE = 250;
+
 /** How long a replay's claim on a dead letter lasts if the replay dies holding it. @defaultValue 10 min */
 export const CLAIM_TTL_MS = 600_000;
 
@@ -152,39 +160,67 @@ for k, c in pairs(kinds) do out[#out + 1] = k; out[#out + 1] = c end
 return out`;
 
 /**
- * Claims ARGV[3..] for token ARGV[1] for ARGV[2] ms and reads the entries claimed (existing and not
- * claimed by another) as READ_SCRIPT does in full: id, name, timestamp, data. One round trip.
+ * A replay's claim on an entry is a field of the entry's own job hash, `<expiry ms>:<token>`: no
+ * key of its own to create, expire and delete, and it goes with the entry.
+ */
+const CLAIM_FIELD = 'pl:claim';
+
+/**
+ * Claims ARGV[3..] for token ARGV[1] for ARGV[2] ms and reads the entries claimed (existing, and
+ * unclaimed or with a claim past its expiry) as READ_SCRIPT does in full: id, name, timestamp,
+ * data. One round trip; Redis's clock decides expiry, so replays on hosts with skewed clocks agree.
  */
 const CLAIM_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local claim = tostring(now + tonumber(ARGV[2])) .. ':' .. ARGV[1]
 local out = {}
 for i = 3, #ARGV do
   local id = ARGV[i]
-  local v = redis.call('HMGET', KEYS[1] .. id, 'name', 'timestamp', 'data')
-  if v[1] and redis.call('SET', KEYS[1] .. 'claim:' .. id, ARGV[1], 'NX', 'PX', ARGV[2]) then
-    out[#out + 1] = id
-    out[#out + 1] = v[1]
-    out[#out + 1] = v[2] or '0'
-    out[#out + 1] = v[3] or '{}'
+  local key = KEYS[1] .. id
+  local v = redis.call('HMGET', key, 'name', 'timestamp', 'data', '${CLAIM_FIELD}')
+  if v[1] then
+    local held = v[4]
+    if held then
+      local expiry = tonumber(string.match(held, '^(%d+):'))
+      if expiry and expiry <= now then held = nil end
+    end
+    if not held then
+      redis.call('HSET', key, '${CLAIM_FIELD}', claim)
+      out[#out + 1] = id
+      out[#out + 1] = v[1]
+      out[#out + 1] = v[2] or '0'
+      out[#out + 1] = v[3] or '{}'
+    end
   end
 end
 return out`;
 
 /**
  * Removes ARGV[2..] (KEYS: job key prefix, wait, delayed, prioritized). With a token (ARGV[1] not
- * empty) only entries this token claimed. The wait list is searched from its tail, where the
- * oldest entries are and a replay takes them from: BullMQ's own removal scans from the head, i.e.
- * the whole list per removal, which made a 100k replay quadratic and blocked Redis ~1.7 ms each.
+ * empty) only entries this token claimed (an expired claim of this token still counts: nobody
+ * else took the entry over). The wait list is searched from its tail, where the oldest entries are
+ * and a replay takes them from: BullMQ's own removal scans from the head, i.e. the whole list per
+ * removal, which made a 100k replay quadratic and blocked Redis ~1.7 ms each. Three calls an
+ * entry with a token (the claim, the list, one DEL of the hash and its logs).
  */
 const REMOVE_SCRIPT = `
 local removed = 0
 for i = 2, #ARGV do
   local id = ARGV[i]
-  local claimKey = KEYS[1] .. 'claim:' .. id
-  if ARGV[1] == '' or redis.call('GET', claimKey) == ARGV[1] then
+  local key = KEYS[1] .. id
+  local take
+  if ARGV[1] == '' then
+    take = redis.call('EXISTS', key) == 1
+  else
+    local held = redis.call('HGET', key, '${CLAIM_FIELD}')
+    take = held and string.match(held, '^%d+:(.*)$') == ARGV[1]
+  end
+  if take then
     local n = redis.call('LREM', KEYS[2], -1, id)
     if n == 0 then n = redis.call('ZREM', KEYS[3], id) + redis.call('ZREM', KEYS[4], id) end
-    if redis.call('DEL', KEYS[1] .. id) == 1 then removed = removed + 1 end
-    redis.call('DEL', KEYS[1] .. id .. ':logs', claimKey)
+    redis.call('DEL', key, key .. ':logs')
+    removed = removed + 1
   end
 end
 return removed`;
@@ -195,7 +231,11 @@ return removed`;
  * meanwhile never shift what a page holds: none is seen twice, and removed ones are skipped.
  */
 export class DeadLetterRepository {
-  constructor(private readonly queue: Queue, private readonly pageSize = SCAN_PAGE_SIZE) {}
+  constructor(
+    private readonly queue: Queue,
+    private readonly pageSize = SCAN_PAGE_SIZE,
+    private readonly writePageSize = WRITE_PAGE_SIZE,
+  ) {}
 
   /** The queue's own ioredis client (BullMQ's type for it leaves out `eval`). */
   private async redis(): Promise<IORedis> {
@@ -270,8 +310,8 @@ export class DeadLetterRepository {
   async claim(ids: string[], token: string, ttlMs = CLAIM_TTL_MS): Promise<DeadLetter[]> {
     const client = await this.redis();
     const claimed: DeadLetter[] = [];
-    for (let p = 0; p < ids.length; p += this.pageSize) {
-      const flat = (await client.eval(CLAIM_SCRIPT, 1, this.queue.toKey(''), token, String(ttlMs), ...ids.slice(p, p + this.pageSize))) as string[];
+    for (let p = 0; p < ids.length; p += this.writePageSize) {
+      const flat = (await client.eval(CLAIM_SCRIPT, 1, this.queue.toKey(''), token, String(ttlMs), ...ids.slice(p, p + this.writePageSize))) as string[];
       for (let i = 0; i < flat.length; i += 4) claimed.push(fromRaw(flat[i], flat[i + 1], flat[i + 2], flat[i + 3]));
     }
     return claimed;
@@ -282,8 +322,8 @@ export class DeadLetterRepository {
     const client = await this.redis();
     const k = this.queue.keys;
     let removed = 0;
-    for (let i = 0; i < ids.length; i += this.pageSize) {
-      removed += (await client.eval(REMOVE_SCRIPT, 4, this.queue.toKey(''), k.wait, k.delayed, k.prioritized, token, ...ids.slice(i, i + this.pageSize))) as number;
+    for (let i = 0; i < ids.length; i += this.writePageSize) {
+      removed += (await client.eval(REMOVE_SCRIPT, 4, this.queue.toKey(''), k.wait, k.delayed, k.prioritized, token, ...ids.slice(i, i + this.writePageSize))) as number;
     }
     return removed;
   }

@@ -14,8 +14,13 @@ export function limitHeapGrowth(percent: number): void {
 /** For commands that stream a large selection through memory (`dlq replay`): 230 -> ~155 MB peak for 100k, same time (BENCHMARKS.md). */
 export const BULK_HEAP_GROWING_PERCENT = 20;
 
-/** The CPU priority bulk commands lower themselves to (nice 10). */
-export const BULK_NICENESS = 10;
+/**
+ * The CPU priority bulk commands lower themselves to: 19, the lowest, as backups and other batch
+ * jobs run. Alone on a host it costs nothing; beside a busy worker and Redis it takes only the CPU
+ * they leave (nice 10 left a live queue 0.45x of its throughput during a 100k replay, 19 0.5-0.56x:
+ * BENCHMARKS.md, "Dead letters").
+ */
+export const BULK_NICENESS = 19;
 
 /**
  * Settings for a one-off command that moves a large selection (`dlq replay`): collect garbage

@@ -75,7 +75,7 @@ the replay (no-ops); failed again = events dead-lettered again, known only with 
 (default ${DEFAULT_WAIT_SECONDS}s, --wait-timeout to change) for the replayed jobs to finish, then looks for new
 dead letters coming from them. Needs a running worker. Exit 1 if any failed again or the wait timed out.
 Progress goes to stderr when more than one batch is replayed: a bar on a terminal, else a line every 2s.
-A replay runs at a lower CPU priority (nice 10), so a worker or Redis on the same host keeps its share;
+A replay runs at the lowest CPU priority (nice 19), so a worker or Redis on the same host keeps its share;
 --rate also bounds what it asks of Redis.
 Opens DATABASE_URL (reads only) for the "already stored" count, REDIS_URL for the queues.
 ${FILTER_HELP}
