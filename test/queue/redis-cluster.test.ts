@@ -104,9 +104,18 @@ function publishAll(publisher: PlanEventPublisher, events: PlanEvent[]): void {
   }
 }
 
+/** SIGTERM to each; their exit codes, or 'still running' for one not gone 20 s later (its last log lines go to the console). */
 async function stopAll(procs: WorkerProcess[]): Promise<Array<number | string>> {
   for (const p of procs) p.child.kill('SIGTERM');
-  return Promise.all(procs.map((p) => p.exited));
+  return Promise.all(
+    procs.map(async (p) => {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('still running'), 20_000)));
+      const code = await Promise.race([p.exited, late]).finally(() => clearTimeout(timer));
+      if (code !== 0) console.error(`worker ${p.pid} exited with ${code}; its last lines:\n${p.stdout().split('\n').slice(-15).join('\n')}${p.stderr()}`);
+      return code;
+    }),
+  );
 }
 
 describe('plan-ledger on Redis Cluster', () => {
@@ -178,7 +187,7 @@ describe('plan-ledger on Redis Cluster', () => {
     queueOn(MAINTENANCE_QUEUE, prefix);
     expect(await stopAll(workers)).toEqual([0, 0]);
     for (const w of workers) expect(w.logs().filter((l) => l.msg === 'worker stopped with an error')).toEqual([]);
-  });
+  }, 300_000); // each wait above fails with its own message before this
 
   it('dlq list / stats / replay work on the cluster', async () => {
     const prefix = clusterPrefix();

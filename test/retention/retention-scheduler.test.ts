@@ -81,4 +81,35 @@ describe('retention scheduler (real Redis)', () => {
       await connection.quit(); // caller-owned: close() left it open
     }
   });
+
+  it('close() returns at its deadline while a run is stuck, and drops the connection it opened', async () => {
+    const pg = await createMigratedDb('postgres');
+    const locker = pg.ds.createQueryRunner();
+    try {
+      await insertPlans(pg.ds, [{ id: 'sched-stuck', status: 'completed' as const, completedAt: new Date(Date.now() - 40 * DAY) }]);
+      const scheduler = await startRetentionScheduler({ redisUrl: REDIS_URL, prefix, dataSource: pg.ds, policy: retentionPolicy(), closeTimeoutMs: 300 });
+      const connection = (await scheduler.queue.backend.client) as unknown as IORedis;
+      // the run blocks on a lock held by another transaction: it cannot see the abort until it is released
+      await locker.startTransaction();
+      await locker.query('LOCK TABLE execution_plans IN ACCESS EXCLUSIVE MODE');
+      const job = await scheduler.queue.add(RETENTION_JOB, { v: 1 });
+      for (let i = 0; (await job.getState()) !== 'active'; i++) {
+        if (i > 400) throw new Error(`retention job still ${await job.getState()} after 20 s`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200)); // its first statement is waiting on the lock
+      let closed = false;
+      const closing = scheduler.close().then(() => (closed = true));
+      // close() returns while the run is still stuck: the lock is released only after it did
+      await expect(Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 15_000))])).resolves.toBe(true);
+      expect(closed).toBe(true);
+      for (let i = 0; connection.status !== 'end' && i < 40; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(connection.status).toBe('end');
+      await locker.rollbackTransaction();
+    } finally {
+      if (locker.isTransactionActive) await locker.rollbackTransaction().catch(() => undefined);
+      await locker.release();
+      await pg.close();
+    }
+  });
 });

@@ -79,7 +79,7 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
     handle = await startWorker({ config: ctx.config, logger, settings, dataSource: ds });
     const dataSource = ds;
     retention = await startRetentionWhenRedisHasRoom(
-      () => startRetentionScheduler({ redisUrl: ctx.config.redisUrl, redisClusterNodes: ctx.config.redisClusterNodes, prefix: ctx.config.queuePrefix, dataSource, policy, logger: logger.child({ component: 'retention' }) }),
+      () => startRetentionScheduler({ redisUrl: ctx.config.redisUrl, redisClusterNodes: ctx.config.redisClusterNodes, prefix: ctx.config.queuePrefix, dataSource, policy, logger: logger.child({ component: 'retention' }), closeTimeoutMs: settings.shutdownTimeoutMs }),
       logger,
     );
   } catch (err) {
@@ -103,9 +103,13 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
   const watchdog = setTimeout(() => {
     ctx.err(`plan-ledger: worker did not close within ${settings.shutdownTimeoutMs} ms; exiting`);
     process.exit(EXIT.failed);
-  }, settings.shutdownTimeoutMs + 2_000);
-  await retention.close().catch((err: Error) => logger.warn({ err }, 'retention scheduler did not close cleanly'));
-  const { clean } = await handle.close(settings.shutdownTimeoutMs);
+  }, settings.shutdownTimeoutMs + 3_000);
+  // Both at once, each within the deadline: a retention worker slow to close must not hold back the
+  // events worker (whose jobs would then wait for their locks to expire).
+  const [, { clean }] = await Promise.all([
+    retention.close().catch((err: Error) => logger.warn({ err }, 'retention scheduler did not close cleanly')),
+    handle.close(settings.shutdownTimeoutMs),
+  ]);
   await ds.destroy().catch((err: Error) => logger.warn({ err }, 'closing the database failed'));
   clearTimeout(watchdog);
   process.removeListener('SIGTERM', again);
@@ -115,4 +119,10 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
     ctx.err(`plan-ledger: shutdown deadline (${settings.shutdownTimeoutMs} ms) reached; unfinished jobs will be redelivered`);
     process.exit(EXIT.failed);
   }
+  // Everything this process opened is closed. A timer or socket a client library left behind (an
+  // ioredis Cluster re-establishing a blocking connection after the queue's slot moved) must not
+  // keep a stopped worker alive: exit once the log lines are out.
+  logger.debug({ stillOpen: process.getActiveResourcesInfo() }, 'exiting');
+  await new Promise<void>((resolve) => logger.flush(() => resolve()));
+  process.exit(EXIT.ok);
 }

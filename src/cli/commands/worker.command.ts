@@ -17,7 +17,8 @@ ${RETENTION_ENV_HELP.map(([name, help]) => `  ${name.padEnd(29)}${help}`).join('
 
 Logs: one JSON line per committed batch and per dead letter on stdout (LOG_LEVEL=debug adds one per job).
 Stops on SIGTERM/SIGINT: stops fetching, commits in-flight jobs, exits within SHUTDOWN_TIMEOUT_MS
-(a second signal exits at once; unfinished jobs are redelivered by BullMQ).
+(a second signal exits at once; unfinished jobs are redelivered by BullMQ). A retention run still
+going at the deadline is abandoned; the next tick continues it.
 
 Examples:
   DATABASE_URL=postgres://postgres@127.0.0.1/app plan-ledger worker
