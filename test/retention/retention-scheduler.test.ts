@@ -98,11 +98,10 @@ describe('retention scheduler (real Redis)', () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       await new Promise((resolve) => setTimeout(resolve, 200)); // its first statement is waiting on the lock
-      let closed = false;
-      const closing = scheduler.close().then(() => (closed = true));
       // close() returns while the run is still stuck: the lock is released only after it did
-      await expect(Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 15_000))])).resolves.toBe(true);
-      expect(closed).toBe(true);
+      let timer: NodeJS.Timeout | undefined;
+      const stuck = new Promise<'still closing'>((resolve) => (timer = setTimeout(() => resolve('still closing'), 15_000)));
+      await expect(Promise.race([scheduler.close().then(() => 'closed'), stuck]).finally(() => clearTimeout(timer))).resolves.toBe('closed');
       for (let i = 0; connection.status !== 'end' && i < 40; i++) await new Promise((resolve) => setTimeout(resolve, 50));
       expect(connection.status).toBe('end');
       await locker.rollbackTransaction();

@@ -94,7 +94,7 @@ describe('plan-ledger worker (CLI)', () => {
       worker.child.kill('SIGTERM');
       // within the 1 s deadline, both close at once; the retention worker is abandoned, not awaited
       await worker.waitForLog('retention worker did not close in time; its job, if any, is abandoned (the next tick continues it)', 10_000);
-      expect(worker.logs().find((l) => l.msg === 'worker closed')).toMatchObject({ clean: true });
+      expect(await worker.waitForLog('worker closed', 10_000)).toMatchObject({ clean: true });
       await locker.rollbackTransaction(); // the stuck statement ends, the database closes
       expect({ code: await worker.exited, stderr: worker.stderr() }).toEqual({ code: 0, stderr: '' });
     } finally {
