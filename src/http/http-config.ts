@@ -1,4 +1,5 @@
 import { ConfigError } from '../config/config';
+import { isIP } from 'node:net';
 import { type Env, integer, read } from '../config/env-readers';
 
 /**
@@ -36,6 +37,13 @@ export interface HttpConfig {
   retryAfterSeconds: number;
   /** SHUTDOWN_TIMEOUT_MS: SIGTERM deadline (answer in-flight requests, flush the publisher). @defaultValue 8000 */
   shutdownTimeoutMs: number;
+  /**
+   * HTTP_TRUST_PROXY: addresses or CIDR ranges of the reverse proxies in front (or `loopback`,
+   * `linklocal`, `uniquelocal`). A request from one of them has its `X-Forwarded-Proto` and
+   * `X-Forwarded-For` believed: behind a TLS-terminating proxy the console's cookie is then Secure.
+   * @defaultValue none: forwarded headers are ignored (anyone could send them)
+   */
+  trustProxy: string[];
 }
 
 export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
@@ -51,6 +59,7 @@ export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['HTTP_MAX_JOURNAL_BYTES', 'journal bound; past it POST answers 503 + Retry-After (default 1073741824)'],
   ['HTTP_MAX_BUFFERED_EVENTS', 'events held in memory before spilling to the journal (default 100000)'],
   ['HTTP_RETRY_AFTER_SECONDS', 'Retry-After of a 503 (default 5)'],
+  ['HTTP_TRUST_PROXY', 'comma-separated addresses/CIDRs of your reverse proxies (or loopback); their X-Forwarded-Proto/-For are believed, e.g. for a Secure console cookie behind TLS (default none)'],
   ['SHUTDOWN_TIMEOUT_MS', 'SIGTERM deadline in ms (default 8000)'],
 ];
 
@@ -64,6 +73,22 @@ function keys(env: Env, name: string): string[] {
   // the key itself is never quoted: it would land in a terminal or a log
   if (short > 0) throw new Error(`${short} key(s) shorter than ${MIN_KEY_LENGTH} characters`);
   if (list.some((k) => /\s/.test(k))) throw new Error('keys may not contain whitespace');
+  return list;
+}
+
+const PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** Addresses, CIDR ranges or proxy-addr's named ranges, each checked: a typo must not trust nobody silently. */
+function proxies(raw: string | undefined): string[] {
+  if (raw === undefined) return [];
+  const list = raw.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  for (const entry of list) {
+    const [address, bits, extra] = entry.split('/');
+    const family = isIP(address);
+    const maxBits = family === 6 ? 128 : 32;
+    const ok = PROXY_RANGES.includes(entry) || (family !== 0 && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits)));
+    if (!ok) throw new Error(`${JSON.stringify(entry)} is not an IP address, a CIDR range (e.g. 10.0.0.0/8) or one of ${PROXY_RANGES.join(', ')}`);
+  }
   return list;
 }
 
@@ -95,6 +120,7 @@ export function loadHttpConfig(env: Env): Readonly<HttpConfig> {
     maxBufferedEvents: int('HTTP_MAX_BUFFERED_EVENTS', 100_000, 1, 10_000_000),
     retryAfterSeconds: int('HTTP_RETRY_AFTER_SECONDS', 5, 1, 3600),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),
+    trustProxy: check('HTTP_TRUST_PROXY', [], () => proxies(read(env, 'HTTP_TRUST_PROXY'))),
   };
   if (problems.length === 0 && config.ingestKeys.length === 0 && config.readKeys.length === 0 && config.adminKeys.length === 0) {
     problems.push('HTTP_INGEST_KEYS / HTTP_READ_KEYS / HTTP_ADMIN_KEYS: no API key is set; set at least one (every endpoint but /healthz and /metrics needs a key)');

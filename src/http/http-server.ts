@@ -51,6 +51,8 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
     keepAliveTimeout: 5_000,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // req.protocol and req.ip follow X-Forwarded-* only from the proxies named in HTTP_TRUST_PROXY
+    trustProxy: settings.trustProxy.length > 0 ? [...settings.trustProxy] : false,
   });
   // Answers are the query results as they are: schemas document, JSON.stringify serialises.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));

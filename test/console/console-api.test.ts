@@ -81,4 +81,25 @@ describe('console routes', () => {
     expect((await fetch(`${stack.server.url}/v1/plans`, { headers: { cookie: session } })).status).toBe(401);
     expect(stack.logs()).not.toContain(READ_KEY);
   });
+
+  it('the cookie is Secure behind a TLS proxy named in HTTP_TRUST_PROXY, and X-Forwarded-Proto from anyone else is ignored', async () => {
+    const signIn = (url: string, headers: Record<string, string> = {}) =>
+      fetch(`${url}/console/session`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ key: READ_KEY }) }).then((r) => r.headers.get('set-cookie') ?? '');
+    // this server trusts no proxy: the header is anyone's word
+    expect(await signIn(stack.server.url, { 'x-forwarded-proto': 'https' })).not.toMatch(/Secure/);
+    const proxied = await startApiStack('sqlite', { worker: false, env: { HTTP_TRUST_PROXY: '127.0.0.1' } });
+    try {
+      expect(await signIn(proxied.server.url, { 'x-forwarded-proto': 'https' })).toMatch(/; HttpOnly; SameSite=Strict; Max-Age=43200; Secure$/);
+      expect(await signIn(proxied.server.url, { 'x-forwarded-proto': 'http' })).not.toMatch(/Secure/);
+      expect(await signIn(proxied.server.url)).not.toMatch(/Secure/);
+    } finally {
+      await proxied.close();
+    }
+    const untrusted = await startApiStack('sqlite', { worker: false, env: { HTTP_TRUST_PROXY: '10.0.0.0/8' } });
+    try {
+      expect(await signIn(untrusted.server.url, { 'x-forwarded-proto': 'https' })).not.toMatch(/Secure/);
+    } finally {
+      await untrusted.close();
+    }
+  });
 });

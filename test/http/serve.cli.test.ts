@@ -20,6 +20,11 @@ describe('plan-ledger serve (the command)', () => {
     expect(r.stderr.trim()).toBe('plan-ledger: invalid configuration: HTTP_INGEST_KEYS / HTTP_READ_KEYS / HTTP_ADMIN_KEYS: no API key is set; set at least one (every endpoint but /healthz and /metrics needs a key)');
     const short = await runCli(['serve'], { HTTP_INGEST_KEYS: 'short', HTTP_PORT: 'x' });
     expect(short.stderr.trim()).toBe('plan-ledger: invalid configuration: HTTP_PORT: "x" is not an integer; HTTP_INGEST_KEYS: 1 key(s) shorter than 16 characters');
+    const proxy = await runCli(['serve'], { HTTP_INGEST_KEYS: 'ingest-key-long-enough-0001', HTTP_TRUST_PROXY: '10.0.0.0/8, 10.0.0.1/33,proxy.local' });
+    expect({ code: proxy.code, stderr: proxy.stderr.trim() }).toEqual({
+      code: 2,
+      stderr: 'plan-ledger: invalid configuration: HTTP_TRUST_PROXY: "10.0.0.1/33" is not an IP address, a CIDR range (e.g. 10.0.0.0/8) or one of loopback, linklocal, uniquelocal',
+    });
   });
 
   it('serves on loopback, logs each request as JSON without the key, and on SIGTERM delivers what it accepted, then exits 0', async () => {
