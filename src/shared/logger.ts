@@ -27,10 +27,17 @@ function scrub(obj: Record<string, unknown>): Record<string, unknown> {
   return obj;
 }
 
+/**
+ * An ioredis error carries the command it answered, arguments included: a BullMQ script's whole
+ * source (~10 KB a line) or a job's events. Only the command's name and argument count are kept.
+ */
 function errSerializer(err: unknown): unknown {
   const serialized = pino.stdSerializers.err(err as Error) as unknown as Record<string, unknown>;
-  if (serialized && typeof serialized === 'object') return scrub({ ...serialized });
-  return serialized;
+  if (!serialized || typeof serialized !== 'object') return serialized;
+  const command = serialized.command as { name?: unknown; args?: unknown } | undefined;
+  const copy = { ...serialized };
+  if (command && typeof command === 'object' && Array.isArray(command.args)) copy.command = { name: command.name, args: command.args.length };
+  return scrub(copy);
 }
 
 /** Also hides ioredis's command arguments from `DEBUG=ioredis:*` output (see redis-debug.ts). */

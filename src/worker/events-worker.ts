@@ -1,9 +1,11 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'bullmq';
 import type { JobJson } from 'bullmq';
 import type { JobSummary, WorkerJobData } from './job-processor';
 import type { UnreadableJobData } from './unreadable-job';
 import { DEFAULT_LIMITS } from '../contracts';
 import { utf8BytesOver } from '../contracts/limits';
+import { isRedisOomError } from './redis-relief';
 
 /**
  * BullMQ's Worker plus what a deadline-bound shutdown needs: `worker.close()` has no timeout and
@@ -12,6 +14,37 @@ import { utf8BytesOver } from '../contracts/limits';
  * expire after the lock duration and BullMQ's stalled-job check hands the jobs to another worker.
  */
 export class EventsWorker extends Worker<WorkerJobData, JobSummary> {
+  /** Pause after Redis refused a fetch for lack of memory: doubles per refusal up to the cap, reset by a fetch that works. */
+  static readonly FULL_REDIS_PAUSE_MS = { first: 100, max: 2_000 };
+  private fullRedisPauseMs = 0;
+  private readonly closingAbort = new AbortController();
+
+  constructor(...args: ConstructorParameters<typeof Worker<WorkerJobData, JobSummary>>) {
+    super(...args);
+    this.once('closing', () => this.closingAbort.abort());
+  }
+
+  /**
+   * A Redis at maxmemory (noeviction) refuses the move of a job to active, and BullMQ fetches again
+   * at once: thousands of refused scripts a second, each an 'error' event. After such a refusal
+   * this waits (100 ms doubling to 2 s; a close cuts it short) before the next try, which
+   * RedisRelief's freeing or an operator's fix then lets through.
+   */
+  protected override async moveToActive(token: string, name?: string) {
+    try {
+      const job = await super.moveToActive(token, name);
+      this.fullRedisPauseMs = 0;
+      return job;
+    } catch (err) {
+      if (isRedisOomError(err) && !this.closing) {
+        const { first, max } = EventsWorker.FULL_REDIS_PAUSE_MS;
+        this.fullRedisPauseMs = Math.min(max, this.fullRedisPauseMs === 0 ? first : this.fullRedisPauseMs * 2);
+        await sleep(this.fullRedisPauseMs, undefined, { signal: this.closingAbort.signal }).catch(() => undefined); // aborted: closing
+      }
+      throw err;
+    }
+  }
+
   async abandonInFlight(): Promise<void> {
     await this.pause(true); // also stops this worker's stalled-job checker and its timer
     await this.lockManager.close();

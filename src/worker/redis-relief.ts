@@ -1,6 +1,7 @@
 import type { RedisClient } from '../queue/connect-redis';
 import type { Queue } from 'bullmq';
 import type { Logger } from '../shared/logger';
+import { RepeatedLog } from '../shared/repeated-log';
 
 /** Redis refused a write because `used_memory` passed `maxmemory` (policy noeviction). */
 export function isRedisOomError(err: unknown): boolean {
@@ -36,13 +37,18 @@ export class RedisRelief {
   /** Reliefs done (tests, metrics). */
   count = 0;
 
-  constructor(private readonly deps: RedisReliefDeps) {}
+  /** Tried again on every refused fetch while Redis stays full: one line a minute, with the count. */
+  private readonly failures: RepeatedLog;
+
+  constructor(private readonly deps: RedisReliefDeps) {
+    this.failures = new RepeatedLog(deps.logger, 'could not free Redis memory', 60_000, () => 'relief');
+  }
 
   /** For the worker's `error` event: acts on Redis OOM errors only. */
   readonly onError = (err: unknown): void => {
     if (!isRedisOomError(err) || this.running || Date.now() - this.lastAt < 1_000) return;
     this.running = this.relieve()
-      .catch((e) => this.deps.logger.error({ err: e }, 'could not free Redis memory'))
+      .catch((e) => this.failures.error(e))
       .finally(() => {
         this.lastAt = Date.now();
         this.running = undefined;

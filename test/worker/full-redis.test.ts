@@ -150,4 +150,43 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
       await client.config('SET', 'maxmemory', String(MAXMEMORY));
     }
   }, 150_000);
+
+  it('a Redis full of data the worker cannot free: it waits between fetches, logs each kind of refusal once (with a count), and drains once Redis has room', async () => {
+    const prefix = uniquePrefix('full4');
+    const queue = new Queue(EVENTS_QUEUE, { connection: client, prefix });
+    queues.push(queue);
+    const before = await countRows(db.ds, 'plan_events');
+    await client.config('SET', 'maxmemory', '0');
+    const backlog = toJobData(manyPlanRuns(300, { seed: 86 }), 100);
+    for (const [i, data] of backlog.entries()) await queue.add(EVENT_BATCH_JOB, data, { ...DEFAULT_JOB_OPTIONS, jobId: `junk-${i}` });
+    // another application's keys fill Redis: nothing of the queue's is there to free
+    await client.eval(`for i = 1, 2000 do redis.call('SET', KEYS[1] .. i, string.rep('x', 1000)) end`, 1, `${prefix}-other:`);
+    await client.config('SET', 'maxmemory', String((await usedMemory()) - 256 * 1024));
+    const cli = spawnWorker({ REDIS_URL: redis.url, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url });
+    try {
+      await expect(client.set('probe', 'x')).rejects.toThrow(/OOM command not allowed/);
+      await cli.waitForLog('worker started', 40_000);
+      await new Promise((r) => setTimeout(r, 3_000)); // refused fetch after refused fetch
+      expect(await countRows(db.ds, 'plan_events')).toBe(before);
+      // before: BullMQ fetched again at once, ~5,000 refused scripts and log lines a second
+      const errorsWhileFull = cli.logs().filter((l) => l.msg === 'worker error');
+      expect(errorsWhileFull.length).toBeGreaterThan(0);
+      expect(errorsWhileFull.length).toBeLessThanOrEqual(5);
+      // the operator frees memory: the next try goes through
+      await client.eval(`for i = 1, 2000 do redis.call('DEL', KEYS[1] .. i) end`, 1, `${prefix}-other:`);
+      const total = before + backlog.reduce((n, d) => n + d.events.length, 0);
+      await waitFor('the backlog stored once Redis had room', async () => (await countRows(db.ds, 'plan_events')) === total, 30_000);
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+      const repeated = cli.logs().filter((l) => l.msg === 'worker error (repeated)');
+      expect(repeated.reduce((n, l) => n + (l.repeated as number), 0)).toBeGreaterThan(0);
+      // an ioredis error's command is named, not quoted: no BullMQ script source, no job data
+      const lines = cli.stdout().split('\n');
+      expect(lines.filter((l) => l.length > 4_000)).toEqual([]);
+      expect(cli.logs().find((l) => l.msg === 'worker error')).toMatchObject({ err: { command: { name: expect.stringMatching(/^eval/), args: expect.any(Number) } } });
+    } finally {
+      await stopProcess(cli);
+      await client.config('SET', 'maxmemory', String(MAXMEMORY));
+    }
+  }, 150_000);
 });

@@ -1,0 +1,45 @@
+import type { Logger } from './logger';
+
+/**
+ * One log line for an error that repeats: the first of a kind is logged whole; the same kind again
+ * within `windowMs` is only counted, and once the window ends one line says how many there were.
+ * A worker whose every fetch fails (Redis refusing writes, a script error) would otherwise write
+ * thousands of identical lines a second.
+ */
+export class RepeatedLog {
+  private readonly kinds = new Map<string, { count: number; timer: NodeJS.Timeout; sample: string }>();
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly msg: string,
+    private readonly windowMs = 10_000,
+    /** Which errors count as the same kind. @defaultValue the error's message */
+    private readonly kindOf: (err: unknown) => string = (err) => String((err as Error | undefined)?.message ?? err),
+  ) {}
+
+  error(err: unknown): void {
+    const kind = this.kindOf(err);
+    const seen = this.kinds.get(kind);
+    if (seen) {
+      seen.count++;
+      return;
+    }
+    this.logger.error({ err }, this.msg);
+    const timer = setTimeout(() => this.summarise(kind), this.windowMs);
+    timer.unref();
+    this.kinds.set(kind, { count: 0, timer, sample: String((err as Error | undefined)?.message ?? err) });
+  }
+
+  /** Logs the counts of the windows still open (at shutdown). */
+  flush(): void {
+    for (const kind of [...this.kinds.keys()]) this.summarise(kind);
+  }
+
+  private summarise(kind: string): void {
+    const seen = this.kinds.get(kind);
+    if (!seen) return;
+    clearTimeout(seen.timer);
+    this.kinds.delete(kind);
+    if (seen.count > 0) this.logger.error({ repeated: seen.count, windowMs: this.windowMs, message: seen.sample }, `${this.msg} (repeated)`);
+  }
+}
