@@ -11,6 +11,7 @@ import { openDataSource } from '../store/data-source';
 import { workerVersion } from '../worker/worker-version';
 import type { HttpConfig } from './http-config';
 import { buildHttpServer, BuiltHttpServer } from './http-server';
+import { RepeatedLog } from '../shared/repeated-log';
 
 export interface HttpServerHandle {
   /** The bound address, e.g. `http://127.0.0.1:8080`. */
@@ -50,7 +51,8 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
     const deadLetterQueue = new Queue(DEAD_LETTER_QUEUE, queueOpts);
     const eventsQueue = new Queue(EVENTS_QUEUE, queueOpts);
     queues.push(deadLetterQueue, eventsQueue);
-    for (const q of queues) q.on('error', (err) => logger.warn({ err }, 'console queue connection error'));
+    const queueErrors = new RepeatedLog(logger, 'console queue connection error', { level: 'warn' });
+    for (const q of queues) q.on('error', (err) => queueErrors.error(err));
     const deadLetters = new DeadLetterService({ deadLetters: deadLetterQueue, events: eventsQueue, storedEvents: new PlanEventStore(ds, logger, { rowCacheBytes: 0 }), logger: logger.child({ component: 'console' }) });
     publisher = new PlanEventPublisher({
       redisUrl: config.redisUrl,

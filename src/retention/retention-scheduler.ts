@@ -4,6 +4,7 @@ import { createRedis, RedisClient } from '../queue/connect-redis';
 import { MAINTENANCE_QUEUE } from '../queue/queue-names';
 import type { ClusterSeeds } from '../config/redis-cluster-nodes';
 import type { Logger } from '../shared/logger';
+import { RepeatedLog } from '../shared/repeated-log';
 import type { RetentionPolicy } from './retention-config';
 import type { RetentionReport } from './retention-report';
 import { runRetention } from './retention.service';
@@ -53,7 +54,11 @@ export async function startRetentionScheduler(options: RetentionSchedulerOptions
   const owned = options.connection ? null : createRedis({ redisUrl: options.redisUrl ?? '', redisClusterNodes: options.redisClusterNodes }, 'worker');
   const connection = options.connection ?? owned!;
   const queue = new Queue(MAINTENANCE_QUEUE, { connection, prefix });
-  queue.on('error', (err) => logger?.warn({ err }, 'maintenance queue connection error'));
+  if (logger) {
+    // while Redis is unreachable every reconnection attempt fails: one line per kind per 10 s
+    const queueErrors = new RepeatedLog(logger, 'maintenance queue connection error', { level: 'warn' });
+    queue.on('error', (err) => queueErrors.error(err));
+  }
   const runs = { current: null as AbortController | null };
   let worker: Worker | null = null;
   try {
@@ -106,7 +111,10 @@ function startWorker(options: RetentionSchedulerOptions, connection: RedisClient
     },
     { connection, prefix, concurrency: 1 },
   );
-  worker.on('error', (err) => logger?.warn({ err }, 'retention worker error'));
+  if (logger) {
+    const workerErrors = new RepeatedLog(logger, 'retention worker error', { level: 'warn' });
+    worker.on('error', (err) => workerErrors.error(err));
+  }
   worker.on('failed', (job, err) => {
     // finishedOn is set on the last attempt only (STACK-NOTES); earlier ones will be retried
     const final = !job || job.finishedOn !== undefined;

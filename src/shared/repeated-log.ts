@@ -9,13 +9,26 @@ import type { Logger } from './logger';
 export class RepeatedLog {
   private readonly kinds = new Map<string, { count: number; timer: NodeJS.Timeout; sample: string }>();
 
+  private readonly windowMs: number;
+  private readonly kindOf: (err: unknown) => string;
+  private readonly level: 'warn' | 'error';
+
   constructor(
     private readonly logger: Logger,
     private readonly msg: string,
-    private readonly windowMs = 10_000,
-    /** Which errors count as the same kind. @defaultValue the error's message */
-    private readonly kindOf: (err: unknown) => string = (err) => String((err as Error | undefined)?.message ?? err),
-  ) {}
+    options: {
+      /** @defaultValue 10000 */
+      windowMs?: number;
+      /** Which errors count as the same kind. @defaultValue the error's message */
+      kindOf?: (err: unknown) => string;
+      /** @defaultValue 'error' */
+      level?: 'warn' | 'error';
+    } = {},
+  ) {
+    this.windowMs = options.windowMs ?? 10_000;
+    this.kindOf = options.kindOf ?? ((err) => String((err as Error | undefined)?.message ?? err));
+    this.level = options.level ?? 'error';
+  }
 
   error(err: unknown): void {
     const kind = this.kindOf(err);
@@ -24,7 +37,7 @@ export class RepeatedLog {
       seen.count++;
       return;
     }
-    this.logger.error({ err }, this.msg);
+    this.logger[this.level]({ err }, this.msg);
     const timer = setTimeout(() => this.summarise(kind), this.windowMs);
     timer.unref();
     this.kinds.set(kind, { count: 0, timer, sample: String((err as Error | undefined)?.message ?? err) });
@@ -40,6 +53,6 @@ export class RepeatedLog {
     if (!seen) return;
     clearTimeout(seen.timer);
     this.kinds.delete(kind);
-    if (seen.count > 0) this.logger.error({ repeated: seen.count, windowMs: this.windowMs, message: seen.sample }, `${this.msg} (repeated)`);
+    if (seen.count > 0) this.logger[this.level]({ repeated: seen.count, windowMs: this.windowMs, message: seen.sample }, `${this.msg} (repeated)`);
   }
 }

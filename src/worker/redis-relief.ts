@@ -41,7 +41,7 @@ export class RedisRelief {
   private readonly failures: RepeatedLog;
 
   constructor(private readonly deps: RedisReliefDeps) {
-    this.failures = new RepeatedLog(deps.logger, 'could not free Redis memory', 60_000, () => 'relief');
+    this.failures = new RepeatedLog(deps.logger, 'could not free Redis memory', { windowMs: 60_000, kindOf: () => 'relief' });
   }
 
   /** For the worker's `error` event: acts on Redis OOM errors only. */

@@ -32,6 +32,7 @@ import { WorkerStats, WorkerState } from './worker-state';
 import { Opened } from './opened-resources';
 import { shutdown, waitIdle, wireWorkerEvents } from './worker-lifecycle';
 import { RedisRelief } from './redis-relief';
+import { RepeatedLog } from '../shared/repeated-log';
 
 export interface StartWorkerOptions {
   /** REDIS_URL (or REDIS_CLUSTER_NODES), QUEUE_PREFIX and DATABASE_URL (the latter only when `dataSource` is not given). */
@@ -139,7 +140,9 @@ interface Parts {
 async function assemble(options: StartWorkerOptions, settings: WorkerConfig, connection: RedisClient, ds: DataSource, flushConcurrency: number, opened: Opened, schema: SchemaWatch): Promise<WorkerHandle> {
   const { logger, config } = options;
   const eventsQueue = opened.closable(new Queue(EVENTS_QUEUE, { connection, prefix: config.queuePrefix }));
-  eventsQueue.on('error', (err) => logger.warn({ err }, 'events queue connection error'));
+  // while Redis is unreachable every reconnection attempt fails: one line per kind per 10 s
+  const eventsQueueErrors = new RepeatedLog(logger, 'events queue connection error', { level: 'warn' });
+  eventsQueue.on('error', (err) => eventsQueueErrors.error(err));
   const parts: Parts = { options, settings, connection, ds, opened, metrics: options.metrics ?? new WorkerMetrics(), state: new WorkerState(), closing: new AbortController(), eventsQueue, schema };
   parts.metrics.observeQueue({
     getJobCounts: (...types) => eventsQueue.getJobCounts(...(types as never[])),
@@ -147,7 +150,8 @@ async function assemble(options: StartWorkerOptions, settings: WorkerConfig, con
   });
   // read at scrape time only: dead letters by kind and the oldest one's age
   const deadLetterQueue = opened.closable(new Queue(DEAD_LETTER_QUEUE, { connection, prefix: config.queuePrefix }));
-  deadLetterQueue.on('error', (err) => logger.warn({ err }, 'dead-letter queue connection error'));
+  const deadLetterQueueErrors = new RepeatedLog(logger, 'dead-letter queue connection error', { level: 'warn' });
+  deadLetterQueue.on('error', (err) => deadLetterQueueErrors.error(err));
   parts.metrics.observeDeadLetters(new DeadLetterRepository(deadLetterQueue));
   const { gate, batcher, processor, concurrency, writeDeadLetters, sweeper } = buildPipeline(parts, flushConcurrency);
   const worker = (parts.worker = createEventsWorker(parts, processor, concurrency.concurrency));

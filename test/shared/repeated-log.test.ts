@@ -23,7 +23,7 @@ describe('RepeatedLog', () => {
 
   it('logs the first of a kind whole, counts the rest of the window, then says how many', async () => {
     const { lines, logger } = capture();
-    const log = new RepeatedLog(logger, 'worker error', 10_000, (e) => ((e as Error).message.startsWith('OOM') ? 'oom' : (e as Error).message));
+    const log = new RepeatedLog(logger, 'worker error', { kindOf: (e) => ((e as Error).message.startsWith('OOM') ? 'oom' : (e as Error).message) });
     for (let i = 0; i < 1_000; i++) log.error(new Error(`OOM command not allowed, script line ${i}`));
     log.error(new Error('NOSCRIPT'));
     await new Promise(setImmediate);
@@ -44,11 +44,11 @@ describe('RepeatedLog', () => {
 
   it('an error that does not repeat gets no count line', async () => {
     const { lines, logger } = capture();
-    const log = new RepeatedLog(logger, 'could not free Redis memory', 60_000);
+    const log = new RepeatedLog(logger, 'could not free Redis memory', { windowMs: 60_000, level: 'warn' });
     log.error(new Error('once'));
     jest.advanceTimersByTime(60_000);
     log.flush();
     await new Promise(setImmediate);
-    expect(lines.map((l) => l.msg)).toEqual(['could not free Redis memory']);
+    expect(lines.map((l) => [l.msg, l.level])).toEqual([['could not free Redis memory', 40]]);
   });
 });

@@ -189,4 +189,36 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
       await client.config('SET', 'maxmemory', String(MAXMEMORY));
     }
   }, 150_000);
+
+  // last in this file: it stops this file's Redis (and starts an empty one on the same port)
+  it('Redis down for 5 s: each client logs its connection error once (the rest counted), and the worker goes on after', async () => {
+    const prefix = uniquePrefix('down');
+    const cli = spawnWorker({ REDIS_URL: redis.url, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url });
+    try {
+      await cli.waitForLog('worker started', 40_000);
+      await redis.stop();
+      await new Promise((r) => setTimeout(r, 5_000)); // every client reconnects, and fails, again and again
+      await redis.start();
+      await client.config('SET', 'maxmemory', String(MAXMEMORY));
+      const queue = new Queue(EVENTS_QUEUE, { connection: client, prefix });
+      queues.push(queue);
+      const before = await countRows(db.ds, 'plan_events');
+      const jobs = toJobData(manyPlanRuns(100, { seed: 87 }), 50);
+      for (const [i, data] of jobs.entries()) await queue.add(EVENT_BATCH_JOB, data, { ...DEFAULT_JOB_OPTIONS, jobId: `down-${i}` });
+      await waitFor('the events published after the outage stored', async () => (await countRows(db.ds, 'plan_events')) === before + jobs.reduce((n, d) => n + d.events.length, 0), 30_000).catch((err) => {
+        throw new Error(`${(err as Error).message}\n${cli.stdout().slice(-4000)}\n${cli.stderr()}`);
+      });
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+      const perMessage = new Map<string, number>();
+      for (const l of cli.logs()) if ((l.level as number) >= 40) perMessage.set(l.msg as string, (perMessage.get(l.msg as string) ?? 0) + 1);
+      // before: each of these once per reconnection attempt, 6 to 12 times in 5 s
+      expect(perMessage.get('events queue connection error')).toBe(1);
+      for (const [msg, n] of perMessage) expect({ msg, n: Math.min(n, 2) }).toEqual({ msg, n });
+      expect([...perMessage.keys()].filter((m) => m.endsWith('(repeated)')).length).toBeGreaterThan(0);
+    } finally {
+      await stopProcess(cli);
+      if (!redis.isRunning) await redis.start();
+    }
+  }, 150_000);
 });
