@@ -52,7 +52,7 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
     const eventsQueue = new Queue(EVENTS_QUEUE, queueOpts);
     queues.push(deadLetterQueue, eventsQueue);
     const queueErrors = new RepeatedLog(logger, 'console queue connection error', { level: 'warn' });
-    for (const q of queues) q.on('error', (err) => queueErrors.error(err));
+    for (const q of queues) q.on('error', (err) => queueErrors.report(err));
     const deadLetters = new DeadLetterService({ deadLetters: deadLetterQueue, events: eventsQueue, storedEvents: new PlanEventStore(ds, logger, { rowCacheBytes: 0 }), logger: logger.child({ component: 'console' }) });
     publisher = new PlanEventPublisher({
       redisUrl: config.redisUrl,

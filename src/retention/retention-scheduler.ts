@@ -57,7 +57,7 @@ export async function startRetentionScheduler(options: RetentionSchedulerOptions
   if (logger) {
     // while Redis is unreachable every reconnection attempt fails: one line per kind per 10 s
     const queueErrors = new RepeatedLog(logger, 'maintenance queue connection error', { level: 'warn' });
-    queue.on('error', (err) => queueErrors.error(err));
+    queue.on('error', (err) => queueErrors.report(err));
   }
   const runs = { current: null as AbortController | null };
   let worker: Worker | null = null;
@@ -113,7 +113,7 @@ function startWorker(options: RetentionSchedulerOptions, connection: RedisClient
   );
   if (logger) {
     const workerErrors = new RepeatedLog(logger, 'retention worker error', { level: 'warn' });
-    worker.on('error', (err) => workerErrors.error(err));
+    worker.on('error', (err) => workerErrors.report(err));
   }
   worker.on('failed', (job, err) => {
     // finishedOn is set on the last attempt only (STACK-NOTES); earlier ones will be retried

@@ -30,7 +30,8 @@ export class RepeatedLog {
     this.level = options.level ?? 'error';
   }
 
-  error(err: unknown): void {
+  /** Logs `err` at the configured level if it is the first of its kind in the window, else counts it. */
+  report(err: unknown): void {
     const kind = this.kindOf(err);
     const seen = this.kinds.get(kind);
     if (seen) {

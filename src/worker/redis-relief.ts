@@ -48,7 +48,7 @@ export class RedisRelief {
   readonly onError = (err: unknown): void => {
     if (!isRedisOomError(err) || this.running || Date.now() - this.lastAt < 1_000) return;
     this.running = this.relieve()
-      .catch((e) => this.failures.error(e))
+      .catch((e) => this.failures.report(e))
       .finally(() => {
         this.lastAt = Date.now();
         this.running = undefined;

@@ -23,7 +23,7 @@ import { RepeatedLog } from '../shared/repeated-log';
 export function wireWorkerEvents(worker: EventsWorker, state: WorkerState, logger: Logger, writeDeadLetters: (l: DeadLetter[]) => Promise<void>, prefix: string): void {
   // a worker whose every fetch fails (a full Redis) would log each failure: once per kind per 10 s
   const errors = new RepeatedLog(logger, 'worker error', { kindOf: (err) => (isRedisOomError(err) ? 'redis-oom' : String((err as Error)?.message ?? err)) });
-  worker.on('error', (err) => errors.error(err));
+  worker.on('error', (err) => errors.report(err));
   worker.on('closed', () => errors.flush());
   worker.on('drained', () => state.drained());
   worker.on('failed', (job: Job<WorkerJobData> | undefined, err: Error) => {

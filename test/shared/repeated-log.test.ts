@@ -24,8 +24,8 @@ describe('RepeatedLog', () => {
   it('logs the first of a kind whole, counts the rest of the window, then says how many', async () => {
     const { lines, logger } = capture();
     const log = new RepeatedLog(logger, 'worker error', { kindOf: (e) => ((e as Error).message.startsWith('OOM') ? 'oom' : (e as Error).message) });
-    for (let i = 0; i < 1_000; i++) log.error(new Error(`OOM command not allowed, script line ${i}`));
-    log.error(new Error('NOSCRIPT'));
+    for (let i = 0; i < 1_000; i++) log.report(new Error(`OOM command not allowed, script line ${i}`));
+    log.report(new Error('NOSCRIPT'));
     await new Promise(setImmediate);
     expect(lines.map((l) => [l.msg, (l.err as { message: string }).message])).toEqual([
       ['worker error', 'OOM command not allowed, script line 0'],
@@ -35,8 +35,8 @@ describe('RepeatedLog', () => {
     await new Promise(setImmediate);
     expect(lines.slice(2)).toEqual([expect.objectContaining({ msg: 'worker error (repeated)', repeated: 999, windowMs: 10_000, message: 'OOM command not allowed, script line 0' })]);
     // a new window: the next one is logged whole again
-    log.error(new Error('OOM again'));
-    log.error(new Error('OOM again'));
+    log.report(new Error('OOM again'));
+    log.report(new Error('OOM again'));
     log.flush();
     await new Promise(setImmediate);
     expect(lines.slice(3).map((l) => [l.msg, l.repeated])).toEqual([['worker error', undefined], ['worker error (repeated)', 1]]);
@@ -45,7 +45,7 @@ describe('RepeatedLog', () => {
   it('an error that does not repeat gets no count line', async () => {
     const { lines, logger } = capture();
     const log = new RepeatedLog(logger, 'could not free Redis memory', { windowMs: 60_000, level: 'warn' });
-    log.error(new Error('once'));
+    log.report(new Error('once'));
     jest.advanceTimersByTime(60_000);
     log.flush();
     await new Promise(setImmediate);
