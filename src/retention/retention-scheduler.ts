@@ -5,6 +5,7 @@ import { MAINTENANCE_QUEUE } from '../queue/queue-names';
 import type { ClusterSeeds } from '../config/redis-cluster-nodes';
 import type { Logger } from '../shared/logger';
 import { RepeatedLog } from '../shared/repeated-log';
+import { withTimeout } from '../worker/backoff';
 import type { RetentionPolicy } from './retention-config';
 import type { RetentionReport } from './retention-report';
 import { runRetention } from './retention.service';
@@ -54,11 +55,8 @@ export async function startRetentionScheduler(options: RetentionSchedulerOptions
   const owned = options.connection ? null : createRedis({ redisUrl: options.redisUrl ?? '', redisClusterNodes: options.redisClusterNodes }, 'worker');
   const connection = options.connection ?? owned!;
   const queue = new Queue(MAINTENANCE_QUEUE, { connection, prefix });
-  if (logger) {
-    // while Redis is unreachable every reconnection attempt fails: one line per kind per 10 s
-    const queueErrors = new RepeatedLog(logger, 'maintenance queue connection error', { level: 'warn' });
-    queue.on('error', (err) => queueErrors.report(err));
-  }
+  // while Redis is unreachable every reconnection attempt fails: one line per kind per 10 s
+  if (logger) RepeatedLog.of(queue, logger, 'maintenance queue connection error', { level: 'warn' });
   const runs = { current: null as AbortController | null };
   let worker: Worker | null = null;
   try {
@@ -111,10 +109,7 @@ function startWorker(options: RetentionSchedulerOptions, connection: RedisClient
     },
     { connection, prefix, concurrency: 1 },
   );
-  if (logger) {
-    const workerErrors = new RepeatedLog(logger, 'retention worker error', { level: 'warn' });
-    worker.on('error', (err) => workerErrors.report(err));
-  }
+  if (logger) RepeatedLog.of(worker, logger, 'retention worker error', { level: 'warn' });
   worker.on('failed', (job, err) => {
     // finishedOn is set on the last attempt only (STACK-NOTES); earlier ones will be retried
     const final = !job || job.finishedOn !== undefined;
@@ -145,12 +140,6 @@ async function closeAll(worker: Worker | null, queue: Queue, owned: RedisClient 
 }
 
 /** 'ok' once `promise` settles (either way), 'late' after `ms`. */
-async function settleWithin(promise: Promise<unknown>, ms: number): Promise<'ok' | 'late'> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
-  try {
-    return await Promise.race([promise.then(() => 'ok' as const, () => 'ok' as const), deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
+function settleWithin(promise: Promise<unknown>, ms: number): Promise<'ok' | 'late'> {
+  return withTimeout(promise.then(() => 'ok' as const, () => 'ok' as const), ms, 'late').catch(() => 'late' as const);
 }

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'bullmq';
 import type { JobJson } from 'bullmq';
 import type { JobSummary, WorkerJobData } from './job-processor';
@@ -6,6 +5,7 @@ import type { UnreadableJobData } from './unreadable-job';
 import { DEFAULT_LIMITS } from '../contracts';
 import { utf8BytesOver } from '../contracts/limits';
 import { isRedisOomError } from './redis-relief';
+import { sleep } from './backoff';
 
 /**
  * BullMQ's Worker plus what a deadline-bound shutdown needs: `worker.close()` has no timeout and
@@ -39,7 +39,7 @@ export class EventsWorker extends Worker<WorkerJobData, JobSummary> {
       if (isRedisOomError(err) && !this.closing) {
         const { first, max } = EventsWorker.FULL_REDIS_PAUSE_MS;
         this.fullRedisPauseMs = Math.min(max, this.fullRedisPauseMs === 0 ? first : this.fullRedisPauseMs * 2);
-        await sleep(this.fullRedisPauseMs, undefined, { signal: this.closingAbort.signal }).catch(() => undefined); // aborted: closing
+        await sleep(this.fullRedisPauseMs, this.closingAbort.signal);
       }
       throw err;
     }

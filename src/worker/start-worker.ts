@@ -141,8 +141,7 @@ async function assemble(options: StartWorkerOptions, settings: WorkerConfig, con
   const { logger, config } = options;
   const eventsQueue = opened.closable(new Queue(EVENTS_QUEUE, { connection, prefix: config.queuePrefix }));
   // while Redis is unreachable every reconnection attempt fails: one line per kind per 10 s
-  const eventsQueueErrors = new RepeatedLog(logger, 'events queue connection error', { level: 'warn' });
-  eventsQueue.on('error', (err) => eventsQueueErrors.report(err));
+  RepeatedLog.of(eventsQueue, logger, 'events queue connection error', { level: 'warn' });
   const parts: Parts = { options, settings, connection, ds, opened, metrics: options.metrics ?? new WorkerMetrics(), state: new WorkerState(), closing: new AbortController(), eventsQueue, schema };
   parts.metrics.observeQueue({
     getJobCounts: (...types) => eventsQueue.getJobCounts(...(types as never[])),
@@ -150,8 +149,7 @@ async function assemble(options: StartWorkerOptions, settings: WorkerConfig, con
   });
   // read at scrape time only: dead letters by kind and the oldest one's age
   const deadLetterQueue = opened.closable(new Queue(DEAD_LETTER_QUEUE, { connection, prefix: config.queuePrefix }));
-  const deadLetterQueueErrors = new RepeatedLog(logger, 'dead-letter queue connection error', { level: 'warn' });
-  deadLetterQueue.on('error', (err) => deadLetterQueueErrors.report(err));
+  RepeatedLog.of(deadLetterQueue, logger, 'dead-letter queue connection error', { level: 'warn' });
   parts.metrics.observeDeadLetters(new DeadLetterRepository(deadLetterQueue));
   const { gate, batcher, processor, concurrency, writeDeadLetters, sweeper } = buildPipeline(parts, flushConcurrency);
   const worker = (parts.worker = createEventsWorker(parts, processor, concurrency.concurrency));

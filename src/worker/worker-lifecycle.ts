@@ -16,14 +16,13 @@ import type { Opened } from './opened-resources';
 import type { WorkerState } from './worker-state';
 import { workerVersion } from './worker-version';
 import { isRedisOomError } from './redis-relief';
-import { RepeatedLog } from '../shared/repeated-log';
+import { messageOf, RepeatedLog } from '../shared/repeated-log';
 
 /** What happens around the processor: BullMQ events, idleness, shutdown. */
 
 export function wireWorkerEvents(worker: EventsWorker, state: WorkerState, logger: Logger, writeDeadLetters: (l: DeadLetter[]) => Promise<void>, prefix: string): void {
   // a worker whose every fetch fails (a full Redis) would log each failure: once per kind per 10 s
-  const errors = new RepeatedLog(logger, 'worker error', { kindOf: (err) => (isRedisOomError(err) ? 'redis-oom' : String((err as Error)?.message ?? err)) });
-  worker.on('error', (err) => errors.report(err));
+  const errors = RepeatedLog.of(worker, logger, 'worker error', { kindOf: (err) => (isRedisOomError(err) ? 'redis-oom' : messageOf(err)) });
   worker.on('closed', () => errors.flush());
   worker.on('drained', () => state.drained());
   worker.on('failed', (job: Job<WorkerJobData> | undefined, err: Error) => {
