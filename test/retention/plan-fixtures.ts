@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { DataSource } from 'typeorm';
+import type { Queue } from 'bullmq';
+import type { DataSource, QueryRunner } from 'typeorm';
+import { RETENTION_JOB } from '../../src/retention/retention-scheduler';
 import { ENTITY, PlanStatus } from '../../src/store/entities';
 import { dialectOf } from '../../src/store/dialect-of';
 import { PLAN_TABLES, PlanTable } from '../../src/retention/retention-sql';
@@ -127,4 +129,24 @@ export async function sessionRows(ds: DataSource, ids: string[]): Promise<Record
   const out: Record<string, number> = {};
   for (const id of ids) out[id] = Number((await ds.createQueryBuilder().select('COUNT(*)', 'n').from(ENTITY.session, 's').where('s.id = :id', { id }).getRawOne())?.n ?? 0);
   return out;
+}
+
+/**
+ * A retention run that cannot finish (PostgreSQL): a plan due for retirement, `execution_plans`
+ * locked by another transaction, then a retention job on `maintenance`. Resolves once the job is
+ * active and its first statement waits on the lock. Roll back the returned runner to let it go;
+ * release it in any case.
+ */
+export async function stuckRetentionRun(ds: DataSource, maintenance: Queue, planId: string): Promise<QueryRunner> {
+  await insertPlans(ds, [{ id: planId, status: 'completed', completedAt: new Date(Date.now() - 40 * DAY) }]);
+  const locker = ds.createQueryRunner();
+  await locker.startTransaction();
+  await locker.query('LOCK TABLE execution_plans IN ACCESS EXCLUSIVE MODE');
+  const job = await maintenance.add(RETENTION_JOB, { v: 1 });
+  for (let i = 0; (await job.getState()) !== 'active'; i++) {
+    if (i > 400) throw new Error(`retention job still ${await job.getState()} after 20 s`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 200)); // its first statement is waiting on the lock
+  return locker;
 }

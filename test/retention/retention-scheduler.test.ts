@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import IORedis from 'ioredis';
 import { Job, Queue } from 'bullmq';
-import type { DataSource } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
 import { createMigratedDb } from '../support/databases';
 import { MAINTENANCE_QUEUE } from '../../src/queue/queue-names';
 import { retentionPolicy } from '../../src/retention/retention-config';
 import { RETENTION_JOB, RETENTION_SCHEDULER_ID, RetentionScheduler, startRetentionScheduler } from '../../src/retention/retention-scheduler';
 import type { RetentionReport } from '../../src/retention/retention-report';
-import { DAY, expectedRows, insertPlans, planRows } from './plan-fixtures';
+import { DAY, expectedRows, insertPlans, planRows, stuckRetentionRun } from './plan-fixtures';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -84,20 +84,12 @@ describe('retention scheduler (real Redis)', () => {
 
   it('close() returns at its deadline while a run is stuck, and drops the connection it opened', async () => {
     const pg = await createMigratedDb('postgres');
-    const locker = pg.ds.createQueryRunner();
+    let locker: QueryRunner | undefined;
     try {
-      await insertPlans(pg.ds, [{ id: 'sched-stuck', status: 'completed' as const, completedAt: new Date(Date.now() - 40 * DAY) }]);
       const scheduler = await startRetentionScheduler({ redisUrl: REDIS_URL, prefix, dataSource: pg.ds, policy: retentionPolicy(), closeTimeoutMs: 300 });
       const connection = (await scheduler.queue.backend.client) as unknown as IORedis;
       // the run blocks on a lock held by another transaction: it cannot see the abort until it is released
-      await locker.startTransaction();
-      await locker.query('LOCK TABLE execution_plans IN ACCESS EXCLUSIVE MODE');
-      const job = await scheduler.queue.add(RETENTION_JOB, { v: 1 });
-      for (let i = 0; (await job.getState()) !== 'active'; i++) {
-        if (i > 400) throw new Error(`retention job still ${await job.getState()} after 20 s`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      await new Promise((resolve) => setTimeout(resolve, 200)); // its first statement is waiting on the lock
+      locker = await stuckRetentionRun(pg.ds, scheduler.queue, 'sched-stuck');
       // close() returns while the run is still stuck: the lock is released only after it did
       let timer: NodeJS.Timeout | undefined;
       const stuck = new Promise<'still closing'>((resolve) => (timer = setTimeout(() => resolve('still closing'), 15_000)));
@@ -106,8 +98,8 @@ describe('retention scheduler (real Redis)', () => {
       expect(connection.status).toBe('end');
       await locker.rollbackTransaction();
     } finally {
-      if (locker.isTransactionActive) await locker.rollbackTransaction().catch(() => undefined);
-      await locker.release();
+      if (locker?.isTransactionActive) await locker.rollbackTransaction().catch(() => undefined);
+      await locker?.release();
       await pg.close();
     }
   });

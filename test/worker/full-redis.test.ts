@@ -43,6 +43,14 @@ async function addAll(queue: Queue, jobs: ReturnType<typeof toJobData>, untilMs:
   return true;
 }
 
+/** Adds each job with the publisher's options and ids `<idPrefix>-<i>`, while Redis has room. */
+async function addJobs(queue: Queue, jobs: ReturnType<typeof toJobData>, idPrefix: string): Promise<void> {
+  for (const [i, data] of jobs.entries()) await queue.add(EVENT_BATCH_JOB, data, { ...DEFAULT_JOB_OPTIONS, jobId: `${idPrefix}-${i}` });
+}
+
+/** Events the jobs carry. */
+const eventsIn = (jobs: ReturnType<typeof toJobData>) => jobs.reduce((n, d) => n + d.events.length, 0);
+
 describe('worker on a full Redis (maxmemory, noeviction)', () => {
   let redis: RedisProcess;
   let client: IORedis;
@@ -66,6 +74,8 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
   });
 
   const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await client.info('memory'))![1]);
+  /** maxmemory just under what Redis holds now: every write is refused from here on. */
+  const overMaxmemory = async () => client.config('SET', 'maxmemory', String((await usedMemory()) - 256 * 1024));
 
   const start = (prefix: string) =>
     startWorker({
@@ -106,15 +116,15 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
     }
     // ...then a backlog, and Redis found over its maxmemory (noeviction): every write is refused
     const backlog = toJobData(heavyEvents(4_000, 83), 200);
-    for (const [i, data] of backlog.entries()) await queue.add(EVENT_BATCH_JOB, data, { ...DEFAULT_JOB_OPTIONS, jobId: `new-${i}` });
-    await client.config('SET', 'maxmemory', String((await usedMemory()) - 256 * 1024));
+    await addJobs(queue, backlog, 'new');
+    await overMaxmemory();
     try {
       await expect(client.set('probe', 'x')).rejects.toThrow(/OOM command not allowed/);
       expect(added).toBeGreaterThan(5);
 
       worker = await start(prefix);
       expect(await worker.idle(60_000)).toBe(true);
-      expect(await countRows(db.ds, 'plan_events')).toBe(before + backlog.reduce((n, d) => n + d.events.length, 0));
+      expect(await countRows(db.ds, 'plan_events')).toBe(before + eventsIn(backlog));
       expect(await queue.getJobCounts('wait', 'completed')).toEqual({ wait: 0, completed: 0 });
     } finally {
       await client.config('SET', 'maxmemory', String(MAXMEMORY));
@@ -133,13 +143,13 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
       await client.eval(`redis.call('LREM', KEYS[1], 0, ARGV[1]); redis.call('ZADD', KEYS[2], 1, ARGV[1])`, 2, queue.keys.wait, queue.keys.completed, job.id!);
     }
     const backlog = toJobData(heavyEvents(2_000, 84), 200);
-    for (const [i, data] of backlog.entries()) await queue.add(EVENT_BATCH_JOB, data, { ...DEFAULT_JOB_OPTIONS, jobId: `cli-${i}` });
-    await client.config('SET', 'maxmemory', String((await usedMemory()) - 256 * 1024));
+    await addJobs(queue, backlog, 'cli');
+    await overMaxmemory();
     const cli = spawnWorker({ REDIS_URL: redis.url, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url });
     try {
       await expect(client.set('probe', 'x')).rejects.toThrow(/OOM command not allowed/);
       await cli.waitForLog('worker started', 40_000);
-      const total = before + backlog.reduce((n, d) => n + d.events.length, 0);
+      const total = before + eventsIn(backlog);
       await waitFor('the backlog stored', async () => (await countRows(db.ds, 'plan_events')) === total, 40_000).catch((err) => {
         throw new Error(`${(err as Error).message}\n${cli.stdout().slice(-3000)}\n${cli.stderr()}`);
       });
@@ -158,10 +168,10 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
     const before = await countRows(db.ds, 'plan_events');
     await client.config('SET', 'maxmemory', '0');
     const backlog = toJobData(manyPlanRuns(300, { seed: 86 }), 100);
-    for (const [i, data] of backlog.entries()) await queue.add(EVENT_BATCH_JOB, data, { ...DEFAULT_JOB_OPTIONS, jobId: `junk-${i}` });
+    await addJobs(queue, backlog, 'junk');
     // another application's keys fill Redis: nothing of the queue's is there to free
     await client.eval(`for i = 1, 2000 do redis.call('SET', KEYS[1] .. i, string.rep('x', 1000)) end`, 1, `${prefix}-other:`);
-    await client.config('SET', 'maxmemory', String((await usedMemory()) - 256 * 1024));
+    await overMaxmemory();
     const cli = spawnWorker({ REDIS_URL: redis.url, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url });
     try {
       await expect(client.set('probe', 'x')).rejects.toThrow(/OOM command not allowed/);
@@ -174,7 +184,7 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
       expect(errorsWhileFull.length).toBeLessThanOrEqual(5);
       // the operator frees memory: the next try goes through
       await client.eval(`for i = 1, 2000 do redis.call('DEL', KEYS[1] .. i) end`, 1, `${prefix}-other:`);
-      const total = before + backlog.reduce((n, d) => n + d.events.length, 0);
+      const total = before + eventsIn(backlog);
       await waitFor('the backlog stored once Redis had room', async () => (await countRows(db.ds, 'plan_events')) === total, 30_000);
       cli.child.kill('SIGTERM');
       expect(await cli.exited).toBe(0);
@@ -204,8 +214,8 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
       queues.push(queue);
       const before = await countRows(db.ds, 'plan_events');
       const jobs = toJobData(manyPlanRuns(100, { seed: 87 }), 50);
-      for (const [i, data] of jobs.entries()) await queue.add(EVENT_BATCH_JOB, data, { ...DEFAULT_JOB_OPTIONS, jobId: `down-${i}` });
-      await waitFor('the events published after the outage stored', async () => (await countRows(db.ds, 'plan_events')) === before + jobs.reduce((n, d) => n + d.events.length, 0), 30_000).catch((err) => {
+      await addJobs(queue, jobs, 'down');
+      await waitFor('the events published after the outage stored', async () => (await countRows(db.ds, 'plan_events')) === before + eventsIn(jobs), 30_000).catch((err) => {
         throw new Error(`${(err as Error).message}\n${cli.stdout().slice(-4000)}\n${cli.stderr()}`);
       });
       cli.child.kill('SIGTERM');

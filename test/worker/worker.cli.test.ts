@@ -3,8 +3,8 @@ import { Queue } from 'bullmq';
 import { MAINTENANCE_QUEUE } from '../../src/queue/queue-names';
 import { runCli } from '../support/cli';
 import { createMigratedDb, createThrowawayDb } from '../support/databases';
-import { RETENTION_JOB } from '../../src/retention/retention-scheduler';
-import { DAY, insertPlans } from '../retention/plan-fixtures';
+import type { QueryRunner } from 'typeorm';
+import { stuckRetentionRun } from '../retention/plan-fixtures';
 import { manyPlanRuns, toJobData } from '../support/event-factory';
 import { countRows, dropPrefix, openRedis, publish, REDIS_URL, uniquePrefix, waitFor } from './helpers/queue-harness';
 import { spawnWorker, stopProcess, WorkerProcess } from './helpers/worker-process';
@@ -79,18 +79,13 @@ describe('plan-ledger worker (CLI)', () => {
 
   it('a retention run stuck on a lock does not hold back the shutdown: the events worker closes, exit 0', async () => {
     const pg = await createMigratedDb('postgres');
-    const locker = pg.ds.createQueryRunner();
+    let locker: QueryRunner | undefined;
     const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: redis, prefix: `${prefix}-stuck` });
     let worker: WorkerProcess | undefined;
     try {
-      await insertPlans(pg.ds, [{ id: 'cli-stuck', status: 'completed' as const, completedAt: new Date(Date.now() - 40 * DAY) }]);
       worker = spawnWorker({ DATABASE_URL: pg.db.url, REDIS_URL, QUEUE_PREFIX: `${prefix}-stuck`, SHUTDOWN_TIMEOUT_MS: '1000' });
       await worker.waitForLog('worker started');
-      await locker.startTransaction();
-      await locker.query('LOCK TABLE execution_plans IN ACCESS EXCLUSIVE MODE');
-      const job = await maintenance.add(RETENTION_JOB, { v: 1 });
-      await waitFor('the retention job active', async () => (await job.getState()) === 'active', 20_000);
-      await new Promise((resolve) => setTimeout(resolve, 200)); // its first statement waits on the lock
+      locker = await stuckRetentionRun(pg.ds, maintenance, 'cli-stuck');
       worker.child.kill('SIGTERM');
       // within the 1 s deadline, both close at once; the retention worker is abandoned, not awaited
       await worker.waitForLog('retention worker did not close in time; its job, if any, is abandoned (the next tick continues it)', 10_000);
@@ -98,8 +93,8 @@ describe('plan-ledger worker (CLI)', () => {
       await locker.rollbackTransaction(); // the stuck statement ends, the database closes
       expect({ code: await worker.exited, stderr: worker.stderr() }).toEqual({ code: 0, stderr: '' });
     } finally {
-      if (locker.isTransactionActive) await locker.rollbackTransaction().catch(() => undefined);
-      await locker.release();
+      if (locker?.isTransactionActive) await locker.rollbackTransaction().catch(() => undefined);
+      await locker?.release();
       await stopProcess(worker);
       await maintenance.obliterate({ force: true }).catch(() => undefined);
       await maintenance.close();
