@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { SPEC_VERSION } from '../contracts/event-types';
+import { eventIdV7 } from './event-id';
 
 /** Read once: the stamp runs per event, and a module binding can cost a getter call per read under tsx. */
 const VERSION = SPEC_VERSION;
@@ -17,7 +17,7 @@ export interface StampedEvent {
 }
 
 /**
- * Stamps what the caller left out: `specVersion`, `eventId` (a v4 UUID), the per-plan `seq` (0, 1,
+ * Stamps what the caller left out: `specVersion`, `eventId` (a version 7 UUID: time-ordered, see event-id.ts), the per-plan `seq` (0, 1,
  * 2, ... in publish order) and `occurredAt` (now, ISO-8601 UTC).
  *
  * The next seq of each plan lives in memory: it restarts at 0 in a new process, and for a plan
@@ -36,7 +36,7 @@ export class EventStamper {
   stamp(input: Record<string, unknown>): StampedEvent {
     return {
       specVersion: input.specVersion === undefined ? VERSION : input.specVersion,
-      eventId: input.eventId === undefined ? randomUUID() : input.eventId,
+      eventId: input.eventId === undefined ? eventIdV7() : input.eventId,
       type: input.type,
       planId: input.planId,
       sessionId: input.sessionId,

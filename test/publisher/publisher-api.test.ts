@@ -13,7 +13,8 @@ import { countByEventId, newPublisher, notExactlyOnce, queuedEvents, removeTempJ
 import { RedisProcess } from './support/redis-process';
 import { Queue } from 'bullmq';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+/** The version 7 UUIDs the publisher stamps (src/publisher/event-id.ts). */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 describe('PlanEventPublisher API', () => {
   let redis: RedisProcess;
@@ -92,6 +93,9 @@ describe('PlanEventPublisher API', () => {
       expect(parsePlanEvent(event)).toMatchObject({ ok: true });
       expect(event).toMatchObject({ specVersion: 1, eventId: expect.stringMatching(UUID), occurredAt: expect.stringMatching(/Z$/) });
     }
+    // time-ordered: the stamped ids sort in publish order
+    const stampedIds = events.slice(0, -1).map((e) => e.eventId as string);
+    expect([...stampedIds].sort()).toEqual(stampedIds);
     expect(events[5].payload).toMatchObject({ result: 'done ✅ déjà vu 漢字 "quoted"' });
     expect(events.at(-1)).toMatchObject({ seq: 41, eventId: '11111111-2222-4333-8444-555555555555', occurredAt: '2024-05-01T12:00:00.000Z' });
   });

@@ -131,7 +131,7 @@ class PlanLedgerClient:
     def publish(self, event: Mapping[str, Any]) -> PublishResult:
         """Stamps and queues one event; never blocks on the network or the disk, never raises for them.
 
-        Stamps left out are filled in: ``specVersion``, ``eventId`` (uuid4), ``seq`` (the plan's next:
+        Stamps left out are filled in: ``specVersion``, ``eventId`` (a time-ordered uuid7), ``seq`` (the plan's next:
         0, 1, 2, ... in this process, or from ``continue_plan``) and ``occurredAt`` (now, UTC).
         The server checks the contract; invalid events are logged and counted in ``stats().rejected``.
         The event is serialised by the sender thread, milliseconds later (that keeps this call at a
@@ -140,7 +140,7 @@ class PlanLedgerClient:
         e = dict(event)
         e.setdefault("specVersion", SPEC_VERSION)
         if "eventId" not in e:
-            e["eventId"] = _uuid4()
+            e["eventId"] = _uuid7()
         plan_id = e.get("planId")
         with self._seq_lock:
             if "seq" not in e:
@@ -432,17 +432,32 @@ class PlanLedgerClient:
             log.error("plan-ledger dropped %d event(s): %s (dropped so far: %d)", count, why, self._stats.dropped)
 
 
-_VERSION_MASK = ~((0xF000 << 64) | (0xC000 << 48))
-_VERSION_BITS = (0x4000 << 64) | (0x8000 << 48)
+_last_ms = -1
+_counter = 0
 
 
-def _uuid4() -> str:
-    """A random (version 4) UUID as text, ~4x cheaper than ``str(uuid.uuid4())``.
+def _uuid7() -> str:
+    """A version 7 UUID (RFC 9562) as text: the Unix time in ms, a counter, 62 random bits.
 
-    eventId needs uniqueness, not secrecy: 122 bits of ``random`` (seeded from os.urandom, and
-    reseeded in a forked child) instead of one ``os.urandom`` system call per event.
+    Ids stamped close together are neighbours in the server's ``event_id`` index, so a batch's
+    inserts touch a few index pages instead of one random page each (as the TypeScript
+    publisher's, src/publisher/event-id.ts). Within one ms a 12-bit counter, started at a random
+    value below 2048, keeps this process's ids in stamping order; past 4096 in one ms, or when the
+    clock steps back, the time borrows the next ms. eventId needs uniqueness, not secrecy: the
+    random bits come from ``random`` (seeded from os.urandom, reseeded in a forked child) instead
+    of one ``os.urandom`` system call per event.
     """
-    h = "%032x" % ((random.getrandbits(128) & _VERSION_MASK) | _VERSION_BITS)
+    global _last_ms, _counter
+    ms = time.time_ns() // 1_000_000
+    if ms > _last_ms:
+        _last_ms = ms
+        _counter = random.getrandbits(11)
+    else:
+        _counter += 1
+        if _counter > 0xFFF:
+            _last_ms += 1
+            _counter = 0
+    h = "%012x%04x%016x" % (_last_ms, 0x7000 | _counter, (0x2 << 62) | random.getrandbits(62))
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 

@@ -38,9 +38,14 @@ class ClientWithoutServer(unittest.TestCase):
             r = c.step_started(b, "y")
             self.assertTrue(r.ok)
             self.assertEqual(r.seq, 7)
-            self.assertEqual(uuid.UUID(r.event_id).version, 4)
+            self.assertEqual(uuid.UUID(r.event_id).version, 7)
+            self.assertEqual(uuid.UUID(r.event_id).variant, uuid.RFC_4122)
             self.assertEqual(str(uuid.UUID(r.event_id)), r.event_id)
-            self.assertEqual(len({c.step_started(a, "z").event_id for _ in range(1000)}), 1000)
+            # time-ordered: the first 48 bits are the ms, and one client's ids sort in stamping order
+            self.assertLessEqual(abs(int(r.event_id[:8] + r.event_id[9:13], 16) - time.time() * 1000), 5000)
+            ids = [c.step_started(a, "z").event_id for _ in range(10000)]
+            self.assertEqual(len(set(ids)), 10000)
+            self.assertEqual(sorted(ids), ids)
             with self.assertRaisesRegex(ValueError, "next_seq must be a non-negative integer"):
                 c.continue_plan("plan-b", -1)
         finally:
