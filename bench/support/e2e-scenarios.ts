@@ -20,6 +20,7 @@ import type { RedisProcess } from '../../test/publisher/support/redis-process';
 import type { RedisCluster } from '../../test/support/redis-cluster';
 import { mb, round } from './latency';
 import { CpuMeter, rssBytes, sampleRss, startBaselineChild, startWorkerChild, summariseProfile, tempDir, waitCommitted, ProfileSummary } from './e2e-processes';
+import { withPublisherIds } from './plan-shapes';
 
 /** What every scenario shares: the benchmark's redis-server and how to run the worker. */
 export interface BenchContext {
@@ -294,7 +295,7 @@ export async function plainBullmq(ctx: BenchContext, count: number, seed: number
   const connection = new IORedis(redis.url, { maxRetriesPerRequest: null });
   const queue = new Queue(queueName, { connection, prefix });
   try {
-    const events = exactlyEvents(count, { seed });
+    const events = withPublisherIds(exactlyEvents(count, { seed }));
     const t0 = Date.now();
     for (let i = 0; i < events.length; i += 1_000) {
       await queue.addBulk(events.slice(i, i + 1_000).map((e) => ({ name: 'event', data: e, opts: { removeOnComplete: true } })));
@@ -315,7 +316,7 @@ export async function plainBullmq(ctx: BenchContext, count: number, seed: number
 export async function rawMultiRowInsert(count: number, seed: number, rowsPerInsert = 500): Promise<BaselineResult & { rowsPerInsert: number }> {
   const db = await createMigratedDb('postgres', { poolSize: 1 });
   try {
-    const rows = exactlyEvents(count, { seed }).map((e) => [e.eventId, e.planId, e.sessionId, e.type, e.seq, e.specVersion, e.occurredAt, new Date(), JSON.stringify(e.payload)]);
+    const rows = withPublisherIds(exactlyEvents(count, { seed })).map((e) => [e.eventId, e.planId, e.sessionId, e.type, e.seq, e.specVersion, e.occurredAt, new Date(), JSON.stringify(e.payload)]);
     const statement = (n: number) =>
       `INSERT INTO plan_events (event_id, plan_id, session_id, type, seq, spec_version, occurred_at, recorded_at, payload) VALUES ${Array.from({ length: n }, (_, r) => `(${Array.from({ length: 9 }, (_, c) => `$${r * 9 + c + 1}`).join(', ')})`).join(', ')}`;
     const full = statement(rowsPerInsert);

@@ -10,6 +10,7 @@
  * events (`PlanEvent`) are for `PlanEventStore.persist`, which needs every stamp.
  */
 import type { PlanEvent, PlanEventInput, StepSpec } from '../../src/contracts';
+import { eventIdV7 } from '../../src/publisher/event-id';
 import { rng, stableUuid, stepList } from '../../test/support/event-factory';
 
 const AGENTS = ['planner', 'researcher', 'coder', 'reviewer'];
@@ -54,9 +55,18 @@ export function roundRobin(tag: string, plans: number, seed: number, first = 0):
   return out;
 }
 
+/**
+ * Events with the ids the publisher would stamp (version 7, in this order), for the runs whose
+ * events come with the factory's hashed ids: the baselines and the store-level grouped run insert
+ * the same kind of ids as the publisher-fed runs they are compared with.
+ */
+export function withPublisherIds<T extends { eventId: string }>(events: T[]): T[] {
+  return events.map((e) => ({ ...e, eventId: eventIdV7() }));
+}
+
 /** Stamps inputs as the publisher would (eventId, occurredAt), for store-level runs. */
 export function stamped(inputs: PlanEventInput[], startAt = Date.parse('2026-02-02T09:00:00Z')): PlanEvent[] {
-  return inputs.map((e, i) => ({ specVersion: 1, eventId: stableUuid(`${e.planId}#${e.seq}`), occurredAt: new Date(startAt + i).toISOString(), ...e }) as PlanEvent);
+  return inputs.map((e, i) => ({ specVersion: 1, eventId: eventIdV7(), occurredAt: new Date(startAt + i).toISOString(), ...e }) as PlanEvent);
 }
 
 /** Steps per DAG layer of the long plan: each step depends on the same position of the previous layer. */

@@ -16,7 +16,7 @@ import { cpuSeconds, pidsOf } from './e2e-processes';
 import { endState } from './e2e-interleaved';
 import { HistoryResult, preloadHistory } from './history';
 import { round } from './latency';
-import { roundRobin, stamped } from './plan-shapes';
+import { roundRobin, stamped, withPublisherIds } from './plan-shapes';
 import { createMeasuredDb, forceCheckpoint, settledSnapshot, sqliteChanges, walPosition, writesBetween, WritesReport } from './pg-writes';
 
 export type MigratedDb = Awaited<ReturnType<typeof createMigratedDb>>;
@@ -109,7 +109,7 @@ export async function timedPersist(db: MigratedDb, events: PlanEvent[], batch: n
 
 /** The existing figure: ~`count` realistic events grouped plan by plan, no history. */
 export async function groupedPersist(kind: TestDb, count: number, batch: number, inFlight: number, seed = 77): Promise<PersistRun> {
-  const events = manyPlanRuns(count, { seed }).slice(0, count);
+  const events = withPublisherIds(manyPlanRuns(count, { seed }).slice(0, count));
   const checkpoints = events.filter((e) => e.type === 'checkpoint.saved').length;
   const db = await createMeasuredDb(kind);
   try {
