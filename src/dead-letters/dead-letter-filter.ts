@@ -3,6 +3,7 @@
  * the predicate the service applies while it scans the dead-letter queue. Every parse error is one
  * sentence naming the flag, so the CLI can print it as is and exit 2.
  */
+import { parseInstant } from '../shared/iso-instant';
 import { DEAD_LETTER_KINDS, DeadLetter, DeadLetterKind } from './dead-letter';
 
 /** Bad input from the caller (malformed flag, conflicting flags, unknown id): nothing was done. */
@@ -52,26 +53,11 @@ export interface RawSelectionOptions extends RawFilterOptions {
   olderThan?: string;
 }
 
-const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
-
-/**
- * ISO-8601 date or date-time. A date alone is midnight UTC; a time without offset is UTC too (an
- * operator's laptop time zone must not shift which dead letters a replay picks).
- */
+/** An instant (src/shared/iso-instant.ts: the grammar every time argument shares). */
 export function parseIsoInstant(flag: string, raw: string): Date {
-  const m = ISO_INSTANT.exec(raw.trim());
-  const fail = () => new DeadLetterInputError(`${flag}: "${raw}" is not an ISO-8601 date or time, e.g. 2025-01-31 or 2025-01-31T14:00:00Z`);
-  if (!m) throw fail();
-  const [, year, month, day, hour, minute, second] = m;
-  const text = hour !== undefined && m[7] === undefined ? `${raw.trim().replace(' ', 'T')}Z` : raw.trim().replace(' ', 'T');
-  const date = new Date(text);
-  if (Number.isNaN(date.getTime())) throw fail();
-  // Date() rolls 2025-02-30 over to March 2nd: reject impossible calendar fields instead.
-  const probe = new Date(Date.UTC(+year, +month - 1, +day, +(hour ?? 0), +(minute ?? 0), +(second ?? 0)));
-  if (probe.getUTCMonth() !== +month - 1 || probe.getUTCDate() !== +day || +(hour ?? 0) > 23 || +(minute ?? 0) > 59 || +(second ?? 0) > 59) {
-    throw fail();
-  }
-  return date;
+  const parsed = parseInstant(raw);
+  if (!parsed.ok) throw new DeadLetterInputError(`${flag}: ${parsed.problem}`);
+  return parsed.date;
 }
 
 const DURATION_UNITS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };

@@ -1,4 +1,5 @@
 import type { PlanStatus } from '../store/entities';
+import { parseInstant } from '../shared/iso-instant';
 import { QueryArgumentError } from './query-errors';
 
 /**
@@ -16,19 +17,11 @@ export const ACTIVE_STATUSES: readonly PlanStatus[] = ['planning', 'executing'];
 /** Statuses of a finished plan (seed 001's `plan_history`). */
 export const FINISHED_STATUSES: readonly PlanStatus[] = ['completed', 'failed', 'cancelled'];
 
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
-
-/** `2026-02-04` (midnight UTC) or a full ISO-8601 instant with `Z` or an offset. */
+/** An instant (src/shared/iso-instant.ts: the grammar every time argument shares). */
 export function parseIsoInstant(argument: string, raw: string): Date {
-  const text = raw.trim();
-  const shaped = DATE_ONLY.test(text) || DATE_TIME.test(text);
-  const date = new Date(DATE_ONLY.test(text) ? `${text}T00:00:00Z` : text);
-  // Date rolls 2026-02-30 over to March: a changed calendar day means the date does not exist
-  if (!shaped || Number.isNaN(date.getTime()) || (DATE_ONLY.test(text) && date.toISOString().slice(0, 10) !== text)) {
-    throw new QueryArgumentError(argument, `"${raw}" is not an ISO-8601 date; expected 2026-02-04 or 2026-02-04T10:00:00Z`);
-  }
-  return date;
+  const parsed = parseInstant(raw);
+  if (!parsed.ok) throw new QueryArgumentError(argument, parsed.problem);
+  return parsed.date;
 }
 
 /** Plans created in `[from, to)`; either end may be open. */

@@ -147,6 +147,7 @@ describe('plan-ledger dlq bad input', () => {
       [['dlq', 'purge', kept.id, 'dl-gone', '--yes'], 'dead letter dl-gone not found'],
       [['dlq', 'list', '--since', 'yesterday'], '--since: "yesterday" is not an ISO-8601 date or time'],
       [['dlq', 'list', '--until', '2025-02-30'], '--until: "2025-02-30" is not an ISO-8601'],
+      [['dlq', 'list', '--since', '0025-01-31'], '--since: "0025-01-31" is before 1970'],
       [['dlq', 'purge', '--older-than', '3x', '--yes'], '--older-than: "3x" is not a positive duration'],
       [['dlq', 'replay', kept.id, '--all'], 'give dead-letter ids or --all, not both'],
       [['dlq', 'replay', '--all', '--kind', 'invalid'], '--all selects every dead letter'],

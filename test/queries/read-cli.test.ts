@@ -112,6 +112,7 @@ describe('read commands: exit codes and one-line errors', () => {
     [['sessions', 'history', 'sess-alpha', '--limit', 'ten'], '--limit: "ten" must be a whole number from 1 to 1000'],
     [['analytics', 'daily', '--from', '2026-02-30'], '--from: "2026-02-30" is not an ISO-8601 date'],
     [['analytics', 'agents', '--to', 'yesterday'], '--to: "yesterday" is not an ISO-8601 date'],
+    [['analytics', 'daily', '--from', '0202-02-01'], '--from: "0202-02-01" is before 1970: nothing in the ledger is that old (a typo?)'],
     [['analytics', 'daily', '--from', '2026-03-01', '--to', '2026-02-01'], '--to: "2026-02-01" must be after --from "2026-03-01"'],
     [['analytics', 'tokens', '--by', 'region'], '--by: "region" is not one of session, plan, agent, model'],
     [['analytics', 'handoffs', '--json', '--csv'], '--json and --csv cannot be combined'],
