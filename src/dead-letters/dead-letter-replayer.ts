@@ -12,9 +12,8 @@ import { randomUUID } from 'node:crypto';
 import type { JobsOptions, Queue } from 'bullmq';
 import type { Logger } from '../shared/logger';
 import { EVENT_BATCH_JOB, EventBatchJobData } from '../queue/queue-names';
-import type { DeadLetter } from './dead-letter';
 import { deadLetteredAt } from './dead-letter-filter';
-import type { DeadLetterRepository } from './dead-letter.repository';
+import type { ClaimedLetter, DeadLetterRepository } from './dead-letter.repository';
 
 /** Answers "which of these events are stored already"; `PlanEventStore` implements it. */
 export interface StoredEventLookup {
@@ -156,7 +155,8 @@ export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource
     dryRun: opts.dryRun ?? false, selected: 0, replayed: 0, alreadyStored: ctx.storedEvents ? 0 : null,
     vanished: 0, jobIds: [], failedAgain: null, failedAgainIds: [], pending: 0, durationMs: 0,
   };
-  const replayedEventIds = new Set<string>();
+  // the replayed events' ids, to find those dead-lettered again: only when waiting for the outcome
+  const replayedEventIds = opts.waitMs !== undefined ? new Set<string>() : undefined;
   // one token per run: its claims are its own, and only it may remove what it claimed
   const token = `replay-${randomUUID()}`;
   let done = 0;
@@ -200,7 +200,7 @@ export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource
     throw Object.assign(new Error(message), { cause: err });
   }
   if (opts.waitMs !== undefined && !summary.dryRun && summary.jobIds.length > 0) {
-    await waitForOutcome(ctx, summary, replayedEventIds, started, started + opts.waitMs);
+    await waitForOutcome(ctx, summary, replayedEventIds!, started, started + opts.waitMs);
   } else if (opts.waitMs !== undefined && !summary.dryRun) {
     summary.failedAgain = 0;
   }
@@ -210,7 +210,7 @@ export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource
   return summary;
 }
 
-async function replayChunk(ctx: ReplayContext, chunk: ReplayRef[], summary: ReplaySummary, replayedEventIds: Set<string>, token: string): Promise<void> {
+async function replayChunk(ctx: ReplayContext, chunk: ReplayRef[], summary: ReplaySummary, replayedEventIds: Set<string> | undefined, token: string): Promise<void> {
   if (summary.dryRun) {
     summary.replayed += chunk.length;
     await addStored(ctx, summary, chunk);
@@ -223,11 +223,11 @@ async function replayChunk(ctx: ReplayContext, chunk: ReplayRef[], summary: Repl
   await addStored(ctx, summary, letters);
   summary.jobIds.push(await sendBatch(ctx, letters, token));
   summary.replayed += letters.length;
-  for (const dl of letters) if (dl.eventId) replayedEventIds.add(dl.eventId.toLowerCase());
+  if (replayedEventIds) for (const dl of letters) if (dl.eventId) replayedEventIds.add(dl.eventId.toLowerCase());
 }
 
 /** One job for the whole batch, then (only then) the dead letters go. */
-async function sendBatch(ctx: ReplayContext, letters: DeadLetter[], token: string): Promise<string> {
+async function sendBatch(ctx: ReplayContext, letters: ClaimedLetter[], token: string): Promise<string> {
   const jobId = `replay-${randomUUID()}`;
   const data: EventBatchJobData = {
     v: 1,
