@@ -94,8 +94,13 @@ export interface ReplayRef {
 
 /** The publisher's job size: a replayed job costs the worker what a live one does. */
 export const DEFAULT_REPLAY_BATCH = 500;
-/** Batches a replay (or dry run) works on at once, without --rate. */
-const REPLAY_BATCHES_IN_FLIGHT = 2;
+/**
+ * Batches a replay (or dry run) works on at once, without --rate: three, with short script calls
+ * (WRITE_PAGE_SIZE), kept a 100k replay within 2x its dry run and a live queue beside it above
+ * 0.5x of its throughput in every run; two left this process idle a third of the time waiting on
+ * Redis (BENCHMARKS.md, "Dead letters").
+ */
+const REPLAY_BATCHES_IN_FLIGHT = 3;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const POLL_MS = 250;
 /** After the jobs finish, how long the count of new dead letters must stay still to be final. */
@@ -160,8 +165,8 @@ export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource
   // one token per run: its claims are its own, and only it may remove what it claimed
   const token = `replay-${randomUUID()}`;
   let done = 0;
-  // Two batches at a time (one with --rate): while Redis adds and removes one, this process reads
-  // and encodes the next, instead of each side waiting for the other. Each batch keeps its own
+  // Three batches at a time (one with --rate): while Redis adds and removes some, this process reads
+  // and encodes another, instead of each side waiting for the other. Each batch keeps its own
   // order (sent, then removed); events of two batches may reach the queue in either order, which
   // the store does not mind (it orders a plan's events by seq).
   const inFlight = new Set<Promise<void>>();

@@ -14,12 +14,13 @@ export const DEAD_LETTER_STATES: readonly JobType[] = ['waiting', 'delayed', 'pr
 export const SCAN_PAGE_SIZE = 1_000;
 
 /**
- * Entries a claim or removal script handles per call. Each call blocks Redis for its length: ~1.5
- * ms at 250 (~6 ms at 1,000), so a live queue on the same Redis waits less behind a replay; a
- * 100k replay beside one kept 0.51-0.71x of its throughput at 250, 0.40-0.54x at 1,000, for the
- * same replay time alone (BENCHMARKS.md, "Dead letters").
+ * Entries a claim or removal script handles per call. Each call blocks Redis for its length (~0.3
+ * ms at 50, ~1.5 ms at 250, ~6 ms at 1,000), and a live queue on the same Redis waits behind it: a
+ * 100k replay beside one kept 0.58-0.68x of its throughput at 50 (three batches in flight), 0.47-0.68x
+ * at 250, 0.40-0.54x at 1,000; 25 cost the replay more round trips than it gave back
+ * (BENCHMARKS.md, "Dead letters").
  */
-export const WRITE_PAGE_SIZE = 250;
+export const WRITE_PAGE_SIZE = 50;
 
 /** How long a replay's claim on a dead letter lasts if the replay dies holding it. @defaultValue 10 min */
 export const CLAIM_TTL_MS = 600_000;
