@@ -56,12 +56,13 @@ export async function startRetentionScheduler(options: RetentionSchedulerOptions
   const connection = options.connection ?? owned!;
   const queue = new Queue(MAINTENANCE_QUEUE, { connection, prefix });
   // while Redis is unreachable every reconnection attempt fails: one line per kind per 10 s
-  if (logger) RepeatedLog.of(queue, logger, 'maintenance queue connection error', { level: 'warn' });
+  const errorLogs = logger ? [RepeatedLog.of(queue, logger, 'maintenance queue connection error', { level: 'warn' })] : [];
   const runs = { current: null as AbortController | null };
   let worker: Worker | null = null;
   try {
     await upsertSchedule(queue, policy, prefix, logger);
     if (policy.cron !== null && options.runWorker !== false) worker = startWorker(options, connection, runs);
+    if (worker && logger) errorLogs.push(RepeatedLog.of(worker, logger, 'retention worker error', { level: 'warn' }));
   } catch (err) {
     await closeAll(worker, queue, owned, 1_000);
     throw err;
@@ -75,6 +76,7 @@ export async function startRetentionScheduler(options: RetentionSchedulerOptions
       (closing ??= (async () => {
         runs.current?.abort(); // the run stops between two batches; the next tick continues it
         await closeAll(worker, queue, owned, closeTimeoutMs, logger);
+        for (const log of errorLogs) log.flush(); // the counts of their last window
       })()),
   };
 }
@@ -109,7 +111,6 @@ function startWorker(options: RetentionSchedulerOptions, connection: RedisClient
     },
     { connection, prefix, concurrency: 1 },
   );
-  if (logger) RepeatedLog.of(worker, logger, 'retention worker error', { level: 'warn' });
   worker.on('failed', (job, err) => {
     // finishedOn is set on the last attempt only (STACK-NOTES); earlier ones will be retried
     const final = !job || job.finishedOn !== undefined;

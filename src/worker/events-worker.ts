@@ -18,6 +18,7 @@ export class EventsWorker extends Worker<WorkerJobData, JobSummary> {
   static readonly FULL_REDIS_PAUSE_MS = { first: 100, max: 2_000 };
   private fullRedisPauseMs = 0;
   private readonly closingAbort = new AbortController();
+  private jobsUnacknowledged = 0;
 
   constructor(...args: ConstructorParameters<typeof Worker<WorkerJobData, JobSummary>>) {
     super(...args);
@@ -42,6 +43,24 @@ export class EventsWorker extends Worker<WorkerJobData, JobSummary> {
         await sleep(this.fullRedisPauseMs, this.closingAbort.signal);
       }
       throw err;
+    }
+  }
+
+  /**
+   * Jobs fetched and not yet acknowledged to Redis (completed or failed there): processing, or done
+   * but their acknowledgment not through (Redis down). A shutdown that abandons none loses nothing
+   * and hands nothing back.
+   */
+  get unacknowledgedJobs(): number {
+    return this.jobsUnacknowledged;
+  }
+
+  override async processJob(...args: Parameters<Worker<WorkerJobData, JobSummary>['processJob']>) {
+    this.jobsUnacknowledged++;
+    try {
+      return await super.processJob(...args);
+    } finally {
+      this.jobsUnacknowledged--;
     }
   }
 

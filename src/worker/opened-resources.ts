@@ -5,6 +5,7 @@ import type { Logger } from '../shared/logger';
 /** What startWorker opened itself, closed in reverse order; caller-owned clients are left alone. */
 export class Opened {
   private readonly closers: { name: string; close: (clean: boolean) => Promise<unknown> }[] = [];
+  private readonly lastly: (() => void)[] = [];
 
   constructor(private readonly logger: Logger) {}
 
@@ -24,9 +25,20 @@ export class Opened {
     return thing;
   }
 
+  /** Runs once everything is closed, even if a close failed: the repeated-error logs sum up their last window. */
+  afterClose(fn: () => void): void {
+    this.lastly.push(fn);
+  }
+
   async closeAll(clean: boolean): Promise<void> {
     for (const { name, close } of this.closers.splice(0).reverse()) {
       await close(clean).catch((err) => this.logger.warn({ err, what: name }, 'close failed'));
     }
+    this.finishClose();
+  }
+
+  /** What afterClose() registered, once; for a shutdown whose closeAll() ran past its deadline too. */
+  finishClose(): void {
+    for (const fn of this.lastly.splice(0)) fn();
   }
 }

@@ -38,7 +38,8 @@ export class RedisRelief {
   count = 0;
 
   /** Tried again on every refused fetch while Redis stays full: one line a minute, with the count. */
-  private readonly failures: RepeatedLog;
+  /** Failures to free memory, one line per window (flushed at shutdown). */
+  readonly failures: RepeatedLog;
 
   constructor(private readonly deps: RedisReliefDeps) {
     this.failures = new RepeatedLog(deps.logger, 'could not free Redis memory', { windowMs: 60_000, kindOf: () => 'relief' });

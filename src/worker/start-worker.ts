@@ -30,7 +30,7 @@ import { DEFAULT_WORKER_CONFIG, WorkerConfig } from './worker-config';
 import { workerVersion } from './worker-version';
 import { WorkerStats, WorkerState } from './worker-state';
 import { Opened } from './opened-resources';
-import { shutdown, waitIdle, wireWorkerEvents } from './worker-lifecycle';
+import { shutdown, ShutdownResult, waitIdle, wireWorkerEvents } from './worker-lifecycle';
 import { RedisRelief } from './redis-relief';
 import { RepeatedLog } from '../shared/repeated-log';
 
@@ -73,7 +73,7 @@ export interface WorkerHandle {
    * in-flight jobs are abandoned (their locks expire and BullMQ redelivers them) and `clean` is false.
    * @defaultValue deadlineMs = settings.shutdownTimeoutMs (8000)
    */
-  close(deadlineMs?: number): Promise<{ clean: boolean }>;
+  close(deadlineMs?: number): Promise<ShutdownResult>;
 }
 
 /**
@@ -141,7 +141,7 @@ async function assemble(options: StartWorkerOptions, settings: WorkerConfig, con
   const { logger, config } = options;
   const eventsQueue = opened.closable(new Queue(EVENTS_QUEUE, { connection, prefix: config.queuePrefix }));
   // while Redis is unreachable every reconnection attempt fails: one line per kind per 10 s
-  RepeatedLog.of(eventsQueue, logger, 'events queue connection error', { level: 'warn' });
+  const eventsQueueErrors = RepeatedLog.of(eventsQueue, logger, 'events queue connection error', { level: 'warn' });
   const parts: Parts = { options, settings, connection, ds, opened, metrics: options.metrics ?? new WorkerMetrics(), state: new WorkerState(), closing: new AbortController(), eventsQueue, schema };
   parts.metrics.observeQueue({
     getJobCounts: (...types) => eventsQueue.getJobCounts(...(types as never[])),
@@ -149,13 +149,15 @@ async function assemble(options: StartWorkerOptions, settings: WorkerConfig, con
   });
   // read at scrape time only: dead letters by kind and the oldest one's age
   const deadLetterQueue = opened.closable(new Queue(DEAD_LETTER_QUEUE, { connection, prefix: config.queuePrefix }));
-  RepeatedLog.of(deadLetterQueue, logger, 'dead-letter queue connection error', { level: 'warn' });
+  const deadLetterQueueErrors = RepeatedLog.of(deadLetterQueue, logger, 'dead-letter queue connection error', { level: 'warn' });
   parts.metrics.observeDeadLetters(new DeadLetterRepository(deadLetterQueue));
   const { gate, batcher, processor, concurrency, writeDeadLetters, sweeper } = buildPipeline(parts, flushConcurrency);
   const worker = (parts.worker = createEventsWorker(parts, processor, concurrency.concurrency));
-  wireWorkerEvents(worker, parts.state, logger, writeDeadLetters, config.queuePrefix);
+  const workerErrors = wireWorkerEvents(worker, parts.state, logger, writeDeadLetters, config.queuePrefix);
   const relief = new RedisRelief({ queue: eventsQueue, connection: parts.connection, logger, eventStreamKey: eventsQueue.keys.events });
   worker.on('error', relief.onError);
+  // the counts of the last window of each repeated-error log, even if the worker's close never ends
+  opened.afterClose(() => [workerErrors, relief.failures, eventsQueueErrors, deadLetterQueueErrors].forEach((log) => log.flush()));
   // Fetch (and sweep gaps) only on the schema this code expects: until then nothing is written.
   void schema.current.then(() => {
     if (parts.closing.signal.aborted) return;
@@ -169,7 +171,7 @@ async function assemble(options: StartWorkerOptions, settings: WorkerConfig, con
     { queue: EVENTS_QUEUE, prefix: config.queuePrefix, concurrency: settings.concurrency, maxEventsInFlight: settings.maxEventsInFlight, batchSize: settings.batchSize, batchWaitMs: settings.batchWaitMs, transactions: flushConcurrency, retryBudgetMs: settings.retryBudgetMs, gapTimeoutMs: settings.gapTimeoutMs, healthPort: health?.port ?? null },
     'worker started',
   );
-  let closed: Promise<{ clean: boolean }> | undefined;
+  let closed: Promise<ShutdownResult> | undefined;
   return {
     healthPort: health?.port ?? null,
     metrics: parts.metrics,

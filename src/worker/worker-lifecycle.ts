@@ -20,10 +20,10 @@ import { messageOf, RepeatedLog } from '../shared/repeated-log';
 
 /** What happens around the processor: BullMQ events, idleness, shutdown. */
 
-export function wireWorkerEvents(worker: EventsWorker, state: WorkerState, logger: Logger, writeDeadLetters: (l: DeadLetter[]) => Promise<void>, prefix: string): void {
+/** Returns the log of the worker's 'error' events, for the shutdown to flush. */
+export function wireWorkerEvents(worker: EventsWorker, state: WorkerState, logger: Logger, writeDeadLetters: (l: DeadLetter[]) => Promise<void>, prefix: string): RepeatedLog {
   // a worker whose every fetch fails (a full Redis) would log each failure: once per kind per 10 s
   const errors = RepeatedLog.of(worker, logger, 'worker error', { kindOf: (err) => (isRedisOomError(err) ? 'redis-oom' : messageOf(err)) });
-  worker.on('closed', () => errors.flush());
   worker.on('drained', () => state.drained());
   worker.on('failed', (job: Job<WorkerJobData> | undefined, err: Error) => {
     // The processor settles every job itself; this is the safety net for what escapes it.
@@ -31,6 +31,7 @@ export function wireWorkerEvents(worker: EventsWorker, state: WorkerState, logge
     logger.error({ jobId: job.id, attempt: job.attemptsStarted, err }, 'job failed for good outside the processor; dead-lettering its events');
     void lastResortDeadLetters(job, err, prefix).then(writeDeadLetters).catch((e) => logger.error({ err: e, jobId: job.id }, 'could not dead-letter a failed job'));
   });
+  return errors;
 }
 
 async function lastResortDeadLetters(job: Job<WorkerJobData>, err: Error, prefix: string): Promise<DeadLetter[]> {
@@ -67,8 +68,19 @@ export interface ShutdownParts {
   deadlineMs: number;
 }
 
+/** How a shutdown ended: `clean` if everything closed within the deadline. */
+export interface ShutdownResult {
+  clean: boolean;
+  /**
+   * Jobs not acknowledged to Redis when the deadline passed (0 if clean): BullMQ redelivers them
+   * once their locks expire. 0 with `clean` false: nothing was in flight, only closing the Redis
+   * connections ran late (Redis unreachable), and nothing is handed back.
+   */
+  unfinishedJobs: number;
+}
+
 /** Stop fetching, let in-flight jobs commit (flushing at once), then close, all within the deadline. */
-export async function shutdown(p: ShutdownParts): Promise<{ clean: boolean }> {
+export async function shutdown(p: ShutdownParts): Promise<ShutdownResult> {
   const started = Date.now();
   p.logger.info({ deadlineMs: p.deadlineMs, inFlightJobs: p.batcher.size }, 'worker closing: finishing in-flight jobs');
   // Jobs waiting out a retry hand themselves back to the queue instead of holding the close.
@@ -76,14 +88,18 @@ export async function shutdown(p: ShutdownParts): Promise<{ clean: boolean }> {
   const stopping = p.worker.close();
   void p.batcher.drain();
   const clean = await withTimeout(stopping, p.deadlineMs, 'deadline').then(() => true, () => false);
-  if (!clean) {
-    p.logger.warn({ inFlightJobs: p.batcher.size }, 'shutdown deadline reached: abandoning in-flight jobs; BullMQ redelivers them once their locks expire');
-    await withTimeout(p.worker.abandonInFlight(), 1_000, 'abandon').catch(() => undefined);
+  const unfinishedJobs = clean ? 0 : p.worker.unacknowledgedJobs;
+  if (unfinishedJobs > 0) {
+    p.logger.warn({ unfinishedJobs }, 'shutdown deadline reached: abandoning in-flight jobs; BullMQ redelivers them once their locks expire');
+  } else if (!clean) {
+    p.logger.warn('shutdown deadline reached with no job in flight: the Redis connections did not close (is Redis reachable?); they are dropped');
   }
+  if (!clean) await withTimeout(p.worker.abandonInFlight(), 1_000, 'abandon').catch(() => undefined);
   p.gate.stop();
   await withTimeout(p.sweeper.stop(), 1_000, 'sweeper').catch(() => undefined);
   const left = Math.max(500, p.deadlineMs - (Date.now() - started));
   await withTimeout(Promise.all([p.health?.close(), p.opened.closeAll(clean)]), left, 'close').catch(() => undefined);
-  p.logger.info({ clean, durationMs: Date.now() - started }, 'worker closed');
-  return { clean };
+  p.opened.finishClose();
+  p.logger.info({ clean, unfinishedJobs, durationMs: Date.now() - started }, 'worker closed');
+  return { clean, unfinishedJobs };
 }

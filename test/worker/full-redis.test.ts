@@ -232,4 +232,35 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
       if (!redis.isRunning) await redis.start();
     }
   }, 150_000);
+
+  // stops this file's Redis too
+  it('SIGTERM while Redis is down and no job is in flight: exits 0 at the deadline, says nothing is handed back, and sums up each repeated error', async () => {
+    await client.config('SET', 'maxmemory', String(MAXMEMORY));
+    const prefix = uniquePrefix('downstop');
+    const cli = spawnWorker({ REDIS_URL: redis.url, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url, SHUTDOWN_TIMEOUT_MS: '1500' });
+    try {
+      await cli.waitForLog('worker started', 40_000);
+      await redis.stop();
+      await cli.waitForLog('events queue connection error', 20_000);
+      await new Promise((r) => setTimeout(r, 2_500)); // reconnection attempts, about one a second: counted, not logged
+      cli.child.kill('SIGTERM');
+      // before: exit 1 and "unfinished jobs will be redelivered", with none in flight
+      expect(await cli.exited).toBe(0);
+      expect(cli.stderr()).toContain('reached with no job in flight; the Redis connections were dropped (is Redis reachable?)');
+      expect(cli.stderr()).not.toContain('redelivered');
+      const logs = cli.logs();
+      expect(logs.find((l) => l.msg === 'worker closed')).toMatchObject({ clean: false, unfinishedJobs: 0 });
+      // the 10 s windows were still open at the signal: their counts come out at shutdown (before: lost)
+      const closing = logs.findIndex((l) => l.msg === 'signal received: shutting down');
+      const summed = logs.slice(closing).filter((l) => String(l.msg).endsWith('(repeated)'));
+      expect(summed.map((l) => l.msg)).toContain('events queue connection error (repeated)');
+      for (const l of summed) expect(l.repeated).toBeGreaterThan(0);
+      // and each kind is logged whole once
+      const whole = logs.filter((l) => l.msg === 'events queue connection error');
+      expect(whole).toHaveLength(1);
+    } finally {
+      await stopProcess(cli);
+      if (!redis.isRunning) await redis.start();
+    }
+  }, 60_000);
 });

@@ -106,7 +106,7 @@ describe.each<TestDb>(withMssql(['sqlite', 'postgres']))('worker on %s: retries,
     const events = planRun({ seed: 23 });
     await publish(redis, prefix, [{ v: 1, events }], 'handback');
     await waitFor('a few failed tries', () => calls >= 2, 10_000, 10);
-    expect(await worker!.close(5_000)).toEqual({ clean: true });
+    expect(await worker!.close(5_000)).toEqual({ clean: true, unfinishedJobs: 0 });
     worker = undefined;
     const job = await queue.getJob('handback-0');
     expect(await job!.getState()).toBe('delayed');

@@ -168,7 +168,7 @@ describe('worker: health, readiness, metrics and shutdown (sqlite)', () => {
     await publish(redis, prefix, toJobData(events, 20));
     worker = await start({ concurrency: 5, batchSize: 50 }, slow);
     await waitFor('a first commit', () => worker!.stats().batches > 0, 10_000, 20);
-    expect(await worker.close(5_000)).toEqual({ clean: true });
+    expect(await worker.close(5_000)).toEqual({ clean: true, unfinishedJobs: 0 });
     const stored = await countRows(db.ds, 'plan_events');
     const left = await queueCounts(redis, prefix);
     expect(left.active).toBe(0);
@@ -187,7 +187,7 @@ describe('worker: health, readiness, metrics and shutdown (sqlite)', () => {
     worker = await start({ concurrency: 1, lockDurationMs: 1_000 }, hang);
     await waitFor('the job to be active', async () => (await queueCounts(redis, prefix)).active === 1, 10_000, 20);
     // returning at all proves the deadline: without it, close() waits on the hung write forever
-    expect(await worker.close(300)).toEqual({ clean: false });
+    expect(await worker.close(300)).toEqual({ clean: false, unfinishedJobs: 1 });
     worker = undefined;
     const counts = await queueCounts(redis, prefix);
     expect(counts.completed + counts.failed).toBe(0);

@@ -106,7 +106,7 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
   }, settings.shutdownTimeoutMs + 3_000);
   // Both at once, each within the deadline: a retention worker slow to close must not hold back the
   // events worker (whose jobs would then wait for their locks to expire).
-  const [, { clean }] = await Promise.all([
+  const [, { clean, unfinishedJobs }] = await Promise.all([
     retention.close().catch((err: Error) => logger.warn({ err }, 'retention scheduler did not close cleanly')),
     handle.close(settings.shutdownTimeoutMs),
   ]);
@@ -114,10 +114,14 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
   clearTimeout(watchdog);
   process.removeListener('SIGTERM', again);
   process.removeListener('SIGINT', again);
-  if (!clean) {
+  if (unfinishedJobs > 0) {
     // A hung driver call still holds its socket: exit rather than linger; BullMQ redelivers the jobs.
-    ctx.err(`plan-ledger: shutdown deadline (${settings.shutdownTimeoutMs} ms) reached; unfinished jobs will be redelivered`);
+    ctx.err(`plan-ledger: shutdown deadline (${settings.shutdownTimeoutMs} ms) reached; ${unfinishedJobs} unfinished job${unfinishedJobs === 1 ? '' : 's'} will be redelivered`);
     process.exit(EXIT.failed);
+  }
+  if (!clean) {
+    // Nothing was in flight, nothing is handed back: only the goodbye to an unreachable Redis ran late.
+    ctx.err(`plan-ledger: shutdown deadline (${settings.shutdownTimeoutMs} ms) reached with no job in flight; the Redis connections were dropped (is Redis reachable?)`);
   }
   // Everything this process opened is closed. A timer or socket a client library left behind (an
   // ioredis Cluster re-establishing a blocking connection after the queue's slot moved) must not

@@ -16,8 +16,9 @@ Retention (the worker also runs the retention scheduler: one run per tick, howev
 ${RETENTION_ENV_HELP.map(([name, help]) => `  ${name.padEnd(29)}${help}`).join('\n')}
 
 Logs: one JSON line per committed batch and per dead letter on stdout (LOG_LEVEL=debug adds one per job).
-Stops on SIGTERM/SIGINT: stops fetching, commits in-flight jobs, exits within SHUTDOWN_TIMEOUT_MS
-(a second signal exits at once; unfinished jobs are redelivered by BullMQ). A retention run still
+Stops on SIGTERM/SIGINT: stops fetching, commits in-flight jobs, exits within SHUTDOWN_TIMEOUT_MS:
+0 when no job was left unfinished (even if closing the Redis connections ran late), 1 with the
+count of jobs BullMQ will redeliver (a second signal exits 1 at once). A retention run still
 going at the deadline is abandoned; the next tick continues it.
 
 Examples:
