@@ -70,7 +70,8 @@ export interface WorkerHandle {
   idle(timeoutMs?: number): Promise<boolean>;
   /**
    * Stop fetching, finish in-flight jobs, close everything this function opened. Past `deadlineMs`
-   * in-flight jobs are abandoned (their locks expire and BullMQ redelivers them) and `clean` is false.
+   * in-flight jobs are abandoned (their locks expire and BullMQ redelivers them), `clean` is false
+   * and `unfinishedJobs` counts them (0: none was in flight, only the Redis connections closed late).
    * @defaultValue deadlineMs = settings.shutdownTimeoutMs (8000)
    */
   close(deadlineMs?: number): Promise<ShutdownResult>;
