@@ -81,6 +81,7 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
         await server.app.close();
         const closed = await openPublisher.close(settings.shutdownTimeoutMs);
         await closeQueues();
+        queueErrors.flush(); // the count of its last window
         await openDs.destroy().catch((err: Error) => logger.warn({ err }, 'closing the database failed'));
         return { flushed: closed.flushed };
       },
