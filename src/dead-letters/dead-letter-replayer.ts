@@ -95,10 +95,10 @@ export interface ReplayRef {
 /** The publisher's job size: a replayed job costs the worker what a live one does. */
 export const DEFAULT_REPLAY_BATCH = 500;
 /**
- * Batches a replay (or dry run) works on at once, without --rate: three, with short script calls
- * (WRITE_PAGE_SIZE), kept a 100k replay within 2x its dry run and a live queue beside it above
- * 0.5x of its throughput in every run; two left this process idle a third of the time waiting on
- * Redis (BENCHMARKS.md, "Dead letters").
+ * Batches a replay (or dry run) works on at once, without --rate. Three, with short script calls
+ * (WRITE_PAGE_SIZE): a 100k replay stayed within 2x its dry run, with a live queue beside it at
+ * 0.52-0.70x of its throughput, in 12 of 13 runs, against 6 of 8 with two batches and 250 entries
+ * per call; a fourth cost the live queue its share (BENCHMARKS.md, "Dead letters").
  */
 const REPLAY_BATCHES_IN_FLIGHT = 3;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

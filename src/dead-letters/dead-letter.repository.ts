@@ -16,7 +16,7 @@ export const SCAN_PAGE_SIZE = 1_000;
 /**
  * Entries a claim or removal script handles per call. Each call blocks Redis for its length (~0.3
  * ms at 50, ~1.5 ms at 250, ~6 ms at 1,000), and a live queue on the same Redis waits behind it: a
- * 100k replay beside one kept 0.58-0.68x of its throughput at 50 (three batches in flight), 0.47-0.68x
+ * 100k replay beside one kept 0.52-0.70x of its throughput at 50 (three batches in flight), 0.47-0.68x
  * at 250, 0.40-0.54x at 1,000; 25 cost the replay more round trips than it gave back
  * (BENCHMARKS.md, "Dead letters").
  */
