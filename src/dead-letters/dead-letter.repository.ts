@@ -325,9 +325,8 @@ export class DeadLetterRepository {
     for (let p = 0; p < ids.length; p += this.writePageSize) {
       const flat = (await client.eval(CLAIM_SCRIPT, 1, this.queue.toKey(''), token, String(ttlMs), ...ids.slice(p, p + this.writePageSize))) as string[];
       for (let i = 0; i < flat.length; i += 2) {
-        const data = parseData(flat[i + 1]);
-        const record = (data && typeof data === 'object' ? data : {}) as Partial<DeadLetter>;
-        claimed.push({ id: flat[i], eventId: str(record.eventId), event: record.event, replayCount: typeof record.replayCount === 'number' ? record.replayCount : 0 });
+        const record = asRecord(parseData(flat[i + 1]));
+        claimed.push({ id: flat[i], eventId: str(record.eventId), event: record.event, replayCount: replayCountOf(record) });
       }
     }
     return claimed;
@@ -454,6 +453,15 @@ function str(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
 }
 
+/** A job's parsed data as a record whose every field is checked where it is read. */
+function asRecord(rawData: unknown): Partial<DeadLetter> {
+  return (rawData && typeof rawData === 'object' ? rawData : {}) as Partial<DeadLetter>;
+}
+
+function replayCountOf(data: Partial<DeadLetter>): number {
+  return typeof data.replayCount === 'number' ? data.replayCount : 0;
+}
+
 /**
  * The job's data as a DeadLetter. Writers store a complete record; this only fills gaps (an entry
  * written by hand or by an older version) from the job itself so listing never crashes on one.
@@ -463,7 +471,7 @@ export function toDeadLetter(job: Job): DeadLetter {
 }
 
 export function toDeadLetterFrom(id: string, name: string, timestamp: number, rawData: unknown): DeadLetter {
-  const data = (rawData && typeof rawData === 'object' ? rawData : {}) as Partial<DeadLetter>;
+  const data = asRecord(rawData);
   // only for a record without times (an ISO string per entry is a cost a 100k listing feels)
   const addedAt = (): string => new Date(timestamp || 0).toISOString();
   const kind = (DEAD_LETTER_KINDS as readonly string[]).includes(String(data.kind ?? name)) ? ((data.kind ?? name) as DeadLetterKind) : 'unprocessable';
@@ -484,6 +492,6 @@ export function toDeadLetterFrom(id: string, name: string, timestamp: number, ra
     lastFailedAt: str(data.lastFailedAt) ?? addedAt(),
     source: data.source && typeof data.source === 'object' ? data.source : { queue: '?', jobId: '?' },
     workerVersion: str(data.workerVersion) ?? '?',
-    replayCount: typeof data.replayCount === 'number' ? data.replayCount : 0,
+    replayCount: replayCountOf(data),
   };
 }

@@ -25,7 +25,7 @@ export class Opened {
     return thing;
   }
 
-  /** Runs once everything is closed, even if a close failed: the repeated-error logs sum up their last window. */
+  /** Runs at finishClose(), after closeAll() or its deadline: the repeated-error logs sum up their last window. */
   afterClose(fn: () => void): void {
     this.lastly.push(fn);
   }
@@ -34,10 +34,9 @@ export class Opened {
     for (const { name, close } of this.closers.splice(0).reverse()) {
       await close(clean).catch((err) => this.logger.warn({ err, what: name }, 'close failed'));
     }
-    this.finishClose();
   }
 
-  /** What afterClose() registered, once; for a shutdown whose closeAll() ran past its deadline too. */
+  /** What afterClose() registered, once (the shutdown calls it whether or not closeAll() finished in time). */
   finishClose(): void {
     for (const fn of this.lastly.splice(0)) fn();
   }
