@@ -11,7 +11,9 @@
 import { randomUUID } from 'node:crypto';
 import type { JobsOptions, Queue } from 'bullmq';
 import type { Logger } from '../shared/logger';
-import { EVENT_BATCH_JOB, EventBatchJobData } from '../queue/queue-names';
+import { encodeBatch } from '../queue/batch-encoding';
+import { EVENT_BATCH_JOB } from '../queue/queue-names';
+import { addRawJobs, RawJobData } from '../queue/raw-batch-queue';
 import { deadLetteredAt } from './dead-letter-filter';
 import type { ClaimedLetter, DeadLetterRepository } from './dead-letter.repository';
 
@@ -234,12 +236,9 @@ async function replayChunk(ctx: ReplayContext, chunk: ReplayRef[], summary: Repl
 /** One job for the whole batch, then (only then) the dead letters go. */
 async function sendBatch(ctx: ReplayContext, letters: ClaimedLetter[], token: string): Promise<string> {
   const jobId = `replay-${randomUUID()}`;
-  const data: EventBatchJobData = {
-    v: 1,
-    events: letters.map((dl) => dl.event),
-    replayCounts: letters.map((dl) => dl.replayCount + 1),
-  };
-  await ctx.events.addBulk([{ name: EVENT_BATCH_JOB, data, opts: { ...ctx.jobOptions, jobId } }]);
+  // EventBatchJobData, laid out from the events' stored bytes: nothing parsed or encoded again
+  const data = new RawJobData(encodeBatch(letters.map((dl) => dl.eventJson), letters.map((dl) => dl.replayCount + 1)));
+  await addRawJobs(ctx.events, [{ name: EVENT_BATCH_JOB, data, opts: { ...ctx.jobOptions, jobId } }]);
   await ctx.repository.remove(letters.map((dl) => dl.id), token);
   return jobId;
 }

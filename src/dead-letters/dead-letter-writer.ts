@@ -4,7 +4,8 @@ import type { ConnectionOptions } from 'bullmq';
 import type { Violation } from '../contracts';
 import { DEAD_LETTER_QUEUE } from '../queue/queue-names';
 import type { DeadLetter, DeadLetterKind } from './dead-letter';
-import { DeadLetterRepository } from './dead-letter.repository';
+import { addRawJobs, RawJobData } from '../queue/raw-batch-queue';
+import { DeadLetterRepository, encodeDeadLetter } from './dead-letter.repository';
 
 /** Where a dead-lettered event came from and how hard it was tried. */
 export interface DeadLetterProvenance {
@@ -87,17 +88,22 @@ export class DeadLetterWriter {
 
   async write(letters: DeadLetter[]): Promise<void> {
     if (letters.length === 0) return;
-    await this.queue.addBulk(
-      letters.map((letter) => ({
+    // each record laid out with its event last (encodeDeadLetter), so a replay can cut it out
+    const encoded = letters.map((letter) => encodeDeadLetter(letter));
+    await addRawJobs(
+      this.queue,
+      letters.map((letter, i) => ({
         name: letter.kind,
-        data: letter,
+        data: new RawJobData(encoded[i].bytes),
         // Kept until `dlq purge` / `dlq replay` removes them: the dead-letter queue is a store.
         opts: { jobId: letter.id, removeOnComplete: false, removeOnFail: false },
       })),
     );
     // then its summary beside it, so that listings and stats never decode the event: a crash in
-    // between leaves entries without one, which readers decode as before
-    await new DeadLetterRepository(this.queue).addSummaries(letters);
+    // between leaves entries without one, which readers decode as before (and a replay parses)
+    await new DeadLetterRepository(this.queue).addSummaries(
+      letters.map((letter, i) => ({ id: letter.id, bytes: encoded[i].bytes.length, replayField: encoded[i].replayField })),
+    );
   }
 
   async close(): Promise<void> {

@@ -29,15 +29,46 @@ export const CLAIM_TTL_MS = 600_000;
 export type DeadLetterSummary = Omit<DeadLetter, 'event' | 'error'> & { error: { message: string; code?: string } };
 
 /**
- * What a replay needs of a claimed entry, read straight from its record: the rest (error, stack,
- * violations, provenance) is dropped as soon as it is parsed, so a batch waiting on Redis holds
- * only its events (at 100k, a third fewer garbage collections than full DeadLetters).
+ * What a replay needs of a claimed entry: the event as the JSON bytes it is stored as (cut out of
+ * the record inside Redis, see REPLAY_FIELD), its id and its replay count. Nothing is parsed or
+ * encoded again on the way back to the events queue; an entry written without that layout (by an
+ * older version) is parsed and its event encoded here.
  */
 export interface ClaimedLetter {
   id: string;
   eventId: string | null;
-  event: unknown;
+  /** The event's JSON text, UTF-8. */
+  eventJson: Buffer;
   replayCount: number;
+}
+
+/**
+ * The writer's layout of a record (encodeDeadLetter): the event is its last field, so the record's
+ * bytes end in `,"event":<event JSON>}`, and the entry's REPLAY_FIELD says `<event bytes>
+ * <replay count> <event id>`. A claim cuts the event out of the record with one `string.sub` (no
+ * JSON decoded in Redis or here), after checking that the bytes around the cut are that frame.
+ */
+const REPLAY_FIELD = 'pl:replay';
+const EVENT_FRAME = ',"event":';
+
+/** Lua: the event's length in `data` by the layout `r` (REPLAY_FIELD), or nil if the bytes do not frame it. */
+const LUA_EVENT_LENGTH = `
+local function eventLength(data, r)
+  local n = r and tonumber(string.match(r, '^(%d+) '))
+  if n and n + ${EVENT_FRAME.length + 1} <= #data and string.sub(data, -1) == '}' and string.sub(data, -(n + ${EVENT_FRAME.length + 1}), -(n + 2)) == '${EVENT_FRAME}' then return n end
+end
+`;
+
+/** A record as the writer stores it: its bytes (the event last) and its REPLAY_FIELD ('' without an event). */
+export function encodeDeadLetter(letter: DeadLetter): { bytes: Buffer; replayField: string } {
+  const { event, ...rest } = letter;
+  const head = JSON.stringify(rest);
+  const eventJson = event === undefined ? undefined : JSON.stringify(event);
+  const count = letter.replayCount;
+  // anything unusual is stored as a plain record, which a replay parses
+  if (eventJson === undefined || head === '{}' || !Number.isSafeInteger(count) || count < 0) return { bytes: Buffer.from(JSON.stringify(letter), 'utf8'), replayField: '' };
+  const bytes = Buffer.from(`${head.slice(0, -1)}${EVENT_FRAME}${eventJson}}`, 'utf8');
+  return { bytes, replayField: `${Buffer.byteLength(eventJson, 'utf8')} ${count} ${letter.eventId ?? ''}` };
 }
 
 /**
@@ -75,18 +106,22 @@ end
 `;
 
 /**
- * Stores the summary fields of ARGV[1..] (ids of entries just written), computed from the stored
- * data; entries that have them already (a redelivered dead letter, whose add BullMQ ignored) keep
- * theirs, entries that do not exist are skipped.
+ * Stores the summary fields of entries just written, computed from the stored data, and their
+ * REPLAY_FIELD: ARGV holds (id, the record's byte length, REPLAY_FIELD) per entry, and the field is
+ * stored only if the stored record is the one described (the same length, the event framed where
+ * it says). Entries that have them already (a redelivered dead letter, whose add BullMQ ignored)
+ * keep theirs, entries that do not exist are skipped.
  */
-const ADD_SUMMARIES_SCRIPT = `${LUA_SUMMARY}
-for i = 1, #ARGV do
+const ADD_SUMMARIES_SCRIPT = `${LUA_SUMMARY}${LUA_EVENT_LENGTH}
+for i = 1, #ARGV, 3 do
   local key = KEYS[1] .. ARGV[i]
   if redis.call('EXISTS', key) == 1 and redis.call('HEXISTS', key, '${AT_FIELD}') == 0 then
     local v = redis.call('HMGET', key, 'name', 'data')
     local d = decoded(v[2])
     local kind, t, at = statsOf(d, v[1] or '')
     redis.call('HSET', key, '${SUMMARY_FIELD}', summaryOf(d), '${KIND_FIELD}', kind, '${TYPE_FIELD}', t, '${AT_FIELD}', at)
+    local r = ARGV[i + 2]
+    if v[2] and tostring(#v[2]) == ARGV[i + 1] and eventLength(v[2], r) then redis.call('HSET', key, '${REPLAY_FIELD}', r) end
   end
 end
 return 0`;
@@ -180,10 +215,11 @@ const CLAIM_FIELD = 'pl:claim';
 
 /**
  * Claims ARGV[3..] for token ARGV[1] for ARGV[2] ms and reads the entries claimed (existing, and
- * unclaimed or with a claim past its expiry): id, data. One round trip; Redis's clock decides
+ * unclaimed or with a claim past its expiry): id, REPLAY_FIELD and the event's bytes, or, for an
+ * entry without that layout, id, '' and the whole record. One round trip; Redis's clock decides
  * expiry, so replays on hosts with skewed clocks agree.
  */
-const CLAIM_SCRIPT = `
+const CLAIM_SCRIPT = `${LUA_EVENT_LENGTH}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local claim = tostring(now + tonumber(ARGV[2])) .. ':' .. ARGV[1]
@@ -191,7 +227,7 @@ local out = {}
 for i = 3, #ARGV do
   local id = ARGV[i]
   local key = KEYS[1] .. id
-  local v = redis.call('HMGET', key, 'name', 'data', '${CLAIM_FIELD}')
+  local v = redis.call('HMGET', key, 'name', 'data', '${CLAIM_FIELD}', '${REPLAY_FIELD}')
   if v[1] then
     local held = v[3]
     if held then
@@ -200,8 +236,16 @@ for i = 3, #ARGV do
     end
     if not held then
       redis.call('HSET', key, '${CLAIM_FIELD}', claim)
+      local data = v[2] or '{}'
+      local n = eventLength(data, v[4])
       out[#out + 1] = id
-      out[#out + 1] = v[2] or '{}'
+      if n then
+        out[#out + 1] = v[4]
+        out[#out + 1] = string.sub(data, -(n + 1), -2)
+      else
+        out[#out + 1] = ''
+        out[#out + 1] = data
+      end
     end
   end
 end
@@ -278,12 +322,15 @@ export class DeadLetterRepository {
     return rows;
   }
 
-  /** Stores the summary fields of entries just written (see SUMMARY_FIELD). */
-  async addSummaries(letters: ReadonlyArray<Pick<DeadLetter, 'id'>>): Promise<void> {
+  /**
+   * Stores the summary fields of entries just written (see SUMMARY_FIELD) and, for those stored as
+   * encodeDeadLetter laid them out, their REPLAY_FIELD.
+   */
+  async addSummaries(letters: ReadonlyArray<{ id: string; bytes?: number; replayField?: string }>): Promise<void> {
     if (letters.length === 0) return;
     const client = await this.redis();
-    const ids = letters.map((l) => l.id);
-    for (let p = 0; p < ids.length; p += this.pageSize) await client.eval(ADD_SUMMARIES_SCRIPT, 1, this.queue.toKey(''), ...ids.slice(p, p + this.pageSize));
+    const args = letters.map((l) => [l.id, String(l.bytes ?? ''), l.replayField ?? '']);
+    for (let p = 0; p < args.length; p += this.pageSize) await client.eval(ADD_SUMMARIES_SCRIPT, 1, this.queue.toKey(''), ...args.slice(p, p + this.pageSize).flat());
   }
 
   /** Summaries of `ids` that still exist, in that order. */
@@ -323,11 +370,9 @@ export class DeadLetterRepository {
     const client = await this.redis();
     const claimed: ClaimedLetter[] = [];
     for (let p = 0; p < ids.length; p += this.writePageSize) {
-      const flat = (await client.eval(CLAIM_SCRIPT, 1, this.queue.toKey(''), token, String(ttlMs), ...ids.slice(p, p + this.writePageSize))) as string[];
-      for (let i = 0; i < flat.length; i += 2) {
-        const record = asRecord(parseData(flat[i + 1]));
-        claimed.push({ id: flat[i], eventId: str(record.eventId), event: record.event, replayCount: replayCountOf(record) });
-      }
+      // as Buffers: an event's bytes go back to Redis as they came, never decoded to a string
+      const flat = (await client.callBuffer('EVAL', CLAIM_SCRIPT, 1, this.queue.toKey(''), token, String(ttlMs), ...ids.slice(p, p + this.writePageSize))) as Buffer[];
+      for (let i = 0; i < flat.length; i += 3) claimed.push(claimedLetter(flat[i].toString('utf8'), flat[i + 1], flat[i + 2]));
     }
     return claimed;
   }
@@ -447,6 +492,22 @@ export function toSummary(dl: DeadLetter): DeadLetterSummary {
     workerVersion: dl.workerVersion,
     replayCount: dl.replayCount,
   };
+}
+
+/** A claim's answer for one entry: REPLAY_FIELD and the event's bytes, or '' and the whole record. */
+function claimedLetter(id: string, replayField: Buffer, payload: Buffer): ClaimedLetter {
+  if (replayField.length > 0) {
+    // the event's bytes, checked by the claim; the field is `<event bytes> <replay count> <event id>`
+    const text = replayField.toString('utf8');
+    const a = text.indexOf(' ');
+    const b = text.indexOf(' ', a + 1);
+    const count = b > a ? Number(text.slice(a + 1, b)) : NaN;
+    const eventId = b > a ? text.slice(b + 1) : '';
+    return { id, eventId: eventId === '' ? null : eventId, eventJson: payload, replayCount: Number.isSafeInteger(count) ? count : 0 };
+  }
+  const record = asRecord(parseData(payload.toString('utf8')));
+  // JSON.stringify(undefined) is undefined: an entry without an event replays as null, as an array element would encode it
+  return { id, eventId: str(record.eventId), eventJson: Buffer.from(JSON.stringify(record.event) ?? 'null', 'utf8'), replayCount: replayCountOf(record) };
 }
 
 function str(value: unknown): string | null {

@@ -1,4 +1,4 @@
-import { encodeBatch, encodeRecord } from './batch-encoding';
+import { encodeBatch, encodeRecord } from '../queue/batch-encoding';
 import type { JournalReader, JournalRecord } from './journal-reader';
 import type { Batch, MemoryBuffer } from './memory-buffer';
 import type { RedisLink } from './redis-link';

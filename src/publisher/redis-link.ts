@@ -3,7 +3,7 @@ import { createRedis, RedisClient, RedisTarget } from '../queue/connect-redis';
 import { EVENTS_QUEUE, EVENT_BATCH_JOB } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
 import { RateLimitedLog } from './rate-limited-log';
-import { RawBatchQueue, RawJobData } from './raw-batch-queue';
+import { RawBatchQueue, RawJobData } from '../queue/raw-batch-queue';
 
 export interface RedisLinkConfig {
   /** REDIS_URL or REDIS_CLUSTER_NODES. */

@@ -82,16 +82,24 @@ describe('dead letters: stored summaries', () => {
   it('a replay whose third batch cannot be sent says where it stopped; every event is either queued once or still a dead letter', async () => {
     const letters = await q.write(...Array.from({ length: 100 }, () => letter({ kind: 'invalid' })));
     let calls = 0;
-    // the real queue, whose third add fails as a Redis outage would make it
-    const events = new Proxy(q.events, {
-      get(target, prop, receiver) {
-        if (prop === 'addBulk') {
-          return async (...args: Parameters<Queue['addBulk']>) => {
+    // the real queue, whose third job add fails as a Redis outage would make it (the replay adds
+    // its jobs through BullMQ's Job.createBulk, which hands them to the queue's backend)
+    const backend = new Proxy(q.events.backend, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (prop === 'addJobs') {
+          return async (...args: unknown[]) => {
             calls += 1;
             if (calls === 3) throw new Error('Connection is closed.');
-            return target.addBulk(...args);
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
           };
         }
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const events = new Proxy(q.events, {
+      get(target, prop, receiver) {
+        if (prop === 'backend') return backend;
         const value = Reflect.get(target, prop, receiver);
         return typeof value === 'function' ? value.bind(target) : value;
       },

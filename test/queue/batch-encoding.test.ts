@@ -1,5 +1,5 @@
-/** The job data bytes the publisher hands to Redis parse back to EventBatchJobData, whatever the text. */
-import { encodeBatch, encodeRecord } from '../../src/publisher/batch-encoding';
+/** The job data bytes the publisher and dlq replay hand to Redis parse back to EventBatchJobData, whatever the text. */
+import { encodeBatch, encodeRecord } from '../../src/queue/batch-encoding';
 
 describe('batch encoding', () => {
   const events = [
@@ -14,6 +14,13 @@ describe('batch encoding', () => {
     expect(JSON.parse(encodeBatch(texts).toString('utf8'))).toEqual({ v: 1, events });
     expect(JSON.parse(encodeBatch([texts[2]]).toString('utf8'))).toEqual({ v: 1, events: [events[2]] });
     expect(encodeBatch(texts).length).toBe(Buffer.byteLength(`{"v":1,"events":[${texts.join(',')}]}`));
+  });
+
+  it('takes the events as UTF-8 bytes too, and adds replay counts after them (dlq replay)', () => {
+    const bytes = texts.map((t) => Buffer.from(t, 'utf8'));
+    expect(JSON.parse(encodeBatch(bytes, [1, 2, 3, 4]).toString('utf8'))).toEqual({ v: 1, events, replayCounts: [1, 2, 3, 4] });
+    expect(encodeBatch([texts[0], bytes[1]], [0, 7]).toString('utf8')).toBe(JSON.stringify({ v: 1, events: events.slice(0, 2), replayCounts: [0, 7] }));
+    expect(() => encodeBatch(bytes, [1])).toThrow('encodeBatch: 4 events but 1 replay counts');
   });
 
   it('wraps a journal record (an encoded events array) the same way', () => {
