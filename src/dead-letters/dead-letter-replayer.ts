@@ -164,7 +164,7 @@ export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource
   };
   // the replayed events' ids, to find those dead-lettered again: only when waiting for the outcome
   const replayedEventIds = opts.waitMs !== undefined ? new Set<string>() : undefined;
-  // one token per run: its claims are its own, and only it may remove what it claimed
+  // one token per run: its claims are its own (another replay skips what it holds)
   const token = `replay-${randomUUID()}`;
   let done = 0;
   // Three batches at a time (one with --rate): while Redis adds and removes some, this process reads
@@ -228,18 +228,18 @@ async function replayChunk(ctx: ReplayContext, chunk: ReplayRef[], summary: Repl
   if (letters.length === 0) return;
   // counted before sending: afterwards the worker may store them and all would look like no-ops
   await addStored(ctx, summary, letters);
-  summary.jobIds.push(await sendBatch(ctx, letters, token));
+  summary.jobIds.push(await sendBatch(ctx, letters));
   summary.replayed += letters.length;
   if (replayedEventIds) for (const dl of letters) if (dl.eventId) replayedEventIds.add(dl.eventId.toLowerCase());
 }
 
 /** One job for the whole batch, then (only then) the dead letters go. */
-async function sendBatch(ctx: ReplayContext, letters: ClaimedLetter[], token: string): Promise<string> {
+async function sendBatch(ctx: ReplayContext, letters: ClaimedLetter[]): Promise<string> {
   const jobId = `replay-${randomUUID()}`;
   // EventBatchJobData, laid out from the events' stored bytes: nothing parsed or encoded again
   const data = new RawJobData(encodeBatch(letters.map((dl) => dl.eventJson), letters.map((dl) => dl.replayCount + 1)));
   await addRawJobs(ctx.events, [{ name: EVENT_BATCH_JOB, data, opts: { ...ctx.jobOptions, jobId } }]);
-  await ctx.repository.remove(letters.map((dl) => dl.id), token);
+  await ctx.repository.remove(letters.map((dl) => dl.id));
   return jobId;
 }
 

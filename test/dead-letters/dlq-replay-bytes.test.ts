@@ -78,7 +78,7 @@ describe('dead letters: a replay sends the events as stored', () => {
         // the layout is there for the first half only
         expect(await q.redis.hexists(q.deadLetters.toKey(laidOut[0].id), 'pl:replay')).toBe(1);
         expect(await q.redis.hexists(q.deadLetters.toKey(plain[0].id), 'pl:replay')).toBe(0);
-        await repository.remove(claimed.map((c) => c.id), token);
+        await repository.remove(claimed.map((c) => c.id));
       }),
       { numRuns: 60 },
     );
