@@ -1,4 +1,16 @@
-import { eventIdV7 } from '../../src/publisher/event-id';
+import type { eventIdV7 as EventIdV7 } from '../../src/publisher/event-id';
+
+/**
+ * The generator keeps its last ms in module state, and these tests move it to 2030-2032: each test
+ * gets a module of its own, so none depends on which ran before it (or on their order).
+ */
+function freshGenerator(): typeof EventIdV7 {
+  let fn: typeof EventIdV7 | undefined;
+  jest.isolateModules(() => {
+    fn = (require('../../src/publisher/event-id') as { eventIdV7: typeof EventIdV7 }).eventIdV7;
+  });
+  return fn!;
+}
 
 const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 /** The Unix ms in an id's first 48 bits. */
@@ -6,6 +18,11 @@ const msOf = (id: string) => parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
 const counterOf = (id: string) => parseInt(id.slice(15, 18), 16);
 
 describe('eventIdV7 (the ids the publisher stamps)', () => {
+  let eventIdV7: typeof EventIdV7;
+  beforeEach(() => {
+    eventIdV7 = freshGenerator();
+  });
+
   it('is an RFC 9562 version 7 UUID carrying the time in ms', () => {
     const before = Date.now();
     const id = eventIdV7();
