@@ -3,7 +3,9 @@
  * - a replay claims each dead letter before sending it (a field of the entry's job hash, void
  *   ten minutes later): a second replay running at the same time skips what the first claimed, so
  *   an event is never sent twice and a failing one never comes back as two dead letters;
- * - each event travels with its original `eventId`, so the database stores it at most once;
+ * - each event travels with its original `eventId`, so the database stores it at most once, and
+ *   as the bytes it was stored as (encodeDeadLetter's layout): a replay parses no record and
+ *   encodes no event again, so what the executor sent is what the worker reads;
  * - a dead letter is removed only after the job carrying its event was added. A crash in between
  *   leaves the event both queued and dead-lettered: the next replay is a harmless duplicate. The
  *   reverse order could lose an event, so it is never done.
@@ -98,9 +100,9 @@ export interface ReplayRef {
 export const DEFAULT_REPLAY_BATCH = 500;
 /**
  * Batches a replay (or dry run) works on at once, without --rate. Three, with short script calls
- * (WRITE_PAGE_SIZE): a 100k replay stayed within 2x its dry run, with a live queue beside it at
- * 0.52-0.70x of its throughput, in 12 of 13 runs, against 6 of 8 with two batches and 250 entries
- * per call; a fourth cost the live queue its share (BENCHMARKS.md, "Dead letters").
+ * (WRITE_PAGE_SIZE): a 100k replay took 1.44-1.87x its dry run, with a live queue beside it at
+ * 0.53-0.68x of its throughput, in 20 of 20 runs (both targets met in each); a fourth batch took
+ * the live queue down to 0.48-0.62x (BENCHMARKS.md, "Dead letters", 2026-11-25 session 3).
  */
 const REPLAY_BATCHES_IN_FLIGHT = 3;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
