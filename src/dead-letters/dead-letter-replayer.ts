@@ -17,6 +17,7 @@ import { encodeBatch } from '../queue/batch-encoding';
 import { EVENT_BATCH_JOB } from '../queue/queue-names';
 import { addRawJobs, RawJobData } from '../queue/raw-batch-queue';
 import { deadLetteredAt } from './dead-letter-filter';
+import { DEFAULT_REPLAY_BATCH } from './replay-defaults';
 import type { ClaimedLetter, DeadLetterRepository } from './dead-letter.repository';
 
 /** Answers "which of these events are stored already"; `PlanEventStore` implements it. */
@@ -96,8 +97,7 @@ export interface ReplayRef {
   eventId: string | null;
 }
 
-/** The publisher's job size: a replayed job costs the worker what a live one does. */
-export const DEFAULT_REPLAY_BATCH = 500;
+export { DEFAULT_REPLAY_BATCH };
 /**
  * Batches a replay (or dry run) works on at once, without --rate. Three, with short script calls
  * (WRITE_PAGE_SIZE): a 100k replay took 1.44-1.87x its dry run, with a live queue beside it at

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import { EXIT_HELP } from '../exit-codes';
-import { DEFAULT_REPLAY_BATCH } from '../../dead-letters/dead-letter-replayer';
+import { DEFAULT_REPLAY_BATCH } from '../../dead-letters/replay-defaults';
 import type { JsonOption, ListOptions, PurgeCliOptions, ReplayCliOptions } from './dlq.actions';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
