@@ -57,6 +57,13 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
   let db: Awaited<ReturnType<typeof createMigratedDb>>;
   let worker: WorkerHandle | undefined;
   const queues: Queue[] = [];
+  /** The events queue under `prefix`, closed after the file; the later tests stop Redis under it, so its connection errors are expected (without a listener BullMQ prints each one). */
+  const openQueue = (prefix: string): Queue => {
+    const queue = new Queue(EVENTS_QUEUE, { connection: client, prefix });
+    queue.on('error', () => undefined);
+    queues.push(queue);
+    return queue;
+  };
 
   beforeAll(async () => {
     redis = await RedisProcess.create();
@@ -87,8 +94,7 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
 
   it('keeps no payload once a job completes, and drains more events than maxmemory could ever hold', async () => {
     const prefix = uniquePrefix('full');
-    const queue = new Queue(EVENTS_QUEUE, { connection: client, prefix });
-    queues.push(queue);
+    const queue = openQueue(prefix);
     const events = heavyEvents(12_000, 81); // ~30 MB of event data through a 12 MB Redis
     worker = await start(prefix);
     expect(await addAll(queue, toJobData(events, 200), Date.now() + 120_000)).toBe(true);
@@ -101,8 +107,7 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
 
   it('starts on a Redis already over maxmemory, full of completed jobs with their data (older publishers), and drains it', async () => {
     const prefix = uniquePrefix('full2');
-    const queue = new Queue(EVENTS_QUEUE, { connection: client, prefix });
-    queues.push(queue);
+    const queue = openQueue(prefix);
     const before = await countRows(db.ds, 'plan_events');
     await client.config('SET', 'maxmemory', '0');
     const baseline = await usedMemory();
@@ -133,8 +138,7 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
 
   it('plan-ledger worker (the CLI, retention scheduler included) starts on a Redis over maxmemory, drains it and exits 0', async () => {
     const prefix = uniquePrefix('full3');
-    const queue = new Queue(EVENTS_QUEUE, { connection: client, prefix });
-    queues.push(queue);
+    const queue = openQueue(prefix);
     const before = await countRows(db.ds, 'plan_events');
     await client.config('SET', 'maxmemory', '0');
     // completed jobs an older publisher left with their data (what a relief can free), then a backlog
@@ -163,8 +167,7 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
 
   it('a Redis full of data the worker cannot free: it waits between fetches, logs each kind of refusal once (with a count), and drains once Redis has room', async () => {
     const prefix = uniquePrefix('full4');
-    const queue = new Queue(EVENTS_QUEUE, { connection: client, prefix });
-    queues.push(queue);
+    const queue = openQueue(prefix);
     const before = await countRows(db.ds, 'plan_events');
     await client.config('SET', 'maxmemory', '0');
     const backlog = toJobData(manyPlanRuns(300, { seed: 86 }), 100);
@@ -210,8 +213,7 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
       await new Promise((r) => setTimeout(r, 5_000)); // every client reconnects, and fails, again and again
       await redis.start();
       await client.config('SET', 'maxmemory', String(MAXMEMORY));
-      const queue = new Queue(EVENTS_QUEUE, { connection: client, prefix });
-      queues.push(queue);
+      const queue = openQueue(prefix);
       const before = await countRows(db.ds, 'plan_events');
       const jobs = toJobData(manyPlanRuns(100, { seed: 87 }), 50);
       await addJobs(queue, jobs, 'down');
