@@ -37,8 +37,7 @@ export class RedisRelief {
   /** Reliefs done (tests, metrics). */
   count = 0;
 
-  /** Tried again on every refused fetch while Redis stays full: one line a minute, with the count. */
-  /** Failures to free memory, one line per window (flushed at shutdown). */
+  /** Failures to free memory, tried again on every refused fetch while Redis stays full: one line a minute, with the count (flushed at shutdown). */
   readonly failures: RepeatedLog;
 
   constructor(private readonly deps: RedisReliefDeps) {
