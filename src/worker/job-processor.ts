@@ -85,9 +85,10 @@ export function createJobProcessor(deps: JobProcessorDeps) {
         pushAll(deadLetters, exhausted);
       } else {
         outcome = write.outcome;
-        const byId = new Map(valid.map((v) => [v.event.eventId, v]));
+        // by the event object, not its id: two copies of one id (a conflict) are two letters
+        const sourceOf = new Map(valid.map((v) => [v.event, v]));
         const refused = outcome.refused.map(({ event, error }) => {
-          const source = byId.get(event.eventId)!;
+          const source = sourceOf.get(event)!;
           const kind = error instanceof EventConflictError ? 'conflict' : 'unprocessable';
           if (kind === 'conflict') deps.metrics.eventConflicts.inc();
           return letter(job, kind, source.raw, source.index, reasonOf(error, 'refused by the database'), write.tries, new Date());

@@ -160,6 +160,23 @@ describe.each<TestDb>(withMssql(['sqlite', 'postgres']))('worker on %s: retries,
     expect(await worker!.metrics.text()).toMatch(/^plan_ledger_event_id_conflicts_total 2$/m);
   });
 
+  it('two copies of a stored event id in one job (lower- and upper-case), each with other content, become two conflict dead letters', async () => {
+    const run = planRun({ seed: 43, steps: 2 });
+    await new PlanEventStore(db.ds).persist(run);
+    const original = run.find((e) => e.type === 'step.completed') as Extract<PlanEvent, { type: 'step.completed' }>;
+    const lower = { ...original, payload: { ...original.payload, outputTokens: original.payload.outputTokens + 1 } };
+    const upper = { ...original, eventId: original.eventId.toUpperCase(), payload: { ...original.payload, model: 'another-model' } };
+    await publish(redis, prefix, [{ v: 1, events: [lower, upper] }], 'copies');
+    await start(new PlanEventStore(db.ds));
+    expect(await worker!.idle(30_000)).toBe(true);
+    expect(await countRows(db.ds, 'plan_events')).toBe(run.length);
+    const letters = await readDeadLetters(redis, prefix);
+    expect(letters.map((l) => l.kind)).toEqual(['conflict', 'conflict']);
+    // each letter keeps its own copy, as sent
+    expect(letters.map((l) => l.event).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual([lower, upper].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))));
+    expect(await worker!.metrics.text()).toMatch(/^plan_ledger_event_id_conflicts_total 2$/m);
+  });
+
   it('isolates a job the database refuses: other jobs of the batch commit, the refused event is dead-lettered as unprocessable', async () => {
     const real = new PlanEventStore(db.ds);
     const runs = [1, 2, 3, 4].map((n) => planRun({ seed: 30 + n, steps: 2 }));
