@@ -3,6 +3,7 @@ import type { PlanEvent } from '../contracts';
 import { chunk, valuesPerInList } from './batch-limits';
 import type { Dialect } from './dialect';
 import { ENTITY, PlanEventRow } from './entities';
+import { isVoidedSeq } from './projection/voided-seq';
 
 /** What names an event in a conflict: enough for an operator to find both. */
 export interface EventRef {
@@ -47,6 +48,8 @@ export function assertSameEvent(event: PlanEvent, stored: PlanEvent | PlanEventR
 }
 
 function sameContent(event: PlanEvent, other: PlanEvent | PlanEventRow): boolean {
+  // one refused event voids its seq once: a later record of the same refusal is the same fact
+  if (isVoidedSeq(event) && isVoidedSeq(other)) return Number(other.seq) === event.seq;
   if (other.type !== event.type || Number(other.seq) !== event.seq || other.sessionId !== event.sessionId || Number(other.specVersion) !== event.specVersion) return false;
   if (new Date(other.occurredAt).getTime() !== Date.parse(event.occurredAt)) return false;
   const payload = typeof other.payload === 'string' ? JSON.parse(other.payload) : other.payload;

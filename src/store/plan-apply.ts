@@ -8,6 +8,7 @@ import type { CachedPlanRows, CacheStage, PlanRowCache } from './plan-row-cache'
 import { PlanWrites } from './plan-writes';
 import { canonicalOrder, definingCreated, SeqRun } from './projection/event-order';
 import { CreatedEvent, PlanProjection } from './projection/plan-projection';
+import { isVoidedSeq } from './projection/voided-seq';
 import { RowWriter } from './row-writer';
 
 /**
@@ -80,11 +81,14 @@ export class PlanApplier {
     const direct: Array<{ head: LockedHead; events: PlanEvent[] }> = [];
     const viaLog: Array<{ head: LockedHead; events: PlanEvent[] }> = [];
     const rebuild: LockedHead[] = [];
-    for (const [planId, events] of byPlan(fresh)) {
+    for (const [planId, all] of byPlan(fresh)) {
       const head = this.heads.get(planId)!;
+      // a voided seq behind the watermark is only recorded: it changes no row, so nothing to rebuild
+      const events = head.appliedSeq === null ? all : withoutVoidedUpTo(all, head.appliedSeq);
+      const lastSeq = all[all.length - 1].seq;
+      this.setHead(head, { eventCount: head.eventCount + all.length, lastSeq: lastSeq > head.lastSeq ? lastSeq : head.lastSeq, pending: head.pendingEvents + events.length });
+      if (events.length === 0) continue;
       const action = actionFor(head, events);
-      const lastSeq = events[events.length - 1].seq;
-      this.setHead(head, { eventCount: head.eventCount + events.length, lastSeq: lastSeq > head.lastSeq ? lastSeq : head.lastSeq, pending: head.pendingEvents + events.length });
       if (action === 'apply') direct.push({ head, events });
       else if (action === 'apply-with-log') viaLog.push({ head, events });
       else if (action === 'rebuild') rebuild.push(head);
@@ -271,6 +275,12 @@ export class PlanApplier {
     await this.writes.write(new RowWriter(this.m, this.dialect));
     await writeHeads(this.m, this.dialect, [...this.nextHeads.values()].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0)));
   }
+}
+
+/** `events` without the voided seqs at or below `watermark` (the same array when there is none). */
+function withoutVoidedUpTo(events: PlanEvent[], watermark: number): PlanEvent[] {
+  if (!events.some((e) => e.seq <= watermark && isVoidedSeq(e))) return events;
+  return events.filter((e) => !(e.seq <= watermark && isVoidedSeq(e)));
 }
 
 /**

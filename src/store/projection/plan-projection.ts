@@ -2,6 +2,7 @@ import type { PlanEvent, StepSpec } from '../../contracts';
 import type { ExecutionPlanRow, PlanDecisionRow, PlanHandoffRow, PlanStepRow, WorkflowCheckpointRow, WorkflowDagRow } from '../entities';
 import { dagLayers } from './dag-layers';
 import { derivedId } from './derived-id';
+import { isVoidedSeq } from './voided-seq';
 
 export type CreatedEvent = Extract<PlanEvent, { type: 'plan.created' }>;
 
@@ -65,7 +66,8 @@ type Decision = Extract<PlanEvent, { type: 'plan.decision' }>;
  *
  * Counters (steps per status, token totals) are kept up to date as steps change, so a stored
  * plan's new events never need its other steps. Every event moves `updated_at` to its time if
- * later, including events that change nothing else (a step id the plan does not have).
+ * later, including events that change nothing else (a step id the plan does not have); a voided
+ * seq (voided-seq.ts) is not an event of the plan and changes nothing.
  */
 export class PlanProjection {
   private steps: Map<string, PlanStepRow>;
@@ -141,6 +143,7 @@ export class PlanProjection {
     const keys = new Set<string>();
     let everyStep = false;
     for (const e of events) {
+      if (isVoidedSeq(e)) continue;
       if (e.type === 'plan.decision') everyStep ||= e.payload.decision === 'edit' && e.payload.steps !== undefined;
       else if (e.type === 'handoff.recorded') {
         if (e.payload.stepId !== undefined) keys.add(e.payload.stepId);
@@ -174,6 +177,7 @@ export class PlanProjection {
   }
 
   apply(event: PlanEvent): void {
+    if (isVoidedSeq(event)) return; // a seq whose event was refused: it holds the seq, it changes nothing
     const at = new Date(event.occurredAt);
     if (at > this.plan.updatedAt) this.plan.updatedAt = at;
     if ((event.type === 'plan.created' || event.type === 'plan.decision' || event.type === 'plan.finalized') && !(this.sessionActivity && this.sessionActivity >= at)) this.sessionActivity = at;
