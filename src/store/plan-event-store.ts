@@ -15,13 +15,16 @@ import { RowWriter } from './row-writer';
 import { SqliteRows } from './sqlite-rows';
 import { unnestInsertStatement } from './row-statements';
 import { runSerialized } from './serial-queue';
+import { isVoidedSeq } from './projection/voided-seq';
 import { assertSameEvent, firstCopies, storedEventRows } from './event-conflict';
 
 export { EventConflictError, EventIdConflictError } from './event-conflict';
 
 export interface PersistOutcome extends ApplyStats {
-  /** Events newly stored. */
+  /** Events newly stored (voided seqs not counted: see `voided`). */
   inserted: number;
+  /** Voided seqs newly recorded (voided-seq.ts): refusals, not events. */
+  voided: number;
   /** Events already stored before (redelivered or replayed), or repeated in the batch: no-ops. */
   duplicates: number;
   /** Event ids that were duplicates, for metrics and replay summaries. */
@@ -173,7 +176,8 @@ export class PlanEventStore {
     const { fresh, existing } = await this.storeEvents(m, unique, heads);
     if (existing.size > 0) await this.assertRedeliveries(m, unique.filter((e) => existing.has(e.eventId)));
     const duplicateIds = events.length === unique.length ? [...existing.keys()] : duplicatesOf(events, existing);
-    const outcome: PersistOutcome = { inserted: fresh.length, duplicates: events.length - fresh.length, duplicateIds, plans: 0, applied: 0, rebuilt: 0, gapWaits: 0, gapsSkipped: 0, cacheHits: 0 };
+    const voided = countVoided(fresh);
+    const outcome: PersistOutcome = { inserted: fresh.length - voided, voided, duplicates: events.length - fresh.length, duplicateIds, plans: 0, applied: 0, rebuilt: 0, gapWaits: 0, gapsSkipped: 0, cacheHits: 0 };
     if (fresh.length === 0) return outcome;
     const applier = new PlanApplier(m, this.dialect, heads, now, { rows: this.rowCache, stage });
     await applier.applyNew(fresh);
@@ -280,6 +284,12 @@ function headsOf(events: PlanEvent[], now: Date): PlanHeadRow[] {
   const heads = new Map<string, PlanHeadRow>();
   for (const e of events) if (!heads.has(e.planId)) heads.set(e.planId, newHead(e.planId, e.sessionId, now));
   return [...heads.values()];
+}
+
+function countVoided(events: PlanEvent[]): number {
+  let n = 0;
+  for (const e of events) if (isVoidedSeq(e)) n++;
+  return n;
 }
 
 function duplicatesOf(events: PlanEvent[], existing: ReadonlyMap<string, string>): string[] {

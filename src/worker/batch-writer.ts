@@ -2,6 +2,7 @@ import type { PlanEvent } from '../contracts';
 import type { Logger } from '../shared/logger';
 import { dbErrorCode, isRetryableDbError } from '../store/db-errors';
 import type { PersistOutcome } from '../store/plan-event-store';
+import { isVoidedSeq } from '../store/projection/voided-seq';
 import type { WorkerMetrics } from '../health/worker-metrics';
 import type { BatchEntry, EntryResult } from './micro-batcher';
 
@@ -82,12 +83,12 @@ export class BatchWriter {
     metrics.planRebuilds.inc(outcome.rebuilt);
     metrics.gapWaits.inc(outcome.gapWaits);
     metrics.rowCacheHits.inc(outcome.cacheHits);
-    const { applied, rebuilt, gapWaits } = outcome;
+    const { applied, rebuilt, gapWaits, voided, duplicates } = outcome;
     this.deps.logger.info(
-      { jobIds: entries.map((e) => e.key), events: events.length, inserted: outcome.inserted, duplicates: events.length - outcome.inserted, plans: outcome.plans, applied, rebuilt, gapWaits, durationMs },
+      { jobIds: entries.map((e) => e.key), events: events.length, inserted: outcome.inserted, duplicates, voided, plans: outcome.plans, applied, rebuilt, gapWaits, durationMs },
       'batch committed',
     );
-    this.deps.onCommit({ events: events.length, inserted: outcome.inserted, duplicates: events.length - outcome.inserted, durationMs });
+    this.deps.onCommit({ events: events.length, inserted: outcome.inserted, duplicates, durationMs });
     return outcome;
   }
 
@@ -99,13 +100,19 @@ export class BatchWriter {
     const duplicateTypes: string[] = [];
     const results = entries.map((entry) => {
       let inserted = 0;
+      let voided = 0;
       for (const event of entry.events) {
+        // a voided seq is the record of a refusal, counted with neither the stored events nor the duplicates
+        if (isVoidedSeq(event)) {
+          voided++;
+          continue;
+        }
         const fresh = !already.has(event.eventId) && !seen.has(event.eventId);
         seen.add(event.eventId);
         if (fresh) inserted++;
         (fresh ? insertedTypes : duplicateTypes).push(event.type);
       }
-      return { ok: true as const, value: { inserted, duplicates: entry.events.length - inserted, refused: [] } };
+      return { ok: true as const, value: { inserted, duplicates: entry.events.length - voided - inserted, refused: [] } };
     });
     this.deps.metrics.countByType(this.deps.metrics.persisted, insertedTypes);
     this.deps.metrics.countByType(this.deps.metrics.duplicates, duplicateTypes);

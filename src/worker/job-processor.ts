@@ -8,6 +8,7 @@ import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
 import { dbErrorCode } from '../store/db-errors';
 import { EventConflictError } from '../store/event-conflict';
+import { refusedSeqOf, voidedSeqEvent } from '../store/projection/voided-seq';
 import { BackoffPolicy, backoffDelay, sleep } from './backoff';
 import type { JobWriteOutcome } from './batch-writer';
 import type { DatabaseGate } from './database-gate';
@@ -74,8 +75,10 @@ export function createJobProcessor(deps: JobProcessorDeps) {
     const deadLetters = invalid.map(({ raw, index, reason }) => letter(job, 'invalid', raw, index, reason, job.attemptsStarted || 1, new Date()));
     await deps.writeDeadLetters(deadLetters);
     let outcome: JobWriteOutcome = { inserted: 0, duplicates: 0, refused: [] };
-    if (valid.length > 0) {
-      const write = await writeWithRetry(job, valid.map((v) => v.event));
+    // the seqs of the invalid events are voided in the same transaction as the valid events
+    const voided = voidsOf(deadLetters);
+    if (valid.length > 0 || voided.length > 0) {
+      const write = await writeWithRetry(job, [...valid.map((v) => v.event), ...voided]);
       if (!write.done) {
         if (deps.closing.aborted) return release(job, token);
         const reason = reasonOf(write.error, 'retries exhausted');
@@ -83,18 +86,25 @@ export function createJobProcessor(deps: JobProcessorDeps) {
         const exhausted = valid.map((v) => letter(job, 'retries-exhausted', v.raw, v.index, reason, attempts, new Date(write.firstFailedAt)));
         await deps.writeDeadLetters(exhausted);
         pushAll(deadLetters, exhausted);
+        await recordVoids(job, [...voided, ...voidsOf(exhausted)], false);
       } else {
         outcome = write.outcome;
         // by the event object, not its id: two copies of one id (a conflict) are two letters
         const sourceOf = new Map(valid.map((v) => [v.event, v]));
-        const refused = outcome.refused.map(({ event, error }) => {
-          const source = sourceOf.get(event)!;
+        const refused: DeadLetter[] = [];
+        for (const { event, error } of outcome.refused) {
+          const source = sourceOf.get(event);
+          if (!source) {
+            deps.logger.warn({ jobId: job.id, planId: event.planId, seq: event.seq, err: error }, 'recording a voided seq failed; the plan waits for the gap timeout instead');
+            continue;
+          }
           const kind = error instanceof EventConflictError ? 'conflict' : 'unprocessable';
           if (kind === 'conflict') deps.metrics.eventConflicts.inc();
-          return letter(job, kind, source.raw, source.index, reasonOf(error, 'refused by the database'), write.tries, new Date());
-        });
+          refused.push(letter(job, kind, source.raw, source.index, reasonOf(error, 'refused by the database'), write.tries, new Date()));
+        }
         await deps.writeDeadLetters(refused);
         pushAll(deadLetters, refused);
+        await recordVoids(job, voidsOf(refused), true);
       }
     }
     for (const dl of deadLetters) deps.metrics.deadLettered.inc({ kind: dl.kind, type: dl.type ?? 'unknown' });
@@ -118,6 +128,23 @@ export function createJobProcessor(deps: JobProcessorDeps) {
       else invalid.push({ raw, index, reason: { message: parsed.error.message, violations: parsed.error.violations } });
     });
     return { valid, invalid };
+  }
+
+  /**
+   * Voids the seqs of events dead-lettered after their job's write (the write's own transaction
+   * voided the invalid ones). With `retry`, within the retry budget; without (the database has
+   * just failed for a whole budget), one try. A failure only costs the gap timeout: logged.
+   */
+  async function recordVoids(job: Job<WorkerJobData>, voided: PlanEvent[], retry: boolean): Promise<void> {
+    if (voided.length === 0) return;
+    try {
+      const write = retry ? await writeWithRetry(job, voided) : { done: true as const, outcome: await deps.batcher.submit(`${job.id}:voids`, voided), tries: 1 };
+      if (write.done && write.outcome.refused.length === 0) return;
+      const error = write.done ? write.outcome.refused[0].error : write.error;
+      deps.logger.warn({ jobId: job.id, seqs: voided.length, err: error }, 'recording voided seqs failed; their plans wait for the gap timeout instead');
+    } catch (err) {
+      deps.logger.warn({ jobId: job.id, seqs: voided.length, err }, 'recording voided seqs failed; their plans wait for the gap timeout instead');
+    }
   }
 
   function letter(job: Job<WorkerJobData>, kind: DeadLetterKind, raw: unknown, index: number, reason: DeadLetterReason, attempts: number, firstFailedAt: Date): DeadLetter {
@@ -183,6 +210,17 @@ function envelopeProblem(data: unknown): { raw: unknown; message: string } | und
     return { raw: data, message: `job envelope version v=${JSON.stringify(batch.v) ?? 'undefined'} is not supported: this worker reads v: ${ENVELOPE_VERSION} only` };
   }
   return undefined;
+}
+
+/** The voided seqs of dead-lettered events whose plan, session and seq can be read (voided-seq.ts). */
+function voidsOf(letters: DeadLetter[]): PlanEvent[] {
+  const voided: PlanEvent[] = [];
+  const at = new Date();
+  for (const dl of letters) {
+    const ref = refusedSeqOf(dl.event);
+    if (ref) voided.push(voidedSeqEvent(ref, dl.kind, dl.id, at));
+  }
+  return voided;
 }
 
 function reasonOf(err: unknown, fallback: string): DeadLetterReason {

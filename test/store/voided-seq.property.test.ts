@@ -12,7 +12,7 @@ const RUNS = Math.ceil(Number(process.env.PROPERTY_RUNS ?? 200) / 4);
 const AT = new Date(Date.UTC(2026, 6, 1));
 
 /** The voided seq the worker records for a refused event. */
-const voidOf = (e: PlanEvent, kind = 'invalid') => voidedSeqEvent(refusedSeqOf(e)!, kind, `dl-${e.eventId}`, AT);
+const voidOf = (e: { eventId: string }, kind = 'invalid') => voidedSeqEvent(refusedSeqOf(e)!, kind, `dl-${e.eventId}`, AT);
 
 async function rowsOf(ds: DataSource, planId: string) {
   const q = (sql: string) => ds.query(sql.replace(/:plan/g, `'${planId}'`));
@@ -60,7 +60,7 @@ describe('voided seqs: pure parts', () => {
     fc.assert(
       fc.property(caseArb, ([drafts, layout, , refusedAt]) => {
         const events = toEvents(drafts, 'fold_plan', 'fold_sess', layout);
-        const refused = new Set(refusedAt.map((i) => events[i % events.length]).filter((e) => e.type !== 'plan.created'));
+        const refused = new Set<PlanEvent>(refusedAt.map((i) => events[i % events.length]).filter((e) => e.type !== 'plan.created'));
         const kept = events.filter((e) => !refused.has(e));
         expect(foldPlan([...kept, ...[...refused].map((e) => voidOf(e))])).toEqual(foldPlan(kept));
       }),
@@ -86,7 +86,7 @@ describe.each(ALL_TEST_DBS)('voided seqs on %s', (kind) => {
       fc.asyncProperty(caseArb, async ([drafts, layout, arrival, refusedAt, voidsLast]) => {
         const planId = `vplan_${kind}_${run++}`;
         const events = toEvents(drafts, planId, `vsess_${planId}`, layout);
-        const refused = new Set(refusedAt.map((i) => events[i % events.length]).filter((e) => e.type !== 'plan.created'));
+        const refused = new Set<PlanEvent>(refusedAt.map((i) => events[i % events.length]).filter((e) => e.type !== 'plan.created'));
         const voids = [...refused].map((e) => voidOf(e));
         const kept = events.filter((e) => !refused.has(e));
 

@@ -24,7 +24,8 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
       config: loadConfig({ REDIS_URL, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url }),
       dataSource: db.ds,
       logger: silentLogger(),
-      settings: { healthPort: null, concurrency: 4 },
+      // a gap is waited for forever: a refused event's seq must be voided, never timed out
+      settings: { healthPort: null, concurrency: 4, gapTimeoutMs: 0 },
     });
   });
 
@@ -35,17 +36,25 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     await db.close();
   });
 
-  /** Publishes one job of `events`: all are stored but `bad`, which is one invalid dead letter with this message. */
+  /**
+   * Publishes one job of `events`: all are stored but `bad`, which is one invalid dead letter with
+   * this message, and whose seq is voided: every later event of its plan is applied.
+   */
   async function expectOnlyInvalid(events: PlanEvent[], bad: PlanEvent, tag: string, message: string): Promise<void> {
     const rowsBefore = await countRows(db.ds, 'plan_events');
     const [jobId] = await publish(redis, prefix, [{ v: 1, events }], tag);
     expect(await worker.idle(30_000)).toBe(true);
 
-    expect(await countRows(db.ds, 'plan_events')).toBe(rowsBefore + events.length - 1);
+    // the events but `bad`, and the voided seq that stands for it
+    expect(await countRows(db.ds, 'plan_events')).toBe(rowsBefore + events.length);
     const letters = (await readDeadLetters(redis, prefix)).filter((l) => l.source.jobId === jobId);
     expect(letters).toHaveLength(1);
     expect(letters[0]).toMatchObject({ kind: 'invalid', event: bad, eventId: bad.eventId, planId: bad.planId, attempts: 1 });
     expect(letters[0].error.violations).toEqual([{ path: 'payload.result', message }]);
+    const [voided] = await db.ds.query(`SELECT seq, payload FROM plan_events WHERE plan_id = '${bad.planId}' AND type = 'seq.voided'`);
+    expect({ seq: Number(voided.seq), payload: typeof voided.payload === 'string' ? JSON.parse(voided.payload) : voided.payload }).toEqual({ seq: bad.seq, payload: { eventId: bad.eventId, kind: 'invalid', deadLetterId: letters[0].id } });
+    const [head] = await db.ds.query(`SELECT applied_seq, pending_events FROM plan_heads WHERE plan_id = '${bad.planId}'`);
+    expect([Number(head.applied_seq), Number(head.pending_events)]).toEqual([Math.max(...events.map((e) => e.seq)), 0]);
   }
 
   it('stores the valid events of a job and dead-letters its invalid one at once, with violations and provenance', async () => {
@@ -100,7 +109,6 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
   it('dead-letters an event with a lone UTF-16 surrogate as invalid and stores the emoji of its job as sent', async () => {
     const run = planRun({ seed: 22, steps: 3 });
     const completedAt = run.map((e, i) => (e.type === 'step.completed' ? i : -1)).filter((i) => i >= 0);
-    // the emoji first: events after the refused one wait for its seq (the gap timeout) before they apply
     const emoji = run[completedAt[0]] as Extract<PlanEvent, { type: 'step.completed' }>;
     const done = run[completedAt[1]] as Extract<PlanEvent, { type: 'step.completed' }>;
     const bad = { ...done, payload: { ...done.payload, result: 'file-\uD800.txt' } };

@@ -39,6 +39,10 @@ describe.each<TestDb>(withMssql(['sqlite', 'postgres']))('worker on %s: retries,
     await db.close();
   });
 
+  const voidedSeqs = async (planId: string) =>
+    (await db.ds.query(`SELECT seq, payload FROM plan_events WHERE plan_id = '${planId}' AND type = 'seq.voided'`)).map((r: { seq: unknown; payload: unknown }) => ({ seq: Number(r.seq), payload: typeof r.payload === 'string' ? JSON.parse(r.payload) : r.payload }));
+  const appliedSeq = async (planId: string) => Number((await db.ds.query(`SELECT applied_seq FROM plan_heads WHERE plan_id = '${planId}'`))[0].applied_seq);
+
   const start = async (store: EventPersister, settings: Partial<WorkerConfig> = {}) => {
     worker = await startWorker({
       config: loadConfig({ REDIS_URL, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url }),
@@ -127,10 +131,13 @@ describe.each<TestDb>(withMssql(['sqlite', 'postgres']))('worker on %s: retries,
     await publish(redis, prefix, toJobData(run, run.length), 'reuse');
     await start(new PlanEventStore(db.ds));
     expect(await worker!.idle(30_000)).toBe(true);
-    expect(await countRows(db.ds, 'plan_events')).toBe(stored.length + run.length - 1);
+    // the run but the reused id, and the voided seq standing for it (the run's later events are applied)
+    expect(await countRows(db.ds, 'plan_events')).toBe(stored.length + run.length);
     const letters = await readDeadLetters(redis, prefix);
     expect(letters).toHaveLength(1);
     expect(letters[0]).toMatchObject({ kind: 'conflict', eventId: reused.eventId, planId: reused.planId, error: { code: 'EVENT_ID_CONFLICT' } });
+    expect(await voidedSeqs(reused.planId)).toEqual([{ seq: reused.seq, payload: { eventId: reused.eventId, kind: 'conflict', deadLetterId: letters[0].id } }]);
+    expect(await appliedSeq(reused.planId)).toBe(Math.max(...run.map((e) => e.seq)));
     expect(letters[0].error.message).toBe(
       `event ${reused.eventId} of plan ${reused.planId}: its id is already stored for an event of plan ${stored[0].planId} (${stored[0].type} seq ${stored[0].seq} of plan ${stored[0].planId}); event ids must be unique`,
     );
@@ -148,7 +155,8 @@ describe.each<TestDb>(withMssql(['sqlite', 'postgres']))('worker on %s: retries,
     expect(await worker!.idle(30_000)).toBe(true);
     await publish(redis, prefix, [{ v: 1, events: [{ ...changed, payload: { ...changed.payload, model: 'other' } }] }], 'twin-b');
     expect(await worker!.idle(30_000)).toBe(true);
-    expect(await countRows(db.ds, 'plan_events')).toBe(run.length);
+    // one voided seq for the refused copies of the id (its seq is applied already: it changes nothing)
+    expect(await countRows(db.ds, 'plan_events')).toBe(run.length + 1);
     const [row] = await db.ds.query(`SELECT payload FROM plan_events WHERE event_id = '${original.eventId}'`);
     expect(typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload).toMatchObject({ outputTokens: original.payload.outputTokens });
     const letters = await readDeadLetters(redis, prefix);
@@ -169,7 +177,7 @@ describe.each<TestDb>(withMssql(['sqlite', 'postgres']))('worker on %s: retries,
     await publish(redis, prefix, [{ v: 1, events: [lower, upper] }], 'copies');
     await start(new PlanEventStore(db.ds));
     expect(await worker!.idle(30_000)).toBe(true);
-    expect(await countRows(db.ds, 'plan_events')).toBe(run.length);
+    expect(await countRows(db.ds, 'plan_events')).toBe(run.length + 1);
     const letters = await readDeadLetters(redis, prefix);
     expect(letters.map((l) => l.kind)).toEqual(['conflict', 'conflict']);
     // each letter keeps its own copy, as sent
@@ -194,11 +202,14 @@ describe.each<TestDb>(withMssql(['sqlite', 'postgres']))('worker on %s: retries,
     await start(store, { batchWaitMs: 200 });
     expect(await worker!.idle(30_000)).toBe(true);
     const total = runs.flat().length;
-    expect(await countRows(db.ds, 'plan_events')).toBe(total - 1);
+    // every event but the refused one, whose seq is voided: its plan's later events are applied
+    expect(await countRows(db.ds, 'plan_events')).toBe(total);
     const letters = await readDeadLetters(redis, prefix);
     expect(letters).toHaveLength(1);
     expect(letters[0]).toMatchObject({ kind: 'unprocessable', eventId: poisoned.eventId, source: { jobId: ids[2] } });
     expect(letters[0].error.code).toBe('22021');
+    expect(await voidedSeqs(poisoned.planId)).toEqual([{ seq: poisoned.seq, payload: { eventId: poisoned.eventId, kind: 'unprocessable', deadLetterId: letters[0].id } }]);
+    expect(await appliedSeq(poisoned.planId)).toBe(Math.max(...runs[2].map((e) => e.seq)));
     expect(worker!.stats()).toMatchObject({ inserted: total - 1, deadLettered: 1 });
   });
 });
