@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import type { PlanEventPublisher } from '../publisher';
 import { NotFoundError, QueryArgumentError } from '../queries/query-errors';
 import type { Logger } from '../shared/logger';
-import { ApiKeys, Scope, verdict as scopeVerdict } from './api-keys';
+import { ApiKeys, KeyVerdict, Scope, verdict as scopeVerdict } from './api-keys';
 import type { HttpConfig } from './http-config';
 import { HttpMetrics } from './http-metrics';
 import { registerIngestRoutes } from './ingest.routes';
@@ -32,8 +32,8 @@ export interface BuiltHttpServer {
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Scope an API key needs for the route; absent = open (/healthz, /metrics). */
-    scope?: Scope;
+    /** Scope an API key needs for the route (a list: any of them); absent = open (/healthz, /metrics). */
+    scope?: Scope | readonly Scope[];
   }
 }
 
@@ -59,6 +59,8 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   const keys = new ApiKeys(settings.ingestKeys, settings.readKeys, settings.adminKeys);
   const metrics = new HttpMetrics(deps.publisher);
   let closing = false;
+  // long polls (POST /v1/events/status) end when shutdown starts
+  const closingSignal = new AbortController();
 
   await app.register(swagger, {
     openapi: {
@@ -77,7 +79,8 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
     // a Bearer key, or else the console's session cookie, whose state-changing requests must
     // carry its CSRF token (SameSite=Strict already keeps other sites' requests cookie-less)
     const session = req.headers.authorization === undefined ? sessions.fromCookie(req.headers.cookie) : undefined;
-    let verdict = session ? scopeVerdict(session.session.scopes, scope) : keys.check(req.headers.authorization, scope);
+    const check = (one: Scope) => (session ? scopeVerdict(session.session.scopes, one) : keys.check(req.headers.authorization, one));
+    let verdict = typeof scope === 'string' ? check(scope) : anyOf(scope, check);
     if (session && verdict.ok && req.method !== 'GET' && req.method !== 'HEAD' && req.headers[CSRF_HEADER] !== session.session.csrf) {
       verdict = { ok: false, status: 403, message: `missing or wrong ${CSRF_HEADER} header (reload the console)` };
     }
@@ -104,9 +107,25 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  registerIngestRoutes(app, { publisher: deps.publisher, settings, metrics, closing: () => closing });
+  registerIngestRoutes(app, { publisher: deps.publisher, dataSource: deps.dataSource, settings, metrics, closing: () => closing, closingSignal: closingSignal.signal });
   registerReadRoutes(app, deps.dataSource);
   registerConsoleRoutes(app, { keys, sessions, ...deps.queues });
   await app.ready();
-  return { app, metrics, beginClosing: () => (closing = true) };
+  return {
+    app,
+    metrics,
+    beginClosing: () => {
+      closing = true;
+      closingSignal.abort();
+    },
+  };
+}
+
+/** A key allowed by any of `scopes`; refused: 401 for no or an unknown key, else 403 naming them all. */
+function anyOf(scopes: readonly Scope[], check: (scope: Scope) => KeyVerdict): KeyVerdict {
+  const verdicts = scopes.map(check);
+  const allowed = verdicts.find((v) => v.ok);
+  if (allowed) return allowed;
+  const unknown = verdicts.find((v) => !v.ok && v.status === 401);
+  return unknown ?? { ok: false, status: 403, message: `this API key lacks the ${scopes.join(' or ')} scope` };
 }

@@ -1,17 +1,26 @@
 import type { FastifyInstance } from 'fastify';
+import type { DataSource } from 'typeorm';
 import type { PlanEventPublisher } from '../publisher';
+import { awaitEventStatuses, parseEventIds } from '../queries/event-status.query';
+import { QueryArgumentError } from '../queries/query-errors';
 import type { HttpConfig } from './http-config';
 import type { HttpMetrics } from './http-metrics';
 import { ingestBatch } from './ingest-batch';
-import { ingestRouteSchema } from './openapi-schemas';
+import { eventStatusRouteSchema, ingestRouteSchema } from './openapi-schemas';
 
 export interface IngestDeps {
   publisher: PlanEventPublisher;
+  dataSource: DataSource;
   settings: Readonly<HttpConfig>;
   metrics: HttpMetrics;
   /** True once shutdown began: new batches get 503. */
   closing: () => boolean;
+  /** Aborted when shutdown begins: status waits answer at once. */
+  closingSignal: AbortSignal;
 }
+
+/** Longest wait a status request may ask for. */
+const MAX_STATUS_WAIT_MS = 30_000;
 
 /**
  * `POST /v1/events`: a JSON array of events. 202 with one result per event (accepted / invalid
@@ -44,5 +53,15 @@ export function registerIngestRoutes(app: FastifyInstance, deps: IngestDeps): vo
     if (answer.dropped > 0) metrics.events.inc({ outcome: 'dropped' }, answer.dropped);
     if (answer.invalid > 0) req.log.info({ accepted: answer.accepted, invalid: answer.invalid }, 'batch had invalid events');
     return reply.code(202).send(answer);
+  });
+
+  // read your own writes: where given events are now, optionally waiting until they are applied
+  app.post('/v1/events/status', { config: { scope: ['ingest', 'read'] }, schema: eventStatusRouteSchema, validatorCompiler: () => () => true }, async (req) => {
+    const body = req.body as { eventIds?: unknown; waitMs?: unknown } | null;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new QueryArgumentError('body', 'must be a JSON object { "eventIds": [...], "waitMs": 0 }');
+    const ids = parseEventIds(body.eventIds);
+    const waitMs = body.waitMs ?? 0;
+    if (typeof waitMs !== 'number' || !Number.isInteger(waitMs) || waitMs < 0 || waitMs > MAX_STATUS_WAIT_MS) throw new QueryArgumentError('waitMs', `must be an integer from 0 to ${MAX_STATUS_WAIT_MS}`);
+    return awaitEventStatuses(deps.dataSource, ids, deps.closing() ? 0 : waitMs, deps.closingSignal);
   });
 }

@@ -73,3 +73,29 @@ export function ingestRouteSchema(maxBatchEvents: number) {
     },
   };
 }
+
+export const eventStatusRouteSchema = {
+  summary: 'where published events are now: applied, waiting behind a missing seq, refused, or unknown (read your own writes)',
+  description:
+    'With waitMs, answers once every id is applied or refused, or when the time is up. An executor restarted after its journal drained waits here before reading its session. Ingest or read key.',
+  tags: ['ingest'],
+  security,
+  body: {
+    type: 'object',
+    required: ['eventIds'],
+    properties: {
+      eventIds: { type: 'array', maxItems: 10_000, items: { type: 'string', description: 'an eventId (UUID)' } },
+      waitMs: { type: 'integer', minimum: 0, maximum: 30_000, description: 'wait up to this long for every id to be applied or refused; default 0' },
+    },
+  },
+  response: {
+    200: {
+      description: 'each id in one list, lower-case: applied (reads show it), waiting (stored behind a missing seq), refused (dead-lettered, its seq voided), unknown (not stored yet)',
+      type: 'object',
+      properties: { applied: { type: 'array', items: { type: 'string' } }, waiting: { type: 'array', items: { type: 'string' } }, refused: { type: 'array', items: { type: 'string' } }, unknown: { type: 'array', items: { type: 'string' } } },
+    },
+    400: { ...error, description: 'the body is not { eventIds: [...], waitMs? }' },
+    401: { ...error, description: 'no or unknown API key' },
+    403: { ...error, description: 'the key has neither the ingest nor the read scope' },
+  },
+};

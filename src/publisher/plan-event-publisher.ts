@@ -194,6 +194,19 @@ export class PlanEventPublisher extends TypedHelpers {
   }
 
   /**
+   * Sends an event that was refused on its way in (`plan-ledger serve` refusing an event of a
+   * batch) on to the worker, unchecked, through the same memory and journal as accepted events:
+   * the worker dead-letters it with its reason and content, and voids its plan's seq so the plan's
+   * later events do not wait for it. `json` is the event's JSON text, at most `maxEventBytes` of
+   * UTF-8 (larger text is replaced by its identity fields, see `refusedStandIn`). False when the
+   * publisher is closed or memory and journal are full (then counted as dropped and logged).
+   */
+  forwardRefused(json: string): boolean {
+    if (this.closing !== undefined) return false;
+    return this.enqueue(Buffer.byteLength(json, 'utf8') > this.limits.maxEventBytes ? refusedStandIn(json, this.limits.maxEventBytes) : json);
+  }
+
+  /**
    * Memory while the journal is empty and memory has room; else behind the journal's backlog, in
    * order. Memory counts JSON text length (what the string costs the heap, and UTF-8 bytes for
    * ASCII); the journal counts exact UTF-8 bytes, as it writes them.
@@ -285,4 +298,27 @@ export class PlanEventPublisher extends TypedHelpers {
     this.logger.info({ flushed, spilledAtClose, ...this.stats() }, 'publisher closed');
     return { flushed, spilledAtClose };
   }
+}
+
+/**
+ * What is forwarded of a refused event too large for a job's share: its identity fields (each a
+ * short string or a number, so the worker can dead-letter it under its plan and void its seq) and
+ * a payload saying what was left out. The worker refuses the stand-in too (its payload breaks the
+ * contract); the dead letter then shows the note.
+ */
+export function refusedStandIn(json: string, maxEventBytes: number): string {
+  let event: unknown;
+  try {
+    event = JSON.parse(json);
+  } catch {
+    event = undefined;
+  }
+  const source = isPlainObject(event) ? event : {};
+  const standIn: Record<string, unknown> = {};
+  for (const key of ['specVersion', 'eventId', 'type', 'planId', 'sessionId', 'seq', 'occurredAt']) {
+    const value = source[key];
+    if (typeof value === 'number' || (typeof value === 'string' && value.length <= 256)) standIn[key] = value;
+  }
+  standIn.payload = `omitted by plan-ledger: the event was ${Buffer.byteLength(json, 'utf8')} bytes of JSON, over the limit of ${maxEventBytes}`;
+  return JSON.stringify(standIn);
 }

@@ -44,6 +44,18 @@ export interface StepChanges {
   added: string[];
   removed: string[];
   changed: string[];
+  /** What the edit replaced: the steps it removed or changed, as they were before it, in their list's order. */
+  replaced: ReplacedStep[];
+}
+
+/** A step as it was before an edit replaced it (the audit of what a person changed). */
+export interface ReplacedStep {
+  stepId: string;
+  agentId: string | null;
+  task: string | null;
+  title: string | null;
+  expectedOutput: string | null;
+  dependsOn: string[];
 }
 
 type SpecLike = { stepId?: unknown; agentId?: unknown; task?: unknown; title?: unknown; expectedOutput?: unknown; dependsOn?: unknown };
@@ -54,10 +66,25 @@ export function diffSteps(before: readonly SpecLike[], after: readonly SpecLike[
   const shape = (s: SpecLike) => JSON.stringify([s.agentId ?? null, s.task ?? null, s.title ?? null, s.expectedOutput ?? null, Array.isArray(s.dependsOn) ? [...s.dependsOn].map(String).sort() : []]);
   const old = new Map(before.map((s) => [key(s), shape(s)]));
   const now = new Map(after.map((s) => [key(s), shape(s)]));
+  const replaced = before.filter((s) => now.get(key(s)) !== old.get(key(s))).map(toReplaced);
   return {
     added: [...now.keys()].filter((id) => !old.has(id)),
     removed: [...old.keys()].filter((id) => !now.has(id)),
     changed: [...now.keys()].filter((id) => old.has(id) && old.get(id) !== now.get(id)),
+    replaced: [...new Map(replaced.map((r) => [r.stepId, r])).values()],
+  };
+}
+
+const textOrNull = (v: unknown) => (typeof v === 'string' ? v : null);
+
+function toReplaced(s: SpecLike): ReplacedStep {
+  return {
+    stepId: String(s.stepId),
+    agentId: textOrNull(s.agentId),
+    task: textOrNull(s.task),
+    title: textOrNull(s.title),
+    expectedOutput: textOrNull(s.expectedOutput),
+    dependsOn: Array.isArray(s.dependsOn) ? s.dependsOn.map(String) : [],
   };
 }
 

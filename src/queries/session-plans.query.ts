@@ -37,11 +37,12 @@ export interface SessionHistory {
 }
 
 /**
- * The plan an application restores when it restarts (seed 001, `load_from_session`). Everything
- * comes from the database, so it survives any restart of the worker or the reader.
+ * The plan an application restores when it restarts (a chat session's `load_from_session`).
+ * Everything comes from the database, so it survives any restart of the worker or the reader. A
+ * session with no plan stored (a new conversation, or one whose first plan is still on its way)
+ * has no active plan: the same answer, not "not found".
  */
 export async function getActivePlan(ds: DataSource, sessionId: string): Promise<SessionActivePlan> {
-  await requireSession(ds, sessionId);
   // active plans of one session are few: 50 bounds a runaway executor without hiding the newest
   const rows = await buildPlanListQuery(ds, { sessionId, statuses: ACTIVE_STATUSES, limit: 50 }).getMany();
   if (rows.length === 0) return { sessionId, activePlan: null, otherActivePlanIds: [] };

@@ -136,6 +136,7 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
       '/v1/dead-letters/{id}/purge',
       '/v1/dead-letters/{id}/replay',
       '/v1/events',
+      '/v1/events/status',
       '/v1/health',
       '/v1/plans',
       '/v1/plans/{planId}',

@@ -6,12 +6,13 @@ import { loadConfig } from '../../src/config/config';
 import { loadHttpConfig } from '../../src/http/http-config';
 import { HttpServerHandle, startHttpServer } from '../../src/http/start-http-server';
 import { createLogger } from '../../src/shared/logger';
-import { startWorker, WorkerHandle } from '../../src/worker';
+import { startWorker, WorkerConfig, WorkerHandle } from '../../src/worker';
 import { createMigratedDb, TestDb } from '../support/databases';
 import { dropPrefix, openRedis, REDIS_URL, silentLogger, uniquePrefix } from '../worker/helpers/queue-harness';
 
 export const INGEST_KEY = 'ingest-key-for-tests-0123456789';
 export const READ_KEY = 'read-key-for-tests-0123456789ab';
+export const ADMIN_KEY = 'admin-key-for-tests-0123456789ab';
 
 export type Db = Awaited<ReturnType<typeof createMigratedDb>>;
 
@@ -30,7 +31,7 @@ export interface ApiStack {
   close(): Promise<void>;
 }
 
-export async function startApiStack(kind: TestDb, options: { env?: Record<string, string>; worker?: boolean; redisUrl?: string } = {}): Promise<ApiStack> {
+export async function startApiStack(kind: TestDb, options: { env?: Record<string, string>; worker?: boolean; redisUrl?: string; workerSettings?: Partial<WorkerConfig> } = {}): Promise<ApiStack> {
   const db = await createMigratedDb(kind);
   const prefix = uniquePrefix('http');
   const journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-http-'));
@@ -42,7 +43,7 @@ export async function startApiStack(kind: TestDb, options: { env?: Record<string
     settings: loadHttpConfig({ HTTP_PORT: '0', HTTP_INGEST_KEYS: INGEST_KEY, HTTP_READ_KEYS: READ_KEY, HTTP_JOURNAL_DIR: journalDir, ...options.env }),
     logger: createLogger({ level: 'info', destination: sink as never }),
   });
-  const worker = options.worker === false ? undefined : await startWorker({ config: loadConfig(env), dataSource: db.ds, logger: silentLogger(), settings: { healthPort: null, concurrency: 16, batchSize: 500 } });
+  const worker = options.worker === false ? undefined : await startWorker({ config: loadConfig(env), dataSource: db.ds, logger: silentLogger(), settings: { healthPort: null, concurrency: 16, batchSize: 500, ...options.workerSettings } });
   return {
     db,
     prefix,

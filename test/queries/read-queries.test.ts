@@ -49,15 +49,24 @@ describe('read queries', () => {
     it('shows the edit decision with the steps it added', async () => {
       const view = await getPlanView(ds, 'plan-a3');
       expect(view.decisions).toEqual([expect.objectContaining({ decision: 'edit', decidedBy: 'alice', editedStepCount: 3, feedback: 'add tests before merging' })]);
-      expect(view.decisions[0].stepChanges).toEqual({ added: ['test'], removed: [], changed: [] });
+      expect(view.decisions[0].stepChanges).toEqual({ added: ['test'], removed: [], changed: [], replaced: [] });
       expect(view.steps.map((s) => s.stepId)).toEqual(['design', 'code', 'test']);
     });
 
     it('says what an edit changed, step by step, whatever the order of the lists and of dependsOn', () => {
       const before = [{ stepId: 'a', agentId: 'x', task: 't' }, { stepId: 'b', agentId: 'y', task: 'u', dependsOn: ['a', 'c'] }, { stepId: 'c', agentId: 'z', task: 'v' }];
       const after = [{ stepId: 'd', agentId: 'x', task: 'w' }, { stepId: 'b', agentId: 'y', task: 'u', dependsOn: ['c', 'a'] }, { stepId: 'a', agentId: 'x2', task: 't' }];
-      expect(diffSteps(before, after)).toEqual({ added: ['d'], removed: ['c'], changed: ['a'] });
-      expect(diffSteps(before, [...before].reverse())).toEqual({ added: [], removed: [], changed: [] });
+      // what the edit replaced keeps the old text of the changed and removed steps, for the audit
+      expect(diffSteps(before, after)).toEqual({
+        added: ['d'],
+        removed: ['c'],
+        changed: ['a'],
+        replaced: [
+          { stepId: 'a', agentId: 'x', task: 't', title: null, expectedOutput: null, dependsOn: [] },
+          { stepId: 'c', agentId: 'z', task: 'v', title: null, expectedOutput: null, dependsOn: [] },
+        ],
+      });
+      expect(diffSteps(before, [...before].reverse())).toEqual({ added: [], removed: [], changed: [], replaced: [] });
     });
 
     it('does not find a soft-deleted or unknown plan', async () => {
@@ -109,6 +118,8 @@ describe('read queries', () => {
       });
       expect((await getActivePlan(ds, 'sess-beta')).activePlan).toMatchObject({ planId: 'plan-b2', status: 'planning', approvalStatus: 'pending' });
       expect((await getActivePlan(ds, 'sess-gamma')).activePlan?.planId).toBe('plan-c3');
+      // a session with no plan stored has no active plan (a restarted application restores nothing), not "not found"
+      expect(await getActivePlan(ds, 'sess-nobody')).toEqual({ sessionId: 'sess-nobody', activePlan: null, otherActivePlanIds: [] });
     });
 
     it('lists finished plans newest first, bounded by the limit', async () => {

@@ -46,11 +46,12 @@ describe('voided seqs: pure parts', () => {
     for (const raw of [null, 'text', [e], 42]) expect(refusedSeqOf(raw)).toBeUndefined();
   });
 
-  it('one id per refused event of a plan (its eventId, else its seq), so a redelivery records the same fact', () => {
+  it('one id per refused event (from its eventId alone, else its plan and seq), so a redelivery records the same fact', () => {
     const ref = { planId: 'p1', sessionId: 's1', seq: 4, eventId: 'a1b2c3d4-0000-4000-8000-000000000000' };
-    expect(voidedSeqId(ref)).toBe(voidedSeqId({ ...ref, seq: 9 }));
-    expect(voidedSeqId(ref)).not.toBe(voidedSeqId({ ...ref, planId: 'p2' }));
+    expect(voidedSeqId(ref)).toBe(voidedSeqId({ ...ref, seq: 9, planId: 'p2' }));
+    expect(voidedSeqId(ref)).not.toBe(voidedSeqId({ ...ref, eventId: 'a1b2c3d4-0000-4000-8000-000000000001' }));
     expect(voidedSeqId({ ...ref, eventId: null })).not.toBe(voidedSeqId({ ...ref, eventId: null, seq: 5 }));
+    expect(voidedSeqId({ ...ref, eventId: null })).not.toBe(voidedSeqId({ ...ref, eventId: null, planId: 'p2' }));
     const v = voidedSeqEvent(ref, 'invalid', 'dl-x', AT);
     expect(isVoidedSeq(v)).toBe(true);
     expect(v).toMatchObject({ planId: 'p1', sessionId: 's1', seq: 4, payload: { eventId: ref.eventId, kind: 'invalid', deadLetterId: 'dl-x' } });

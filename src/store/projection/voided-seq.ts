@@ -50,12 +50,20 @@ export function refusedSeqOf(raw: unknown): RefusedSeq | undefined {
 }
 
 /**
- * The id of the voided seq a refusal records: derived from the plan and the refused event's id (or
- * its seq when it had no valid id), so a redelivered job records the same one, and two refusals of
- * one event are one fact.
+ * The id of the voided seq a refusal records, derived from the refused event's id alone, so that
+ * whoever knows an event's id can ask whether it was refused (`eventStatuses`), a redelivered job
+ * records the same one, and two refusals of one event are one fact. An event without a valid id is
+ * voided under its plan and seq instead. (Should two plans each have a refused event under one
+ * reused id, the second plan's voided seq conflicts with the first's and is not recorded: that
+ * plan waits for the gap timeout.)
  */
 export function voidedSeqId(ref: Pick<RefusedSeq, 'planId' | 'seq' | 'eventId'>): string {
-  return derivedId(ref.planId, 'void', ref.eventId ?? `seq ${ref.seq}`);
+  return ref.eventId === null ? derivedId(ref.planId, 'void', `seq ${ref.seq}`) : voidedSeqIdOf(ref.eventId);
+}
+
+/** The id of the voided seq a refusal of event `eventId` (a lower-case UUID) records. */
+export function voidedSeqIdOf(eventId: string): string {
+  return derivedId('', 'void', eventId);
 }
 
 /** The log entry voiding `ref`'s seq, as the store takes events. */
