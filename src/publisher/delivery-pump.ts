@@ -14,6 +14,9 @@ export interface DeliveryPumpConfig {
   journalCommitMs: number;
 }
 
+/** Job ids `stored()` can wait for: 100k jobs are up to 50M events at 500 a job, ~6 MB of ids. */
+const MAX_TRACKED_JOBS = 100_000;
+
 /** Delay before resending after a failed addBulk while the connection still looks up: 100 ms doubling to 5 s. */
 function retryDelayMs(failures: number): number {
   return Math.min(100 * 2 ** Math.min(failures - 1, 6), 5_000);
@@ -39,6 +42,11 @@ export class DeliveryPump {
   private retryTimer: NodeJS.Timeout | undefined;
   private settledWaiters: (() => void)[] = [];
   private readonly commitTimer: NodeJS.Timeout;
+  /**
+   * Ids of jobs Redis took, oldest first, until `stored()` sees them finished; at most
+   * MAX_TRACKED_JOBS (past it the oldest are forgotten: long finished, as a rule).
+   */
+  private readonly sentJobs = new Set<string>();
 
   constructor(
     private readonly memory: MemoryBuffer,
@@ -125,7 +133,10 @@ export class DeliveryPump {
       () => {
         if (!this.inFlightBatches.delete(batches)) return; // spilled by close(): the journal owns them now
         this.memory.release(batches);
-        for (const b of batches) this.published += b.events.length;
+        for (const b of batches) {
+          this.published += b.events.length;
+          this.track(b.id);
+        }
         this.succeeded();
       },
       (err: Error) => {
@@ -141,6 +152,7 @@ export class DeliveryPump {
     this.link.send(records.map((r) => ({ id: r.id, data: encodeRecord(r.events) }))).then(
       () => {
         const events = records.reduce((n, r) => n + r.count, 0);
+        for (const r of records) this.track(r.id);
         this.published += events;
         this.recovered += events;
         this.reader.done(records);
@@ -151,6 +163,21 @@ export class DeliveryPump {
         this.failed(err);
       },
     );
+  }
+
+  private track(jobId: string): void {
+    this.sentJobs.add(jobId);
+    if (this.sentJobs.size > MAX_TRACKED_JOBS) this.sentJobs.delete(this.sentJobs.values().next().value!);
+  }
+
+  /** Jobs Redis took whose finish nobody has seen yet (see `stored()` of the publisher). */
+  sentJobIds(): string[] {
+    return [...this.sentJobs];
+  }
+
+  /** These jobs are finished: forget them. */
+  forgetJobs(ids: Iterable<string>): void {
+    for (const id of ids) this.sentJobs.delete(id);
   }
 
   private succeeded(): void {

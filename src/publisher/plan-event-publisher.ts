@@ -18,6 +18,9 @@ import { RedisLink } from './redis-link';
 import { SpillJournal } from './spill-journal';
 import { TypedHelpers } from './typed-helpers';
 
+/** How often `stored()` looks whether the jobs it waits for are finished. */
+const STORED_POLL_MS = 50;
+
 const CLOSED: Violation[] = Object.freeze([violationAt('', 'cannot be published: the publisher is closed')]) as Violation[];
 
 /**
@@ -269,6 +272,33 @@ export class PlanEventPublisher extends TypedHelpers {
   /** Resolves true once every event accepted so far is in Redis (journal included), false after `timeoutMs`. */
   flush(timeoutMs = 10_000): Promise<boolean> {
     return this.pump.waitSettled(timeoutMs);
+  }
+
+  /**
+   * Read your own writes: resolves true once every event accepted before the call is stored by a
+   * worker (or dead-lettered: the worker acknowledges a job only after its transaction commits and
+   * its dead letters are written), false after `timeoutMs`. First `flush()`, then waits until the
+   * jobs that carried those events are finished, looking every 50 ms; while Redis is unreachable it
+   * keeps waiting. A restarted executor calls it after its journal drained, before reading its
+   * session back. It remembers the last 100,000 jobs sent; older ones count as finished.
+   */
+  async stored(timeoutMs = 30_000): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    if (!(await this.pump.waitSettled(timeoutMs))) return false;
+    let pending = this.pump.sentJobIds();
+    for (;;) {
+      try {
+        const unfinished = new Set<string>();
+        for (let i = 0; i < pending.length; i += 1_000) for (const id of await this.link.unfinishedJobs(pending.slice(i, i + 1_000))) unfinished.add(id);
+        this.pump.forgetJobs(pending.filter((id) => !unfinished.has(id)));
+        pending = [...unfinished];
+      } catch {
+        // Redis unreachable or a command failed: look again
+      }
+      if (pending.length === 0) return true;
+      if (Date.now() + STORED_POLL_MS > deadline || this.closing !== undefined) return false;
+      await new Promise((resolve) => setTimeout(resolve, STORED_POLL_MS));
+    }
   }
 
   /**

@@ -142,6 +142,26 @@ export class RedisLink {
     this.commandsOk = true;
   }
 
+  /**
+   * Of these job ids, those whose job still waits or runs: its hash exists (every job hash has a
+   * `timestamp`) and has no `finishedOn`. A job the worker finished is removed (removeOnComplete)
+   * or marked finished: its events are stored or dead-lettered. Rejects when Redis is not ready.
+   */
+  async unfinishedJobs(ids: readonly string[]): Promise<string[]> {
+    const queue = this.queue;
+    if (queue === undefined || !this.ready) throw new Error('redis is not ready');
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hmget(queue.toKey(id), 'finishedOn', 'timestamp');
+    const replies = (await pipeline.exec()) ?? [];
+    const unfinished: string[] = [];
+    replies.forEach(([err, value], i) => {
+      if (err) throw err;
+      const [finishedOn, timestamp] = value as [string | null, string | null];
+      if (timestamp !== null && finishedOn === null) unfinished.push(ids[i]);
+    });
+    return unfinished;
+  }
+
   noteFailure(err: Error): void {
     this.errors.note(1, { err: err.message });
   }
