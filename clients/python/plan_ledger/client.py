@@ -325,6 +325,7 @@ class PlanLedgerClient(_EventHelpers):
     def _init_runtime(self) -> None:
         """What a forked child must not share with its parent: locks, buffer, sender state, counters."""
         self._seq_lock = threading.Lock()
+        self._count_lock = threading.Lock()  # counters that more than one thread moves
         self._hand_lock = threading.Lock()
         self._track_lock = threading.Lock()
         self._setup_lock = threading.RLock()
@@ -377,7 +378,8 @@ class PlanLedgerClient(_EventHelpers):
         try:
             e = dict(event)
         except (TypeError, ValueError):
-            self._stats.invalid += 1
+            with self._count_lock:
+                self._stats.invalid += 1
             return PublishResult(False, None, None, "invalid", (Violation("", f"(root) must be an object (a mapping of the event's fields), got {type(event).__name__}"),))
         own = 0
         if "specVersion" not in e:
@@ -391,7 +393,8 @@ class PlanLedgerClient(_EventHelpers):
             own += 1
         event_id = e["eventId"]
         if self._closed:
-            self._stats.closed += 1
+            with self._count_lock:
+                self._stats.closed += 1
             return PublishResult(False, event_id, None, "closed")
         plan_id = e.get("planId")
         stamp = "seq" not in e
@@ -441,11 +444,11 @@ class PlanLedgerClient(_EventHelpers):
                 del counters[next(iter(counters))]
 
     def _refuse(self, e: JsonObject, violations: List[Violation]) -> PublishResult:
-        unencodable = any(v.unencodable for v in violations)
-        if unencodable:
-            self._stats.unencodable += 1
-        else:
-            self._stats.invalid += 1
+        with self._count_lock:
+            if any(v.unencodable for v in violations):
+                self._stats.unencodable += 1
+            else:
+                self._stats.invalid += 1
         self._log_rarely(
             "invalid",
             logging.WARNING,
@@ -1023,7 +1026,8 @@ class PlanLedgerClient(_EventHelpers):
             log.log(level, message, *args, exc_info=exc_info)
 
     def _drop(self, count: int, why: str) -> None:
-        self._stats.dropped += count
+        with self._count_lock:
+            self._stats.dropped += count
         self._log_rarely("drop", logging.ERROR, "plan-ledger dropped %d event(s): %s (dropped so far: %d)", count, why, self._stats.dropped)
 
 
