@@ -374,6 +374,25 @@ class Fork(Base):
         self.assertNotIn(f"fork-{pid}", os.listdir(self.journal))
 
 
+    @unittest.skipUnless(hasattr(os, "fork"), "needs os.fork")
+    def test_a_multiprocessing_child_that_never_closes_the_client_delivers_at_its_exit(self) -> None:
+        import multiprocessing
+
+        server = self.server()
+        c = self.client(server.url)
+
+        def child() -> None:
+            for i in range(20):
+                c.step_started(Plan("plan-mp-child", "sess"), f"s{i}")
+            # neither flush nor close: multiprocessing's exit runs the client's close
+
+        process = multiprocessing.get_context("fork").Process(target=child)
+        process.start()
+        process.join(60)
+        self.assertEqual(process.exitcode, 0)
+        self.assertEqual(sorted(e["seq"] for e in server.stored()), list(range(20)))
+
+
 class Lifecycle(Base):
     def test_context_manager_closes(self) -> None:
         server = self.server()
