@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import type { Dialect } from '../store/dialect';
+import type { Dialect } from '../store/sql/sql-dialect';
 
 /** What DATABASE_URL resolves to. `redacted` is the URL with any password replaced by `***`. */
 export interface DatabaseTarget {

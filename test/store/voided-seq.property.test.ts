@@ -125,7 +125,7 @@ describe.each(ALL_TEST_DBS)('voided seqs on %s', (kind) => {
     await store.persist(events);
     const copy = { ...events[1], eventId: '0b7f2c56-1c2e-4a7e-9a53-7d2e7c3f0a11' };
     const outcome = await store.persist([voidOf(copy, 'conflict')]);
-    expect(outcome).toMatchObject({ inserted: 1, rebuilt: 0 });
+    expect(outcome).toMatchObject({ inserted: 0, voided: 1, rebuilt: 0 });
     const got = await rowsOf(ds, planId);
     expect(got.head).toEqual({ applied: 2, pending: 0, waiting: 0, events: 3, lastSeq: 2 });
     const [row] = await ds.query(`SELECT COUNT(*) AS n FROM plan_events WHERE plan_id = '${planId}' AND type = 'seq.voided'`);

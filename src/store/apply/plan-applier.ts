@@ -1,15 +1,14 @@
 import type { EntityManager } from 'typeorm';
-import type { PlanEvent } from '../contracts';
-import type { Dialect } from './dialect';
-import type { PlanHeadRow } from './entities';
-import { LockedHead, writeHeads } from './plan-heads';
+import type { PlanEvent } from '../../contracts';
+import type { PlanHeadRow } from '../entities';
+import { LockedHead, writeHeads } from '../ledger/plan-heads';
+import { canonicalOrder, definingCreated, SeqRun } from '../projection/event-order';
+import { CreatedEvent, PlanProjection } from '../projection/plan-projection';
+import { isVoidedSeq } from '../projection/voided-seq';
+import type { SqlDialect } from '../sql/sql-dialect';
 import { LOG_PAGE, PlanReader } from './plan-reader';
 import type { CachedPlanRows, CacheStage, PlanRowCache } from './plan-row-cache';
 import { PlanWrites } from './plan-writes';
-import { canonicalOrder, definingCreated, SeqRun } from './projection/event-order';
-import { CreatedEvent, PlanProjection } from './projection/plan-projection';
-import { isVoidedSeq } from './projection/voided-seq';
-import { RowWriter } from './row-writer';
 
 /**
  * What a plan's new events call for, given its head (README, "Store"):
@@ -56,19 +55,19 @@ export class PlanApplier {
   private readonly nextHeads = new Map<string, PlanHeadRow>();
   /** The cached rows each plan resumed from, which its rows update once this transaction commits. */
   private readonly cacheBases = new Map<string, CachedPlanRows>();
-  /** SQLite updates only the columns that changed: it needs the rows as read. */
+  /** The dialect updates only the columns that changed: it needs the rows as read. */
   private readonly keepStored: boolean;
 
   constructor(
     private readonly m: EntityManager,
-    private readonly dialect: Dialect,
+    private readonly dialect: SqlDialect,
     private readonly heads: ReadonlyMap<string, LockedHead>,
     private readonly now: Date,
     /** Rows of plans this process wrote last, and where this transaction stages what it writes. */
     private readonly cache?: { rows: PlanRowCache; stage: CacheStage },
   ) {
     this.reader = new PlanReader(m, dialect);
-    this.keepStored = dialect === 'sqlite';
+    this.keepStored = dialect.updatesChangedColumnsOnly;
   }
 
   /** Plans whose rows this transaction writes. */
@@ -272,7 +271,7 @@ export class PlanApplier {
       const before = this.heads.get(planId)!;
       if (next.gapSince && next.gapSince !== before.gapSince) this.stats.gapWaits++;
     }
-    await this.writes.write(new RowWriter(this.m, this.dialect));
+    await this.writes.write(this.dialect.rows(this.m));
     await writeHeads(this.m, this.dialect, [...this.nextHeads.values()].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0)));
   }
 }
