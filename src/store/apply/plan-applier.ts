@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { PlanEvent } from '../../contracts';
-import type { PlanHeadRow } from '../entities';
+import { ENTITY, PlanHeadRow } from '../entities';
 import { LockedHead, writeHeads } from '../ledger/plan-heads';
 import { canonicalOrder, definingCreated, SeqRun } from '../projection/event-order';
 import { CreatedEvent, PlanProjection } from '../projection/plan-projection';
@@ -176,8 +176,17 @@ export class PlanApplier {
       projection = PlanProjection.resume(row, this.keepStored);
       run = new SeqRun(head.appliedSeq, skipGaps);
     }
-    const applied = await this.replay(projection, run, created, head.appliedSeq ?? undefined);
-    this.done(head, projection, applied, run.watermark);
+    const replayed = await this.replay(projection, run, created, head.appliedSeq ?? undefined);
+    if (skipGaps && replayed.tail.length > 0) {
+      // voided seqs past the plan's last event opened this gap rather than filled one (a refused
+      // event with a seq far ahead): applied past it, they would put the watermark where no event
+      // will follow. They leave the log (their refusals stay in the dead-letter queue).
+      await this.dialect.rows(this.m).deleteWhereIn(ENTITY.event, 'eventId', replayed.tail.map((e) => e.eventId));
+      const watermark = replayed.lastReal ?? head.appliedSeq!;
+      this.done(head, projection, replayed.admitted, watermark, { events: replayed.tail.length, lastSeq: watermark });
+      return true;
+    }
+    this.done(head, projection, replayed.admitted, run.watermark);
     return true;
   }
 
@@ -186,7 +195,7 @@ export class PlanApplier {
     const created = await this.definingCreated(head.planId);
     const run = new SeqRun(head.appliedSeq ?? created.seq);
     const projection = PlanProjection.create(created);
-    const applied = await this.replay(projection, run, created);
+    const applied = (await this.replay(projection, run, created)).admitted;
     this.writes.addRebuilt(projection.rows(), head.deletedAt);
     this.cache?.stage.forget(head.planId);
     this.stats.rebuilt++;
@@ -206,10 +215,13 @@ export class PlanApplier {
 
   /**
    * Feed the plan's stored events (all, or those above `aboveSeq`) to the projection in canonical
-   * order while the run admits them, a page at a time; returns how many it admitted.
+   * order while the run admits them, a page at a time. Returns how many it admitted, the seq of the
+   * last admitted event that is not a voided seq, and the voided seqs admitted after it (`tail`).
    */
-  private async replay(projection: PlanProjection, run: SeqRun, created: CreatedEvent | undefined, aboveSeq?: number): Promise<number> {
+  private async replay(projection: PlanProjection, run: SeqRun, created: CreatedEvent | undefined, aboveSeq?: number): Promise<{ admitted: number; lastReal: number | undefined; tail: PlanEvent[] }> {
     let admitted = 0;
+    let lastReal: number | undefined;
+    let tail: PlanEvent[] = [];
     let gap = false;
     for await (const page of this.reader.log(projection.plan.id, aboveSeq)) {
       const take: PlanEvent[] = [];
@@ -220,12 +232,17 @@ export class PlanApplier {
         }
         if (e.eventId !== created?.eventId) take.push(e);
         admitted++;
+        if (isVoidedSeq(e)) tail.push(e);
+        else {
+          lastReal = e.seq;
+          tail = [];
+        }
       }
       await this.reader.provide([{ projection, events: take }]);
       for (const e of take) projection.apply(e);
       if (gap) break;
     }
-    return admitted;
+    return { admitted, lastReal, tail };
   }
 
   private async definingCreated(planId: string): Promise<CreatedEvent> {
@@ -234,12 +251,13 @@ export class PlanApplier {
     return created;
   }
 
-  /** Record what applying `admitted` more events to a plan changed. */
-  private done(head: LockedHead, projection: PlanProjection, admitted: number, watermark: number): void {
+  /** Record what applying `admitted` more events to a plan changed; `removed`: of those, log entries deleted (the plan's highest). */
+  private done(head: LockedHead, projection: PlanProjection, admitted: number, watermark: number, removed?: { events: number; lastSeq: number }): void {
     this.writes.add(projection.changes(), head.deletedAt);
-    this.stats.applied += admitted;
+    this.stats.applied += admitted - (removed?.events ?? 0);
     const next = this.nextHeads.get(head.planId)!;
-    this.setHead(head, { eventCount: next.eventCount, lastSeq: next.lastSeq, pending: next.pendingEvents - admitted, applied: watermark });
+    const eventCount = next.eventCount - (removed?.events ?? 0);
+    this.setHead(head, { eventCount, lastSeq: removed ? removed.lastSeq : next.lastSeq, pending: next.pendingEvents - admitted, applied: watermark });
     // the rows as written, read when the transaction commits (nothing changes them after finish())
     this.cache?.stage.put(this.nextHeads.get(head.planId)!, () => projection.held(), this.cacheBases.get(head.planId));
   }
