@@ -59,14 +59,14 @@ export class PlanApplier {
   private readonly keepStored: boolean;
 
   constructor(
-    private readonly m: EntityManager,
+    private readonly manager: EntityManager,
     private readonly dialect: SqlDialect,
     private readonly heads: ReadonlyMap<string, LockedHead>,
     private readonly now: Date,
     /** Rows of plans this process wrote last, and where this transaction stages what it writes. */
     private readonly cache?: { rows: PlanRowCache; stage: CacheStage },
   ) {
-    this.reader = new PlanReader(m, dialect);
+    this.reader = new PlanReader(manager, dialect);
     this.keepStored = dialect.updatesChangedColumnsOnly;
   }
 
@@ -78,7 +78,7 @@ export class PlanApplier {
   /** New events (stored already, none a duplicate), of plans whose heads are locked. */
   async applyNew(fresh: PlanEvent[]): Promise<void> {
     const direct: Array<{ head: LockedHead; events: PlanEvent[] }> = [];
-    const viaLog: Array<{ head: LockedHead; events: PlanEvent[] }> = [];
+    const fillingGap: Array<{ head: LockedHead; events: PlanEvent[] }> = [];
     const rebuild: LockedHead[] = [];
     for (const [planId, all] of byPlan(fresh)) {
       const head = this.heads.get(planId)!;
@@ -89,16 +89,16 @@ export class PlanApplier {
       if (events.length === 0) continue;
       const action = actionFor(head, events);
       if (action === 'apply') direct.push({ head, events });
-      else if (action === 'apply-with-log') viaLog.push({ head, events });
+      else if (action === 'apply-with-log') fillingGap.push({ head, events });
       else if (action === 'rebuild') rebuild.push(head);
     }
     // the waiting events of plans whose gap this batch fills, read for all those plans at once
     // (a plan with very many waits is read page by page instead: memory stays bounded)
-    const few = viaLog.filter((i) => i.head.pendingEvents <= LOG_PAGE);
-    const waiting = await this.reader.waitingEvents(few.map(({ head }) => ({ planId: head.planId, aboveSeq: head.appliedSeq })));
-    for (const { head } of few) direct.push({ head, events: waiting.get(head.planId) ?? [] });
+    const readTogether = fillingGap.filter((i) => i.head.pendingEvents <= LOG_PAGE);
+    const waiting = await this.reader.waitingEvents(readTogether.map(({ head }) => ({ planId: head.planId, aboveSeq: head.appliedSeq })));
+    for (const { head } of readTogether) direct.push({ head, events: waiting.get(head.planId) ?? [] });
     for (const head of await this.applyDirect(direct)) rebuild.push(head);
-    for (const { head } of viaLog) if (head.pendingEvents > LOG_PAGE && !(await this.applyFromLog(head))) rebuild.push(head);
+    for (const { head } of fillingGap) if (head.pendingEvents > LOG_PAGE && !(await this.applyFromLog(head))) rebuild.push(head);
     for (const head of rebuild) await this.rebuild(head);
   }
 
@@ -125,10 +125,10 @@ export class PlanApplier {
       if (head.appliedSeq === null) {
         const created = definingCreated(events)!;
         const run = new SeqRun(created.seq);
-        const take = events.filter((e) => run.admits(e.seq));
+        const admitted = events.filter((e) => run.admits(e.seq));
         const projection = PlanProjection.create(created);
-        for (const e of take) if (e !== created) projection.apply(e);
-        this.done(head, projection, take.length, run.watermark);
+        for (const e of admitted) if (e !== created) projection.apply(e);
+        this.recordApplied(head, projection, admitted.length, run.watermark);
         continue;
       }
       const row = rows.get(head.planId);
@@ -144,7 +144,7 @@ export class PlanApplier {
     await this.reader.provide(resumed);
     for (const { head, run, projection, events } of resumed) {
       for (const e of events) projection.apply(e);
-      this.done(head, projection, events.length, run.watermark);
+      this.recordApplied(head, projection, events.length, run.watermark);
     }
     return missing;
   }
@@ -181,12 +181,12 @@ export class PlanApplier {
       // voided seqs past the plan's last event opened this gap rather than filled one (a refused
       // event with a seq far ahead): applied past it, they would put the watermark where no event
       // will follow. They leave the log (their refusals stay in the dead-letter queue).
-      await this.dialect.rows(this.m).deleteWhereIn(ENTITY.event, 'eventId', replayed.tail.map((e) => e.eventId));
+      await this.dialect.rows(this.manager).deleteWhereIn(ENTITY.event, 'eventId', replayed.tail.map((e) => e.eventId));
       const watermark = replayed.lastReal ?? head.appliedSeq!;
-      this.done(head, projection, replayed.admitted, watermark, { events: replayed.tail.length, lastSeq: watermark });
+      this.recordApplied(head, projection, replayed.admitted, watermark, { events: replayed.tail.length, lastSeq: watermark });
       return true;
     }
-    this.done(head, projection, replayed.admitted, run.watermark);
+    this.recordApplied(head, projection, replayed.admitted, run.watermark);
     return true;
   }
 
@@ -224,13 +224,13 @@ export class PlanApplier {
     let tail: PlanEvent[] = [];
     let gap = false;
     for await (const page of this.reader.log(projection.plan.id, aboveSeq)) {
-      const take: PlanEvent[] = [];
+      const toApply: PlanEvent[] = [];
       for (const e of page) {
         if (!run.admits(e.seq)) {
           gap = true;
           break;
         }
-        if (e.eventId !== created?.eventId) take.push(e);
+        if (e.eventId !== created?.eventId) toApply.push(e);
         admitted++;
         if (isVoidedSeq(e)) tail.push(e);
         else {
@@ -238,8 +238,8 @@ export class PlanApplier {
           tail = [];
         }
       }
-      await this.reader.provide([{ projection, events: take }]);
-      for (const e of take) projection.apply(e);
+      await this.reader.provide([{ projection, events: toApply }]);
+      for (const e of toApply) projection.apply(e);
       if (gap) break;
     }
     return { admitted, lastReal, tail };
@@ -252,7 +252,7 @@ export class PlanApplier {
   }
 
   /** Record what applying `admitted` more events to a plan changed; `removed`: of those, log entries deleted (the plan's highest). */
-  private done(head: LockedHead, projection: PlanProjection, admitted: number, watermark: number, removed?: { events: number; lastSeq: number }): void {
+  private recordApplied(head: LockedHead, projection: PlanProjection, admitted: number, watermark: number, removed?: { events: number; lastSeq: number }): void {
     this.writes.add(projection.changes(), head.deletedAt);
     this.stats.applied += admitted - (removed?.events ?? 0);
     const next = this.nextHeads.get(head.planId)!;
@@ -289,8 +289,8 @@ export class PlanApplier {
       const before = this.heads.get(planId)!;
       if (next.gapSince && next.gapSince !== before.gapSince) this.stats.gapWaits++;
     }
-    await this.writes.write(this.dialect.rows(this.m));
-    await writeHeads(this.m, this.dialect, [...this.nextHeads.values()].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0)));
+    await this.writes.write(this.dialect.rows(this.manager));
+    await writeHeads(this.manager, this.dialect, [...this.nextHeads.values()].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0)));
   }
 }
 
