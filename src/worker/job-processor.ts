@@ -7,7 +7,7 @@ import type { EventBatchJobData } from '../queue/queue-names';
 import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
 import { dbErrorCode } from '../store/db-errors';
-import { EventConflictError } from '../store/event-conflict';
+import { EventConflictError } from '../store/ledger/event-conflict';
 import { refusedSeqOf, voidedSeqEvent } from '../store/projection/voided-seq';
 import { BackoffPolicy, backoffDelay, sleep } from './backoff';
 import type { JobWriteOutcome } from './batch-writer';

@@ -16,6 +16,7 @@ import { DEAD_LETTER_QUEUE, EVENTS_QUEUE } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
 import { hideRedisCommandArguments } from '../shared/redis-debug';
 import { assertSchema, openDataSource } from '../store/data-source';
+import { DIALECTS, sqlDialectOf } from '../store/sql/dialects';
 import { PlanEventStore } from '../store/plan-event-store';
 import { BackoffPolicy, DEFAULT_BACKOFF, withTimeout } from './backoff';
 import { BatchWriter, EventPersister, JobWriteOutcome, mergeOutcomes } from './batch-writer';
@@ -90,9 +91,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
     assertClusterPrefix(config.queuePrefix, options.connection ?? config);
     const connection = options.connection ?? opened.redis(createRedis(config, 'worker'));
     await reachRedis(connection, config);
-    const dialect = options.dataSource ? options.dataSource.options.type : config.database.driver;
-    // better-sqlite3 has one connection and the store serialises its writes: a second transaction would only wait
-    const flushConcurrency = dialect === 'better-sqlite3' ? 1 : settings.transactions;
+    const dialect = options.dataSource ? sqlDialectOf(options.dataSource) : DIALECTS[config.database.dialect];
+    // a dialect that serialises its writes (SQLite: one connection) would only make a second transaction wait
+    const flushConcurrency = dialect.serializesWrites ? 1 : settings.transactions;
     const ds = options.dataSource ?? opened.dataSource(await openDataSource(config.database, { poolSize: flushConcurrency + 2 }));
     // never migrated: most likely the wrong DATABASE_URL, so fail at once; merely behind: wait, not ready
     await assertSchema(ds, config.database, 'the worker');

@@ -5,6 +5,7 @@ import { runRetention } from '../../src/retention/retention.service';
 import { restorePlan } from '../../src/retention/plan-restore';
 import { retentionPolicy } from '../../src/retention/retention-config';
 import { deleteRows, lockHeads, maxIdsPerStatement, PLAN_TABLES, stampRows } from '../../src/retention/retention-sql';
+import { DIALECTS } from '../../src/store/sql/dialects';
 import { DAY, NOW } from './plan-fixtures';
 
 /**
@@ -77,7 +78,7 @@ describe('retention SQL on SQL Server (generated, no server)', () => {
       return [];
     });
     const report = await runRetention(ds, retentionPolicy({ batchSize: 50_000 }), { now: NOW });
-    expect(report.batchSize).toBe(maxIdsPerStatement('mssql'));
+    expect(report.batchSize).toBe(maxIdsPerStatement(DIALECTS.mssql));
     expect(report.plans).toEqual({ softDeleted: 2_000, purged: 2_000 });
 
     for (const q of recorded) expect(q.params.length).toBeLessThanOrEqual(MSSQL_PARAMETER_LIMIT);

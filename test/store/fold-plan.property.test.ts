@@ -1,7 +1,7 @@
 import * as fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import type { PlanEvent } from '../../src/contracts';
-import { actionFor } from '../../src/store/plan-apply';
+import { actionFor } from '../../src/store/apply/plan-applier';
 import { DagNode, dagLayers } from '../../src/store/projection/dag-layers';
 import { SeqRun } from '../../src/store/projection/event-order';
 import { foldPlan } from '../../src/store/projection/fold-plan';

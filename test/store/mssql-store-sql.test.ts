@@ -2,13 +2,14 @@ import { DataSource } from 'typeorm';
 import { parseDatabaseUrl } from '../../src/config/database-url';
 import { createDataSource } from '../../src/store/data-source';
 import { ENTITY, PlanStepRow } from '../../src/store/entities';
-import { definingCreatedStatement, lockHeadsStatement, logPageStatement, overdueGapsStatement } from '../../src/store/plan-event-statements';
-import { newHead } from '../../src/store/plan-heads';
-import { insertStatement, upsertStatement } from '../../src/store/row-statements';
-import { rowsPerStatement } from '../../src/store/batch-limits';
+import { definingCreatedStatement, lockHeadsStatement, logPageStatement, overdueGapsStatement } from '../../src/store/ledger/log-statements';
+import { newHead } from '../../src/store/ledger/plan-heads';
+import { insertStatement } from '../../src/store/sql/values-statements';
+import { mergeStatement, mssql } from '../../src/store/sql/mssql';
+import { rowsPerStatement } from '../../src/store/sql/batch-limits';
 import { parsePlanEvent } from '../../src/contracts';
 import { foldPlan } from '../../src/store/projection/fold-plan';
-import { PlanWrites } from '../../src/store/plan-writes';
+import { PlanWrites } from '../../src/store/apply/plan-writes';
 
 const step: PlanStepRow = { id: '00000000-0000-5000-8000-000000000000', planId: 'p', stepKey: 'k', stepIndex: 0, agentId: 'a', task: 't', title: null, expectedOutput: null, dependsOn: '[]', status: 'pending', result: null, error: null, outputContent: null, model: null, inputTokens: 0, outputTokens: 0, startedAt: null, completedAt: null, createdAt: new Date(), deletedAt: null };
 
@@ -24,7 +25,7 @@ describe('event store SQL on SQL Server', () => {
   // The MERGE takes the row's exclusive lock at once (WHEN MATCHED updates a column to itself),
   // HOLDLOCK makes a concurrent insert of the same key wait instead of failing with 2627.
   it('creates or locks heads with one MERGE that never updates the key', () => {
-    const { sql, params } = upsertStatement(ds.manager, 'mssql', ENTITY.head, [newHead('p1', 's1', new Date()), newHead('p2', 's1', new Date())], { key: 'planId', update: [] });
+    const { sql, params } = mergeStatement(ds.manager, ENTITY.head, [newHead('p1', 's1', new Date()), newHead('p2', 's1', new Date())], { key: 'planId', update: [] });
     expect(sql).toMatch(/^MERGE INTO "plan_heads" WITH \(HOLDLOCK\) AS t USING \(VALUES \(@0, @1, /);
     expect(sql).toContain('ON t."plan_id" = s."plan_id" WHEN MATCHED THEN UPDATE SET "session_id" = t."session_id" WHEN NOT MATCHED THEN INSERT ("plan_id", "session_id"');
     expect(sql).toMatch(/;$/);
@@ -37,14 +38,14 @@ describe('event store SQL on SQL Server', () => {
   });
 
   it('keeps the earliest and latest times of a session with CASE (GREATEST/LEAST need SQL Server 2022)', () => {
-    const { sql } = upsertStatement(ds.manager, 'mssql', ENTITY.session, [{ id: 's1', createdAt: new Date(), updatedAt: new Date() }], { key: 'id', update: [], keep: { createdAt: 'min', updatedAt: 'max' } });
+    const { sql } = mergeStatement(ds.manager, ENTITY.session, [{ id: 's1', createdAt: new Date(), updatedAt: new Date() }], { key: 'id', update: [], keep: { createdAt: 'min', updatedAt: 'max' } });
     expect(sql).toContain(
       'WHEN MATCHED THEN UPDATE SET "created_at" = CASE WHEN s."created_at" < t."created_at" THEN s."created_at" ELSE t."created_at" END, "updated_at" = CASE WHEN s."updated_at" > t."updated_at" THEN s."updated_at" ELSE t."updated_at" END',
     );
   });
 
   it('updates only the columns events change', () => {
-    const { sql } = upsertStatement(ds.manager, 'mssql', ENTITY.step, [step], { key: 'id', update: ['status', 'outputContent'] });
+    const { sql } = mergeStatement(ds.manager, ENTITY.step, [step], { key: 'id', update: ['status', 'outputContent'] });
     expect(sql).toContain('WHEN MATCHED THEN UPDATE SET "status" = s."status", "output_content" = s."output_content" WHEN NOT MATCHED');
   });
 
@@ -63,18 +64,18 @@ describe('event store SQL on SQL Server', () => {
 
   it('keeps multi-row inserts and merges under 2,100 parameters and 1,000 rows', () => {
     const columns = ds.getMetadata(ENTITY.step).columns.length;
-    const rows = rowsPerStatement('mssql', columns);
+    const rows = rowsPerStatement(mssql, columns);
     expect(rows * columns).toBeLessThan(2100);
     const many = Array.from({ length: rows }, (_, i) => ({ ...step, stepIndex: i }));
-    const { sql, params } = insertStatement(ds.manager, ENTITY.step, many);
+    const { sql, params } = insertStatement(ds.manager, ENTITY.step, many, { typed: true });
     expect(params.length).toBeLessThan(2100);
     expect(sql).toMatch(/^INSERT INTO "plan_steps" \("id", "plan_id", /);
     expect(sql).toContain('(@0, @1, @2, @3, @4, @5, NULL, NULL, @6, @7');
     // typed parameters: dates bind as datetime2, not the legacy datetime a bare Date would get
     const created = params.find((p) => (p as { value?: unknown }).value instanceof Date) as { type: string };
     expect(created.type).toBe('datetime2');
-    expect(upsertStatement(ds.manager, 'mssql', ENTITY.step, many, { key: 'id', update: ['status'] }).params.length).toBe(rows * columns);
-    expect(rowsPerStatement('mssql', 2)).toBe(1000);
+    expect(mergeStatement(ds.manager, ENTITY.step, many, { key: 'id', update: ['status'] }).params.length).toBe(rows * columns);
+    expect(rowsPerStatement(mssql, 2)).toBe(1000);
   });
 });
 

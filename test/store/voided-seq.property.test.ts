@@ -119,13 +119,36 @@ describe.each(ALL_TEST_DBS)('voided seqs on %s', (kind) => {
     );
   }, 600_000);
 
+  it('a voided seq far past the last event (a refused event with a wild seq) is dropped by the gap sweep, not applied past: later events apply without a rebuild', async () => {
+    const planId = `vwild_${kind}`;
+    const drafts = [
+      { type: 'plan.created', payload: { query: 'q', steps: [{ stepId: 's0', index: 0, agentId: 'a', task: 't' }] } },
+      { type: 'step.started', payload: { stepId: 's0' } },
+      { type: 'step.completed', payload: { stepId: 's0', inputTokens: 1, outputTokens: 2 } },
+    ];
+    const [created, started, completed] = toEvents(drafts, planId, `vsess_${planId}`); // seq 1, 2, 3
+    await store.persist([created, started]);
+    const wild = { ...started, eventId: '3f7c2a10-9b1e-4c55-8d0a-2b9e6f1c7d42', seq: 9_999 };
+    await store.persist([voidOf(wild)]);
+    expect((await rowsOf(ds, planId)).head).toEqual({ applied: 2, pending: 1, waiting: 1, events: 3, lastSeq: 9_999 });
+    const sweep = await store.applyOverdueGaps(new Date(Date.now() + 60_000), 10);
+    expect(sweep.plans).toBe(1);
+    expect((await rowsOf(ds, planId)).head).toEqual({ applied: 2, pending: 0, waiting: 0, events: 2, lastSeq: 2 });
+    const next = await store.persist([completed]);
+    expect(next).toMatchObject({ inserted: 1, rebuilt: 0, applied: 1 });
+    const got = await rowsOf(ds, planId);
+    expect(got.head).toEqual({ applied: 3, pending: 0, waiting: 0, events: 3, lastSeq: 3 });
+    expect(got.steps).toEqual([expect.objectContaining({ step_key: 's0', status: 'completed' })]);
+    await erase(ds, planId);
+  });
+
   it('a voided seq at or below the watermark (a refused copy of a stored seq) is recorded without a rebuild', async () => {
     const planId = `vlate_${kind}`;
     const events = toEvents([{ type: 'plan.created', payload: { query: 'q', steps: [{ stepId: 's0', index: 0, agentId: 'a', task: 't' }] } }, { type: 'step.started', payload: { stepId: 's0' } }], planId, `vsess_${planId}`);
     await store.persist(events);
     const copy = { ...events[1], eventId: '0b7f2c56-1c2e-4a7e-9a53-7d2e7c3f0a11' };
     const outcome = await store.persist([voidOf(copy, 'conflict')]);
-    expect(outcome).toMatchObject({ inserted: 1, rebuilt: 0 });
+    expect(outcome).toMatchObject({ inserted: 0, voided: 1, rebuilt: 0 });
     const got = await rowsOf(ds, planId);
     expect(got.head).toEqual({ applied: 2, pending: 0, waiting: 0, events: 3, lastSeq: 2 });
     const [row] = await ds.query(`SELECT COUNT(*) AS n FROM plan_events WHERE plan_id = '${planId}' AND type = 'seq.voided'`);

@@ -1,5 +1,7 @@
 import { EntitySchema, EntitySchemaColumnOptions } from 'typeorm';
-import { columnTypeFor, ColumnKind, Dialect } from '../dialect';
+import { columnTypeFor, DIALECTS } from '../sql/dialects';
+import type { ColumnKind } from '../sql/column-kinds';
+import type { Dialect } from '../sql/sql-dialect';
 
 /**
  * Entities are EntitySchemas built per dialect rather than decorated classes: a decorator's column
@@ -32,7 +34,7 @@ export function defineEntity<T>(name: string, tableName: string, columns: Record
 function toColumnOptions(dialect: Dialect, spec: ColumnSpec): EntitySchemaColumnOptions {
   const type = columnTypeFor(dialect, spec.kind);
   // mysql's `tinyint` would hydrate as 0/1; TypeORM's `boolean` is the same column read as true/false
-  if (spec.kind === 'boolean') type.type = dialect === 'mssql' ? 'bit' : 'boolean';
+  if (spec.kind === 'boolean') type.type = DIALECTS[dialect].entityBoolean;
   return {
     name: spec.column,
     type: type.type as EntitySchemaColumnOptions['type'],

@@ -1,5 +1,5 @@
 import type { EntitySchema } from 'typeorm';
-import type { Dialect } from '../dialect';
+import type { Dialect } from '../sql/sql-dialect';
 import { SessionEntity } from './session.entity';
 import { ExecutionPlanEntity } from './execution-plan.entity';
 import { PlanStepEntity } from './plan-step.entity';

@@ -1,6 +1,6 @@
 import { EntityManager, QueryFailedError } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
-import type { Upsert } from './row-statements';
+import type { Upsert } from './sql-dialect';
 
 /** The part of a better-sqlite3 Database and Statement these writes use. */
 interface Db {

@@ -1,5 +1,5 @@
-import type { ExecutionPlanRow, PlanHeadRow, PlanStepRow } from './entities';
-import { planEnded } from './projection/plan-projection';
+import type { ExecutionPlanRow, PlanHeadRow, PlanStepRow } from '../entities';
+import { planEnded } from '../projection/plan-projection';
 
 /** Default budget of the row cache: enough for the plans of a busy worker's in-flight window. */
 export const DEFAULT_ROW_CACHE_BYTES = 64 * 1024 * 1024;

@@ -1,5 +1,5 @@
 import { EntityManager, In, UpdateQueryBuilder } from 'typeorm';
-import { ENTITY } from './entities';
+import { ENTITY } from '../entities';
 
 /**
  * Statements of the event store beyond plain row writes (row-statements.ts), as QueryBuilders or

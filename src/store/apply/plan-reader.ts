@@ -1,25 +1,23 @@
 import type { EntityManager } from 'typeorm';
-import type { PlanEvent } from '../contracts';
-import type { Dialect } from './dialect';
-import { ENTITY, ExecutionPlanRow, PlanEventRow, PlanHandoffRow, PlanStepRow } from './entities';
-import { definingCreatedStatement, LogCursor, logPageStatement } from './plan-event-statements';
-import { derivedId } from './projection/derived-id';
-import { PlanProjection } from './projection/plan-projection';
-import { pgArrayLiteral } from './postgres-array';
-import { RowWriter } from './row-writer';
+import type { PlanEvent } from '../../contracts';
+import { ENTITY, ExecutionPlanRow, PlanEventRow, PlanHandoffRow, PlanStepRow } from '../entities';
+import { definingCreatedStatement, LogCursor, logPageStatement } from '../ledger/log-statements';
+import { derivedId } from '../projection/derived-id';
+import { PlanProjection } from '../projection/plan-projection';
+import type { RowStore, SqlDialect } from '../sql/sql-dialect';
 
 /** Events per page when a plan's log is read (a gap filled after a long wait, a rebuild). */
 export const LOG_PAGE = 1_000;
 
 /** What the store reads of stored plans inside its transaction: rows to apply events to, and logs. */
 export class PlanReader {
-  private readonly rows: RowWriter;
+  private readonly rows: RowStore;
 
   constructor(
     private readonly m: EntityManager,
-    private readonly dialect: Dialect,
+    private readonly dialect: SqlDialect,
   ) {
-    this.rows = new RowWriter(m, dialect);
+    this.rows = dialect.rows(m);
   }
 
   async plans(planIds: string[]): Promise<Map<string, ExecutionPlanRow>> {
@@ -54,18 +52,13 @@ export class PlanReader {
 
   /**
    * The stored events of these plans above their `aboveSeq` (all of them for null), each plan's in
-   * canonical order: on PostgreSQL one statement for every plan, elsewhere a read per plan.
+   * canonical order: one statement for every plan where the dialect has one, else a read per plan.
    */
   async waitingEvents(plans: Array<{ planId: string; aboveSeq: number | null }>): Promise<Map<string, PlanEvent[]>> {
     const out = new Map<string, PlanEvent[]>();
     if (plans.length === 0) return out;
-    if (this.dialect === 'postgres') {
-      const rows: Record<string, unknown>[] = await this.m.query(
-        `SELECT e.* FROM plan_events e JOIN unnest($1::varchar[], $2::int[]) AS w(plan_id, above) ON e.plan_id = w.plan_id AND e.seq > w.above
-         WHERE e.plan_id = ANY($1::varchar[]) ORDER BY e.plan_id, e.seq, e.event_id`,
-        [pgArrayLiteral(plans.map((p) => p.planId)), pgArrayLiteral(plans.map((p) => p.aboveSeq ?? MIN_SEQ))],
-      );
-      for (const r of rows) push(out, r.plan_id as string, fromEventRow(renamed(r)));
+    if (this.dialect.waitingEventRows) {
+      for (const r of await this.dialect.waitingEventRows(this.m, plans)) push(out, r.planId, fromEventRow(r));
       return out;
     }
     for (const { planId, aboveSeq } of plans) {
@@ -107,14 +100,6 @@ export function fromEventRow(r: PlanEventRow): PlanEvent {
     occurredAt: new Date(r.occurredAt).toISOString(),
     payload: JSON.parse(r.payload),
   } as PlanEvent;
-}
-
-/** Below any seq the contract allows (seq >= 0). */
-const MIN_SEQ = -1;
-
-/** A raw plan_events row (snake_case, as pg returns it) as the entity's properties. */
-function renamed(r: Record<string, unknown>): PlanEventRow {
-  return { eventId: r.event_id, planId: r.plan_id, sessionId: r.session_id, type: r.type, seq: r.seq, specVersion: r.spec_version, occurredAt: r.occurred_at, recordedAt: r.recorded_at, payload: r.payload, deletedAt: r.deleted_at } as PlanEventRow;
 }
 
 function push<T>(map: Map<string, T[]>, key: string, item: T): void {

@@ -1,8 +1,8 @@
-import { pushAll as push } from '../shared/arrays';
-import { ENTITY, ExecutionPlanRow, PlanDecisionRow, PlanHandoffRow, PlanStepRow, SessionRow, WorkflowCheckpointRow, WorkflowDagRow } from './entities';
-import { PROJECTION_TABLES } from './plan-tables';
-import type { PlanChanges, PlanRows } from './projection/plan-projection';
-import type { RowWriter } from './row-writer';
+import { pushAll as push } from '../../shared/arrays';
+import { ENTITY, ExecutionPlanRow, PlanDecisionRow, PlanHandoffRow, PlanStepRow, SessionRow, WorkflowCheckpointRow, WorkflowDagRow } from '../entities';
+import { PROJECTION_TABLES } from '../plan-tables';
+import type { PlanChanges, PlanRows } from '../projection/plan-projection';
+import type { RowStore } from '../sql/sql-dialect';
 
 /** Columns a plan's events change after plan.created; the others are written once. */
 const PLAN_UPDATE = ['status', 'summary', 'failureReason', 'totalSteps', 'completedSteps', 'failedSteps', 'skippedSteps', 'totalInputTokens', 'totalOutputTokens', 'approvalStatus', 'updatedAt', 'completedAt', 'deletedAt'] as const;
@@ -97,7 +97,7 @@ export class PlanWrites {
   }
 
   /** Sessions first (plans reference them), then deletes children first, inserts parents first. */
-  async write(rows: RowWriter): Promise<void> {
+  async write(rows: RowStore): Promise<void> {
     const sessions = [...this.sessions.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     await rows.upsert(ENTITY.session, sessions, { key: 'id', update: [], keep: { createdAt: 'min', updatedAt: 'max' } });
     for (const t of PROJECTION_TABLES) await rows.deleteWhereIn(t.entity, t.planKey, this.rebuilt);

@@ -1,9 +1,9 @@
 import { EntityManager, In } from 'typeorm';
-import type { PlanEvent } from '../contracts';
-import { chunk, valuesPerInList } from './batch-limits';
-import type { Dialect } from './dialect';
-import { ENTITY, PlanEventRow } from './entities';
-import { isVoidedSeq } from './projection/voided-seq';
+import type { PlanEvent } from '../../contracts';
+import { chunk, valuesPerInList } from '../sql/batch-limits';
+import type { SqlDialect } from '../sql/sql-dialect';
+import { ENTITY, PlanEventRow } from '../entities';
+import { isVoidedSeq } from '../projection/voided-seq';
 
 /** What names an event in a conflict: enough for an operator to find both. */
 export interface EventRef {
@@ -82,7 +82,7 @@ export function firstCopies(events: PlanEvent[]): PlanEvent[] {
 }
 
 /** The stored rows of these event ids (read only for ids already stored: redeliveries, replays, conflicts). */
-export async function storedEventRows(m: EntityManager, dialect: Dialect, ids: string[]): Promise<Map<string, PlanEventRow>> {
+export async function storedEventRows(m: EntityManager, dialect: SqlDialect, ids: string[]): Promise<Map<string, PlanEventRow>> {
   const found = new Map<string, PlanEventRow>();
   for (const part of chunk(ids, valuesPerInList(dialect))) {
     const rows = await m.getRepository<PlanEventRow>(ENTITY.event).find({ where: { eventId: In(part) }, withDeleted: true });

@@ -1,15 +1,14 @@
 import type { EntityManager } from 'typeorm';
-import type { PlanEvent } from '../contracts';
-import type { Dialect } from './dialect';
-import type { PlanHeadRow } from './entities';
-import { LockedHead, writeHeads } from './plan-heads';
+import type { PlanEvent } from '../../contracts';
+import { ENTITY, PlanHeadRow } from '../entities';
+import { LockedHead, writeHeads } from '../ledger/plan-heads';
+import { canonicalOrder, definingCreated, SeqRun } from '../projection/event-order';
+import { CreatedEvent, PlanProjection } from '../projection/plan-projection';
+import { isVoidedSeq } from '../projection/voided-seq';
+import type { SqlDialect } from '../sql/sql-dialect';
 import { LOG_PAGE, PlanReader } from './plan-reader';
 import type { CachedPlanRows, CacheStage, PlanRowCache } from './plan-row-cache';
 import { PlanWrites } from './plan-writes';
-import { canonicalOrder, definingCreated, SeqRun } from './projection/event-order';
-import { CreatedEvent, PlanProjection } from './projection/plan-projection';
-import { isVoidedSeq } from './projection/voided-seq';
-import { RowWriter } from './row-writer';
 
 /**
  * What a plan's new events call for, given its head (README, "Store"):
@@ -56,19 +55,19 @@ export class PlanApplier {
   private readonly nextHeads = new Map<string, PlanHeadRow>();
   /** The cached rows each plan resumed from, which its rows update once this transaction commits. */
   private readonly cacheBases = new Map<string, CachedPlanRows>();
-  /** SQLite updates only the columns that changed: it needs the rows as read. */
+  /** The dialect updates only the columns that changed: it needs the rows as read. */
   private readonly keepStored: boolean;
 
   constructor(
-    private readonly m: EntityManager,
-    private readonly dialect: Dialect,
+    private readonly manager: EntityManager,
+    private readonly dialect: SqlDialect,
     private readonly heads: ReadonlyMap<string, LockedHead>,
     private readonly now: Date,
     /** Rows of plans this process wrote last, and where this transaction stages what it writes. */
     private readonly cache?: { rows: PlanRowCache; stage: CacheStage },
   ) {
-    this.reader = new PlanReader(m, dialect);
-    this.keepStored = dialect === 'sqlite';
+    this.reader = new PlanReader(manager, dialect);
+    this.keepStored = dialect.updatesChangedColumnsOnly;
   }
 
   /** Plans whose rows this transaction writes. */
@@ -79,7 +78,7 @@ export class PlanApplier {
   /** New events (stored already, none a duplicate), of plans whose heads are locked. */
   async applyNew(fresh: PlanEvent[]): Promise<void> {
     const direct: Array<{ head: LockedHead; events: PlanEvent[] }> = [];
-    const viaLog: Array<{ head: LockedHead; events: PlanEvent[] }> = [];
+    const fillingGap: Array<{ head: LockedHead; events: PlanEvent[] }> = [];
     const rebuild: LockedHead[] = [];
     for (const [planId, all] of byPlan(fresh)) {
       const head = this.heads.get(planId)!;
@@ -90,16 +89,16 @@ export class PlanApplier {
       if (events.length === 0) continue;
       const action = actionFor(head, events);
       if (action === 'apply') direct.push({ head, events });
-      else if (action === 'apply-with-log') viaLog.push({ head, events });
+      else if (action === 'apply-with-log') fillingGap.push({ head, events });
       else if (action === 'rebuild') rebuild.push(head);
     }
     // the waiting events of plans whose gap this batch fills, read for all those plans at once
     // (a plan with very many waits is read page by page instead: memory stays bounded)
-    const few = viaLog.filter((i) => i.head.pendingEvents <= LOG_PAGE);
-    const waiting = await this.reader.waitingEvents(few.map(({ head }) => ({ planId: head.planId, aboveSeq: head.appliedSeq })));
-    for (const { head } of few) direct.push({ head, events: waiting.get(head.planId) ?? [] });
+    const readTogether = fillingGap.filter((i) => i.head.pendingEvents <= LOG_PAGE);
+    const waiting = await this.reader.waitingEvents(readTogether.map(({ head }) => ({ planId: head.planId, aboveSeq: head.appliedSeq })));
+    for (const { head } of readTogether) direct.push({ head, events: waiting.get(head.planId) ?? [] });
     for (const head of await this.applyDirect(direct)) rebuild.push(head);
-    for (const { head } of viaLog) if (head.pendingEvents > LOG_PAGE && !(await this.applyFromLog(head))) rebuild.push(head);
+    for (const { head } of fillingGap) if (head.pendingEvents > LOG_PAGE && !(await this.applyFromLog(head))) rebuild.push(head);
     for (const head of rebuild) await this.rebuild(head);
   }
 
@@ -126,10 +125,10 @@ export class PlanApplier {
       if (head.appliedSeq === null) {
         const created = definingCreated(events)!;
         const run = new SeqRun(created.seq);
-        const take = events.filter((e) => run.admits(e.seq));
+        const admitted = events.filter((e) => run.admits(e.seq));
         const projection = PlanProjection.create(created);
-        for (const e of take) if (e !== created) projection.apply(e);
-        this.done(head, projection, take.length, run.watermark);
+        for (const e of admitted) if (e !== created) projection.apply(e);
+        this.recordApplied(head, projection, admitted.length, run.watermark);
         continue;
       }
       const row = rows.get(head.planId);
@@ -145,7 +144,7 @@ export class PlanApplier {
     await this.reader.provide(resumed);
     for (const { head, run, projection, events } of resumed) {
       for (const e of events) projection.apply(e);
-      this.done(head, projection, events.length, run.watermark);
+      this.recordApplied(head, projection, events.length, run.watermark);
     }
     return missing;
   }
@@ -177,8 +176,17 @@ export class PlanApplier {
       projection = PlanProjection.resume(row, this.keepStored);
       run = new SeqRun(head.appliedSeq, skipGaps);
     }
-    const applied = await this.replay(projection, run, created, head.appliedSeq ?? undefined);
-    this.done(head, projection, applied, run.watermark);
+    const replayed = await this.replay(projection, run, created, head.appliedSeq ?? undefined);
+    if (skipGaps && replayed.tail.length > 0) {
+      // voided seqs past the plan's last event opened this gap rather than filled one (a refused
+      // event with a seq far ahead): applied past it, they would put the watermark where no event
+      // will follow. They leave the log (their refusals stay in the dead-letter queue).
+      await this.dialect.rows(this.manager).deleteWhereIn(ENTITY.event, 'eventId', replayed.tail.map((e) => e.eventId));
+      const watermark = replayed.lastReal ?? head.appliedSeq!;
+      this.recordApplied(head, projection, replayed.admitted, watermark, { events: replayed.tail.length, lastSeq: watermark });
+      return true;
+    }
+    this.recordApplied(head, projection, replayed.admitted, run.watermark);
     return true;
   }
 
@@ -187,7 +195,7 @@ export class PlanApplier {
     const created = await this.definingCreated(head.planId);
     const run = new SeqRun(head.appliedSeq ?? created.seq);
     const projection = PlanProjection.create(created);
-    const applied = await this.replay(projection, run, created);
+    const applied = (await this.replay(projection, run, created)).admitted;
     this.writes.addRebuilt(projection.rows(), head.deletedAt);
     this.cache?.stage.forget(head.planId);
     this.stats.rebuilt++;
@@ -207,26 +215,34 @@ export class PlanApplier {
 
   /**
    * Feed the plan's stored events (all, or those above `aboveSeq`) to the projection in canonical
-   * order while the run admits them, a page at a time; returns how many it admitted.
+   * order while the run admits them, a page at a time. Returns how many it admitted, the seq of the
+   * last admitted event that is not a voided seq, and the voided seqs admitted after it (`tail`).
    */
-  private async replay(projection: PlanProjection, run: SeqRun, created: CreatedEvent | undefined, aboveSeq?: number): Promise<number> {
+  private async replay(projection: PlanProjection, run: SeqRun, created: CreatedEvent | undefined, aboveSeq?: number): Promise<{ admitted: number; lastReal: number | undefined; tail: PlanEvent[] }> {
     let admitted = 0;
+    let lastReal: number | undefined;
+    let tail: PlanEvent[] = [];
     let gap = false;
     for await (const page of this.reader.log(projection.plan.id, aboveSeq)) {
-      const take: PlanEvent[] = [];
+      const toApply: PlanEvent[] = [];
       for (const e of page) {
         if (!run.admits(e.seq)) {
           gap = true;
           break;
         }
-        if (e.eventId !== created?.eventId) take.push(e);
+        if (e.eventId !== created?.eventId) toApply.push(e);
         admitted++;
+        if (isVoidedSeq(e)) tail.push(e);
+        else {
+          lastReal = e.seq;
+          tail = [];
+        }
       }
-      await this.reader.provide([{ projection, events: take }]);
-      for (const e of take) projection.apply(e);
+      await this.reader.provide([{ projection, events: toApply }]);
+      for (const e of toApply) projection.apply(e);
       if (gap) break;
     }
-    return admitted;
+    return { admitted, lastReal, tail };
   }
 
   private async definingCreated(planId: string): Promise<CreatedEvent> {
@@ -235,12 +251,13 @@ export class PlanApplier {
     return created;
   }
 
-  /** Record what applying `admitted` more events to a plan changed. */
-  private done(head: LockedHead, projection: PlanProjection, admitted: number, watermark: number): void {
+  /** Record what applying `admitted` more events to a plan changed; `removed`: of those, log entries deleted (the plan's highest). */
+  private recordApplied(head: LockedHead, projection: PlanProjection, admitted: number, watermark: number, removed?: { events: number; lastSeq: number }): void {
     this.writes.add(projection.changes(), head.deletedAt);
-    this.stats.applied += admitted;
+    this.stats.applied += admitted - (removed?.events ?? 0);
     const next = this.nextHeads.get(head.planId)!;
-    this.setHead(head, { eventCount: next.eventCount, lastSeq: next.lastSeq, pending: next.pendingEvents - admitted, applied: watermark });
+    const eventCount = next.eventCount - (removed?.events ?? 0);
+    this.setHead(head, { eventCount, lastSeq: removed ? removed.lastSeq : next.lastSeq, pending: next.pendingEvents - admitted, applied: watermark });
     // the rows as written, read when the transaction commits (nothing changes them after finish())
     this.cache?.stage.put(this.nextHeads.get(head.planId)!, () => projection.held(), this.cacheBases.get(head.planId));
   }
@@ -272,8 +289,8 @@ export class PlanApplier {
       const before = this.heads.get(planId)!;
       if (next.gapSince && next.gapSince !== before.gapSince) this.stats.gapWaits++;
     }
-    await this.writes.write(new RowWriter(this.m, this.dialect));
-    await writeHeads(this.m, this.dialect, [...this.nextHeads.values()].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0)));
+    await this.writes.write(this.dialect.rows(this.manager));
+    await writeHeads(this.manager, this.dialect, [...this.nextHeads.values()].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0)));
   }
 }
 
