@@ -180,16 +180,18 @@ class Journal:
                 return None
             start = self._offset
             chunk = 1 << 16
-            data = b""
+            line = bytearray()
             while True:
-                part = os.pread(self._fd, chunk, start + len(data))
+                part = os.pread(self._fd, chunk, start + len(line))
                 if not part:
                     break
                 i = part.find(b"\n")
                 if i >= 0:
-                    data += part[: i + 1]
+                    line += part[: i + 1]
                     break
-                data += part
+                line += part
+                chunk = min(chunk * 2, 8 << 20)
+            data = bytes(line)
             end = start + len(data)
         if not data.endswith(b"\n"):
             return None

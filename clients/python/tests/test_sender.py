@@ -76,7 +76,7 @@ class WakeUps(Base):
         wait_until("the sender asleep", lambda: c._sleeping)
         before = len(waits)
         c.step_started(PLAN, "s1")
-        wait_until("the event at the server", lambda: len(server.stored()) == 1)
+        wait_until("the event at the server, and its answer counted", lambda: len(server.stored()) == 1 and c.stats().accepted == 1)
         # woken by the publish: the wait it was in had no short timeout to end it
         self.assertTrue(all(t is None or t >= 1.0 for t in waits[: before + 1]), waits[: before + 1])
         self.assertEqual(c.stats().accepted, 1)
@@ -147,7 +147,7 @@ class SenderSurvives(Base):
 
         c._post = failing_post  # type: ignore[method-assign]
         c.step_started(PLAN, "s1")
-        wait_until("the event stored after the error", lambda: len(server.stored()) == 1)
+        wait_until("the event stored after the error, and its answer counted", lambda: len(server.stored()) == 1 and c.stats().accepted == 1)
         s = c.stats()
         self.assertEqual((s.sender_errors, s.lost, s.accepted), (1, 0, 1))
         self.assertTrue(c._thread.is_alive())
@@ -212,6 +212,19 @@ class Journaling(Base):
         drain = self.client(server.url)
         self.assertTrue(drain.flush(30))
         self.assertEqual(sorted(e["planId"] for e in server.stored()), ["old", "plan-sender"])
+
+    def test_large_batches_come_back_from_the_journal_whole_and_in_order(self) -> None:
+        port = free_port()
+        c = self.client(f"http://127.0.0.1:{port}", probe_interval=3600, batch_size=50)
+        big = "x" * 150_000  # 50 of these make a journal line of about 7.5 MB
+        for i in range(120):
+            self.assertTrue(c.step_completed(PLAN, f"s{i}", input_tokens=1, output_tokens=1, output_content=big).ok)
+        self.assertFalse(c.close(60))
+        server = self.server(port)
+        drain = self.client(server.url)
+        self.assertTrue(drain.flush(60))
+        self.assertEqual([e["seq"] for e in server.stored()], list(range(120)))
+        self.assertEqual({len(e["payload"]["outputContent"]) for e in server.stored()}, {150_000})
 
     def test_one_client_per_journal_directory_and_a_journal_full_is_counted(self) -> None:
         c = self.client(f"http://127.0.0.1:{free_port()}", max_journal_bytes=2000, probe_interval=3600, journal_commit_ms=10)
