@@ -19,7 +19,7 @@ export interface DataSourceExtras {
 /** DataSource options for a DATABASE_URL target; nothing connects until `initialize()`. */
 export function dataSourceOptions(target: DatabaseTarget, extras: DataSourceExtras = {}): DataSourceOptions {
   const common = {
-    entities: buildEntitySchemas(target.dialect),
+    entities: buildEntitySchemas(DIALECTS[target.dialect]),
     migrations: MIGRATIONS,
     migrationsRun: false,
     synchronize: false,

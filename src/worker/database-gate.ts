@@ -1,5 +1,5 @@
 import type { Logger } from '../shared/logger';
-import { BackoffPolicy, backoffDelay, sleep, withTimeout } from './backoff';
+import { BackoffPolicy, backoffDelay, sleep, withTimeout } from '../shared/backoff';
 
 export interface DatabaseGateOptions {
   /** A cheap round trip (`SELECT 1`); resolves when the database answers. */
