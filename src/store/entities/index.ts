@@ -33,7 +33,7 @@ export const ENTITY = {
   event: 'PlanEvent',
 } as const;
 
-export function buildEntitySchemas(types: ColumnTypes): EntitySchema<any>[] {
+export function buildEntitySchemas(types: ColumnTypes): EntitySchema[] {
   return [
     SessionEntity,
     ExecutionPlanEntity,
