@@ -75,8 +75,8 @@
     }
     return fetch(path, { method: opts.method || 'GET', headers: headers, credentials: 'same-origin', body: opts.body === undefined ? undefined : JSON.stringify(opts.body) }).then(function (res) {
       return res.text().then(function (text) {
-        var body = null;
-        try { body = text ? JSON.parse(text) : null; } catch (e) { body = { error: text }; }
+        var body;
+        try { body = text ? JSON.parse(text) : null; } catch { body = { error: text }; }
         if (res.status === 401 && path !== '/console/session') {
           session = null;
           signIn('Your sign-in has expired: sign in again.');

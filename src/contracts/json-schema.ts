@@ -131,7 +131,7 @@ export function planEventSchema(): Schema {
   };
 }
 
-/** Every file under `schemas/`, path relative to it -> content. */
+/** Every file under `schemas/`: its path relative to that folder, and its content. */
 export function schemaFiles(): Record<string, Schema> {
   const files: Record<string, Schema> = { 'envelope.schema.json': envelopeSchema(), 'plan-event.schema.json': planEventSchema() };
   for (const t of PLAN_EVENT_TYPES) files[`events/${t}.schema.json`] = eventSchema(t);

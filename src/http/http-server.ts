@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import type { PlanEventPublisher } from '../publisher';
 import { NotFoundError, QueryArgumentError } from '../queries/query-errors';
 import type { Logger } from '../shared/logger';
-import { ApiKeys, KeyVerdict, Scope, verdict as scopeVerdict } from './api-keys';
+import { ApiKeys, KeyVerdict, Scope, verdict as scopeVerdict } from '../shared/api-keys';
 import type { HttpConfig } from './http-config';
 import { HttpMetrics } from './http-metrics';
 import { registerIngestRoutes } from './ingest.routes';

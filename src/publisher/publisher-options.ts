@@ -23,7 +23,7 @@ export interface PublisherOptions {
   /**
    * Seed nodes of a Redis Cluster, as REDIS_CLUSTER_NODES (`host:port,host:port`) or parsed; when
    * set, the publisher connects to the cluster and `redisUrl` is not used. `queuePrefix` must then
-   * contain a {hash tag}. @defaultValue none (one Redis at `redisUrl`)
+   * contain a `{hash tag}`. @defaultValue none (one Redis at `redisUrl`)
    */
   redisClusterNodes?: string | ClusterSeeds | null;
   /**
@@ -70,7 +70,7 @@ export interface PublisherOptions {
   maxTrackedPlans?: number;
   /** Called synchronously for each rejected event, in addition to the return value. @defaultValue none */
   onRejected?: (violations: Violation[], input: unknown) => void;
-  /** pino logger. @defaultValue createLogger({ level: 'info' }) with `component: 'publisher'` */
+  /** pino logger. @defaultValue `createLogger({ level: 'info' })` with `component: 'publisher'` */
   logger?: Logger;
   /**
    * A prom-client Registry of the executor's: the publisher registers its counters and gauges on it

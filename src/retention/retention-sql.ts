@@ -1,5 +1,4 @@
 import { DeleteQueryBuilder, EntityManager, In, IsNull, LessThanOrEqual, Not, UpdateQueryBuilder } from 'typeorm';
-import { ENTITY } from '../store/entities';
 import { PLAN_TABLES } from '../store/plan-tables';
 import { sqlDialectOf } from '../store/sql/dialects';
 import type { SqlDialect } from '../store/sql/sql-dialect';

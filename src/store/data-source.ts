@@ -19,7 +19,7 @@ export interface DataSourceExtras {
 /** DataSource options for a DATABASE_URL target; nothing connects until `initialize()`. */
 export function dataSourceOptions(target: DatabaseTarget, extras: DataSourceExtras = {}): DataSourceOptions {
   const common = {
-    entities: buildEntitySchemas(target.dialect),
+    entities: buildEntitySchemas(DIALECTS[target.dialect]),
     migrations: MIGRATIONS,
     migrationsRun: false,
     synchronize: false,
@@ -48,6 +48,7 @@ export async function openDataSource(target: DatabaseTarget, extras: DataSourceE
   } catch (err) {
     if (ds.isInitialized) await ds.destroy().catch(() => undefined);
     const message = (err as Error).message || String(err);
+    // eslint-disable-next-line preserve-caught-error -- one line for an operator, with the redacted URL; the driver's error may hold it unredacted
     throw new Error(`cannot open database ${target.redacted}: ${message}`);
   }
   return ds;

@@ -3,8 +3,7 @@ import { DataSource } from 'typeorm';
 import { PlanEvent } from '../../src/contracts';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { canonicalOrder } from '../../src/store/projection/event-order';
-import { foldPlan } from '../../src/store/projection/fold-plan';
-import { isVoidedSeq, refusedSeqOf, voidedSeqEvent, voidedSeqId } from '../../src/store/projection/voided-seq';
+import { refusedSeqOf, voidedSeqEvent } from '../../src/store/projection/voided-seq';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 import { arrivalArb, planLifeArb, schedule, seqLayoutArb, toEvents } from './plan-events.arbitrary';
 
@@ -36,39 +35,6 @@ async function erase(ds: DataSource, planId: string): Promise<void> {
 const caseArb = planLifeArb.chain((drafts) =>
   fc.tuple(fc.constant(drafts), seqLayoutArb, arrivalArb(drafts.length), fc.array(fc.nat(40), { minLength: 1, maxLength: 4 }), fc.boolean()),
 );
-
-describe('voided seqs: pure parts', () => {
-  it('reads the plan, session and seq of a refused event only when each is valid', () => {
-    const e = { planId: 'p1', sessionId: 's1', seq: 4, eventId: 'A1B2C3D4-0000-4000-8000-000000000000', type: 'nope', payload: 7 };
-    expect(refusedSeqOf(e)).toEqual({ planId: 'p1', sessionId: 's1', seq: 4, eventId: 'a1b2c3d4-0000-4000-8000-000000000000' });
-    expect(refusedSeqOf({ ...e, eventId: 'not-a-uuid' })).toEqual({ planId: 'p1', sessionId: 's1', seq: 4, eventId: null });
-    for (const bad of [{ seq: -1 }, { seq: 1.5 }, { seq: '4' }, { seq: 2 ** 31 }, { planId: '' }, { planId: 'a b' }, { sessionId: undefined }]) expect(refusedSeqOf({ ...e, ...bad })).toBeUndefined();
-    for (const raw of [null, 'text', [e], 42]) expect(refusedSeqOf(raw)).toBeUndefined();
-  });
-
-  it('one id per refused event (from its eventId alone, else its plan and seq), so a redelivery records the same fact', () => {
-    const ref = { planId: 'p1', sessionId: 's1', seq: 4, eventId: 'a1b2c3d4-0000-4000-8000-000000000000' };
-    expect(voidedSeqId(ref)).toBe(voidedSeqId({ ...ref, seq: 9, planId: 'p2' }));
-    expect(voidedSeqId(ref)).not.toBe(voidedSeqId({ ...ref, eventId: 'a1b2c3d4-0000-4000-8000-000000000001' }));
-    expect(voidedSeqId({ ...ref, eventId: null })).not.toBe(voidedSeqId({ ...ref, eventId: null, seq: 5 }));
-    expect(voidedSeqId({ ...ref, eventId: null })).not.toBe(voidedSeqId({ ...ref, eventId: null, planId: 'p2' }));
-    const v = voidedSeqEvent(ref, 'invalid', 'dl-x', AT);
-    expect(isVoidedSeq(v)).toBe(true);
-    expect(v).toMatchObject({ planId: 'p1', sessionId: 's1', seq: 4, payload: { eventId: ref.eventId, kind: 'invalid', deadLetterId: 'dl-x' } });
-  });
-
-  it('the whole-log fold ignores voided seqs: the plan is the fold of the events that were not refused', () => {
-    fc.assert(
-      fc.property(caseArb, ([drafts, layout, , refusedAt]) => {
-        const events = toEvents(drafts, 'fold_plan', 'fold_sess', layout);
-        const refused = new Set<PlanEvent>(refusedAt.map((i) => events[i % events.length]).filter((e) => e.type !== 'plan.created'));
-        const kept = events.filter((e) => !refused.has(e));
-        expect(foldPlan([...kept, ...[...refused].map((e) => voidOf(e))])).toEqual(foldPlan(kept));
-      }),
-      { numRuns: 200 },
-    );
-  });
-});
 
 describe.each(ALL_TEST_DBS)('voided seqs on %s', (kind) => {
   let ds: DataSource;

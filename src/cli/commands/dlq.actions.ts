@@ -19,7 +19,7 @@ import {
   parsePositiveInt,
   parseSelection,
 } from '../../dead-letters';
-import { DEFAULT_LIST_LIMIT, DEFAULT_WAIT_SECONDS } from './dlq.command';
+import { DEFAULT_LIST_LIMIT, DEFAULT_WAIT_SECONDS } from './dlq.defaults';
 
 
 export interface JsonOption {

@@ -3,6 +3,7 @@ import { ConfigError } from '../../config/config';
 import { loadHttpConfig } from '../../http/http-config';
 import { createLogger } from '../../shared/logger';
 import { CliError, EXIT } from '../exit-codes';
+import { stopWithin, waitForSignal } from '../process-supervisor';
 
 export async function runServeCommand(ctx: CliContext, env: Record<string, string | undefined>): Promise<void> {
   let settings;
@@ -22,17 +23,17 @@ export async function runServeCommand(ctx: CliContext, env: Record<string, strin
   } catch (err) {
     throw new CliError(`serve cannot start: ${(err as Error).message}`, EXIT.failed);
   }
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
-  });
+  const signal = await waitForSignal();
   logger.info({ signal }, 'signal received: shutting down');
-  const watchdog = setTimeout(() => {
-    ctx.err(`plan-ledger: serve did not close within ${settings.shutdownTimeoutMs} ms; exiting (accepted events not yet in Redis stay in ${settings.journalDir})`);
-    process.exit(EXIT.failed);
-  }, settings.shutdownTimeoutMs + 2_000);
-  const { flushed } = await handle.close();
-  clearTimeout(watchdog);
+  const server = handle;
+  const { flushed } = await stopWithin(
+    {
+      err: ctx.err,
+      watchdogMs: settings.shutdownTimeoutMs + 2_000,
+      watchdogMessage: `plan-ledger: serve did not close within ${settings.shutdownTimeoutMs} ms; exiting (accepted events not yet in Redis stay in ${settings.journalDir})`,
+    },
+    () => server.close(),
+  );
   logger.info({ flushed }, 'serve stopped');
   logger.flush();
 }

@@ -74,7 +74,7 @@ export class PlanReader {
     return row ? fromEventRow(row as PlanEventRow) : undefined;
   }
 
-  /** A plan's stored events in canonical order, a page at a time: all of them, or those with seq > `aboveSeq`. */
+  /** A plan's stored events in canonical order, a page at a time: all of them, or those with a seq above `aboveSeq`. */
   async *log(planId: string, aboveSeq?: number): AsyncGenerator<PlanEvent[]> {
     let after: LogCursor | undefined;
     for (;;) {

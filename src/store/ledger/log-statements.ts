@@ -26,7 +26,7 @@ export interface LogCursor {
 
 /**
  * One page of a plan's stored events in canonical order (seq, then event id: see event-order.ts),
- * from `after` (exclusive) or from seq > `aboveSeq`, soft-deleted ones included.
+ * from `after` (exclusive) or from the seqs above `aboveSeq`, soft-deleted ones included.
  */
 export function logPageStatement(m: EntityManager, planId: string, from: { after?: LogCursor; aboveSeq?: number }, limit: number) {
   const qb = m.createQueryBuilder().select('e').from(ENTITY.event, 'e').withDeleted().where('e.planId = :planId', { planId });

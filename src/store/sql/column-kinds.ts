@@ -30,3 +30,22 @@ export interface KindSpec {
   length?: string;
   precision?: number;
 }
+
+/** How a database names its column types: what migrations and entities need of a dialect. */
+export interface ColumnTypes {
+  /** Column types per logical kind. */
+  readonly columnKinds: Readonly<Record<ColumnKind, KindSpec>>;
+  /** The type of a bounded string column (`nvarchar` on SQL Server, so non-ASCII text survives). */
+  readonly boundedText: string;
+  /** The type an entity declares for a boolean column (TypeORM's `boolean` reads MySQL's tinyint as true/false). */
+  readonly entityBoolean: 'bit' | 'boolean';
+}
+
+/** A column's type for the migration Table API; pass `varchar: n` for a bounded string. */
+export function columnType(types: ColumnTypes, kind: ColumnKind | { varchar: number }): KindSpec {
+  const spec: KindSpec = typeof kind === 'string' ? types.columnKinds[kind] : { type: types.boundedText, length: String(kind.varchar) };
+  const out: KindSpec = { type: spec.type };
+  if (spec.length !== undefined) out.length = spec.length;
+  if (spec.precision !== undefined) out.precision = spec.precision;
+  return out;
+}

@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager, QueryRunner, TableColumnOptions } from 'typeorm';
-import type { ColumnKind, KindSpec } from './column-kinds';
+import { ColumnKind, columnType } from './column-kinds';
 import { mssql } from './mssql';
 import { mysql } from './mysql';
 import { postgres } from './postgres';
@@ -30,12 +30,7 @@ export function dialectOf(source: DataSource | QueryRunner | EntityManager): Dia
 
 /** Column options for the migration Table API; pass `varchar: n` for a bounded string. */
 export function columnTypeFor(dialect: Dialect, kind: ColumnKind | { varchar: number }): Pick<TableColumnOptions, 'type' | 'length' | 'precision'> {
-  const d = DIALECTS[dialect];
-  const spec: KindSpec = typeof kind === 'string' ? d.columnKinds[kind] : { type: d.boundedText, length: String(kind.varchar) };
-  const out: Pick<TableColumnOptions, 'type' | 'length' | 'precision'> = { type: spec.type };
-  if (spec.length !== undefined) out.length = spec.length;
-  if (spec.precision !== undefined) out.precision = spec.precision;
-  return out;
+  return columnType(DIALECTS[dialect], kind);
 }
 
 /** SQL that yields "now" in UTC, for column defaults. */

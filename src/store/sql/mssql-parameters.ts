@@ -9,7 +9,7 @@ import { DataSource, MssqlParameter, QueryRunner } from 'typeorm';
  *
  * | value                       | declared as       | why                                          |
  * |-----------------------------|-------------------|----------------------------------------------|
- * | string of <= 4,000 chars    | nvarchar(4000)    | one declaration for every id and short text; compares with nvarchar(64) id columns without conversion, so index seeks stay seeks |
+ * | string up to 4,000 chars    | nvarchar(4000)    | one declaration for every id and short text; compares with nvarchar(64) id columns without conversion, so index seeks stay seeks |
  * | longer string               | nvarchar(MAX)     | step outputs, checkpoint state, payloads      |
  * | Date                        | datetime2(3)      | the columns' type: UTC with milliseconds      |
  * | integer in int32            | int               |                                               |

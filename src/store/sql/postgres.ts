@@ -9,7 +9,7 @@ import type { LockedHead, SqlDialect } from './sql-dialect';
 /** PostgreSQL advisory locks take (int, int): a fixed first key for "plan-ledger migrate". */
 const PG_LOCK_CLASS = 0x504c_4d47; // "PLMG"
 
-/** Below any seq the contract allows (seq >= 0). */
+/** Below any seq the contract allows (seqs start at 0). */
 const MIN_SEQ = -1;
 
 /** Events per INSERT of the log (no parameter cap applies: this bounds one statement's size). */

@@ -1,13 +1,9 @@
 import type { DataSource, DataSourceOptions, EntityManager, QueryRunner } from 'typeorm';
-import type { DatabaseTarget } from '../../config/database-url';
+import type { DatabaseTarget, Dialect } from '../../config/database-url';
 import type { PlanEventRow, PlanHeadRow } from '../entities';
-import type { ColumnKind, KindSpec } from './column-kinds';
+import type { ColumnTypes } from './column-kinds';
 
-/**
- * The four SQL families plan-ledger supports. MariaDB and MySQL share one family: same types,
- * same driver (mysql2), TypeORM only differs in the `type` string.
- */
-export type Dialect = 'sqlite' | 'postgres' | 'mysql' | 'mssql';
+export type { Dialect } from '../../config/database-url';
 
 /**
  * On a duplicate `key` (a primary key): overwrite the `update` properties with the new row's, and
@@ -75,16 +71,10 @@ export interface TransientErrors {
  * its DataSource (`sqlDialectOf`) and never branches on the database's name; a fifth database is
  * one more file implementing this.
  */
-export interface SqlDialect {
+export interface SqlDialect extends ColumnTypes {
   readonly name: Dialect;
 
-  // --- schema: what migrations and entities declare ---
-  /** Column types per logical kind (column-kinds.ts). */
-  readonly columnKinds: Readonly<Record<ColumnKind, KindSpec>>;
-  /** The type of a bounded string column (`nvarchar` on SQL Server, so non-ASCII text survives). */
-  readonly boundedText: string;
-  /** The type an entity declares for a boolean column (TypeORM's `boolean` reads MySQL's tinyint as true/false). */
-  readonly entityBoolean: 'bit' | 'boolean';
+  // --- schema: what migrations declare, beyond the column types (column-kinds.ts) ---
   /** SQL that yields "now" in UTC, for column defaults. */
   readonly nowExpression: string;
   /** Literal for a boolean default. */

@@ -1,5 +1,5 @@
 import { ConfigError } from '../../src/config/config';
-import { backoffDelay } from '../../src/worker/backoff';
+import { backoffDelay } from '../../src/shared/backoff';
 import { DatabaseGate } from '../../src/worker/database-gate';
 import { MicroBatcher } from '../../src/worker/micro-batcher';
 import { AdaptiveConcurrency } from '../../src/worker/adaptive-concurrency';

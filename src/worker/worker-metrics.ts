@@ -83,15 +83,19 @@ export class WorkerMetrics {
     this.gapsSkipped = new Counter({ name: 'plan_ledger_gaps_skipped_total', help: 'Plans whose missing seq was waited for longer than WORKER_GAP_TIMEOUT_MS: their waiting events were applied past the gap', registers });
     this.plansWaitingOnGap = new Gauge({ name: 'plan_ledger_plans_waiting_on_gap', help: 'Plans waiting on a missing seq now (read by the gap sweeper)', registers });
     this.rowCacheHits = new Counter({ name: 'plan_ledger_row_cache_hits_total', help: "Plans whose new events applied to rows this worker had cached, without reading them back (WORKER_ROW_CACHE_MB)", registers });
-    const self = this;
+    // prom-client calls collect() with the gauge as `this`: the worker's state is reached through these
+    const probe = () => this.queueProbe;
+    const now = () => this.now();
+    const readDeadLetters = () => this.readDeadLetters();
     new Gauge({
       name: 'plan_ledger_queue_jobs',
       help: 'Jobs of the events queue by state (each job holds several events)',
       labelNames: ['state'],
       registers,
       async collect() {
-        if (!self.queueProbe) return;
-        const counts = await self.queueProbe.getJobCounts(...QUEUE_STATES);
+        const queue = probe();
+        if (!queue) return;
+        const counts = await queue.getJobCounts(...QUEUE_STATES);
         for (const state of QUEUE_STATES) this.set({ state }, counts[state] ?? 0);
       },
     });
@@ -100,9 +104,10 @@ export class WorkerMetrics {
       help: 'Age of the oldest job waiting on the events queue; 0 when none waits',
       registers,
       async collect() {
-        if (!self.queueProbe) return;
-        const ts = await self.queueProbe.oldestWaitingTimestamp();
-        this.set(ts === undefined ? 0 : Math.max(0, (self.now() - ts) / 1000));
+        const queue = probe();
+        if (!queue) return;
+        const ts = await queue.oldestWaitingTimestamp();
+        this.set(ts === undefined ? 0 : Math.max(0, (now() - ts) / 1000));
       },
     });
     // the dead-letter queue (`plan-ledger dlq`): nothing consumes it, so its depth only grows until
@@ -113,7 +118,7 @@ export class WorkerMetrics {
       labelNames: ['kind'],
       registers,
       async collect() {
-        const read = self.readDeadLetters();
+        const read = readDeadLetters();
         if (!read) return;
         const { byKind } = await read;
         for (const kind of new Set<string>([...DEAD_LETTER_KINDS, ...byKind.keys()])) this.set({ kind }, byKind.get(kind) ?? 0);
@@ -124,10 +129,10 @@ export class WorkerMetrics {
       help: 'Time since the oldest waiting dead letter was dead-lettered; 0 when there is none',
       registers,
       async collect() {
-        const read = self.readDeadLetters();
+        const read = readDeadLetters();
         if (!read) return;
         const { oldestAtMs } = await read;
-        this.set(oldestAtMs === undefined ? 0 : Math.max(0, (self.now() - oldestAtMs) / 1000));
+        this.set(oldestAtMs === undefined ? 0 : Math.max(0, (now() - oldestAtMs) / 1000));
       },
     });
   }

@@ -7,6 +7,7 @@ import type { eventIdV7 as EventIdV7 } from '../../src/publisher/event-id';
 function freshGenerator(): typeof EventIdV7 {
   let fn: typeof EventIdV7 | undefined;
   jest.isolateModules(() => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- isolateModules loads a module of its own only through require
     fn = (require('../../src/publisher/event-id') as { eventIdV7: typeof EventIdV7 }).eventIdV7;
   });
   return fn!;

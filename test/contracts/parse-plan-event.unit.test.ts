@@ -1,4 +1,4 @@
-import { InvalidEventError, parsePlanEvent } from '../../src/contracts';
+import { parsePlanEvent } from '../../src/contracts';
 import type { PlanEvent, PlanEventInput } from '../../src/contracts';
 import {
   EVENT_ID,
