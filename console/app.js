@@ -389,7 +389,7 @@
         if (c.changed.length) parts.push('changed ' + c.changed.join(', '));
         if (c.removed.length) parts.push('removed ' + c.removed.join(', '));
         // what the edit replaced: the old task text of each changed or removed step
-        (c.replaced || []).forEach(function (r) { parts.push(r.stepId + ' was "' + (r.title || r.task || '') + '"'); });
+        (c.replaced || []).forEach(function (r) { parts.push(r.stepId + ' was "' + (r.task || r.title || '') + '"'); });
         changed = (parts.length ? parts.join('; ') : 'no step changed') + ' (' + d.editedStepCount + ' steps after)';
       } else if (d.editedStepCount !== null) {
         changed = d.editedStepCount + ' steps after the edit';

@@ -83,4 +83,14 @@ describe('the JSON Schema of the contract (schemas/)', () => {
     expect(beyond).toBeGreaterThan(0);
     expect(beyond).toBeLessThan(inputs.length / 20);
   });
+
+  it('gives parsePlanEvent\'s verdict on occurredAt at the edges: leap seconds, years before 1000, the last instant', () => {
+    const validate = compile('plan-event.schema.json');
+    const example = readJson('examples/step.started.json');
+    const stamps = ['2016-12-31T23:59:60Z', '2016-12-31T23:59:60.5+00:00', '0999-12-31T23:59:59.999Z', '0001-01-01T00:00:00Z', '1000-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z', '2024-02-29T12:00:00Z', '2100-02-29T12:00:00Z'];
+    for (const occurredAt of stamps) {
+      const input = { ...example, occurredAt };
+      expect({ occurredAt, schema: validate(input) }).toEqual({ occurredAt, schema: parsePlanEvent(input).ok });
+    }
+  });
 });

@@ -186,19 +186,18 @@ def uuid(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
 
 
 def timestamp_ok(value: str) -> bool:
-    """The schema's pattern plus the ``date-time`` format (a real calendar day; seconds below 60,
-    or a leap second at 23:59:60 UTC, as ajv-formats allows)."""
+    """The schema's pattern (a year from 1000, no leap second) plus the ``date-time`` format (a
+    real calendar day)."""
     m = _TIMESTAMP(value)
     if m is None:
         return False
     year, month, day, hour, minute = int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5])
-    if not 1 <= month <= 12:
+    if year < 1000 or not 1 <= month <= 12:
         return False
     leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
     if not 1 <= day <= (29 if month == 2 and leap else _DAYS[month]):
         return False
-    second = float(m[6])
-    return hour <= 23 and minute <= 59 and (second < 60 or (hour == 23 and minute == 59 and second < 61))
+    return hour <= 23 and minute <= 59 and float(m[6]) < 60
 
 
 def utc_timestamp(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
