@@ -5,6 +5,7 @@ import type { ContractLimits, Violation } from '../contracts';
 import type { Logger } from '../shared/logger';
 import { ClusterSeeds, clusterPrefixProblem, parseClusterNodes } from '../config/redis-cluster-nodes';
 import type { RedisClient } from '../queue/connect-redis';
+import { PlanLedgerError } from '../shared/errors';
 
 /**
  * How `publish()` checks events before accepting them.
@@ -116,8 +117,9 @@ const NUMERIC_DEFAULTS = {
 } as const;
 
 /** A nonsense option: one line naming every bad field. Thrown by the constructor, never by publish(). */
-export class PublisherConfigError extends Error {
+export class PublisherConfigError extends PlanLedgerError {
   override readonly name = 'PublisherConfigError';
+  readonly kind = 'config';
   constructor(readonly problems: string[]) {
     super(`invalid PlanEventPublisher options: ${problems.join('; ')}`);
   }

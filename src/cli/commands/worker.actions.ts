@@ -1,5 +1,4 @@
 import type { CliContext } from '../cli-context';
-import { ConfigError } from '../../config/config';
 import { limitHeapGrowth } from '../../shared/process-tuning';
 import { createLogger } from '../../shared/logger';
 import { loadWorkerConfig } from '../../worker/worker-config';
@@ -58,15 +57,8 @@ async function startRetentionWhenRedisHasRoom(start: () => Promise<{ close(): Pr
 
 /** Runs until a signal; throws CliError (exit 1) when the start fails or the shutdown misses its deadline. */
 export async function runWorkerCommand(ctx: CliContext, env: Record<string, string | undefined>): Promise<void> {
-  let settings;
-  let policy;
-  try {
-    settings = loadWorkerConfig(env);
-    policy = loadRetentionPolicy(env);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message, EXIT.usage);
-    throw err;
-  }
+  const settings = loadWorkerConfig(env);
+  const policy = loadRetentionPolicy(env);
   // see WorkerConfig.heapGrowingPercent
   limitHeapGrowth(settings.heapGrowingPercent);
   // The worker is a service: its logs go to stdout at the configured level (the CLI's own logger is quieter).
@@ -86,7 +78,7 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
   } catch (err) {
     await handle?.close(settings.shutdownTimeoutMs).catch(() => undefined);
     if (ds?.isInitialized) await ds.destroy().catch(() => undefined);
-    throw new CliError(`worker cannot start: ${(err as Error).message}`, EXIT.failed);
+    throw new CliError(`worker cannot start: ${(err as Error).message}`);
   }
   const signal = await waitForSignal();
   logger.info({ signal }, 'signal received: shutting down');

@@ -4,6 +4,7 @@ import { chunk, valuesPerInList } from '../sql/batch-limits';
 import type { SqlDialect } from '../sql/sql-dialect';
 import { ENTITY, PlanEventRow } from '../entities';
 import { isVoidedSeq } from '../projection/voided-seq';
+import { PlanLedgerError } from '../../shared/errors';
 
 /** What names an event in a conflict: enough for an operator to find both. */
 export interface EventRef {
@@ -21,8 +22,9 @@ const describe = (e: EventRef) => `${e.type} seq ${e.seq} of plan ${e.planId}`;
  * different content under one id is a producer bug, and the later event would otherwise vanish.
  * Permanent: the worker dead-letters the event as `conflict`, naming the stored event.
  */
-export class EventConflictError extends Error {
+export class EventConflictError extends PlanLedgerError {
   readonly code = 'EVENT_ID_CONFLICT';
+  readonly kind = 'conflict';
   constructor(
     readonly event: EventRef,
     readonly stored: EventRef,
