@@ -1,5 +1,5 @@
 /**
- * CLI start-up (issue 14, item 4): whole-process CPU (user + sys), wall time and peak RSS of the
+ * CLI start-up: whole-process CPU (user + sys), wall time and peak RSS of the
  * built CLI (`npm run build` first), measured by GNU time (/usr/bin/time), for
  * - `--help` (target <= 150 ms),
  * - a read command on an empty, migrated SQLite database: `plans list` (its start and connect

@@ -10,18 +10,18 @@
  * - grouped: sustained publish-to-commit events/s, real PlanEventPublisher -> real `plan-ledger
  *   worker` process -> PostgreSQL (one worker process, then two), then SQLite, events grouped plan
  *   by plan as the factory emits them, with the CPU each party used per event;
- * - interleaved (issue 11): 10,000 plans x 10 events published round-robin on top of 400k events of
+ * - interleaved: 10,000 plans x 10 events published round-robin on top of 400k events of
  *   history, PostgreSQL and SQLite, with rows and WAL bytes written per event (PostgreSQL);
  * - two workers: the interleaved scenario with two worker processes (out-of-order commits);
  * - mixed: one 20k-event plan trickling 10 events/s among 2,000 events/s of short plans: commit lag;
  * - publish-to-commit latency p50/p99 at 1k events/s (PostgreSQL);
  * - the worker's RSS with a backlog of 1M events (100k with --quick), with the worker's default
  *   settings and with V8's own heap growth (WORKER_HEAP_GROWING_PERCENT=0) for comparison;
- * - cluster (issue 17; `--cluster` runs it alone, or add it with --only): the grouped PostgreSQL run
+ * - cluster (`--cluster` runs it alone, or add it with --only): the grouped PostgreSQL run
  *   on the single redis-server, then on a 3-master Redis Cluster started for the run (same
  *   {hash tag} prefix shape, size and seed), alternating, twice each; the ratio uses each one's best.
- * Targets: issue 4 (grouped PG >= 5x plain BullMQ and >= 50% of raw inserts; p99 <= 250 ms at
- * 1k/s; worker RSS <= 250 MB with a 1M backlog) and issue 11 (see e2e-targets.ts).
+ * Targets: (grouped PG >= 5x plain BullMQ and >= 50% of raw inserts; p99 <= 250 ms at
+ * 1k/s; worker RSS <= 250 MB with a 1M backlog) and the store's (see e2e-targets.ts).
  */
 import 'reflect-metadata';
 import * as fs from 'node:fs';

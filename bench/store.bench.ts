@@ -7,9 +7,9 @@
  * - grouped: PlanEventStore.persist of realistic events grouped plan by plan, in the worker's
  *   batches (2000 events, 4 transactions in flight), with the CPU used per event by this process
  *   and by the database server, and rows (and WAL bytes on PostgreSQL) written per event;
- * - interleaved (issue 11): 10,000 plans x 10 events round-robin, same batches, on top of 400k
+ * - interleaved: 10,000 plans x 10 events round-robin, same batches, on top of 400k
  *   events of history;
- * - long plan (issue 11): one 10,000-step plan (~21k events) trickled in 50-event batches: ms per
+ * - long plan: one 10,000-step plan (~21k events) trickled in 50-event batches: ms per
  *   batch at 1k / 5k / 10k / 20k stored events. Target: at 20k <= 2x at 1k; checkpoints written
  *   once (workflow_checkpoints rows written per checkpoint event <= 1, PostgreSQL).
  */

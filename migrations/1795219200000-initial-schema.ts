@@ -3,8 +3,8 @@ import { booleanLiteral, columnTypeFor, ColumnKind, Dialect, nowExpression } fro
 import { dialectOf } from '../src/store/sql/dialects';
 
 /**
- * The whole v1 schema: the tables of seed 000 (PRD-032) with their names and columns, plus what
- * seeds 001-004 need (sessions, decisions, workflow DAG + checkpoints, step output content), the
+ * The whole v1 schema: the product's tables with their names and columns, plus what its uses
+ * need (sessions, decisions, workflow DAG + checkpoints, step output content), the
  * append-only event log and `deleted_at` for soft delete. One migration for four dialects: types
  * come from `columnTypeFor`, every key, index and constraint carries an explicit name, and foreign
  * keys are declared inside each Table so SQL can be generated without a server (`--print-sql`).
@@ -38,7 +38,7 @@ function index(name: string, columnNames: string[], extra: Partial<TableIndexOpt
   return { name, columnNames, ...extra };
 }
 
-/** CHECK constraints: MySQL/MariaDB drop or reject some of them (STACK-NOTES); the worker validates anyway. */
+/** CHECK constraints: MySQL/MariaDB drop or reject some of them; the worker validates anyway. */
 function checkIn(d: Dialect, name: string, column: string, values: string[]) {
   if (d === 'mysql') return [];
   return [{ name, expression: `${column} IN (${values.map((v) => `'${v}'`).join(', ')})` }];
@@ -74,7 +74,7 @@ function buildTables(d: Dialect): Table[] {
         ['total_input_tokens', 'int', zero(d)],
         ['total_output_tokens', 'int', zero(d)],
         ['requires_approval', 'boolean', { default: booleanLiteral(d, false) }],
-        // null when no approval is required; else pending | approved | edited | rejected (seed 004)
+        // null when no approval is required; else pending | approved | edited | rejected
         ['approval_status', { varchar: 20 }, nullable],
         ['complexity', 'int', nullable],
         ['created_at', 'timestamp', now(d)],
@@ -109,7 +109,7 @@ function buildTables(d: Dialect): Table[] {
         ['status', { varchar: 20 }],
         ['result', 'longText', nullable],
         ['error', 'longText', nullable],
-        ['output_content', 'longText', nullable], // seed 003: the step's output, readable from any machine
+        ['output_content', 'longText', nullable], // the step's output, readable from any machine
         ['model', { varchar: 100 }, nullable],
         ['input_tokens', 'int', zero(d)],
         ['output_tokens', 'int', zero(d)],
@@ -210,7 +210,7 @@ function buildTables(d: Dialect): Table[] {
       ]),
     }),
     new Table({
-      // append-only raw log; event_id is the idempotency key, so it is the primary key (STACK-NOTES:
+      // append-only raw log; event_id is the idempotency key, so it is the primary key (TypeORM:
       // SQL Server's MERGE-based orIgnore matches on the primary key only)
       name: 'plan_events',
       columns: columns(d, [

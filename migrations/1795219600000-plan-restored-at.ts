@@ -5,7 +5,7 @@ import { addColumns, sql, sqlType } from './1795219400000-incremental-store';
 /**
  * `plan_heads.restored_at`: when `plans restore` last brought a plan back. Retention ages a
  * finished plan from its end (`completed_at`) and from this instant, no longer from the head's
- * `updated_at`, which every late event moved (issue 14: ages count from the end, as the help
+ * `updated_at`, which every late event moved (ages count from the end, as the help
  * says). Existing restores are not known: null, so a plan restored before this migration ages
  * from its end like any other. Plain ALTER statements, as in IncrementalStore1795219400000.
  */

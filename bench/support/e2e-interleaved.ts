@@ -1,5 +1,5 @@
 /**
- * The interleaved scenario of `npm run bench:e2e` (issue 11): on top of a history of finished
+ * The interleaved scenario of `npm run bench:e2e`: on top of a history of finished
  * plans, `plans` fresh plans of exactly 10 events each, published round-robin (event 0 of every
  * plan, then event 1 of every plan, ...) through the real PlanEventPublisher to one or more real
  * `plan-ledger worker` processes. With several workers, one plan's events commit out of order.

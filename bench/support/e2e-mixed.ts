@@ -1,5 +1,5 @@
 /**
- * The mixed scenario of `npm run bench:e2e` (issue 11): one long plan (10,000 steps; its first
+ * The mixed scenario of `npm run bench:e2e`: one long plan (10,000 steps; its first
  * ~20k events stored beforehand through the store) trickles `longRate` events/s among `shortRate`
  * events/s of short 10-event plans (200 in flight at a time, round-robin), for a fixed window,
  * through the real publisher and one `plan-ledger worker` on PostgreSQL.

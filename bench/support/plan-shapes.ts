@@ -1,5 +1,5 @@
 /**
- * Plan shapes of the store scenarios (issue 11), every event valid against the contract unless
+ * Plan shapes of the store scenarios, every event valid against the contract unless
  * noted:
  * - `tenEventPlan`: a short plan of exactly 10 events (3 steps, a handoff, a checkpoint, finalized);
  * - `roundRobin`: many such plans published event 0 of every plan, then event 1 of every plan, ...;

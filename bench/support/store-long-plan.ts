@@ -1,5 +1,5 @@
 /**
- * The long-plan scenario of `npm run bench:store` (issue 11): one plan of 10,000 steps (21,002
+ * The long-plan scenario of `npm run bench:store`: one plan of 10,000 steps (21,002
  * events, see plan-shapes.ts) trickled through PlanEventStore.persist in batches of 50 events, one
  * at a time, in a fresh database. Each batch is timed; the figure at N stored events is the median
  * of the 5 batches that start within 100 events of N (N - 100, N - 50, N, N + 50, N + 100).

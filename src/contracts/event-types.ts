@@ -48,8 +48,8 @@ export function isPlanEventType(value: unknown): value is PlanEventTypeName {
   return typeof value === 'string' && (PLAN_EVENT_TYPES as readonly string[]).includes(value);
 }
 
-/** What a reviewer decided about a plan that required approval (seed 004). */
+/** What a reviewer decided about a plan that required approval. */
 export const DECISION_KINDS = Object.freeze(['approve', 'edit', 'reject'] as const);
 
-/** How a plan ended; mirrors the terminal values of `execution_plans.status` (PRD-032). */
+/** How a plan ended; mirrors the terminal values of `execution_plans.status`. */
 export const FINAL_STATUSES = Object.freeze(['completed', 'failed', 'cancelled'] as const);

@@ -39,7 +39,7 @@ Vaswani, A., et al. (2017). Attention is all you need. *NeurIPS 30*, 5998-6008.
 `;
 
 /**
- * A realistic multi-agent run (seeds 000-004): a plan that waits for approval, an edit decision,
+ * A realistic multi-agent run: a plan that waits for approval, an edit decision,
  * steps across five agents with tokens and models, handoffs, a checkpoint per DAG layer, two steps
  * running side by side, a failed step, a skipped one, and the plan finalized as failed.
  */

@@ -31,7 +31,7 @@ export interface OutgoingJob {
  * - `maxRetriesPerRequest: 0` and no auto-resend: commands in flight when the link drops fail at
  *   once; the publisher resends them itself, with the same job ids;
  * - `commandTimeout`: a half-open link (no RST) fails the command instead of hanging it;
- * - the Queue is created only after the first `ready` (STACK-NOTES: a Queue created while Redis is
+ * - the Queue is created only after the first `ready` (BullMQ: a Queue created while Redis is
  *   down may hang add() forever), and replaced if its initialisation failed;
  * - "ready" means commands succeed, not that a socket is open: after each (re)connection a command
  *   on the queue's own keys must answer before anything is sent (a single-node link to a cluster

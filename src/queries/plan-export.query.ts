@@ -8,7 +8,7 @@ import { compareText, parseJson, toNum } from './row-normalize';
 export const PLAN_TEMPLATE_VERSION = 1;
 
 /**
- * A plan as a reusable template (seed 000: "replay de planes exitosos"): what was asked, which
+ * A plan as a reusable template (to replay a successful plan): what was asked, which
  * agents did what, in which order. No runtime state (statuses, results, tokens, timestamps), and
  * `steps` is shaped like a `plan.created` payload's, so replaying is publishing
  * `{ type: 'plan.created', payload: { query, steps, requiresApproval, complexity } }` with new ids.

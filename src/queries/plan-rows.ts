@@ -70,7 +70,7 @@ export interface StepView {
   durationMs: number | null;
   result: string | null;
   error: string | null;
-  /** Whether `steps output` has content to print for this step (seed 003). */
+  /** Whether `steps output` has content to print for this step. */
   hasOutput: boolean;
 }
 

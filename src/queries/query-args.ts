@@ -8,13 +8,13 @@ import { QueryArgumentError } from './query-errors';
  */
 
 export const PLAN_STATUS_VALUES: readonly PlanStatus[] = ['planning', 'executing', 'completed', 'failed', 'cancelled'];
-/** Statuses of a plan still in progress (seed 001's `active_plan`). */
+/** Statuses of a plan still in progress (a session's active plan). */
 /** The breakdowns of `analytics tokens` (`--by`). */
 export const TOKEN_DIMENSIONS = ['session', 'plan', 'agent', 'model'] as const;
 export type TokenDimension = (typeof TOKEN_DIMENSIONS)[number];
 
 export const ACTIVE_STATUSES: readonly PlanStatus[] = ['planning', 'executing'];
-/** Statuses of a finished plan (seed 001's `plan_history`). */
+/** Statuses of a finished plan (a session's plan history). */
 export const FINISHED_STATUSES: readonly PlanStatus[] = ['completed', 'failed', 'cancelled'];
 
 /** An instant (src/shared/iso-instant.ts: the grammar every time argument shares). */

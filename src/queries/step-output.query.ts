@@ -12,12 +12,12 @@ export interface StepOutput {
   status: PlanStepRow['status'];
   model: string | null;
   completedAt: string | null;
-  /** The stored output (seed 003's `output_content`); null when the step stored none. */
+  /** The stored output (`output_content`); null when the step stored none. */
   outputContent: string | null;
 }
 
 /**
- * The output an earlier step stored, readable from any machine or worktree (seed 003). `stepRef`
+ * The output an earlier step stored, readable from any machine or worktree. `stepRef`
  * is the executor's stepId, or the step's index: an exact stepId match wins, so a plan whose
  * stepIds are numbers still reads by stepId.
  */

@@ -5,7 +5,7 @@ import { whereCreatedIn } from './analytics.query';
 import { compareText, toNum } from './row-normalize';
 import { sqlDialectOf } from '../store/sql/dialects';
 
-// Billing (seed 000 §2.1 "tracking de tokens por plan/step"): tokens per session, plan, agent, model.
+// Billing (tokens per plan and step): tokens per session, plan, agent, model.
 // The dimensions live with the other argument values, so `analytics tokens --help` needs no TypeORM.
 export { TOKEN_DIMENSIONS, type TokenDimension };
 

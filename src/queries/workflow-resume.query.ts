@@ -4,7 +4,7 @@ import { NotFoundError } from './query-errors';
 import { getNextSeq } from './next-seq.query';
 import { parseJson, toIso, toNum } from './row-normalize';
 
-/** The DAG as stored once per workflow (seed 002, option C). Workflow id = plan id. */
+/** The DAG as stored once per workflow. Workflow id = plan id. */
 export interface WorkflowDag {
   steps: Array<{ stepId: string; index: number; agentId: string; dependsOn: string[] }>;
   /** Topological layers of step ids: every step depends only on steps of earlier layers. */
@@ -77,7 +77,7 @@ export interface NotResumable {
 export type ResumePoint = Resumable | NotResumable;
 
 /**
- * Where a workflow continues after a restart or a pause (seed 002's `continue(workflow_id)`): its
+ * Where a workflow continues after a restart or a pause (a workflow's `continue`): its
  * DAG, its latest checkpoint and the next layer's steps, or why it cannot be resumed.
  * Unknown ids throw `NotFoundError`.
  */

@@ -7,7 +7,7 @@ import { purgeCutoff } from './plan-purge';
 
 const MINUTE_MS = 60_000;
 
-/** Workflows whose DAG may expire before their plan: they cannot be resumed any more (seed 002). */
+/** Workflows whose DAG may expire before their plan: they cannot be resumed any more. */
 const EXPIRING_STATUSES = ['completed', 'cancelled'];
 
 export function dagCutoff(ctx: Pick<RunContext, 'now' | 'policy'>): Date | null {

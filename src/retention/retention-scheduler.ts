@@ -112,7 +112,7 @@ function startWorker(options: RetentionSchedulerOptions, connection: RedisClient
     { connection, prefix, concurrency: 1 },
   );
   worker.on('failed', (job, err) => {
-    // finishedOn is set on the last attempt only (STACK-NOTES); earlier ones will be retried
+    // BullMQ sets finishedOn on the last attempt only; earlier ones will be retried
     const final = !job || job.finishedOn !== undefined;
     logger?.[final ? 'error' : 'warn']({ jobId: job?.id, attempt: job?.attemptsMade, final, err }, 'retention run failed');
   });
@@ -120,7 +120,7 @@ function startWorker(options: RetentionSchedulerOptions, connection: RedisClient
 }
 
 /**
- * worker.close() has no timeout and memoises its first call (STACK-NOTES): past the deadline the
+ * BullMQ's worker.close() has no timeout and memoises its first call: past the deadline the
  * running job is abandoned (its lock expires and the next tick redoes what is left) and the rest
  * is closed anyway. BullMQ's close can wait forever for its blocking connection to end (on a Redis
  * Cluster, after the queue's slot moved, ~1 shutdown in 10 in test/queue/redis-cluster.test.ts;

@@ -20,7 +20,7 @@ export const tableSpec = (table: PlanTable): PlanTableSpec => PLAN_TABLES.find((
 
 /** The tables of a plan that has events but no `plan.created` yet (no execution_plans row). */
 export const ORPHAN_TABLES: readonly PlanTableSpec[] = [tableSpec('plan_events'), tableSpec('plan_heads')];
-/** What a DAG expiry covers (seed 002). */
+/** What a DAG expiry covers: what only resuming a workflow needs. */
 export const DAG_TABLES: readonly PlanTableSpec[] = [tableSpec('workflow_checkpoints'), tableSpec('workflow_dags')];
 
 /**

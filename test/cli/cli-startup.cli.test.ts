@@ -1,5 +1,5 @@
 /**
- * A CLI that starts fast (issue 14, item 4): `--help` (the program's and every command's) builds the
+ * A CLI that starts fast: `--help` (the program's and every command's) builds the
  * command tree without loading the implementations, so neither TypeORM nor BullMQ (nor Fastify,
  * ioredis or a database driver) is loaded; a command that runs still loads what it needs and
  * behaves as before. No clock here: the start-up times are in BENCHMARKS.md.

@@ -36,7 +36,7 @@ describe.each<TestDb>(['sqlite', 'postgres'])('the seeds in Python (clients/pyth
     fs.rmSync(journalRoot, { recursive: true, force: true });
   });
 
-  it('seed 001: a chat session restores its active plan after a restart and finishes it', async () => {
+  it('a chat session restores its active plan after a restart and finishes it', async () => {
     const r = await runExample(stack, 'seed_001_restore.py', journalRoot);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     expect(r.stdout).toContain('restored plan-001-bibliography: Add a bibliography section (executing)');
@@ -45,13 +45,13 @@ describe.each<TestDb>(['sqlite', 'postgres'])('the seeds in Python (clients/pyth
     expect(seqs.map((s: { seq: unknown }) => Number(s.seq))).toEqual([0, 1, 2, 3, 4, 5]);
   });
 
-  it("seed 003: the implement task reads the plan task's output from the database", async () => {
+  it("a task runner: the implement task reads the plan task's output from the database", async () => {
     const r = await runExample(stack, 'seed_003_tasks.py', journalRoot);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     expect(r.stdout).toMatch(/implement task read \d+ bytes of plan output and implemented 2 items/);
   });
 
-  it('seed 004: approve, edit and reject, read back as the audit trail', async () => {
+  it('an architect agent: approve, edit and reject, read back as the audit trail', async () => {
     const r = await runExample(stack, 'seed_004_approval.py', journalRoot);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     expect(r.stdout).toMatch(/plan-004-approved: approve by alice at .* \(executing, 2 steps\)/);

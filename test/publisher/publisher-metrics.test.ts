@@ -1,5 +1,5 @@
 /**
- * Operator metrics (issue 14, item 7): the publisher's own counters on a prom-client Registry the
+ * Operator metrics: the publisher's own counters on a prom-client Registry the
  * executor owns (option `metricsRegistry`), read through that registry as a scrape would, across an
  * outage of a real redis-server of the test's own.
  */

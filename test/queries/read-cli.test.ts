@@ -26,7 +26,7 @@ async function writeAsFreshWriter(url: string, events: PlanEvent[], migrate = fa
   }
 }
 
-describe.each<TestDb>(['sqlite', 'postgres'])('session restore on %s (seed 001)', (kind) => {
+describe.each<TestDb>(['sqlite', 'postgres'])('session restore on %s', (kind) => {
   it('finds the plan in progress after the writer and the reader restart', async () => {
     const db = await createThrowawayDb(kind);
     try {

@@ -106,7 +106,7 @@ describe('read queries', () => {
     });
   });
 
-  describe('sessions (seed 001)', () => {
+  describe('sessions', () => {
     it('finds each session\'s plan in progress with its steps', async () => {
       expect((await getActivePlan(ds, 'sess-alpha')).activePlan).toMatchObject({
         planId: 'plan-a3',
@@ -131,7 +131,7 @@ describe('read queries', () => {
     });
   });
 
-  describe('workflows resume-point (seed 002)', () => {
+  describe('workflows resume-point', () => {
     it('resumes a 120-step, 6-layer DAG after its last checkpointed layer', async () => {
       const point = (await getResumePoint(ds, 'plan-dag')) as Resumable;
       expect(point.resumable).toBe(true);
@@ -162,7 +162,7 @@ describe('read queries', () => {
     });
   });
 
-  describe('steps output (seed 003)', () => {
+  describe('steps output', () => {
     it('reads the stored output by index or by stepId', async () => {
       expect(await getStepOutput(ds, 'plan-a1', '0')).toMatchObject({ stepId: 'read', outputContent: '# Plan\n\n1. Add references.bib\n2. Cite in chapter 2\n' });
       expect(await getStepOutput(ds, 'plan-a1', 'draft')).toMatchObject({ index: 1, outputContent: 'bibliography draft', model: 'claude-sonnet' });
@@ -213,7 +213,7 @@ describe('read queries', () => {
     });
   });
 
-  describe('analytics (seed 000 section 6)', () => {
+  describe('analytics', () => {
     it('counts plans per UTC day with completed and failed, newest first', async () => {
       const days = await plansPerDay(ds, { to: new Date('2026-03-01T00:00:00Z') });
       expect(days).toEqual([

@@ -3,7 +3,7 @@ import { openDataSource } from '../../src/store/data-source';
 import { revertAllMigrations, runMigrations } from '../../src/store/migrator';
 import { ALL_TEST_DBS, createThrowawayDb, ThrowawayDb } from '../support/databases';
 
-/** Tables and the PRD-032 (seed 000) columns they must carry, plus what the other seeds add. */
+/** Tables and the columns of the product's schema they must carry, plus what the other uses add. */
 const EXPECTED_COLUMNS: Record<string, string[]> = {
   sessions: ['id', 'created_at', 'updated_at'],
   execution_plans: [
@@ -87,7 +87,7 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
     await db?.drop();
   });
 
-  it('creates every table with the PRD-032 columns', async () => {
+  it("creates every table with the columns of the product's schema", async () => {
     const report = await runMigrations(ds);
     expect(report.applied).toEqual(ALL_MIGRATIONS);
     expect(await tableNames(ds, kind)).toEqual([...Object.keys(EXPECTED_COLUMNS), 'migrations'].sort());
@@ -117,7 +117,7 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
   });
 
   if (kind !== 'sqlite') {
-    it('runs the analytics SQL of seed 000 section 6 unmodified', async () => {
+    it("runs the product's analytics SQL unmodified", async () => {
       await ds.query(`INSERT INTO sessions (id) VALUES ('s1')`);
       await ds.query(`INSERT INTO execution_plans (id, session_id, query, status, total_steps) VALUES ('p1', 's1', 'q', 'completed', 1)`);
       await ds.query(

@@ -1,5 +1,5 @@
 /**
- * Operator metrics (issue 14, item 7): the worker's /metrics shows the dead-letter queue's depth by
+ * Operator metrics: the worker's /metrics shows the dead-letter queue's depth by
  * kind and the age of its oldest entry, read from Redis at scrape time.
  */
 import type IORedis from 'ioredis';

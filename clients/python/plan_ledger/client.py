@@ -953,7 +953,7 @@ class PlanLedgerClient(_EventHelpers):
 
     def active_plan(self, session_id: str) -> SessionActivePlan:
         """The session's newest unfinished plan (``active_plan``: None when it has none; with ``steps`` and
-        ``next_seq``), seed 001. A session the server never saw has no active plan."""
+        ``next_seq``). A session the server never saw has no active plan."""
         try:
             return SessionActivePlan.from_json(self._get(f"/v1/sessions/{_q(session_id)}/active"))
         except NotFound:  # servers before 0.2 answer 404 for a session they never saw
@@ -983,7 +983,7 @@ class PlanLedgerClient(_EventHelpers):
         return ResumePoint.from_json(self._get(f"/v1/workflows/{_q(plan_id)}/resume-point"))
 
     def step_output(self, plan_id: str, step: Union[str, int]) -> str:
-        """A step's stored output content, exactly as stored (seed 003). Raises NotFound when none."""
+        """A step's stored output content, exactly as stored. Raises NotFound when none."""
         return self._request("GET", f"/v1/plans/{_q(plan_id)}/steps/{_q(str(step))}/output", None, self._read_key, accept="text/plain")[1].decode("utf-8")
 
     def _get(self, path: str) -> JsonObject:

@@ -12,7 +12,7 @@ const RANGE_HELP = `
 --from/--to select plans by creation time, from inclusive, to exclusive, in UTC; a bare date is
 midnight UTC (--from 2026-02-01 --to 2026-03-01 is February). Every report counts the same plans.`;
 
-/** `analytics daily|agents|handoffs|tokens`: seed 000 section 6, plus tokens for billing. */
+/** `analytics daily|agents|handoffs|tokens`: the product's analytics queries, plus tokens for billing. */
 export function registerAnalytics(program: Command, context: () => CliContext): Command {
   const analytics = program.command('analytics').description('plans per day, agent usage, handoff patterns, tokens for billing');
   const add = (name: ReportName, description: string) =>

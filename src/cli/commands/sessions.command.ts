@@ -6,7 +6,7 @@ import type { CliContext } from '../cli-context';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const actions = () => require('./sessions.actions') as typeof import('./sessions.actions');
 
-/** `sessions active|history`: what a chat application restores after a restart (seed 001). */
+/** `sessions active|history`: what a chat application restores after a restart. */
 export function registerSessions(program: Command, context: () => CliContext): Command {
   const sessions = program.command('sessions').description("a session's plan in progress and its finished plans (restore after a restart)");
 
@@ -22,7 +22,7 @@ export function registerSessions(program: Command, context: () => CliContext): C
     .command('history')
     .description("the session's finished plans (completed, failed, cancelled), newest first")
     .argument('<sessionId>', "the executor's session id")
-    .option('--limit <n>', 'how many plans, 1-1000 (default: 10, as seed 001 keeps)')
+    .option('--limit <n>', 'how many plans, 1-1000 (default: 10, what a chat keeps in view)')
     .option('--json', 'print { sessionId, plans } as JSON')
     .action(async (sessionId: string, opts: { limit?: string; json?: boolean }) => actions().historyCommand(context(), sessionId, opts));
 

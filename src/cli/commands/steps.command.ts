@@ -6,7 +6,7 @@ import type { CliContext } from '../cli-context';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const actions = () => require('./steps.actions') as typeof import('./steps.actions');
 
-/** `steps output`: a step's stored output, for a task running on another machine (seed 003). */
+/** `steps output`: a step's stored output, for a task running on another machine. */
 export function registerSteps(program: Command, context: () => CliContext): Command {
   const steps = program.command('steps').description('read what a step stored');
   steps

@@ -6,7 +6,7 @@ import type { CliContext } from '../cli-context';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const actions = () => require('./workflows.actions') as typeof import('./workflows.actions');
 
-/** `workflows resume-point`: where a per-layer workflow continues (seed 002). Workflow id = plan id. */
+/** `workflows resume-point`: where a per-layer workflow continues. Workflow id = plan id. */
 export function registerWorkflows(program: Command, context: () => CliContext): Command {
   const workflows = program.command('workflows').description('per-layer workflows (a workflow is a plan): where to resume');
   workflows

@@ -6,7 +6,7 @@ export class HandoffRecordedPayloadDto implements HandoffRecordedPayload {
   @Optional() @ExternalId() stepId?: string;
   @Required() @Text(1, 100) fromAgentId!: string;
   @Required() @Text(1, 100) toAgentId!: string;
-  /** `plan_handoffs.reason` is NVARCHAR(50) in PRD-032: a short code; the prose goes in `explanation`. */
+  /** `plan_handoffs.reason` is NVARCHAR(50) in the product's schema: a short code; the prose goes in `explanation`. */
   @Required() @Text(1, 50) reason!: string;
   @Optional() @LongText() explanation?: string;
 }

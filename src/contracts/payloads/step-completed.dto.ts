@@ -5,7 +5,7 @@ import type { StepCompletedPayload } from '../types';
 export class StepCompletedPayloadDto implements StepCompletedPayload {
   @Required() @ExternalId() stepId!: string;
   @Optional() @LongText() result?: string;
-  /** The step's full output, read back by later tasks (seed 003). */
+  /** The step's full output, read back by later tasks. */
   @Optional() @LongText() outputContent?: string;
   @Required() @IntInRange(0, 2_147_483_647) inputTokens!: number;
   @Required() @IntInRange(0, 2_147_483_647) outputTokens!: number;

@@ -10,7 +10,7 @@ export class StepSpecDto implements StepSpec {
   @Required() @Text(1, 100) agentId!: string;
   @Required() @LongText({ nonEmpty: true }) task!: string;
   @Optional() @Text(0, 500) title?: string;
-  /** `plan_steps.expected_output` is NVARCHAR(50) in PRD-032: a short label, not a description. */
+  /** `plan_steps.expected_output` is NVARCHAR(50) in the product's schema: a short label, not a description. */
   @Optional() @Text(0, 50) expectedOutput?: string;
   @Optional() @ExternalIdList() @WithinLimit('maxDependsOn') dependsOn?: string[];
 }

@@ -3,7 +3,7 @@ import { bigint, bool, deletedAt, defineEntity, ext, int, str, text, ts } from '
 export type PlanStatus = 'planning' | 'executing' | 'completed' | 'failed' | 'cancelled';
 export type ApprovalStatus = 'pending' | 'approved' | 'edited' | 'rejected';
 
-/** `execution_plans` of PRD-032 (seed 000), plus approval state (seed 004) and soft delete. */
+/** `execution_plans`, as the product's schema names it, plus approval state and soft delete. */
 export interface ExecutionPlanRow {
   id: string;
   sessionId: string;

@@ -1,6 +1,6 @@
 import { deletedAt, defineEntity, ext, str, text, ts, uuid } from './define-entity';
 
-/** The approve / edit / reject audit trail of seed 004. `id` is the decision event's eventId. */
+/** The approve / edit / reject audit trail of human decisions. `id` is the decision event's eventId. */
 export interface PlanDecisionRow {
   id: string;
   planId: string;

@@ -1,6 +1,6 @@
 import { deletedAt, defineEntity, ext, str, text, ts, uuid } from './define-entity';
 
-/** `plan_handoffs` of PRD-032: one agent handing work to another. */
+/** `plan_handoffs`, as the product's schema names it: one agent handing work to another. */
 export interface PlanHandoffRow {
   id: string;
   planId: string;

@@ -2,7 +2,7 @@ import { deletedAt, defineEntity, ext, int, str, text, ts, uuid } from './define
 
 export type StepStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'skipped';
 
-/** `plan_steps` of PRD-032, plus the executor's step key, DAG edges, model and output content (seed 003). */
+/** `plan_steps`, as the product's schema names it, plus the executor's step key, DAG edges, model and output content (read back by later tasks). */
 export interface PlanStepRow {
   id: string;
   planId: string;

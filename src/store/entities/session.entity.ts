@@ -1,6 +1,6 @@
 import { defineEntity, ext, ts } from './define-entity';
 
-/** A chat session (seed 001); its plans hang off it. */
+/** A chat session; its plans hang off it. */
 export interface SessionRow {
   id: string;
   createdAt: Date;
