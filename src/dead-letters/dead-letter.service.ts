@@ -3,7 +3,7 @@
  * store lookup; it opens nothing itself (see dead-letter-connections.ts for the CLI's wiring).
  */
 import type { JobsOptions, Queue } from 'bullmq';
-import { DEFAULT_JOB_OPTIONS } from '../publisher/publisher-options';
+import { DEFAULT_JOB_OPTIONS } from '../queue/batch-job-options';
 import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
 import { DEAD_LETTER_KINDS, DeadLetter, DeadLetterKind } from './dead-letter';
