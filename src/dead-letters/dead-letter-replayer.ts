@@ -18,7 +18,8 @@ import { EVENT_BATCH_JOB } from '../queue/queue-names';
 import { addRawJobs, RawJobData } from '../queue/raw-batch-queue';
 import { deadLetteredAt } from './dead-letter-filter';
 import { DEFAULT_REPLAY_BATCH } from './replay-defaults';
-import type { ClaimedLetter, DeadLetterRepository } from './dead-letter.repository';
+import type { ClaimedLetter } from './dead-letter-codec';
+import type { DeadLetterRepository } from './dead-letter.repository';
 
 /** Answers "which of these events are stored already"; `PlanEventStore` implements it. */
 export interface StoredEventLookup {

@@ -5,7 +5,8 @@ import type { Violation } from '../contracts';
 import { DEAD_LETTER_QUEUE } from '../queue/queue-names';
 import type { DeadLetter, DeadLetterKind } from './dead-letter';
 import { addRawJobs, RawJobData } from '../queue/raw-batch-queue';
-import { DeadLetterRepository, encodeDeadLetter } from './dead-letter.repository';
+import { encodeDeadLetter } from './dead-letter-codec';
+import { DeadLetterRepository } from './dead-letter.repository';
 
 /** Where a dead-lettered event came from and how hard it was tried. */
 export interface DeadLetterProvenance {

@@ -8,7 +8,8 @@ import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
 import { DEAD_LETTER_KINDS, DeadLetter, DeadLetterKind } from './dead-letter';
 import { DeadLetterFilter, DeadLetterNotFoundError, DeadLetterSelection, deadLetteredAt, matchesFilter } from './dead-letter-filter';
-import { DeadLetterRepository, DeadLetterSummary, SCAN_PAGE_SIZE, atMs, toSummary } from './dead-letter.repository';
+import { DeadLetterSummary, toSummary } from './dead-letter-codec';
+import { DeadLetterRepository, SCAN_PAGE_SIZE, atMs } from './dead-letter.repository';
 import { ReplayOptions, ReplayPage, ReplaySource, ReplaySummary, StoredEventLookup, replayDeadLetters } from './dead-letter-replayer';
 
 export type { DeadLetterSummary };
