@@ -172,6 +172,7 @@ export class DeadLetterService {
     return replayDeadLetters(
       {
         repository: this.repository,
+        deadLetters: this.deps.deadLetters,
         events: this.deps.events,
         storedEvents: this.deps.storedEvents,
         jobOptions: this.deps.replayJobOptions ?? DEFAULT_REPLAY_JOB_OPTIONS,
