@@ -5,7 +5,6 @@
  * (older versions, by hand) are read by dead-letter-compat.ts.
  */
 import type { DeadLetter } from './dead-letter';
-import { claimedFromRecord, parseData, toDeadLetterFrom } from './dead-letter-compat';
 
 /**
  * What listings and stats read of an entry, computed once when it is written (add-summaries.lua)
@@ -61,23 +60,18 @@ export function encodeDeadLetter(letter: DeadLetter): { bytes: Buffer; replayFie
 }
 
 /**
- * A claim's answer for one entry: REPLAY_FIELD and the event's bytes (checked by the claim), or ''
- * and the whole record (an entry without that layout), which is parsed.
+ * A claim's answer for an entry laid out by encodeDeadLetter: its REPLAY_FIELD value and the event's
+ * bytes, which the claim has checked against the record. (An entry without that layout comes back
+ * whole: dead-letter-compat.ts reads it.)
  */
-export function decodeClaimed(id: string, replayField: Buffer, payload: Buffer): ClaimedLetter {
-  if (replayField.length === 0) return claimedFromRecord(id, payload);
+export function decodeClaimed(id: string, replayField: Buffer, eventJson: Buffer): ClaimedLetter {
   // `<event bytes> <replay count> <event id>`
   const text = replayField.toString('utf8');
   const a = text.indexOf(' ');
   const b = text.indexOf(' ', a + 1);
   const count = b > a ? Number(text.slice(a + 1, b)) : NaN;
   const eventId = b > a ? text.slice(b + 1) : '';
-  return { id, eventId: eventId === '' ? null : eventId, eventJson: payload, replayCount: Number.isSafeInteger(count) ? count : 0 };
-}
-
-/** An entry read by read-entries.lua (its data: the record, or in summary mode the summary) as a DeadLetter. */
-export function decodeEntry(id: string, name: string, timestamp: string, data: string): DeadLetter {
-  return toDeadLetterFrom(id, name, Number(timestamp), parseData(data));
+  return { id, eventId: eventId === '' ? null : eventId, eventJson, replayCount: Number.isSafeInteger(count) ? count : 0 };
 }
 
 /**

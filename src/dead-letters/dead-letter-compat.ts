@@ -31,6 +31,11 @@ function replayCountOf(data: Partial<DeadLetter>): number {
   return typeof data.replayCount === 'number' ? data.replayCount : 0;
 }
 
+/** An entry as read-entries.lua returns it (its data: the record, or its summary) as a DeadLetter. */
+export function decodeEntry(id: string, name: string, timestamp: string, data: string): DeadLetter {
+  return toDeadLetterFrom(id, name, Number(timestamp), parseData(data));
+}
+
 /** The job's data as a DeadLetter (see toDeadLetterFrom). */
 export function toDeadLetter(job: Job): DeadLetter {
   return toDeadLetterFrom(String(job.id), job.name, job.timestamp, job.data);

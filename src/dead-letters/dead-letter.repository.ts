@@ -1,7 +1,8 @@
 import type { JobType, Queue } from 'bullmq';
 import type IORedis from 'ioredis';
 import type { DeadLetter } from './dead-letter';
-import { ClaimedLetter, DeadLetterSummary, decodeClaimed, decodeEntry, toSummary } from './dead-letter-codec';
+import { ClaimedLetter, DeadLetterSummary, decodeClaimed, toSummary } from './dead-letter-codec';
+import { claimedFromRecord, decodeEntry } from './dead-letter-compat';
 import { DeadLetterScripts, DepthPage, RawEntry, StatsPage, WrittenEntry } from './dead-letter-scripts';
 
 /**
@@ -35,7 +36,7 @@ async function paged<T>(ids: readonly string[], size: number, fn: (page: readonl
 
 /**
  * Reads and removes dead letters with Lua scripts (dead-letter-scripts.ts), a page of ids per round
- * trip. A scan first takes a snapshot of the ids (one LRANGE: ~40 bytes an entry), so entries
+ * trip. A scan first takes a snapshot of the ids (one LRANGE, the ids alone), so entries
  * removed or added meanwhile never shift what a page holds: none is seen twice, and removed ones
  * are skipped.
  */
@@ -120,8 +121,14 @@ export class DeadLetterRepository {
    */
   async claim(ids: string[], token: string, ttlMs = CLAIM_TTL_MS): Promise<ClaimedLetter[]> {
     const scripts = await this.scripts();
-    const pages = await paged(ids, this.writePageSize, (page) => scripts.claim(token, ttlMs, page));
-    return pages.flat().map((e) => decodeClaimed(e.id, e.replayField, e.payload));
+    const claimed: ClaimedLetter[] = [];
+    for (let p = 0; p < ids.length; p += this.writePageSize) {
+      for (const e of await scripts.claim(token, ttlMs, ids.slice(p, p + this.writePageSize))) {
+        // an empty REPLAY_FIELD: the entry came back whole, as an older writer laid it out
+        claimed.push(e.replayField.length > 0 ? decodeClaimed(e.id, e.replayField, e.payload) : claimedFromRecord(e.id, e.payload));
+      }
+    }
+    return claimed;
   }
 
   /** Gives up `token`'s claims on `ids` (entries read but not sent), so the next replay may take them at once. */

@@ -15,9 +15,14 @@ import { hasTextEvent, isRawJobLetter, splitRawJob, SplitEvent } from './raw-job
 /** A job's data around its events: `{"v":1,"events":[` ... `],"replayCounts":[` ... `]}` (encodeBatch). */
 const JOB_FRAME_BYTES = Buffer.byteLength('{"v":1,"events":[],"replayCounts":[]}');
 
+/** Digits of a replay count (a count past 99,999 is counted as 16 digits: more than it takes). */
+function digits(n: number): number {
+  return n < 10 ? 1 : n < 100 ? 2 : n < 1_000 ? 3 : n < 10_000 ? 4 : n < 100_000 ? 5 : 16;
+}
+
 /** What an event adds to a job's data: its bytes, its replay count once raised, and a comma after each. */
 function eventCost(letter: ClaimedLetter): number {
-  return letter.eventJson.length + String(letter.replayCount + 1).length + 2;
+  return letter.eventJson.length + digits(letter.replayCount + 1) + 2;
 }
 
 function fits(letter: ClaimedLetter, maxJobBytes: number): boolean {
