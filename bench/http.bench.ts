@@ -7,8 +7,9 @@
  * - `POST /v1/events` into Redis through `plan-ledger serve` (in this process, on loopback) with
  *   batches of 100 and 1,000 events, 4 requests in flight, bodies serialised before the clock
  *   starts: events/s until every 202 came back and the server publisher confirmed all of them;
- * - the Python client's `publish()` latency (p50/p99 in microseconds) with the server up and
- *   with it down (a port nobody listens on: the events go to the journal).
+ * - the Python client's `publish()` latency (p50/p99 in microseconds; each call stamps, checks and
+ *   encodes its event) with the server up and with it down (a port nobody listens on: the events
+ *   go to the journal), from a thread (PlanLedgerClient) and from a coroutine (AsyncPlanLedgerClient).
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -83,6 +84,7 @@ async function httpIngest(redis: RedisProcess, events: readonly object[], batch:
 }
 
 interface PyLatency {
+  mode: string;
   p50Us: number;
   p99Us: number;
   p999Us: number;
@@ -93,10 +95,12 @@ interface PyLatency {
   dropped: number;
 }
 
-function pythonLatency(url: string, n: number): Promise<PyLatency> {
+type PyMode = 'threaded' | 'asyncio';
+
+function pythonLatency(url: string, n: number, mode: PyMode): Promise<PyLatency> {
   const dir = tmpDir('py');
   return new Promise<PyLatency>((resolve, reject) => {
-    const child = spawn('python3', [path.join(__dirname, 'support', 'python-publish-latency.py'), url, dir, String(n)], { env: { ...process.env, PLAN_LEDGER_INGEST_KEY: KEY }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('python3', [path.join(__dirname, 'support', 'python-publish-latency.py'), url, dir, String(n), mode], { env: { ...process.env, PLAN_LEDGER_INGEST_KEY: KEY }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -109,7 +113,7 @@ function pythonLatency(url: string, n: number): Promise<PyLatency> {
   });
 }
 
-async function pythonUp(redis: RedisProcess): Promise<PyLatency> {
+async function pythonUp(redis: RedisProcess, mode: PyMode): Promise<PyLatency> {
   const dir = tmpDir('pyup');
   const server = await startHttpServer({
     config: loadConfig({ REDIS_URL: `redis://127.0.0.1:${redis.port}`, QUEUE_PREFIX: `bench-py-${Date.now()}`, DATABASE_URL: `sqlite:${path.join(dir, 'db.sqlite')}` }),
@@ -117,7 +121,7 @@ async function pythonUp(redis: RedisProcess): Promise<PyLatency> {
     logger: silent(),
   });
   try {
-    return await pythonLatency(server.url, N_PY);
+    return await pythonLatency(server.url, N_PY, mode);
   } finally {
     await server.close();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -138,22 +142,28 @@ async function main(): Promise<void> {
     log(`POST /v1/events, batches of 100:   ${http100} events/s into redis (${round(http100 / tsRate)}x the publisher)`);
     const http1000 = await httpIngest(redis, events, 1_000);
     log(`POST /v1/events, batches of 1000:  ${http1000} events/s into redis (${round(http1000 / tsRate)}x the publisher)`);
-    const pyUp = await pythonUp(redis);
+    const pyUp = await pythonUp(redis, 'threaded');
     log(`python publish() server up:   p50 ${pyUp.p50Us} us  p99 ${pyUp.p99Us} us  p99.9 ${pyUp.p999Us} us (${pyUp.accepted} accepted)`);
-    const pyDown = await pythonLatency(`http://127.0.0.1:${await freePort()}`, N_PY);
+    const pyDown = await pythonLatency(`http://127.0.0.1:${await freePort()}`, N_PY, 'threaded');
     log(`python publish() server down: p50 ${pyDown.p50Us} us  p99 ${pyDown.p99Us} us  p99.9 ${pyDown.p999Us} us (${pyDown.journaled} journaled)`);
+    const asyncUp = await pythonUp(redis, 'asyncio');
+    log(`python asyncio publish() up:   p50 ${asyncUp.p50Us} us  p99 ${asyncUp.p99Us} us  p99.9 ${asyncUp.p999Us} us (${asyncUp.accepted} accepted)`);
+    const asyncDown = await pythonLatency(`http://127.0.0.1:${await freePort()}`, N_PY, 'asyncio');
+    log(`python asyncio publish() down: p50 ${asyncDown.p50Us} us  p99 ${asyncDown.p99Us} us  p99.9 ${asyncDown.p999Us} us (${asyncDown.journaled} journaled)`);
     const result = {
       machine: { cpus: os.cpus().length, node: process.version, python: await pythonVersion(), loadAvgBefore: round(loadBefore), loadAvgAfter: round(os.loadavg()[0]) },
       command: `npm run bench:http${quick ? ' -- --quick' : ''}`,
       events: N,
       typescriptPublisherEventsPerSec: tsRate,
       httpIngest: { batch100EventsPerSec: http100, batch1000EventsPerSec: http1000 },
-      pythonPublish: { up: pyUp, down: pyDown },
+      pythonPublish: { up: pyUp, down: pyDown, asyncioUp: asyncUp, asyncioDown: asyncDown },
       ratios: { http100OverPublisher: round(http100 / tsRate), http1000OverPublisher: round(http1000 / tsRate) },
       targets: {
         http1000AtLeastHalfThePublisher: http1000 >= 0.5 * tsRate,
         pythonP99UpAtMost50us: pyUp.p99Us <= 50,
         pythonP99DownAtMost50us: pyDown.p99Us <= 50,
+        pythonAsyncioP99UpAtMost50us: asyncUp.p99Us <= 50,
+        pythonAsyncioP99DownAtMost50us: asyncDown.p99Us <= 50,
       },
     };
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -75,8 +75,8 @@
     }
     return fetch(path, { method: opts.method || 'GET', headers: headers, credentials: 'same-origin', body: opts.body === undefined ? undefined : JSON.stringify(opts.body) }).then(function (res) {
       return res.text().then(function (text) {
-        var body = null;
-        try { body = text ? JSON.parse(text) : null; } catch (e) { body = { error: text }; }
+        var body;
+        try { body = text ? JSON.parse(text) : null; } catch { body = { error: text }; }
         if (res.status === 401 && path !== '/console/session') {
           session = null;
           signIn('Your sign-in has expired: sign in again.');
@@ -389,7 +389,7 @@
         if (c.changed.length) parts.push('changed ' + c.changed.join(', '));
         if (c.removed.length) parts.push('removed ' + c.removed.join(', '));
         // what the edit replaced: the old task text of each changed or removed step
-        (c.replaced || []).forEach(function (r) { parts.push(r.stepId + ' was "' + (r.title || r.task || '') + '"'); });
+        (c.replaced || []).forEach(function (r) { parts.push(r.stepId + ' was "' + (r.task || r.title || '') + '"'); });
         changed = (parts.length ? parts.join('; ') : 'no step changed') + ' (' + d.editedStepCount + ' steps after)';
       } else if (d.editedStepCount !== null) {
         changed = d.editedStepCount + ' steps after the edit';

@@ -1,6 +1,6 @@
 import { MigrationInterface, QueryRunner, Table, TableColumnOptions, TableIndexOptions } from 'typeorm';
-import { booleanLiteral, columnTypeFor, ColumnKind, Dialect, nowExpression } from '../src/store/dialect';
-import { dialectOf } from '../src/store/dialect-of';
+import { booleanLiteral, columnTypeFor, ColumnKind, Dialect, nowExpression } from '../src/store/sql/dialects';
+import { dialectOf } from '../src/store/sql/dialects';
 
 /**
  * The whole v1 schema: the tables of seed 000 (PRD-032) with their names and columns, plus what

@@ -1,5 +1,5 @@
 import { MigrationInterface, QueryRunner, Table, TableIndex } from 'typeorm';
-import { dialectOf } from '../src/store/dialect-of';
+import { dialectOf } from '../src/store/sql/dialects';
 
 /**
  * plan_handoffs.step_id references plan_steps(id) with no index: deleting a step row (retention

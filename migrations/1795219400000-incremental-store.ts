@@ -1,12 +1,12 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { Query } from 'typeorm/driver/Query';
-import { columnTypeFor, ColumnKind, Dialect } from '../src/store/dialect';
-import { dialectOf } from '../src/store/dialect-of';
+import { columnTypeFor, ColumnKind, Dialect } from '../src/store/sql/dialects';
+import { dialectOf } from '../src/store/sql/dialects';
 
 /**
  * What the incremental store needs (README, "Store"):
  * - `plan_heads.applied_seq`, `pending_events`, `gap_since`: the plan's watermark. Events with
- *   seq <= applied_seq are applied to the plan's rows; later ones wait for the gap before them to
+ *   seq up to applied_seq are applied to the plan's rows; later ones wait for the gap before them to
  *   fill. Indexed on gap_since so the worker finds plans that waited too long.
  * - `plan_handoffs.step_key`: the executor's stepId, so an edit can re-point a handoff without
  *   reading the plan's event log.

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { Query } from 'typeorm/driver/Query';
-import { columnTypeFor, ColumnKind, Dialect } from '../src/store/dialect';
-import { dialectOf } from '../src/store/dialect-of';
+import { columnTypeFor, ColumnKind, Dialect } from '../src/store/sql/dialects';
+import { dialectOf } from '../src/store/sql/dialects';
 
 /**
  * Every database the same (issue 13; README, "SQL Server" and "Production"):

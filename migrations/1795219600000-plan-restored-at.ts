@@ -1,5 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { dialectOf } from '../src/store/dialect-of';
+import { dialectOf } from '../src/store/sql/dialects';
 import { addColumns, sql, sqlType } from './1795219400000-incremental-store';
 
 /**

@@ -1,7 +1,6 @@
-import { loadConfig, AppConfig, ConfigError } from '../config/config';
+import { loadConfig, AppConfig } from '../config/config';
 import { createLogger, Logger } from '../shared/logger';
 import { escapeControl } from '../shared/terminal-text';
-import { CliError, EXIT } from './exit-codes';
 
 /** What every command receives: validated config, a logger, and where to print. */
 export interface CliContext {
@@ -32,13 +31,8 @@ export interface CliIo {
 }
 
 export function buildContext(io: CliIo): CliContext {
-  let config: Readonly<AppConfig>;
-  try {
-    config = loadConfig(io.env);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message, EXIT.usage);
-    throw err;
-  }
+  // a ConfigError ends the command with its one line, by its kind (exit-codes.ts)
+  const config: Readonly<AppConfig> = loadConfig(io.env);
   // CLI logs go to stderr so `--json` output on stdout stays parseable.
   const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel, destination: process.stderr as never });
   return { config, env: io.env, logger, out: (line) => io.out(escapeControl(line)), raw: io.out, write: io.write ?? io.out, err: (line) => io.err(escapeControl(line)) };

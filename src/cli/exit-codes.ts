@@ -1,3 +1,5 @@
+import { ErrorKind, errorKindOf, PlanLedgerError } from '../shared/errors';
+
 /** Exit codes of every `plan-ledger` command; `--help` prints them. */
 export const EXIT = {
   ok: 0,
@@ -7,10 +9,29 @@ export const EXIT = {
   usage: 2,
 } as const;
 
-/** An error the CLI prints as one line and turns into an exit code, without a stack trace. */
-export class CliError extends Error {
+/** Each kind of error (shared/errors.ts) and the exit code it ends a command with: the one place. */
+const EXIT_BY_KIND: Readonly<Record<ErrorKind, number>> = {
+  usage: EXIT.usage,
+  config: EXIT.usage,
+  'not-found': EXIT.failed,
+  conflict: EXIT.failed,
+  permanent: EXIT.failed,
+  failed: EXIT.failed,
+};
+
+/** The exit code an error ends a command with: by its kind; anything else (a bug, a driver's error) is a failure. */
+export function exitCodeOf(err: unknown): number {
+  const kind = errorKindOf(err);
+  return kind === undefined ? EXIT.failed : EXIT_BY_KIND[kind];
+}
+
+/** An error of the CLI itself (a bad flag, a command that could not start), printed as one line. */
+export class CliError extends PlanLedgerError {
   override readonly name = 'CliError';
-  constructor(message: string, readonly exitCode: number = EXIT.failed) {
+  constructor(
+    message: string,
+    readonly kind: ErrorKind = 'failed',
+  ) {
     super(message);
   }
 }

@@ -3,7 +3,8 @@ import { workerVersion } from '../worker/worker-version';
 import { Command, CommanderError } from 'commander';
 import { ENV_HELP } from '../config/config';
 import type { CliContext, CliIo } from './cli-context';
-import { CliError, EXIT, EXIT_HELP } from './exit-codes';
+import { EXIT, EXIT_HELP, exitCodeOf } from './exit-codes';
+import { errorKindOf } from '../shared/errors';
 import { registerMigrate } from './commands/migrate.command';
 import { registerDemo } from './commands/demo.command';
 import { registerWorker } from './commands/worker.command';
@@ -66,9 +67,10 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return EXIT.ok;
       return EXIT.usage; // commander already printed the message
     }
-    if (err instanceof CliError) {
-      io.err(`plan-ledger: ${escapeControl(redactUrl(err.message))}`);
-      return err.exitCode;
+    if (errorKindOf(err) !== undefined) {
+      // one of plan-ledger's own errors: its one line, and the exit code its kind ends with
+      io.err(`plan-ledger: ${escapeControl(redactUrl((err as Error).message))}`);
+      return exitCodeOf(err);
     }
     io.err(`plan-ledger: ${escapeControl(redactUrl((err as Error)?.message ?? String(err)))}`);
     if (process.env.PLAN_LEDGER_DEBUG === '1') io.err(String((err as Error)?.stack));

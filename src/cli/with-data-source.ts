@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { openDataSource } from '../store/data-source';
 import type { CliContext } from './cli-context';
-import { CliError, EXIT } from './exit-codes';
+import { CliError } from './exit-codes';
 
 const MISSING_SCHEMA = /no such table|relation .* does not exist|doesn't exist|Invalid object name/i;
 
@@ -15,7 +15,7 @@ export async function withDataSource<T>(ctx: CliContext, fn: (ds: DataSource) =>
     return await fn(ds);
   } catch (err) {
     const message = (err as Error)?.message ?? String(err);
-    if (MISSING_SCHEMA.test(message)) throw new CliError(`${message} (is the schema migrated? run: plan-ledger migrate)`, EXIT.failed);
+    if (MISSING_SCHEMA.test(message)) throw new CliError(`${message} (is the schema migrated? run: plan-ledger migrate)`);
     throw err;
   } finally {
     await ds.destroy().catch(() => undefined);

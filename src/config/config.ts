@@ -1,6 +1,7 @@
 import { parseDatabaseUrl, DatabaseTarget, DEFAULT_SQLITE_FILE, redactUrl, withPassword } from './database-url';
 import { type Env, read } from './env-readers';
 import { ClusterSeeds, clusterPrefixProblem, parseClusterNodes } from './redis-cluster-nodes';
+import { PlanLedgerError } from '../shared/errors';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -32,9 +33,10 @@ export const ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['LOG_LEVEL', `${LOG_LEVELS.join('|')} (default info)`],
 ];
 
-/** A configuration problem: one line naming every bad variable. Exit code 2 at the CLI. */
-export class ConfigError extends Error {
+/** A configuration problem: one line naming every bad variable. */
+export class ConfigError extends PlanLedgerError {
   override readonly name = 'ConfigError';
+  readonly kind = 'config';
   constructor(readonly problems: string[]) {
     super(`invalid configuration: ${problems.join('; ')}`);
   }

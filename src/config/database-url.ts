@@ -1,5 +1,13 @@
 import * as path from 'node:path';
-import type { Dialect } from '../store/dialect';
+import { redactUrl } from '../shared/redact-url';
+
+export { redactUrl } from '../shared/redact-url';
+
+/**
+ * The four SQL families plan-ledger supports. MariaDB and MySQL share one family: same types,
+ * same driver (mysql2), TypeORM only differs in the `type` string.
+ */
+export type Dialect = 'sqlite' | 'postgres' | 'mysql' | 'mssql';
 
 /** What DATABASE_URL resolves to. `redacted` is the URL with any password replaced by `***`. */
 export interface DatabaseTarget {
@@ -23,41 +31,22 @@ export interface DatabaseTarget {
 
 export const DEFAULT_SQLITE_FILE = './data/plan-ledger.sqlite';
 
-const SCHEMES: Record<string, { dialect: Dialect; driver: DatabaseTarget['driver']; port: number }> = {
+/** The mssql:// query parameters plan-ledger reads, checked so a typo is an error, not a default. */
+const MSSQL_PARAMS: Readonly<Record<string, ParamKind>> = { encrypt: 'boolean', trustServerCertificate: 'boolean', requestTimeout: 'ms', connectionTimeout: 'ms' };
+
+type ParamKind = 'boolean' | 'ms';
+
+/** Each URL scheme: its database family, driver, default port, and (when listed) the only query parameters it takes. */
+const SCHEMES: Record<string, { dialect: Dialect; driver: DatabaseTarget['driver']; port: number; params?: Readonly<Record<string, ParamKind>> }> = {
   'postgres:': { dialect: 'postgres', driver: 'postgres', port: 5432 },
   'postgresql:': { dialect: 'postgres', driver: 'postgres', port: 5432 },
   'mysql:': { dialect: 'mysql', driver: 'mysql', port: 3306 },
   'mariadb:': { dialect: 'mysql', driver: 'mariadb', port: 3306 },
-  'mssql:': { dialect: 'mssql', driver: 'mssql', port: 1433 },
-  'sqlserver:': { dialect: 'mssql', driver: 'mssql', port: 1433 },
+  'mssql:': { dialect: 'mssql', driver: 'mssql', port: 1433, params: MSSQL_PARAMS },
+  'sqlserver:': { dialect: 'mssql', driver: 'mssql', port: 1433, params: MSSQL_PARAMS },
 };
 
 const EXPECTED = 'expected sqlite:<file>, or postgres:// mysql:// mariadb:// mssql:// followed by [user[:password]@]host[:port]/database';
-
-/** `scheme://` and what follows up to a space or a quote: a URL, or the start of one, in any text. */
-const URL_CANDIDATE = /[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]*/gi;
-
-/**
- * Replace the password of every `scheme://user:password@host` in a string with `***`.
- *
- * By parsing, as the drivers and WHATWG URL do: the user information ends at the LAST `@` of the
- * authority, so a password holding an unencoded `@` (`user:p@ss@host`) is hidden whole, not up to
- * its first `@`. A password may hold `/` or `?` too (the drivers then misread the URL, but the text
- * still reaches error messages): the authority is taken up to the last `@` of the URL, which hides
- * more than needed in a URL whose path has an `@` with a `:` before it, never less.
- */
-export function redactUrl(text: string): string {
-  return text.replace(URL_CANDIDATE, redactOne);
-}
-
-function redactOne(url: string): string {
-  const start = url.indexOf('//') + 2;
-  const at = url.lastIndexOf('@');
-  if (at < start) return url;
-  const colon = url.indexOf(':', start);
-  if (colon < 0 || colon > at) return url;
-  return `${url.slice(0, colon + 1)}***${url.slice(at)}`;
-}
 
 /** Parse DATABASE_URL; throws an Error whose message says what is wrong and what is expected. */
 export function parseDatabaseUrl(raw: string): DatabaseTarget {
@@ -76,7 +65,7 @@ export function parseDatabaseUrl(raw: string): DatabaseTarget {
   if (!database) throw new Error(`"${redactUrl(url)}" names no database (the path after the host); ${EXPECTED}`);
   const port = parsed.port ? Number(parsed.port) : scheme.port;
   const params = Object.fromEntries(parsed.searchParams.entries());
-  if (scheme.dialect === 'mssql') checkMssqlParams(params, url);
+  if (scheme.params) checkParams(params, scheme.params, parsed.protocol, url);
   return {
     dialect: scheme.dialect,
     driver: scheme.driver,
@@ -92,13 +81,10 @@ export function parseDatabaseUrl(raw: string): DatabaseTarget {
   };
 }
 
-/** The mssql:// query parameters plan-ledger reads, checked so a typo is an error, not a default. */
-const MSSQL_PARAMS: Record<string, 'boolean' | 'ms'> = { encrypt: 'boolean', trustServerCertificate: 'boolean', requestTimeout: 'ms', connectionTimeout: 'ms' };
-
-function checkMssqlParams(params: Record<string, string>, url: string): void {
+function checkParams(params: Record<string, string>, known: Readonly<Record<string, ParamKind>>, protocol: string, url: string): void {
   for (const [name, value] of Object.entries(params)) {
-    const kind = MSSQL_PARAMS[name];
-    if (!kind) throw new Error(`"${redactUrl(url)}": unknown parameter "${name}"; mssql:// takes ${Object.keys(MSSQL_PARAMS).join(', ')}`);
+    const kind = known[name];
+    if (!kind) throw new Error(`"${redactUrl(url)}": unknown parameter "${name}"; ${protocol}// takes ${Object.keys(known).join(', ')}`);
     if (kind === 'boolean' && value !== 'true' && value !== 'false') throw new Error(`"${redactUrl(url)}": ${name} must be true or false, not "${value}"`);
     if (kind === 'ms' && !/^[1-9][0-9]{0,8}$/.test(value)) throw new Error(`"${redactUrl(url)}": ${name} must be a number of milliseconds, not "${value}"`);
   }
@@ -110,7 +96,7 @@ function checkMssqlParams(params: Record<string, string>, url: string): void {
  * an operator never wonders which one is used.
  */
 export function withPassword(target: DatabaseTarget, password: string): DatabaseTarget {
-  if (target.dialect === 'sqlite') throw new Error('a SQLite database has no password; unset DATABASE_PASSWORD');
+  if (target.file !== undefined) throw new Error('a SQLite database has no password; unset DATABASE_PASSWORD');
   if (target.password !== undefined) throw new Error(`"${target.redacted}" holds a password already; put it in DATABASE_URL or DATABASE_PASSWORD, not both`);
   if (!target.username) throw new Error(`"${target.redacted}" names no user for DATABASE_PASSWORD; write it as scheme://user@host/database`);
   const u = new URL(target.url);

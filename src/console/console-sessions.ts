@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Scope } from '../http/api-keys';
+import type { Scope } from '../shared/api-keys';
 
 /** The console's cookie: an opaque session token, HttpOnly, SameSite=Strict. */
 export const SESSION_COOKIE = 'pl_console';

@@ -6,7 +6,7 @@ import { DeadLetterInputError, DeadLetterNotFoundError } from '../dead-letters/d
 import { parseFilter, parsePositiveInt } from '../dead-letters/dead-letter-filter';
 import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
 import type { DeadLetterService } from '../dead-letters/dead-letter.service';
-import { ApiKeys } from '../http/api-keys';
+import { ApiKeys } from '../shared/api-keys';
 import { QueryArgumentError } from '../queries/query-errors';
 import type { RedisClient } from '../queue/connect-redis';
 import { storedEventsPerMinute } from '../queue/stored-event-rate';

@@ -11,7 +11,7 @@
  *    anything else (guard failure, a violation, an exception): `parsePlanEvent` decides and words
  *    the error, so a reject costs one more guard pass and the mirror's wording never reaches a
  *    dead letter. The fast rules may be stricter than the DTOs, never more lenient
- *    (test/contracts/check-stored-event.test.ts holds them to that).
+ *    (test/contracts/check-stored-event.unit.test.ts holds them to that).
  */
 import { checkEventRules } from './fast-check/event-rules';
 import type { Violation } from './invalid-event.error';

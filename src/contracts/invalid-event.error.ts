@@ -1,3 +1,5 @@
+import { PlanLedgerError } from '../shared/errors';
+
 /** One reason an event is invalid. */
 export interface Violation {
   /** Where: `payload.steps[2].agentId`; `''` is the event as a whole. */
@@ -11,8 +13,9 @@ export interface Violation {
  * route it to the dead-letter queue without importing this class (it wraps it in BullMQ's
  * `UnrecoverableError`; this module must not depend on BullMQ).
  */
-export class InvalidEventError extends Error {
+export class InvalidEventError extends PlanLedgerError {
   override readonly name = 'InvalidEventError';
+  readonly kind = 'permanent';
   readonly permanent = true;
   readonly violations: Violation[];
 

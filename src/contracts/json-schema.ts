@@ -79,7 +79,8 @@ function envelopeProperties(type: Schema, payload: Schema): Record<string, Schem
     planId: externalId,
     sessionId: externalId,
     seq: { ...int(0, INT32), description: 'per-plan sequence: 0, 1, 2, ... in publish order; a resumed plan continues from its resume point nextSeq' },
-    occurredAt: { type: 'string', format: 'date-time', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?(Z|\\+00:00)$', description: 'ISO-8601 in UTC' },
+    // years from 1000 (the range every database stores) and no leap second, as the contract checks
+    occurredAt: { type: 'string', format: 'date-time', pattern: '^[1-9]\\d{3}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])T([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(\\.\\d{1,9})?(Z|\\+00:00)$', description: 'ISO-8601 in UTC, from year 1000' },
     payload,
   };
 }
@@ -131,7 +132,7 @@ export function planEventSchema(): Schema {
   };
 }
 
-/** Every file under `schemas/`, path relative to it -> content. */
+/** Every file under `schemas/`: its path relative to that folder, and its content. */
 export function schemaFiles(): Record<string, Schema> {
   const files: Record<string, Schema> = { 'envelope.schema.json': envelopeSchema(), 'plan-event.schema.json': planEventSchema() };
   for (const t of PLAN_EVENT_TYPES) files[`events/${t}.schema.json`] = eventSchema(t);

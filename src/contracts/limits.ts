@@ -73,8 +73,8 @@ interface LimitedField {
   limit: FieldLimit;
 }
 
-/** DTO class -> its bounded fields. Filled once when the DTO classes load, read-only afterwards. */
-const LIMITED_FIELDS = new Map<Function, LimitedField[]>();
+/** Each DTO class's bounded fields. Filled once when the DTO classes load, read-only afterwards. */
+const LIMITED_FIELDS = new Map<object, LimitedField[]>();
 
 /** Marks a string (length in characters) or array (number of items) field as bounded by `limit`. */
 export function WithinLimit(limit: FieldLimit): PropertyDecorator {

@@ -12,15 +12,9 @@
  * 3. class-validator field checks, then cross-field rules (step graph, decision/steps).
  * Every violation found in step 3 is reported at once, so a sender fixes an event in one round.
  *
- * PERFORMANCE (throwaway script, Node 20.20 on the project's 2-core box, tsc output, best of 5 x 20k
- * calls, machine shared with other jobs: load average 3-10, so read these as upper bounds):
- *   per call, object input / JSON text: step.started 17 / 19 us, step.completed 23 / 25 us (2 KB
- *   outputContent; 100 KB costs the same as an object, since the size bound needs no stringify),
- *   step.failed 21 / 23, step.skipped 19 / 20, handoff.recorded 24 / 26, plan.finalized 18 / 20,
- *   checkpoint.saved (20-key state) 41 / 47, plan.created and plan.decision with 5 steps 55-70,
- *   plan.created with 100 steps ~1 ms (~9 us per step).
- *   Of a step.completed: class-validator ~11 us, class-transformer ~6 us, guard < 1 us. One
- *   constraint per field (field.decorators.ts) and skipping JSON.stringify were the two wins.
+ * Cost: class-validator dominates (then class-transformer; the guard is small). One constraint per
+ * field (field.decorators.ts) and no JSON.stringify keep it low; figures in BENCHMARKS.md,
+ * "Contract: parsePlanEvent per call".
  */
 import { ClassTransformOptions, plainToInstance } from 'class-transformer';
 import { Validator, ValidatorOptions } from 'class-validator';

@@ -45,7 +45,7 @@ const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['prototype', ...Object.getO
 
 /** Levels above checkpoint state: the event and its payload. */
 const LEVELS_ABOVE_STATE = 2;
-/** The deepest fixed structure: event > payload > steps > step > dependsOn. */
+/** The deepest fixed structure: an event's payload, its steps, a step, its dependsOn. */
 const STRUCTURAL_LEVELS = 5;
 /** Stop collecting after this many: enough to fix the sender, not enough to flood a log line. */
 const MAX_GUARD_VIOLATIONS = 20;

@@ -5,8 +5,8 @@
  * both ask `textProblem` / `stateKeyProblem`, so their verdicts and wording cannot drift apart.
  *
  * Two kinds of UTF-16 content are refused:
- * - U+0000. PostgreSQL's text cannot hold it (22021 `invalid byte sequence for encoding "UTF8":
- *   0x00`) while SQLite and MariaDB store it: accepted by the contract, such an event would be
+ * - U+0000. PostgreSQL's text cannot hold it (error 22021, an invalid byte sequence for UTF8)
+ *   while SQLite and MariaDB store it: accepted by the contract, such an event would be
  *   stored on one database and dead-lettered on another, after its whole batch had failed and been
  *   split down to find it. Checkpoint state is stored as JSON text, where the escape `\u0000` does
  *   fit, but anything that unescapes it (jsonb, `->>`) fails the same way: refused too, so no

@@ -1,4 +1,4 @@
-import { withTimeout } from '../worker/backoff';
+import { withTimeout } from '../shared/backoff';
 import type { Readiness } from './health-server';
 
 export interface ReadinessProbes {

@@ -2,9 +2,9 @@ import fastify, { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fasti
 import swagger from '@fastify/swagger';
 import type { DataSource } from 'typeorm';
 import type { PlanEventPublisher } from '../publisher';
-import { NotFoundError, QueryArgumentError } from '../queries/query-errors';
+import { httpStatusOf } from './http-errors';
 import type { Logger } from '../shared/logger';
-import { ApiKeys, KeyVerdict, Scope, verdict as scopeVerdict } from './api-keys';
+import { ApiKeys, KeyVerdict, Scope, verdict as scopeVerdict } from '../shared/api-keys';
 import type { HttpConfig } from './http-config';
 import { HttpMetrics } from './http-metrics';
 import { registerIngestRoutes } from './ingest.routes';
@@ -95,8 +95,8 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
     metrics.duration.observe({ route }, reply.elapsedTime / 1000);
   });
   app.setErrorHandler((err: FastifyError, req, reply) => {
-    if (err instanceof NotFoundError) return reply.code(404).send({ error: err.message });
-    if (err instanceof QueryArgumentError) return reply.code(400).send({ error: err.message });
+    const status = httpStatusOf(err);
+    if (status !== undefined && status < 500) return reply.code(status).send({ error: err.message });
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send({ error: `the body is larger than ${settings.bodyLimitBytes} bytes (HTTP_BODY_LIMIT_BYTES); send smaller batches` });
     if (err.statusCode !== undefined && err.statusCode < 500) return reply.code(err.statusCode).send({ error: err.message });
     req.log.error({ err }, 'request failed');

@@ -57,12 +57,14 @@ const CLOSED: Violation[] = Object.freeze([violationAt('', 'cannot be published:
  * ~200k+ events/s into Redis when the process has a core to itself.
  *
  * @example
+ * ```ts
  * const publisher = new PlanEventPublisher({ redisUrl: process.env.REDIS_URL, journalDir: '/var/lib/executor/journal' });
  * const plan = { planId: 'plan_42', sessionId: 'session_7' };
  * publisher.planCreated(plan, { query: 'Summarise the report', steps: [{ stepId: 's1', index: 0, agentId: 'writer', task: 'Summarise' }] });
  * const result = publisher.stepCompleted(plan, { stepId: 's1', inputTokens: 812, outputTokens: 240, model: 'gpt-4o' });
  * if (!result.ok) console.warn(result.reason, result.violations);
  * await publisher.close(5_000); // on shutdown
+ * ```
  */
 export class PlanEventPublisher extends TypedHelpers {
   private readonly opts: ResolvedOptions;

@@ -6,6 +6,7 @@ import type { Logger } from '../shared/logger';
 import { ClusterSeeds, clusterPrefixProblem, parseClusterNodes } from '../config/redis-cluster-nodes';
 import type { RedisClient } from '../queue/connect-redis';
 import { DEFAULT_JOB_OPTIONS } from '../queue/batch-job-options';
+import { PlanLedgerError } from '../shared/errors';
 
 /**
  * How `publish()` checks events before accepting them.
@@ -24,7 +25,7 @@ export interface PublisherOptions {
   /**
    * Seed nodes of a Redis Cluster, as REDIS_CLUSTER_NODES (`host:port,host:port`) or parsed; when
    * set, the publisher connects to the cluster and `redisUrl` is not used. `queuePrefix` must then
-   * contain a {hash tag}. @defaultValue none (one Redis at `redisUrl`)
+   * contain a `{hash tag}`. @defaultValue none (one Redis at `redisUrl`)
    */
   redisClusterNodes?: string | ClusterSeeds | null;
   /**
@@ -71,7 +72,7 @@ export interface PublisherOptions {
   maxTrackedPlans?: number;
   /** Called synchronously for each rejected event, in addition to the return value. @defaultValue none */
   onRejected?: (violations: Violation[], input: unknown) => void;
-  /** pino logger. @defaultValue createLogger({ level: 'info' }) with `component: 'publisher'` */
+  /** pino logger. @defaultValue `createLogger({ level: 'info' })` with `component: 'publisher'` */
   logger?: Logger;
   /**
    * A prom-client Registry of the executor's: the publisher registers its counters and gauges on it
@@ -105,8 +106,9 @@ const NUMERIC_DEFAULTS = {
 } as const;
 
 /** A nonsense option: one line naming every bad field. Thrown by the constructor, never by publish(). */
-export class PublisherConfigError extends Error {
+export class PublisherConfigError extends PlanLedgerError {
   override readonly name = 'PublisherConfigError';
+  readonly kind = 'config';
   constructor(readonly problems: string[]) {
     super(`invalid PlanEventPublisher options: ${problems.join('; ')}`);
   }

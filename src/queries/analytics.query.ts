@@ -2,7 +2,7 @@ import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import { ENTITY, ExecutionPlanRow, PlanHandoffRow, PlanStepRow } from '../store/entities';
 import type { DateRange } from './query-args';
 import { compareText, ratio, round, toDay, toIso, toNum } from './row-normalize';
-import { instantParam, sumOf, utcDayExpression } from './sql-dialect';
+import { sqlDialectOf } from '../store/sql/dialects';
 
 /**
  * The analytics of seed 000 section 6 (PRD-032), on every dialect. Every report selects plans by
@@ -55,15 +55,15 @@ export function echoRange(range: DateRange): RangeEcho {
 
 /** Adds `[from, to)` on the plan alias `p`. */
 export function whereCreatedIn<T extends object>(ds: DataSource, qb: SelectQueryBuilder<T>, range: DateRange): SelectQueryBuilder<T> {
-  if (range.from) qb.andWhere('p.createdAt >= :from', { from: instantParam(ds, range.from) });
-  if (range.to) qb.andWhere('p.createdAt < :to', { to: instantParam(ds, range.to) });
+  if (range.from) qb.andWhere('p.createdAt >= :from', { from: sqlDialectOf(ds).instant(range.from) });
+  if (range.to) qb.andWhere('p.createdAt < :to', { to: sqlDialectOf(ds).instant(range.to) });
   return qb;
 }
 
 const countWhere = (condition: string) => `SUM(CASE WHEN ${condition} THEN 1 ELSE 0 END)`;
 
 export function buildPlansPerDayQuery(ds: DataSource, range: DateRange): SelectQueryBuilder<ExecutionPlanRow> {
-  const day = utcDayExpression(ds, 'p.createdAt');
+  const day = sqlDialectOf(ds).utcDay('p.createdAt');
   const qb = ds
     .getRepository<ExecutionPlanRow>(ENTITY.plan)
     .createQueryBuilder('p')
@@ -98,8 +98,8 @@ export function buildAgentUsageQuery(ds: DataSource, range: DateRange): SelectQu
     .addSelect(countWhere(`s.status = 'completed'`), 'completed')
     .addSelect(countWhere(`s.status = 'failed'`), 'failed')
     .addSelect(countWhere(`s.status = 'skipped'`), 'skipped')
-    .addSelect(sumOf(ds, 's.inputTokens'), 'inputTokens')
-    .addSelect(sumOf(ds, 's.outputTokens'), 'outputTokens')
+    .addSelect(sqlDialectOf(ds).sumInt('s.inputTokens'), 'inputTokens')
+    .addSelect(sqlDialectOf(ds).sumInt('s.outputTokens'), 'outputTokens')
     .groupBy('s.agentId');
   return whereCreatedIn(ds, qb, range);
 }

@@ -1,8 +1,8 @@
 import { DataSource, In } from 'typeorm';
 import { isUuid } from '../contracts/field-formats';
 import { pushAll } from '../shared/arrays';
-import { chunk, valuesPerInList } from '../store/batch-limits';
-import { dialectOf } from '../store/dialect-of';
+import { chunk, valuesPerInList } from '../store/sql/batch-limits';
+import { sqlDialectOf } from '../store/sql/dialects';
 import { ENTITY, PlanEventRow, PlanHeadRow } from '../store/entities';
 import { isVoidedSeq, voidedSeqIdOf } from '../store/projection/voided-seq';
 import { QueryArgumentError } from './query-errors';
@@ -40,7 +40,7 @@ export async function eventStatuses(ds: DataSource, eventIds: readonly string[])
   const voidOf = new Map(eventIds.map((id) => [voidedSeqIdOf(id), id]));
   const found = new Map<string, { planId: string; seq: number }>();
   const refused = new Set<string>();
-  for (const part of chunk([...eventIds, ...voidOf.keys()], valuesPerInList(dialectOf(ds)))) {
+  for (const part of chunk([...eventIds, ...voidOf.keys()], valuesPerInList(sqlDialectOf(ds)))) {
     const rows = await ds.getRepository<PlanEventRow>(ENTITY.event).find({ select: { eventId: true, planId: true, seq: true, type: true }, where: { eventId: In(part) }, withDeleted: true });
     for (const r of rows) {
       const id = r.eventId.toLowerCase();
@@ -65,7 +65,7 @@ export async function eventStatuses(ds: DataSource, eventIds: readonly string[])
 
 async function appliedSeqs(ds: DataSource, planIds: string[]): Promise<Map<string, number | null>> {
   const out = new Map<string, number | null>();
-  for (const part of chunk(planIds, valuesPerInList(dialectOf(ds)))) {
+  for (const part of chunk(planIds, valuesPerInList(sqlDialectOf(ds)))) {
     const rows = await ds.getRepository<PlanHeadRow>(ENTITY.head).find({ select: { planId: true, appliedSeq: true }, where: { planId: In(part) }, withDeleted: true });
     for (const r of rows) out.set(r.planId, r.appliedSeq === null ? null : toNum(r.appliedSeq));
   }

@@ -41,12 +41,12 @@ export function toCsv(headers: string[], rows: Cell[][]): string[] {
   return [headers.map(field).join(','), ...rows.map((r) => r.map(field).join(','))];
 }
 
-/** `1234` -> `1,234` (grouping fixed to en-US so output never depends on the machine's locale). */
+/** `1234` as `1,234` (grouping fixed to en-US so output never depends on the machine's locale). */
 export function formatInt(n: number): string {
   return n.toLocaleString('en-US');
 }
 
-/** `65432` -> `1m 5.4s`; null -> `-`. */
+/** `65432` as `1m 5.4s`; null as `-`. */
 export function formatDuration(ms: number | null): string {
   if (ms === null) return '-';
   if (ms < 1000) return `${ms}ms`;
@@ -58,7 +58,7 @@ export function formatDuration(ms: number | null): string {
   return `${h}h ${m - h * 60}m`;
 }
 
-/** `0.8333` -> `83.3%`; null -> `-`. */
+/** `0.8333` as `83.3%`; null as `-`. */
 export function formatPercent(ratio: number | null): string {
   return ratio === null ? '-' : `${(ratio * 100).toFixed(1)}%`;
 }

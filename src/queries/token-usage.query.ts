@@ -3,7 +3,7 @@ import { ENTITY, ExecutionPlanRow, PlanStatus, PlanStepRow } from '../store/enti
 import { type DateRange, TOKEN_DIMENSIONS, type TokenDimension } from './query-args';
 import { whereCreatedIn } from './analytics.query';
 import { compareText, toNum } from './row-normalize';
-import { sumOf } from './sql-dialect';
+import { sqlDialectOf } from '../store/sql/dialects';
 
 // Billing (seed 000 §2.1 "tracking de tokens por plan/step"): tokens per session, plan, agent, model.
 // The dimensions live with the other argument values, so `analytics tokens --help` needs no TypeORM.
@@ -61,8 +61,8 @@ export function buildSessionTokensQuery(ds: DataSource, range: DateRange): Selec
   return planQuery(ds, range)
     .select('p.sessionId', 'sessionId')
     .addSelect('COUNT(*)', 'plans')
-    .addSelect(sumOf(ds, 'p.totalInputTokens'), 'inputTokens')
-    .addSelect(sumOf(ds, 'p.totalOutputTokens'), 'outputTokens')
+    .addSelect(sqlDialectOf(ds).sumInt('p.totalInputTokens'), 'inputTokens')
+    .addSelect(sqlDialectOf(ds).sumInt('p.totalOutputTokens'), 'outputTokens')
     .groupBy('p.sessionId');
 }
 
@@ -84,8 +84,8 @@ export function buildStepTokensQuery(ds: DataSource, range: DateRange, by: 'agen
     .innerJoin(ENTITY.plan, 'p', 'p.id = s.planId AND p.deletedAt IS NULL')
     .select(column, 'key')
     .addSelect('COUNT(*)', 'steps')
-    .addSelect(sumOf(ds, 's.inputTokens'), 'inputTokens')
-    .addSelect(sumOf(ds, 's.outputTokens'), 'outputTokens')
+    .addSelect(sqlDialectOf(ds).sumInt('s.inputTokens'), 'inputTokens')
+    .addSelect(sqlDialectOf(ds).sumInt('s.outputTokens'), 'outputTokens')
     .where('(s.inputTokens > 0 OR s.outputTokens > 0)')
     .groupBy(column);
   return whereCreatedIn(ds, qb, range);

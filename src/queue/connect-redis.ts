@@ -109,7 +109,7 @@ export function createRedis(target: RedisTarget, role: RedisRole, options: Creat
   return new IORedis(target.redisUrl, singleOptions(role, options));
 }
 
-/** BullMQ prefixes without a {hash tag} cannot work on a cluster: refused before anything starts. */
+/** BullMQ prefixes without a `{hash tag}` cannot work on a cluster: refused before anything starts. */
 export function assertClusterPrefix(prefix: string, where: RedisTarget | RedisClient): void {
   const cluster = 'isCluster' in where || where instanceof IORedis ? isCluster(where as RedisClient) : Boolean((where as RedisTarget).redisClusterNodes);
   const problem = cluster ? clusterPrefixProblem(prefix) : null;
@@ -144,6 +144,7 @@ export async function connectRedis(target: string | RedisTarget, timeoutMs = 5_0
   } catch (err) {
     redis.disconnect();
     const reason = (lastError ?? (err as Error)).message || String(err);
+    // eslint-disable-next-line preserve-caught-error -- one line for an operator: the reason is in it, the driver's error object (which may name the URL) is not
     throw new Error(`cannot reach ${t.redisClusterNodes ? '' : 'Redis at '}${describeRedis(t)}: ${reason}`);
   }
   try {

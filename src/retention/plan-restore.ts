@@ -1,8 +1,8 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Logger } from '../shared/logger';
 import { ENTITY } from '../store/entities';
-import { dialectOf } from '../store/dialect-of';
-import { runSerialized } from '../store/serial-queue';
+import { sqlDialectOf } from '../store/sql/dialects';
+import { runSerialized } from '../store/sql/serial-queue';
 import { isRetryableDbError } from '../store/db-errors';
 import type { RetentionPolicy } from './retention-config';
 import { affected, lockHeads, PLAN_TABLES, PlanTable, toDate, unstampRows } from './retention-sql';
@@ -37,7 +37,7 @@ export async function restorePlan(ds: DataSource, planId: string, policy: Pick<R
   for (let attempt = 1; ; attempt++) {
     try {
       const outcome = await runSerialized(ds, () =>
-        dialectOf(ds) === 'sqlite' ? ds.transaction((m) => restoreIn(m, planId, policy, now)) : ds.transaction('READ COMMITTED', (m) => restoreIn(m, planId, policy, now)),
+        sqlDialectOf(ds).transaction(ds, (m) => restoreIn(m, planId, policy, now)),
       );
       options.logger?.info({ planId, outcome: outcome.status, ...(outcome.status === 'restored' ? { rows: outcome.rows } : {}) }, 'plan restore');
       return outcome;

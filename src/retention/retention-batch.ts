@@ -1,17 +1,17 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Logger } from '../shared/logger';
-import type { Dialect } from '../store/dialect';
 import { isRetryableDbError, dbErrorCode } from '../store/db-errors';
-import { runSerialized } from '../store/serial-queue';
+import { runSerialized } from '../store/sql/serial-queue';
+import type { SqlDialect } from '../store/sql/sql-dialect';
 import type { RetentionPolicy } from './retention-config';
 import type { RetentionReport } from './retention-report';
 import { lockHeads, PlanTable } from './retention-sql';
-import { dialectOf } from '../store/dialect-of';
+import { sqlDialectOf } from '../store/sql/dialects';
 
 /** Everything one run's phases share. Built by runRetention; nothing here outlives the run. */
 export interface RunContext {
   ds: DataSource;
-  dialect: Dialect;
+  dialect: SqlDialect;
   policy: Readonly<RetentionPolicy>;
   now: Date;
   dryRun: boolean;
@@ -81,12 +81,11 @@ export async function underHeadLocks<T>(ds: DataSource, ids: string[], work: (m:
 }
 
 /**
- * READ COMMITTED everywhere (the worker's level too): once a head lock is granted, the next
+ * The dialect's write transaction, the worker's too: once a head lock is granted, the next
  * statement must see what its previous holder committed, which MySQL's REPEATABLE READ would not.
  */
 function transaction<T>(ds: DataSource, work: (m: EntityManager) => Promise<T>): Promise<T> {
-  if (dialectOf(ds) === 'sqlite') return ds.transaction(work);
-  return ds.transaction('READ COMMITTED', work);
+  return sqlDialectOf(ds).transaction(ds, work);
 }
 
 function sleep(ms: number): Promise<void> {

@@ -5,7 +5,7 @@ import { MAINTENANCE_QUEUE } from '../queue/queue-names';
 import type { ClusterSeeds } from '../config/redis-cluster-nodes';
 import type { Logger } from '../shared/logger';
 import { RepeatedLog } from '../shared/repeated-log';
-import { withTimeout } from '../worker/backoff';
+import { withTimeout } from '../shared/backoff';
 import type { RetentionPolicy } from './retention-config';
 import type { RetentionReport } from './retention-report';
 import { runRetention } from './retention.service';

@@ -1,8 +1,7 @@
-import { DeleteQueryBuilder, EntityManager, In, IsNull, LessThanOrEqual, MssqlParameter, Not, UpdateQueryBuilder } from 'typeorm';
-import { ENTITY } from '../store/entities';
-import type { Dialect } from '../store/dialect';
-import { dialectOf } from '../store/dialect-of';
+import { DeleteQueryBuilder, EntityManager, In, IsNull, LessThanOrEqual, Not, UpdateQueryBuilder } from 'typeorm';
 import { PLAN_TABLES } from '../store/plan-tables';
+import { sqlDialectOf } from '../store/sql/dialects';
+import type { SqlDialect } from '../store/sql/sql-dialect';
 
 /**
  * Every statement retention sends, built with TypeORM's QueryBuilder so quoting, parameter style
@@ -25,24 +24,16 @@ export const ORPHAN_TABLES: readonly PlanTableSpec[] = [tableSpec('plan_events')
 export const DAG_TABLES: readonly PlanTableSpec[] = [tableSpec('workflow_checkpoints'), tableSpec('workflow_dags')];
 
 /**
- * Plan ids per statement. Each statement binds the ids plus at most 4 other values, so SQL Server
- * (2,100 parameters per request) gets 2,000. PostgreSQL's 65,535 and SQLite's 32,766 are far above
- * any useful batch; MySQL has no parameter cap (the client inlines values), only max_allowed_packet.
- * Retention inserts nothing, so SQL Server's 1,000 rows per VALUES does not apply here.
+ * Plan ids per statement. Each statement binds the ids plus at most 4 other values; retention
+ * inserts nothing, so only the dialect's parameter cap bounds it (its `maxIdsPerStatement`).
  */
-const MAX_IDS: Record<Dialect, number> = { mssql: 2_000, postgres: 50_000, sqlite: 30_000, mysql: 50_000 };
-
-export function maxIdsPerStatement(dialect: Dialect): number {
-  return MAX_IDS[dialect];
+export function maxIdsPerStatement(dialect: SqlDialect): number {
+  return dialect.maxIdsPerStatement;
 }
 
-/**
- * A timestamp parameter. SQL Server types a bare Date as legacy `datetime` (3.33 ms steps), so it
- * is sent as `datetime2(3)` like the columns; elsewhere TypeORM and the drivers convert a Date
- * (SQLite: the same 'YYYY-MM-DD HH:MM:SS.SSS' UTC text TypeORM stores).
- */
+/** A timestamp parameter, as the dialect binds one (SQL Server: `datetime2(3)`, like the columns). */
 export function instant(m: EntityManager, value: Date): unknown {
-  return dialectOf(m.connection) === 'mssql' ? new MssqlParameter(value, 'datetime2', 3) : value;
+  return sqlDialectOf(m.connection).instant(value);
 }
 
 /** A timestamp as the driver returned it (Date, or SQLite's UTC text), or null. */
@@ -55,7 +46,7 @@ export function toDate(raw: unknown): Date | null {
 }
 
 /** The lock every writer of a plan takes first (the store's statement: one lock, one place). */
-export { lockHeadsStatement as lockHeads } from '../store/plan-event-statements';
+export { lockHeadsStatement as lockHeads } from '../store/ledger/log-statements';
 
 /** Soft delete: stamp the live rows of these plans. */
 export function stampRows(m: EntityManager, spec: PlanTableSpec, ids: string[], now: Date): UpdateQueryBuilder<object> {

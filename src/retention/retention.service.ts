@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { Logger } from '../shared/logger';
-import { dialectOf } from '../store/dialect-of';
+import { sqlDialectOf } from '../store/sql/dialects';
 import type { RetentionPolicy } from './retention-config';
 import { RunContext } from './retention-batch';
 import { emptyReport, RetentionReport } from './retention-report';
@@ -37,7 +37,7 @@ export interface RetentionRunOptions {
 export async function runRetention(ds: DataSource, policy: Readonly<RetentionPolicy>, options: RetentionRunOptions = {}): Promise<RetentionReport> {
   const started = Date.now();
   const now = options.now ?? new Date();
-  const dialect = dialectOf(ds);
+  const dialect = sqlDialectOf(ds);
   const batchSize = Math.min(policy.batchSize, maxIdsPerStatement(dialect));
   const clock = { now, policy };
   const iso = (d: Date | null) => (d ? d.toISOString() : null);

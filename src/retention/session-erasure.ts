@@ -3,7 +3,7 @@ import type { DeadLetterService } from '../dead-letters/dead-letter.service';
 import { NotFoundError } from '../queries/query-errors';
 import type { Logger } from '../shared/logger';
 import { ENTITY } from '../store/entities';
-import { dialectOf } from '../store/dialect-of';
+import { sqlDialectOf } from '../store/sql/dialects';
 import { lockOrder, underHeadLocks } from './retention-batch';
 import { affected, countRows, deleteRows, maxIdsPerStatement, PLAN_TABLES, PlanTable } from './retention-sql';
 import { deleteSessions } from './empty-sessions';
@@ -43,7 +43,7 @@ export interface SessionErasureReport {
 export async function eraseSession(ds: DataSource, sessionId: string, options: EraseSessionOptions = {}): Promise<SessionErasureReport> {
   const started = Date.now();
   const dryRun = options.dryRun ?? false;
-  const batchSize = Math.min(options.batchSize ?? 1000, maxIdsPerStatement(dialectOf(ds)));
+  const batchSize = Math.min(options.batchSize ?? 1000, maxIdsPerStatement(sqlDialectOf(ds)));
   const tables = Object.fromEntries([...PLAN_TABLES.map((t) => t.table), 'sessions'].map((t) => [t, 0])) as SessionErasureReport['tables'];
   const done = new Set<string>();
   const add = (counts: Partial<Record<PlanTable, number>>) => {

@@ -1,5 +1,5 @@
 import pino, { DestinationStream, Logger } from 'pino';
-import { redactUrl } from '../config/database-url';
+import { redactUrl } from './redact-url';
 import { hideRedisCommandArguments } from './redis-debug';
 
 export type { Logger } from 'pino';

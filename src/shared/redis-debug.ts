@@ -21,6 +21,7 @@ export function hideRedisCommandArguments(): void {
   let debug: DebugModule;
   try {
     // the copy ioredis resolves, wherever npm placed it
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the copy of debug that ioredis resolves, found at run time
     debug = require(require.resolve('debug', { paths: [path.dirname(require.resolve('ioredis'))] })) as DebugModule;
   } catch {
     return;

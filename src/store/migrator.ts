@@ -2,7 +2,7 @@ import { MigrationExecutor } from 'typeorm';
 import type { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
 import type { DatabaseTarget } from '../config/database-url';
 import { createDataSource } from './data-source';
-import { dialectOf } from './dialect-of';
+import { sqlDialectOf } from './sql/dialects';
 import { withMigrationLock } from './migration-lock';
 import { MIGRATIONS } from '../../migrations';
 
@@ -18,54 +18,15 @@ export interface MigrationReport {
 async function underLock<T>(ds: DataSource, fn: (executor: MigrationExecutor, runner: QueryRunner) => Promise<T>): Promise<T> {
   const runner = ds.createQueryRunner();
   try {
-    const dialect = dialectOf(ds);
-    if (dialect === 'mysql') rerunnableDdl(runner);
+    const { migrations } = sqlDialectOf(ds);
+    migrations.prepareRunner?.(runner);
     const executor = new MigrationExecutor(ds, runner);
-    // SQLite: the lock is one exclusive transaction around everything; elsewhere each migration has its own
-    executor.transaction = dialect === 'sqlite' ? 'none' : 'each';
+    // where the lock is one exclusive transaction around everything, no migration opens its own
+    executor.transaction = migrations.transaction;
     return await withMigrationLock(runner, () => fn(executor, runner));
   } finally {
     await runner.release().catch(() => undefined);
   }
-}
-
-/**
- * MySQL/MariaDB commit every DDL statement at once, so a migration killed halfway leaves its first
- * tables, columns or indexes behind while it is still recorded as pending; the rerun would stop at
- * "already exists". Each such statement is atomic, so on a rerun an object that exists was made by
- * that very statement: the error is skipped and the migration goes on. The data steps of the
- * migrations are written to be idempotent (an UPDATE that sets the same value twice).
- */
-const MYSQL_ALREADY_DONE = new Set([
-  1050, // ER_TABLE_EXISTS_ERROR: CREATE TABLE
-  1060, // ER_DUP_FIELDNAME: ADD COLUMN
-  1061, // ER_DUP_KEYNAME: CREATE INDEX, ADD UNIQUE
-  1068, // ER_MULTIPLE_PRI_KEY: ADD PRIMARY KEY
-  1826, // ER_FK_DUP_NAME: ADD CONSTRAINT ... FOREIGN KEY (MySQL 8)
-  1051, // ER_BAD_TABLE_ERROR: DROP TABLE (a rerun of a revert)
-  1091, // ER_CANT_DROP_FIELD_OR_KEY: DROP COLUMN / INDEX / FOREIGN KEY (a rerun of a revert)
-]);
-const DDL = /^\s*(CREATE|ALTER|DROP)\s/i;
-
-function alreadyDone(err: unknown, sql: string): boolean {
-  if (!DDL.test(sql)) return false;
-  const e = err as { errno?: number; driverError?: { errno?: number }; message?: string };
-  const errno = e?.errno ?? e?.driverError?.errno;
-  if (errno !== undefined && MYSQL_ALREADY_DONE.has(errno)) return true;
-  // MariaDB reports a duplicate foreign key name as errno 1005 with "Duplicate key on write" (errno 121)
-  return errno === 1005 && /errno: 121/.test(e?.message ?? '');
-}
-
-function rerunnableDdl(runner: QueryRunner): void {
-  const query = runner.query.bind(runner) as (sql: string, ...rest: unknown[]) => Promise<unknown>;
-  runner.query = (async (sql: string, ...rest: unknown[]) => {
-    try {
-      return await query(sql, ...rest);
-    } catch (err) {
-      if (alreadyDone(err, sql)) return undefined;
-      throw err;
-    }
-  }) as QueryRunner['query'];
 }
 
 /** Apply every pending migration, each in its own transaction where the database allows DDL in one. */

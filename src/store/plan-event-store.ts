@@ -1,24 +1,21 @@
-import { DataSource, EntityManager, In, MssqlParameter } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { PlanEvent } from '../contracts';
 import type { Logger } from '../shared/logger';
-import { chunk, valuesPerInList } from './batch-limits';
+import { ApplyStats, PlanApplier } from './apply/plan-applier';
+import { CacheStage, DEFAULT_ROW_CACHE_BYTES, PlanRowCache } from './apply/plan-row-cache';
 import { isDuplicateKeyError } from './db-errors';
-import type { Dialect } from './dialect';
-import { dialectOf } from './dialect-of';
-import { ENTITY, PlanEventRow, PlanHeadRow } from './entities';
-import { ApplyStats, PlanApplier } from './plan-apply';
-import { overdueGapsStatement, waitingPlansStatement } from './plan-event-statements';
-import { LockedHead, lockHeads, lockStoredHeads, newHead } from './plan-heads';
-import { pgArrayLiteral } from './postgres-array';
-import { CacheStage, DEFAULT_ROW_CACHE_BYTES, PlanRowCache } from './plan-row-cache';
-import { RowWriter } from './row-writer';
-import { SqliteRows } from './sqlite-rows';
-import { unnestInsertStatement } from './row-statements';
-import { runSerialized } from './serial-queue';
+import type { PlanHeadRow } from './entities';
+import { firstCopies } from './ledger/event-conflict';
+import { EventLog } from './ledger/event-log';
+import { overdueGapsStatement, waitingPlansStatement } from './ledger/log-statements';
+import { lockHeads, lockStoredHeads, newHead } from './ledger/plan-heads';
 import { isVoidedSeq } from './projection/voided-seq';
-import { assertSameEvent, firstCopies, storedEventRows } from './event-conflict';
+import { sqlDialectOf } from './sql/dialects';
+import { chunk } from './sql/batch-limits';
+import { runSerialized } from './sql/serial-queue';
+import type { SqlDialect } from './sql/sql-dialect';
 
-export { EventConflictError, EventIdConflictError } from './event-conflict';
+export { EventConflictError, EventIdConflictError } from './ledger/event-conflict';
 
 export interface PersistOutcome extends ApplyStats {
   /** Events newly stored (voided seqs not counted: see `voided`). */
@@ -66,7 +63,7 @@ const DUPLICATE_KEY_RETRIES = 5;
  * come; classify them with `isRetryableDbError` (src/store/db-errors.ts).
  */
 export class PlanEventStore {
-  private readonly dialect: Dialect;
+  private readonly dialect: SqlDialect;
   /** Rows of the plans this store wrote last (README, "Store"). */
   readonly rowCache: PlanRowCache;
 
@@ -75,7 +72,7 @@ export class PlanEventStore {
     private readonly logger?: Logger,
     options: PlanEventStoreOptions = {},
   ) {
-    this.dialect = dialectOf(ds);
+    this.dialect = sqlDialectOf(ds);
     this.rowCache = new PlanRowCache(options.rowCacheBytes ?? DEFAULT_ROW_CACHE_BYTES);
   }
 
@@ -85,7 +82,7 @@ export class PlanEventStore {
 
   /** Event ids among `eventIds` already stored (replay summaries: "already stored"). */
   async storedEventIds(eventIds: string[]): Promise<Set<string>> {
-    return new Set((await this.storedEventPlans(this.ds.manager, [...new Set(eventIds.map((id) => id.toLowerCase()))])).keys());
+    return new Set((await new EventLog(this.ds.manager, this.dialect).storedPlans([...new Set(eventIds.map((id) => id.toLowerCase()))])).keys());
   }
 
   /**
@@ -114,7 +111,7 @@ export class PlanEventStore {
    * At most `limit` plans per call, one transaction each.
    */
   async applyOverdueGaps(cutoff: Date, limit = 100): Promise<GapSweep> {
-    const rows: { planId: string }[] = await overdueGapsStatement(this.ds.manager, instant(this.dialect, cutoff), limit).getRawMany();
+    const rows: { planId: string }[] = await overdueGapsStatement(this.ds.manager, this.dialect.instant(cutoff), limit).getRawMany();
     const sweep: GapSweep = { plans: 0, events: 0 };
     for (const { planId } of rows) {
       const done = await this.write(async (m, stage) => {
@@ -159,11 +156,9 @@ export class PlanEventStore {
     }
   }
 
+  /** After a plan_heads lock is granted, the next statement must see what the previous holder committed: the dialect's write transaction does. */
   private transaction<T>(work: (m: EntityManager) => Promise<T>): Promise<T> {
-    // READ COMMITTED everywhere: after a plan_heads lock is granted, the next statement must see
-    // what the previous holder committed (MySQL's default REPEATABLE READ would not).
-    if (this.dialect === 'sqlite') return this.ds.transaction(work);
-    return this.ds.transaction('READ COMMITTED', work);
+    return this.dialect.transaction(this.ds, work);
   }
 
   private async persistIn(m: EntityManager, stage: CacheStage, events: PlanEvent[]): Promise<PersistOutcome> {
@@ -173,8 +168,9 @@ export class PlanEventStore {
     // Heads are locked before anything is read, so every read below sees what earlier writers of
     // these plans committed. Lock order is always heads (sorted) then sessions (sorted).
     const heads = await lockHeads(m, this.dialect, headsOf(unique, now));
-    const { fresh, existing } = await this.storeEvents(m, unique, heads);
-    if (existing.size > 0) await this.assertRedeliveries(m, unique.filter((e) => existing.has(e.eventId)));
+    const log = new EventLog(m, this.dialect);
+    const { fresh, existing } = await log.append(unique, heads);
+    if (existing.size > 0) await log.assertRedeliveries(unique.filter((e) => existing.has(e.eventId)));
     const duplicateIds = events.length === unique.length ? [...existing.keys()] : duplicatesOf(events, existing);
     const voided = countVoided(fresh);
     const outcome: PersistOutcome = { inserted: fresh.length - voided, voided, duplicates: events.length - fresh.length, duplicateIds, plans: 0, applied: 0, rebuilt: 0, gapWaits: 0, gapsSkipped: 0, cacheHits: 0 };
@@ -183,99 +179,6 @@ export class PlanEventStore {
     await applier.applyNew(fresh);
     await applier.finish();
     return { ...outcome, ...applier.stats, plans: applier.plans };
-  }
-
-  /**
-   * Append the events not stored yet; returns them, and the plan each other one is stored for.
-   * An id stored with other content (another plan...) is a conflict the caller refuses (the transaction rolls back).
-   * PostgreSQL inserts all and skips the stored ones (ON CONFLICT DO NOTHING): one statement, and
-   * the rare duplicates looked up after. Elsewhere the ids of plans seen before are looked up
-   * first (a new head means no stored event), then the rest inserted; no ON CONFLICT is needed
-   * there: an event is only stored under its plan's head lock, and an id another plan already has
-   * fails on the primary key, which the worker splits until that event is dead-lettered.
-   */
-  private async storeEvents(m: EntityManager, unique: PlanEvent[], heads: ReadonlyMap<string, LockedHead>): Promise<{ fresh: PlanEvent[]; existing: Map<string, string> }> {
-    if (this.dialect === 'postgres') {
-      const inserted = await this.insertEvents(m, unique, heads, true);
-      const fresh = inserted.size === unique.length ? unique : unique.filter((e) => inserted.has(e.eventId));
-      const existing = fresh === unique ? new Map<string, string>() : await this.storedEventPlans(m, unique.filter((e) => !inserted.has(e.eventId)).map((e) => e.eventId));
-      return { fresh, existing };
-    }
-    const existing = await this.storedEventPlans(m, unique.filter((e) => !heads.get(e.planId)!.isNew).map((e) => e.eventId));
-    const fresh = existing.size === 0 ? unique : unique.filter((e) => !existing.has(e.eventId));
-    if (fresh.length > 0) await this.insertNew(m, fresh, heads);
-    return { fresh, existing };
-  }
-
-  /**
-   * Events whose id is stored already must be that stored event (a redelivery, a replay): another
-   * plan, type, seq, time or payload under the id is a conflict, thrown (the transaction rolls back).
-   * Reads the stored rows of those ids only, so the common batch pays nothing.
-   */
-  private async assertRedeliveries(m: EntityManager, stored: PlanEvent[]): Promise<void> {
-    const rows = await storedEventRows(m, this.dialect, stored.map((e) => e.eventId));
-    for (const e of stored) {
-      const row = rows.get(e.eventId.toLowerCase());
-      if (row) assertSameEvent(e, row);
-    }
-  }
-
-  /**
-   * An insert refused on the primary key (a plan seen for the first time, whose ids were not looked
-   * up): the stored event under a reused id makes it a conflict naming both; else (a concurrent
-   * writer stored the same events) the error itself, which write() retries.
-   */
-  private async insertNew(m: EntityManager, fresh: PlanEvent[], heads: ReadonlyMap<string, LockedHead>): Promise<void> {
-    try {
-      await this.insertEvents(m, fresh, heads, false);
-    } catch (err) {
-      if (!isDuplicateKeyError(err)) throw err;
-      await this.assertRedeliveries(m, fresh);
-      throw err;
-    }
-  }
-
-  /** The plan each of these event ids is stored for (ids not stored are absent). */
-  private async storedEventPlans(m: EntityManager, ids: string[]): Promise<Map<string, string>> {
-    const found = new Map<string, string>();
-    if (ids.length === 0) return found;
-    if (this.dialect === 'postgres') {
-      // one array parameter: the same short statement whatever the batch size
-      const rows: { event_id: string; plan_id: string }[] = await m.query('SELECT event_id, plan_id FROM plan_events WHERE event_id = ANY($1::uuid[])', [pgArrayLiteral(ids)]);
-      for (const r of rows) found.set(r.event_id.toLowerCase(), r.plan_id);
-      return found;
-    }
-    if (this.dialect === 'sqlite') {
-      for (const [id, planId] of new SqliteRows(m).pluck(ENTITY.event, 'eventId', 'planId', ids)) found.set(id.toLowerCase(), planId as string);
-      return found;
-    }
-    for (const part of chunk(ids, valuesPerInList(this.dialect))) {
-      const rows = await m.getRepository<PlanEventRow>(ENTITY.event).find({ select: { eventId: true, planId: true }, where: { eventId: In(part) }, withDeleted: true });
-      for (const r of rows) found.set(r.eventId.toLowerCase(), r.planId);
-    }
-    return found;
-  }
-
-  /**
-   * Events of a plan retention already soft-deleted are stored soft-deleted too. With
-   * `skipStored` (PostgreSQL), stored ids are skipped and the inserted ones returned.
-   */
-  private async insertEvents(m: EntityManager, events: PlanEvent[], heads: ReadonlyMap<string, LockedHead>, skipStored: boolean): Promise<Set<string>> {
-    const recordedAt = new Date();
-    const deleted = (e: PlanEvent) => heads.get(e.planId)!.deletedAt;
-    if (this.dialect !== 'postgres') {
-      await new RowWriter(m, this.dialect).insert(ENTITY.event, events.map((e) => toEventRow(e, recordedAt, JSON.stringify(e.payload), deleted(e))));
-      return new Set(events.map((e) => e.eventId));
-    }
-    // payloads as one JSON array (see unnestInsertStatement's jsonText)
-    const inserted = new Set<string>();
-    for (const part of chunk(events, 5_000)) {
-      const { sql, params } = unnestInsertStatement(m, ENTITY.event, part.map((e) => toEventRow(e, recordedAt, e.payload, deleted(e))), { jsonText: ['payload'] });
-      const rows: { event_id: string }[] = await m.query(skipStored ? `${sql} ON CONFLICT (event_id) DO NOTHING RETURNING event_id` : sql, params);
-      if (skipStored) for (const r of rows) inserted.add(r.event_id);
-      else for (const e of part) inserted.add(e.eventId);
-    }
-    return inserted;
   }
 }
 
@@ -300,25 +203,4 @@ function duplicatesOf(events: PlanEvent[], existing: ReadonlyMap<string, string>
     seen.add(e.eventId);
   }
   return dups;
-}
-
-/** `payload`: its JSON text, or (PostgreSQL's insert, see insertEvents) the object itself. */
-function toEventRow(e: PlanEvent, recordedAt: Date, payload: string | object, deletedAt: Date | null): PlanEventRow {
-  return {
-    eventId: e.eventId,
-    planId: e.planId,
-    sessionId: e.sessionId,
-    type: e.type,
-    seq: e.seq,
-    specVersion: e.specVersion,
-    occurredAt: new Date(e.occurredAt),
-    recordedAt,
-    payload: payload as string,
-    deletedAt,
-  };
-}
-
-/** A timestamp parameter: SQL Server would type a bare Date as legacy `datetime`. */
-function instant(dialect: Dialect, value: Date): unknown {
-  return dialect === 'mssql' ? new MssqlParameter(value, 'datetime2', 3) : value;
 }

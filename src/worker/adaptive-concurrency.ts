@@ -6,6 +6,7 @@
 export class AdaptiveConcurrency {
   private avgEventsPerJob: number | undefined;
   private current: number;
+  private readonly listeners: Array<(concurrency: number) => void> = [];
 
   /**
    * Starts as if jobs held `assumedEventsPerJob` events (the publisher's default job size): a
@@ -14,10 +15,16 @@ export class AdaptiveConcurrency {
   constructor(
     private readonly maxJobs: number,
     private readonly maxEvents: number,
-    private readonly apply: (concurrency: number) => void,
+    apply?: (concurrency: number) => void,
     assumedEventsPerJob = 500,
   ) {
     this.current = this.targetFor(assumedEventsPerJob);
+    if (apply) this.listeners.push(apply);
+  }
+
+  /** Also tell `listener` each new concurrency. */
+  onChange(listener: (concurrency: number) => void): void {
+    this.listeners.push(listener);
   }
 
   private targetFor(eventsPerJob: number): number {
@@ -38,7 +45,7 @@ export class AdaptiveConcurrency {
     // Only meaningful changes: the setter is cheap, but a jittering value helps nobody reading logs.
     if (target !== this.current && Math.abs(target - this.current) / this.current >= 0.1) {
       this.current = target;
-      this.apply(target);
+      for (const listener of this.listeners) listener(target);
     }
   }
 }

@@ -3,7 +3,7 @@ import type { Logger } from '../shared/logger';
 import { dbErrorCode, isRetryableDbError } from '../store/db-errors';
 import type { PersistOutcome } from '../store/plan-event-store';
 import { isVoidedSeq } from '../store/projection/voided-seq';
-import type { WorkerMetrics } from '../health/worker-metrics';
+import type { WorkerMetrics } from './worker-metrics';
 import type { BatchEntry, EntryResult } from './micro-batcher';
 
 /** What happened to the valid events of one job. */

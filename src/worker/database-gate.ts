@@ -1,13 +1,13 @@
 import type { Logger } from '../shared/logger';
-import { BackoffPolicy, backoffDelay, sleep, withTimeout } from './backoff';
+import { BackoffPolicy, backoffDelay, sleep, withTimeout } from '../shared/backoff';
 
 export interface DatabaseGateOptions {
   /** A cheap round trip (`SELECT 1`); resolves when the database answers. */
   probe(): Promise<unknown>;
-  /** Called once when the database is found unreachable: stop fetching jobs. */
-  onDown(): void | Promise<void>;
+  /** Called once when the database is found unreachable: stop fetching jobs (see also `onChange`). */
+  onDown?(): void | Promise<void>;
   /** Called once when it answers again: fetch again. */
-  onUp(): void | Promise<void>;
+  onUp?(): void | Promise<void>;
   logger: Logger;
   /** Delays between probes while down. @defaultValue 250 ms doubling to 5 s, jittered */
   backoff?: BackoffPolicy;
@@ -28,8 +28,19 @@ export class DatabaseGate {
   private waiters: (() => void)[] = [];
   private readonly stopped = new AbortController();
   private downSince: number | undefined;
+  private readonly listeners: Array<(up: boolean) => void | Promise<void>> = [];
 
   constructor(private readonly options: DatabaseGateOptions) {}
+
+  /** Also tell `listener` when the database goes down (false) and comes back (true). */
+  onChange(listener: (up: boolean) => void | Promise<void>): void {
+    this.listeners.push(listener);
+  }
+
+  private async tell(up: boolean): Promise<void> {
+    await (up ? this.options.onUp?.() : this.options.onDown?.());
+    for (const listener of this.listeners) await listener(up);
+  }
 
   get isUp(): boolean {
     return this.state === 'up';
@@ -79,7 +90,7 @@ export class DatabaseGate {
           this.state = 'down';
           this.downSince = Date.now();
           logger.warn({ err, cause }, 'database unreachable: pausing the worker until it answers');
-          await Promise.resolve(this.options.onDown()).catch((e) => logger.error({ err: e }, 'could not pause the worker'));
+          await this.tell(false).catch((e) => logger.error({ err: e }, 'could not pause the worker'));
         }
         await sleep(backoffDelay(failures + 1, policy), this.stopped.signal);
       }
@@ -87,7 +98,7 @@ export class DatabaseGate {
     if (this.stopped.signal.aborted) return;
     if (this.state === 'down') {
       logger.warn({ downMs: Date.now() - (this.downSince ?? Date.now()) }, 'database reachable again: resuming the worker');
-      await Promise.resolve(this.options.onUp()).catch((e) => logger.error({ err: e }, 'could not resume the worker'));
+      await this.tell(true).catch((e) => logger.error({ err: e }, 'could not resume the worker'));
     }
     this.state = 'up';
     for (const wake of this.waiters.splice(0)) wake();

@@ -5,7 +5,7 @@ import type { UnreadableJobData } from './unreadable-job';
 import { DEFAULT_LIMITS } from '../contracts';
 import { utf8BytesOver } from '../contracts/limits';
 import { isRedisOomError } from './redis-relief';
-import { sleep } from './backoff';
+import { sleep } from '../shared/backoff';
 
 /**
  * BullMQ's Worker plus what a deadline-bound shutdown needs: `worker.close()` has no timeout and

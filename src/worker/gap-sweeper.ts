@@ -1,4 +1,4 @@
-import type { WorkerMetrics } from '../health/worker-metrics';
+import type { WorkerMetrics } from './worker-metrics';
 import type { Logger } from '../shared/logger';
 import type { GapSweep } from '../store/plan-event-store';
 

@@ -7,4 +7,4 @@ export { loadWorkerConfig, DEFAULT_WORKER_CONFIG, WORKER_ENV_HELP } from './work
 export type { WorkerConfig } from './worker-config';
 export type { JobSummary } from './job-processor';
 export type { EventPersister, JobWriteOutcome } from './batch-writer';
-export { WorkerMetrics } from '../health/worker-metrics';
+export { WorkerMetrics } from './worker-metrics';

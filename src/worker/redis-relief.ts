@@ -24,7 +24,7 @@ const CLEAN_BATCH = 1_000;
 
 /**
  * What lets a worker start and drain on a full Redis. At `maxmemory` with `noeviction`, Redis
- * refuses BullMQ's first write of a fetch (`RPOPLPUSH` wait -> active): no job moves, none
+ * refuses BullMQ's first write of a fetch (`RPOPLPUSH` from wait to active): no job moves, none
  * completes, no memory is freed, so the queue never drains on its own. Deletions are still
  * allowed, so on Redis's OOM error this removes what the events queue holds beyond its work:
  * completed jobs (their events are in the database; publishers before this release kept 1,000

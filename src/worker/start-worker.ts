@@ -1,34 +1,26 @@
 import { Queue } from 'bullmq';
-import { recordStoredEvents } from '../queue/stored-event-rate';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/config';
 import type { ClusterSeeds } from '../config/redis-cluster-nodes';
 import { assertClusterPrefix, assertNotClusterNode, createRedis, describeRedis, RedisClient, RedisTarget, redisVariable } from '../queue/connect-redis';
-import type { PlanEvent } from '../contracts';
 import type { DeadLetter } from '../dead-letters/dead-letter';
-import { DeadLetterWriter } from '../dead-letters/dead-letter-writer';
 import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
-import { startHealthServer, HealthServer, Readiness } from '../health/health-server';
+import { startHealthServer, Readiness } from '../health/health-server';
 import { checkReadiness } from '../health/readiness';
 import { SchemaWatch, watchDataSourceSchema } from '../health/schema-readiness';
-import { WorkerMetrics } from '../health/worker-metrics';
+import { WorkerMetrics } from './worker-metrics';
 import { DEAD_LETTER_QUEUE, EVENTS_QUEUE } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
 import { hideRedisCommandArguments } from '../shared/redis-debug';
 import { assertSchema, openDataSource } from '../store/data-source';
-import { PlanEventStore } from '../store/plan-event-store';
-import { BackoffPolicy, DEFAULT_BACKOFF, withTimeout } from './backoff';
-import { BatchWriter, EventPersister, JobWriteOutcome, mergeOutcomes } from './batch-writer';
-import { DatabaseGate } from './database-gate';
-import { GapSweeper } from './gap-sweeper';
-import { createJobProcessor } from './job-processor';
-import { MicroBatcher } from './micro-batcher';
-import { planLane } from './plan-lane';
-import { AdaptiveConcurrency } from './adaptive-concurrency';
+import { DIALECTS, sqlDialectOf } from '../store/sql/dialects';
+import { BackoffPolicy, withTimeout } from '../shared/backoff';
+import type { EventPersister } from './batch-writer';
+import type { DatabaseGate } from './database-gate';
 import { EventsWorker } from './events-worker';
 import { DEFAULT_WORKER_CONFIG, WorkerConfig } from './worker-config';
-import { workerVersion } from './worker-version';
 import { WorkerStats, WorkerState } from './worker-state';
+import { buildPipeline, WorkerPipeline } from './worker-pipeline';
 import { Opened } from './opened-resources';
 import { shutdown, ShutdownResult, waitIdle, wireWorkerEvents } from './worker-lifecycle';
 import { RedisRelief } from './redis-relief';
@@ -90,15 +82,15 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
     assertClusterPrefix(config.queuePrefix, options.connection ?? config);
     const connection = options.connection ?? opened.redis(createRedis(config, 'worker'));
     await reachRedis(connection, config);
-    const dialect = options.dataSource ? options.dataSource.options.type : config.database.driver;
-    // better-sqlite3 has one connection and the store serialises its writes: a second transaction would only wait
-    const flushConcurrency = dialect === 'better-sqlite3' ? 1 : settings.transactions;
+    const dialect = options.dataSource ? sqlDialectOf(options.dataSource) : DIALECTS[config.database.dialect];
+    // a dialect that serialises its writes (SQLite: one connection) would only make a second transaction wait
+    const flushConcurrency = dialect.serializesWrites ? 1 : settings.transactions;
     const ds = options.dataSource ?? opened.dataSource(await openDataSource(config.database, { poolSize: flushConcurrency + 2 }));
     // never migrated: most likely the wrong DATABASE_URL, so fail at once; merely behind: wait, not ready
     await assertSchema(ds, config.database, 'the worker');
     const schema = await watchDataSourceSchema(ds, logger, options.schemaPollMs);
     opened.closable({ close: async () => schema.stop() });
-    return await assemble(options, settings, connection, ds, flushConcurrency, opened, schema);
+    return await assemble({ options, settings, connection, ds, transactions: flushConcurrency, opened, schema });
   } catch (err) {
     await opened.closeAll(false);
     throw err;
@@ -122,179 +114,122 @@ async function reachRedis(connection: RedisClient, target: RedisTarget): Promise
   await assertNotClusterNode(connection, target);
 }
 
-/** Everything one worker is made of, built by assemble(). */
-interface Parts {
+/** What assemble() receives from startWorker(): the resources it opened or was given. */
+interface Opening {
   options: StartWorkerOptions;
   settings: WorkerConfig;
   connection: RedisClient;
   ds: DataSource;
+  /** Transactions in flight at once. */
+  transactions: number;
   opened: Opened;
-  metrics: WorkerMetrics;
-  state: WorkerState;
-  closing: AbortController;
-  eventsQueue: Queue;
-  /** Set once the BullMQ worker exists (the gate and the concurrency control act on it). */
-  worker?: EventsWorker;
   schema: SchemaWatch;
 }
 
-async function assemble(options: StartWorkerOptions, settings: WorkerConfig, connection: RedisClient, ds: DataSource, flushConcurrency: number, opened: Opened, schema: SchemaWatch): Promise<WorkerHandle> {
+async function assemble(o: Opening): Promise<WorkerHandle> {
+  const { options, settings, connection, ds, opened, schema } = o;
   const { logger, config } = options;
-  const eventsQueue = opened.closable(new Queue(EVENTS_QUEUE, { connection, prefix: config.queuePrefix }));
+  const prefix = config.queuePrefix;
+  const metrics = options.metrics ?? new WorkerMetrics();
+  const state = new WorkerState();
+  const closing = new AbortController();
+  const eventsQueue = opened.closable(new Queue(EVENTS_QUEUE, { connection, prefix }));
   // while Redis is unreachable every reconnection attempt fails: one line per kind per 10 s
   const eventsQueueErrors = RepeatedLog.of(eventsQueue, logger, 'events queue connection error', { level: 'warn' });
-  const parts: Parts = { options, settings, connection, ds, opened, metrics: options.metrics ?? new WorkerMetrics(), state: new WorkerState(), closing: new AbortController(), eventsQueue, schema };
-  parts.metrics.observeQueue({
+  metrics.observeQueue({
     getJobCounts: (...types) => eventsQueue.getJobCounts(...(types as never[])),
     oldestWaitingTimestamp: async () => (await eventsQueue.getWaiting(0, 0))[0]?.timestamp,
   });
   // read at scrape time only: dead letters by kind and the oldest one's age
-  const deadLetterQueue = opened.closable(new Queue(DEAD_LETTER_QUEUE, { connection, prefix: config.queuePrefix }));
+  const deadLetterQueue = opened.closable(new Queue(DEAD_LETTER_QUEUE, { connection, prefix }));
   const deadLetterQueueErrors = RepeatedLog.of(deadLetterQueue, logger, 'dead-letter queue connection error', { level: 'warn' });
-  parts.metrics.observeDeadLetters(new DeadLetterRepository(deadLetterQueue));
-  const { gate, batcher, processor, concurrency, writeDeadLetters, sweeper } = buildPipeline(parts, flushConcurrency);
-  const worker = (parts.worker = createEventsWorker(parts, processor, concurrency.concurrency));
-  const workerErrors = wireWorkerEvents(worker, parts.state, logger, writeDeadLetters, config.queuePrefix);
-  const relief = new RedisRelief({ queue: eventsQueue, connection: parts.connection, logger, eventStreamKey: eventsQueue.keys.events });
+  metrics.observeDeadLetters(new DeadLetterRepository(deadLetterQueue));
+  const pipeline = buildPipeline({
+    settings,
+    ds,
+    connection,
+    queuePrefix: prefix,
+    logger,
+    metrics,
+    state,
+    opened,
+    transactions: o.transactions,
+    closing: closing.signal,
+    store: options.store,
+    retryBackoff: options.retryBackoff,
+    onCommit: options.onCommit,
+    onDeadLetter: options.onDeadLetter,
+  });
+  const { gate, batcher, sweeper } = pipeline;
+  const worker = createEventsWorker({ connection, prefix, settings, processor: pipeline.processor, concurrency: pipeline.concurrency.concurrency });
+  // the pipeline decides, the BullMQ worker follows: paused while the database is down, sized to the jobs
+  gate.onChange((up) => (up ? (closing.signal.aborted ? undefined : worker.resume()) : worker.pause(true)));
+  pipeline.concurrency.onChange((n) => (worker.concurrency = n));
+  const workerErrors = wireWorkerEvents(worker, state, logger, pipeline.writeDeadLetters, prefix);
+  const relief = new RedisRelief({ queue: eventsQueue, connection, logger, eventStreamKey: eventsQueue.keys.events });
   worker.on('error', relief.onError);
   // the counts of the last window of each repeated-error log, even if the worker's close never ends
   opened.afterClose(() => [workerErrors, relief.failures, eventsQueueErrors, deadLetterQueueErrors].forEach((log) => log.flush()));
   // Fetch (and sweep gaps) only on the schema this code expects: until then nothing is written.
   void schema.current.then(() => {
-    if (parts.closing.signal.aborted) return;
+    if (closing.signal.aborted) return;
     sweeper.start();
     void worker.run().catch((err) => logger.error({ err }, 'worker stopped with an error'));
   });
   await worker.waitUntilReady();
-  const readiness = () => readinessOf(parts, gate);
-  const health = await startHealth(parts, readiness);
+  const readiness = () => readinessOf({ connection, ds, eventsQueue, gate, schema, state, stallMs: settings.readyStallSeconds * 1000 });
+  const health = settings.healthPort === null ? undefined : await startHealthServer({
+    port: settings.healthPort,
+    host: settings.healthHost,
+    logger,
+    readiness,
+    metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.text() }),
+  });
   logger.info(
-    { queue: EVENTS_QUEUE, prefix: config.queuePrefix, concurrency: settings.concurrency, maxEventsInFlight: settings.maxEventsInFlight, batchSize: settings.batchSize, batchWaitMs: settings.batchWaitMs, transactions: flushConcurrency, retryBudgetMs: settings.retryBudgetMs, gapTimeoutMs: settings.gapTimeoutMs, healthPort: health?.port ?? null },
+    { queue: EVENTS_QUEUE, prefix, concurrency: settings.concurrency, maxEventsInFlight: settings.maxEventsInFlight, batchSize: settings.batchSize, batchWaitMs: settings.batchWaitMs, transactions: o.transactions, retryBudgetMs: settings.retryBudgetMs, gapTimeoutMs: settings.gapTimeoutMs, healthPort: health?.port ?? null },
     'worker started',
   );
   let closed: Promise<ShutdownResult> | undefined;
   return {
     healthPort: health?.port ?? null,
-    metrics: parts.metrics,
-    stats: () => parts.state.snapshot(gate.isUp, batcher.size),
+    metrics,
+    stats: () => state.snapshot(gate.isUp, batcher.size),
     readiness,
     idle: (timeoutMs = 60_000) => waitIdle(eventsQueue, batcher, timeoutMs),
-    close: (deadlineMs = settings.shutdownTimeoutMs) =>
-      (closed ??= shutdown({ worker, batcher, gate, sweeper, health, opened, closing: parts.closing, logger, deadlineMs })),
+    close: (deadlineMs = settings.shutdownTimeoutMs) => (closed ??= shutdown({ worker, batcher, gate, sweeper, health, opened, closing, logger, deadlineMs })),
   };
 }
 
-/** Gate, writer, batcher and processor: the path of an event from its job to its commit. */
-function buildPipeline(parts: Parts, flushConcurrency: number) {
-  const { options, settings, metrics, state, closing } = parts;
-  const { logger } = options;
-  const gate = new DatabaseGate({
-    probe: () => parts.ds.query('SELECT 1'),
-    onDown: async () => {
-      metrics.databaseUp.set(0);
-      await parts.worker?.pause(true);
-    },
-    onUp: async () => {
-      metrics.databaseUp.set(1);
-      if (!closing.signal.aborted) await parts.worker?.resume();
-    },
-    logger,
-  });
-  const store = new PlanEventStore(parts.ds, logger, { rowCacheBytes: settings.rowCacheMb * 1024 * 1024 });
-  const writer = new BatchWriter({
-    store: options.store ?? store,
-    metrics,
-    logger,
-    onTransientError: (err) => gate.reportFailure(err),
-    onCommit: (info) => {
-      state.committed(info);
-      recordStoredEvents(parts.connection, parts.options.config.queuePrefix, info.inserted);
-      options.onCommit?.(info);
-    },
-  });
-  const concurrency = new AdaptiveConcurrency(settings.concurrency, settings.maxEventsInFlight, (n) => {
-    if (parts.worker) parts.worker.concurrency = n;
-    logger.debug({ concurrency: n }, 'job concurrency adjusted to the job size');
-  });
-  const batcher = new MicroBatcher<PlanEvent, JobWriteOutcome>({
-    maxEvents: settings.batchSize,
-    maxWaitMs: settings.batchWaitMs,
-    maxEntries: () => concurrency.concurrency,
-    // one plan, one lane: a plan's events never wait on each other's plan_heads lock in this process
-    lanes: flushConcurrency,
-    laneOf: (event) => planLane(event.planId),
-    merge: mergeOutcomes,
-    write: writer.write,
-  });
-  const deadLetters = parts.opened.closable(new DeadLetterWriter(parts.connection, options.config.queuePrefix));
-  const writeDeadLetters = async (letters: DeadLetter[]) => {
-    await deadLetters.write(letters);
-    for (const letter of letters) {
-      state.deadLettered();
-      options.onDeadLetter?.(letter);
-    }
-  };
-  const processor = createJobProcessor({
-    batcher,
-    writeDeadLetters,
-    gate,
-    metrics,
-    logger,
-    queueName: EVENTS_QUEUE,
-    prefix: options.config.queuePrefix,
-    workerVersion: workerVersion(),
-    retryBudgetMs: settings.retryBudgetMs,
-    backoff: options.retryBackoff ?? DEFAULT_BACKOFF,
-    closing: closing.signal,
-    onJobStart: (events) => concurrency.observe(events),
-  });
-  const sweeper = new GapSweeper({ store, timeoutMs: settings.gapTimeoutMs, metrics, logger, databaseUp: () => gate.isUp });
-  return { gate, batcher, processor, concurrency, writeDeadLetters, sweeper };
-}
-
-function createEventsWorker(parts: Parts, processor: ReturnType<typeof createJobProcessor>, concurrency: number): EventsWorker {
-  const { settings } = parts;
-  return new EventsWorker(EVENTS_QUEUE, processor, {
-    connection: parts.connection,
-    prefix: parts.options.config.queuePrefix,
+function createEventsWorker(w: { connection: RedisClient; prefix: string; settings: WorkerConfig; processor: WorkerPipeline['processor']; concurrency: number }): EventsWorker {
+  return new EventsWorker(EVENTS_QUEUE, w.processor, {
+    connection: w.connection,
+    prefix: w.prefix,
     autorun: false,
-    concurrency,
-    lockDuration: settings.lockDurationMs,
-    stalledInterval: settings.lockDurationMs,
+    concurrency: w.concurrency,
+    lockDuration: w.settings.lockDurationMs,
+    stalledInterval: w.settings.lockDurationMs,
     // A crash mid-job is harmless (writes are idempotent): allow several before BullMQ fails the job.
     maxStalledCount: 10,
     // Used only when the publisher set nothing. A completed job's events are in the database:
-    // keeping its data would only fill Redis (1,000 kept jobs of 500 events held ~160 MB).
+    // keeping its data would only fill Redis with events stored already.
     removeOnComplete: { count: 0 },
     removeOnFail: { count: 10_000 },
   });
 }
 
-function readinessOf(parts: Parts, gate: DatabaseGate): Promise<Readiness> {
+function readinessOf(r: { connection: RedisClient; ds: DataSource; eventsQueue: Queue; gate: DatabaseGate; schema: SchemaWatch; state: WorkerState; stallMs: number }): Promise<Readiness> {
   return checkReadiness({
     // a command on the queue's own keys, not PING: "ready" means the worker's commands succeed
     // (a node that answers PING may still answer MOVED or CLUSTERDOWN to them)
-    pingRedis: () => parts.connection.exists(parts.eventsQueue.toKey('meta')),
-    pingDatabase: () => parts.ds.query('SELECT 1'),
-    databaseGateUp: () => gate.isUp,
+    pingRedis: () => r.connection.exists(r.eventsQueue.toKey('meta')),
+    pingDatabase: () => r.ds.query('SELECT 1'),
+    databaseGateUp: () => r.gate.isUp,
     waitingJobs: async () => {
-      const c = await parts.eventsQueue.getJobCounts('wait', 'prioritized');
+      const c = await r.eventsQueue.getJobCounts('wait', 'prioritized');
       return (c.wait ?? 0) + (c.prioritized ?? 0);
     },
-    schema: () => parts.schema.check(),
-    lastProgressAt: () => parts.state.lastProgressAt,
-    stallMs: parts.settings.readyStallSeconds * 1000,
-  });
-}
-
-async function startHealth(parts: Parts, readiness: () => Promise<Readiness>): Promise<HealthServer | undefined> {
-  const { settings, metrics } = parts;
-  if (settings.healthPort === null) return undefined;
-  return startHealthServer({
-    port: settings.healthPort,
-    host: settings.healthHost,
-    logger: parts.options.logger,
-    readiness,
-    metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.text() }),
+    schema: () => r.schema.check(),
+    lastProgressAt: () => r.state.lastProgressAt,
+    stallMs: r.stallMs,
   });
 }

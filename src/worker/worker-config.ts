@@ -125,9 +125,7 @@ export function loadWorkerConfig(env: Env = process.env): Readonly<WorkerConfig>
     }
   };
   const healthRaw = read(env, 'HEALTH_PORT');
-  let healthPort: number | null = d.healthPort;
-  if (healthRaw !== undefined && /^(off|none|disabled?)$/i.test(healthRaw)) healthPort = null;
-  else healthPort = num('HEALTH_PORT', d.healthPort as number, 0, 65535);
+  const healthPort = healthRaw !== undefined && /^(off|none|disabled?)$/i.test(healthRaw) ? null : num('HEALTH_PORT', d.healthPort as number, 0, 65535);
   const config: WorkerConfig = {
     concurrency: num('WORKER_CONCURRENCY', d.concurrency, 1, 10_000),
     maxEventsInFlight: num('WORKER_MAX_EVENTS_IN_FLIGHT', d.maxEventsInFlight, 1, 1_000_000),

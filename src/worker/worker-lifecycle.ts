@@ -5,7 +5,7 @@ import { buildDeadLetter } from '../dead-letters/dead-letter-writer';
 import type { HealthServer } from '../health/health-server';
 import { EVENTS_QUEUE } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
-import { withTimeout } from './backoff';
+import { withTimeout } from '../shared/backoff';
 import type { JobWriteOutcome } from './batch-writer';
 import type { DatabaseGate } from './database-gate';
 import type { EventsWorker } from './events-worker';

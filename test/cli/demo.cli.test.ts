@@ -38,8 +38,9 @@ describe('plan-ledger demo', () => {
     try {
       const [plan] = await ds.query(`SELECT status, approval_status, total_steps, completed_steps, failed_steps, skipped_steps, total_input_tokens FROM execution_plans WHERE id = ?`, [planId]);
       expect(plan).toEqual({ status: 'failed', approval_status: 'edited', total_steps: 6, completed_steps: 4, failed_steps: 1, skipped_steps: 1, total_input_tokens: 9600 });
-      const [{ n }] = await ds.query(`SELECT COUNT(*) AS n FROM plan_events WHERE plan_id = ?`, [planId]);
-      expect(n).toBe(21);
+      // the 21 events, and the voided seq recording the poison event's refusal
+      const counts = await ds.query(`SELECT type = 'seq.voided' AS voided, COUNT(*) AS n FROM plan_events WHERE plan_id = ? GROUP BY type = 'seq.voided' ORDER BY 1`, [planId]);
+      expect(counts).toEqual([{ voided: 0, n: 21 }, { voided: 1, n: 1 }]);
       const [write] = await ds.query(`SELECT output_content FROM plan_steps WHERE plan_id = ? AND step_key = 'write'`, [planId]);
       expect(write.output_content).toContain('## Bibliography');
     } finally {

@@ -137,8 +137,11 @@ describe('the web console in headless Chromium', () => {
     expect(await page.locator('#timeline .gantt-bar').count()).toBe(steps.length);
     expect(await page.locator('#decisions tr[data-decision=edit]').count()).toBe(1);
     expect(await page.textContent('#decisions')).toContain('alice@example.com');
-    // the demo's edit: a fact-checker step added, the style step's task and the build's dependencies changed
-    expect(await page.textContent('#decisions tr[data-decision=edit]')).toContain('added quotes; changed style, build (6 steps after)');
+    // the demo's edit: a fact-checker step added, the style step's task and the build's dependencies
+    // changed, and what the edit replaced (the old tasks) kept for the audit
+    expect(await page.textContent('#decisions tr[data-decision=edit]')).toContain(
+      'added quotes; changed style, build; style was "Choose a citation style and the section layout"; build was "Rebuild the thesis PDF" (6 steps after)',
+    );
     expect(await page.locator('#checkpoints tbody tr').count()).toBe(3);
     expect(await page.getAttribute('#dag .dag-checkpoint', 'data-checkpoint-layer')).toBe('2');
     await shot(page, 'demo-plan');

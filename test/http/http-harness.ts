@@ -28,6 +28,12 @@ export interface ApiStack {
   worker: WorkerHandle | undefined;
   journalDir: string;
   logs(): string;
+  /**
+   * Stops only the server (the worker, database and queue stay); `startServer()` starts a new one on
+   * the same port, prefix, database and server journal. `server` is then the new one.
+   */
+  stopServer(): Promise<void>;
+  startServer(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -38,21 +44,34 @@ export async function startApiStack(kind: TestDb, options: { env?: Record<string
   let logText = '';
   const sink = new Writable({ write(chunk, _enc, done) { logText += String(chunk); done(); } });
   const env = { REDIS_URL: options.redisUrl ?? REDIS_URL, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url };
-  const server = await startHttpServer({
-    config: loadConfig(env),
-    settings: loadHttpConfig({ HTTP_PORT: '0', HTTP_INGEST_KEYS: INGEST_KEY, HTTP_READ_KEYS: READ_KEY, HTTP_JOURNAL_DIR: journalDir, ...options.env }),
-    logger: createLogger({ level: 'info', destination: sink as never }),
-  });
+  const serve = (port: string) =>
+    startHttpServer({
+      config: loadConfig(env),
+      settings: loadHttpConfig({ HTTP_PORT: port, HTTP_INGEST_KEYS: INGEST_KEY, HTTP_READ_KEYS: READ_KEY, HTTP_JOURNAL_DIR: journalDir, ...options.env }),
+      logger: createLogger({ level: 'info', destination: sink as never }),
+    });
+  const server = await serve(options.env?.HTTP_PORT ?? '0');
+  let running: HttpServerHandle | undefined = server;
   const worker = options.worker === false ? undefined : await startWorker({ config: loadConfig(env), dataSource: db.ds, logger: silentLogger(), settings: { healthPort: null, concurrency: 16, batchSize: 500, ...options.workerSettings } });
-  return {
+  const stack: ApiStack = {
     db,
     prefix,
     server,
     worker,
     journalDir,
     logs: () => logText,
+    async stopServer() {
+      const stopping = running;
+      running = undefined;
+      await stopping?.close();
+    },
+    async startServer() {
+      if (running) return;
+      running = await serve(String(stack.server.port));
+      stack.server = running;
+    },
     async close() {
-      await server.close().catch(() => undefined);
+      await running?.close().catch(() => undefined);
       await worker?.close(10_000).catch(() => undefined);
       const redis = openRedis();
       await dropPrefix(redis, prefix).catch(() => undefined);
@@ -61,6 +80,7 @@ export async function startApiStack(kind: TestDb, options: { env?: Record<string
       fs.rmSync(journalDir, { recursive: true, force: true });
     },
   };
+  return stack;
 }
 
 export interface Answer {

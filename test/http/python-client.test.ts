@@ -1,36 +1,19 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { freePort } from '../publisher/support/redis-process';
 import { waitFor } from '../worker/helpers/queue-harness';
-import { ApiStack, INGEST_KEY, startApiStack } from './http-harness';
+import { ApiStack, startApiStack } from './http-harness';
+import { DRIVER, eventCounts, python, ROOT } from './python/py-run';
 
 jest.setTimeout(120_000);
 
-const ROOT = path.join(__dirname, '..', '..');
-const DRIVER = path.join(__dirname, 'python', 'driver.py');
-
-interface PyRun {
-  child: ChildProcess;
-  lines(): Record<string, unknown>[];
-  exited: Promise<{ code: number | null; stderr: string }>;
-}
-
-function python(args: string[], key = INGEST_KEY): PyRun {
-  const child = spawn('python3', args, { cwd: ROOT, env: { ...process.env, PLAN_LEDGER_INGEST_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
+function importFrom(target: string): Promise<string[]> {
+  const check = spawn('python3', ['-c', 'import os, plan_ledger; print(plan_ledger.__file__); print(plan_ledger.__version__); print(os.path.exists(os.path.join(os.path.dirname(plan_ledger.__file__), "py.typed")))'], { cwd: os.tmpdir(), env: { ...process.env, PYTHONPATH: target } });
   let out = '';
-  let err = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (err += d));
-  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stderr: err })));
-  const lines = () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
-  return { child, lines, exited };
-}
-
-async function eventCounts(stack: ApiStack, like: string): Promise<{ rows: number; distinct: number }> {
-  const [row] = await stack.db.ds.query(`SELECT COUNT(*) AS n, COUNT(DISTINCT event_id) AS d FROM plan_events WHERE plan_id LIKE '${like}'`);
-  return { rows: Number(row.n), distinct: Number(row.d) };
+  check.stdout.on('data', (d) => (out += d));
+  return new Promise((resolve) => check.on('close', () => resolve(out.trim().split('\n'))));
 }
 
 describe('the Python client (clients/python) against a real plan-ledger serve, Redis and worker', () => {
@@ -57,11 +40,21 @@ describe('the Python client (clients/python) against a real plan-ledger serve, R
     const install = python(['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-deps', '--target', target, src]);
     const installed = await install.exited;
     expect(installed.code).toBe(0);
-    const check = spawn('python3', ['-c', 'import plan_ledger, sys; print(plan_ledger.__file__); print(plan_ledger.__version__)'], { cwd: os.tmpdir(), env: { ...process.env, PYTHONPATH: target } });
-    let out = '';
-    check.stdout.on('data', (d) => (out += d));
-    await new Promise((resolve) => check.on('close', resolve));
-    expect(out.trim().split('\n')).toEqual([path.join(target, 'plan_ledger', '__init__.py'), '0.1.0']);
+    expect(await importFrom(target)).toEqual([path.join(target, 'plan_ledger', '__init__.py'), '0.2.0', 'True']);
+  });
+
+  it('builds a wheel offline with the in-tree backend (pip wheel --no-build-isolation), which installs and imports', async () => {
+    const src = tmp();
+    fs.cpSync(path.join(ROOT, 'clients', 'python'), src, { recursive: true, filter: (f) => !/__pycache__|egg-info|[\\/]build$/.test(f) });
+    const dist = tmp();
+    const build = python(['-m', 'pip', 'wheel', '--quiet', '--disable-pip-version-check', '--no-deps', '--no-build-isolation', '-w', dist, src]);
+    expect((await build.exited).code).toBe(0);
+    expect(fs.readdirSync(dist)).toEqual(['plan_ledger_client-0.2.0-py3-none-any.whl']);
+    const target = tmp();
+    const install = python(['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-deps', '--no-index', '--target', target, path.join(dist, 'plan_ledger_client-0.2.0-py3-none-any.whl')]);
+    expect((await install.exited).code).toBe(0);
+    expect(await importFrom(target)).toEqual([path.join(target, 'plan_ledger', '__init__.py'), '0.2.0', 'True']);
+    expect(fs.readdirSync(target).sort()).toEqual(['plan_ledger', 'plan_ledger_client-0.2.0.dist-info']);
   });
 
   it('a publisher killed while the server is down delivers its journal exactly once when started again', async () => {

@@ -3,7 +3,7 @@ import type { Queue } from 'bullmq';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { RETENTION_JOB } from '../../src/retention/retention-scheduler';
 import { ENTITY, PlanStatus } from '../../src/store/entities';
-import { dialectOf } from '../../src/store/dialect-of';
+import { dialectOf } from '../../src/store/sql/dialects';
 import { PLAN_TABLES, PlanTable } from '../../src/retention/retention-sql';
 
 /**

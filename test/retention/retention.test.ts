@@ -183,6 +183,6 @@ function add(a: Record<string, number>, b: Record<string, number>) {
 
 /** A report without what differs between two runs of the same work (timing). */
 function stripRun(r: RetentionReport) {
-  const { durationMs, ...rest } = r;
+  const { durationMs: _durationMs, ...rest } = r;
   return rest;
 }

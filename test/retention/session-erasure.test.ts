@@ -113,7 +113,7 @@ describe.each(ALL_TEST_DBS)('session erasure on %s', (kind) => {
     await runner.connect();
     await runner.startTransaction('READ COMMITTED');
     let erased = false;
-    let erasure: Promise<unknown> = Promise.resolve();
+    let erasure: Promise<unknown> | undefined;
     try {
       // a worker mid-write: head locked, a new checkpoint not yet committed
       await lockHeads(runner.manager, ['a-executing']).execute();

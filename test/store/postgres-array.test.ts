@@ -2,7 +2,7 @@ import * as fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import { parseDatabaseUrl } from '../../src/config/database-url';
 import { openDataSource } from '../../src/store/data-source';
-import { pgArrayLiteral } from '../../src/store/postgres-array';
+import { pgArrayLiteral } from '../../src/store/sql/postgres-array';
 import { PG_ADMIN_URL } from '../support/databases';
 
 // The store's unnest statements send every column as one array literal: whatever a row holds must

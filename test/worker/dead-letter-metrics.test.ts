@@ -5,7 +5,7 @@
 import type IORedis from 'ioredis';
 import { loadConfig } from '../../src/config/config';
 import { DeadLetterWriter } from '../../src/dead-letters/dead-letter-writer';
-import { WorkerMetrics } from '../../src/health/worker-metrics';
+import { WorkerMetrics } from '../../src/worker/worker-metrics';
 import { startWorker, WorkerHandle } from '../../src/worker';
 import { letter } from '../dead-letters/dead-letter.fixtures';
 import { createMigratedDb } from '../support/databases';

@@ -2,8 +2,61 @@
 
 Standard library only (Python >= 3.9). See README.md beside this package.
 """
-from .client import NotFound, Plan, PlanLedgerClient, PlanLedgerError, PublishResult, Stats
+from ._contract import Violation
+from .aio import AsyncPlanLedgerClient
+from .client import NotFound, Plan, PlanLedgerClient, PlanLedgerError, PublishResult, Stats, StepInput
 from .journal import JournalLockedError
+from .results import (
+    ActivePlan,
+    ActivePlanStep,
+    Checkpoint,
+    Decision,
+    EventStatus,
+    Handoff,
+    LayerProgress,
+    PlanPage,
+    PlanSummary,
+    PlanTimeline,
+    ResumeCheckpoint,
+    ResumePoint,
+    ResumeStep,
+    SessionActivePlan,
+    SessionHistory,
+    StepChanges,
+    StepSpec,
+    StepView,
+    TimelineEntry,
+)
 
-__all__ = ["PlanLedgerClient", "Plan", "PublishResult", "Stats", "PlanLedgerError", "NotFound", "JournalLockedError"]
-__version__ = "0.1.0"
+__all__ = [
+    "PlanLedgerClient",
+    "AsyncPlanLedgerClient",
+    "Plan",
+    "StepInput",
+    "PublishResult",
+    "Violation",
+    "Stats",
+    "PlanLedgerError",
+    "NotFound",
+    "JournalLockedError",
+    "ActivePlan",
+    "ActivePlanStep",
+    "Checkpoint",
+    "Decision",
+    "EventStatus",
+    "Handoff",
+    "LayerProgress",
+    "PlanPage",
+    "PlanSummary",
+    "PlanTimeline",
+    "ResumeCheckpoint",
+    "ResumePoint",
+    "ResumeStep",
+    "SessionActivePlan",
+    "SessionHistory",
+    "StepChanges",
+    "StepSpec",
+    "StepView",
+    "TimelineEntry",
+]
+__version__ = "0.2.0"

@@ -1,6 +1,6 @@
 import type { CliContext } from '../cli-context';
 import { runAsBulkCommand } from '../../shared/process-tuning';
-import { CliError, EXIT } from '../exit-codes';
+import { CliError } from '../exit-codes';
 import {
   DEFAULT_REPLAY_BATCH,
   DeadLetterInputError,
@@ -19,7 +19,7 @@ import {
   parsePositiveInt,
   parseSelection,
 } from '../../dead-letters';
-import { DEFAULT_LIST_LIMIT, DEFAULT_WAIT_SECONDS } from './dlq.command';
+import { DEFAULT_LIST_LIMIT, DEFAULT_WAIT_SECONDS } from './dlq.defaults';
 
 
 export interface JsonOption {
@@ -43,7 +43,7 @@ async function withService(ctx: CliContext, opts: OpenDeadLetterOptions, fn: (se
   try {
     await fn(opened.service);
   } catch (err) {
-    if (err instanceof DeadLetterInputError) throw new CliError(err.message, EXIT.usage);
+    if (err instanceof DeadLetterInputError) throw new CliError(err.message, 'usage');
     throw err;
   } finally {
     await opened.close();
@@ -55,7 +55,7 @@ function parsed<T>(fn: () => T): T {
   try {
     return fn();
   } catch (err) {
-    if (err instanceof DeadLetterInputError) throw new CliError(err.message, EXIT.usage);
+    if (err instanceof DeadLetterInputError) throw new CliError(err.message, 'usage');
     throw err;
   }
 }
@@ -112,8 +112,8 @@ export async function replayCommand(context: () => CliContext, ids: string[], op
       .finally(() => reporter?.finish());
     if (opts.json) printJson(ctx, summary);
     else for (const line of formatReplaySummary(summary)) ctx.out(line);
-    if (summary.pending > 0) throw new CliError(`${summary.pending} replayed job(s) unfinished after ${waitSeconds}s`, EXIT.failed);
-    if (summary.failedAgain) throw new CliError(`${summary.failedAgain} replayed event(s) failed again; see plan-ledger dlq list`, EXIT.failed);
+    if (summary.pending > 0) throw new CliError(`${summary.pending} replayed job(s) unfinished after ${waitSeconds}s`);
+    if (summary.failedAgain) throw new CliError(`${summary.failedAgain} replayed event(s) failed again; see plan-ledger dlq list`);
   });
 }
 
@@ -129,6 +129,6 @@ export async function purgeCommand(context: () => CliContext, ids: string[], opt
       ctx.out(result.dryRun ? `would remove ${n} dead letter${n === 1 ? '' : 's'}:` : `removed ${n} dead letter${n === 1 ? '' : 's'}:`);
       for (const line of formatDeadLetterTable(result.deadLetters)) ctx.out(line);
     }
-    if (result.dryRun) throw new CliError(`refusing to purge without --yes; nothing removed (${n} would be)`, EXIT.usage);
+    if (result.dryRun) throw new CliError(`refusing to purge without --yes; nothing removed (${n} would be)`, 'usage');
   });
 }

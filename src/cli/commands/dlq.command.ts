@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import { EXIT_HELP } from '../exit-codes';
 import { DEFAULT_REPLAY_BATCH } from '../../dead-letters/replay-defaults';
+import { DEFAULT_LIST_LIMIT, DEFAULT_WAIT_SECONDS } from './dlq.defaults';
 import type { JsonOption, ListOptions, PurgeCliOptions, ReplayCliOptions } from './dlq.actions';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
@@ -9,10 +10,6 @@ import type { JsonOption, ListOptions, PurgeCliOptions, ReplayCliOptions } from 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const actions = () => require('./dlq.actions') as typeof import('./dlq.actions');
 
-/** Rows `dlq list` shows unless --limit says otherwise. */
-export const DEFAULT_LIST_LIMIT = 100;
-/** How long `replay --wait` waits for the replayed jobs. */
-export const DEFAULT_WAIT_SECONDS = 120;
 
 const FILTER_HELP = `
 Filters (combine freely; all must hold):

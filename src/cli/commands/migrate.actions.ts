@@ -3,7 +3,7 @@ import type { CliContext } from '../cli-context';
 import { openDataSource } from '../../store/data-source';
 import { migrationSql, revertAllMigrations, runMigrations } from '../../store/migrator';
 import { migrationStatus, pendingMigrationsLine } from '../../store/migration-status';
-import { CliError, EXIT } from '../exit-codes';
+import { CliError } from '../exit-codes';
 
 export interface MigrateOptions {
   revertAll?: boolean;
@@ -14,7 +14,7 @@ export interface MigrateOptions {
 
 export async function migrate(ctx: CliContext, opts: MigrateOptions): Promise<void> {
   const modes = (['revertAll', 'printSql', 'status'] as const).filter((m) => opts[m]);
-  if (modes.length > 1) throw new CliError(`${modes.map((m) => `--${m.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(' and ')} cannot be combined`, EXIT.usage);
+  if (modes.length > 1) throw new CliError(`${modes.map((m) => `--${m.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(' and ')} cannot be combined`, 'usage');
   const target = ctx.config.database;
   if (opts.printSql) {
     const scripts = await migrationSql(target);

@@ -1,15 +1,15 @@
 import type { CliContext } from '../cli-context';
 import { isExternalId } from '../../contracts/field-formats';
 import { restorePlan, RestoreOutcome } from '../../retention/plan-restore';
-import { CliError, EXIT } from '../exit-codes';
+import { CliError } from '../exit-codes';
 import { retentionPolicyFromEnv, withRetentionSource } from './retention.actions';
 
 export async function plansRestore(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
   const planId = (rawId ?? '').trim();
-  if (!isExternalId(planId)) throw new CliError(`planId: "${rawId}" is not a plan id (1-64 letters, digits, _ . : -, starting with a letter or digit)`, EXIT.usage);
+  if (!isExternalId(planId)) throw new CliError(`planId: "${rawId}" is not a plan id (1-64 letters, digits, _ . : -, starting with a letter or digit)`, 'usage');
   const policy = retentionPolicyFromEnv(ctx.env);
   const outcome = await withRetentionSource(ctx, (ds) => restorePlan(ds, planId, policy, { logger: ctx.logger }));
-  if (outcome.status !== 'restored') throw new CliError(failureText(outcome), EXIT.failed);
+  if (outcome.status !== 'restored') throw new CliError(failureText(outcome));
   if (opts.json) return ctx.raw(JSON.stringify(outcome));
   const rows = Object.entries(outcome.rows).filter(([, n]) => (n ?? 0) > 0);
   const total = rows.reduce((sum, [, n]) => sum + (n ?? 0), 0);

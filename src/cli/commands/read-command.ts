@@ -1,34 +1,25 @@
 import type { DataSource } from 'typeorm';
 import type { CliContext } from '../cli-context';
-import { QueryArgumentError } from '../../queries/query-errors';
-import { CliError, EXIT } from '../exit-codes';
+import { CliError } from '../exit-codes';
 import { withDataSource } from '../with-data-source';
 
 /**
  * Shared shell of the read commands (plans, sessions, workflows, steps, analytics): validate
- * arguments before connecting, open one small DataSource, always close it, and map the read
- * side's errors to exit codes (bad argument: 2; not found: 1 through main's default).
+ * arguments before connecting, open one small DataSource, always close it. The read side's errors
+ * end the command by their kind (a bad argument: 2; not found: 1; see exit-codes.ts).
  */
+
+/** Parse the arguments before anything connects: a bad one ends the command before any work. */
 export function parseArgs<T>(parse: () => T): T {
-  try {
-    return parse();
-  } catch (err) {
-    if (err instanceof QueryArgumentError) throw new CliError(err.message, EXIT.usage);
-    throw err;
-  }
+  return parse();
 }
 
 export async function withReadSource<T>(ctx: CliContext, name: string, fn: (ds: DataSource) => Promise<T>): Promise<T> {
   const started = Date.now();
-  try {
-    // two connections: a read fans out a few independent SELECTs (ignored on SQLite)
-    const result = await withDataSource(ctx, fn, 2);
-    ctx.logger.debug({ command: name, durationMs: Date.now() - started }, 'read done');
-    return result;
-  } catch (err) {
-    if (err instanceof QueryArgumentError) throw new CliError(err.message, EXIT.usage);
-    throw err;
-  }
+  // two connections: a read fans out a few independent SELECTs (ignored on SQLite)
+  const result = await withDataSource(ctx, fn, 2);
+  ctx.logger.debug({ command: name, durationMs: Date.now() - started }, 'read done');
+  return result;
 }
 
 export function printJson(ctx: CliContext, value: unknown): void {
@@ -37,6 +28,6 @@ export function printJson(ctx: CliContext, value: unknown): void {
 
 /** `--json` and `--csv` pick one output; both at once is a usage error. */
 export function outputFormat(opts: { json?: boolean; csv?: boolean }): 'json' | 'csv' | 'text' {
-  if (opts.json && opts.csv) throw new CliError('--json and --csv cannot be combined', EXIT.usage);
+  if (opts.json && opts.csv) throw new CliError('--json and --csv cannot be combined', 'usage');
   return opts.json ? 'json' : opts.csv ? 'csv' : 'text';
 }

@@ -1,10 +1,8 @@
 import type { DataSource } from 'typeorm';
 import type { CliContext } from '../cli-context';
-import { ConfigError } from '../../config/config';
 import { loadRetentionPolicy, RetentionPolicy } from '../../retention/retention-config';
 import { runRetention } from '../../retention/retention.service';
 import { formatReport } from '../../retention/retention-report';
-import { CliError, EXIT } from '../exit-codes';
 import { withDataSource } from '../with-data-source';
 
 export interface RunOptions {
@@ -21,12 +19,7 @@ export async function retentionRun(ctx: CliContext, opts: RunOptions): Promise<v
 
 /** The RETENTION_* variables, from the environment the CLI's config was read from. */
 export function retentionPolicyFromEnv(env: Record<string, string | undefined>): Readonly<RetentionPolicy> {
-  try {
-    return loadRetentionPolicy(env);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message, EXIT.usage);
-    throw err;
-  }
+  return loadRetentionPolicy(env);
 }
 
 /** One small DataSource for the command, always closed; a missing schema says how to fix it. */

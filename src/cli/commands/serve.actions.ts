@@ -1,17 +1,11 @@
 import type { CliContext } from '../cli-context';
-import { ConfigError } from '../../config/config';
 import { loadHttpConfig } from '../../http/http-config';
 import { createLogger } from '../../shared/logger';
-import { CliError, EXIT } from '../exit-codes';
+import { CliError } from '../exit-codes';
+import { stopWithin, waitForSignal } from '../process-supervisor';
 
 export async function runServeCommand(ctx: CliContext, env: Record<string, string | undefined>): Promise<void> {
-  let settings;
-  try {
-    settings = loadHttpConfig(env);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message, EXIT.usage);
-    throw err;
-  }
+  const settings = loadHttpConfig(env);
   const logger = createLogger({ level: ctx.config.logLevel, base: { component: 'serve', pid: process.pid } });
   // require, not import(): loaded on demand from both the tsx sources and the compiled CommonJS
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -20,19 +14,19 @@ export async function runServeCommand(ctx: CliContext, env: Record<string, strin
   try {
     handle = await startHttpServer({ config: ctx.config, settings, logger });
   } catch (err) {
-    throw new CliError(`serve cannot start: ${(err as Error).message}`, EXIT.failed);
+    throw new CliError(`serve cannot start: ${(err as Error).message}`);
   }
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
-  });
+  const signal = await waitForSignal();
   logger.info({ signal }, 'signal received: shutting down');
-  const watchdog = setTimeout(() => {
-    ctx.err(`plan-ledger: serve did not close within ${settings.shutdownTimeoutMs} ms; exiting (accepted events not yet in Redis stay in ${settings.journalDir})`);
-    process.exit(EXIT.failed);
-  }, settings.shutdownTimeoutMs + 2_000);
-  const { flushed } = await handle.close();
-  clearTimeout(watchdog);
+  const server = handle;
+  const { flushed } = await stopWithin(
+    {
+      err: ctx.err,
+      watchdogMs: settings.shutdownTimeoutMs + 2_000,
+      watchdogMessage: `plan-ledger: serve did not close within ${settings.shutdownTimeoutMs} ms; exiting (accepted events not yet in Redis stay in ${settings.journalDir})`,
+    },
+    () => server.close(),
+  );
   logger.info({ flushed }, 'serve stopped');
   logger.flush();
 }

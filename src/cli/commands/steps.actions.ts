@@ -1,7 +1,7 @@
 import type { CliContext } from '../cli-context';
 import { getStepOutput } from '../../queries/step-output.query';
 import { requireId } from '../../queries/query-args';
-import { CliError, EXIT } from '../exit-codes';
+import { CliError } from '../exit-codes';
 import { parseArgs, printJson, withReadSource } from './read-command';
 
 export async function stepOutputCommand(ctx: CliContext, rawPlan: string, rawStep: string, opts: { json?: boolean }): Promise<void> {
@@ -9,7 +9,7 @@ export async function stepOutputCommand(ctx: CliContext, rawPlan: string, rawSte
   const output = await withReadSource(ctx, 'steps output', (ds) => getStepOutput(ds, planId, stepRef));
   if (opts.json) printJson(ctx, output);
   if (output.outputContent === null) {
-    throw new CliError(`step "${output.stepId}" (#${output.index}) of plan "${planId}" has no stored output (status ${output.status})`, EXIT.failed);
+    throw new CliError(`step "${output.stepId}" (#${output.index}) of plan "${planId}" has no stored output (status ${output.status})`);
   }
   // byte for byte into a file or a pipe (write adds no newline); on a terminal, control characters
   // are escaped like every other output

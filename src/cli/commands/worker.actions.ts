@@ -1,5 +1,4 @@
 import type { CliContext } from '../cli-context';
-import { ConfigError } from '../../config/config';
 import { limitHeapGrowth } from '../../shared/process-tuning';
 import { createLogger } from '../../shared/logger';
 import { loadWorkerConfig } from '../../worker/worker-config';
@@ -9,6 +8,7 @@ import { openDataSource } from '../../store/data-source';
 import { CliError, EXIT } from '../exit-codes';
 import type { Logger } from '../../shared/logger';
 import { isRedisOomError } from '../../worker/redis-relief';
+import { exitAfterLogs, stopWithin, waitForSignal } from '../process-supervisor';
 
 /** Delay between attempts to start the retention scheduler while Redis is at maxmemory. */
 const RETENTION_RETRY_MS = 30_000;
@@ -57,15 +57,8 @@ async function startRetentionWhenRedisHasRoom(start: () => Promise<{ close(): Pr
 
 /** Runs until a signal; throws CliError (exit 1) when the start fails or the shutdown misses its deadline. */
 export async function runWorkerCommand(ctx: CliContext, env: Record<string, string | undefined>): Promise<void> {
-  let settings;
-  let policy;
-  try {
-    settings = loadWorkerConfig(env);
-    policy = loadRetentionPolicy(env);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message, EXIT.usage);
-    throw err;
-  }
+  const settings = loadWorkerConfig(env);
+  const policy = loadRetentionPolicy(env);
   // see WorkerConfig.heapGrowingPercent
   limitHeapGrowth(settings.heapGrowingPercent);
   // The worker is a service: its logs go to stdout at the configured level (the CLI's own logger is quieter).
@@ -85,35 +78,30 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
   } catch (err) {
     await handle?.close(settings.shutdownTimeoutMs).catch(() => undefined);
     if (ds?.isInitialized) await ds.destroy().catch(() => undefined);
-    throw new CliError(`worker cannot start: ${(err as Error).message}`, EXIT.failed);
+    throw new CliError(`worker cannot start: ${(err as Error).message}`);
   }
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
-  });
+  const signal = await waitForSignal();
   logger.info({ signal }, 'signal received: shutting down');
-  // A second signal means "now": the jobs in flight are redelivered after their locks expire.
-  const again = () => {
-    ctx.err(`plan-ledger: second signal: exiting without waiting for in-flight jobs`);
-    process.exit(EXIT.failed);
-  };
-  process.once('SIGTERM', again);
-  process.once('SIGINT', again);
-  // Watchdog: close() is bounded, but a stuck driver call must not keep the process past its deadline.
-  const watchdog = setTimeout(() => {
-    ctx.err(`plan-ledger: worker did not close within ${settings.shutdownTimeoutMs} ms; exiting`);
-    process.exit(EXIT.failed);
-  }, settings.shutdownTimeoutMs + 3_000);
   // Both at once, each within the deadline: a retention worker slow to close must not hold back the
-  // events worker (whose jobs would then wait for their locks to expire).
-  const [, { clean, unfinishedJobs }] = await Promise.all([
-    retention.close().catch((err: Error) => logger.warn({ err }, 'retention scheduler did not close cleanly')),
-    handle.close(settings.shutdownTimeoutMs),
-  ]);
-  await ds.destroy().catch((err: Error) => logger.warn({ err }, 'closing the database failed'));
-  clearTimeout(watchdog);
-  process.removeListener('SIGTERM', again);
-  process.removeListener('SIGINT', again);
+  // events worker (whose jobs would then wait for their locks to expire). The watchdog: close() is
+  // bounded, but a stuck driver call must not keep the process past its deadline.
+  const [, { clean, unfinishedJobs }] = await stopWithin(
+    {
+      err: ctx.err,
+      watchdogMs: settings.shutdownTimeoutMs + 3_000,
+      watchdogMessage: `plan-ledger: worker did not close within ${settings.shutdownTimeoutMs} ms; exiting`,
+      // a second signal means "now": the jobs in flight are redelivered after their locks expire
+      secondSignalMessage: 'plan-ledger: second signal: exiting without waiting for in-flight jobs',
+    },
+    async () => {
+      const closed = await Promise.all([
+        retention.close().catch((err: Error) => logger.warn({ err }, 'retention scheduler did not close cleanly')),
+        handle.close(settings.shutdownTimeoutMs),
+      ]);
+      await ds.destroy().catch((err: Error) => logger.warn({ err }, 'closing the database failed'));
+      return closed;
+    },
+  );
   if (unfinishedJobs > 0) {
     // A hung driver call still holds its socket: exit rather than linger; BullMQ redelivers the jobs.
     ctx.err(`plan-ledger: shutdown deadline (${settings.shutdownTimeoutMs} ms) reached; ${unfinishedJobs} unfinished job${unfinishedJobs === 1 ? '' : 's'} will be redelivered`);
@@ -123,10 +111,5 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
     // Nothing was in flight, nothing is handed back: only the goodbye to an unreachable Redis ran late.
     ctx.err(`plan-ledger: shutdown deadline (${settings.shutdownTimeoutMs} ms) reached with no job in flight; the Redis connections were dropped (is Redis reachable?)`);
   }
-  // Everything this process opened is closed. A timer or socket a client library left behind (an
-  // ioredis Cluster re-establishing a blocking connection after the queue's slot moved) must not
-  // keep a stopped worker alive: exit once the log lines are out.
-  logger.debug({ stillOpen: process.getActiveResourcesInfo() }, 'exiting');
-  await new Promise<void>((resolve) => logger.flush(() => resolve()));
-  process.exit(EXIT.ok);
+  await exitAfterLogs(logger, EXIT.ok);
 }

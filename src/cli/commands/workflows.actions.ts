@@ -4,7 +4,7 @@ import { loadRetentionPolicy } from '../../retention/retention-config';
 import { requireId } from '../../queries/query-args';
 import { renderTable } from '../../queries/text-output';
 import { pushAll } from '../../shared/arrays';
-import { CliError, EXIT } from '../exit-codes';
+import { CliError } from '../exit-codes';
 import { parseArgs, printJson, withReadSource } from './read-command';
 
 export async function resumePointCommand(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
@@ -14,7 +14,7 @@ export async function resumePointCommand(ctx: CliContext, rawId: string, opts: {
   if (opts.json) printJson(ctx, point);
   if (!point.resumable) {
     const expiry = point.expiresAt ? `; its DAG and checkpoints expire at ${point.expiresAt}` : '';
-    throw new CliError(`workflow "${workflowId}" cannot be resumed because ${point.reason}${expiry}`, EXIT.failed);
+    throw new CliError(`workflow "${workflowId}" cannot be resumed because ${point.reason}${expiry}`);
   }
   if (!opts.json) for (const line of formatResumePoint(point)) ctx.out(line);
 }

@@ -8,7 +8,7 @@
  *   stamp required (`checkEventRules`); it accepts on these rules and hands anything they refuse to
  *   `parsePlanEvent`.
  * `parsePlanEvent` stays the authority: test/publisher's agreement test and
- * test/contracts/check-stored-event.test.ts feed both the same valid and broken events so this
+ * test/contracts/check-stored-event.unit.test.ts feed both the same valid and broken events so this
  * mirror cannot drift silently.
  */
 import { pushAll } from '../../shared/arrays';

@@ -82,7 +82,7 @@ export function text(min: number, max: number): Rule {
   };
 }
 
-/** LongText({ nonEmpty }): a string bounded by `limits.maxLongText` (UTF-16 units, as checkLimits counts). */
+/** `LongText({ nonEmpty })`: a string bounded by `limits.maxLongText` (UTF-16 units, as checkLimits counts). */
 export function longText(options: { nonEmpty?: boolean } = {}): Rule {
   return (value, parent, key, ctx) => {
     if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);

@@ -1,5 +1,5 @@
 import { EntitySchema, EntitySchemaColumnOptions } from 'typeorm';
-import { columnTypeFor, ColumnKind, Dialect } from '../dialect';
+import { ColumnKind, columnType, ColumnTypes } from '../sql/column-kinds';
 
 /**
  * Entities are EntitySchemas built per dialect rather than decorated classes: a decorator's column
@@ -16,23 +16,23 @@ export interface ColumnSpec {
   deleteDate?: boolean;
 }
 
-export type EntityFactory<T> = (dialect: Dialect) => EntitySchema<T>;
+export type EntityFactory<T> = (types: ColumnTypes) => EntitySchema<T>;
 
 export function defineEntity<T>(name: string, tableName: string, columns: Record<keyof T & string, ColumnSpec>): EntityFactory<T> {
-  return (dialect) =>
+  return (types) =>
     new EntitySchema<T>({
       name,
       tableName,
       columns: Object.fromEntries(
-        Object.entries<ColumnSpec>(columns).map(([prop, spec]) => [prop, toColumnOptions(dialect, spec)]),
+        Object.entries<ColumnSpec>(columns).map(([prop, spec]) => [prop, toColumnOptions(types, spec)]),
       ) as Record<keyof T, EntitySchemaColumnOptions>,
     });
 }
 
-function toColumnOptions(dialect: Dialect, spec: ColumnSpec): EntitySchemaColumnOptions {
-  const type = columnTypeFor(dialect, spec.kind);
+function toColumnOptions(types: ColumnTypes, spec: ColumnSpec): EntitySchemaColumnOptions {
+  const type = columnType(types, spec.kind);
   // mysql's `tinyint` would hydrate as 0/1; TypeORM's `boolean` is the same column read as true/false
-  if (spec.kind === 'boolean') type.type = dialect === 'mssql' ? 'bit' : 'boolean';
+  if (spec.kind === 'boolean') type.type = types.entityBoolean;
   return {
     name: spec.column,
     type: type.type as EntitySchemaColumnOptions['type'],

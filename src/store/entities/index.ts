@@ -1,5 +1,5 @@
 import type { EntitySchema } from 'typeorm';
-import type { Dialect } from '../dialect';
+import type { ColumnTypes } from '../sql/column-kinds';
 import { SessionEntity } from './session.entity';
 import { ExecutionPlanEntity } from './execution-plan.entity';
 import { PlanStepEntity } from './plan-step.entity';
@@ -33,7 +33,7 @@ export const ENTITY = {
   event: 'PlanEvent',
 } as const;
 
-export function buildEntitySchemas(dialect: Dialect): EntitySchema<any>[] {
+export function buildEntitySchemas(types: ColumnTypes): EntitySchema[] {
   return [
     SessionEntity,
     ExecutionPlanEntity,
@@ -44,5 +44,5 @@ export function buildEntitySchemas(dialect: Dialect): EntitySchema<any>[] {
     WorkflowCheckpointEntity,
     PlanHeadEntity,
     PlanEventEntity,
-  ].map((factory) => factory(dialect));
+  ].map((factory) => factory(types));
 }

@@ -14,7 +14,7 @@ export interface PlanHeadRow {
   eventCount: number;
   /** Highest seq stored. */
   lastSeq: number;
-  /** Every stored event with seq <= appliedSeq is applied to the rows, none above; null until plan.created is. */
+  /** Every stored event with a seq up to appliedSeq is applied to the rows, none above; null until plan.created is. */
   appliedSeq: number | null;
   /** Stored events not applied yet: past a gap in seq, or waiting for plan.created. */
   pendingEvents: number;

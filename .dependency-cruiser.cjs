@@ -1,0 +1,45 @@
+/**
+ * The arrows point down: `npm run lint:deps` (and CI) fail on an import cycle, or on an import
+ * from a lower layer to a higher one. Layers, bottom up: shared -> contracts -> config -> store
+ * -> everything else (queue, publisher, dead-letters, retention, queries, health, worker, http,
+ * console, cli, demo). Type-only imports count: a cycle of types is a cycle a reader follows too.
+ */
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', severity: 'error', comment: 'an import cycle', from: { path: '^src' }, to: { circular: true } },
+    {
+      name: 'shared-is-the-bottom',
+      severity: 'error',
+      comment: 'src/shared holds what every layer uses; it imports nothing else of src',
+      from: { path: '^src/shared/' },
+      to: { path: '^src/', pathNot: '^src/shared/' },
+    },
+    {
+      name: 'contracts-stand-alone',
+      severity: 'error',
+      comment: 'the wire contract is what executors depend on alone: it imports only src/shared',
+      from: { path: '^src/contracts/' },
+      to: { path: '^src/', pathNot: '^src/(contracts|shared)/' },
+    },
+    {
+      name: 'config-below-store',
+      severity: 'error',
+      comment: 'configuration is read before anything runs: it imports only shared and contracts',
+      from: { path: '^src/config/' },
+      to: { path: '^src/', pathNot: '^src/(config|contracts|shared)/' },
+    },
+    {
+      name: 'store-below-the-rest',
+      severity: 'error',
+      comment: 'the store knows the database and the contract, nothing of queues, workers, HTTP or the CLI',
+      from: { path: '^src/store/' },
+      to: { path: '^src/', pathNot: '^src/(store|contracts|shared|config)/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    exclude: { path: '^(dist|node_modules)/' },
+  },
+};

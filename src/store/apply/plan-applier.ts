@@ -1,0 +1,316 @@
+import type { EntityManager } from 'typeorm';
+import type { PlanEvent } from '../../contracts';
+import { ENTITY, PlanHeadRow } from '../entities';
+import { LockedHead, writeHeads } from '../ledger/plan-heads';
+import { canonicalOrder, definingCreated, SeqRun } from '../projection/event-order';
+import { CreatedEvent, PlanProjection } from '../projection/plan-projection';
+import { isVoidedSeq } from '../projection/voided-seq';
+import type { SqlDialect } from '../sql/sql-dialect';
+import { LOG_PAGE, PlanReader } from './plan-reader';
+import type { CachedPlanRows, CacheStage, PlanRowCache } from './plan-row-cache';
+import { PlanWrites } from './plan-writes';
+
+/**
+ * What a plan's new events call for, given its head (README, "Store"):
+ * - `wait`: none can apply yet (a gap before them, or no plan.created so far); they stay in the log;
+ * - `apply`: apply them to the plan's rows as they are, reading nothing of its log;
+ * - `apply-with-log`: they fill the gap other stored events wait behind: apply those too, read
+ *   from the log in order, up to the next gap;
+ * - `rebuild`: one lands at or below the watermark (a seq used twice, or an event that arrives
+ *   after its gap was skipped): rebuild the plan from its whole log.
+ * `events` are the plan's new events in canonical order.
+ */
+export type PlanAction = 'wait' | 'apply' | 'apply-with-log' | 'rebuild';
+
+export function actionFor(head: Pick<PlanHeadRow, 'appliedSeq' | 'pendingEvents'>, events: readonly PlanEvent[]): PlanAction {
+  const next = head.pendingEvents > 0 ? 'apply-with-log' : 'apply';
+  if (head.appliedSeq === null) return definingCreated(events) ? next : 'wait';
+  if (events[0].seq <= head.appliedSeq) return 'rebuild';
+  return events[0].seq === head.appliedSeq + 1 ? next : 'wait';
+}
+
+export interface ApplyStats {
+  /** Events applied to their plan's rows without a rebuild. */
+  applied: number;
+  /** Plans rebuilt from their whole log. */
+  rebuilt: number;
+  /** Plans that started waiting on a gap. */
+  gapWaits: number;
+  /** Plans whose overdue gap was skipped. */
+  gapsSkipped: number;
+  /** Stored plans whose rows came from the row cache instead of a read. */
+  cacheHits: number;
+}
+
+/**
+ * Applies one transaction's new events to the rows of their plans, whose heads the transaction
+ * holds locked: collects the rows to write (PlanWrites) and each plan's new head, then writes
+ * them all in `finish()`. Plans are handled in groups: those needing no log read share one read
+ * and one write per table.
+ */
+export class PlanApplier {
+  readonly stats: ApplyStats = { applied: 0, rebuilt: 0, gapWaits: 0, gapsSkipped: 0, cacheHits: 0 };
+  private readonly writes = new PlanWrites();
+  private readonly reader: PlanReader;
+  private readonly nextHeads = new Map<string, PlanHeadRow>();
+  /** The cached rows each plan resumed from, which its rows update once this transaction commits. */
+  private readonly cacheBases = new Map<string, CachedPlanRows>();
+  /** The dialect updates only the columns that changed: it needs the rows as read. */
+  private readonly keepStored: boolean;
+
+  constructor(
+    private readonly manager: EntityManager,
+    private readonly dialect: SqlDialect,
+    private readonly heads: ReadonlyMap<string, LockedHead>,
+    private readonly now: Date,
+    /** Rows of plans this process wrote last, and where this transaction stages what it writes. */
+    private readonly cache?: { rows: PlanRowCache; stage: CacheStage },
+  ) {
+    this.reader = new PlanReader(manager, dialect);
+    this.keepStored = dialect.updatesChangedColumnsOnly;
+  }
+
+  /** Plans whose rows this transaction writes. */
+  get plans(): number {
+    return this.writes.plans;
+  }
+
+  /** New events (stored already, none a duplicate), of plans whose heads are locked. */
+  async applyNew(fresh: PlanEvent[]): Promise<void> {
+    const direct: Array<{ head: LockedHead; events: PlanEvent[] }> = [];
+    const fillingGap: Array<{ head: LockedHead; events: PlanEvent[] }> = [];
+    const rebuild: LockedHead[] = [];
+    for (const [planId, all] of byPlan(fresh)) {
+      const head = this.heads.get(planId)!;
+      // a voided seq behind the watermark is only recorded: it changes no row, so nothing to rebuild
+      const events = head.appliedSeq === null ? all : withoutVoidedUpTo(all, head.appliedSeq);
+      const lastSeq = all[all.length - 1].seq;
+      this.setHead(head, { eventCount: head.eventCount + all.length, lastSeq: lastSeq > head.lastSeq ? lastSeq : head.lastSeq, pending: head.pendingEvents + events.length });
+      if (events.length === 0) continue;
+      const action = actionFor(head, events);
+      if (action === 'apply') direct.push({ head, events });
+      else if (action === 'apply-with-log') fillingGap.push({ head, events });
+      else if (action === 'rebuild') rebuild.push(head);
+    }
+    // the waiting events of plans whose gap this batch fills, read for all those plans at once
+    // (a plan with very many waits is read page by page instead: memory stays bounded)
+    const readTogether = fillingGap.filter((i) => i.head.pendingEvents <= LOG_PAGE);
+    const waiting = await this.reader.waitingEvents(readTogether.map(({ head }) => ({ planId: head.planId, aboveSeq: head.appliedSeq })));
+    for (const { head } of readTogether) direct.push({ head, events: waiting.get(head.planId) ?? [] });
+    for (const head of await this.applyDirect(direct)) rebuild.push(head);
+    for (const { head } of fillingGap) if (head.pendingEvents > LOG_PAGE && !(await this.applyFromLog(head))) rebuild.push(head);
+    for (const head of rebuild) await this.rebuild(head);
+  }
+
+  /**
+   * Plans whose candidate events (new ones, and those waiting in the log) are all here, in
+   * canonical order: new plans start from their plan.created, stored ones from their rows, and
+   * take the events their watermark admits. Returns the stored plans found without rows (rebuilt
+   * instead).
+   */
+  private async applyDirect(items: Array<{ head: LockedHead; events: PlanEvent[] }>): Promise<LockedHead[]> {
+    const cached = new Map<string, CachedPlanRows>();
+    const toRead: string[] = [];
+    for (const { head } of items) {
+      if (head.appliedSeq === null) continue;
+      const hit = this.cache?.rows.get(head);
+      if (hit) cached.set(head.planId, hit);
+      else toRead.push(head.planId);
+    }
+    this.stats.cacheHits += cached.size;
+    const rows = toRead.length > 0 ? await this.reader.plans(toRead) : new Map();
+    const missing: LockedHead[] = [];
+    const resumed: Array<{ head: LockedHead; run: SeqRun; projection: PlanProjection; events: PlanEvent[] }> = [];
+    for (const { head, events } of items) {
+      if (head.appliedSeq === null) {
+        const created = definingCreated(events)!;
+        const run = new SeqRun(created.seq);
+        const admitted = events.filter((e) => run.admits(e.seq));
+        const projection = PlanProjection.create(created);
+        for (const e of admitted) if (e !== created) projection.apply(e);
+        this.recordApplied(head, projection, admitted.length, run.watermark);
+        continue;
+      }
+      const row = rows.get(head.planId);
+      const hit = cached.get(head.planId);
+      const projection = hit ? this.resumeCached(head.planId, hit, events) : row ? PlanProjection.resume(row, this.keepStored) : undefined;
+      if (!projection) {
+        missing.push(head);
+        continue;
+      }
+      const run = new SeqRun(head.appliedSeq);
+      resumed.push({ head, run, projection, events: events.filter((e) => run.admits(e.seq)) });
+    }
+    await this.reader.provide(resumed);
+    for (const { head, run, projection, events } of resumed) {
+      for (const e of events) projection.apply(e);
+      this.recordApplied(head, projection, events.length, run.watermark);
+    }
+    return missing;
+  }
+
+  /**
+   * A stored plan from copies of its cached plan row and of the cached steps `events` need (the
+   * cache's own rows are never changed; steps it lacks are read as usual).
+   */
+  private resumeCached(planId: string, hit: CachedPlanRows, events: readonly PlanEvent[]): PlanProjection {
+    const { plan, steps } = this.cache!.rows.copyOf(hit, PlanProjection.needs(events).stepKeys);
+    const projection = PlanProjection.resume(plan, this.keepStored);
+    projection.provide(steps, steps.map((s) => s.stepKey));
+    this.cacheBases.set(planId, hit);
+    return projection;
+  }
+
+  /** New events fill the gap stored ones wait behind: apply them all in order from the log. False: the plan has no rows. */
+  private async applyFromLog(head: LockedHead, skipGaps = false): Promise<boolean> {
+    let projection: PlanProjection;
+    let created: CreatedEvent | undefined;
+    let run: SeqRun;
+    if (head.appliedSeq === null) {
+      created = await this.definingCreated(head.planId);
+      projection = PlanProjection.create(created);
+      run = new SeqRun(created.seq, skipGaps);
+    } else {
+      const row = (await this.reader.plans([head.planId])).get(head.planId);
+      if (!row) return false;
+      projection = PlanProjection.resume(row, this.keepStored);
+      run = new SeqRun(head.appliedSeq, skipGaps);
+    }
+    const replayed = await this.replay(projection, run, created, head.appliedSeq ?? undefined);
+    if (skipGaps && replayed.tail.length > 0) {
+      // voided seqs past the plan's last event opened this gap rather than filled one (a refused
+      // event with a seq far ahead): applied past it, they would put the watermark where no event
+      // will follow. They leave the log (their refusals stay in the dead-letter queue).
+      await this.dialect.rows(this.manager).deleteWhereIn(ENTITY.event, 'eventId', replayed.tail.map((e) => e.eventId));
+      const watermark = replayed.lastReal ?? head.appliedSeq!;
+      this.recordApplied(head, projection, replayed.admitted, watermark, { events: replayed.tail.length, lastSeq: watermark });
+      return true;
+    }
+    this.recordApplied(head, projection, replayed.admitted, run.watermark);
+    return true;
+  }
+
+  /** Rebuild a plan from its whole log: its rows become the fold of every stored event up to its watermark and any run after it. */
+  async rebuild(head: LockedHead): Promise<void> {
+    const created = await this.definingCreated(head.planId);
+    const run = new SeqRun(head.appliedSeq ?? created.seq);
+    const projection = PlanProjection.create(created);
+    const applied = (await this.replay(projection, run, created)).admitted;
+    this.writes.addRebuilt(projection.rows(), head.deletedAt);
+    this.cache?.stage.forget(head.planId);
+    this.stats.rebuilt++;
+    const next = this.nextHeads.get(head.planId) ?? head;
+    this.setHead(head, { eventCount: next.eventCount, lastSeq: next.lastSeq, pending: next.eventCount - applied, applied: run.watermark });
+  }
+
+  /**
+   * Apply the waiting events of a plan whose gap waited too long, as if no seq were missing. A
+   * plan whose rows are gone (its head says they exist) gets them back from its log instead.
+   */
+  async skipGap(head: LockedHead): Promise<void> {
+    this.setHead(head, { eventCount: head.eventCount, lastSeq: head.lastSeq, pending: head.pendingEvents });
+    if (await this.applyFromLog(head, true)) this.stats.gapsSkipped++;
+    else await this.rebuild(head);
+  }
+
+  /**
+   * Feed the plan's stored events (all, or those above `aboveSeq`) to the projection in canonical
+   * order while the run admits them, a page at a time. Returns how many it admitted, the seq of the
+   * last admitted event that is not a voided seq, and the voided seqs admitted after it (`tail`).
+   */
+  private async replay(projection: PlanProjection, run: SeqRun, created: CreatedEvent | undefined, aboveSeq?: number): Promise<{ admitted: number; lastReal: number | undefined; tail: PlanEvent[] }> {
+    let admitted = 0;
+    let lastReal: number | undefined;
+    let tail: PlanEvent[] = [];
+    let gap = false;
+    for await (const page of this.reader.log(projection.plan.id, aboveSeq)) {
+      const toApply: PlanEvent[] = [];
+      for (const e of page) {
+        if (!run.admits(e.seq)) {
+          gap = true;
+          break;
+        }
+        if (e.eventId !== created?.eventId) toApply.push(e);
+        admitted++;
+        if (isVoidedSeq(e)) tail.push(e);
+        else {
+          lastReal = e.seq;
+          tail = [];
+        }
+      }
+      await this.reader.provide([{ projection, events: toApply }]);
+      for (const e of toApply) projection.apply(e);
+      if (gap) break;
+    }
+    return { admitted, lastReal, tail };
+  }
+
+  private async definingCreated(planId: string): Promise<CreatedEvent> {
+    const created = await this.reader.definingCreated(planId);
+    if (created?.type !== 'plan.created') throw new Error(`plan ${planId}: its head says rows exist, but its log has no plan.created`);
+    return created;
+  }
+
+  /** Record what applying `admitted` more events to a plan changed; `removed`: of those, log entries deleted (the plan's highest). */
+  private recordApplied(head: LockedHead, projection: PlanProjection, admitted: number, watermark: number, removed?: { events: number; lastSeq: number }): void {
+    this.writes.add(projection.changes(), head.deletedAt);
+    this.stats.applied += admitted - (removed?.events ?? 0);
+    const next = this.nextHeads.get(head.planId)!;
+    const eventCount = next.eventCount - (removed?.events ?? 0);
+    this.setHead(head, { eventCount, lastSeq: removed ? removed.lastSeq : next.lastSeq, pending: next.pendingEvents - admitted, applied: watermark });
+    // the rows as written, read when the transaction commits (nothing changes them after finish())
+    this.cache?.stage.put(this.nextHeads.get(head.planId)!, () => projection.held(), this.cacheBases.get(head.planId));
+  }
+
+  private setHead(head: LockedHead, s: { eventCount: number; lastSeq: number; pending: number; applied?: number }): void {
+    const applied = s.applied ?? head.appliedSeq;
+    // the wait starts when the watermark stops moving with events left behind it
+    const waiting = s.pending > 0 && applied !== null;
+    const gapSince = waiting ? (applied === head.appliedSeq && head.gapSince ? head.gapSince : this.now) : null;
+    // spelled out: object rest and spread cost a runtime call per plan on the hot path
+    this.nextHeads.set(head.planId, {
+      planId: head.planId,
+      sessionId: head.sessionId,
+      version: head.version,
+      eventCount: s.eventCount,
+      lastSeq: s.lastSeq,
+      appliedSeq: applied,
+      pendingEvents: s.pending,
+      gapSince,
+      updatedAt: this.now,
+      restoredAt: head.restoredAt,
+      deletedAt: head.deletedAt,
+    });
+  }
+
+  /** Write every collected row, then the heads. */
+  async finish(): Promise<void> {
+    for (const [planId, next] of this.nextHeads) {
+      const before = this.heads.get(planId)!;
+      if (next.gapSince && next.gapSince !== before.gapSince) this.stats.gapWaits++;
+    }
+    await this.writes.write(this.dialect.rows(this.manager));
+    await writeHeads(this.manager, this.dialect, [...this.nextHeads.values()].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0)));
+  }
+}
+
+/** `events` without the voided seqs at or below `watermark` (the same array when there is none). */
+function withoutVoidedUpTo(events: PlanEvent[], watermark: number): PlanEvent[] {
+  if (!events.some((e) => e.seq <= watermark && isVoidedSeq(e))) return events;
+  return events.filter((e) => !(e.seq <= watermark && isVoidedSeq(e)));
+}
+
+/**
+ * Events grouped by plan, each group in canonical order. The order of the plans does not matter:
+ * their heads are locked already, and the rows are written table by table (writeHeads sorts).
+ */
+function byPlan(events: PlanEvent[]): Map<string, PlanEvent[]> {
+  const groups = new Map<string, PlanEvent[]>();
+  for (const e of events) {
+    const list = groups.get(e.planId);
+    if (list) list.push(e);
+    else groups.set(e.planId, [e]);
+  }
+  for (const list of groups.values()) if (list.length > 1) list.sort(canonicalOrder);
+  return groups;
+}

@@ -1,0 +1,120 @@
+import type { EntityManager } from 'typeorm';
+import type { PlanEvent } from '../../contracts';
+import { ENTITY, ExecutionPlanRow, PlanEventRow, PlanHandoffRow, PlanStepRow } from '../entities';
+import { definingCreatedStatement, LogCursor, logPageStatement } from '../ledger/log-statements';
+import { derivedId } from '../projection/derived-id';
+import { PlanProjection } from '../projection/plan-projection';
+import type { RowStore, SqlDialect } from '../sql/sql-dialect';
+
+/** Events per page when a plan's log is read (a gap filled after a long wait, a rebuild). */
+export const LOG_PAGE = 1_000;
+
+/** What the store reads of stored plans inside its transaction: rows to apply events to, and logs. */
+export class PlanReader {
+  private readonly rows: RowStore;
+
+  constructor(
+    private readonly m: EntityManager,
+    private readonly dialect: SqlDialect,
+  ) {
+    this.rows = dialect.rows(m);
+  }
+
+  async plans(planIds: string[]): Promise<Map<string, ExecutionPlanRow>> {
+    const rows = await this.rows.findIn<ExecutionPlanRow>(ENTITY.plan, 'id', planIds);
+    return new Map(rows.map((r) => [r.id, r]));
+  }
+
+  /**
+   * Give each resumed plan the stored rows its next `events` need (PlanProjection.needs), for
+   * all the plans in one read per table.
+   */
+  async provide(items: Array<{ projection: PlanProjection; events: PlanEvent[] }>): Promise<void> {
+    const stepIds: string[] = [];
+    const whole = new Map<string, PlanProjection>();
+    const lookedUp = new Map<PlanProjection, string[]>();
+    for (const { projection, events } of items) {
+      const need = projection.missing(PlanProjection.needs(events));
+      if (need.everyStep) whole.set(projection.plan.id, projection);
+      else if (need.stepKeys.length > 0) {
+        lookedUp.set(projection, need.stepKeys);
+        for (const key of need.stepKeys) stepIds.push(derivedId(projection.plan.id, 'step', key));
+      }
+    }
+    const found = groupBy(await this.rows.findIn<PlanStepRow>(ENTITY.step, 'id', stepIds), (s) => s.planId);
+    for (const [projection, keys] of lookedUp) projection.provide(found.get(projection.plan.id) ?? [], keys);
+    if (whole.size === 0) return;
+    const ids = [...whole.keys()];
+    const steps = groupBy(await this.rows.findIn<PlanStepRow>(ENTITY.step, 'planId', ids), (s) => s.planId);
+    const handoffs = groupBy(await this.rows.findIn<PlanHandoffRow>(ENTITY.handoff, 'planId', ids), (h) => h.planId);
+    for (const [planId, projection] of whole) projection.provide(steps.get(planId) ?? [], [], handoffs.get(planId) ?? []);
+  }
+
+  /**
+   * The stored events of these plans above their `aboveSeq` (all of them for null), each plan's in
+   * canonical order: one statement for every plan where the dialect has one, else a read per plan.
+   */
+  async waitingEvents(plans: Array<{ planId: string; aboveSeq: number | null }>): Promise<Map<string, PlanEvent[]>> {
+    const out = new Map<string, PlanEvent[]>();
+    if (plans.length === 0) return out;
+    if (this.dialect.waitingEventRows) {
+      for (const r of await this.dialect.waitingEventRows(this.m, plans)) push(out, r.planId, fromEventRow(r));
+      return out;
+    }
+    for (const { planId, aboveSeq } of plans) {
+      const events: PlanEvent[] = [];
+      for await (const page of this.log(planId, aboveSeq ?? undefined)) for (const e of page) events.push(e);
+      out.set(planId, events);
+    }
+    return out;
+  }
+
+  async definingCreated(planId: string): Promise<PlanEvent | undefined> {
+    const row = await definingCreatedStatement(this.m, planId).getOne();
+    return row ? fromEventRow(row as PlanEventRow) : undefined;
+  }
+
+  /** A plan's stored events in canonical order, a page at a time: all of them, or those with a seq above `aboveSeq`. */
+  async *log(planId: string, aboveSeq?: number): AsyncGenerator<PlanEvent[]> {
+    let after: LogCursor | undefined;
+    for (;;) {
+      const rows = (await logPageStatement(this.m, planId, after ? { after } : { aboveSeq }, LOG_PAGE).getMany()) as PlanEventRow[];
+      if (rows.length === 0) return;
+      const page = rows.map(fromEventRow);
+      yield page;
+      if (rows.length < LOG_PAGE) return;
+      const last = page[page.length - 1];
+      after = { seq: last.seq, eventId: rows[rows.length - 1].eventId };
+    }
+  }
+}
+
+export function fromEventRow(r: PlanEventRow): PlanEvent {
+  return {
+    specVersion: r.specVersion,
+    eventId: r.eventId.toLowerCase(),
+    type: r.type,
+    planId: r.planId,
+    sessionId: r.sessionId,
+    seq: r.seq,
+    occurredAt: new Date(r.occurredAt).toISOString(),
+    payload: JSON.parse(r.payload),
+  } as PlanEvent;
+}
+
+function push<T>(map: Map<string, T[]>, key: string, item: T): void {
+  const list = map.get(key);
+  if (list) list.push(item);
+  else map.set(key, [item]);
+}
+
+function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = out.get(k);
+    if (list) list.push(item);
+    else out.set(k, [item]);
+  }
+  return out;
+}

@@ -1,0 +1,123 @@
+import { pushAll as push } from '../../shared/arrays';
+import { ENTITY, ExecutionPlanRow, PlanDecisionRow, PlanHandoffRow, PlanStepRow, SessionRow, WorkflowCheckpointRow, WorkflowDagRow } from '../entities';
+import { PROJECTION_TABLES } from '../plan-tables';
+import type { PlanChanges, PlanRows } from '../projection/plan-projection';
+import type { RowStore } from '../sql/sql-dialect';
+
+/** Columns a plan's events change after plan.created; the others are written once. */
+const PLAN_UPDATE = ['status', 'summary', 'failureReason', 'totalSteps', 'completedSteps', 'failedSteps', 'skippedSteps', 'totalInputTokens', 'totalOutputTokens', 'approvalStatus', 'updatedAt', 'completedAt', 'deletedAt'] as const;
+/** Columns step events change; the definition columns change only when an edit replaces the steps. */
+const STEP_UPDATE = ['agentId', 'status', 'result', 'error', 'outputContent', 'model', 'inputTokens', 'outputTokens', 'startedAt', 'completedAt', 'deletedAt'] as const;
+const HANDOFF_UPDATE = ['stepId', 'stepKey', 'fromAgentId', 'toAgentId', 'reason', 'explanation', 'timestamp', 'deletedAt'] as const;
+const CHECKPOINT_UPDATE = ['layer', 'state', 'createdAt', 'deletedAt'] as const;
+
+/**
+ * The rows one transaction writes for the plans it touched, collected plan by plan and written
+ * table by table: one statement (or one chunk) per table and kind of write, whatever the number
+ * of plans. New and rebuilt plans are inserted whole; a plan whose events were applied
+ * incrementally gets only the rows they changed.
+ */
+export class PlanWrites {
+  private readonly rebuilt: string[] = [];
+  private readonly replaced: string[] = [];
+  private readonly insertPlans: ExecutionPlanRow[] = [];
+  private readonly updatePlans: ExecutionPlanRow[] = [];
+  private readonly insertSteps: PlanStepRow[] = [];
+  private readonly updateSteps: PlanStepRow[] = [];
+  private readonly insertHandoffs: PlanHandoffRow[] = [];
+  private readonly upsertHandoffs: PlanHandoffRow[] = [];
+  private readonly decisions: PlanDecisionRow[] = [];
+  private readonly insertDags: WorkflowDagRow[] = [];
+  private readonly upsertDags: WorkflowDagRow[] = [];
+  private readonly insertCheckpoints: WorkflowCheckpointRow[] = [];
+  private readonly upsertCheckpoints: WorkflowCheckpointRow[] = [];
+  private readonly sessions = new Map<string, SessionRow>();
+  /** Rows as read before this transaction's events, by key: what an UPDATE may leave out (SQLite). */
+  private readonly storedPlans = new Map<string, ExecutionPlanRow>();
+  private readonly storedSteps = new Map<string, PlanStepRow>();
+
+  /** Plans whose rows this transaction writes. */
+  get plans(): number {
+    return this.insertPlans.length + this.updatePlans.length;
+  }
+
+  /** Rows of a plan rebuilt from its whole log: its stored rows are replaced. */
+  addRebuilt(rows: PlanRows, deletedAt: Date | null): void {
+    this.rebuilt.push(rows.plan.id);
+    this.addWhole({ ...rows, isNew: true, stepsReplaced: false }, deletedAt);
+  }
+
+  /** What applying new events changed (PlanProjection.changes). */
+  add(changes: PlanChanges, deletedAt: Date | null): void {
+    if (changes.isNew) return this.addWhole(changes, deletedAt);
+    const s = stamper(deletedAt);
+    this.updatePlans.push(s(changes.plan));
+    this.session(changes.plan, changes.sessionActivity);
+    if (changes.stored) {
+      this.storedPlans.set(changes.plan.id, changes.stored.plan);
+      for (const step of changes.stored.steps.values()) this.storedSteps.set(step.id, step);
+    }
+    if (changes.stepsReplaced) {
+      this.replaced.push(changes.plan.id);
+      push(this.insertSteps, changes.steps.map(s));
+      push(this.insertHandoffs, changes.handoffs.map(s));
+      if (changes.dag) this.upsertDags.push(s(changes.dag));
+    } else {
+      push(this.updateSteps, changes.steps.map(s));
+      push(this.upsertHandoffs, changes.handoffs.map(s));
+    }
+    push(this.decisions, changes.decisions.map(s));
+    push(this.upsertCheckpoints, changes.checkpoints.map(s));
+  }
+
+  private addWhole(rows: Omit<PlanChanges, 'dag'> & { dag: WorkflowDagRow | null }, deletedAt: Date | null): void {
+    const s = stamper(deletedAt);
+    this.insertPlans.push(s(rows.plan));
+    this.session(rows.plan, rows.sessionActivity);
+    push(this.insertSteps, rows.steps.map(s));
+    push(this.insertHandoffs, rows.handoffs.map(s));
+    push(this.decisions, rows.decisions.map(s));
+    if (rows.dag) this.insertDags.push(s(rows.dag));
+    push(this.insertCheckpoints, rows.checkpoints.map(s));
+  }
+
+  /**
+   * A session spans its plans: from its first plan's creation to the last plan-level event of
+   * any of them (a plan created, decided on, or finished). Kept as min/max, so order-independent.
+   * Step events leave the session row alone: most events then write one row fewer.
+   */
+  private session(plan: ExecutionPlanRow, activity: Date | null): void {
+    if (!activity) return;
+    const s = this.sessions.get(plan.sessionId);
+    if (!s) this.sessions.set(plan.sessionId, { id: plan.sessionId, createdAt: plan.createdAt, updatedAt: activity });
+    else {
+      if (plan.createdAt < s.createdAt) s.createdAt = plan.createdAt;
+      if (activity > s.updatedAt) s.updatedAt = activity;
+    }
+  }
+
+  /** Sessions first (plans reference them), then deletes children first, inserts parents first. */
+  async write(rows: RowStore): Promise<void> {
+    const sessions = [...this.sessions.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    await rows.upsert(ENTITY.session, sessions, { key: 'id', update: [], keep: { createdAt: 'min', updatedAt: 'max' } });
+    for (const t of PROJECTION_TABLES) await rows.deleteWhereIn(t.entity, t.planKey, this.rebuilt);
+    await rows.deleteWhereIn(ENTITY.handoff, 'planId', this.replaced);
+    await rows.deleteWhereIn(ENTITY.step, 'planId', this.replaced);
+    await rows.insert(ENTITY.plan, this.insertPlans);
+    await rows.update(ENTITY.plan, this.updatePlans, 'id', PLAN_UPDATE, (p) => this.storedPlans.get(p.id));
+    await rows.insert(ENTITY.step, this.insertSteps);
+    await rows.update(ENTITY.step, this.updateSteps, 'id', STEP_UPDATE, (s) => this.storedSteps.get(s.id));
+    await rows.insert(ENTITY.handoff, this.insertHandoffs);
+    await rows.upsert(ENTITY.handoff, this.upsertHandoffs, { key: 'id', update: HANDOFF_UPDATE });
+    await rows.insert(ENTITY.decision, this.decisions);
+    await rows.insert(ENTITY.dag, this.insertDags);
+    await rows.upsert(ENTITY.dag, this.upsertDags, { key: 'workflowId', update: ['dag'] });
+    await rows.insert(ENTITY.checkpoint, this.insertCheckpoints);
+    await rows.upsert(ENTITY.checkpoint, this.upsertCheckpoints, { key: 'id', update: CHECKPOINT_UPDATE });
+  }
+}
+
+/** Rows written for a plan retention already soft-deleted stay soft-deleted: a late event does not resurrect it. */
+function stamper(deletedAt: Date | null): <T extends { deletedAt: Date | null }>(row: T) => T {
+  return (row) => (deletedAt && !row.deletedAt ? { ...row, deletedAt } : row);
+}

@@ -1,0 +1,340 @@
+import type { PlanEvent, StepSpec } from '../../contracts';
+import type { ExecutionPlanRow, PlanDecisionRow, PlanHandoffRow, PlanStepRow, WorkflowCheckpointRow, WorkflowDagRow } from '../entities';
+import { dagLayers } from './dag-layers';
+import { derivedId } from './derived-id';
+import { isVoidedSeq } from './voided-seq';
+
+export type CreatedEvent = Extract<PlanEvent, { type: 'plan.created' }>;
+
+/** Everything stored about one plan. */
+export interface PlanRows {
+  plan: ExecutionPlanRow;
+  /** Time of the latest plan-level event (created, decision, finalized): the session's activity. */
+  sessionActivity: Date | null;
+  steps: PlanStepRow[];
+  handoffs: PlanHandoffRow[];
+  decisions: PlanDecisionRow[];
+  dag: WorkflowDagRow;
+  checkpoints: WorkflowCheckpointRow[];
+}
+
+const TERMINAL_PLAN = new Set(['completed', 'failed', 'cancelled']);
+
+/** A plan that ended (finalized, or rejected): later events of it are rare. */
+export function planEnded(plan: Pick<ExecutionPlanRow, 'status'>): boolean {
+  return TERMINAL_PLAN.has(plan.status);
+}
+const TERMINAL_STEP = new Set(['completed', 'failed', 'skipped']);
+type Finish = Extract<PlanEvent, { type: 'step.completed' | 'step.failed' | 'step.skipped' }>;
+type Decision = Extract<PlanEvent, { type: 'plan.decision' }>;
+
+/**
+ * The one place that says what an event does to a plan's rows: a plan in memory and its rules.
+ * `PlanReducer.create(plan.created)` then `apply(event)` for every other event in canonical order
+ * gives the plan's rows (`rows()`): that is the whole-log fold (fold-plan.ts). The store runs the
+ * same rules on a plan resumed from its stored rows (plan-projection.ts), so both agree.
+ *
+ * Counters (steps per status, token totals) are kept up to date as steps change, so a plan's new
+ * events never need its other steps. Every event moves `updated_at` to its time if later,
+ * including events that change nothing else (a step id the plan does not have); a voided seq
+ * (voided-seq.ts) is not an event of the plan and changes nothing. What the events touched is
+ * recorded (`touched`), for whoever writes the rows back.
+ */
+export class PlanReducer {
+  protected steps = new Map<string, PlanStepRow>();
+  protected readonly handoffs = new Map<string, PlanHandoffRow>();
+  protected readonly checkpoints = new Map<string, WorkflowCheckpointRow>();
+  protected readonly decisions: PlanDecisionRow[] = [];
+  protected dag: WorkflowDagRow | null = null;
+  /** Latest plan-level event applied (see PlanRows.sessionActivity). */
+  protected sessionActivity: Date | null = null;
+  /** What the applied events changed: step and handoff keys, and whether an edit replaced the step list. */
+  protected readonly touched = { steps: new Set<string>(), handoffs: new Set<string>(), stepsReplaced: false };
+
+  protected constructor(readonly plan: ExecutionPlanRow) {}
+
+  /** A plan from its defining plan.created (the first in canonical order, see event-order.ts). */
+  static create(created: CreatedEvent): PlanReducer {
+    const reducer = new PlanReducer(planRowOf(created));
+    reducer.define(created);
+    return reducer;
+  }
+
+  apply(event: PlanEvent): void {
+    if (isVoidedSeq(event)) return; // a seq whose event was refused: it holds the seq, it changes nothing
+    const at = new Date(event.occurredAt);
+    if (at > this.plan.updatedAt) this.plan.updatedAt = at;
+    if ((event.type === 'plan.created' || event.type === 'plan.decision' || event.type === 'plan.finalized') && !(this.sessionActivity && this.sessionActivity >= at)) this.sessionActivity = at;
+    switch (event.type) {
+      case 'plan.created':
+        return; // only the defining plan.created counts (event-order.ts)
+      case 'plan.decision':
+        return this.decide(event, at);
+      case 'step.started': {
+        const step = this.step(event.payload.stepId);
+        if (!step) return;
+        this.changeStep(step, (s) => {
+          if (!TERMINAL_STEP.has(s.status)) s.status = 'in_progress';
+          s.startedAt ??= at;
+          if (event.payload.agentId) s.agentId = event.payload.agentId;
+        });
+        return this.markExecuting();
+      }
+      case 'step.completed':
+      case 'step.failed':
+      case 'step.skipped':
+        return this.finishStep(event, at);
+      case 'handoff.recorded':
+        return this.recordHandoff(event.payload, at);
+      case 'checkpoint.saved': {
+        const c = event.payload;
+        this.checkpoints.set(c.checkpointId, {
+          id: derivedId(this.plan.id, 'checkpoint', c.checkpointId),
+          workflowId: this.plan.id,
+          checkpointKey: c.checkpointId,
+          layer: c.layer,
+          state: JSON.stringify(c.state),
+          createdAt: at,
+          deletedAt: this.plan.deletedAt,
+        });
+        return;
+      }
+      case 'plan.finalized': {
+        const f = event.payload;
+        this.plan.status = f.status;
+        this.plan.summary = f.summary ?? this.plan.summary;
+        this.plan.failureReason = f.failureReason ?? this.plan.failureReason;
+        this.plan.completedAt = at;
+        return;
+      }
+    }
+  }
+
+  /** Every row of a plan built from its plan.created (which holds all of them). */
+  rows(): PlanRows {
+    return {
+      plan: { ...this.plan },
+      sessionActivity: this.sessionActivity,
+      steps: this.sortedSteps(),
+      handoffs: byId([...this.handoffs.values()]),
+      decisions: byId([...this.decisions]),
+      dag: this.dag!,
+      checkpoints: byId([...this.checkpoints.values()]),
+    };
+  }
+
+  /** Start from the defining plan.created: its steps, counters and DAG. */
+  protected define(created: CreatedEvent): void {
+    const at = new Date(created.occurredAt);
+    this.sessionActivity = at;
+    for (const spec of created.payload.steps) this.steps.set(spec.stepId, this.newStep(spec, at));
+    this.defineSteps();
+  }
+
+  /** The step with this key, or undefined when the plan has none. */
+  protected step(key: string): PlanStepRow | undefined {
+    return this.steps.get(key);
+  }
+
+  /** Called before an edit replaces the step list, which needs every step of the plan. */
+  protected beforeReplacingSteps(): void {}
+
+  protected stepIdOf(stepKey: string | null): string | null {
+    return stepKey === null ? null : (this.step(stepKey)?.id ?? null);
+  }
+
+  protected sortedSteps(): PlanStepRow[] {
+    return [...this.steps.values()].sort((a, b) => a.stepIndex - b.stepIndex);
+  }
+
+  private recordHandoff(h: Extract<PlanEvent, { type: 'handoff.recorded' }>['payload'], at: Date): void {
+    const stepKey = h.stepId ?? null;
+    this.handoffs.set(h.handoffId, {
+      id: derivedId(this.plan.id, 'handoff', h.handoffId),
+      planId: this.plan.id,
+      stepId: this.stepIdOf(stepKey),
+      stepKey,
+      handoffKey: h.handoffId,
+      fromAgentId: h.fromAgentId,
+      toAgentId: h.toAgentId,
+      reason: h.reason,
+      explanation: h.explanation ?? null,
+      timestamp: at,
+      deletedAt: this.plan.deletedAt,
+    });
+    this.touched.handoffs.add(h.handoffId);
+  }
+
+  private newStep(spec: StepSpec, createdAt: Date): PlanStepRow {
+    return {
+      id: derivedId(this.plan.id, 'step', spec.stepId),
+      planId: this.plan.id,
+      stepKey: spec.stepId,
+      stepIndex: spec.index,
+      agentId: spec.agentId,
+      task: spec.task,
+      title: spec.title ?? null,
+      expectedOutput: spec.expectedOutput ?? null,
+      dependsOn: JSON.stringify(spec.dependsOn ?? []),
+      status: 'pending',
+      result: null,
+      error: null,
+      outputContent: null,
+      model: null,
+      inputTokens: 0,
+      outputTokens: 0,
+      startedAt: null,
+      completedAt: null,
+      createdAt,
+      deletedAt: this.plan.deletedAt,
+    };
+  }
+
+  /** Change one step, keeping the plan's counters in step with it. */
+  private changeStep(step: PlanStepRow, change: (s: PlanStepRow) => void): void {
+    this.count(step, -1);
+    change(step);
+    this.count(step, 1);
+    this.touched.steps.add(step.stepKey);
+  }
+
+  private count(step: PlanStepRow, sign: 1 | -1): void {
+    const p = this.plan;
+    if (step.status === 'completed') p.completedSteps += sign;
+    else if (step.status === 'failed') p.failedSteps += sign;
+    else if (step.status === 'skipped') p.skippedSteps += sign;
+    p.totalInputTokens += sign * step.inputTokens;
+    p.totalOutputTokens += sign * step.outputTokens;
+  }
+
+  /** Any step activity means the plan is running, unless it already ended. */
+  private markExecuting(): void {
+    if (!planEnded(this.plan)) this.plan.status = 'executing';
+  }
+
+  private finishStep(event: Finish, at: Date): void {
+    const step = this.step(event.payload.stepId);
+    if (!step) return;
+    this.changeStep(step, (s) => {
+      s.completedAt = at;
+      if (event.type === 'step.completed') {
+        const p = event.payload;
+        Object.assign(s, { status: 'completed', result: p.result ?? null, outputContent: p.outputContent ?? null, error: null });
+        Object.assign(s, { inputTokens: p.inputTokens, outputTokens: p.outputTokens, model: p.model ?? s.model });
+      } else if (event.type === 'step.failed') {
+        const p = event.payload;
+        Object.assign(s, { status: 'failed', error: p.error, model: p.model ?? s.model });
+        if (p.inputTokens !== undefined) s.inputTokens = p.inputTokens;
+        if (p.outputTokens !== undefined) s.outputTokens = p.outputTokens;
+      } else {
+        Object.assign(s, { status: 'skipped', result: event.payload.reason ?? null });
+      }
+    });
+    this.markExecuting();
+  }
+
+  private decide(event: Decision, at: Date): void {
+    const d = event.payload;
+    this.decisions.push({
+      id: event.eventId,
+      planId: this.plan.id,
+      sessionId: event.sessionId,
+      decision: d.decision,
+      modifiedSteps: d.decision === 'edit' && d.steps ? JSON.stringify(d.steps) : null,
+      feedback: d.feedback ?? null,
+      decidedBy: d.decidedBy ?? null,
+      decidedAt: at,
+      deletedAt: this.plan.deletedAt,
+    });
+    if (d.decision === 'reject') {
+      this.plan.approvalStatus = 'rejected';
+      if (!planEnded(this.plan)) Object.assign(this.plan, { status: 'cancelled', completedAt: at });
+      return;
+    }
+    this.plan.approvalStatus = d.decision === 'edit' ? 'edited' : 'approved';
+    if (d.decision === 'edit' && d.steps) this.replaceSteps(d.steps, at);
+    this.markExecuting();
+  }
+
+  /**
+   * An edit gives the new step list. Steps that already ran (not pending) keep their runtime
+   * state; one the edit dropped is kept too (it ran, the audit needs it) and moved after the new
+   * steps so step indexes stay unique.
+   */
+  private replaceSteps(specs: StepSpec[], at: Date): void {
+    this.beforeReplacingSteps();
+    const next = new Map<string, PlanStepRow>();
+    let spare = 0;
+    for (const spec of specs) {
+      const old = this.steps.get(spec.stepId);
+      const fresh = this.newStep(spec, old?.createdAt ?? at);
+      next.set(spec.stepId, old && old.status !== 'pending' ? { ...old, ...definition(fresh) } : fresh);
+      if (spec.index + 1 > spare) spare = spec.index + 1;
+    }
+    const ran = [...this.steps.values()].filter((s) => s.status !== 'pending' && !next.has(s.stepKey));
+    for (const old of ran.sort((a, b) => a.stepIndex - b.stepIndex)) next.set(old.stepKey, { ...old, stepIndex: spare++ });
+    this.steps = next;
+    this.touched.stepsReplaced = true;
+    this.defineSteps();
+  }
+
+  /**
+   * The step list was (re)defined: recount, re-point handoffs at the steps that exist now, and
+   * draw the DAG. The DAG is the plan as defined (stored once per workflow), so later step events
+   * do not rewrite it.
+   */
+  private defineSteps(): void {
+    const steps = this.sortedSteps();
+    const p = this.plan;
+    Object.assign(p, { totalSteps: steps.length, completedSteps: 0, failedSteps: 0, skippedSteps: 0, totalInputTokens: 0, totalOutputTokens: 0 });
+    for (const s of steps) this.count(s, 1);
+    for (const h of this.handoffs.values()) h.stepId = this.stepIdOf(h.stepKey);
+    const nodes = steps.map((s) => ({ stepId: s.stepKey, index: s.stepIndex, agentId: s.agentId, dependsOn: JSON.parse(s.dependsOn ?? '[]') as string[] }));
+    this.dag = {
+      workflowId: p.id,
+      dag: JSON.stringify({ steps: nodes, layers: dagLayers(nodes) }),
+      intent: p.query,
+      createdAt: p.createdAt,
+      expiresAt: null,
+      deletedAt: p.deletedAt,
+    };
+  }
+}
+
+/** The plan row a plan.created defines. */
+export function planRowOf(created: CreatedEvent): ExecutionPlanRow {
+  const at = new Date(created.occurredAt);
+  const p = created.payload;
+  const requiresApproval = p.requiresApproval === true;
+  return {
+    id: created.planId,
+    sessionId: created.sessionId,
+    query: p.query,
+    status: requiresApproval ? 'planning' : 'executing',
+    summary: null,
+    failureReason: null,
+    totalSteps: 0,
+    completedSteps: 0,
+    failedSteps: 0,
+    skippedSteps: 0,
+    totalInputTokens: 0,
+    totalOutputTokens: 0,
+    requiresApproval,
+    approvalStatus: requiresApproval ? 'pending' : null,
+    complexity: p.complexity ?? null,
+    createdAt: at,
+    updatedAt: at,
+    completedAt: null,
+    deletedAt: null,
+  };
+}
+
+/** The descriptive fields of a step an edit may change. */
+function definition(s: PlanStepRow): Partial<PlanStepRow> {
+  const { stepIndex, agentId, task, title, expectedOutput, dependsOn } = s;
+  return { stepIndex, agentId, task, title, expectedOutput, dependsOn };
+}
+
+export function byId<T extends { id: string }>(rows: T[]): T[] {
+  return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}

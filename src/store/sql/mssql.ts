@@ -1,0 +1,154 @@
+import { DataSource, DataSourceOptions, EntityManager, MssqlParameter } from 'typeorm';
+import type { DatabaseTarget } from '../../config/database-url';
+import { appendEventRows, eventPlansByFind, lockHeadsByUpsert } from './ledger-rows';
+import { typeMssqlParameters } from './mssql-parameters';
+import { ValuesRows } from './row-stores';
+import type { SqlDialect, Upsert } from './sql-dialect';
+import { columnOf, setList, Statement, tuplesOf } from './values-statements';
+
+const MIGRATION_LOCK_NAME = 'plan-ledger:migrate';
+
+/**
+ * SQL Server (mssql over tedious).
+ * - Multi-row VALUES statements under its caps: 2,100 parameters per request (2,000 with
+ *   headroom) and 1,000 rows per VALUES; the upsert is a MERGE WITH (HOLDLOCK), so a concurrent
+ *   insert of the same key waits instead of failing with 2627.
+ * - Every parameter is declared by its kind, not its value (mssql-parameters.ts), so one
+ *   statement compiles once; instants bind as `datetime2(3)`, like the columns.
+ * - Ids are `nvarchar` with a binary collation (the migrations'); `datetime2(3)` timestamps.
+ * - The migration lock is `sp_getapplock` owned by the session (application locks are per database).
+ */
+export const mssql: SqlDialect = {
+  name: 'mssql',
+  columnKinds: {
+    uuid: { type: 'nvarchar', length: '36' },
+    externalId: { type: 'nvarchar', length: '64' },
+    longText: { type: 'nvarchar', length: 'MAX' },
+    timestamp: { type: 'datetime2', precision: 3 },
+    boolean: { type: 'bit' },
+    int: { type: 'int' },
+    bigint: { type: 'bigint' },
+  },
+  boundedText: 'nvarchar',
+  entityBoolean: 'bit',
+  nowExpression: 'SYSUTCDATETIME()',
+  booleanLiteral: (value) => (value ? '1' : '0'),
+  maxParams: 2_000,
+  maxRows: 1_000,
+  maxIdsPerStatement: 2_000, // ids plus at most 4 other values under 2,100 parameters per request
+
+  dataSourceOptions(target, common, poolSize): DataSourceOptions {
+    return {
+      ...common,
+      type: 'mssql',
+      host: target.host!,
+      port: target.port,
+      username: target.username,
+      password: target.password,
+      database: target.database,
+      pool: { max: poolSize, min: 0 },
+      // the driver's default is 15 s; a long retention batch or a busy server may need more
+      requestTimeout: timeoutParam(target, 'requestTimeout', 15_000),
+      connectionTimeout: timeoutParam(target, 'connectionTimeout', 15_000),
+      options: {
+        // TypeORM sets useUTC:false unless told; every instant here is UTC
+        useUTC: true,
+        // encrypted and verified unless the URL says otherwise (docker-compose's self-signed
+        // server says trustServerCertificate=true; production servers should not need it)
+        encrypt: target.params.encrypt !== 'false',
+        trustServerCertificate: target.params.trustServerCertificate === 'true',
+      },
+    } as DataSourceOptions;
+  },
+  // declared parameter types that do not vary with the values (mssql-parameters.ts)
+  prepareDataSource: (ds) => typeMssqlParameters(ds),
+  afterOpen: async () => undefined,
+  serializesWrites: false,
+  transaction: <T>(ds: DataSource, work: (m: EntityManager) => Promise<T>) => ds.transaction('READ COMMITTED', work),
+
+  // a bare Date would bind as legacy `datetime` (3.33 ms steps)
+  instant: (value) => new MssqlParameter(value, 'datetime2', 3),
+  utcDay: (column) => `CAST(${column} AS DATE)`, // the mssql driver runs with useUTC: a Date at UTC midnight
+  // SQL Server sums `int` into `int` and overflows past 2^31 (two billion tokens is a plausible billing total)
+  sumInt: (column) => `SUM(CAST(${column} AS BIGINT))`,
+
+  rows: (m) => new ValuesRows(m, mssql, mergeStatement, { typed: true }),
+  updatesChangedColumnsOnly: false,
+  lockHeads: (m, sorted) => lockHeadsByUpsert(m, mssql, sorted),
+  eventPlans: (m, ids) => eventPlansByFind(m, mssql, ids),
+  appendEvents: (m, rows) => appendEventRows(m, mssql, rows),
+  skipsStoredEvents: false,
+
+  migrations: {
+    lock: {
+      take: `DECLARE @r int; EXEC @r = sp_getapplock @Resource = N'${MIGRATION_LOCK_NAME}', @LockMode = N'Exclusive', @LockOwner = N'Session', @LockTimeout = -1; SELECT @r AS ok`,
+      release: `EXEC sp_releaseapplock @Resource = N'${MIGRATION_LOCK_NAME}', @LockOwner = N'Session'`,
+      // 0 granted at once, 1 granted after waiting; negative: timeout, deadlock, error
+      ok: (rows) => Number(rows[0]?.ok) >= 0,
+    },
+    transaction: 'each',
+  },
+
+  transient: {
+    // tedious: connection lost, timed out, instance lookup failed
+    codes: ['ESOCKET', 'ETIMEOUT', 'ECONNCLOSED', 'EINSTLOOKUP'],
+    /**
+     * Error numbers (tedious `number`) after which the same transaction may succeed: the server
+     * is busy, recovering, or out of a resource an operator or autogrowth restores. Azure SQL's
+     * are its documented transient errors (reconfiguration, throttling, failover).
+     */
+    numbers: new Map<number, string>([
+      [1205, 'chosen as deadlock victim'],
+      [1222, 'lock request time-out'],
+      [1204, 'cannot obtain a lock resource (lock memory exhausted)'],
+      [701, 'insufficient system memory to run this query'],
+      [8645, 'timeout waiting for memory resources to run the query'],
+      [4060, 'cannot open the database (still recovering after a restart or failover)'],
+      [18456, 'login failed (the database is recovering; a bad password also gives this, and the retry budget bounds it)'],
+      [9002, 'transaction log full (until a log backup or autogrowth frees space)'],
+      [1105, 'filegroup full (until space is added)'],
+      [40197, 'Azure SQL: service error while processing the request (reconfiguration)'],
+      [40501, 'Azure SQL: service busy (throttling)'],
+      [40613, 'Azure SQL: database not currently available (failover)'],
+      [49918, 'Azure SQL: not enough resources to process the request'],
+      [49919, 'Azure SQL: too many create or update operations in progress'],
+      [49920, 'Azure SQL: too many operations in progress'],
+      [10928, 'Azure SQL: resource limit reached (requests, sessions)'],
+      [10929, 'Azure SQL: minimum resource guarantee not available'],
+    ]),
+  },
+  isDuplicateKey: (f) => f.number === 2627 || f.number === 2601, // primary key / unique index
+};
+
+/**
+ * MERGE WITH (HOLDLOCK), so a concurrent insert of the same key waits instead of failing. NULLs
+ * bind as typed parameters: a bare NULL in a VALUES source is an int, which cannot be assigned to
+ * a datetime2 column.
+ */
+export function mergeStatement(m: EntityManager, entity: string, rows: object[], upsert: Upsert): Statement {
+  const meta = m.connection.getMetadata(entity);
+  const q = (name: string) => m.connection.driver.escape(name);
+  const col = columnOf(m, entity);
+  const { columns, tuples, params } = tuplesOf(m, entity, rows, { typed: true, typedNulls: true });
+  const key = col(upsert.key);
+  // lock only: a no-op on a column that is not the key (updating a key moves the row)
+  const other = q(meta.columns.find((c) => c.propertyName !== upsert.key)!.databaseName);
+  const sets = setList(
+    upsert,
+    col,
+    `${other} = t.${other}`,
+    (c) => `${c} = s.${c}`,
+    (c, how) => `${c} = CASE WHEN s.${c} ${how === 'min' ? '<' : '>'} t.${c} THEN s.${c} ELSE t.${c} END`,
+  );
+  const sql =
+    `MERGE INTO ${q(meta.tableName)} WITH (HOLDLOCK) AS t USING (VALUES ${tuples.join(', ')}) AS s (${columns.join(', ')}) ON t.${key} = s.${key}` +
+    ` WHEN MATCHED THEN UPDATE SET ${sets}` +
+    ` WHEN NOT MATCHED THEN INSERT (${columns.join(', ')}) VALUES (${columns.map((c) => `s.${c}`).join(', ')});`;
+  return { sql, params };
+}
+
+/** `?requestTimeout=` / `?connectionTimeout=` of an mssql:// URL, in milliseconds (checked by parseDatabaseUrl). */
+function timeoutParam(target: DatabaseTarget, name: string, fallback: number): number {
+  const v = target.params[name];
+  return v === undefined ? fallback : Number(v);
+}

@@ -1,0 +1,151 @@
+import type { DataSource, DataSourceOptions, EntityManager, QueryRunner } from 'typeorm';
+import type { DatabaseTarget, Dialect } from '../../config/database-url';
+import type { PlanEventRow, PlanHeadRow } from '../entities';
+import type { ColumnTypes } from './column-kinds';
+
+export type { Dialect } from '../../config/database-url';
+
+/**
+ * On a duplicate `key` (a primary key): overwrite the `update` properties with the new row's, and
+ * for `keep`, keep the smaller ('min') or larger ('max') of the stored and the new value. Nothing
+ * to update (both empty) still locks the stored row exclusively at once (`SET key = key`), so two
+ * writers never hold a shared lock and then deadlock upgrading it (MySQL's INSERT IGNORE does).
+ */
+export interface Upsert {
+  key: string;
+  update: readonly string[];
+  keep?: Readonly<Record<string, 'min' | 'max'>>;
+}
+
+/**
+ * Row reads and writes of one transaction, chunked to the database's limits (TypeORM does not
+ * chunk). Each dialect writes rows its own fastest way (dialect files say which).
+ */
+export interface RowStore {
+  /** Insert new rows. `jsonText`: columns whose values are still JS values, sent as JSON text (PostgreSQL only; elsewhere pass text). */
+  insert(entity: string, rows: object[], jsonText?: readonly string[]): Promise<void>;
+  /** Insert rows, or update (or just lock) the stored ones with the same key (see Upsert). */
+  upsert(entity: string, rows: object[], upsert: Upsert): Promise<void>;
+  /**
+   * Overwrite the `update` properties of stored rows; `stored`: each row as read before, so a
+   * database that writes only what changed can leave out the rest. Where a dialect upserts
+   * instead, the rows must be complete.
+   */
+  update<T extends object>(entity: string, rows: T[], key: string, update: readonly string[], stored?: (row: T) => object | undefined): Promise<void>;
+  /** DELETE by a column (soft-deleted rows included: DELETE is not soft-delete scoped). */
+  deleteWhereIn(entity: string, property: string, ids: string[]): Promise<void>;
+  /** Rows whose `property` is one of `values`, soft-deleted ones included. */
+  findIn<T>(entity: string, property: string, values: string[]): Promise<T[]>;
+}
+
+/** A plan head under this transaction's lock; `version` is already the one this transaction writes. */
+export interface LockedHead extends PlanHeadRow {
+  /** This transaction created the head: none of the plan's events was stored before. */
+  isNew: boolean;
+}
+
+/** An event row to append to the log; `payload` is the event's payload, not yet JSON text. */
+export type EventRowInput = Omit<PlanEventRow, 'payload'> & { payload: unknown };
+
+/** The statements that take and release the migration lock on the migrating connection. */
+export interface MigrationLockSql {
+  take: string;
+  release: string;
+  /** Whether the rows `take` answered mean the lock is held. */
+  ok(rows: Array<Record<string, unknown>>): boolean;
+}
+
+/** Error codes of this database (or its driver) after which the same transaction may succeed. */
+export interface TransientErrors {
+  /** `code` strings (driver codes, SQLSTATEs). */
+  codes: readonly string[];
+  /** Numbered server errors (SQL Server's `number`), with what each means. */
+  numbers?: ReadonlyMap<number, string>;
+  /** MySQL `errno` values (counted only for errors that say MySQL or MariaDB). */
+  errnos?: ReadonlySet<number>;
+}
+
+/**
+ * Everything plan-ledger does differently per database, behind one interface: one object per
+ * database (sqlite.ts, postgres.ts, mysql.ts, mssql.ts). Code outside `sql/` asks the object of
+ * its DataSource (`sqlDialectOf`) and never branches on the database's name; a fifth database is
+ * one more file implementing this.
+ */
+export interface SqlDialect extends ColumnTypes {
+  readonly name: Dialect;
+
+  // --- schema: what migrations declare, beyond the column types (column-kinds.ts) ---
+  /** SQL that yields "now" in UTC, for column defaults. */
+  readonly nowExpression: string;
+  /** Literal for a boolean default. */
+  booleanLiteral(value: boolean): string;
+
+  // --- limits ---
+  /** Bound parameters per statement, with headroom. */
+  readonly maxParams: number;
+  /** Rows per multi-row statement. */
+  readonly maxRows: number;
+  /** Ids per IN list of a statement that binds ids and a few other values and inserts nothing (retention, erasure). */
+  readonly maxIdsPerStatement: number;
+
+  // --- connections and transactions ---
+  dataSourceOptions(target: DatabaseTarget, common: Omit<DataSourceOptions, 'type'>, poolSize: number): DataSourceOptions;
+  /** Driver set-up a new DataSource needs before it connects. */
+  prepareDataSource(ds: DataSource): DataSource;
+  /** What an opened database needs before first use (a schema to create...). */
+  afterOpen(ds: DataSource, target: DatabaseTarget): Promise<void>;
+  /** One writer at a time (in process): every write goes through one queue (serial-queue.ts). */
+  readonly serializesWrites: boolean;
+  /** A write transaction at the isolation every writer of plans uses. */
+  transaction<T>(ds: DataSource, work: (m: EntityManager) => Promise<T>): Promise<T>;
+
+  // --- values and expressions ---
+  /** A timestamp parameter as this database should bind it. */
+  instant(value: Date): unknown;
+  /**
+   * SQL for the UTC calendar day (`YYYY-MM-DD`) of a timestamp column (the PRD analytics'
+   * `CAST(created_at AS DATE)`). Neither the session's time zone nor the process's may move a
+   * plan to another day: text where the database allows it, so no driver shifts the day into a
+   * local time zone.
+   */
+  utcDay(column: string): string;
+  /** SQL summing an int column without overflowing 32 bits (token totals pass two billion). */
+  sumInt(column: string): string;
+
+  // --- the store's rows ---
+  rows(m: EntityManager): RowStore;
+  /** An UPDATE names only the columns that changed (the store keeps rows as read to compare). */
+  readonly updatesChangedColumnsOnly: boolean;
+  /** Create the missing heads and lock them all, in key order (`sorted`), then read them. */
+  lockHeads(m: EntityManager, sorted: PlanHeadRow[]): Promise<Map<string, LockedHead>>;
+  /** The plan each of these (lower-case) event ids is stored for; ids not stored are absent. */
+  eventPlans(m: EntityManager, ids: string[]): Promise<Map<string, string>>;
+  /**
+   * Append events to the log. With `skipStored` (only where `skipsStoredEvents`), ids already
+   * stored are skipped and the inserted ones returned; otherwise every row is inserted. The rows
+   * are given away (a dialect may turn their payloads into text in place).
+   */
+  appendEvents(m: EntityManager, rows: EventRowInput[], skipStored: boolean): Promise<Set<string>>;
+  /** Inserts can skip stored ids in the same statement (the store then looks nothing up first). */
+  readonly skipsStoredEvents: boolean;
+  /**
+   * The stored events of several plans above their `aboveSeq` in one statement, ordered by plan,
+   * seq, event id; absent where one read per plan is as cheap.
+   */
+  waitingEventRows?(m: EntityManager, plans: Array<{ planId: string; aboveSeq: number | null }>): Promise<PlanEventRow[]>;
+
+  // --- migrations ---
+  readonly migrations: {
+    /** The lock two `migrate` runs take turns on; `exclusive-transaction`: one transaction around all (SQLite). */
+    lock: MigrationLockSql | 'exclusive-transaction';
+    /** TypeORM's transaction mode: `each` migration in its own, or `none` (the lock's transaction holds all). */
+    transaction: 'none' | 'each';
+    /** Changes to the migrating connection (MySQL: DDL that a killed run left done is skipped on the rerun). */
+    prepareRunner?(runner: QueryRunner): void;
+  };
+
+  // --- errors ---
+  readonly transient: TransientErrors;
+  /** A unique or primary key violation: for an idempotent insert, the row is already there. */
+  isDuplicateKey(f: { code?: string; number?: number; errno?: number }): boolean;
+}

@@ -1,0 +1,157 @@
+import { EntityManager, QueryFailedError } from 'typeorm';
+import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
+import type { Upsert } from './sql-dialect';
+
+/** The part of a better-sqlite3 Database and Statement these writes use. */
+interface Db {
+  prepare(sql: string): Stmt;
+}
+interface Stmt {
+  run(...params: unknown[]): unknown;
+  all(...params: unknown[]): Record<string, unknown>[];
+}
+
+/** Prepared statements per connection: the same few SQL texts serve every batch. */
+const statements = new WeakMap<Db, Map<string, Stmt>>();
+
+/**
+ * SQLite (better-sqlite3, in process): one prepared single-row statement run once per row. There
+ * is no round trip to save by batching rows, while a multi-row statement is parsed anew for each
+ * batch size and, through TypeORM's query path, costs more per row than the row itself. Runs on
+ * the transaction's connection (better-sqlite3 has one); values are prepared by the TypeORM
+ * driver, so dates and booleans are stored exactly as TypeORM stores them.
+ */
+export class SqliteRows {
+  private readonly db: Db;
+
+  constructor(private readonly m: EntityManager) {
+    this.db = (m.connection.driver as unknown as { databaseConnection: Db }).databaseConnection;
+  }
+
+  insert(entity: string, rows: object[]): void {
+    const meta = this.m.connection.getMetadata(entity);
+    const q = (n: string) => this.m.connection.driver.escape(n);
+    const sql = `INSERT INTO ${q(meta.tableName)} (${meta.columns.map((c) => q(c.databaseName)).join(', ')}) VALUES (${meta.columns.map(() => '?').join(', ')})`;
+    this.runEach(sql, meta.columns, rows);
+  }
+
+  upsert(entity: string, rows: object[], upsert: Upsert): void {
+    const meta = this.m.connection.getMetadata(entity);
+    const q = (n: string) => this.m.connection.driver.escape(n);
+    const col = (prop: string) => q(meta.findColumnWithPropertyName(prop)!.databaseName);
+    const key = col(upsert.key);
+    const sets = [...upsert.update.map((p) => `${col(p)} = excluded.${col(p)}`), ...Object.entries(upsert.keep ?? {}).map(([p, how]) => `${col(p)} = ${how === 'min' ? 'MIN' : 'MAX'}(${col(p)}, excluded.${col(p)})`)];
+    const sql =
+      `INSERT INTO ${q(meta.tableName)} (${meta.columns.map((c) => q(c.databaseName)).join(', ')}) VALUES (${meta.columns.map(() => '?').join(', ')})` +
+      ` ON CONFLICT (${key}) DO UPDATE SET ${sets.length > 0 ? sets.join(', ') : `${key} = excluded.${key}`}`;
+    this.runEach(sql, meta.columns, rows);
+  }
+
+  /**
+   * `UPDATE ... WHERE key = ?` per row, setting the `update` properties only, and of those only
+   * the ones that differ from `stored(row)` when given: SQLite rewrites the index entries of every
+   * column an UPDATE names, changed or not. One prepared statement per set of columns.
+   */
+  update<T extends object>(entity: string, rows: T[], key: string, update: readonly string[], stored?: (row: T) => object | undefined): void {
+    const meta = this.m.connection.getMetadata(entity);
+    const q = (n: string) => this.m.connection.driver.escape(n);
+    const keyColumn = meta.findColumnWithPropertyName(key)!;
+    const columns = update.map((p) => meta.findColumnWithPropertyName(p)!);
+    const driver = this.m.connection.driver;
+    for (const row of rows) {
+      const before = stored?.(row) as Record<string, unknown> | undefined;
+      const set = before ? columns.filter((c) => !same(c.getEntityValue(row as never), before[c.propertyName])) : columns;
+      if (set.length === 0) continue;
+      const sql = `UPDATE ${q(meta.tableName)} SET ${set.map((c) => `${q(c.databaseName)} = ?`).join(', ')} WHERE ${q(keyColumn.databaseName)} = ?`;
+      const values = [...set, keyColumn].map((c) => {
+        const v = driver.preparePersistentValue(c.getEntityValue(row as never), c);
+        return v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : v;
+      });
+      try {
+        this.statement(sql).run(...values);
+      } catch (err) {
+        throw new QueryFailedError(sql, values, err as Error);
+      }
+    }
+  }
+
+  /**
+   * Rows whose `property` is one of `values` (soft-deleted ones included), as entity objects: one
+   * prepared `= ?` lookup per value, cheaper here than parsing an IN list of a new length each time.
+   */
+  findIn<T>(entity: string, property: string, values: string[]): T[] {
+    const meta = this.m.connection.getMetadata(entity);
+    const driver = this.m.connection.driver;
+    const q = (n: string) => driver.escape(n);
+    const sql = `SELECT * FROM ${q(meta.tableName)} WHERE ${q(meta.findColumnWithPropertyName(property)!.databaseName)} = ?`;
+    const stmt = this.statement(sql);
+    const out: T[] = [];
+    for (const value of values) {
+      let raw: Record<string, unknown>[];
+      try {
+        raw = stmt.all(value);
+      } catch (err) {
+        throw new QueryFailedError(sql, [value], err as Error);
+      }
+      for (const r of raw) {
+        const row: Record<string, unknown> = {};
+        for (const c of meta.columns) row[c.propertyName] = driver.prepareHydratedValue(r[c.databaseName], c);
+        out.push(row as T);
+      }
+    }
+    return out;
+  }
+
+  /** `valueProp` of the rows whose `keyProp` is one of `keys` (one prepared lookup per key). */
+  pluck(entity: string, keyProp: string, valueProp: string, keys: string[]): Map<string, unknown> {
+    const meta = this.m.connection.getMetadata(entity);
+    const q = (n: string) => this.m.connection.driver.escape(n);
+    const key = meta.findColumnWithPropertyName(keyProp)!.databaseName;
+    const value = meta.findColumnWithPropertyName(valueProp)!.databaseName;
+    const sql = `SELECT ${q(key)} AS k, ${q(value)} AS v FROM ${q(meta.tableName)} WHERE ${q(key)} = ?`;
+    const stmt = this.statement(sql);
+    const out = new Map<string, unknown>();
+    for (const k of keys) {
+      let rows: Record<string, unknown>[];
+      try {
+        rows = stmt.all(k);
+      } catch (err) {
+        throw new QueryFailedError(sql, [k], err as Error);
+      }
+      for (const r of rows) out.set(String(r.k), r.v);
+    }
+    return out;
+  }
+
+  private runEach(sql: string, columns: ColumnMetadata[], rows: object[]): void {
+    const stmt = this.statement(sql);
+    const driver = this.m.connection.driver;
+    const values = new Array<unknown>(columns.length);
+    for (const row of rows) {
+      for (let i = 0; i < columns.length; i++) {
+        const v = driver.preparePersistentValue(columns[i].getEntityValue(row as never), columns[i]);
+        values[i] = v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : v;
+      }
+      try {
+        stmt.run(...values);
+      } catch (err) {
+        // as TypeORM's own queries fail: the driver's error (its code, its message) inside a QueryFailedError
+        throw new QueryFailedError(sql, [...values], err as Error);
+      }
+    }
+  }
+
+  private statement(sql: string): Stmt {
+    let cache = statements.get(this.db);
+    if (!cache) statements.set(this.db, (cache = new Map()));
+    let stmt = cache.get(sql);
+    if (!stmt) cache.set(sql, (stmt = this.db.prepare(sql))); // a few dozen texts: the store's own
+    return stmt;
+  }
+}
+
+/** Equal stored values: Dates by time, the rest by identity. */
+function same(a: unknown, b: unknown): boolean {
+  if (a instanceof Date || b instanceof Date) return a instanceof Date && b instanceof Date && a.getTime() === b.getTime();
+  return a === b;
+}

@@ -1,0 +1,94 @@
+import type { DataSource, DataSourceOptions, EntityManager } from 'typeorm';
+import { ENTITY, PlanHeadRow } from '../entities';
+import { appendEventRows } from './ledger-rows';
+import { SqliteRowStore } from './row-stores';
+import type { LockedHead, SqlDialect } from './sql-dialect';
+import { SqliteRows } from './sqlite-rows';
+
+/**
+ * SQLite through better-sqlite3: in process, one connection, one writer at a time.
+ * - Writes go through one queue per database (serial-queue.ts): better-sqlite3 has one shared
+ *   connection, and two overlapping `transaction()` calls collide and write outside any transaction.
+ * - Rows are written by prepared single-row statements (sqlite-rows.ts): no round trip to save.
+ * - An UPDATE names only the columns that changed: SQLite rewrites the index entries of every
+ *   column an UPDATE names.
+ * - Its integers are 64-bit; timestamps are TypeORM's UTC text `YYYY-MM-DD HH:MM:SS.SSS`.
+ * - Parameters: 32,766 per statement in better-sqlite3's build (30,000 with headroom).
+ */
+export const sqlite: SqlDialect = {
+  name: 'sqlite',
+  columnKinds: {
+    uuid: { type: 'varchar', length: '36' },
+    externalId: { type: 'varchar', length: '64' },
+    longText: { type: 'text' },
+    timestamp: { type: 'datetime' },
+    boolean: { type: 'boolean' },
+    int: { type: 'integer' },
+    bigint: { type: 'integer' }, // SQLite's integers are 64-bit
+  },
+  boundedText: 'varchar',
+  entityBoolean: 'boolean',
+  nowExpression: "(STRFTIME('%Y-%m-%d %H:%M:%f', 'NOW'))",
+  booleanLiteral: (value) => (value ? '1' : '0'),
+  maxParams: 30_000,
+  maxRows: 5_000,
+  maxIdsPerStatement: 30_000,
+
+  dataSourceOptions(target, common): DataSourceOptions {
+    return {
+      ...common,
+      type: 'better-sqlite3',
+      database: target.file!,
+      // WAL lets readers (CLI, demo) run while the worker writes; writers are serialised in code.
+      enableWAL: true,
+      timeout: 10_000,
+      prepareDatabase: (db: { pragma(s: string): unknown }) => {
+        db.pragma('foreign_keys = ON');
+        db.pragma('synchronous = NORMAL');
+        // 32 MiB of page cache (SQLite's default: 2 MiB): events of many plans at once touch
+        // rows all over the tables (BENCHMARKS.md, "End to end", interleaved SQLite)
+        db.pragma('cache_size = -32768');
+      },
+    } as DataSourceOptions;
+  },
+  prepareDataSource: (ds) => ds,
+  afterOpen: async () => undefined,
+  serializesWrites: true,
+  // SQLite transactions are serializable; writes are one at a time anyway
+  transaction: <T>(ds: DataSource, work: (m: EntityManager) => Promise<T>) => ds.transaction(work),
+
+  instant: (value) => value,
+  utcDay: (column) => `substr(${column}, 1, 10)`, // TypeORM stores 'YYYY-MM-DD HH:MM:SS.SSS' in UTC
+  sumInt: (column) => `SUM(${column})`,
+
+  rows: (m) => new SqliteRowStore(m, sqlite),
+  updatesChangedColumnsOnly: true,
+  lockHeads: async (m, sorted) => sqliteHeads(m, sorted),
+  async eventPlans(m, ids) {
+    const found = new Map<string, string>();
+    for (const [id, planId] of new SqliteRows(m).pluck(ENTITY.event, 'eventId', 'planId', ids)) found.set(id.toLowerCase(), planId as string);
+    return found;
+  },
+  appendEvents: (m, rows) => appendEventRows(m, sqlite, rows),
+  skipsStoredEvents: false,
+
+  migrations: { lock: 'exclusive-transaction', transaction: 'none' },
+
+  transient: { codes: ['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_RECOVERY'] },
+  isDuplicateKey: (f) => f.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || f.code === 'SQLITE_CONSTRAINT_UNIQUE',
+};
+
+/**
+ * One writer at a time (in process, the store's queue; across processes, the database lock, taken
+ * at the first write: a reader whose snapshot another process outdated meanwhile fails that write
+ * with SQLITE_BUSY_SNAPSHOT, which the worker retries). So read the heads, and insert the missing ones.
+ */
+function sqliteHeads(m: EntityManager, sorted: PlanHeadRow[]): Map<string, LockedHead> {
+  const rows = new SqliteRows(m);
+  const heads = new Map<string, LockedHead>();
+  for (const r of rows.findIn<PlanHeadRow>(ENTITY.head, 'planId', sorted.map((h) => h.planId))) heads.set(r.planId, { ...r, version: r.version + 1, isNew: false });
+  const missing = sorted.filter((h) => !heads.has(h.planId)).map((h) => ({ ...h, version: 1 }));
+  rows.insert(ENTITY.head, missing);
+  for (const h of missing) heads.set(h.planId, { ...h, isNew: true });
+  return heads;
+}

@@ -1,0 +1,109 @@
+import type { DataSource } from 'typeorm';
+import type { PlanEvent } from '../contracts';
+import type { DeadLetter } from '../dead-letters/dead-letter';
+import { DeadLetterWriter } from '../dead-letters/dead-letter-writer';
+import type { WorkerMetrics } from './worker-metrics';
+import type { RedisClient } from '../queue/connect-redis';
+import { EVENTS_QUEUE } from '../queue/queue-names';
+import { recordStoredEvents } from '../queue/stored-event-rate';
+import type { Logger } from '../shared/logger';
+import { PlanEventStore } from '../store/plan-event-store';
+import { AdaptiveConcurrency } from './adaptive-concurrency';
+import { BackoffPolicy, DEFAULT_BACKOFF } from '../shared/backoff';
+import { BatchWriter, EventPersister, JobWriteOutcome, mergeOutcomes } from './batch-writer';
+import { DatabaseGate } from './database-gate';
+import { GapSweeper } from './gap-sweeper';
+import { createJobProcessor } from './job-processor';
+import { MicroBatcher } from './micro-batcher';
+import type { Opened } from './opened-resources';
+import { planLane } from './plan-lane';
+import type { WorkerConfig } from './worker-config';
+import type { WorkerState } from './worker-state';
+import { workerVersion } from './worker-version';
+
+/** What the path of an event from its job to its commit is built from. */
+export interface PipelineDeps {
+  settings: WorkerConfig;
+  ds: DataSource;
+  connection: RedisClient;
+  queuePrefix: string;
+  logger: Logger;
+  metrics: WorkerMetrics;
+  state: WorkerState;
+  opened: Opened;
+  /** Transactions in flight at once (1 where the dialect serialises writes). */
+  transactions: number;
+  /** Aborted when the worker closes: retry waits end and jobs are handed back. */
+  closing: AbortSignal;
+  /** Where validated events go. @defaultValue the PlanEventStore on `ds` */
+  store?: EventPersister;
+  retryBackoff?: BackoffPolicy;
+  onCommit?(info: { events: number; inserted: number; duplicates: number; durationMs: number }): void;
+  onDeadLetter?(letter: DeadLetter): void;
+}
+
+/** The event path: gate, batcher, processor, dead letters and the gap sweeper. Knows nothing of the BullMQ worker that feeds it. */
+export interface WorkerPipeline {
+  /** Whether the database answers; the composition root pauses the BullMQ worker while it does not. */
+  gate: DatabaseGate;
+  batcher: MicroBatcher<PlanEvent, JobWriteOutcome>;
+  processor: ReturnType<typeof createJobProcessor>;
+  /** Jobs to run at once, following the job sizes seen. */
+  concurrency: AdaptiveConcurrency;
+  writeDeadLetters(letters: DeadLetter[]): Promise<void>;
+  sweeper: GapSweeper;
+}
+
+export function buildPipeline(deps: PipelineDeps): WorkerPipeline {
+  const { settings, metrics, state, logger } = deps;
+  const gate = new DatabaseGate({ probe: () => deps.ds.query('SELECT 1'), logger });
+  gate.onChange((up) => void metrics.databaseUp.set(up ? 1 : 0));
+  const store = new PlanEventStore(deps.ds, logger, { rowCacheBytes: settings.rowCacheMb * 1024 * 1024 });
+  const writer = new BatchWriter({
+    store: deps.store ?? store,
+    metrics,
+    logger,
+    onTransientError: (err) => gate.reportFailure(err),
+    onCommit: (info) => {
+      state.committed(info);
+      recordStoredEvents(deps.connection, deps.queuePrefix, info.inserted);
+      deps.onCommit?.(info);
+    },
+  });
+  const concurrency = new AdaptiveConcurrency(settings.concurrency, settings.maxEventsInFlight);
+  concurrency.onChange((n) => logger.debug({ concurrency: n }, 'job concurrency adjusted to the job size'));
+  const batcher = new MicroBatcher<PlanEvent, JobWriteOutcome>({
+    maxEvents: settings.batchSize,
+    maxWaitMs: settings.batchWaitMs,
+    maxEntries: () => concurrency.concurrency,
+    // one plan, one lane: a plan's events never wait on each other's plan_heads lock in this process
+    lanes: deps.transactions,
+    laneOf: (event) => planLane(event.planId),
+    merge: mergeOutcomes,
+    write: writer.write,
+  });
+  const deadLetters = deps.opened.closable(new DeadLetterWriter(deps.connection, deps.queuePrefix));
+  const writeDeadLetters = async (letters: DeadLetter[]) => {
+    await deadLetters.write(letters);
+    for (const letter of letters) {
+      state.deadLettered();
+      deps.onDeadLetter?.(letter);
+    }
+  };
+  const processor = createJobProcessor({
+    batcher,
+    writeDeadLetters,
+    gate,
+    metrics,
+    logger,
+    queueName: EVENTS_QUEUE,
+    prefix: deps.queuePrefix,
+    workerVersion: workerVersion(),
+    retryBudgetMs: settings.retryBudgetMs,
+    backoff: deps.retryBackoff ?? DEFAULT_BACKOFF,
+    closing: deps.closing,
+    onJobStart: (events) => concurrency.observe(events),
+  });
+  const sweeper = new GapSweeper({ store, timeoutMs: settings.gapTimeoutMs, metrics, logger, databaseUp: () => gate.isUp });
+  return { gate, batcher, processor, concurrency, writeDeadLetters, sweeper };
+}
