@@ -19,9 +19,10 @@ export const AT_FIELD = 'pl:at';
 
 /**
  * The writer's layout of a record (encodeDeadLetter): the event is its last field, so the record's
- * bytes end in `,"event":<event JSON>}`, and the entry's REPLAY_FIELD says `<event bytes>
- * <replay count> <event id>`. A claim cuts the event out of the record with one `string.sub` (no
- * JSON decoded in Redis or here), after checking that the bytes around the cut are that frame.
+ * bytes end in `,"event":<event JSON>}`, and the entry's REPLAY_FIELD says
+ * `<event bytes> <replay count> <event id>`. A claim cuts the event out of the record with one
+ * `string.sub` (no JSON decoded in Redis or here), after checking that the bytes around the cut
+ * are that frame.
  */
 export const REPLAY_FIELD = 'pl:replay';
 export const EVENT_FRAME = ',"event":';

@@ -215,7 +215,7 @@ export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource
     summary.failedAgain = 0;
   }
   summary.durationMs = Date.now() - run.started;
-  const { jobIds, failedAgainIds, kept, ...line } = summary;
+  const { jobIds, failedAgainIds: _ids, kept, ...line } = summary;
   ctx.logger.info({ ...line, jobs: jobIds.length, kept: kept.length }, summary.dryRun ? 'dead-letter replay dry run' : 'dead letters replayed');
   return summary;
 }

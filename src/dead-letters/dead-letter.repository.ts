@@ -67,7 +67,12 @@ export class DeadLetterRepository {
     ]);
     waiting.reverse();
     const seen = new Set(waiting);
-    for (const id of [...delayed, ...prioritized]) if (!seen.has(id)) waiting.push(id), seen.add(id);
+    for (const id of [...delayed, ...prioritized]) {
+      if (!seen.has(id)) {
+        waiting.push(id);
+        seen.add(id);
+      }
+    }
     return waiting;
   }
 

@@ -7,7 +7,7 @@ import { DEFAULT_JOB_OPTIONS } from '../queue/batch-job-options';
 import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
 import { DEAD_LETTER_KINDS, DeadLetter, DeadLetterKind } from './dead-letter';
-import { DeadLetterFilter, DeadLetterNotFoundError, DeadLetterSelection, deadLetteredAt, matchesFilter } from './dead-letter-filter';
+import { DeadLetterFilter, DeadLetterNotFoundError, DeadLetterSelection, matchesFilter } from './dead-letter-filter';
 import { DeadLetterSummary, toSummary } from './dead-letter-codec';
 import { DeadLetterRepository, SCAN_PAGE_SIZE, atMs } from './dead-letter.repository';
 import { ReplayOptions, ReplayPage, ReplaySource, ReplaySummary, StoredEventLookup, replayDeadLetters } from './dead-letter-replayer';
@@ -30,7 +30,7 @@ export interface DeadLetterServiceDeps {
   logger: Logger;
   /** @defaultValue DEFAULT_REPLAY_JOB_OPTIONS */
   replayJobOptions?: JobsOptions;
-  /** Clock, for `--older-than` ages and stats. @defaultValue () => new Date() */
+  /** Clock, for `--older-than` ages and stats. @defaultValue `() => new Date()` */
   now?: () => Date;
 }
 

@@ -21,7 +21,6 @@ import { startWorker, WorkerHandle } from '../../src/worker';
 import { QueueFixture, REDIS_URL, letter } from './dead-letter.fixtures';
 
 const logger = createLogger({ level: 'silent' });
-const MIB = 1024 * 1024;
 
 let database: Awaited<ReturnType<typeof createMigratedDb>>;
 let worker: WorkerHandle | undefined;

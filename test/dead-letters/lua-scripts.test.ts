@@ -8,7 +8,6 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import IORedis from 'ioredis';
 import * as codec from '../../src/dead-letters/dead-letter-codec';
 import { DEAD_LETTER_SCRIPTS } from '../../src/dead-letters/dead-letter-scripts';
 import { DeadLetterService } from '../../src/dead-letters/dead-letter.service';
