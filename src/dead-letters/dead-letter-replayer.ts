@@ -20,10 +20,10 @@ import type { Logger } from '../shared/logger';
 import { encodeBatch } from '../queue/batch-encoding';
 import { EVENT_BATCH_JOB } from '../queue/queue-names';
 import { addRawJobs, RawJobData } from '../queue/raw-batch-queue';
-import { deadLetteredAt } from './dead-letter-filter';
 import { writeDeadLetters } from './dead-letter-writer';
 import type { DeadLetterRepository } from './dead-letter.repository';
 import { DEFAULT_REPLAY_BATCH } from './replay-defaults';
+import { waitForOutcome } from './replay-outcome';
 import { packJobs, planReplay, ReplayPlan } from './replay-plan';
 
 /** Answers "which of these events are stored already"; `PlanEventStore` implements it. */
@@ -125,9 +125,6 @@ export { DEFAULT_REPLAY_BATCH };
  */
 const REPLAY_BATCHES_IN_FLIGHT = 3;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const POLL_MS = 250;
-/** After the jobs finish, how long the count of new dead letters must stay still to be final. */
-const SETTLE_MS = 500;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -210,7 +207,10 @@ export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource
     throw Object.assign(new Error(message), { cause: err });
   }
   if (opts.waitMs !== undefined && !summary.dryRun && summary.jobIds.length > 0) {
-    await waitForOutcome(ctx, summary, run.replayedEventIds!, run.started, run.started + opts.waitMs);
+    const outcome = await waitForOutcome(ctx.repository, ctx.events, summary.jobIds, run.replayedEventIds!, run.started, run.started + opts.waitMs);
+    summary.pending = outcome.pending;
+    summary.failedAgain = outcome.failedAgainIds.length;
+    summary.failedAgainIds = outcome.failedAgainIds;
   } else if (opts.waitMs !== undefined && !summary.dryRun) {
     summary.failedAgain = 0;
   }
@@ -295,48 +295,4 @@ async function sendPlan(run: Run, plan: ReplayPlan): Promise<string[]> {
   if (plan.remove.length > 0) await ctx.repository.remove(plan.remove);
   if (plan.keep.length > 0) await ctx.repository.release(plan.keep.map((k) => k.id), run.token);
   return jobIds;
-}
-
-/** Jobs removed on completion read as 'unknown': finished as well. */
-async function waitForJobs(events: Queue, jobIds: string[], deadline: number): Promise<number> {
-  let pending = jobIds;
-  while (pending.length > 0 && Date.now() < deadline) {
-    const states = await Promise.all(pending.map((id) => events.getJobState(id)));
-    pending = pending.filter((_, i) => !['completed', 'failed', 'unknown'].includes(states[i]));
-    if (pending.length > 0) await sleep(POLL_MS);
-  }
-  return pending.length;
-}
-
-/**
- * A new dead letter for a replayed event comes from one of our jobs (its source), or, should a
- * writer record the source differently, carries a replayed eventId, a raised replay count and a
- * time after the replay began.
- */
-async function findFailedAgain(ctx: ReplayContext, jobIds: Set<string>, eventIds: Set<string>, startedMs: number): Promise<string[]> {
-  const found: string[] = [];
-  for await (const page of ctx.repository.scan()) {
-    for (const dl of page) {
-      const bySource = jobIds.has(dl.source?.jobId);
-      const byEvent = dl.eventId !== null && eventIds.has(dl.eventId.toLowerCase()) && dl.replayCount > 0 && deadLetteredAt(dl) >= startedMs - 1_000;
-      if (bySource || byEvent) found.push(dl.id);
-    }
-  }
-  return found;
-}
-
-async function waitForOutcome(ctx: ReplayContext, summary: ReplaySummary, eventIds: Set<string>, startedMs: number, deadline: number): Promise<void> {
-  summary.pending = await waitForJobs(ctx.events, summary.jobIds, deadline);
-  const jobIds = new Set(summary.jobIds);
-  // A worker may write a dead letter just after the job's state turns final: wait for a still count.
-  let found = await findFailedAgain(ctx, jobIds, eventIds, startedMs);
-  for (;;) {
-    await sleep(SETTLE_MS);
-    const again = await findFailedAgain(ctx, jobIds, eventIds, startedMs);
-    const still = again.length === found.length;
-    found = again;
-    if (still || Date.now() >= deadline) break;
-  }
-  summary.failedAgain = found.length;
-  summary.failedAgainIds = found;
 }
