@@ -1,5 +1,5 @@
 /**
- * Dead letters by the hundred thousand (issue 14, item 3), in one run against a redis-server of
+ * Dead letters by the hundred thousand, in one run against a redis-server of
  * its own: fills the dead-letter queue with N entries (default 100k), then measures
  * - `stats` and an unfiltered `list` (the table's first 100) through the library;
  * - `replay --all --dry-run` and `replay --all`, each as the real CLI in a child process (time and

@@ -117,6 +117,7 @@ export function formatReplaySummary(s: ReplaySummary): string[] {
   const lines = [`replayed ${events} in ${jobs}; already stored: ${stored}; failed again: ${failed}`];
   if (s.vanished > 0) lines.push(`${s.vanished} selected dead letter${s.vanished === 1 ? ' was' : 's were'} removed by someone else meanwhile`);
   if (s.failedAgainIds.length > 0) lines.push(`dead-lettered again: ${s.failedAgainIds.join(', ')}`);
+  if (s.kept.length > 0) pushAll(lines, [`not replayed, still dead letters (${s.kept.length}):`, ...s.kept.map((k) => `  ${k.id}: ${k.reason}`)]);
   if (s.pending > 0) lines.push(`${s.pending} replayed job${s.pending === 1 ? ' is' : 's are'} still unfinished (is a worker running?)`);
   return lines;
 }

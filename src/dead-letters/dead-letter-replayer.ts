@@ -8,17 +8,23 @@
  *   encodes no event again, so what the executor sent is what the worker reads;
  * - a dead letter is removed only after the job carrying its event was added. A crash in between
  *   leaves the event both queued and dead-lettered: the next replay is a harmless duplicate. The
- *   reverse order could lose an event, so it is never done.
+ *   reverse order could lose an event, so it is never done;
+ * - jobs stay under the worker's job limit (replay-plan.ts), and a dead letter holding a whole job
+ *   the worker did not read goes back as that job's events (raw-job-letters.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { JobsOptions, Queue } from 'bullmq';
+import { DEFAULT_LIMITS } from '../contracts/limits';
+import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
 import { encodeBatch } from '../queue/batch-encoding';
 import { EVENT_BATCH_JOB } from '../queue/queue-names';
 import { addRawJobs, RawJobData } from '../queue/raw-batch-queue';
-import { deadLetteredAt } from './dead-letter-filter';
+import { writeDeadLetters } from './dead-letter-writer';
+import type { DeadLetterRepository } from './dead-letter.repository';
 import { DEFAULT_REPLAY_BATCH } from './replay-defaults';
-import type { ClaimedLetter, DeadLetterRepository } from './dead-letter.repository';
+import { waitForOutcome } from './replay-outcome';
+import { packJobs, planReplay, ReplayPlan } from './replay-plan';
 
 /** Answers "which of these events are stored already"; `PlanEventStore` implements it. */
 export interface StoredEventLookup {
@@ -57,6 +63,11 @@ export interface ReplayOptions {
   waitMs?: number;
   /** Called after every batch. */
   onProgress?: (progress: ReplayProgress) => void;
+  /**
+   * Largest job the replay adds, in UTF-8 bytes of its data: the worker's job limit, past which it
+   * dead-letters a job whole without reading it. @defaultValue DEFAULT_LIMITS.maxJobBytes
+   */
+  maxJobBytes?: number;
 }
 
 export interface ReplaySummary {
@@ -77,11 +88,19 @@ export interface ReplaySummary {
   failedAgainIds: string[];
   /** Replayed jobs still unfinished when the wait timed out. */
   pending: number;
+  /**
+   * Selected dead letters not sent, and why: kept as they are (a raw job text that is not a job's
+   * JSON, an event no job can carry), or events split out of a raw job and dead-lettered on their
+   * own by the replay (`id`: the new dead letter).
+   */
+  kept: Array<{ id: string; reason: string }>;
   durationMs: number;
 }
 
 export interface ReplayContext {
   repository: DeadLetterRepository;
+  /** DEAD_LETTER_QUEUE, where the replay writes what it dead-letters itself. */
+  deadLetters: Queue;
   events: Queue;
   storedEvents?: StoredEventLookup;
   jobOptions: JobsOptions;
@@ -100,15 +119,12 @@ export interface ReplayRef {
 export { DEFAULT_REPLAY_BATCH };
 /**
  * Batches a replay (or dry run) works on at once, without --rate. Three, with short script calls
- * (WRITE_PAGE_SIZE): a 100k replay took 1.44-1.87x its dry run, with a live queue beside it at
- * 0.53-0.68x of its throughput, in 20 of 20 runs (both targets met in each); a fourth batch took
- * the live queue down to 0.48-0.62x (BENCHMARKS.md, "Dead letters", 2026-11-25 session 3).
+ * (WRITE_PAGE_SIZE): the most that met both bench:dlq targets (a replay within 2x its dry run, a
+ * live queue beside it above half its throughput) in every run; a fourth took the live queue below
+ * half in some (BENCHMARKS.md, "Dead letters", 2026-11-25 session 3).
  */
 const REPLAY_BATCHES_IN_FLIGHT = 3;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const POLL_MS = 250;
-/** After the jobs finish, how long the count of new dead letters must stay still to be final. */
-const SETTLE_MS = 500;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -157,25 +173,66 @@ async function* batches(source: ReplaySource, size: number): AsyncGenerator<{ re
   if (pending.length > 0 || skipped > 0) yield { refs: pending, scanned: pending.length + skipped };
 }
 
-export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource, opts: ReplayOptions = {}): Promise<ReplaySummary> {
-  const started = Date.now();
-  const batch = Math.max(1, Math.min(opts.batch ?? DEFAULT_REPLAY_BATCH, opts.rate ? Math.ceil(opts.rate) : Infinity));
+/** One replay's state, shared by its batches in flight. */
+interface Run {
+  ctx: ReplayContext;
+  opts: ReplayOptions;
+  summary: ReplaySummary;
+  started: number;
+  /** One token per run: its claims are its own (another replay skips what it holds). */
+  token: string;
+  maxJobBytes: number;
+  /** The replayed events' ids, to find those dead-lettered again: only when waiting for the outcome. */
+  replayedEventIds: Set<string> | undefined;
+}
+
+function newRun(ctx: ReplayContext, opts: ReplayOptions): Run {
   const summary: ReplaySummary = {
     dryRun: opts.dryRun ?? false, selected: 0, replayed: 0, alreadyStored: ctx.storedEvents ? 0 : null,
-    vanished: 0, jobIds: [], failedAgain: null, failedAgainIds: [], pending: 0, durationMs: 0,
+    vanished: 0, jobIds: [], failedAgain: null, failedAgainIds: [], pending: 0, kept: [], durationMs: 0,
   };
-  // the replayed events' ids, to find those dead-lettered again: only when waiting for the outcome
   const replayedEventIds = opts.waitMs !== undefined ? new Set<string>() : undefined;
-  // one token per run: its claims are its own (another replay skips what it holds)
-  const token = `replay-${randomUUID()}`;
-  let done = 0;
-  // Three batches at a time (one with --rate): while Redis adds and removes some, this process reads
-  // and encodes another, instead of each side waiting for the other. Each batch keeps its own
-  // order (sent, then removed); events of two batches may reach the queue in either order, which
-  // the store does not mind (it orders a plan's events by seq).
-  const inFlight = new Set<Promise<void>>();
+  return { ctx, opts, summary, started: Date.now(), token: `replay-${randomUUID()}`, maxJobBytes: opts.maxJobBytes ?? DEFAULT_LIMITS.maxJobBytes, replayedEventIds };
+}
+
+export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource, opts: ReplayOptions = {}): Promise<ReplaySummary> {
+  const run = newRun(ctx, opts);
+  const { summary } = run;
+  try {
+    await runBatches(run, source);
+  } catch (err) {
+    // Say where it stopped: what was sent is queued, the rest is still dead-lettered, so rerunning is safe.
+    if (summary.dryRun) throw err;
+    const message = `replay stopped after ${summary.replayed} of ${summary.selected}+ events (those are queued, the rest are still dead letters; rerun to continue): ${(err as Error).message}`;
+    throw Object.assign(new Error(message), { cause: err });
+  }
+  if (opts.waitMs !== undefined && !summary.dryRun && summary.jobIds.length > 0) {
+    const outcome = await waitForOutcome(ctx.repository, ctx.events, summary.jobIds, run.replayedEventIds!, run.started, run.started + opts.waitMs);
+    summary.pending = outcome.pending;
+    summary.failedAgain = outcome.failedAgainIds.length;
+    summary.failedAgainIds = outcome.failedAgainIds;
+  } else if (opts.waitMs !== undefined && !summary.dryRun) {
+    summary.failedAgain = 0;
+  }
+  summary.durationMs = Date.now() - run.started;
+  const { jobIds, failedAgainIds: _ids, kept, ...line } = summary;
+  ctx.logger.info({ ...line, jobs: jobIds.length, kept: kept.length }, summary.dryRun ? 'dead-letter replay dry run' : 'dead letters replayed');
+  return summary;
+}
+
+/**
+ * Three batches at a time (one with --rate): while Redis adds and removes some, this process reads
+ * and encodes another, instead of each side waiting for the other. Each batch keeps its own order
+ * (sent, then removed); events of two batches may reach the queue in either order, which the store
+ * does not mind (it orders a plan's events by seq). Returns once none is in flight.
+ */
+async function runBatches(run: Run, source: ReplaySource): Promise<void> {
+  const { opts, summary } = run;
+  const batch = Math.max(1, Math.min(opts.batch ?? DEFAULT_REPLAY_BATCH, opts.rate ? Math.ceil(opts.rate) : Infinity));
   const limit = opts.rate ? 1 : REPLAY_BATCHES_IN_FLIGHT;
+  const inFlight = new Set<Promise<void>>();
   let failure: unknown;
+  let done = 0;
   const settle = async (): Promise<void> => {
     await Promise.race(inFlight);
     if (failure !== undefined) throw failure;
@@ -183,108 +240,59 @@ export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource
   try {
     for await (const { refs, scanned } of batches(source, batch)) {
       summary.selected += refs.length;
-      const chunk = (refs.length > 0 ? replayChunk(ctx, refs, summary, replayedEventIds, token) : Promise.resolve()).then(
-        () => {
-          done = Math.min(source.total, done + scanned);
-          opts.onProgress?.({ done, total: source.total });
-        },
-        (err) => {
-          failure ??= err;
-        },
+      const chunk = (refs.length > 0 ? replayChunk(run, refs) : Promise.resolve()).then(
+        () => opts.onProgress?.({ done: (done = Math.min(source.total, done + scanned)), total: source.total }),
+        (err) => void (failure ??= err),
       );
       const tracked: Promise<void> = chunk.finally(() => inFlight.delete(tracked));
       inFlight.add(tracked);
       while (inFlight.size >= limit) await settle();
       if (failure !== undefined) throw failure;
-      if (opts.rate && !summary.dryRun) await sleep(Math.max(0, (summary.replayed / opts.rate) * 1000 - (Date.now() - started)));
+      if (opts.rate && !summary.dryRun) await sleep(Math.max(0, (summary.replayed / opts.rate) * 1000 - (Date.now() - run.started)));
     }
     while (inFlight.size > 0) await settle();
     if (failure !== undefined) throw failure;
-  } catch (err) {
+  } finally {
     // nothing may still be sending when the summary is reported
     await Promise.allSettled(inFlight);
-    // Say where it stopped: what was sent is queued, the rest is still dead-lettered, so rerunning is safe.
-    if (summary.dryRun) throw err;
-    const message = `replay stopped after ${summary.replayed} of ${summary.selected}+ events (those are queued, the rest are still dead letters; rerun to continue): ${(err as Error).message}`;
-    throw Object.assign(new Error(message), { cause: err });
   }
-  if (opts.waitMs !== undefined && !summary.dryRun && summary.jobIds.length > 0) {
-    await waitForOutcome(ctx, summary, replayedEventIds!, started, started + opts.waitMs);
-  } else if (opts.waitMs !== undefined && !summary.dryRun) {
-    summary.failedAgain = 0;
-  }
-  summary.durationMs = Date.now() - started;
-  const { jobIds, failedAgainIds, ...line } = summary;
-  ctx.logger.info({ ...line, jobs: jobIds.length }, summary.dryRun ? 'dead-letter replay dry run' : 'dead letters replayed');
-  return summary;
 }
 
-async function replayChunk(ctx: ReplayContext, chunk: ReplayRef[], summary: ReplaySummary, replayedEventIds: Set<string> | undefined, token: string): Promise<void> {
+async function replayChunk(run: Run, chunk: ReplayRef[]): Promise<void> {
+  const { ctx, summary } = run;
   if (summary.dryRun) {
     summary.replayed += chunk.length;
     await addStored(ctx, summary, chunk);
     return;
   }
-  const letters = await ctx.repository.claim(chunk.map((r) => r.id), token);
+  const letters = await ctx.repository.claim(chunk.map((r) => r.id), run.token);
   summary.vanished += chunk.length - letters.length;
   if (letters.length === 0) return;
+  const plan = await planReplay({ repository: ctx.repository, prefix: String(ctx.events.opts.prefix ?? 'bull'), maxJobBytes: run.maxJobBytes }, letters);
   // counted before sending: afterwards the worker may store them and all would look like no-ops
-  await addStored(ctx, summary, letters);
-  summary.jobIds.push(await sendBatch(ctx, letters));
-  summary.replayed += letters.length;
-  if (replayedEventIds) for (const dl of letters) if (dl.eventId) replayedEventIds.add(dl.eventId.toLowerCase());
-}
-
-/** One job for the whole batch, then (only then) the dead letters go. */
-async function sendBatch(ctx: ReplayContext, letters: ClaimedLetter[]): Promise<string> {
-  const jobId = `replay-${randomUUID()}`;
-  // EventBatchJobData, laid out from the events' stored bytes: nothing parsed or encoded again
-  const data = new RawJobData(encodeBatch(letters.map((dl) => dl.eventJson), letters.map((dl) => dl.replayCount + 1)));
-  await addRawJobs(ctx.events, [{ name: EVENT_BATCH_JOB, data, opts: { ...ctx.jobOptions, jobId } }]);
-  await ctx.repository.remove(letters.map((dl) => dl.id));
-  return jobId;
-}
-
-/** Jobs removed on completion read as 'unknown': finished as well. */
-async function waitForJobs(events: Queue, jobIds: string[], deadline: number): Promise<number> {
-  let pending = jobIds;
-  while (pending.length > 0 && Date.now() < deadline) {
-    const states = await Promise.all(pending.map((id) => events.getJobState(id)));
-    pending = pending.filter((_, i) => !['completed', 'failed', 'unknown'].includes(states[i]));
-    if (pending.length > 0) await sleep(POLL_MS);
-  }
-  return pending.length;
+  await addStored(ctx, summary, plan.send);
+  pushAll(summary.jobIds, await sendPlan(run, plan));
+  summary.replayed += plan.send.length;
+  for (const k of plan.keep) summary.kept.push(k);
+  for (const dl of plan.deadLetter) summary.kept.push({ id: dl.id, reason: dl.error.message });
+  if (run.replayedEventIds) for (const dl of plan.send) if (dl.eventId) run.replayedEventIds.add(dl.eventId.toLowerCase());
 }
 
 /**
- * A new dead letter for a replayed event comes from one of our jobs (its source), or, should a
- * writer record the source differently, carries a replayed eventId, a raised replay count and a
- * time after the replay began.
+ * The plan's jobs in one atomic add, the events no job can carry dead-lettered, then (only then)
+ * the dead letters sent go, and the kept ones are released. Returns the jobs' ids.
  */
-async function findFailedAgain(ctx: ReplayContext, jobIds: Set<string>, eventIds: Set<string>, startedMs: number): Promise<string[]> {
-  const found: string[] = [];
-  for await (const page of ctx.repository.scan()) {
-    for (const dl of page) {
-      const bySource = jobIds.has(dl.source?.jobId);
-      const byEvent = dl.eventId !== null && eventIds.has(dl.eventId.toLowerCase()) && dl.replayCount > 0 && deadLetteredAt(dl) >= startedMs - 1_000;
-      if (bySource || byEvent) found.push(dl.id);
-    }
-  }
-  return found;
-}
-
-async function waitForOutcome(ctx: ReplayContext, summary: ReplaySummary, eventIds: Set<string>, startedMs: number, deadline: number): Promise<void> {
-  summary.pending = await waitForJobs(ctx.events, summary.jobIds, deadline);
-  const jobIds = new Set(summary.jobIds);
-  // A worker may write a dead letter just after the job's state turns final: wait for a still count.
-  let found = await findFailedAgain(ctx, jobIds, eventIds, startedMs);
-  for (;;) {
-    await sleep(SETTLE_MS);
-    const again = await findFailedAgain(ctx, jobIds, eventIds, startedMs);
-    const still = again.length === found.length;
-    found = again;
-    if (still || Date.now() >= deadline) break;
-  }
-  summary.failedAgain = found.length;
-  summary.failedAgainIds = found;
+async function sendPlan(run: Run, plan: ReplayPlan): Promise<string[]> {
+  const { ctx } = run;
+  const jobs = packJobs(plan.send, run.maxJobBytes).map((letters) => ({
+    name: EVENT_BATCH_JOB,
+    // EventBatchJobData, laid out from the events' stored bytes: nothing parsed or encoded again
+    data: new RawJobData(encodeBatch(letters.map((dl) => dl.eventJson), letters.map((dl) => dl.replayCount + 1))),
+    opts: { ...ctx.jobOptions, jobId: `replay-${randomUUID()}` },
+  }));
+  const jobIds = jobs.length > 0 ? await addRawJobs(ctx.events, jobs) : [];
+  await writeDeadLetters(ctx.deadLetters, plan.deadLetter);
+  if (plan.remove.length > 0) await ctx.repository.remove(plan.remove);
+  if (plan.keep.length > 0) await ctx.repository.release(plan.keep.map((k) => k.id), run.token);
+  return jobIds;
 }

@@ -5,7 +5,8 @@ import type { Violation } from '../contracts';
 import { DEAD_LETTER_QUEUE } from '../queue/queue-names';
 import type { DeadLetter, DeadLetterKind } from './dead-letter';
 import { addRawJobs, RawJobData } from '../queue/raw-batch-queue';
-import { DeadLetterRepository, encodeDeadLetter } from './dead-letter.repository';
+import { encodeDeadLetter } from './dead-letter-codec';
+import { DeadLetterRepository } from './dead-letter.repository';
 
 /** Where a dead-lettered event came from and how hard it was tried. */
 export interface DeadLetterProvenance {
@@ -73,8 +74,32 @@ export function buildDeadLetter(kind: DeadLetterKind, event: unknown, reason: De
 }
 
 /**
- * Appends dead letters to DEAD_LETTER_QUEUE (job name = kind, job id = letter id), all of one call
- * in one atomic `addBulk`. Nothing consumes that queue: the jobs wait there for `dlq` commands.
+ * Appends dead letters to `queue` (DEAD_LETTER_QUEUE; job name = kind, job id = letter id), all
+ * of one call in one atomic `addBulk`, then their summaries beside them.
+ */
+export async function writeDeadLetters(queue: Queue, letters: readonly DeadLetter[]): Promise<void> {
+  if (letters.length === 0) return;
+  // each record laid out with its event last (encodeDeadLetter), so a replay can cut it out
+  const encoded = letters.map((letter) => encodeDeadLetter(letter));
+  await addRawJobs(
+    queue,
+    letters.map((letter, i) => ({
+      name: letter.kind,
+      data: new RawJobData(encoded[i].bytes),
+      // Kept until `dlq purge` / `dlq replay` removes them: the dead-letter queue is a store.
+      opts: { jobId: letter.id, removeOnComplete: false, removeOnFail: false },
+    })),
+  );
+  // then its summary beside it, so that listings and stats never decode the event: a crash in
+  // between leaves entries without one, which readers decode as before (and a replay parses)
+  await new DeadLetterRepository(queue).addSummaries(
+    letters.map((letter, i) => ({ id: letter.id, bytes: encoded[i].bytes.length, replayField: encoded[i].replayField })),
+  );
+}
+
+/**
+ * The worker's writer: its own Queue on DEAD_LETTER_QUEUE. Nothing consumes that queue: the jobs
+ * wait there for `dlq` commands.
  */
 export class DeadLetterWriter {
   private readonly queue: Queue;
@@ -87,23 +112,7 @@ export class DeadLetterWriter {
   }
 
   async write(letters: DeadLetter[]): Promise<void> {
-    if (letters.length === 0) return;
-    // each record laid out with its event last (encodeDeadLetter), so a replay can cut it out
-    const encoded = letters.map((letter) => encodeDeadLetter(letter));
-    await addRawJobs(
-      this.queue,
-      letters.map((letter, i) => ({
-        name: letter.kind,
-        data: new RawJobData(encoded[i].bytes),
-        // Kept until `dlq purge` / `dlq replay` removes them: the dead-letter queue is a store.
-        opts: { jobId: letter.id, removeOnComplete: false, removeOnFail: false },
-      })),
-    );
-    // then its summary beside it, so that listings and stats never decode the event: a crash in
-    // between leaves entries without one, which readers decode as before (and a replay parses)
-    await new DeadLetterRepository(this.queue).addSummaries(
-      letters.map((letter, i) => ({ id: letter.id, bytes: encoded[i].bytes.length, replayField: encoded[i].replayField })),
-    );
+    await writeDeadLetters(this.queue, letters);
   }
 
   async close(): Promise<void> {

@@ -3,12 +3,13 @@
  * store lookup; it opens nothing itself (see dead-letter-connections.ts for the CLI's wiring).
  */
 import type { JobsOptions, Queue } from 'bullmq';
-import { DEFAULT_JOB_OPTIONS } from '../publisher/publisher-options';
+import { DEFAULT_JOB_OPTIONS } from '../queue/batch-job-options';
 import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
 import { DEAD_LETTER_KINDS, DeadLetter, DeadLetterKind } from './dead-letter';
-import { DeadLetterFilter, DeadLetterNotFoundError, DeadLetterSelection, deadLetteredAt, matchesFilter } from './dead-letter-filter';
-import { DeadLetterRepository, DeadLetterSummary, SCAN_PAGE_SIZE, atMs, toSummary } from './dead-letter.repository';
+import { DeadLetterFilter, DeadLetterNotFoundError, DeadLetterSelection, matchesFilter } from './dead-letter-filter';
+import { DeadLetterSummary, toSummary } from './dead-letter-codec';
+import { DeadLetterRepository, SCAN_PAGE_SIZE, atMs } from './dead-letter.repository';
 import { ReplayOptions, ReplayPage, ReplaySource, ReplaySummary, StoredEventLookup, replayDeadLetters } from './dead-letter-replayer';
 
 export type { DeadLetterSummary };
@@ -29,7 +30,7 @@ export interface DeadLetterServiceDeps {
   logger: Logger;
   /** @defaultValue DEFAULT_REPLAY_JOB_OPTIONS */
   replayJobOptions?: JobsOptions;
-  /** Clock, for `--older-than` ages and stats. @defaultValue () => new Date() */
+  /** Clock, for `--older-than` ages and stats. @defaultValue `() => new Date()` */
   now?: () => Date;
 }
 
@@ -171,6 +172,7 @@ export class DeadLetterService {
     return replayDeadLetters(
       {
         repository: this.repository,
+        deadLetters: this.deps.deadLetters,
         events: this.deps.events,
         storedEvents: this.deps.storedEvents,
         jobOptions: this.deps.replayJobOptions ?? DEFAULT_REPLAY_JOB_OPTIONS,

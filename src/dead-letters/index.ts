@@ -1,7 +1,8 @@
 /** Dead letters: the record, the service every caller uses, and its text rendering. */
 export * from './dead-letter';
 export * from './dead-letter-filter';
-export { DeadLetterRepository, DEAD_LETTER_STATES, toDeadLetter } from './dead-letter.repository';
+export { DeadLetterRepository, DEAD_LETTER_STATES } from './dead-letter.repository';
+export { toDeadLetter } from './dead-letter-compat';
 export * from './dead-letter-replayer';
 export * from './dead-letter.service';
 export * from './dead-letter-connections';

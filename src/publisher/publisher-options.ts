@@ -5,6 +5,7 @@ import type { ContractLimits, Violation } from '../contracts';
 import type { Logger } from '../shared/logger';
 import { ClusterSeeds, clusterPrefixProblem, parseClusterNodes } from '../config/redis-cluster-nodes';
 import type { RedisClient } from '../queue/connect-redis';
+import { DEFAULT_JOB_OPTIONS } from '../queue/batch-job-options';
 import { PlanLedgerError } from '../shared/errors';
 
 /**
@@ -82,20 +83,8 @@ export interface PublisherOptions {
   metricsRegistry?: Registry;
 }
 
-/**
- * Job options of every batch job. `attempts`/`backoff` are a generous budget for the worker's
- * transient failures (the worker may replace the backoff with its own strategy). A completed job
- * is removed at once: its events are in the database, and keeping its data (500 events) only fills
- * Redis, which at `maxmemory` refuses the worker's moves too. Failed ones are kept for the
- * dead-letter tools. The cost: a batch resent after its job completed (a lost addBulk reply) runs
- * again, as duplicates the worker's eventId idempotency turns into no-ops.
- */
-export const DEFAULT_JOB_OPTIONS: Readonly<JobsOptions> = Object.freeze({
-  attempts: 50,
-  backoff: { type: 'exponential', delay: 1_000 },
-  removeOnComplete: true,
-  removeOnFail: false,
-});
+/** Job options of every batch job (src/queue/batch-job-options.ts), part of the publisher's API. */
+export { DEFAULT_JOB_OPTIONS };
 
 export type ResolvedOptions = Required<Omit<PublisherOptions, 'onRejected' | 'logger' | 'limits' | 'redisClusterNodes' | 'connection' | 'metricsRegistry'>> &
   Pick<PublisherOptions, 'onRejected' | 'limits' | 'connection'> & { redisClusterNodes: ClusterSeeds | null };

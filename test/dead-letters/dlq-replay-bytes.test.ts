@@ -9,7 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import type { DeadLetter } from '../../src/dead-letters/dead-letter';
-import { DeadLetterRepository, encodeDeadLetter } from '../../src/dead-letters/dead-letter.repository';
+import { encodeDeadLetter } from '../../src/dead-letters/dead-letter-codec';
+import { DeadLetterRepository } from '../../src/dead-letters/dead-letter.repository';
 import { DeadLetterService } from '../../src/dead-letters/dead-letter.service';
 import type { EventBatchJobData } from '../../src/queue/queue-names';
 import { createLogger } from '../../src/shared/logger';
