@@ -39,5 +39,5 @@ export class CliError extends PlanLedgerError {
 export const EXIT_HELP = `
 Exit codes:
   0  done
-  1  failed (database or Redis unreachable, plan/session/step not found, operation failed)
-  2  usage error (bad arguments, configuration, or an unknown dead-letter id); nothing was done`;
+  1  failed (database or Redis unreachable, plan/session/step/dead letter not found, operation failed)
+  2  usage error (bad arguments or configuration); nothing was done`;

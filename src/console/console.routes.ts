@@ -2,12 +2,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
-import { DeadLetterInputError, DeadLetterNotFoundError } from '../dead-letters/dead-letter-filter';
 import { parseFilter, parsePositiveInt } from '../dead-letters/dead-letter-filter';
 import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
 import type { DeadLetterService } from '../dead-letters/dead-letter.service';
 import { ApiKeys } from '../shared/api-keys';
-import { QueryArgumentError } from '../queries/query-errors';
 import type { RedisClient } from '../queue/connect-redis';
 import { storedEventsPerMinute } from '../queue/stored-event-rate';
 import { ConsoleSessions, CSRF_HEADER, SESSION_TTL_MS, sessionCookie } from './console-sessions';
@@ -98,49 +96,26 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
     if (!deps.deadLetters) throw Object.assign(new Error('dead letters are not available: this server has no Redis connection for them'), { statusCode: 503 });
     return deps.deadLetters;
   };
-  const input = <T>(fn: () => T): T => {
-    try {
-      return fn();
-    } catch (err) {
-      if (err instanceof DeadLetterInputError) throw new QueryArgumentError('filter', err.message);
-      throw err;
-    }
-  };
-
   app.get('/v1/dead-letters', { ...read, schema: { summary: 'dead letters, oldest first, without events (CLI: dlq list --json)', tags: ['dead letters'] } }, async (req) => {
     const q = req.query as Q;
-    const filter = input(() => parseFilter({ type: q.type, kind: q.kind, plan: q.plan, since: q.since, until: q.until, limit: q.limit ?? '100' }));
+    // a bad filter is a usage error (400), an unknown id not-found (404): see http-errors.ts
+    const filter = parseFilter({ type: q.type, kind: q.kind, plan: q.plan, since: q.since, until: q.until, limit: q.limit ?? '100' });
     return service().listSummaries(filter);
   });
-  app.get('/v1/dead-letters/:id', { ...read, schema: { summary: 'one dead letter with its original event (CLI: dlq show --json)', tags: ['dead letters'] } }, async (req, reply) => {
-    try {
-      return await service().show((req.params as Record<string, string>).id);
-    } catch (err) {
-      if (err instanceof DeadLetterNotFoundError) return reply.code(404).send({ error: err.message });
-      throw err;
-    }
+  app.get('/v1/dead-letters/:id', { ...read, schema: { summary: 'one dead letter with its original event (CLI: dlq show --json)', tags: ['dead letters'] } }, async (req) =>
+    service().show((req.params as Record<string, string>).id),
+  );
+  app.post('/v1/dead-letters/:id/replay', { ...admin, schema: { summary: 'replay one dead letter (admin scope; CLI: dlq replay <id>)', tags: ['dead letters'] } }, async (req) => {
+    const summary = await service().replay({ ids: [(req.params as Record<string, string>).id] });
+    return { replayed: summary.replayed, alreadyStored: summary.alreadyStored, vanished: summary.vanished, jobIds: summary.jobIds };
   });
-  app.post('/v1/dead-letters/:id/replay', { ...admin, schema: { summary: 'replay one dead letter (admin scope; CLI: dlq replay <id>)', tags: ['dead letters'] } }, async (req, reply) => {
-    try {
-      const summary = await service().replay({ ids: [(req.params as Record<string, string>).id] });
-      return { replayed: summary.replayed, alreadyStored: summary.alreadyStored, vanished: summary.vanished, jobIds: summary.jobIds };
-    } catch (err) {
-      if (err instanceof DeadLetterNotFoundError) return reply.code(404).send({ error: err.message });
-      throw err;
-    }
-  });
-  app.post('/v1/dead-letters/:id/purge', { ...admin, schema: { summary: 'remove one dead letter for good (admin scope; CLI: dlq purge <id> --yes)', tags: ['dead letters'] } }, async (req, reply) => {
-    try {
-      const result = await service().purge({ ids: [(req.params as Record<string, string>).id] });
-      return { removed: result.deadLetters.length };
-    } catch (err) {
-      if (err instanceof DeadLetterNotFoundError) return reply.code(404).send({ error: err.message });
-      throw err;
-    }
+  app.post('/v1/dead-letters/:id/purge', { ...admin, schema: { summary: 'remove one dead letter for good (admin scope; CLI: dlq purge <id> --yes)', tags: ['dead letters'] } }, async (req) => {
+    const result = await service().purge({ ids: [(req.params as Record<string, string>).id] });
+    return { removed: result.deadLetters.length };
   });
 
   app.get('/v1/health', { ...read, schema: { summary: 'queue depth, oldest waiting job, dead letters by kind, events stored per minute', tags: ['read'] } }, async (req) => {
-    const minutes = input(() => parsePositiveInt('minutes', (req.query as Q).minutes ?? '15', 1_440));
+    const minutes = parsePositiveInt('minutes', (req.query as Q).minutes ?? '15', 1_440);
     return health(deps, minutes);
   });
 }

@@ -1,19 +1,22 @@
 /**
  * Which dead letters an operator means: parsing of the CLI's selection flags (pure, no I/O) and
  * the predicate the service applies while it scans the dead-letter queue. Every parse error is one
- * sentence naming the flag, so the CLI can print it as is and exit 2.
+ * sentence naming the flag, so the CLI can print it as is (a usage error: exit 2).
  */
+import { PlanLedgerError } from '../shared/errors';
 import { parseInstant } from '../shared/iso-instant';
 import { DEAD_LETTER_KINDS, DeadLetter, DeadLetterKind } from './dead-letter';
 
-/** Bad input from the caller (malformed flag, conflicting flags, unknown id): nothing was done. */
-export class DeadLetterInputError extends Error {
+/** Bad input from the caller (a malformed flag, conflicting flags): nothing was done. */
+export class DeadLetterInputError extends PlanLedgerError {
   override readonly name: string = 'DeadLetterInputError';
+  readonly kind = 'usage';
 }
 
-/** One or more ids named explicitly do not exist on the dead-letter queue. */
-export class DeadLetterNotFoundError extends DeadLetterInputError {
+/** One or more ids named explicitly do not exist on the dead-letter queue: nothing was done. */
+export class DeadLetterNotFoundError extends PlanLedgerError {
   override readonly name = 'DeadLetterNotFoundError';
+  readonly kind = 'not-found';
   constructor(readonly ids: string[]) {
     super(ids.length === 1 ? `dead letter ${ids[0]} not found` : `dead letters not found: ${ids.join(', ')}`);
   }

@@ -137,14 +137,24 @@ describe('plan-ledger dlq purge', () => {
 });
 
 describe('plan-ledger dlq bad input', () => {
-  it('answers an unknown id, a malformed date or duration and conflicting flags with one line and exit 2', async () => {
+  it('answers an unknown id (not found: exit 1), a malformed date or duration and conflicting flags (usage: exit 2) with one line', async () => {
     const q = fixture();
     const [kept] = await q.write(letter());
     const env = q.env({ DATABASE_URL: database.db.url });
-    const cases: Array<[string[], string]> = [
+    // not found ends with exit 1 in every command (plans show, sessions history, dlq show...)
+    const notFound: Array<[string[], string]> = [
       [['dlq', 'show', 'dl-00000000-0000-0000-0000-000000000000'], 'dead letter dl-00000000-0000-0000-0000-000000000000 not found'],
       [['dlq', 'replay', kept.id, 'dl-missing'], 'dead letter dl-missing not found'],
       [['dlq', 'purge', kept.id, 'dl-gone', '--yes'], 'dead letter dl-gone not found'],
+    ];
+    const missing = await Promise.all(notFound.map(([args]) => runCli(args, env)));
+    missing.forEach((r, i) => {
+      const [args, message] = notFound[i];
+      expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 1, stdout: '' });
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toContain(message);
+    });
+    const cases: Array<[string[], string]> = [
       [['dlq', 'list', '--since', 'yesterday'], '--since: "yesterday" is not an ISO-8601 date or time'],
       [['dlq', 'list', '--until', '2025-02-30'], '--until: "2025-02-30" is not an ISO-8601'],
       [['dlq', 'list', '--since', '0025-01-31'], '--since: "0025-01-31" is before 1970'],

@@ -3,7 +3,6 @@ import { runAsBulkCommand } from '../../shared/process-tuning';
 import { CliError } from '../exit-codes';
 import {
   DEFAULT_REPLAY_BATCH,
-  DeadLetterInputError,
   DeadLetterService,
   OpenDeadLetterOptions,
   RawSelectionOptions,
@@ -37,27 +36,19 @@ export interface PurgeCliOptions extends RawSelectionOptions, JsonOption {
   yes?: boolean;
 }
 
-/** Opens what the command needs, runs it, always closes; bad input becomes exit 2. */
+/** Opens what the command needs, runs it, always closes; its errors end the command by their kind (exit-codes.ts). */
 async function withService(ctx: CliContext, opts: OpenDeadLetterOptions, fn: (service: DeadLetterService) => Promise<void>): Promise<void> {
   const opened = await openDeadLetterService(ctx.config, ctx.logger, opts);
   try {
     await fn(opened.service);
-  } catch (err) {
-    if (err instanceof DeadLetterInputError) throw new CliError(err.message, 'usage');
-    throw err;
   } finally {
     await opened.close();
   }
 }
 
-/** Parses flags before anything connects, so a typo costs no connection and gives exit 2. */
+/** Parses flags before anything connects, so a typo costs no connection (a usage error: exit 2). */
 function parsed<T>(fn: () => T): T {
-  try {
-    return fn();
-  } catch (err) {
-    if (err instanceof DeadLetterInputError) throw new CliError(err.message, 'usage');
-    throw err;
-  }
+  return fn();
 }
 
 function printJson(ctx: CliContext, value: unknown): void {
