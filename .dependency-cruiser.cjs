@@ -6,7 +6,13 @@
  */
 module.exports = {
   forbidden: [
-    { name: 'no-circular', severity: 'error', comment: 'an import cycle', from: { path: '^src' }, to: { circular: true } },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'an import cycle',
+      from: { path: '^src' },
+      to: { circular: true },
+    },
     {
       name: 'shared-is-the-bottom',
       severity: 'error',

@@ -21,7 +21,15 @@ export default tseslint.config(
     files: ['**/*.ts'],
     rules: {
       // `_name`: a binding kept for its position (a destructured field left out, a callback's unused parameter)
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        {
+          argsIgnorePattern: '^_',
+          varsIgnorePattern: '^_',
+          destructuredArrayIgnorePattern: '^_',
+          caughtErrors: 'none',
+        },
+      ],
       // control characters in patterns are the point where terminal and storage safety are checked
       'no-control-regex': 'off',
     },

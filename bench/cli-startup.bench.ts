@@ -37,7 +37,8 @@ interface Sample {
 
 function binOf(root: string): string {
   const bin = path.join(root, 'bin', 'plan-ledger.js');
-  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'main.js'))) throw new Error(`${root} has no build: run npm run build there first`);
+  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'main.js')))
+    throw new Error(`${root} has no build: run npm run build there first`);
   return bin;
 }
 
@@ -47,7 +48,12 @@ function measure(argv: string[], env: NodeJS.ProcessEnv): Sample {
   const line = /@@ (\S+) (\S+) (\S+) (\S+)\s*$/.exec(r.stderr ?? '');
   if (!line) throw new Error(`${argv.join(' ')}: no timing from ${TIME} (is GNU time installed?)\n${r.stderr}`);
   // GNU time exits with the command's status
-  return { cpu: Number(line[1]) + Number(line[2]), wall: Number(line[3]), rssMb: Number(line[4]) / 1024, code: r.status };
+  return {
+    cpu: Number(line[1]) + Number(line[2]),
+    wall: Number(line[3]),
+    rssMb: Number(line[4]) / 1024,
+    code: r.status,
+  };
 }
 
 const median = (xs: number[]) => {
@@ -59,7 +65,11 @@ function main(): void {
   if (!fs.existsSync(TIME)) throw new Error(`${TIME} not found: install GNU time (apt-get install time)`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-bench-cli-'));
   try {
-    const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: `sqlite:${path.join(dir, 'empty.sqlite')}`, LOG_LEVEL: 'warn' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATABASE_URL: `sqlite:${path.join(dir, 'empty.sqlite')}`,
+      LOG_LEVEL: 'warn',
+    };
     delete env.PLAN_LEDGER_FROM_SOURCE; // the build, as an installed package runs
     const builds: Array<[string, string]> = [['this', binOf(ROOT)]];
     if (BASELINE) builds.push(['baseline', binOf(path.resolve(BASELINE))]);
@@ -103,12 +113,26 @@ function main(): void {
       }
       return row;
     });
-    const result = { runs: RUNS, baseline: BASELINE || null, loadAvg: os.loadavg().map((l) => Number(l.toFixed(2))), cpus: os.cpus().length, node: process.version, rows };
+    const result = {
+      runs: RUNS,
+      baseline: BASELINE || null,
+      loadAvg: os.loadavg().map((l) => Number(l.toFixed(2))),
+      cpus: os.cpus().length,
+      node: process.version,
+      rows,
+    };
     if (JSON_OUT) return void process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    process.stdout.write(`CLI start-up, medians of ${RUNS} runs (GNU time, whole process); load average ${result.loadAvg.join(' ')} on ${result.cpus} CPUs\n`);
+    process.stdout.write(
+      `CLI start-up, medians of ${RUNS} runs (GNU time, whole process); load average ${result.loadAvg.join(' ')} on ${result.cpus} CPUs\n`,
+    );
     for (const r of rows) {
-      const base = r.baselineCpuS === undefined ? '' : `  | baseline ${r.baselineCpuS} s cpu, ${r.baselineWallS} s wall, ${r.baselineRssMb} MB | this/baseline cpu ${r.cpuRatio}x, wall ${r.wallRatio}x`;
-      process.stdout.write(`${String(r.command).padEnd(28)} ${r.cpuS} s cpu, ${r.wallS} s wall, ${r.rssMb} MB${base}\n`);
+      const base =
+        r.baselineCpuS === undefined
+          ? ''
+          : `  | baseline ${r.baselineCpuS} s cpu, ${r.baselineWallS} s wall, ${r.baselineRssMb} MB | this/baseline cpu ${r.cpuRatio}x, wall ${r.wallRatio}x`;
+      process.stdout.write(
+        `${String(r.command).padEnd(28)} ${r.cpuS} s cpu, ${r.wallS} s wall, ${r.rssMb} MB${base}\n`,
+      );
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -37,20 +37,41 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 function deadLetter(i: number): DeadLetter {
   const eventId = randomUUID();
   const event = {
-    specVersion: 1, eventId, type: i % 3 === 0 ? 'step.completed' : 'step.started', planId: `plan_${i % 997}`, sessionId: 'session_1', seq: i,
-    occurredAt: '2026-01-01T00:00:00.000Z', payload: { stepId: `s${i % 7}`, inputTokens: 100, outputTokens: -1, outputContent: 'x'.repeat(200) },
+    specVersion: 1,
+    eventId,
+    type: i % 3 === 0 ? 'step.completed' : 'step.started',
+    planId: `plan_${i % 997}`,
+    sessionId: 'session_1',
+    seq: i,
+    occurredAt: '2026-01-01T00:00:00.000Z',
+    payload: { stepId: `s${i % 7}`, inputTokens: 100, outputTokens: -1, outputContent: 'x'.repeat(200) },
   };
   return {
-    id: `dl-${randomUUID()}`, kind: i % 2 === 0 ? 'invalid' : 'retries-exhausted', event, eventId, type: event.type, planId: event.planId, sessionId: 'session_1',
-    error: { message: 'payload.outputTokens: must not be less than 0', violations: [{ path: 'payload.outputTokens', message: 'must not be less than 0' } as never], stack: 'Error: invalid\n    at check (x.ts:1:1)' },
-    attempts: 1, firstFailedAt: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(), lastFailedAt: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(),
-    source: { queue: EVENTS_QUEUE, jobId: `job-${i}` }, workerVersion: '0.1.0', replayCount: 0,
+    id: `dl-${randomUUID()}`,
+    kind: i % 2 === 0 ? 'invalid' : 'retries-exhausted',
+    event,
+    eventId,
+    type: event.type,
+    planId: event.planId,
+    sessionId: 'session_1',
+    error: {
+      message: 'payload.outputTokens: must not be less than 0',
+      violations: [{ path: 'payload.outputTokens', message: 'must not be less than 0' } as never],
+      stack: 'Error: invalid\n    at check (x.ts:1:1)',
+    },
+    attempts: 1,
+    firstFailedAt: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(),
+    lastFailedAt: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(),
+    source: { queue: EVENTS_QUEUE, jobId: `job-${i}` },
+    workerVersion: '0.1.0',
+    replayCount: 0,
   };
 }
 
 async function fill(redis: IORedis, prefix: string, n: number): Promise<void> {
   const writer = new DeadLetterWriter(redis, prefix);
-  for (let i = 0; i < n; i += 1_000) await writer.write(Array.from({ length: Math.min(1_000, n - i) }, (_, k) => deadLetter(i + k)));
+  for (let i = 0; i < n; i += 1_000)
+    await writer.write(Array.from({ length: Math.min(1_000, n - i) }, (_, k) => deadLetter(i + k)));
   await writer.close();
 }
 
@@ -64,11 +85,17 @@ async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
  * The CLI in a child process, as an operator runs it: the build (`npm run build`; bin/ falls back
  * to the sources when there is none). The wrapper reports the process's own peak RSS on exit.
  */
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; maxRssMb: number; ms: number }> {
+function runCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; maxRssMb: number; ms: number }> {
   const wrapper = `process.on('exit', () => process.stderr.write('\\nmaxrss ' + process.resourceUsage().maxRSS + '\\n')); process.argv = ['node', 'plan-ledger', ...${JSON.stringify(args)}]; require(${JSON.stringify(path.join(ROOT, 'bin', 'plan-ledger.js'))});`;
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, ['-e', wrapper], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['-e', wrapper], {
+      env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -77,15 +104,32 @@ function runCli(args: string[], env: Record<string, string>): Promise<{ code: nu
     child.on('close', (code) => {
       const rss = /maxrss (\d+)/.exec(stderr);
       if (code !== 0) log(stderr);
-      resolve({ code, stdout, maxRssMb: rss ? Math.round(Number(rss[1]) / 1024) : NaN, ms: Number(process.hrtime.bigint() - started) / 1e6 });
+      resolve({
+        code,
+        stdout,
+        maxRssMb: rss ? Math.round(Number(rss[1]) / 1024) : NaN,
+        ms: Number(process.hrtime.bigint() - started) / 1e6,
+      });
     });
   });
 }
 
-interface LiveSample { t: number; completed: number }
+interface LiveSample {
+  t: number;
+  completed: number;
+}
 
 function startLive(url: string, prefix: string): { child: ChildProcess; samples: LiveSample[] } {
-  const child = spawn(process.execPath, [path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), path.join(__dirname, 'support', 'dlq-live-queue.ts'), url, prefix], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [
+      path.join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
+      path.join(__dirname, 'support', 'dlq-live-queue.ts'),
+      url,
+      prefix,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const samples: LiveSample[] = [];
   let buffer = '';
   child.stdout!.on('data', (d) => {
@@ -121,11 +165,16 @@ async function main(): Promise<void> {
     const service = new DeadLetterService({ deadLetters, logger: createLogger({ level: 'silent' }) });
     const [stats, statsMs] = await timed(() => service.stats());
     const [list, listMs] = await timed(() => service.listSummaries({ limit: 100 }));
-    if (stats.total !== N || list.total !== N || list.deadLetters.length !== Math.min(100, N)) throw new Error(`counts wrong: stats ${stats.total}, list ${list.total}/${list.deadLetters.length}`);
+    if (stats.total !== N || list.total !== N || list.deadLetters.length !== Math.min(100, N))
+      throw new Error(`counts wrong: stats ${stats.total}, list ${list.total}/${list.deadLetters.length}`);
     log(`stats ${Math.round(statsMs)} ms, list ${Math.round(listMs)} ms`);
 
     // replay opens the database for its "already stored" count: an empty, migrated SQLite file
-    const env = { REDIS_URL: server.url, QUEUE_PREFIX: prefix, DATABASE_URL: `sqlite:${path.join(server.dir, 'bench.sqlite')}` };
+    const env = {
+      REDIS_URL: server.url,
+      QUEUE_PREFIX: prefix,
+      DATABASE_URL: `sqlite:${path.join(server.dir, 'bench.sqlite')}`,
+    };
     if ((await runCli(['migrate'], env)).code !== 0) throw new Error('migrate failed');
     const dry = await runCli(['dlq', 'replay', '--all', '--dry-run', '--json'], env);
     log(`dry run: exit ${dry.code}, ${Math.round(dry.ms)} ms, peak RSS ${dry.maxRssMb} MB`);
@@ -133,7 +182,9 @@ async function main(): Promise<void> {
     // the replay on the same quiet machine as the dry run: the ratio compares their own costs
     const replay = await runCli(['dlq', 'replay', '--all', '--json'], env);
     const summary = JSON.parse(replay.stdout || '{}');
-    log(`replay: exit ${replay.code}, ${Math.round(replay.ms)} ms, peak RSS ${replay.maxRssMb} MB, replayed ${summary.replayed}`);
+    log(
+      `replay: exit ${replay.code}, ${Math.round(replay.ms)} ms, peak RSS ${replay.maxRssMb} MB, replayed ${summary.replayed}`,
+    );
     const left = await service.listSummaries({ limit: 1 });
     const events = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
     const queued = await events.count();
@@ -151,7 +202,9 @@ async function main(): Promise<void> {
     const beside = await runCli(['dlq', 'replay', '--all', '--json'], env);
     const during = rate(samples, replayFrom, Date.now());
     const besideSummary = JSON.parse(beside.stdout || '{}');
-    log(`replay beside the live queue: exit ${beside.code}, ${Math.round(beside.ms)} ms, peak RSS ${beside.maxRssMb} MB, replayed ${besideSummary.replayed}`);
+    log(
+      `replay beside the live queue: exit ${beside.code}, ${Math.round(beside.ms)} ms, peak RSS ${beside.maxRssMb} MB, replayed ${besideSummary.replayed}`,
+    );
     await events.close();
 
     const results = {
@@ -181,7 +234,9 @@ async function main(): Promise<void> {
       },
     };
     if (JSON_OUT) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
-    else for (const [k, v] of Object.entries(results)) process.stdout.write(`${k.padEnd(28)}${typeof v === 'object' ? JSON.stringify(v) : v}\n`);
+    else
+      for (const [k, v] of Object.entries(results))
+        process.stdout.write(`${k.padEnd(28)}${typeof v === 'object' ? JSON.stringify(v) : v}\n`);
     await deadLetters.close();
   } finally {
     if (live) {

@@ -31,26 +31,58 @@ import { RedisCluster } from '../test/support/redis-cluster';
 import { BenchOptions } from './support/cli-options';
 import { postgresServer, rerunOnPrivatePostgres } from './support/private-postgres';
 import { round } from './support/latency';
-import { backlogRss, BenchContext, latencyAtRate, plainBullmq, rawMultiRowInsert, sustained, SustainedResult } from './support/e2e-scenarios';
+import {
+  backlogRss,
+  BenchContext,
+  latencyAtRate,
+  plainBullmq,
+  rawMultiRowInsert,
+  sustained,
+  SustainedResult,
+} from './support/e2e-scenarios';
 import { compileWorker } from './support/e2e-processes';
 import { interleaved, InterleavedResult } from './support/e2e-interleaved';
 import { mixed } from './support/e2e-mixed';
 import { E2eFigures, machine, ratiosAndTargets } from './support/e2e-targets';
 
-const SCENARIOS = ['raw', 'plain', 'grouped', 'interleaved', 'two-workers', 'mixed', 'latency', 'backlog', 'cluster'] as const;
-const opts = new BenchOptions('npm run bench:e2e -- [options]: end-to-end throughput, latency and memory (see BENCHMARKS.md)', [
-  { name: 'json', help: 'print one JSON object with every figure, ratio and target' },
-  { name: 'private-pg', help: 'a PostgreSQL server of its own (server-wide WAL bytes of this run alone)' },
-  { name: 'quick', help: 'every scenario at reduced sizes (a few minutes)' },
-  { name: 'profile', help: 'V8 CPU profile of the worker during the grouped and the interleaved PostgreSQL runs' },
-  { name: 'only', value: 'list', help: `scenarios to run, comma-separated: ${SCENARIOS.join(',')} (default all)` },
-  { name: 'cluster', help: 'the cluster scenario alone: events/s on a 3-master Redis Cluster beside the single Redis' },
-  { name: 'cluster-events', value: 'N', help: 'cluster: events per run (default 200000; quick 50000)' },
-  { name: 'history', value: 'N', help: 'events of history under interleaved / two-workers (default 400000; quick 40000)' },
-  { name: 'plans', value: 'N', help: 'interleaved plans of 10 events (default 10000; quick 1000)' },
-  { name: 'mixed-seconds', value: 'N', help: 'mixed: publishing window (default 30; quick 10)' },
-  { name: 'mixed-stored', value: 'N', help: 'mixed: long-plan events stored before the window (default 20000; quick 5000)' },
-]);
+const SCENARIOS = [
+  'raw',
+  'plain',
+  'grouped',
+  'interleaved',
+  'two-workers',
+  'mixed',
+  'latency',
+  'backlog',
+  'cluster',
+] as const;
+const opts = new BenchOptions(
+  'npm run bench:e2e -- [options]: end-to-end throughput, latency and memory (see BENCHMARKS.md)',
+  [
+    { name: 'json', help: 'print one JSON object with every figure, ratio and target' },
+    { name: 'private-pg', help: 'a PostgreSQL server of its own (server-wide WAL bytes of this run alone)' },
+    { name: 'quick', help: 'every scenario at reduced sizes (a few minutes)' },
+    { name: 'profile', help: 'V8 CPU profile of the worker during the grouped and the interleaved PostgreSQL runs' },
+    { name: 'only', value: 'list', help: `scenarios to run, comma-separated: ${SCENARIOS.join(',')} (default all)` },
+    {
+      name: 'cluster',
+      help: 'the cluster scenario alone: events/s on a 3-master Redis Cluster beside the single Redis',
+    },
+    { name: 'cluster-events', value: 'N', help: 'cluster: events per run (default 200000; quick 50000)' },
+    {
+      name: 'history',
+      value: 'N',
+      help: 'events of history under interleaved / two-workers (default 400000; quick 40000)',
+    },
+    { name: 'plans', value: 'N', help: 'interleaved plans of 10 events (default 10000; quick 1000)' },
+    { name: 'mixed-seconds', value: 'N', help: 'mixed: publishing window (default 30; quick 10)' },
+    {
+      name: 'mixed-stored',
+      value: 'N',
+      help: 'mixed: long-plan events stored before the window (default 20000; quick 5000)',
+    },
+  ],
+);
 const json = opts.flag('json');
 const quick = opts.flag('quick');
 const profile = opts.flag('profile');
@@ -71,19 +103,34 @@ function log(line: string): void {
   if (!json) process.stdout.write(`${line}\n`);
 }
 
-const cpuLine = (u: Record<string, number>) => Object.entries(u).map(([k, v]) => `${k} ${v}`).join(', ');
+const cpuLine = (u: Record<string, number>) =>
+  Object.entries(u)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
 
 function logInterleaved(label: string, r: InterleavedResult): void {
   const c = r.commits;
-  log(`${label}: ${r.eventsPerSec} events/s (${r.plans} plans x ${r.eventsPerPlan} round-robin = ${r.events} events in ${r.seconds} s, over ${r.history.events} events of history loaded at ${r.history.eventsPerSec}/s; ${c.batches} transactions of ~${c.eventsPerBatch} events / ~${c.plansPerBatch} plans, commit p50 ${c.commitMsP50} ms p99 ${c.commitMsP99} ms; worker RSS peak ${r.workerRssPeakMb} MB)`);
-  log(`  CPU us/event: ${cpuLine(r.cpuUsPerEvent)}; ${r.busyCores} cores busy; end state ${r.check.ok ? 'correct' : `WRONG ${JSON.stringify(r.check)}`}`);
+  log(
+    `${label}: ${r.eventsPerSec} events/s (${r.plans} plans x ${r.eventsPerPlan} round-robin = ${r.events} events in ${r.seconds} s, over ${r.history.events} events of history loaded at ${r.history.eventsPerSec}/s; ${c.batches} transactions of ~${c.eventsPerBatch} events / ~${c.plansPerBatch} plans, commit p50 ${c.commitMsP50} ms p99 ${c.commitMsP99} ms; worker RSS peak ${r.workerRssPeakMb} MB)`,
+  );
+  log(
+    `  CPU us/event: ${cpuLine(r.cpuUsPerEvent)}; ${r.busyCores} cores busy; end state ${r.check.ok ? 'correct' : `WRONG ${JSON.stringify(r.check)}`}`,
+  );
   if (r.writes) {
     const w = r.writes;
-    log(`  written per event: ${w.rowsPerEvent} rows, ${w.walBytesPerEvent} WAL bytes; workflow_checkpoints rows per checkpoint event ${w.checkpointRowsPerCheckpointEvent}; rows written by others on the server meanwhile: ${w.otherRowsOnServer}`);
-    log(`  rows by table (ins/upd/del): ${Object.entries(w.byTable).map(([t, n]) => `${t} ${n.ins}/${n.upd}/${n.del}`).join(', ')}`);
+    log(
+      `  written per event: ${w.rowsPerEvent} rows, ${w.walBytesPerEvent} WAL bytes; workflow_checkpoints rows per checkpoint event ${w.checkpointRowsPerCheckpointEvent}; rows written by others on the server meanwhile: ${w.otherRowsOnServer}`,
+    );
+    log(
+      `  rows by table (ins/upd/del): ${Object.entries(w.byTable)
+        .map(([t, n]) => `${t} ${n.ins}/${n.upd}/${n.del}`)
+        .join(', ')}`,
+    );
   }
   if (r.profile) {
-    log(`  worker CPU profile (${r.profile.totalMs} ms sampled): ${r.profile.byArea.map((a) => `${a.area} ${a.pct}%`).join(', ')}`);
+    log(
+      `  worker CPU profile (${r.profile.totalMs} ms sampled): ${r.profile.byArea.map((a) => `${a.area} ${a.pct}%`).join(', ')}`,
+    );
     for (const fn of r.profile.top.slice(0, 15)) log(`    ${String(fn.pct).padStart(5)}%  ${fn.fn}  ${fn.where}`);
   }
 }
@@ -96,60 +143,116 @@ async function main(): Promise<void> {
   let buildDir: string | undefined;
   const f: E2eFigures = {};
   try {
-    log(`e2e bench${quick ? ' (quick)' : ''}: redis-server on port ${redis.port}; load average ${loadBefore.join(' ')}; scenarios ${[...only].join(', ')}`);
+    log(
+      `e2e bench${quick ? ' (quick)' : ''}: redis-server on port ${redis.port}; load average ${loadBefore.join(' ')}; scenarios ${[...only].join(', ')}`,
+    );
     const build = compileWorker();
     buildDir = build.dir;
     log(build.note);
     const ctx: BenchContext = { redis, workerMain: build.main };
     if (only.has('raw')) {
       const raw = (f.rawMultiRowInsert = await rawMultiRowInsert(N_RAW, 901));
-      log(`raw multi-row INSERT (${raw.rowsPerInsert} rows/statement, 1 PG connection): ${raw.eventsPerSec} rows/s (${raw.events} rows in ${raw.seconds} s)`);
+      log(
+        `raw multi-row INSERT (${raw.rowsPerInsert} rows/statement, 1 PG connection): ${raw.eventsPerSec} rows/s (${raw.events} rows in ${raw.seconds} s)`,
+      );
     }
     if (only.has('plain')) {
       const plain = (f.plainBullmq = await plainBullmq(ctx, N_PLAIN, 902));
-      log(`plain BullMQ, 1 job/event, 1 INSERT/job, concurrency 10: ${plain.eventsPerSec} events/s (${plain.events} in ${plain.seconds} s)`);
+      log(
+        `plain BullMQ, 1 job/event, 1 INSERT/job, concurrency 10: ${plain.eventsPerSec} events/s (${plain.events} in ${plain.seconds} s)`,
+      );
       const plainSqlite = (f.plainBullmqSqlite = await plainBullmq(ctx, N_PLAIN, 909, 'sqlite'));
-      log(`plain BullMQ on SQLite, same: ${plainSqlite.eventsPerSec} events/s (${plainSqlite.events} in ${plainSqlite.seconds} s)`);
+      log(
+        `plain BullMQ on SQLite, same: ${plainSqlite.eventsPerSec} events/s (${plainSqlite.events} in ${plainSqlite.seconds} s)`,
+      );
     }
     if (only.has('grouped')) {
       const pg = (f.e2ePostgres = await sustained(ctx, 'postgres', N_E2E, 903, { profile }));
-      log(`e2e PostgreSQL: ${pg.eventsPerSec} events/s (${pg.events} in ${pg.seconds} s; ${pg.batches} transactions of ~${pg.eventsPerBatch} events; worker RSS peak ${pg.workerRssPeakMb} MB; rows ${pg.rowsStored})`);
+      log(
+        `e2e PostgreSQL: ${pg.eventsPerSec} events/s (${pg.events} in ${pg.seconds} s; ${pg.batches} transactions of ~${pg.eventsPerBatch} events; worker RSS peak ${pg.workerRssPeakMb} MB; rows ${pg.rowsStored})`,
+      );
       log(`  CPU us/event: ${cpuLine(pg.cpuUsPerEvent)}; ${pg.busyCores} cores busy`);
       if (pg.profile) {
-        log(`  worker CPU profile (${pg.profile.totalMs} ms sampled): ${pg.profile.byArea.map((a) => `${a.area} ${a.pct}%`).join(', ')}`);
+        log(
+          `  worker CPU profile (${pg.profile.totalMs} ms sampled): ${pg.profile.byArea.map((a) => `${a.area} ${a.pct}%`).join(', ')}`,
+        );
         for (const fn of pg.profile.top.slice(0, 10)) log(`    ${String(fn.pct).padStart(5)}%  ${fn.fn}  ${fn.where}`);
       }
       // Scale-out on the same 2 cores: shows whether one worker process or the machine is the limit.
       const pg2 = (f.e2ePostgresTwoWorkers = await sustained(ctx, 'postgres', N_E2E, 908, { workers: 2 }));
-      log(`e2e PostgreSQL, 2 worker processes: ${pg2.eventsPerSec} events/s (${pg2.events} in ${pg2.seconds} s); CPU us/event: ${cpuLine(pg2.cpuUsPerEvent)}; ${pg2.busyCores} cores busy`);
+      log(
+        `e2e PostgreSQL, 2 worker processes: ${pg2.eventsPerSec} events/s (${pg2.events} in ${pg2.seconds} s); CPU us/event: ${cpuLine(pg2.cpuUsPerEvent)}; ${pg2.busyCores} cores busy`,
+      );
       const sqlite = (f.e2eSqlite = await sustained(ctx, 'sqlite', N_E2E, 904));
-      log(`e2e SQLite:     ${sqlite.eventsPerSec} events/s (${sqlite.events} in ${sqlite.seconds} s; ${sqlite.batches} transactions of ~${sqlite.eventsPerBatch} events; worker RSS peak ${sqlite.workerRssPeakMb} MB; rows ${sqlite.rowsStored})`);
+      log(
+        `e2e SQLite:     ${sqlite.eventsPerSec} events/s (${sqlite.events} in ${sqlite.seconds} s; ${sqlite.batches} transactions of ~${sqlite.eventsPerBatch} events; worker RSS peak ${sqlite.workerRssPeakMb} MB; rows ${sqlite.rowsStored})`,
+      );
       log(`  CPU us/event: ${cpuLine(sqlite.cpuUsPerEvent)}; ${sqlite.busyCores} cores busy`);
     }
     if (only.has('interleaved')) {
-      logInterleaved('interleaved PostgreSQL', (f.interleavedPostgres = await interleaved(ctx, 'postgres', { plans: PLANS, history: HISTORY, seed: 911, profile })));
-      logInterleaved('interleaved SQLite', (f.interleavedSqlite = await interleaved(ctx, 'sqlite', { plans: PLANS, history: HISTORY, seed: 912 })));
+      logInterleaved(
+        'interleaved PostgreSQL',
+        (f.interleavedPostgres = await interleaved(ctx, 'postgres', {
+          plans: PLANS,
+          history: HISTORY,
+          seed: 911,
+          profile,
+        })),
+      );
+      logInterleaved(
+        'interleaved SQLite',
+        (f.interleavedSqlite = await interleaved(ctx, 'sqlite', { plans: PLANS, history: HISTORY, seed: 912 })),
+      );
     }
     if (only.has('two-workers')) {
-      logInterleaved('interleaved PostgreSQL, 2 worker processes', (f.interleavedPostgresTwoWorkers = await interleaved(ctx, 'postgres', { plans: PLANS, history: HISTORY, workers: 2, seed: 913 })));
+      logInterleaved(
+        'interleaved PostgreSQL, 2 worker processes',
+        (f.interleavedPostgresTwoWorkers = await interleaved(ctx, 'postgres', {
+          plans: PLANS,
+          history: HISTORY,
+          workers: 2,
+          seed: 913,
+        })),
+      );
     }
     if (only.has('mixed')) {
-      const m = (f.mixed = await mixed(ctx, { longStored: MIXED_STORED, longRate: 10, shortRate: 2_000, seconds: MIXED_SECONDS, warmupSeconds: quick ? 2 : 3, seed: 914 }));
-      log(`mixed (PG): a ${m.longPlanStepCount}-step plan with ${m.longPlanStoredBefore} events stored (in ${m.longPlanPreloadSeconds} s) trickling ${m.longRatePerSec}/s among ${m.shortRatePerSec}/s of 10-event plans for ${m.seconds} s (${m.published.long} + ${m.published.short} events, ${m.jobs} jobs)`);
-      log(`  commit lag (after ${m.warmupSeconds} s warm-up): p50 ${m.lag.p50Ms} ms  p90 ${m.lag.p90Ms}  p99 ${m.lag.p99Ms}  max ${m.lag.maxMs} (${m.lag.events} events); long plan's events: p50 ${m.lagLongPlan.p50Ms} ms  p99 ${m.lagLongPlan.p99Ms}  max ${m.lagLongPlan.maxMs} (${m.lagLongPlan.events})`);
-      log(`  ${m.commits.batches} transactions of ~${m.commits.eventsPerBatch} events, commit p50 ${m.commits.commitMsP50} ms p99 ${m.commits.commitMsP99} ms max ${m.commits.commitMsMax}; last commit ${m.drainAfterWindowSeconds} s after the window`);
+      const m = (f.mixed = await mixed(ctx, {
+        longStored: MIXED_STORED,
+        longRate: 10,
+        shortRate: 2_000,
+        seconds: MIXED_SECONDS,
+        warmupSeconds: quick ? 2 : 3,
+        seed: 914,
+      }));
+      log(
+        `mixed (PG): a ${m.longPlanStepCount}-step plan with ${m.longPlanStoredBefore} events stored (in ${m.longPlanPreloadSeconds} s) trickling ${m.longRatePerSec}/s among ${m.shortRatePerSec}/s of 10-event plans for ${m.seconds} s (${m.published.long} + ${m.published.short} events, ${m.jobs} jobs)`,
+      );
+      log(
+        `  commit lag (after ${m.warmupSeconds} s warm-up): p50 ${m.lag.p50Ms} ms  p90 ${m.lag.p90Ms}  p99 ${m.lag.p99Ms}  max ${m.lag.maxMs} (${m.lag.events} events); long plan's events: p50 ${m.lagLongPlan.p50Ms} ms  p99 ${m.lagLongPlan.p99Ms}  max ${m.lagLongPlan.maxMs} (${m.lagLongPlan.events})`,
+      );
+      log(
+        `  ${m.commits.batches} transactions of ~${m.commits.eventsPerBatch} events, commit p50 ${m.commits.commitMsP50} ms p99 ${m.commits.commitMsP99} ms max ${m.commits.commitMsMax}; last commit ${m.drainAfterWindowSeconds} s after the window`,
+      );
     }
     if (only.has('latency')) {
       const latency = (f.latencyAt1kPerSec = await latencyAtRate(ctx, 1_000, LATENCY_SECONDS, 905));
-      log(`latency at ${latency.ratePerSec} events/s (PG, ${latency.measuredEvents} events): p50 ${latency.p50Ms} ms  p90 ${latency.p90Ms} ms  p99 ${latency.p99Ms} ms  max ${latency.maxMs} ms (${latency.jobs} jobs)`);
+      log(
+        `latency at ${latency.ratePerSec} events/s (PG, ${latency.measuredEvents} events): p50 ${latency.p50Ms} ms  p90 ${latency.p90Ms} ms  p99 ${latency.p99Ms} ms  max ${latency.maxMs} ms (${latency.jobs} jobs)`,
+      );
     }
     if (only.has('backlog')) {
       const backlog = (f.backlog = await backlogRss(ctx, BACKLOG, BACKLOG_WATCH_SECONDS, 906));
-      log(`backlog ${backlog.backlogEvents} events (Redis ${backlog.redisUsedMemoryMb} MB): worker RSS peak ${backlog.workerRssPeakMb} MB over ${backlog.watchedSeconds} s (at start ${backlog.workerRssAtStartMb} MB), drained ${backlog.drainedEvents} events at ${backlog.drainEventsPerSec}/s`);
+      log(
+        `backlog ${backlog.backlogEvents} events (Redis ${backlog.redisUsedMemoryMb} MB): worker RSS peak ${backlog.workerRssPeakMb} MB over ${backlog.watchedSeconds} s (at start ${backlog.workerRssAtStartMb} MB), drained ${backlog.drainedEvents} events at ${backlog.drainEventsPerSec}/s`,
+      );
       // The same with V8's own heap growth (WORKER_HEAP_GROWING_PERCENT=0): what the setting buys.
-      const v8Default = await backlogRss(ctx, BACKLOG, BACKLOG_WATCH_SECONDS, 907, { WORKER_HEAP_GROWING_PERCENT: '0' });
+      const v8Default = await backlogRss(ctx, BACKLOG, BACKLOG_WATCH_SECONDS, 907, {
+        WORKER_HEAP_GROWING_PERCENT: '0',
+      });
       f.backlogWithV8DefaultHeapGrowth = { env: 'WORKER_HEAP_GROWING_PERCENT=0', ...v8Default };
-      log(`  with V8's default heap growth (WORKER_HEAP_GROWING_PERCENT=0): worker RSS peak ${v8Default.workerRssPeakMb} MB (at start ${v8Default.workerRssAtStartMb} MB), drained ${v8Default.drainedEvents} events at ${v8Default.drainEventsPerSec}/s`);
+      log(
+        `  with V8's default heap growth (WORKER_HEAP_GROWING_PERCENT=0): worker RSS peak ${v8Default.workerRssPeakMb} MB (at start ${v8Default.workerRssAtStartMb} MB), drained ${v8Default.drainedEvents} events at ${v8Default.drainEventsPerSec}/s`,
+      );
     }
     if (only.has('cluster')) {
       const cluster = await RedisCluster.start();
@@ -162,23 +265,45 @@ async function main(): Promise<void> {
           onCluster.push(await sustained(ctx, 'postgres', N_CLUSTER, 915 + round, { cluster }));
         }
         const best = (runs: SustainedResult[]) => runs.reduce((a, b) => (b.eventsPerSec > a.eventsPerSec ? b : a));
-        f.clusterRunsEventsPerSec = { single: single.map((r) => r.eventsPerSec), cluster: onCluster.map((r) => r.eventsPerSec) };
+        f.clusterRunsEventsPerSec = {
+          single: single.map((r) => r.eventsPerSec),
+          cluster: onCluster.map((r) => r.eventsPerSec),
+        };
         const s = (f.clusterBaselineSingleRedis = best(single));
         const c = (f.e2ePostgresOnCluster = best(onCluster));
-        log(`cluster: single redis-server ${single.map((r) => r.eventsPerSec).join(' / ')} events/s; 3-master Redis Cluster ${onCluster.map((r) => r.eventsPerSec).join(' / ')} events/s (${N_CLUSTER} events per run, PostgreSQL, 1 worker)`);
-        log(`  best: single ${s.eventsPerSec}/s, cluster ${c.eventsPerSec}/s = ${Math.round((c.eventsPerSec / s.eventsPerSec) * 100) / 100}x; CPU us/event single: ${cpuLine(s.cpuUsPerEvent)}; cluster: ${cpuLine(c.cpuUsPerEvent)}`);
+        log(
+          `cluster: single redis-server ${single.map((r) => r.eventsPerSec).join(' / ')} events/s; 3-master Redis Cluster ${onCluster.map((r) => r.eventsPerSec).join(' / ')} events/s (${N_CLUSTER} events per run, PostgreSQL, 1 worker)`,
+        );
+        log(
+          `  best: single ${s.eventsPerSec}/s, cluster ${c.eventsPerSec}/s = ${Math.round((c.eventsPerSec / s.eventsPerSec) * 100) / 100}x; CPU us/event single: ${cpuLine(s.cpuUsPerEvent)}; cluster: ${cpuLine(c.cpuUsPerEvent)}`,
+        );
       } finally {
         await cluster.destroy();
       }
     }
 
     const { ratios, targets, checks, note } = ratiosAndTargets(f, { quick, plans: PLANS, history: HISTORY });
-    log(`ratios: ${Object.entries(ratios).map(([k, v]) => `${k} ${v ?? 'not measured'}`).join('; ')}`);
-    log(`targets: ${Object.entries(targets).map(([k, v]) => `${k} ${v === null ? 'not measured' : v ? 'MET' : 'NOT MET'}`).join('; ')}`);
-    log(`checks: ${Object.entries(checks).map(([k, v]) => `${k} ${v === null ? 'not run' : v ? 'ok' : 'FAILED'}`).join('; ')}`);
+    log(
+      `ratios: ${Object.entries(ratios)
+        .map(([k, v]) => `${k} ${v ?? 'not measured'}`)
+        .join('; ')}`,
+    );
+    log(
+      `targets: ${Object.entries(targets)
+        .map(([k, v]) => `${k} ${v === null ? 'not measured' : v ? 'MET' : 'NOT MET'}`)
+        .join('; ')}`,
+    );
+    log(
+      `checks: ${Object.entries(checks)
+        .map(([k, v]) => `${k} ${v === null ? 'not run' : v ? 'ok' : 'FAILED'}`)
+        .join('; ')}`,
+    );
     if (note) log(`note: ${note}`);
     // a --private-pg run is this script re-run as a child without the flag
-    const args = [...(process.env.BENCH_PRIVATE_PG ? ['--private-pg'] : []), ...process.argv.slice(2).filter((a) => a !== '--json')].join(' ');
+    const args = [
+      ...(process.env.BENCH_PRIVATE_PG ? ['--private-pg'] : []),
+      ...process.argv.slice(2).filter((a) => a !== '--json'),
+    ].join(' ');
     const result = {
       machine: { ...machine(), loadAverageBefore: loadBefore, loadAverageAfter: os.loadavg().map((l) => round(l)) },
       command: `npm run bench:e2e --${args ? ` ${args}` : ''} --json`,

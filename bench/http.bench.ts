@@ -38,7 +38,12 @@ const tmpDir = (tag: string) => fs.mkdtempSync(path.join(os.tmpdir(), `plan-ledg
 
 async function baseline(redis: RedisProcess, events: readonly object[]): Promise<number> {
   const dir = tmpDir('ts');
-  const publisher = new PlanEventPublisher({ redisUrl: `redis://127.0.0.1:${redis.port}`, queuePrefix: `bench-ts-${Date.now()}`, journalDir: dir, logger: silent() });
+  const publisher = new PlanEventPublisher({
+    redisUrl: `redis://127.0.0.1:${redis.port}`,
+    queuePrefix: `bench-ts-${Date.now()}`,
+    journalDir: dir,
+    logger: silent(),
+  });
   try {
     const started = process.hrtime.bigint();
     for (const e of events) publisher.publish(e as never);
@@ -53,8 +58,17 @@ async function baseline(redis: RedisProcess, events: readonly object[]): Promise
 async function httpIngest(redis: RedisProcess, events: readonly object[], batch: number): Promise<number> {
   const dir = tmpDir('http');
   const server = await startHttpServer({
-    config: loadConfig({ REDIS_URL: `redis://127.0.0.1:${redis.port}`, QUEUE_PREFIX: `bench-http-${Date.now()}`, DATABASE_URL: `sqlite:${path.join(dir, 'db.sqlite')}` }),
-    settings: loadHttpConfig({ HTTP_PORT: '0', HTTP_INGEST_KEYS: KEY, HTTP_JOURNAL_DIR: path.join(dir, 'journal'), HTTP_MAX_BATCH_EVENTS: String(batch) }),
+    config: loadConfig({
+      REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+      QUEUE_PREFIX: `bench-http-${Date.now()}`,
+      DATABASE_URL: `sqlite:${path.join(dir, 'db.sqlite')}`,
+    }),
+    settings: loadHttpConfig({
+      HTTP_PORT: '0',
+      HTTP_INGEST_KEYS: KEY,
+      HTTP_JOURNAL_DIR: path.join(dir, 'journal'),
+      HTTP_MAX_BATCH_EVENTS: String(batch),
+    }),
     logger: silent(),
   });
   try {
@@ -66,7 +80,11 @@ async function httpIngest(redis: RedisProcess, events: readonly object[], batch:
     const lane = async () => {
       while (next < bodies.length) {
         const body = bodies[next++];
-        const res = await fetch(`${server.url}/v1/events`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` }, body });
+        const res = await fetch(`${server.url}/v1/events`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+          body,
+        });
         const answer = (await res.json()) as { accepted: number };
         if (res.status !== 202) throw new Error(`POST answered ${res.status}: ${JSON.stringify(answer)}`);
         accepted += answer.accepted;
@@ -100,7 +118,11 @@ type PyMode = 'threaded' | 'asyncio';
 function pythonLatency(url: string, n: number, mode: PyMode): Promise<PyLatency> {
   const dir = tmpDir('py');
   return new Promise<PyLatency>((resolve, reject) => {
-    const child = spawn('python3', [path.join(__dirname, 'support', 'python-publish-latency.py'), url, dir, String(n), mode], { env: { ...process.env, PLAN_LEDGER_INGEST_KEY: KEY }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      'python3',
+      [path.join(__dirname, 'support', 'python-publish-latency.py'), url, dir, String(n), mode],
+      { env: { ...process.env, PLAN_LEDGER_INGEST_KEY: KEY }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -116,7 +138,11 @@ function pythonLatency(url: string, n: number, mode: PyMode): Promise<PyLatency>
 async function pythonUp(redis: RedisProcess, mode: PyMode): Promise<PyLatency> {
   const dir = tmpDir('pyup');
   const server = await startHttpServer({
-    config: loadConfig({ REDIS_URL: `redis://127.0.0.1:${redis.port}`, QUEUE_PREFIX: `bench-py-${Date.now()}`, DATABASE_URL: `sqlite:${path.join(dir, 'db.sqlite')}` }),
+    config: loadConfig({
+      REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+      QUEUE_PREFIX: `bench-py-${Date.now()}`,
+      DATABASE_URL: `sqlite:${path.join(dir, 'db.sqlite')}`,
+    }),
     settings: loadHttpConfig({ HTTP_PORT: '0', HTTP_INGEST_KEYS: KEY, HTTP_JOURNAL_DIR: path.join(dir, 'journal') }),
     logger: silent(),
   });
@@ -139,19 +165,37 @@ async function main(): Promise<void> {
     const tsRate = await baseline(redis, events);
     log(`TypeScript publisher (in process): ${tsRate} events/s into redis`);
     const http100 = await httpIngest(redis, events, 100);
-    log(`POST /v1/events, batches of 100:   ${http100} events/s into redis (${round(http100 / tsRate)}x the publisher)`);
+    log(
+      `POST /v1/events, batches of 100:   ${http100} events/s into redis (${round(http100 / tsRate)}x the publisher)`,
+    );
     const http1000 = await httpIngest(redis, events, 1_000);
-    log(`POST /v1/events, batches of 1000:  ${http1000} events/s into redis (${round(http1000 / tsRate)}x the publisher)`);
+    log(
+      `POST /v1/events, batches of 1000:  ${http1000} events/s into redis (${round(http1000 / tsRate)}x the publisher)`,
+    );
     const pyUp = await pythonUp(redis, 'threaded');
-    log(`python publish() server up:   p50 ${pyUp.p50Us} us  p99 ${pyUp.p99Us} us  p99.9 ${pyUp.p999Us} us (${pyUp.accepted} accepted)`);
+    log(
+      `python publish() server up:   p50 ${pyUp.p50Us} us  p99 ${pyUp.p99Us} us  p99.9 ${pyUp.p999Us} us (${pyUp.accepted} accepted)`,
+    );
     const pyDown = await pythonLatency(`http://127.0.0.1:${await freePort()}`, N_PY, 'threaded');
-    log(`python publish() server down: p50 ${pyDown.p50Us} us  p99 ${pyDown.p99Us} us  p99.9 ${pyDown.p999Us} us (${pyDown.journaled} journaled)`);
+    log(
+      `python publish() server down: p50 ${pyDown.p50Us} us  p99 ${pyDown.p99Us} us  p99.9 ${pyDown.p999Us} us (${pyDown.journaled} journaled)`,
+    );
     const asyncUp = await pythonUp(redis, 'asyncio');
-    log(`python asyncio publish() up:   p50 ${asyncUp.p50Us} us  p99 ${asyncUp.p99Us} us  p99.9 ${asyncUp.p999Us} us (${asyncUp.accepted} accepted)`);
+    log(
+      `python asyncio publish() up:   p50 ${asyncUp.p50Us} us  p99 ${asyncUp.p99Us} us  p99.9 ${asyncUp.p999Us} us (${asyncUp.accepted} accepted)`,
+    );
     const asyncDown = await pythonLatency(`http://127.0.0.1:${await freePort()}`, N_PY, 'asyncio');
-    log(`python asyncio publish() down: p50 ${asyncDown.p50Us} us  p99 ${asyncDown.p99Us} us  p99.9 ${asyncDown.p999Us} us (${asyncDown.journaled} journaled)`);
+    log(
+      `python asyncio publish() down: p50 ${asyncDown.p50Us} us  p99 ${asyncDown.p99Us} us  p99.9 ${asyncDown.p999Us} us (${asyncDown.journaled} journaled)`,
+    );
     const result = {
-      machine: { cpus: os.cpus().length, node: process.version, python: await pythonVersion(), loadAvgBefore: round(loadBefore), loadAvgAfter: round(os.loadavg()[0]) },
+      machine: {
+        cpus: os.cpus().length,
+        node: process.version,
+        python: await pythonVersion(),
+        loadAvgBefore: round(loadBefore),
+        loadAvgAfter: round(os.loadavg()[0]),
+      },
       command: `npm run bench:http${quick ? ' -- --quick' : ''}`,
       events: N,
       typescriptPublisherEventsPerSec: tsRate,

@@ -16,7 +16,14 @@ import * as vm from 'node:vm';
 import { execFileSync } from 'node:child_process';
 import { RedisProcess } from '../test/publisher/support/redis-process';
 import { round, timerOverheadNs } from './support/latency';
-import { UpResult, baselineAwaited, baselineUnawaited, inputPool, publisherDown, publisherUp } from './support/publish-scenarios';
+import {
+  UpResult,
+  baselineAwaited,
+  baselineUnawaited,
+  inputPool,
+  publisherDown,
+  publisherUp,
+} from './support/publish-scenarios';
 
 const MIB = 1024 * 1024;
 const json = process.argv.includes('--json');
@@ -48,7 +55,9 @@ async function main(): Promise<void> {
   try {
     const pool = inputPool(10_000);
     const overheadNs = timerOverheadNs();
-    log(`publish bench: ${N} events up, ${N_DOWN} down; redis-server on port ${redis.port}; timer overhead ${overheadNs} ns (included in latencies)`);
+    log(
+      `publish bench: ${N} events up, ${N_DOWN} down; redis-server on port ${redis.port}; timer overhead ${overheadNs} ns (included in latencies)`,
+    );
 
     // Warm-up: JIT and connections, not measured.
     await publisherUp(redis, pool, 20_000);
@@ -58,18 +67,26 @@ async function main(): Promise<void> {
       gc();
       upRuns.push(await publisherUp(redis, pool, N));
       const r = upRuns[i];
-      log(`up #${i + 1}: publish p50 ${r.latency.p50Us} us  p99 ${r.latency.p99Us} us  p99.9 ${r.latency.p999Us} us  max ${r.latency.maxUs} us; ${r.eventsPerSec} events/s into redis (${r.inQueue} in queue, ${r.spilled} via the journal)`);
+      log(
+        `up #${i + 1}: publish p50 ${r.latency.p50Us} us  p99 ${r.latency.p99Us} us  p99.9 ${r.latency.p999Us} us  max ${r.latency.maxUs} us; ${r.eventsPerSec} events/s into redis (${r.inQueue} in queue, ${r.spilled} via the journal)`,
+      );
     }
     const up = [...upRuns].sort((a, b) => a.eventsPerSec - b.eventsPerSec)[Math.floor(UP_RUNS / 2)];
     gc();
     const down = await publisherDown(redis, pool, N_DOWN, DOWN_BUFFER, gc);
-    log(`down:  publish p50 ${down.latency.p50Us} us  p99 ${down.latency.p99Us} us  p99.9 ${down.latency.p999Us} us  max ${down.latency.maxUs} us; accepted ${down.acceptedPerSec}/s; retained heap after GC ${down.memory.retainedGrowth.map((r) => `+${r.heapMb} MB at ${r.published}`).join(', ')} (buffer bound ${DOWN_BUFFER.maxBufferedBytes / MIB} MiB; peak +${down.memory.heapGrowthMb} MB heap, +${down.memory.rssGrowthMb} MB RSS); drained ${down.drain.eventsPerSec} events/s after restart`);
+    log(
+      `down:  publish p50 ${down.latency.p50Us} us  p99 ${down.latency.p99Us} us  p99.9 ${down.latency.p999Us} us  max ${down.latency.maxUs} us; accepted ${down.acceptedPerSec}/s; retained heap after GC ${down.memory.retainedGrowth.map((r) => `+${r.heapMb} MB at ${r.published}`).join(', ')} (buffer bound ${DOWN_BUFFER.maxBufferedBytes / MIB} MiB; peak +${down.memory.heapGrowthMb} MB heap, +${down.memory.rssGrowthMb} MB RSS); drained ${down.drain.eventsPerSec} events/s after restart`,
+    );
     gc();
     const awaited = await baselineAwaited(redis, pool, N_AWAITED);
-    log(`queue.add awaited:     p50 ${awaited.latency.p50Us} us  p99 ${awaited.latency.p99Us} us; ${awaited.eventsPerSec} events/s`);
+    log(
+      `queue.add awaited:     p50 ${awaited.latency.p50Us} us  p99 ${awaited.latency.p99Us} us; ${awaited.eventsPerSec} events/s`,
+    );
     gc();
     const unawaited = await baselineUnawaited(redis, pool, N_UNAWAITED);
-    log(`queue.add un-awaited:  p50 ${unawaited.latency.p50Us} us  p99 ${unawaited.latency.p99Us} us; ${unawaited.eventsPerSec} events/s; RSS +${unawaited.memory.rssGrowthMb} MB`);
+    log(
+      `queue.add un-awaited:  p50 ${unawaited.latency.p50Us} us  p99 ${unawaited.latency.p99Us} us; ${unawaited.eventsPerSec} events/s; RSS +${unawaited.memory.rssGrowthMb} MB`,
+    );
 
     const sweep: { eventsPerJob: number; eventsPerSec: number }[] = [];
     for (const eventsPerJob of SWEEP) {
@@ -81,11 +98,32 @@ async function main(): Promise<void> {
 
     const result = {
       // The 1-minute load average: other work on this 2-core machine moves every figure, throughput most.
-      machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, node: process.version, redis: redisVersion(), loadAvgBefore: round(loadBefore), loadAvgAfter: round(os.loadavg()[0]) },
+      machine: {
+        cpus: os.cpus().length,
+        cpuModel: os.cpus()[0]?.model,
+        node: process.version,
+        redis: redisVersion(),
+        loadAvgBefore: round(loadBefore),
+        loadAvgAfter: round(os.loadavg()[0]),
+      },
       command: `npm run bench:publish${quick ? ' -- --quick' : ''}`,
       timerOverheadNs: overheadNs,
-      publisherUp: { ...up, runs: upRuns.map((r) => ({ eventsPerSec: r.eventsPerSec, p50Us: r.latency.p50Us, p99Us: r.latency.p99Us, p999Us: r.latency.p999Us })) },
-      publisherDown: { ...down, bufferBound: { maxBufferedEvents: DOWN_BUFFER.maxBufferedEvents, maxBufferedBytesMb: DOWN_BUFFER.maxBufferedBytes / MIB } },
+      publisherUp: {
+        ...up,
+        runs: upRuns.map((r) => ({
+          eventsPerSec: r.eventsPerSec,
+          p50Us: r.latency.p50Us,
+          p99Us: r.latency.p99Us,
+          p999Us: r.latency.p999Us,
+        })),
+      },
+      publisherDown: {
+        ...down,
+        bufferBound: {
+          maxBufferedEvents: DOWN_BUFFER.maxBufferedEvents,
+          maxBufferedBytesMb: DOWN_BUFFER.maxBufferedBytes / MIB,
+        },
+      },
       baselineAddAwaited: awaited,
       baselineAddUnawaited: unawaited,
       eventsPerJobSweep: sweep,
@@ -100,9 +138,14 @@ async function main(): Promise<void> {
         publishP99UpAtMost10us: up.latency.p99Us <= 10,
         publishP99DownAtMost10us: down.latency.p99Us <= 10,
         atLeast200kEventsPerSecIntoRedis: up.eventsPerSec >= 200_000,
-        everyEventInQueueOnce: upRuns.every((r) => r.distinctInQueue === N && r.inQueue === N) && down.distinctInQueue === N_DOWN && down.inQueue === N_DOWN,
+        everyEventInQueueOnce:
+          upRuns.every((r) => r.distinctInQueue === N && r.inQueue === N) &&
+          down.distinctInQueue === N_DOWN &&
+          down.inQueue === N_DOWN,
         // Retained heap (after GC) stays within twice the bound however many events are published while down.
-        memoryBoundedByBuffer: down.memory.retainedGrowth.every((r) => r.heapMb <= 2 * (DOWN_BUFFER.maxBufferedBytes / MIB)),
+        memoryBoundedByBuffer: down.memory.retainedGrowth.every(
+          (r) => r.heapMb <= 2 * (DOWN_BUFFER.maxBufferedBytes / MIB),
+        ),
       },
     };
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -33,7 +33,15 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { plans: 100_000, steps: 10, batch: 1000, handoffs: 0, handoffStepIndex: false, keep: false, json: false };
+  const args: Args = {
+    plans: 100_000,
+    steps: 10,
+    batch: 1000,
+    handoffs: 0,
+    handoffStepIndex: false,
+    keep: false,
+    json: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     if (flag === '--json') args.json = true;
@@ -43,7 +51,10 @@ function parseArgs(argv: string[]): Args {
       const n = Number(argv[++i]);
       if (!Number.isInteger(n) || n < 0) throw new Error(`${flag} needs a non-negative integer, got "${argv[i]}"`);
       args[flag.slice(2) as 'plans' | 'steps' | 'batch' | 'handoffs'] = n;
-    } else throw new Error(`unknown option ${flag}; expected --plans N --steps N --batch N --handoffs N --handoff-step-index --keep --json`);
+    } else
+      throw new Error(
+        `unknown option ${flag}; expected --plans N --steps N --batch N --handoffs N --handoff-step-index --keep --json`,
+      );
   }
   return args;
 }
@@ -62,16 +73,24 @@ class StatementClock implements TypeOrmLogger {
     this.byKind.clear();
   }
   top(n: number): Array<{ kind: string; count: number; ms: number; maxMs: number }> {
-    return [...this.byKind.entries()].map(([kind, v]) => ({ kind, ...v, ms: Math.round(v.ms), maxMs: Math.round(v.maxMs) })).sort((a, b) => b.ms - a.ms).slice(0, n);
+    return [...this.byKind.entries()]
+      .map(([kind, v]) => ({ kind, ...v, ms: Math.round(v.ms), maxMs: Math.round(v.maxMs) }))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, n);
   }
   logQuerySlow(time: number, query: string): void {
     this.statements++;
-    const kind = query.replace(/"bench_retention_\w+"\./g, '').replace(/\s+/g, ' ').slice(0, 70);
+    const kind = query
+      .replace(/"bench_retention_\w+"\./g, '')
+      .replace(/\s+/g, ' ')
+      .slice(0, 70);
     const k = this.byKind.get(kind) ?? { count: 0, ms: 0, maxMs: 0 };
     this.byKind.set(kind, { count: k.count + 1, ms: k.ms + time, maxMs: Math.max(k.maxMs, time) });
     if (time > this.longestMs) {
       this.longestMs = time;
-      this.longestSql = query.replace(/\$\d+(, \$\d+){3,}/g, (list) => `${list.split(', ')[0]}, ..., ${list.split(', ').pop()}`).slice(0, 200);
+      this.longestSql = query
+        .replace(/\$\d+(, \$\d+){3,}/g, (list) => `${list.split(', ')[0]}, ..., ${list.split(', ').pop()}`)
+        .slice(0, 200);
     }
   }
   logQuery(): void {}
@@ -89,25 +108,52 @@ async function load(ds: DataSource, a: Args, ended: Date): Promise<Record<string
   const plans = `generate_series(0, ${a.plans - 1}) p`;
   const at = `$1::timestamptz - make_interval(secs => p)`;
   const statements: Array<[string, string]> = [
-    ['sessions', `INSERT INTO sessions (id, created_at, updated_at) SELECT 'bs-' || s, $1, $1 FROM generate_series(0, ${Math.ceil(a.plans / 100) - 1}) s`],
-    ['execution_plans', `INSERT INTO execution_plans (id, session_id, query, status, summary, total_steps, completed_steps, total_input_tokens, total_output_tokens, created_at, updated_at, completed_at)
-      SELECT ${pid}, 'bs-' || (p / 100), 'Research and implement feature ' || p, 'completed', 'All steps done', ${a.steps}, ${a.steps}, 5000, 2500, ${at} - interval '1 hour', ${at}, ${at} FROM ${plans}`],
-    ['plan_heads', `INSERT INTO plan_heads (plan_id, session_id, version, event_count, last_seq, updated_at) SELECT ${pid}, 'bs-' || (p / 100), 3, ${2 + 2 * a.steps}, ${1 + 2 * a.steps}, ${at} FROM ${plans}`],
-    ['plan_steps', `INSERT INTO plan_steps (id, plan_id, step_key, step_index, agent_id, task, title, depends_on, status, result, output_content, model, input_tokens, output_tokens, started_at, completed_at, created_at)
+    [
+      'sessions',
+      `INSERT INTO sessions (id, created_at, updated_at) SELECT 'bs-' || s, $1, $1 FROM generate_series(0, ${Math.ceil(a.plans / 100) - 1}) s`,
+    ],
+    [
+      'execution_plans',
+      `INSERT INTO execution_plans (id, session_id, query, status, summary, total_steps, completed_steps, total_input_tokens, total_output_tokens, created_at, updated_at, completed_at)
+      SELECT ${pid}, 'bs-' || (p / 100), 'Research and implement feature ' || p, 'completed', 'All steps done', ${a.steps}, ${a.steps}, 5000, 2500, ${at} - interval '1 hour', ${at}, ${at} FROM ${plans}`,
+    ],
+    [
+      'plan_heads',
+      `INSERT INTO plan_heads (plan_id, session_id, version, event_count, last_seq, updated_at) SELECT ${pid}, 'bs-' || (p / 100), 3, ${2 + 2 * a.steps}, ${1 + 2 * a.steps}, ${at} FROM ${plans}`,
+    ],
+    [
+      'plan_steps',
+      `INSERT INTO plan_steps (id, plan_id, step_key, step_index, agent_id, task, title, depends_on, status, result, output_content, model, input_tokens, output_tokens, started_at, completed_at, created_at)
       SELECT md5(p || '-' || s)::uuid, ${pid}, 's' || s, s, 'agent-' || (s % 4), 'Task ' || s || ' of plan ' || p || ': collect, analyse and summarise the sources', 'Step ' || s,
         CASE WHEN s = 0 THEN '[]' ELSE '["s' || (s - 1) || '"]' END, 'completed', 'done: step ' || s, repeat('output of the step, ', 10), 'gpt-4o', 500, 250,
         ${at} - interval '50 minutes', ${at} - interval '40 minutes', ${at} - interval '1 hour'
-      FROM ${plans}, generate_series(0, ${a.steps - 1}) s`],
-    ['plan_events', `INSERT INTO plan_events (event_id, plan_id, session_id, type, seq, spec_version, occurred_at, recorded_at, payload)
+      FROM ${plans}, generate_series(0, ${a.steps - 1}) s`,
+    ],
+    [
+      'plan_events',
+      `INSERT INTO plan_events (event_id, plan_id, session_id, type, seq, spec_version, occurred_at, recorded_at, payload)
       SELECT md5('e' || p || '-' || k)::uuid, ${pid}, 'bs-' || (p / 100), CASE WHEN k = 0 THEN 'plan.created' ELSE 'plan.finalized' END, k, 1, ${at}, ${at}, '{"summary":"All steps done"}'
-      FROM ${plans}, generate_series(0, 1) k`],
-    ['workflow_dags', `INSERT INTO workflow_dags (workflow_id, dag, intent, created_at) SELECT ${pid}, '{"steps":[],"layers":[]}', 'Research and implement', ${at} FROM ${plans}`],
-    ['workflow_checkpoints', `INSERT INTO workflow_checkpoints (id, workflow_id, checkpoint_key, layer, state, created_at) SELECT md5('c' || p)::uuid, ${pid}, 'c0', 0, '{"layer":0}', ${at} FROM ${plans}`],
-    ['plan_decisions', `INSERT INTO plan_decisions (id, plan_id, session_id, decision, decided_by, decided_at) SELECT md5('d' || p)::uuid, ${pid}, 'bs-' || (p / 100), 'approve', 'alice', ${at} FROM ${plans}`],
+      FROM ${plans}, generate_series(0, 1) k`,
+    ],
+    [
+      'workflow_dags',
+      `INSERT INTO workflow_dags (workflow_id, dag, intent, created_at) SELECT ${pid}, '{"steps":[],"layers":[]}', 'Research and implement', ${at} FROM ${plans}`,
+    ],
+    [
+      'workflow_checkpoints',
+      `INSERT INTO workflow_checkpoints (id, workflow_id, checkpoint_key, layer, state, created_at) SELECT md5('c' || p)::uuid, ${pid}, 'c0', 0, '{"layer":0}', ${at} FROM ${plans}`,
+    ],
+    [
+      'plan_decisions',
+      `INSERT INTO plan_decisions (id, plan_id, session_id, decision, decided_by, decided_at) SELECT md5('d' || p)::uuid, ${pid}, 'bs-' || (p / 100), 'approve', 'alice', ${at} FROM ${plans}`,
+    ],
   ];
   if (a.handoffs > 0) {
-    statements.push(['plan_handoffs', `INSERT INTO plan_handoffs (id, plan_id, step_id, handoff_key, from_agent_id, to_agent_id, reason, timestamp)
-      SELECT md5('h' || p || '-' || h)::uuid, ${pid}, md5(p || '-' || (h % ${a.steps}))::uuid, 'h' || h, 'agent-a', 'agent-b', 'next step', ${at} FROM ${plans}, generate_series(0, ${a.handoffs - 1}) h`]);
+    statements.push([
+      'plan_handoffs',
+      `INSERT INTO plan_handoffs (id, plan_id, step_id, handoff_key, from_agent_id, to_agent_id, reason, timestamp)
+      SELECT md5('h' || p || '-' || h)::uuid, ${pid}, md5(p || '-' || (h % ${a.steps}))::uuid, 'h' || h, 'agent-a', 'agent-b', 'next step', ${at} FROM ${plans}, generate_series(0, ${a.handoffs - 1}) h`,
+    ]);
   }
   const rows: Record<string, number> = {};
   for (const [table, sql] of statements) {
@@ -130,7 +176,10 @@ async function main(): Promise<void> {
   const url = new URL(admin);
   url.searchParams.set('schema', schema);
   const clock = new StatementClock();
-  const ds = new DataSource({ ...dataSourceOptions(parseDatabaseUrl(url.toString()), { poolSize: 2, logger: clock }), maxQueryExecutionTime: 1 } as never);
+  const ds = new DataSource({
+    ...dataSourceOptions(parseDatabaseUrl(url.toString()), { poolSize: 2, logger: clock }),
+    maxQueryExecutionTime: 1,
+  } as never);
   await ds.initialize();
   try {
     await ds.query(`CREATE SCHEMA "${schema}"`);
@@ -163,8 +212,11 @@ async function main(): Promise<void> {
         longestStatement: clock.longestSql,
         slowestKinds: clock.top(5),
       };
-      for (const k of r.slowestKinds) say(`  ${String(k.ms).padStart(7)} ms in ${String(k.count).padStart(4)} x (max ${k.maxMs} ms) ${k.kind}`);
-      say(`${name}: ${r.rows} rows (${r.stepRows} steps) in ${ms} ms = ${r.rowsPerSecond} rows/s, ${r.stepRowsPerSecond} step rows/s; ${r.batches} batches; longest statement ${r.longestStatementMs} ms: ${r.longestStatement}`);
+      for (const k of r.slowestKinds)
+        say(`  ${String(k.ms).padStart(7)} ms in ${String(k.count).padStart(4)} x (max ${k.maxMs} ms) ${k.kind}`);
+      say(
+        `${name}: ${r.rows} rows (${r.stepRows} steps) in ${ms} ms = ${r.rowsPerSecond} rows/s, ${r.stepRowsPerSecond} step rows/s; ${r.batches} batches; longest statement ${r.longestStatementMs} ms: ${r.longestStatement}`,
+      );
       return r;
     };
     const soft = await phase('soft delete', now, 'softDeleted');
@@ -172,7 +224,19 @@ async function main(): Promise<void> {
     await ds.query('ANALYZE');
     const purge = await phase('purge', new Date(now.getTime() + 8 * DAY), 'purged');
     const left = Number((await ds.query('SELECT count(*) AS n FROM plan_steps'))[0].n);
-    const result = { database: 'postgres', plans: args.plans, stepsPerPlan: args.steps, handoffsPerPlan: args.handoffs, handoffStepIndex: args.handoffStepIndex, batchSize: args.batch, loadedRows: rows, loadMs, phases: [soft, purge], stepRowsLeft: left, longestStatementMs: Math.max(soft.longestStatementMs, purge.longestStatementMs) };
+    const result = {
+      database: 'postgres',
+      plans: args.plans,
+      stepsPerPlan: args.steps,
+      handoffsPerPlan: args.handoffs,
+      handoffStepIndex: args.handoffStepIndex,
+      batchSize: args.batch,
+      loadedRows: rows,
+      loadMs,
+      phases: [soft, purge],
+      stepRowsLeft: left,
+      longestStatementMs: Math.max(soft.longestStatementMs, purge.longestStatementMs),
+    };
     if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else say(`longest statement overall: ${result.longestStatementMs} ms (target < 1000 ms); step rows left: ${left}`);
   } finally {

@@ -83,7 +83,13 @@ function buildTables(d: Dialect): Table[] {
         softDelete,
       ]),
       foreignKeys: [
-        { name: 'FK_execution_plans_sessions', columnNames: ['session_id'], referencedTableName: 'sessions', referencedColumnNames: ['id'], ...cascade },
+        {
+          name: 'FK_execution_plans_sessions',
+          columnNames: ['session_id'],
+          referencedTableName: 'sessions',
+          referencedColumnNames: ['id'],
+          ...cascade,
+        },
       ],
       checks: checkIn(d, 'CK_execution_plans_status', 'status', PLAN_STATUSES),
       indices: [
@@ -119,7 +125,13 @@ function buildTables(d: Dialect): Table[] {
         softDelete,
       ]),
       foreignKeys: [
-        { name: 'FK_plan_steps_plans', columnNames: ['plan_id'], referencedTableName: 'execution_plans', referencedColumnNames: ['id'], ...cascade },
+        {
+          name: 'FK_plan_steps_plans',
+          columnNames: ['plan_id'],
+          referencedTableName: 'execution_plans',
+          referencedColumnNames: ['id'],
+          ...cascade,
+        },
       ],
       uniques: [{ name: 'UQ_plan_step_index', columnNames: ['plan_id', 'step_index'] }],
       checks: checkIn(d, 'CK_plan_steps_status', 'status', STEP_STATUSES),
@@ -140,9 +152,21 @@ function buildTables(d: Dialect): Table[] {
         softDelete,
       ]),
       foreignKeys: [
-        { name: 'FK_plan_handoffs_plans', columnNames: ['plan_id'], referencedTableName: 'execution_plans', referencedColumnNames: ['id'], ...cascade },
+        {
+          name: 'FK_plan_handoffs_plans',
+          columnNames: ['plan_id'],
+          referencedTableName: 'execution_plans',
+          referencedColumnNames: ['id'],
+          ...cascade,
+        },
         // NO ACTION: a second cascade path plans -> steps -> handoffs is refused by SQL Server
-        { name: 'FK_plan_handoffs_steps', columnNames: ['step_id'], referencedTableName: 'plan_steps', referencedColumnNames: ['id'], onDelete: 'NO ACTION' },
+        {
+          name: 'FK_plan_handoffs_steps',
+          columnNames: ['step_id'],
+          referencedTableName: 'plan_steps',
+          referencedColumnNames: ['id'],
+          onDelete: 'NO ACTION',
+        },
       ],
       indices: [index('IX_plan_handoffs_plan', ['plan_id'])],
     }),
@@ -160,7 +184,13 @@ function buildTables(d: Dialect): Table[] {
         softDelete,
       ]),
       foreignKeys: [
-        { name: 'FK_plan_decisions_plans', columnNames: ['plan_id'], referencedTableName: 'execution_plans', referencedColumnNames: ['id'], ...cascade },
+        {
+          name: 'FK_plan_decisions_plans',
+          columnNames: ['plan_id'],
+          referencedTableName: 'execution_plans',
+          referencedColumnNames: ['id'],
+          ...cascade,
+        },
       ],
       checks: checkIn(d, 'CK_plan_decisions_decision', 'decision', ['approve', 'edit', 'reject']),
       indices: [index('IX_plan_decisions_plan', ['plan_id', 'decided_at'])],
@@ -176,7 +206,13 @@ function buildTables(d: Dialect): Table[] {
         softDelete,
       ]),
       foreignKeys: [
-        { name: 'FK_workflow_dags_plans', columnNames: ['workflow_id'], referencedTableName: 'execution_plans', referencedColumnNames: ['id'], ...cascade },
+        {
+          name: 'FK_workflow_dags_plans',
+          columnNames: ['workflow_id'],
+          referencedTableName: 'execution_plans',
+          referencedColumnNames: ['id'],
+          ...cascade,
+        },
       ],
       indices: [index('IX_workflow_dags_expires', ['expires_at'])],
     }),
@@ -192,7 +228,13 @@ function buildTables(d: Dialect): Table[] {
         softDelete,
       ]),
       foreignKeys: [
-        { name: 'FK_workflow_checkpoints_plans', columnNames: ['workflow_id'], referencedTableName: 'execution_plans', referencedColumnNames: ['id'], ...cascade },
+        {
+          name: 'FK_workflow_checkpoints_plans',
+          columnNames: ['workflow_id'],
+          referencedTableName: 'execution_plans',
+          referencedColumnNames: ['id'],
+          ...cascade,
+        },
       ],
       indices: [index('IX_workflow_checkpoints_workflow', ['workflow_id', 'layer'])],
     }),

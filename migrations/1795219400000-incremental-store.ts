@@ -40,11 +40,14 @@ export class IncrementalStore1795219400000 implements MigrationInterface {
     await addColumns(queryRunner, d, heads, columns);
     await addColumns(queryRunner, d, q('plan_handoffs'), [`${q('step_key')} ${sqlType(d, 'externalId')} NULL`]);
     await sql(queryRunner, `CREATE INDEX ${q('IX_plan_heads_gap')} ON ${heads} (${q('gap_since')})`);
-    if (d === 'postgres') for (const [t, fill] of Object.entries(FILLFACTOR)) await sql(queryRunner, `ALTER TABLE ${q(t)} SET (fillfactor = ${fill})`);
+    if (d === 'postgres')
+      for (const [t, fill] of Object.entries(FILLFACTOR))
+        await sql(queryRunner, `ALTER TABLE ${q(t)} SET (fillfactor = ${fill})`);
     const hasRows = `EXISTS (SELECT 1 FROM ${q('execution_plans')} p WHERE p.${q('id')} = ${heads}.${q('plan_id')})`;
     await sql(queryRunner, `UPDATE ${heads} SET ${q('applied_seq')} = ${q('last_seq')} WHERE ${hasRows}`);
     await sql(queryRunner, `UPDATE ${heads} SET ${q('pending_events')} = ${q('event_count')} WHERE NOT ${hasRows}`);
-    await sql(queryRunner, 
+    await sql(
+      queryRunner,
       `UPDATE ${q('plan_handoffs')} SET ${q('step_key')} = (SELECT s.${q('step_key')} FROM ${q('plan_steps')} s WHERE s.${q('id')} = ${q('plan_handoffs')}.${q('step_id')}) WHERE ${q('step_id')} IS NOT NULL`,
     );
   }
@@ -53,10 +56,18 @@ export class IncrementalStore1795219400000 implements MigrationInterface {
     const d = dialectOf(queryRunner);
     const q = (name: string) => queryRunner.connection.driver.escape(name);
     const heads = q('plan_heads');
-    if (d === 'postgres') for (const t of Object.keys(FILLFACTOR)) await sql(queryRunner, `ALTER TABLE ${q(t)} RESET (fillfactor)`);
-    await sql(queryRunner, d === 'mysql' || d === 'mssql' ? `DROP INDEX ${q('IX_plan_heads_gap')} ON ${heads}` : `DROP INDEX ${q('IX_plan_heads_gap')}`);
-    if (d === 'mssql') await sql(queryRunner, `ALTER TABLE ${heads} DROP CONSTRAINT ${q('DF_plan_heads_pending_events')}`);
-    for (const column of ['applied_seq', 'pending_events', 'gap_since']) await sql(queryRunner, `ALTER TABLE ${heads} DROP COLUMN ${q(column)}`);
+    if (d === 'postgres')
+      for (const t of Object.keys(FILLFACTOR)) await sql(queryRunner, `ALTER TABLE ${q(t)} RESET (fillfactor)`);
+    await sql(
+      queryRunner,
+      d === 'mysql' || d === 'mssql'
+        ? `DROP INDEX ${q('IX_plan_heads_gap')} ON ${heads}`
+        : `DROP INDEX ${q('IX_plan_heads_gap')}`,
+    );
+    if (d === 'mssql')
+      await sql(queryRunner, `ALTER TABLE ${heads} DROP CONSTRAINT ${q('DF_plan_heads_pending_events')}`);
+    for (const column of ['applied_seq', 'pending_events', 'gap_since'])
+      await sql(queryRunner, `ALTER TABLE ${heads} DROP COLUMN ${q(column)}`);
     await sql(queryRunner, `ALTER TABLE ${q('plan_handoffs')} DROP COLUMN ${q('step_key')}`);
   }
 }
@@ -66,7 +77,10 @@ const FILLFACTOR: Record<string, number> = { plan_heads: 50, execution_plans: 50
 
 /** Run one statement, or record it in SQL memory mode (queryRunner.query would run it regardless). */
 export function sql(queryRunner: QueryRunner, statement: string): Promise<void> {
-  return (queryRunner as unknown as { executeQueries(up: Query[], down: Query[]): Promise<void> }).executeQueries([new Query(statement)], []);
+  return (queryRunner as unknown as { executeQueries(up: Query[], down: Query[]): Promise<void> }).executeQueries(
+    [new Query(statement)],
+    [],
+  );
 }
 
 /** `type(length)` / `type(precision)` of a column kind, as the other migrations declare it. */
@@ -77,7 +91,12 @@ export function sqlType(d: Dialect, kind: ColumnKind): string {
 }
 
 /** One ALTER per table where the dialect takes a list; SQLite adds one column per statement. */
-export async function addColumns(queryRunner: QueryRunner, d: Dialect, table: string, columns: string[]): Promise<void> {
+export async function addColumns(
+  queryRunner: QueryRunner,
+  d: Dialect,
+  table: string,
+  columns: string[],
+): Promise<void> {
   if (d === 'sqlite') {
     for (const c of columns) await sql(queryRunner, `ALTER TABLE ${table} ADD COLUMN ${c}`);
     return;

@@ -76,9 +76,22 @@ export const BINARY_COLUMNS: IdColumn[] = [
   { table: 'plan_events', column: 'session_id', kind: 'externalId' },
 ];
 
-export const BINARY_COLLATION: Partial<Record<Dialect, string>> = { mssql: 'Latin1_General_100_BIN2', mysql: 'utf8mb4_bin' };
+export const BINARY_COLLATION: Partial<Record<Dialect, string>> = {
+  mssql: 'Latin1_General_100_BIN2',
+  mysql: 'utf8mb4_bin',
+};
 
-const TABLES = ['sessions', 'execution_plans', 'plan_steps', 'plan_handoffs', 'plan_decisions', 'workflow_dags', 'workflow_checkpoints', 'plan_heads', 'plan_events'];
+const TABLES = [
+  'sessions',
+  'execution_plans',
+  'plan_steps',
+  'plan_handoffs',
+  'plan_decisions',
+  'workflow_dags',
+  'workflow_checkpoints',
+  'plan_heads',
+  'plan_events',
+];
 const TOKEN_TOTALS = ['total_input_tokens', 'total_output_tokens'];
 
 interface ForeignKey {
@@ -90,13 +103,62 @@ interface ForeignKey {
   onDelete: 'CASCADE' | 'NO ACTION';
 }
 const FOREIGN_KEYS: ForeignKey[] = [
-  { name: 'FK_execution_plans_sessions', table: 'execution_plans', column: 'session_id', references: 'sessions', column2: 'id', onDelete: 'CASCADE' },
-  { name: 'FK_plan_steps_plans', table: 'plan_steps', column: 'plan_id', references: 'execution_plans', column2: 'id', onDelete: 'CASCADE' },
-  { name: 'FK_plan_handoffs_plans', table: 'plan_handoffs', column: 'plan_id', references: 'execution_plans', column2: 'id', onDelete: 'CASCADE' },
-  { name: 'FK_plan_handoffs_steps', table: 'plan_handoffs', column: 'step_id', references: 'plan_steps', column2: 'id', onDelete: 'NO ACTION' },
-  { name: 'FK_plan_decisions_plans', table: 'plan_decisions', column: 'plan_id', references: 'execution_plans', column2: 'id', onDelete: 'CASCADE' },
-  { name: 'FK_workflow_dags_plans', table: 'workflow_dags', column: 'workflow_id', references: 'execution_plans', column2: 'id', onDelete: 'CASCADE' },
-  { name: 'FK_workflow_checkpoints_plans', table: 'workflow_checkpoints', column: 'workflow_id', references: 'execution_plans', column2: 'id', onDelete: 'CASCADE' },
+  {
+    name: 'FK_execution_plans_sessions',
+    table: 'execution_plans',
+    column: 'session_id',
+    references: 'sessions',
+    column2: 'id',
+    onDelete: 'CASCADE',
+  },
+  {
+    name: 'FK_plan_steps_plans',
+    table: 'plan_steps',
+    column: 'plan_id',
+    references: 'execution_plans',
+    column2: 'id',
+    onDelete: 'CASCADE',
+  },
+  {
+    name: 'FK_plan_handoffs_plans',
+    table: 'plan_handoffs',
+    column: 'plan_id',
+    references: 'execution_plans',
+    column2: 'id',
+    onDelete: 'CASCADE',
+  },
+  {
+    name: 'FK_plan_handoffs_steps',
+    table: 'plan_handoffs',
+    column: 'step_id',
+    references: 'plan_steps',
+    column2: 'id',
+    onDelete: 'NO ACTION',
+  },
+  {
+    name: 'FK_plan_decisions_plans',
+    table: 'plan_decisions',
+    column: 'plan_id',
+    references: 'execution_plans',
+    column2: 'id',
+    onDelete: 'CASCADE',
+  },
+  {
+    name: 'FK_workflow_dags_plans',
+    table: 'workflow_dags',
+    column: 'workflow_id',
+    references: 'execution_plans',
+    column2: 'id',
+    onDelete: 'CASCADE',
+  },
+  {
+    name: 'FK_workflow_checkpoints_plans',
+    table: 'workflow_checkpoints',
+    column: 'workflow_id',
+    references: 'execution_plans',
+    column2: 'id',
+    onDelete: 'CASCADE',
+  },
 ];
 
 /** SQL Server: keys and indexes over the columns whose collation changes (they must go first). */
@@ -122,7 +184,12 @@ const INDEXES: Array<[table: string, name: string, columns: string[]]> = [
 
 /** CHECK constraints of the initial schema, which it left out on MySQL/MariaDB. */
 const CHECKS: Array<[table: string, name: string, column: string, values: string[]]> = [
-  ['execution_plans', 'CK_execution_plans_status', 'status', ['planning', 'executing', 'completed', 'failed', 'cancelled']],
+  [
+    'execution_plans',
+    'CK_execution_plans_status',
+    'status',
+    ['planning', 'executing', 'completed', 'failed', 'cancelled'],
+  ],
   ['plan_steps', 'CK_plan_steps_status', 'status', ['pending', 'in_progress', 'completed', 'failed', 'skipped']],
   ['plan_decisions', 'CK_plan_decisions_decision', 'decision', ['approve', 'edit', 'reject']],
 ];
@@ -140,7 +207,9 @@ type Direction = 'up' | 'down';
 function statements(d: Dialect, mariadb: boolean, direction: Direction): string[] {
   switch (d) {
     case 'postgres':
-      return [`ALTER TABLE "execution_plans" ${TOKEN_TOTALS.map((c) => `ALTER COLUMN "${c}" TYPE ${direction === 'up' ? 'bigint' : 'int'}`).join(', ')}`];
+      return [
+        `ALTER TABLE "execution_plans" ${TOKEN_TOTALS.map((c) => `ALTER COLUMN "${c}" TYPE ${direction === 'up' ? 'bigint' : 'int'}`).join(', ')}`,
+      ];
     case 'sqlite':
       return []; // integers are 64-bit and text compares byte for byte already
     case 'mysql':
@@ -157,15 +226,23 @@ function mysqlStatements(mariadb: boolean, direction: Direction): string[] {
   for (const fk of FOREIGN_KEYS) out.push(`ALTER TABLE ${m(fk.table)} DROP FOREIGN KEY ${ifExists}${m(fk.name)}`);
   const collation = direction === 'up' ? BINARY_COLLATION.mysql! : 'utf8mb4_unicode_ci';
   for (const table of TABLES) {
-    if (direction === 'up') out.push(`ALTER TABLE ${m(table)} CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+    if (direction === 'up')
+      out.push(`ALTER TABLE ${m(table)} CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
     const columns = BINARY_COLUMNS.filter((c) => c.table === table);
-    const modify = columns.map((c) => `MODIFY ${m(c.column)} ${typeOf('mysql', c.kind)} CHARACTER SET utf8mb4 COLLATE ${collation} ${c.nullable ? 'NULL' : 'NOT NULL'}`);
-    if (table === 'execution_plans') for (const t of TOKEN_TOTALS) modify.push(`MODIFY ${m(t)} ${direction === 'up' ? 'bigint' : 'int'} NOT NULL DEFAULT 0`);
+    const modify = columns.map(
+      (c) =>
+        `MODIFY ${m(c.column)} ${typeOf('mysql', c.kind)} CHARACTER SET utf8mb4 COLLATE ${collation} ${c.nullable ? 'NULL' : 'NOT NULL'}`,
+    );
+    if (table === 'execution_plans')
+      for (const t of TOKEN_TOTALS)
+        modify.push(`MODIFY ${m(t)} ${direction === 'up' ? 'bigint' : 'int'} NOT NULL DEFAULT 0`);
     // a separate statement: CONVERT TO in the same ALTER would override the columns' collation
     out.push(`ALTER TABLE ${m(table)} ${modify.join(', ')}`);
   }
   for (const fk of FOREIGN_KEYS) {
-    out.push(`ALTER TABLE ${m(fk.table)} ADD CONSTRAINT ${m(fk.name)} FOREIGN KEY (${m(fk.column)}) REFERENCES ${m(fk.references)} (${m(fk.column2)}) ON DELETE ${fk.onDelete}`);
+    out.push(
+      `ALTER TABLE ${m(fk.table)} ADD CONSTRAINT ${m(fk.name)} FOREIGN KEY (${m(fk.column)}) REFERENCES ${m(fk.references)} (${m(fk.column2)}) ON DELETE ${fk.onDelete}`,
+    );
   }
   for (const [table, name, column, values] of CHECKS) {
     // MySQL before 8.0.16 parses CHECK and ignores it; MySQL has no DROP ... IF EXISTS for it
@@ -191,13 +268,17 @@ function mssqlStatements(direction: Direction): string[] {
 
   const collation = direction === 'up' ? BINARY_COLLATION.mssql! : 'DATABASE_DEFAULT';
   for (const c of BINARY_COLUMNS) {
-    out.push(`ALTER TABLE ${s(c.table)} ALTER COLUMN ${s(c.column)} ${typeOf('mssql', c.kind)} COLLATE ${collation} ${c.nullable ? 'NULL' : 'NOT NULL'}`);
+    out.push(
+      `ALTER TABLE ${s(c.table)} ALTER COLUMN ${s(c.column)} ${typeOf('mssql', c.kind)} COLLATE ${collation} ${c.nullable ? 'NULL' : 'NOT NULL'}`,
+    );
   }
   for (const c of TOKEN_TOTALS) {
     // a column's type cannot change under its default constraint
     const df = s(`DF_execution_plans_${c}`);
     out.push(`ALTER TABLE ${s('execution_plans')} DROP CONSTRAINT ${df}`);
-    out.push(`ALTER TABLE ${s('execution_plans')} ALTER COLUMN ${s(c)} ${direction === 'up' ? 'bigint' : 'int'} NOT NULL`);
+    out.push(
+      `ALTER TABLE ${s('execution_plans')} ALTER COLUMN ${s(c)} ${direction === 'up' ? 'bigint' : 'int'} NOT NULL`,
+    );
     out.push(`ALTER TABLE ${s('execution_plans')} ADD CONSTRAINT ${df} DEFAULT 0 FOR ${s(c)}`);
   }
 
@@ -207,14 +288,22 @@ function mssqlStatements(direction: Direction): string[] {
   }
   // the hot append table: rows in (plan_id, seq) order, so inserts land at a plan's end and a
   // plan's log is read in one range
-  out.push(`CREATE ${direction === 'up' ? 'CLUSTERED ' : ''}INDEX ${s('IX_plan_events_plan')} ON ${s('plan_events')} (${s('plan_id')}, ${s('seq')})`);
-  out.push(`ALTER TABLE ${s('plan_steps')} ADD CONSTRAINT ${s('UQ_plan_step_index')} UNIQUE (${s('plan_id')}, ${s('step_index')})`);
-  for (const [table, name, columns] of INDEXES) out.push(`CREATE INDEX ${s(name)} ON ${s(table)} (${columns.map(s).join(', ')})`);
+  out.push(
+    `CREATE ${direction === 'up' ? 'CLUSTERED ' : ''}INDEX ${s('IX_plan_events_plan')} ON ${s('plan_events')} (${s('plan_id')}, ${s('seq')})`,
+  );
+  out.push(
+    `ALTER TABLE ${s('plan_steps')} ADD CONSTRAINT ${s('UQ_plan_step_index')} UNIQUE (${s('plan_id')}, ${s('step_index')})`,
+  );
+  for (const [table, name, columns] of INDEXES)
+    out.push(`CREATE INDEX ${s(name)} ON ${s(table)} (${columns.map(s).join(', ')})`);
   for (const fk of FOREIGN_KEYS) {
-    out.push(`ALTER TABLE ${s(fk.table)} ADD CONSTRAINT ${s(fk.name)} FOREIGN KEY (${s(fk.column)}) REFERENCES ${s(fk.references)} (${s(fk.column2)}) ON DELETE ${fk.onDelete}`);
+    out.push(
+      `ALTER TABLE ${s(fk.table)} ADD CONSTRAINT ${s(fk.name)} FOREIGN KEY (${s(fk.column)}) REFERENCES ${s(fk.references)} (${s(fk.column2)}) ON DELETE ${fk.onDelete}`,
+    );
   }
   // row locks stay row locks past 5,000 of them: no statement of one worker blocks the others
-  for (const table of TABLES) out.push(`ALTER TABLE ${s(table)} SET (LOCK_ESCALATION = ${direction === 'up' ? 'DISABLE' : 'TABLE'})`);
+  for (const table of TABLES)
+    out.push(`ALTER TABLE ${s(table)} SET (LOCK_ESCALATION = ${direction === 'up' ? 'DISABLE' : 'TABLE'})`);
   return out;
 }
 
@@ -225,5 +314,8 @@ async function run(queryRunner: QueryRunner, direction: Direction): Promise<void
 
 /** Run one statement, or record it in SQL memory mode (queryRunner.query would run it regardless). */
 function sql(queryRunner: QueryRunner, statement: string): Promise<void> {
-  return (queryRunner as unknown as { executeQueries(up: Query[], down: Query[]): Promise<void> }).executeQueries([new Query(statement)], []);
+  return (queryRunner as unknown as { executeQueries(up: Query[], down: Query[]): Promise<void> }).executeQueries(
+    [new Query(statement)],
+    [],
+  );
 }

@@ -5,4 +5,10 @@ import { DatabasesAlike1795219500000 } from './1795219500000-databases-alike';
 import { PlanRestoredAt1795219600000 } from './1795219600000-plan-restored-at';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
-export const MIGRATIONS = [InitialSchema1795219200000, IndexHandoffStep1795219300000, IncrementalStore1795219400000, DatabasesAlike1795219500000, PlanRestoredAt1795219600000];
+export const MIGRATIONS = [
+  InitialSchema1795219200000,
+  IndexHandoffStep1795219300000,
+  IncrementalStore1795219400000,
+  DatabasesAlike1795219500000,
+  PlanRestoredAt1795219600000,
+];

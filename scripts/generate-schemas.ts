@@ -16,4 +16,6 @@ const write = (rel: string, value: unknown) => {
 };
 for (const [rel, schema] of Object.entries(schemaFiles())) write(rel, schema);
 for (const [type, event] of Object.entries(SCHEMA_EXAMPLES)) write(`examples/${type}.json`, event);
-console.log(`wrote ${Object.keys(schemaFiles()).length} schemas and ${Object.keys(SCHEMA_EXAMPLES).length} examples to ${root}`);
+console.log(
+  `wrote ${Object.keys(schemaFiles()).length} schemas and ${Object.keys(SCHEMA_EXAMPLES).length} examples to ${root}`,
+);

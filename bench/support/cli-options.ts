@@ -46,14 +46,23 @@ export class BenchOptions {
   list(name: string, all: readonly string[]): Set<string> {
     const text = this.string(name, '');
     if (!text) return new Set(all);
-    const chosen = text.split(',').map((s) => s.trim()).filter(Boolean);
+    const chosen = text
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const unknown = chosen.filter((c) => !all.includes(c));
     if (unknown.length) this.exit(2, `--${name}: unknown ${unknown.join(', ')} (choose from ${all.join(', ')})`);
     return new Set(chosen);
   }
 
   private exit(code: number, message?: string): never {
-    const lines = [this.usage, '', 'Options:', ...this.specs.map((s) => `  --${s.name}${s.value ? ` <${s.value}>` : ''}`.padEnd(28) + s.help), '  --help'.padEnd(28) + 'this text'];
+    const lines = [
+      this.usage,
+      '',
+      'Options:',
+      ...this.specs.map((s) => `  --${s.name}${s.value ? ` <${s.value}>` : ''}`.padEnd(28) + s.help),
+      '  --help'.padEnd(28) + 'this text',
+    ];
     if (message) process.stderr.write(`${message}\n\n`);
     (code === 0 ? process.stdout : process.stderr).write(`${lines.join('\n')}\n`);
     process.exit(code);

@@ -12,7 +12,11 @@ async function main(): Promise<void> {
   const connection = new IORedis(url, { maxRetriesPerRequest: null });
   const queue = new Queue('live-events', { connection, prefix });
   let completed = 0;
-  const worker = new Worker('live-events', async () => undefined, { connection: new IORedis(url, { maxRetriesPerRequest: null }), prefix, concurrency: 20 });
+  const worker = new Worker('live-events', async () => undefined, {
+    connection: new IORedis(url, { maxRetriesPerRequest: null }),
+    prefix,
+    concurrency: 20,
+  });
   worker.on('completed', () => (completed += 1));
   let running = true;
   process.on('SIGTERM', () => (running = false));
@@ -20,7 +24,10 @@ async function main(): Promise<void> {
   // keep ~1,000 jobs waiting: the worker is never starved by the feeder
   while (running) {
     const waiting = await queue.count();
-    if (waiting < 1_000) await queue.addBulk(Array.from({ length: 200 }, (_, i) => ({ name: 'e', data: { i }, opts: { removeOnComplete: true } })));
+    if (waiting < 1_000)
+      await queue.addBulk(
+        Array.from({ length: 200 }, (_, i) => ({ name: 'e', data: { i }, opts: { removeOnComplete: true } })),
+      );
     else await new Promise((r) => setTimeout(r, 20));
   }
   clearInterval(tick);

@@ -28,9 +28,28 @@ async function main(): Promise<void> {
   const worker = new Worker(
     process.env.BASELINE_QUEUE!,
     async (job) => {
-      const e = job.data as { eventId: string; planId: string; sessionId: string; type: string; seq: number; specVersion: number; occurredAt: string; payload: unknown };
+      const e = job.data as {
+        eventId: string;
+        planId: string;
+        sessionId: string;
+        type: string;
+        seq: number;
+        specVersion: number;
+        occurredAt: string;
+        payload: unknown;
+      };
       const recordedAt = sqlite ? new Date().toISOString() : new Date();
-      await ds.query(insert, [e.eventId, e.planId, e.sessionId, e.type, e.seq, e.specVersion, e.occurredAt, recordedAt, JSON.stringify(e.payload)]);
+      await ds.query(insert, [
+        e.eventId,
+        e.planId,
+        e.sessionId,
+        e.type,
+        e.seq,
+        e.specVersion,
+        e.occurredAt,
+        recordedAt,
+        JSON.stringify(e.payload),
+      ]);
       if (++done === total) process.stdout.write(`${JSON.stringify({ msg: 'done', at: Date.now() })}\n`);
     },
     { connection, prefix: process.env.QUEUE_PREFIX!, concurrency: 10, removeOnComplete: { count: 1000 } },

@@ -10,12 +10,28 @@ import * as fs from 'node:fs';
 import type { DataSource } from 'typeorm';
 import type { PlanEventInput } from '../../src/contracts';
 import type { TestDb } from '../../test/support/databases';
-import { CpuMeter, sampleRss, startWorkerChild, summariseProfile, tempDir, waitCommitted, Child, ProfileSummary } from './e2e-processes';
+import {
+  CpuMeter,
+  sampleRss,
+  startWorkerChild,
+  summariseProfile,
+  tempDir,
+  waitCommitted,
+  Child,
+  ProfileSummary,
+} from './e2e-processes';
 import { BenchContext, newPrefix, newPublisher, obliterate, publishStream } from './e2e-scenarios';
 import { HistoryResult, preloadHistory } from './history';
 import { mb, round } from './latency';
 import { roundRobin } from './plan-shapes';
-import { createMeasuredDb, forceCheckpoint, settledSnapshot, walPosition, writesBetween, WritesReport } from './pg-writes';
+import {
+  createMeasuredDb,
+  forceCheckpoint,
+  settledSnapshot,
+  walPosition,
+  writesBetween,
+  WritesReport,
+} from './pg-writes';
 
 export interface CommitStats {
   batches: number;
@@ -48,12 +64,21 @@ export interface InterleavedResult {
 
 /** Transactions, their size and duration, from the workers' `batch committed` lines. */
 export function commitStats(workers: Child[], from = 0): CommitStats {
-  const lines = workers.flatMap((w) => w.lines.filter((l) => l.msg === 'batch committed' && Date.parse(l.time as string) >= from));
+  const lines = workers.flatMap((w) =>
+    w.lines.filter((l) => l.msg === 'batch committed' && Date.parse(l.time as string) >= from),
+  );
   const ms = lines.map((l) => l.durationMs as number).sort((a, b) => a - b);
   const q = (p: number) => ms[Math.min(ms.length - 1, Math.floor(ms.length * p))] ?? 0;
   const sum = (key: string) => lines.reduce((n, l) => n + (l[key] as number), 0);
   const n = lines.length || 1;
-  return { batches: lines.length, eventsPerBatch: Math.round(sum('events') / n), plansPerBatch: Math.round(sum('plans') / n), commitMsP50: q(0.5), commitMsP99: q(0.99), commitMsMax: ms[ms.length - 1] ?? 0 };
+  return {
+    batches: lines.length,
+    eventsPerBatch: Math.round(sum('events') / n),
+    plansPerBatch: Math.round(sum('plans') / n),
+    commitMsP50: q(0.5),
+    commitMsP99: q(0.99),
+    commitMsMax: ms[ms.length - 1] ?? 0,
+  };
 }
 
 /** Chunks of 10k inputs, the shape publishStream takes pregenerated. */
@@ -72,7 +97,11 @@ export interface InterleavedOptions {
   profile?: boolean;
 }
 
-export async function interleaved(ctx: BenchContext, database: TestDb, opts: InterleavedOptions): Promise<InterleavedResult> {
+export async function interleaved(
+  ctx: BenchContext,
+  database: TestDb,
+  opts: InterleavedOptions,
+): Promise<InterleavedResult> {
   const { redis } = ctx;
   const db = await createMeasuredDb(database);
   const prefix = newPrefix(`ilv-${database}`);
@@ -89,7 +118,11 @@ export async function interleaved(ctx: BenchContext, database: TestDb, opts: Int
     const before = pg ? await settledSnapshot(db.ds) : undefined;
     const env = { DATABASE_URL: db.db.url, REDIS_URL: redis.url, QUEUE_PREFIX: prefix };
     profileDir = opts.profile ? tempDir('prof') : undefined;
-    const started = await Promise.all(Array.from({ length: opts.workers ?? 1 }, (_, i) => startWorkerChild({ main: ctx.workerMain, env, cpuProfileDir: i === 0 ? profileDir : undefined })));
+    const started = await Promise.all(
+      Array.from({ length: opts.workers ?? 1 }, (_, i) =>
+        startWorkerChild({ main: ctx.workerMain, env, cpuProfileDir: i === 0 ? profileDir : undefined }),
+      ),
+    );
     for (const w of started) workers.push(w);
     const rss = sampleRss(workers[0].pid);
     const cpu = new CpuMeter({ workers: workers.map((w) => w.pid), redisPort: redis.port });
@@ -130,11 +163,23 @@ export async function interleaved(ctx: BenchContext, database: TestDb, opts: Int
 }
 
 /** Every plan of the scenario completed with its 3 steps, and every event stored once. */
-export async function endState(ds: DataSource, tag: string, plans: number, expectedEvents: number): Promise<InterleavedResult['check']> {
+export async function endState(
+  ds: DataSource,
+  tag: string,
+  plans: number,
+  expectedEvents: number,
+): Promise<InterleavedResult['check']> {
   const like = `${tag}-%`;
-  const [{ n: done }] = await ds.query(`SELECT COUNT(*) AS n FROM execution_plans WHERE id LIKE '${like}' AND status = 'completed' AND completed_steps = 3`);
-  const [{ n: steps }] = await ds.query(`SELECT COUNT(*) AS n FROM plan_steps WHERE plan_id LIKE '${like}' AND status = 'completed'`);
+  const [{ n: done }] = await ds.query(
+    `SELECT COUNT(*) AS n FROM execution_plans WHERE id LIKE '${like}' AND status = 'completed' AND completed_steps = 3`,
+  );
+  const [{ n: steps }] = await ds.query(
+    `SELECT COUNT(*) AS n FROM plan_steps WHERE plan_id LIKE '${like}' AND status = 'completed'`,
+  );
   const [{ n: stored }] = await ds.query('SELECT COUNT(*) AS n FROM plan_events');
   const check = { plansCompleted: Number(done), stepsCompleted: Number(steps), eventsStored: Number(stored) };
-  return { ...check, ok: check.plansCompleted === plans && check.stepsCompleted === plans * 3 && check.eventsStored === expectedEvents };
+  return {
+    ...check,
+    ok: check.plansCompleted === plans && check.stepsCompleted === plans * 3 && check.eventsStored === expectedEvents,
+  };
 }

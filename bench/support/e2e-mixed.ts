@@ -84,7 +84,10 @@ export async function mixed(ctx: BenchContext, opts: MixedOptions): Promise<Mixe
   let worker: Awaited<ReturnType<typeof startWorkerChild>> | undefined;
   try {
     const preload = await persistAll(db.db.target, long.slice(0, opts.longStored), 2_000);
-    worker = await startWorkerChild({ main: ctx.workerMain, env: { DATABASE_URL: db.db.url, REDIS_URL: redis.url, QUEUE_PREFIX: prefix } });
+    worker = await startWorkerChild({
+      main: ctx.workerMain,
+      env: { DATABASE_URL: db.db.url, REDIS_URL: redis.url, QUEUE_PREFIX: prefix },
+    });
     const t0 = Date.now();
     let doneLong = 0;
     let doneShort = 0;

@@ -18,7 +18,17 @@ const BIN = path.join(ROOT, 'bin', 'plan-ledger.js');
 export function compileWorker(): { main?: string; dir: string; note: string } {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-e2e-build-'));
   try {
-    execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(ROOT, 'tsconfig.build.json'), '--outDir', out], { stdio: 'pipe', cwd: ROOT });
+    execFileSync(
+      process.execPath,
+      [
+        path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+        '-p',
+        path.join(ROOT, 'tsconfig.build.json'),
+        '--outDir',
+        out,
+      ],
+      { stdio: 'pipe', cwd: ROOT },
+    );
   } catch {
     // type errors elsewhere in the tree still emit JavaScript; only a missing entry point is fatal
   }
@@ -27,7 +37,11 @@ export function compileWorker(): { main?: string; dir: string; note: string } {
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(out, 'node_modules'));
   fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(out, 'package.json'));
   fs.writeFileSync(path.join(out, 'run-cli.js'), `require(${JSON.stringify(main)}).main(process.argv);\n`);
-  return { main: path.join(out, 'run-cli.js'), dir: out, note: 'worker compiled with tsc (tsconfig.build.json) into a temp dir, run with node' };
+  return {
+    main: path.join(out, 'run-cli.js'),
+    dir: out,
+    note: 'worker compiled with tsc (tsconfig.build.json) into a temp dir, run with node',
+  };
 }
 
 export interface Child {
@@ -36,14 +50,19 @@ export interface Child {
   /** Parsed JSON lines printed on stdout so far. */
   lines: Record<string, unknown>[];
   exited: Promise<number | string>;
-  waitFor(pred: (line: Record<string, unknown>) => boolean, timeoutMs: number, what: string): Promise<Record<string, unknown>>;
+  waitFor(
+    pred: (line: Record<string, unknown>) => boolean,
+    timeoutMs: number,
+    what: string,
+  ): Promise<Record<string, unknown>>;
   stop(signal?: NodeJS.Signals): Promise<number | string>;
   stderr(): string;
 }
 
 function track(child: ChildProcess): Child {
   const lines: Record<string, unknown>[] = [];
-  const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
+  const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] =
+    [];
   let buffer = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => {
@@ -66,7 +85,9 @@ function track(child: ChildProcess): Child {
     }
   });
   child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4000)));
-  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+  );
   return {
     child,
     pid: child.pid!,
@@ -77,7 +98,10 @@ function track(child: ChildProcess): Child {
       const found = lines.find(pred);
       if (found) return Promise.resolve(found);
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`${what}: not seen within ${timeoutMs} ms; stderr: ${err}`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`${what}: not seen within ${timeoutMs} ms; stderr: ${err}`)),
+          timeoutMs,
+        );
         waiters.push({ pred, resolve: (l) => (clearTimeout(timer), resolve(l)) });
         void exited.then((code) => reject(new Error(`${what}: process exited (${code}) first; stderr: ${err}`)));
       });
@@ -133,7 +157,10 @@ export function rssBytes(pid: number): number {
 }
 
 /** Samples a process's RSS every `everyMs` until stopped; returns the peak and the last value. */
-export function sampleRss(pid: number, everyMs = 200): { stop(): { peakBytes: number; lastBytes: number; samples: number } } {
+export function sampleRss(
+  pid: number,
+  everyMs = 200,
+): { stop(): { peakBytes: number; lastBytes: number; samples: number } } {
   let peak = 0;
   let last = 0;
   let samples = 0;
@@ -154,7 +181,11 @@ export function sampleRss(pid: number, everyMs = 200): { stop(): { peakBytes: nu
  * Waits until the `batch committed` lines of `workers` add up to `total` inserted events; returns
  * the time (ms, from the log line) of the last commit and the number of transactions.
  */
-export async function waitCommitted(workers: Child[], total: number, timeoutMs: number): Promise<{ lastCommitAt: number; inserted: number; batches: number }> {
+export async function waitCommitted(
+  workers: Child[],
+  total: number,
+  timeoutMs: number,
+): Promise<{ lastCommitAt: number; inserted: number; batches: number }> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     let inserted = 0;
@@ -169,8 +200,12 @@ export async function waitCommitted(workers: Child[], total: number, timeoutMs: 
       }
     }
     if (inserted >= total) return { lastCommitAt: last, inserted, batches };
-    if (Date.now() > until) throw new Error(`${inserted} of ${total} events committed after ${timeoutMs} ms; stderr: ${workers.map((w) => w.stderr()).join(' | ')}`);
-    for (const w of workers) if (w.child.exitCode !== null) throw new Error(`a worker exited (${w.child.exitCode}); stderr: ${w.stderr()}`);
+    if (Date.now() > until)
+      throw new Error(
+        `${inserted} of ${total} events committed after ${timeoutMs} ms; stderr: ${workers.map((w) => w.stderr()).join(' | ')}`,
+      );
+    for (const w of workers)
+      if (w.child.exitCode !== null) throw new Error(`a worker exited (${w.child.exitCode}); stderr: ${w.stderr()}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -205,7 +240,10 @@ function areaOf(url: string, fn: string): string {
 
 /** Reads the newest .cpuprofile in `dir` and summarises where the worker's CPU went. */
 export function summariseProfile(dir: string): ProfileSummary | undefined {
-  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(dir, f));
+  const files = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((f) => path.join(dir, f));
   if (files.length === 0) return undefined;
   const file = files.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
   const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
@@ -227,8 +265,14 @@ export function summariseProfile(dir: string): ProfileSummary | undefined {
   return {
     file: path.relative(ROOT, file),
     totalMs: Math.round(total / 1000),
-    byArea: [...areas].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([area, t]) => ({ area, pct: pct(t) })),
-    top: [...fns].sort((a, b) => b[1] - a[1]).slice(0, 15).map(([k, t]) => ({ fn: k.split('\t')[0], where: k.split('\t')[1], pct: pct(t) })),
+    byArea: [...areas]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 12)
+      .map(([area, t]) => ({ area, pct: pct(t) })),
+    top: [...fns]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 15)
+      .map(([k, t]) => ({ fn: k.split('\t')[0], where: k.split('\t')[1], pct: pct(t) })),
   };
 }
 
@@ -280,7 +324,9 @@ export class CpuMeter {
       worker: sum(this.parties.workers),
       publisher: (own.user + own.system) / 1e6,
       // a cluster's servers count together
-      redis: [this.parties.redisPort ?? []].flat().reduce((n, port) => n + sum(pidsOf('redis-server', String(port))), 0),
+      redis: [this.parties.redisPort ?? []]
+        .flat()
+        .reduce((n, port) => n + sum(pidsOf('redis-server', String(port))), 0),
       'postgres (all)': sum(pidsOf('postgres')),
     };
   }

@@ -19,7 +19,17 @@ import { exactlyEvents } from '../../test/support/event-factory';
 import type { RedisProcess } from '../../test/publisher/support/redis-process';
 import type { RedisCluster } from '../../test/support/redis-cluster';
 import { mb, round } from './latency';
-import { CpuMeter, rssBytes, sampleRss, startBaselineChild, startWorkerChild, summariseProfile, tempDir, waitCommitted, ProfileSummary } from './e2e-processes';
+import {
+  CpuMeter,
+  rssBytes,
+  sampleRss,
+  startBaselineChild,
+  startWorkerChild,
+  summariseProfile,
+  tempDir,
+  waitCommitted,
+  ProfileSummary,
+} from './e2e-processes';
 import { withPublisherIds } from './plan-shapes';
 
 /** What every scenario shares: the benchmark's redis-server and how to run the worker. */
@@ -33,7 +43,9 @@ export const newPrefix = (tag: string) => `bench-e2e-${tag}-${randomBytes(3).toS
 
 /** Realistic inputs without stamps (the publisher stamps eventId, seq, occurredAt), from `seed`. */
 function inputs(count: number, seed: number): PlanEventInput[] {
-  return exactlyEvents(count, { seed }).map(({ eventId: _e, seq: _s, occurredAt: _o, specVersion: _v, ...rest }) => rest as PlanEventInput);
+  return exactlyEvents(count, { seed }).map(
+    ({ eventId: _e, seq: _s, occurredAt: _o, specVersion: _v, ...rest }) => rest as PlanEventInput,
+  );
 }
 
 function chunkOfInputs(count: number, done: number, seed: number, chunk: number): PlanEventInput[] {
@@ -54,7 +66,13 @@ function pregenerate(count: number, seed: number): PlanEventInput[][] {
 export function newPublisher(redis: RedisProcess, prefix: string, options: PublisherOptions = {}) {
   const journalDir = tempDir('journal');
   const where = options.redisClusterNodes ? {} : { redisUrl: redis.url };
-  const publisher = new PlanEventPublisher({ ...where, queuePrefix: prefix, journalDir, logger: pino({ level: 'silent' }), ...options });
+  const publisher = new PlanEventPublisher({
+    ...where,
+    queuePrefix: prefix,
+    journalDir,
+    logger: pino({ level: 'silent' }),
+    ...options,
+  });
   return {
     publisher,
     async close() {
@@ -71,12 +89,18 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * keeps the publisher's memory buffer under 50k events (no spill to its journal); paced, it
  * publishes `ratePerSec` evenly.
  */
-export async function publishStream(publisher: PlanEventPublisher, count: number, seed: number, ratePerSec?: number, pregenerated?: PlanEventInput[][]): Promise<void> {
+export async function publishStream(
+  publisher: PlanEventPublisher,
+  count: number,
+  seed: number,
+  ratePerSec?: number,
+  pregenerated?: PlanEventInput[][],
+): Promise<void> {
   const started = Date.now();
   let done = 0;
   for (let chunk = 0; done < count; chunk++) {
     const batch = pregenerated?.[chunk] ?? chunkOfInputs(count, done, seed, chunk);
-    for (let i = 0; i < batch.length; ) {
+    for (let i = 0; i < batch.length;) {
       if (ratePerSec) {
         const allowed = Math.floor(((Date.now() - started) / 1000) * ratePerSec) - done;
         if (allowed <= 0) {
@@ -98,8 +122,15 @@ export function expectAccepted(result: ReturnType<PlanEventPublisher['publish']>
   if (!result.ok) throw new Error(`bench event not accepted: ${result.reason} ${JSON.stringify(result.violations)}`);
 }
 
-export async function obliterate(redis: RedisProcess, prefix: string, queueName = EVENTS_QUEUE, cluster?: RedisCluster): Promise<void> {
-  const connection = cluster ? createRedis({ redisUrl: '', redisClusterNodes: parseClusterNodes(cluster.nodes) }, 'worker') : undefined;
+export async function obliterate(
+  redis: RedisProcess,
+  prefix: string,
+  queueName = EVENTS_QUEUE,
+  cluster?: RedisCluster,
+): Promise<void> {
+  const connection = cluster
+    ? createRedis({ redisUrl: '', redisClusterNodes: parseClusterNodes(cluster.nodes) }, 'worker')
+    : undefined;
   const queue = new Queue(queueName, { connection: connection ?? { url: redis.url }, prefix });
   await queue.obliterate({ force: true }).catch(() => undefined);
   await queue.close();
@@ -127,7 +158,19 @@ export interface SustainedResult {
 }
 
 /** Publish `count` events as fast as the publisher takes them; time from the first publish to the last commit. */
-export async function sustained(ctx: BenchContext, database: TestDb, count: number, seed: number, opts: { profile?: boolean; workers?: number; workerEnv?: Record<string, string>; cluster?: RedisCluster; hashTag?: boolean } = {}): Promise<SustainedResult> {
+export async function sustained(
+  ctx: BenchContext,
+  database: TestDb,
+  count: number,
+  seed: number,
+  opts: {
+    profile?: boolean;
+    workers?: number;
+    workerEnv?: Record<string, string>;
+    cluster?: RedisCluster;
+    hashTag?: boolean;
+  } = {},
+): Promise<SustainedResult> {
   const { redis } = ctx;
   const { cluster } = opts;
   const db = await createMigratedDb(database);
@@ -136,7 +179,11 @@ export async function sustained(ctx: BenchContext, database: TestDb, count: numb
   const profileDir = opts.profile ? tempDir('prof') : undefined;
   const redisEnv: Record<string, string> = cluster ? { REDIS_CLUSTER_NODES: cluster.nodes } : { REDIS_URL: redis.url };
   const env = { DATABASE_URL: db.db.url, ...redisEnv, QUEUE_PREFIX: prefix, ...opts.workerEnv };
-  const workers = await Promise.all(Array.from({ length: opts.workers ?? 1 }, (_, i) => startWorkerChild({ main: ctx.workerMain, env, cpuProfileDir: i === 0 ? profileDir : undefined })));
+  const workers = await Promise.all(
+    Array.from({ length: opts.workers ?? 1 }, (_, i) =>
+      startWorkerChild({ main: ctx.workerMain, env, cpuProfileDir: i === 0 ? profileDir : undefined }),
+    ),
+  );
   const worker = workers[0];
   const rss = sampleRss(worker.pid);
   const pub = newPublisher(redis, prefix, cluster ? { redisClusterNodes: cluster.nodes } : {});
@@ -193,11 +240,19 @@ export interface LatencyResult {
  * worker acknowledges it, after the commit) minus its `occurredAt` (stamped in publish()): an upper
  * bound of publish-to-commit. The first 2 s (warm-up) are left out.
  */
-export async function latencyAtRate(ctx: BenchContext, ratePerSec: number, seconds: number, seed: number): Promise<LatencyResult> {
+export async function latencyAtRate(
+  ctx: BenchContext,
+  ratePerSec: number,
+  seconds: number,
+  seed: number,
+): Promise<LatencyResult> {
   const { redis } = ctx;
   const db = await createMigratedDb('postgres');
   const prefix = newPrefix('lat');
-  const worker = await startWorkerChild({ main: ctx.workerMain, env: { DATABASE_URL: db.db.url, REDIS_URL: redis.url, QUEUE_PREFIX: prefix } });
+  const worker = await startWorkerChild({
+    main: ctx.workerMain,
+    env: { DATABASE_URL: db.db.url, REDIS_URL: redis.url, QUEUE_PREFIX: prefix },
+  });
   const pub = newPublisher(redis, prefix, { jobOptions: { removeOnComplete: false } });
   const count = ratePerSec * seconds;
   try {
@@ -219,7 +274,17 @@ export async function latencyAtRate(ctx: BenchContext, ratePerSec: number, secon
     }
     latencies.sort((a, b) => a - b);
     const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))];
-    return { ratePerSec, seconds, events: count, measuredEvents: latencies.length, p50Ms: q(0.5), p90Ms: q(0.9), p99Ms: q(0.99), maxMs: latencies[latencies.length - 1], jobs: jobs.length };
+    return {
+      ratePerSec,
+      seconds,
+      events: count,
+      measuredEvents: latencies.length,
+      p50Ms: q(0.5),
+      p90Ms: q(0.9),
+      p99Ms: q(0.99),
+      maxMs: latencies[latencies.length - 1],
+      jobs: jobs.length,
+    };
   } finally {
     await worker.stop('SIGKILL');
     await pub.close();
@@ -240,7 +305,13 @@ export interface BacklogResult {
 }
 
 /** A backlog of `count` events published with no worker running; then a worker starts and its RSS is sampled while it drains for `watchSeconds`. */
-export async function backlogRss(ctx: BenchContext, count: number, watchSeconds: number, seed: number, workerEnv: Record<string, string> = {}): Promise<BacklogResult> {
+export async function backlogRss(
+  ctx: BenchContext,
+  count: number,
+  watchSeconds: number,
+  seed: number,
+  workerEnv: Record<string, string> = {},
+): Promise<BacklogResult> {
   const { redis } = ctx;
   const db = await createMigratedDb('postgres');
   const prefix = newPrefix('backlog');
@@ -253,13 +324,18 @@ export async function backlogRss(ctx: BenchContext, count: number, watchSeconds:
     const client = new IORedis(redis.url);
     const usedMemory = Number(/used_memory:(\d+)/.exec(await client.info('memory'))![1]);
     client.disconnect();
-    const worker = await startWorkerChild({ main: ctx.workerMain, env: { DATABASE_URL: db.db.url, REDIS_URL: redis.url, QUEUE_PREFIX: prefix, ...workerEnv } });
+    const worker = await startWorkerChild({
+      main: ctx.workerMain,
+      env: { DATABASE_URL: db.db.url, REDIS_URL: redis.url, QUEUE_PREFIX: prefix, ...workerEnv },
+    });
     const atStart = rssBytes(worker.pid);
     const rss = sampleRss(worker.pid, 100);
     const watchStart = Date.now();
     await sleep(watchSeconds * 1000);
     const { peakBytes } = rss.stop();
-    const drained = worker.lines.filter((l) => l.msg === 'batch committed').reduce((n, l) => n + (l.inserted as number), 0);
+    const drained = worker.lines
+      .filter((l) => l.msg === 'batch committed')
+      .reduce((n, l) => n + (l.inserted as number), 0);
     const watched = (Date.now() - watchStart) / 1000;
     await worker.stop('SIGKILL');
     return {
@@ -286,19 +362,32 @@ export interface BaselineResult {
 }
 
 /** Plain BullMQ: one job per event (addBulk of 1,000 jobs), one INSERT per job, concurrency 10, worker in its own process. */
-export async function plainBullmq(ctx: BenchContext, count: number, seed: number, database: TestDb = 'postgres'): Promise<BaselineResult> {
+export async function plainBullmq(
+  ctx: BenchContext,
+  count: number,
+  seed: number,
+  database: TestDb = 'postgres',
+): Promise<BaselineResult> {
   const { redis } = ctx;
   const db = await createMigratedDb(database);
   const prefix = newPrefix('plain');
   const queueName = 'plain-baseline';
-  const worker = await startBaselineChild({ REDIS_URL: redis.url, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url, BASELINE_QUEUE: queueName, BASELINE_TOTAL: String(count) });
+  const worker = await startBaselineChild({
+    REDIS_URL: redis.url,
+    QUEUE_PREFIX: prefix,
+    DATABASE_URL: db.db.url,
+    BASELINE_QUEUE: queueName,
+    BASELINE_TOTAL: String(count),
+  });
   const connection = new IORedis(redis.url, { maxRetriesPerRequest: null });
   const queue = new Queue(queueName, { connection, prefix });
   try {
     const events = withPublisherIds(exactlyEvents(count, { seed }));
     const t0 = Date.now();
     for (let i = 0; i < events.length; i += 1_000) {
-      await queue.addBulk(events.slice(i, i + 1_000).map((e) => ({ name: 'event', data: e, opts: { removeOnComplete: true } })));
+      await queue.addBulk(
+        events.slice(i, i + 1_000).map((e) => ({ name: 'event', data: e, opts: { removeOnComplete: true } })),
+      );
     }
     const done = await worker.waitFor((l) => l.msg === 'done', 600_000, 'baseline done');
     const seconds = ((done.at as number) - t0) / 1000;
@@ -313,10 +402,24 @@ export async function plainBullmq(ctx: BenchContext, count: number, seed: number
 }
 
 /** The limit: multi-row INSERTs (500 rows) of the same plan_events rows on one PostgreSQL connection. */
-export async function rawMultiRowInsert(count: number, seed: number, rowsPerInsert = 500): Promise<BaselineResult & { rowsPerInsert: number }> {
+export async function rawMultiRowInsert(
+  count: number,
+  seed: number,
+  rowsPerInsert = 500,
+): Promise<BaselineResult & { rowsPerInsert: number }> {
   const db = await createMigratedDb('postgres', { poolSize: 1 });
   try {
-    const rows = withPublisherIds(exactlyEvents(count, { seed })).map((e) => [e.eventId, e.planId, e.sessionId, e.type, e.seq, e.specVersion, e.occurredAt, new Date(), JSON.stringify(e.payload)]);
+    const rows = withPublisherIds(exactlyEvents(count, { seed })).map((e) => [
+      e.eventId,
+      e.planId,
+      e.sessionId,
+      e.type,
+      e.seq,
+      e.specVersion,
+      e.occurredAt,
+      new Date(),
+      JSON.stringify(e.payload),
+    ]);
     const statement = (n: number) =>
       `INSERT INTO plan_events (event_id, plan_id, session_id, type, seq, spec_version, occurred_at, recorded_at, payload) VALUES ${Array.from({ length: n }, (_, r) => `(${Array.from({ length: 9 }, (_, c) => `$${r * 9 + c + 1}`).join(', ')})`).join(', ')}`;
     const full = statement(rowsPerInsert);

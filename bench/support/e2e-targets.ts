@@ -38,9 +38,11 @@ export interface E2eFigures {
   clusterRunsEventsPerSec?: { single: number[]; cluster: number[] };
 }
 
-const ratio = (a?: { eventsPerSec: number }, b?: { eventsPerSec: number }) => (a && b ? round(a.eventsPerSec / b.eventsPerSec) : null);
+const ratio = (a?: { eventsPerSec: number }, b?: { eventsPerSec: number }) =>
+  a && b ? round(a.eventsPerSec / b.eventsPerSec) : null;
 const atLeast = (value: number | null, min: number) => (value === null ? null : value >= min);
-const atMost = (value: number | null | undefined, max: number) => (value === null || value === undefined ? null : value <= max);
+const atMost = (value: number | null | undefined, max: number) =>
+  value === null || value === undefined ? null : value <= max;
 
 export function ratiosAndTargets(f: E2eFigures, run: { quick: boolean; plans: number; history: number }) {
   const ratios = {
@@ -77,7 +79,10 @@ export function ratiosAndTargets(f: E2eFigures, run: { quick: boolean; plans: nu
     interleavedSqliteEndState: f.interleavedSqlite?.check.ok ?? null,
     interleavedTwoWorkersEndState: f.interleavedPostgresTwoWorkers?.check.ok ?? null,
   };
-  const note = run.plans >= 10_000 && run.history >= 400_000 ? undefined : `interleaved at reduced size (${run.plans} plans, ${run.history} events of history): its targets are indicative only`;
+  const note =
+    run.plans >= 10_000 && run.history >= 400_000
+      ? undefined
+      : `interleaved at reduced size (${run.plans} plans, ${run.history} events of history): its targets are indicative only`;
   return { ratios, targets, checks, note };
 }
 

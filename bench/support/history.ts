@@ -39,7 +39,10 @@ export async function preloadHistory(target: DatabaseTarget, events: number, see
   try {
     const store = new PlanEventStore(ds);
     for (let part = 0; written < events; part++) {
-      const generated = manyPlanRuns(Math.min(GENERATE, events - written), { seed: seed * 1_000 + part, startAt: new Date('2025-06-01T00:00:00Z') });
+      const generated = manyPlanRuns(Math.min(GENERATE, events - written), {
+        seed: seed * 1_000 + part,
+        startAt: new Date('2025-06-01T00:00:00Z'),
+      });
       for (const e of generated) plans.add(e.planId);
       await persistGrouped(store, generated, HISTORY_BATCH, target.dialect === 'sqlite' ? 1 : HISTORY_IN_FLIGHT);
       written += generated.length;
@@ -67,7 +70,12 @@ export function groupedBatches(events: PlanEvent[], batch: number): PlanEvent[][
   return out;
 }
 
-async function persistGrouped(store: PlanEventStore, events: PlanEvent[], batch: number, inFlight: number): Promise<void> {
+async function persistGrouped(
+  store: PlanEventStore,
+  events: PlanEvent[],
+  batch: number,
+  inFlight: number,
+): Promise<void> {
   const batches = groupedBatches(events, batch);
   let next = 0;
   await Promise.all(
@@ -79,12 +87,18 @@ async function persistGrouped(store: PlanEventStore, events: PlanEvent[], batch:
 
 /** VACUUM ANALYZE every table of the DataSource's schema (outside a transaction). */
 export async function vacuumAnalyze(ds: DataSource): Promise<void> {
-  const tables: { relname: string }[] = await ds.query('SELECT relname FROM pg_stat_user_tables WHERE schemaname = current_schema()');
+  const tables: { relname: string }[] = await ds.query(
+    'SELECT relname FROM pg_stat_user_tables WHERE schemaname = current_schema()',
+  );
   for (const { relname } of tables) await ds.query(`VACUUM (ANALYZE) "${relname}"`);
 }
 
 /** Persist given events (e.g. a long plan's first 20k) in batches of `batch`, one at a time, on a DataSource of its own. */
-export async function persistAll(target: DatabaseTarget, events: PlanEvent[], batch: number): Promise<{ events: number; seconds: number }> {
+export async function persistAll(
+  target: DatabaseTarget,
+  events: PlanEvent[],
+  batch: number,
+): Promise<{ events: number; seconds: number }> {
   const ds = await openDataSource(target, { poolSize: 2 });
   const t0 = performance.now();
   try {

@@ -31,7 +31,13 @@ export class LatencyRecorder {
   summary(): LatencySummary {
     const sorted = this.samples.slice(0, this.n).sort();
     const at = (p: number) => round((sorted[Math.min(this.n - 1, Math.floor(this.n * p))] ?? 0) / 1_000);
-    return { calls: this.n, p50Us: at(0.5), p99Us: at(0.99), p999Us: at(0.999), maxUs: round((sorted[this.n - 1] ?? 0) / 1_000) };
+    return {
+      calls: this.n,
+      p50Us: at(0.5),
+      p99Us: at(0.99),
+      p999Us: at(0.999),
+      maxUs: round((sorted[this.n - 1] ?? 0) / 1_000),
+    };
   }
 }
 

@@ -49,7 +49,9 @@ export async function snapshotWrites(ds: DataSource): Promise<WriteSnapshot> {
     'SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_del AS del FROM pg_stat_user_tables WHERE schemaname = current_schema()',
   );
   const [{ lsn }] = await ds.query('SELECT pg_current_wal_lsn()::text AS lsn');
-  const [{ n }] = await ds.query('SELECT COALESCE(SUM(tup_inserted + tup_updated + tup_deleted), 0)::bigint AS n FROM pg_stat_database');
+  const [{ n }] = await ds.query(
+    'SELECT COALESCE(SUM(tup_inserted + tup_updated + tup_deleted), 0)::bigint AS n FROM pg_stat_database',
+  );
   const tables: Record<string, TableCounts> = {};
   for (const r of rows) tables[r.relname] = { ins: Number(r.ins), upd: Number(r.upd), del: Number(r.del) };
   return { lsn, tables, serverRows: Number(n) };
@@ -80,7 +82,13 @@ function lsnBytes(lsn: string): bigint {
 }
 
 /** What was written between two snapshots, per event; `checkpointEvents` adds the checkpoint figure. */
-export function writesBetween(before: WriteSnapshot, after: WriteSnapshot, events: number, checkpointEvents?: number, walEnd?: string): WritesReport {
+export function writesBetween(
+  before: WriteSnapshot,
+  after: WriteSnapshot,
+  events: number,
+  checkpointEvents?: number,
+  walEnd?: string,
+): WritesReport {
   const byTable: Record<string, TableCounts> = {};
   for (const [table, a] of Object.entries(after.tables)) {
     const b = before.tables[table] ?? { ins: 0, upd: 0, del: 0 };
@@ -97,7 +105,9 @@ export function writesBetween(before: WriteSnapshot, after: WriteSnapshot, event
     walBytes,
     walBytesPerEvent: Math.round(walBytes / events),
     byTable,
-    ...(checkpointEvents ? { checkpointRowsPerCheckpointEvent: round(cp ? (cp.ins + cp.upd + cp.del) / checkpointEvents : 0) } : {}),
+    ...(checkpointEvents
+      ? { checkpointRowsPerCheckpointEvent: round(cp ? (cp.ins + cp.upd + cp.del) / checkpointEvents : 0) }
+      : {}),
     otherRowsOnServer: Math.max(0, after.serverRows - before.serverRows - rowsWritten),
   };
 }

@@ -22,17 +22,50 @@ export function tenEventPlan(planId: string, sessionId: string, seed: number): P
   const agents = [AGENTS[seed % 4], AGENTS[(seed + 1) % 4], AGENTS[(seed + 2) % 4]];
   // s1 and s2 form layer 0, s3 (depending on both) layer 1
   const steps = stepList(3, agents);
-  const tokens = () => ({ inputTokens: 100 + Math.floor(random() * 900), outputTokens: 50 + Math.floor(random() * 450), model: MODELS[seed % 3] });
-  const done = (s: StepSpec) => ({ stepId: s.stepId, result: `done: ${s.task}`, outputContent: `# ${s.title}\n\nOutput of ${s.task}.`, ...tokens() });
+  const tokens = () => ({
+    inputTokens: 100 + Math.floor(random() * 900),
+    outputTokens: 50 + Math.floor(random() * 450),
+    model: MODELS[seed % 3],
+  });
+  const done = (s: StepSpec) => ({
+    stepId: s.stepId,
+    result: `done: ${s.task}`,
+    outputContent: `# ${s.title}\n\nOutput of ${s.task}.`,
+    ...tokens(),
+  });
   const base = { planId, sessionId };
   const events: PlanEventInput[] = [
-    { ...base, type: 'plan.created', payload: { query: `Plan ${planId}: research and implement feature ${seed}`, steps, requiresApproval: false, complexity: 1 + (seed % 5) } },
+    {
+      ...base,
+      type: 'plan.created',
+      payload: {
+        query: `Plan ${planId}: research and implement feature ${seed}`,
+        steps,
+        requiresApproval: false,
+        complexity: 1 + (seed % 5),
+      },
+    },
     { ...base, type: 'step.started', payload: { stepId: 's1', agentId: agents[0] } },
     { ...base, type: 'step.completed', payload: done(steps[0]) },
-    { ...base, type: 'handoff.recorded', payload: { handoffId: 'h1', stepId: 's2', fromAgentId: agents[0], toAgentId: agents[1], reason: 'next step', explanation: `${agents[1]} owns Step 2` } },
+    {
+      ...base,
+      type: 'handoff.recorded',
+      payload: {
+        handoffId: 'h1',
+        stepId: 's2',
+        fromAgentId: agents[0],
+        toAgentId: agents[1],
+        reason: 'next step',
+        explanation: `${agents[1]} owns Step 2`,
+      },
+    },
     { ...base, type: 'step.started', payload: { stepId: 's2', agentId: agents[1] } },
     { ...base, type: 'step.completed', payload: done(steps[1]) },
-    { ...base, type: 'checkpoint.saved', payload: { checkpointId: 'cp0', layer: 0, state: { completed: ['s1', 's2'], layer: 0 } } },
+    {
+      ...base,
+      type: 'checkpoint.saved',
+      payload: { checkpointId: 'cp0', layer: 0, state: { completed: ['s1', 's2'], layer: 0 } },
+    },
     { ...base, type: 'step.started', payload: { stepId: 's3', agentId: agents[2] } },
     { ...base, type: 'step.completed', payload: done(steps[2]) },
     { ...base, type: 'plan.finalized', payload: { status: 'completed', summary: 'All 3 steps done' } },
@@ -49,7 +82,9 @@ const sessionOf = (tag: string, n: number) => `${tag}-sess-${Math.floor(n / 5)}`
  * event 1 of every plan, and so on.
  */
 export function roundRobin(tag: string, plans: number, seed: number, first = 0): PlanEventInput[] {
-  const perPlan = Array.from({ length: plans }, (_, i) => tenEventPlan(shortPlanId(tag, first + i), sessionOf(tag, first + i), seed * 1_000_003 + first + i));
+  const perPlan = Array.from({ length: plans }, (_, i) =>
+    tenEventPlan(shortPlanId(tag, first + i), sessionOf(tag, first + i), seed * 1_000_003 + first + i),
+  );
   const out: PlanEventInput[] = [];
   for (let k = 0; k < 10; k++) for (const events of perPlan) out.push(events[k]);
   return out;
@@ -66,7 +101,10 @@ export function withPublisherIds<T extends { eventId: string }>(events: T[]): T[
 
 /** Stamps inputs as the publisher would (eventId, occurredAt), for store-level runs. */
 export function stamped(inputs: PlanEventInput[], startAt = Date.parse('2026-02-02T09:00:00Z')): PlanEvent[] {
-  return inputs.map((e, i) => ({ specVersion: 1, eventId: eventIdV7(), occurredAt: new Date(startAt + i).toISOString(), ...e }) as PlanEvent);
+  return inputs.map(
+    (e, i) =>
+      ({ specVersion: 1, eventId: eventIdV7(), occurredAt: new Date(startAt + i).toISOString(), ...e }) as PlanEvent,
+  );
 }
 
 /** Steps per DAG layer of the long plan: each step depends on the same position of the previous layer. */
@@ -98,16 +136,36 @@ export function longPlan(planId: string, steps: number, startAt = Date.parse('20
   const events: PlanEvent[] = [];
   const emit = (type: PlanEvent['type'], payload: PlanEvent['payload']) => {
     const seq = events.length;
-    events.push({ specVersion: 1, eventId: stableUuid(`${planId}#${seq}`), type, planId, sessionId, seq, occurredAt: new Date(startAt + seq * 1000).toISOString(), payload } as PlanEvent);
+    events.push({
+      specVersion: 1,
+      eventId: stableUuid(`${planId}#${seq}`),
+      type,
+      planId,
+      sessionId,
+      seq,
+      occurredAt: new Date(startAt + seq * 1000).toISOString(),
+      payload,
+    } as PlanEvent);
   };
   emit('plan.created', { query: `Long plan ${planId}: ${steps} steps`, steps: specs, requiresApproval: false });
   for (let layer = 0; layer * LAYER < steps; layer++) {
     const inLayer = specs.slice(layer * LAYER, (layer + 1) * LAYER);
     for (const s of inLayer) {
       emit('step.started', { stepId: s.stepId, agentId: s.agentId });
-      emit('step.completed', { stepId: s.stepId, result: `done: ${s.task}`, outputContent: `Output of ${s.task}.`, inputTokens: 200 + (s.index % 500), outputTokens: 80 + (s.index % 300), model: MODELS[s.index % 3] });
+      emit('step.completed', {
+        stepId: s.stepId,
+        result: `done: ${s.task}`,
+        outputContent: `Output of ${s.task}.`,
+        inputTokens: 200 + (s.index % 500),
+        outputTokens: 80 + (s.index % 300),
+        model: MODELS[s.index % 3],
+      });
     }
-    emit('checkpoint.saved', { checkpointId: `cp${layer}`, layer, state: { completed: inLayer.map((s) => s.stepId), layer } });
+    emit('checkpoint.saved', {
+      checkpointId: `cp${layer}`,
+      layer,
+      state: { completed: inLayer.map((s) => s.stepId), layer },
+    });
   }
   emit('plan.finalized', { status: 'completed', summary: `All ${steps} steps done` });
   return events;

@@ -26,7 +26,19 @@ async function startServer(): Promise<{ url: string; destroy(): void }> {
   const port = await freePort();
   asPostgresSlow([postgresBin('initdb'), '-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=100`;
-  asPostgresSlow([postgresBin('pg_ctl'), '-D', data, '-o', options, '-l', path.join(dir, 'log'), '-w', '-t', '60', 'start']);
+  asPostgresSlow([
+    postgresBin('pg_ctl'),
+    '-D',
+    data,
+    '-o',
+    options,
+    '-l',
+    path.join(dir, 'log'),
+    '-w',
+    '-t',
+    '60',
+    'start',
+  ]);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     destroy() {
@@ -46,7 +58,10 @@ export async function rerunOnPrivatePostgres(): Promise<never> {
   const args = process.argv.slice(2).filter((a) => a !== '--private-pg');
   let code: number;
   try {
-    const child = spawn(process.execPath, [...process.execArgv, process.argv[1], ...args], { stdio: 'inherit', env: { ...process.env, TEST_PG_URL: server.url, BENCH_PRIVATE_PG: '1' } });
+    const child = spawn(process.execPath, [...process.execArgv, process.argv[1], ...args], {
+      stdio: 'inherit',
+      env: { ...process.env, TEST_PG_URL: server.url, BENCH_PRIVATE_PG: '1' },
+    });
     const stop = () => child.kill('SIGTERM');
     process.once('SIGINT', stop).once('SIGTERM', stop);
     code = await new Promise<number>((resolve) => child.once('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
@@ -58,5 +73,7 @@ export async function rerunOnPrivatePostgres(): Promise<never> {
 
 /** Which PostgreSQL server this run used, for the JSON output. */
 export function postgresServer(): string {
-  return process.env.BENCH_PRIVATE_PG ? 'private (--private-pg): this run alone on it' : `shared (${process.env.TEST_PG_URL ? 'TEST_PG_URL' : '127.0.0.1:5432'}): other sessions may write meanwhile`;
+  return process.env.BENCH_PRIVATE_PG
+    ? 'private (--private-pg): this run alone on it'
+    : `shared (${process.env.TEST_PG_URL ? 'TEST_PG_URL' : '127.0.0.1:5432'}): other sessions may write meanwhile`;
 }

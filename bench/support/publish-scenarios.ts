@@ -21,7 +21,9 @@ import { LatencyRecorder, LatencySummary, mb, round, yieldToLoop } from './laten
 export const SLICE = 1_000;
 
 export function inputPool(size: number): PlanEventInput[] {
-  return exactlyEvents(size, { seed: 99 }).map(({ eventId: _e, seq: _s, occurredAt: _o, specVersion: _v, ...rest }) => rest as PlanEventInput);
+  return exactlyEvents(size, { seed: 99 }).map(
+    ({ eventId: _e, seq: _s, occurredAt: _o, specVersion: _v, ...rest }) => rest as PlanEventInput,
+  );
 }
 
 export function newPrefix(): string {
@@ -34,10 +36,20 @@ process.once('exit', () => {
 });
 
 /** A publisher on its own journal directory (removed when the benchmark exits). */
-export function newBenchPublisher(redis: RedisProcess, prefix: string, options: PublisherOptions = {}): { publisher: PlanEventPublisher; journalDir: string } {
+export function newBenchPublisher(
+  redis: RedisProcess,
+  prefix: string,
+  options: PublisherOptions = {},
+): { publisher: PlanEventPublisher; journalDir: string } {
   const journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-bench-journal-'));
   journalDirs.push(journalDir);
-  const publisher = new PlanEventPublisher({ redisUrl: redis.url, queuePrefix: prefix, journalDir, logger: pino({ level: 'silent' }), ...options });
+  const publisher = new PlanEventPublisher({
+    redisUrl: redis.url,
+    queuePrefix: prefix,
+    journalDir,
+    logger: pino({ level: 'silent' }),
+    ...options,
+  });
   return { publisher, journalDir };
 }
 
@@ -74,12 +86,19 @@ export async function obliterate(redis: RedisProcess, prefix: string): Promise<v
  * Publishes `n` events (cycling the pool) in slices, timing every call; samples memory per slice and
  * takes a retained-memory snapshot (after a full GC, between calls) at each quarter.
  */
-async function publishTimed(publisher: PlanEventPublisher, pool: PlanEventInput[], n: number, rec: LatencyRecorder, memory?: MemorySampler): Promise<number> {
+async function publishTimed(
+  publisher: PlanEventPublisher,
+  pool: PlanEventInput[],
+  n: number,
+  rec: LatencyRecorder,
+  memory?: MemorySampler,
+): Promise<number> {
   const start = process.hrtime.bigint();
   let pausedNs = 0n;
   for (let i = 0; i < n; i++) {
     const result = rec.time(() => publisher.publish(pool[i % pool.length]));
-    if (!result.ok && result.reason === 'invalid') throw new Error(`bench event rejected: ${JSON.stringify(result.violations)}`);
+    if (!result.ok && result.reason === 'invalid')
+      throw new Error(`bench event rejected: ${JSON.stringify(result.violations)}`);
     if (i % SLICE === SLICE - 1) {
       memory?.sample();
       if (memory && (i + 1) % (n / 4) === 0) {
@@ -147,7 +166,12 @@ export interface UpResult {
 }
 
 /** Redis up: publish() latency, and events/s from the first publish until all are confirmed in Redis. */
-export async function publisherUp(redis: RedisProcess, pool: PlanEventInput[], n: number, options: PublisherOptions = {}): Promise<UpResult> {
+export async function publisherUp(
+  redis: RedisProcess,
+  pool: PlanEventInput[],
+  n: number,
+  options: PublisherOptions = {},
+): Promise<UpResult> {
   const prefix = newPrefix();
   const { publisher } = newBenchPublisher(redis, prefix, options);
   await waitReady(publisher);
@@ -181,7 +205,13 @@ async function waitReady(publisher: PlanEventPublisher): Promise<void> {
 }
 
 /** Redis down: publish() latency and memory with a bounded buffer; then the drain rate once Redis is back. */
-export async function publisherDown(redis: RedisProcess, pool: PlanEventInput[], n: number, options: PublisherOptions, gc: () => void) {
+export async function publisherDown(
+  redis: RedisProcess,
+  pool: PlanEventInput[],
+  n: number,
+  options: PublisherOptions,
+  gc: () => void,
+) {
   await redis.stop();
   const prefix = newPrefix();
   const rec = new LatencyRecorder(n);
@@ -211,7 +241,10 @@ export async function publisherDown(redis: RedisProcess, pool: PlanEventInput[],
 }
 
 function stampedJob(input: PlanEventInput) {
-  return { v: 1 as const, events: [{ ...input, specVersion: 1, eventId: randomUUID(), seq: 0, occurredAt: new Date().toISOString() }] };
+  return {
+    v: 1 as const,
+    events: [{ ...input, specVersion: 1, eventId: randomUUID(), seq: 0, occurredAt: new Date().toISOString() }],
+  };
 }
 
 const BASELINE_JOB_OPTIONS = { removeOnComplete: { count: 1_000 }, removeOnFail: false, attempts: 50 };

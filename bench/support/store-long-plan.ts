@@ -74,7 +74,10 @@ async function referenceBatch(target: DatabaseTarget, batch: number): Promise<nu
   }
 }
 
-export async function longPlanTrickle(kind: TestDb, opts: { steps: number; batch: number; maxEvents: number; progress?: (line: string) => void }): Promise<LongPlanRun> {
+export async function longPlanTrickle(
+  kind: TestDb,
+  opts: { steps: number; batch: number; maxEvents: number; progress?: (line: string) => void },
+): Promise<LongPlanRun> {
   const all = longPlan('long-store', opts.steps);
   const events = all.slice(0, Math.min(all.length, opts.maxEvents));
   const checkpoints = events.filter((e) => e.type === 'checkpoint.saved').length;
@@ -82,31 +85,44 @@ export async function longPlanTrickle(kind: TestDb, opts: { steps: number; batch
   const timings: { storedBefore: number; ms: number }[] = [];
   try {
     const reference = await referenceBatch(db.db.target, opts.batch);
-    const { result, writes } = await measuringWrites(db, 2, { events: events.length, checkpointEvents: checkpoints }, async (ds) => {
-      const store = new PlanEventStore(ds);
-      const s0 = serverCpu(kind);
-      const c0 = ownCpu();
-      const t0 = performance.now();
-      let reported = 0;
-      for (let i = 0; i < events.length; i += opts.batch) {
-        const part: PlanEvent[] = events.slice(i, i + opts.batch);
-        const t = performance.now();
-        await store.persist(part);
-        timings.push({ storedBefore: i, ms: performance.now() - t });
-        if (opts.progress && i + part.length - reported >= 1_000) {
-          reported = i + part.length;
-          opts.progress(`long plan: ${reported} events stored, last batch ${round(performance.now() - t, 1)} ms, ${round((performance.now() - t0) / 1000, 1)} s`);
+    const { result, writes } = await measuringWrites(
+      db,
+      2,
+      { events: events.length, checkpointEvents: checkpoints },
+      async (ds) => {
+        const store = new PlanEventStore(ds);
+        const s0 = serverCpu(kind);
+        const c0 = ownCpu();
+        const t0 = performance.now();
+        let reported = 0;
+        for (let i = 0; i < events.length; i += opts.batch) {
+          const part: PlanEvent[] = events.slice(i, i + opts.batch);
+          const t = performance.now();
+          await store.persist(part);
+          timings.push({ storedBefore: i, ms: performance.now() - t });
+          if (opts.progress && i + part.length - reported >= 1_000) {
+            reported = i + part.length;
+            opts.progress(
+              `long plan: ${reported} events stored, last batch ${round(performance.now() - t, 1)} ms, ${round((performance.now() - t0) / 1000, 1)} s`,
+            );
+          }
         }
-      }
-      return { seconds: (performance.now() - t0) / 1000, node: ownCpu() - c0, server: serverCpu(kind) - s0 };
-    });
+        return { seconds: (performance.now() - t0) / 1000, node: ownCpu() - c0, server: serverCpu(kind) - s0 };
+      },
+    );
     const points: LongPlanPoint[] = [];
     for (const p of LONG_PLAN_POINTS) {
       const around = timings.filter((t) => Math.abs(t.storedBefore - p) <= AROUND).map((t) => t.ms);
       // every batch starting within AROUND of the point (5 of 50 events) must have been stored
       const expected = Math.floor((p + AROUND) / opts.batch) - Math.ceil((p - AROUND) / opts.batch) + 1;
       if (around.length < expected || p + AROUND + opts.batch > events.length) continue;
-      points.push({ storedEvents: p, msPerBatch: round(median(around)), minMs: round(around.reduce((a, b) => Math.min(a, b))), maxMs: round(around.reduce((a, b) => Math.max(a, b))), batches: around.length });
+      points.push({
+        storedEvents: p,
+        msPerBatch: round(median(around)),
+        minMs: round(around.reduce((a, b) => Math.min(a, b))),
+        maxMs: round(around.reduce((a, b) => Math.max(a, b))),
+        batches: around.length,
+      });
     }
     const at = (p: number) => points.find((x) => x.storedEvents === p)?.msPerBatch;
     const first = at(1_000);
@@ -121,7 +137,10 @@ export async function longPlanTrickle(kind: TestDb, opts: { steps: number; batch
       referenceMsPerBatch: reference,
       points,
       ratio20kTo1k: first && at(20_000) ? round(at(20_000)! / first) : null,
-      ratioLastTo1k: first && last && last.storedEvents > 1_000 ? { point: last.storedEvents, ratio: round(last.msPerBatch / first) } : null,
+      ratioLastTo1k:
+        first && last && last.storedEvents > 1_000
+          ? { point: last.storedEvents, ratio: round(last.msPerBatch / first) }
+          : null,
       ratioLastToReference: last ? { point: last.storedEvents, ratio: round(last.msPerBatch / reference) } : null,
       nodeCpuUsPerEvent: round((result.node * 1e6) / events.length),
       serverCpuUsPerEvent: round((result.server * 1e6) / events.length),

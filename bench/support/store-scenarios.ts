@@ -17,7 +17,15 @@ import { endState } from './e2e-interleaved';
 import { HistoryResult, preloadHistory } from './history';
 import { round } from './latency';
 import { roundRobin, stamped, withPublisherIds } from './plan-shapes';
-import { createMeasuredDb, forceCheckpoint, settledSnapshot, sqliteChanges, walPosition, writesBetween, WritesReport } from './pg-writes';
+import {
+  createMeasuredDb,
+  forceCheckpoint,
+  settledSnapshot,
+  sqliteChanges,
+  walPosition,
+  writesBetween,
+  WritesReport,
+} from './pg-writes';
 
 export type MigratedDb = Awaited<ReturnType<typeof createMigratedDb>>;
 
@@ -28,7 +36,12 @@ export interface SqliteWrites {
   rowsPerEvent: number;
 }
 
-const serverComm: Record<TestDb, string | undefined> = { postgres: 'postgres', mariadb: 'mariadbd', sqlite: undefined, mssql: undefined };
+const serverComm: Record<TestDb, string | undefined> = {
+  postgres: 'postgres',
+  mariadb: 'mariadbd',
+  sqlite: undefined,
+  mssql: undefined,
+};
 
 export function serverCpu(kind: TestDb): number {
   const comm = serverComm[kind];
@@ -44,7 +57,12 @@ export function ownCpu(): number {
  * Runs `work` on a DataSource of its own (closed afterwards) and reports what it wrote:
  * `events` and `checkpointEvents` are the denominators of the per-event figures.
  */
-export async function measuringWrites<T>(db: MigratedDb, poolSize: number, counts: { events: number; checkpointEvents?: number }, work: (ds: DataSource) => Promise<T>): Promise<{ result: T; writes?: WritesReport | SqliteWrites }> {
+export async function measuringWrites<T>(
+  db: MigratedDb,
+  poolSize: number,
+  counts: { events: number; checkpointEvents?: number },
+  work: (ds: DataSource) => Promise<T>,
+): Promise<{ result: T; writes?: WritesReport | SqliteWrites }> {
   const kind = db.db.kind;
   if (kind === 'postgres') await forceCheckpoint(db.ds);
   const before = kind === 'postgres' ? await settledSnapshot(db.ds) : undefined;
@@ -60,8 +78,16 @@ export async function measuringWrites<T>(db: MigratedDb, poolSize: number, count
   } finally {
     await ds.destroy();
   }
-  if (before) return { result, writes: writesBetween(before, await settledSnapshot(db.ds), counts.events, counts.checkpointEvents, walEnd) };
-  if (changes !== undefined) return { result, writes: { events: counts.events, rowsWritten: changes, rowsPerEvent: round(changes / counts.events) } };
+  if (before)
+    return {
+      result,
+      writes: writesBetween(before, await settledSnapshot(db.ds), counts.events, counts.checkpointEvents, walEnd),
+    };
+  if (changes !== undefined)
+    return {
+      result,
+      writes: { events: counts.events, rowsWritten: changes, rowsPerEvent: round(changes / counts.events) },
+    };
   return { result };
 }
 
@@ -77,23 +103,34 @@ export interface PersistRun {
 }
 
 /** `events` in batches of `batch`, `inFlight` persist calls at once; timed from the first call to the last commit. */
-export async function timedPersist(db: MigratedDb, events: PlanEvent[], batch: number, inFlight: number, checkpointEvents?: number): Promise<PersistRun> {
+export async function timedPersist(
+  db: MigratedDb,
+  events: PlanEvent[],
+  batch: number,
+  inFlight: number,
+  checkpointEvents?: number,
+): Promise<PersistRun> {
   const kind = db.db.kind;
   const batches: PlanEvent[][] = [];
   for (let i = 0; i < events.length; i += batch) batches.push(events.slice(i, i + batch));
-  const { result, writes } = await measuringWrites(db, inFlight + 1, { events: events.length, checkpointEvents }, async (ds) => {
-    const store = new PlanEventStore(ds);
-    const s0 = serverCpu(kind);
-    const c0 = ownCpu();
-    const t0 = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: inFlight }, async () => {
-        while (next < batches.length) await store.persist(batches[next++]);
-      }),
-    );
-    return { seconds: (performance.now() - t0) / 1000, node: ownCpu() - c0, server: serverCpu(kind) - s0 };
-  });
+  const { result, writes } = await measuringWrites(
+    db,
+    inFlight + 1,
+    { events: events.length, checkpointEvents },
+    async (ds) => {
+      const store = new PlanEventStore(ds);
+      const s0 = serverCpu(kind);
+      const c0 = ownCpu();
+      const t0 = performance.now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: inFlight }, async () => {
+          while (next < batches.length) await store.persist(batches[next++]);
+        }),
+      );
+      return { seconds: (performance.now() - t0) / 1000, node: ownCpu() - c0, server: serverCpu(kind) - s0 };
+    },
+  );
   const n = events.length;
   return {
     events: n,
@@ -108,7 +145,13 @@ export async function timedPersist(db: MigratedDb, events: PlanEvent[], batch: n
 }
 
 /** The existing figure: ~`count` realistic events grouped plan by plan, no history. */
-export async function groupedPersist(kind: TestDb, count: number, batch: number, inFlight: number, seed = 77): Promise<PersistRun> {
+export async function groupedPersist(
+  kind: TestDb,
+  count: number,
+  batch: number,
+  inFlight: number,
+  seed = 77,
+): Promise<PersistRun> {
   const events = withPublisherIds(manyPlanRuns(count, { seed }).slice(0, count));
   const checkpoints = events.filter((e) => e.type === 'checkpoint.saved').length;
   const db = await createMeasuredDb(kind);
@@ -126,7 +169,14 @@ export interface StoreInterleavedRun extends PersistRun {
 }
 
 /** `plans` x 10 events, round-robin, in the worker's batches, on top of `history` events. */
-export async function interleavedPersist(kind: TestDb, plans: number, history: number, batch: number, inFlight: number, seed = 78): Promise<StoreInterleavedRun> {
+export async function interleavedPersist(
+  kind: TestDb,
+  plans: number,
+  history: number,
+  batch: number,
+  inFlight: number,
+  seed = 78,
+): Promise<StoreInterleavedRun> {
   const tag = `silv${seed}`;
   const events = stamped(roundRobin(tag, plans, seed));
   const db = await createMeasuredDb(kind);

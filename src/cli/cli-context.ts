@@ -34,6 +34,17 @@ export function buildContext(io: CliIo): CliContext {
   // a ConfigError ends the command with its one line, by its kind (exit-codes.ts)
   const config: Readonly<AppConfig> = loadConfig(io.env);
   // CLI logs go to stderr so `--json` output on stdout stays parseable.
-  const logger = createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel, destination: process.stderr as never });
-  return { config, env: io.env, logger, out: (line) => io.out(escapeControl(line)), raw: io.out, write: io.write ?? io.out, err: (line) => io.err(escapeControl(line)) };
+  const logger = createLogger({
+    level: config.logLevel === 'info' ? 'warn' : config.logLevel,
+    destination: process.stderr as never,
+  });
+  return {
+    config,
+    env: io.env,
+    logger,
+    out: (line) => io.out(escapeControl(line)),
+    raw: io.out,
+    write: io.write ?? io.out,
+    err: (line) => io.err(escapeControl(line)),
+  };
 }

@@ -64,7 +64,8 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     return EXIT.ok;
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return EXIT.ok;
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0)
+        return EXIT.ok;
       return EXIT.usage; // commander already printed the message
     }
     if (errorKindOf(err) !== undefined) {

@@ -15,7 +15,8 @@ export async function withDataSource<T>(ctx: CliContext, fn: (ds: DataSource) =>
     return await fn(ds);
   } catch (err) {
     const message = (err as Error)?.message ?? String(err);
-    if (MISSING_SCHEMA.test(message)) throw new CliError(`${message} (is the schema migrated? run: plan-ledger migrate)`);
+    if (MISSING_SCHEMA.test(message))
+      throw new CliError(`${message} (is the schema migrated? run: plan-ledger migrate)`);
     throw err;
   } finally {
     await ds.destroy().catch(() => undefined);

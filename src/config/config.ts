@@ -25,11 +25,20 @@ export interface AppConfig {
 
 /** Every environment variable plan-ledger reads, with what it expects; `--help` prints this. */
 export const ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
-  ['DATABASE_URL', `sqlite:<file> | postgres:// | mysql:// | mariadb:// | mssql:// (default sqlite:${DEFAULT_SQLITE_FILE})`],
-  ['DATABASE_PASSWORD', "the database password, taken as is (no URL encoding); DATABASE_URL then names only the user (default: the URL's)"],
+  [
+    'DATABASE_URL',
+    `sqlite:<file> | postgres:// | mysql:// | mariadb:// | mssql:// (default sqlite:${DEFAULT_SQLITE_FILE})`,
+  ],
+  [
+    'DATABASE_PASSWORD',
+    "the database password, taken as is (no URL encoding); DATABASE_URL then names only the user (default: the URL's)",
+  ],
   ['REDIS_URL', 'redis://[user:pass@]host:port[/db] (default redis://127.0.0.1:6379)'],
   ['REDIS_CLUSTER_NODES', 'host:port,host:port,... seed nodes of a Redis Cluster (replaces REDIS_URL; default unset)'],
-  ['QUEUE_PREFIX', 'BullMQ key prefix, letters/digits/-_.{} (default plan-ledger; on a cluster a {hash tag}, e.g. {plan-ledger})'],
+  [
+    'QUEUE_PREFIX',
+    'BullMQ key prefix, letters/digits/-_.{} (default plan-ledger; on a cluster a {hash tag}, e.g. {plan-ledger})',
+  ],
   ['LOG_LEVEL', `${LOG_LEVELS.join('|')} (default info)`],
 ];
 
@@ -71,9 +80,14 @@ export function parseRedisUrl(raw: string): string {
 
 export function loadConfig(env: Env = process.env): Readonly<AppConfig> {
   const c = new Checker();
-  const database = c.check('DATABASE_URL', () => parseDatabaseUrl(read(env, 'DATABASE_URL') ?? `sqlite:${DEFAULT_SQLITE_FILE}`));
+  const database = c.check('DATABASE_URL', () =>
+    parseDatabaseUrl(read(env, 'DATABASE_URL') ?? `sqlite:${DEFAULT_SQLITE_FILE}`),
+  );
   const password = read(env, 'DATABASE_PASSWORD');
-  const target = database && password !== undefined ? c.check('DATABASE_PASSWORD', () => withPassword(database, password)) : database;
+  const target =
+    database && password !== undefined
+      ? c.check('DATABASE_PASSWORD', () => withPassword(database, password))
+      : database;
   const redisUrl = c.check('REDIS_URL', () => parseRedisUrl(read(env, 'REDIS_URL') ?? 'redis://127.0.0.1:6379'));
   const queuePrefix = c.check('QUEUE_PREFIX', () => {
     const v = read(env, 'QUEUE_PREFIX') ?? 'plan-ledger';
@@ -92,9 +106,16 @@ export function loadConfig(env: Env = process.env): Readonly<AppConfig> {
   }
   const logLevel = c.check('LOG_LEVEL', () => {
     const v = (read(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
-    if (!(LOG_LEVELS as readonly string[]).includes(v)) throw new Error(`"${v}" is not one of ${LOG_LEVELS.join(', ')}`);
+    if (!(LOG_LEVELS as readonly string[]).includes(v))
+      throw new Error(`"${v}" is not one of ${LOG_LEVELS.join(', ')}`);
     return v as LogLevel;
   });
   if (c.problems.length > 0) throw new ConfigError(c.problems);
-  return Object.freeze({ database: target!, redisUrl: redisUrl!, redisClusterNodes: redisClusterNodes!, queuePrefix: queuePrefix!, logLevel: logLevel! });
+  return Object.freeze({
+    database: target!,
+    redisUrl: redisUrl!,
+    redisClusterNodes: redisClusterNodes!,
+    queuePrefix: queuePrefix!,
+    logLevel: logLevel!,
+  });
 }

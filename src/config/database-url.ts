@@ -32,12 +32,20 @@ export interface DatabaseTarget {
 export const DEFAULT_SQLITE_FILE = './data/plan-ledger.sqlite';
 
 /** The mssql:// query parameters plan-ledger reads, checked so a typo is an error, not a default. */
-const MSSQL_PARAMS: Readonly<Record<string, ParamKind>> = { encrypt: 'boolean', trustServerCertificate: 'boolean', requestTimeout: 'ms', connectionTimeout: 'ms' };
+const MSSQL_PARAMS: Readonly<Record<string, ParamKind>> = {
+  encrypt: 'boolean',
+  trustServerCertificate: 'boolean',
+  requestTimeout: 'ms',
+  connectionTimeout: 'ms',
+};
 
 type ParamKind = 'boolean' | 'ms';
 
 /** Each URL scheme: its database family, driver, default port, and (when listed) the only query parameters it takes. */
-const SCHEMES: Record<string, { dialect: Dialect; driver: DatabaseTarget['driver']; port: number; params?: Readonly<Record<string, ParamKind>> }> = {
+const SCHEMES: Record<
+  string,
+  { dialect: Dialect; driver: DatabaseTarget['driver']; port: number; params?: Readonly<Record<string, ParamKind>> }
+> = {
   'postgres:': { dialect: 'postgres', driver: 'postgres', port: 5432 },
   'postgresql:': { dialect: 'postgres', driver: 'postgres', port: 5432 },
   'mysql:': { dialect: 'mysql', driver: 'mysql', port: 3306 },
@@ -46,7 +54,8 @@ const SCHEMES: Record<string, { dialect: Dialect; driver: DatabaseTarget['driver
   'sqlserver:': { dialect: 'mssql', driver: 'mssql', port: 1433, params: MSSQL_PARAMS },
 };
 
-const EXPECTED = 'expected sqlite:<file>, or postgres:// mysql:// mariadb:// mssql:// followed by [user[:password]@]host[:port]/database';
+const EXPECTED =
+  'expected sqlite:<file>, or postgres:// mysql:// mariadb:// mssql:// followed by [user[:password]@]host[:port]/database';
 
 /** Parse DATABASE_URL; throws an Error whose message says what is wrong and what is expected. */
 export function parseDatabaseUrl(raw: string): DatabaseTarget {
@@ -81,12 +90,22 @@ export function parseDatabaseUrl(raw: string): DatabaseTarget {
   };
 }
 
-function checkParams(params: Record<string, string>, known: Readonly<Record<string, ParamKind>>, protocol: string, url: string): void {
+function checkParams(
+  params: Record<string, string>,
+  known: Readonly<Record<string, ParamKind>>,
+  protocol: string,
+  url: string,
+): void {
   for (const [name, value] of Object.entries(params)) {
     const kind = known[name];
-    if (!kind) throw new Error(`"${redactUrl(url)}": unknown parameter "${name}"; ${protocol}// takes ${Object.keys(known).join(', ')}`);
-    if (kind === 'boolean' && value !== 'true' && value !== 'false') throw new Error(`"${redactUrl(url)}": ${name} must be true or false, not "${value}"`);
-    if (kind === 'ms' && !/^[1-9][0-9]{0,8}$/.test(value)) throw new Error(`"${redactUrl(url)}": ${name} must be a number of milliseconds, not "${value}"`);
+    if (!kind)
+      throw new Error(
+        `"${redactUrl(url)}": unknown parameter "${name}"; ${protocol}// takes ${Object.keys(known).join(', ')}`,
+      );
+    if (kind === 'boolean' && value !== 'true' && value !== 'false')
+      throw new Error(`"${redactUrl(url)}": ${name} must be true or false, not "${value}"`);
+    if (kind === 'ms' && !/^[1-9][0-9]{0,8}$/.test(value))
+      throw new Error(`"${redactUrl(url)}": ${name} must be a number of milliseconds, not "${value}"`);
   }
 }
 
@@ -97,8 +116,14 @@ function checkParams(params: Record<string, string>, known: Readonly<Record<stri
  */
 export function withPassword(target: DatabaseTarget, password: string): DatabaseTarget {
   if (target.file !== undefined) throw new Error('a SQLite database has no password; unset DATABASE_PASSWORD');
-  if (target.password !== undefined) throw new Error(`"${target.redacted}" holds a password already; put it in DATABASE_URL or DATABASE_PASSWORD, not both`);
-  if (!target.username) throw new Error(`"${target.redacted}" names no user for DATABASE_PASSWORD; write it as scheme://user@host/database`);
+  if (target.password !== undefined)
+    throw new Error(
+      `"${target.redacted}" holds a password already; put it in DATABASE_URL or DATABASE_PASSWORD, not both`,
+    );
+  if (!target.username)
+    throw new Error(
+      `"${target.redacted}" names no user for DATABASE_PASSWORD; write it as scheme://user@host/database`,
+    );
   const u = new URL(target.url);
   u.password = encodeURIComponent(password);
   return { ...target, password, url: u.toString() };

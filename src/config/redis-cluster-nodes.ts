@@ -18,7 +18,8 @@ export interface ClusterSeeds {
   tls: boolean;
 }
 
-const EXPECTED = 'expected host:port,host:port,... (an entry may be written as in REDIS_URL, e.g. rediss://host:port, to carry credentials and TLS)';
+const EXPECTED =
+  'expected host:port,host:port,... (an entry may be written as in REDIS_URL, e.g. rediss://host:port, to carry credentials and TLS)';
 
 function parseEntry(raw: string): { node: ClusterNode; username?: string; password?: string; tls: boolean } {
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `redis://${raw}`;
@@ -28,9 +29,11 @@ function parseEntry(raw: string): { node: ClusterNode; username?: string; passwo
   } catch {
     throw new Error(`"${redactUrl(raw)}" is not host:port; ${EXPECTED}`);
   }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new Error(`"${redactUrl(raw)}" has scheme "${url.protocol}"; ${EXPECTED}`);
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
+    throw new Error(`"${redactUrl(raw)}" has scheme "${url.protocol}"; ${EXPECTED}`);
   if (!url.hostname || !url.port) throw new Error(`"${redactUrl(raw)}" needs a host and a port; ${EXPECTED}`);
-  if (url.pathname.length > 1) throw new Error(`"${redactUrl(raw)}" names a database; Redis Cluster has only database 0`);
+  if (url.pathname.length > 1)
+    throw new Error(`"${redactUrl(raw)}" names a database; Redis Cluster has only database 0`);
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   return {
     node: { host, port: Number(url.port) },
@@ -53,11 +56,15 @@ export function parseClusterNodes(raw: string): ClusterSeeds {
   const parsed = entries.map(parseEntry);
   const agreed = <K extends 'username' | 'password'>(key: K): string | undefined => {
     const values = new Set(parsed.map((p) => p[key]).filter((v): v is string => v !== undefined));
-    if (values.size > 1) throw new Error(`entries give different ${key}s; give the credentials once (the cluster has one)`);
+    if (values.size > 1)
+      throw new Error(`entries give different ${key}s; give the credentials once (the cluster has one)`);
     return [...values][0];
   };
-  const schemes = new Set(entries.filter((e) => /^[a-z][a-z0-9+.-]*:\/\//i.test(e)).map((e) => e.slice(0, e.indexOf(':')).toLowerCase()));
-  if (schemes.size > 1) throw new Error('entries mix redis:// and rediss://; a cluster is reached with TLS on every node or on none');
+  const schemes = new Set(
+    entries.filter((e) => /^[a-z][a-z0-9+.-]*:\/\//i.test(e)).map((e) => e.slice(0, e.indexOf(':')).toLowerCase()),
+  );
+  if (schemes.size > 1)
+    throw new Error('entries mix redis:// and rediss://; a cluster is reached with TLS on every node or on none');
   const tls = schemes.has('rediss');
   return { nodes: parsed.map((p) => p.node), username: agreed('username'), password: agreed('password'), tls };
 }

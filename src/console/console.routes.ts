@@ -20,7 +20,8 @@ const ASSETS: Record<string, string> = {
  * The console's Content-Security-Policy: scripts and styles from this server only (no inline
  * script, no eval), no framing, no plugins, forms and requests to this origin only.
  */
-export const CONSOLE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+export const CONSOLE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /** The package's `console/` folder, from the sources (src/console) or the build (dist/src/console). */
 export function consoleDir(): string {
@@ -59,7 +60,9 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
   const admin = { config: { scope: 'admin' } } as const;
   const hide = { hide: true };
 
-  app.get('/', { schema: hide }, async (_req, reply) => reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(index));
+  app.get('/', { schema: hide }, async (_req, reply) =>
+    reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(index),
+  );
   app.get('/console/assets/:file', { schema: hide }, async (req, reply) => {
     const name = (req.params as Record<string, string>).file;
     const body = files.get(name);
@@ -69,10 +72,14 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
 
   app.post('/console/session', { schema: hide }, async (req, reply) => {
     const key = (req.body as { key?: unknown } | undefined)?.key;
-    if (typeof key !== 'string' || key.trim() === '') return reply.code(400).send({ error: 'send {"key": "<API key>"}' });
+    if (typeof key !== 'string' || key.trim() === '')
+      return reply.code(400).send({ error: 'send {"key": "<API key>"}' });
     const scopes = deps.keys.scopesOf(key.trim());
     if (scopes === null) return reply.code(401).send({ error: 'unknown API key' });
-    if (!scopes.has('read')) return reply.code(403).send({ error: 'this API key lacks the read scope (an ingest-only key cannot open the console)' });
+    if (!scopes.has('read'))
+      return reply
+        .code(403)
+        .send({ error: 'this API key lacks the read scope (an ingest-only key cannot open the console)' });
     const { token, session } = deps.sessions.create(scopes);
     reply.header('set-cookie', sessionCookie(token, Math.floor(SESSION_TTL_MS / 1000), req.protocol === 'https'));
     return { scopes: [...scopes].sort(), csrf: session.csrf };
@@ -85,7 +92,8 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
   app.delete('/console/session', { schema: hide }, async (req, reply) => {
     const found = deps.sessions.fromCookie(req.headers.cookie);
     if (found) {
-      if (req.headers[CSRF_HEADER] !== found.session.csrf) return reply.code(403).send({ error: `missing or wrong ${CSRF_HEADER} header` });
+      if (req.headers[CSRF_HEADER] !== found.session.csrf)
+        return reply.code(403).send({ error: `missing or wrong ${CSRF_HEADER} header` });
       deps.sessions.end(found.token);
     }
     reply.header('set-cookie', sessionCookie('', 0, req.protocol === 'https'));
@@ -93,36 +101,96 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
   });
 
   const service = (): DeadLetterService => {
-    if (!deps.deadLetters) throw Object.assign(new Error('dead letters are not available: this server has no Redis connection for them'), { statusCode: 503 });
+    if (!deps.deadLetters)
+      throw Object.assign(new Error('dead letters are not available: this server has no Redis connection for them'), {
+        statusCode: 503,
+      });
     return deps.deadLetters;
   };
-  app.get('/v1/dead-letters', { ...read, schema: { summary: 'dead letters, oldest first, without events (CLI: dlq list --json)', tags: ['dead letters'] } }, async (req) => {
-    const q = req.query as Q;
-    // a bad filter is a usage error (400), an unknown id not-found (404): see http-errors.ts
-    const filter = parseFilter({ type: q.type, kind: q.kind, plan: q.plan, since: q.since, until: q.until, limit: q.limit ?? '100' });
-    return service().listSummaries(filter);
-  });
-  app.get('/v1/dead-letters/:id', { ...read, schema: { summary: 'one dead letter with its original event (CLI: dlq show --json)', tags: ['dead letters'] } }, async (req) =>
-    service().show((req.params as Record<string, string>).id),
+  app.get(
+    '/v1/dead-letters',
+    {
+      ...read,
+      schema: { summary: 'dead letters, oldest first, without events (CLI: dlq list --json)', tags: ['dead letters'] },
+    },
+    async (req) => {
+      const q = req.query as Q;
+      // a bad filter is a usage error (400), an unknown id not-found (404): see http-errors.ts
+      const filter = parseFilter({
+        type: q.type,
+        kind: q.kind,
+        plan: q.plan,
+        since: q.since,
+        until: q.until,
+        limit: q.limit ?? '100',
+      });
+      return service().listSummaries(filter);
+    },
   );
-  app.post('/v1/dead-letters/:id/replay', { ...admin, schema: { summary: 'replay one dead letter (admin scope; CLI: dlq replay <id>)', tags: ['dead letters'] } }, async (req) => {
-    const summary = await service().replay({ ids: [(req.params as Record<string, string>).id] });
-    return { replayed: summary.replayed, alreadyStored: summary.alreadyStored, vanished: summary.vanished, jobIds: summary.jobIds };
-  });
-  app.post('/v1/dead-letters/:id/purge', { ...admin, schema: { summary: 'remove one dead letter for good (admin scope; CLI: dlq purge <id> --yes)', tags: ['dead letters'] } }, async (req) => {
-    const result = await service().purge({ ids: [(req.params as Record<string, string>).id] });
-    return { removed: result.deadLetters.length };
-  });
+  app.get(
+    '/v1/dead-letters/:id',
+    {
+      ...read,
+      schema: { summary: 'one dead letter with its original event (CLI: dlq show --json)', tags: ['dead letters'] },
+    },
+    async (req) => service().show((req.params as Record<string, string>).id),
+  );
+  app.post(
+    '/v1/dead-letters/:id/replay',
+    {
+      ...admin,
+      schema: { summary: 'replay one dead letter (admin scope; CLI: dlq replay <id>)', tags: ['dead letters'] },
+    },
+    async (req) => {
+      const summary = await service().replay({ ids: [(req.params as Record<string, string>).id] });
+      return {
+        replayed: summary.replayed,
+        alreadyStored: summary.alreadyStored,
+        vanished: summary.vanished,
+        jobIds: summary.jobIds,
+      };
+    },
+  );
+  app.post(
+    '/v1/dead-letters/:id/purge',
+    {
+      ...admin,
+      schema: {
+        summary: 'remove one dead letter for good (admin scope; CLI: dlq purge <id> --yes)',
+        tags: ['dead letters'],
+      },
+    },
+    async (req) => {
+      const result = await service().purge({ ids: [(req.params as Record<string, string>).id] });
+      return { removed: result.deadLetters.length };
+    },
+  );
 
-  app.get('/v1/health', { ...read, schema: { summary: 'queue depth, oldest waiting job, dead letters by kind, events stored per minute', tags: ['read'] } }, async (req) => {
-    const minutes = parsePositiveInt('minutes', (req.query as Q).minutes ?? '15', 1_440);
-    return health(deps, minutes);
-  });
+  app.get(
+    '/v1/health',
+    {
+      ...read,
+      schema: {
+        summary: 'queue depth, oldest waiting job, dead letters by kind, events stored per minute',
+        tags: ['read'],
+      },
+    },
+    async (req) => {
+      const minutes = parsePositiveInt('minutes', (req.query as Q).minutes ?? '15', 1_440);
+      return health(deps, minutes);
+    },
+  );
 }
 
 /** What the console's Health page shows. */
 export interface HealthView {
-  queue: { waiting: number; active: number; delayed: number; failed: number; oldestWaitingAgeSeconds: number | null } | null;
+  queue: {
+    waiting: number;
+    active: number;
+    delayed: number;
+    failed: number;
+    oldestWaitingAgeSeconds: number | null;
+  } | null;
   deadLetters: { total: number; byKind: Record<string, number>; oldestAgeSeconds: number | null } | null;
   /** Events the workers stored per minute, oldest minute first (UTC, `minute` ISO). */
   eventsPerMinute: Array<{ minute: string; events: number }>;
@@ -134,13 +202,26 @@ async function health(deps: ConsoleDeps, minutes: number): Promise<HealthView> {
   if (deps.eventsQueue) {
     const counts = await deps.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'failed');
     const [oldest] = await deps.eventsQueue.getJobs(['waiting'], 0, 0, true); // asc: the oldest first
-    queue = { waiting: counts.waiting ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0, failed: counts.failed ?? 0, oldestWaitingAgeSeconds: oldest ? Math.max(0, Math.round((now - oldest.timestamp) / 1000)) : null };
+    queue = {
+      waiting: counts.waiting ?? 0,
+      active: counts.active ?? 0,
+      delayed: counts.delayed ?? 0,
+      failed: counts.failed ?? 0,
+      oldestWaitingAgeSeconds: oldest ? Math.max(0, Math.round((now - oldest.timestamp) / 1000)) : null,
+    };
   }
   let deadLetters: HealthView['deadLetters'] = null;
   if (deps.deadLetterQueue) {
     const depth = await new DeadLetterRepository(deps.deadLetterQueue).depth();
-    deadLetters = { total: depth.total, byKind: Object.fromEntries(depth.byKind), oldestAgeSeconds: depth.oldestAtMs === undefined ? null : Math.max(0, Math.round((now - depth.oldestAtMs) / 1000)) };
+    deadLetters = {
+      total: depth.total,
+      byKind: Object.fromEntries(depth.byKind),
+      oldestAgeSeconds:
+        depth.oldestAtMs === undefined ? null : Math.max(0, Math.round((now - depth.oldestAtMs) / 1000)),
+    };
   }
-  const eventsPerMinute = deps.redis ? await storedEventsPerMinute(deps.redis, deps.queuePrefix ?? '', minutes, now) : [];
+  const eventsPerMinute = deps.redis
+    ? await storedEventsPerMinute(deps.redis, deps.queuePrefix ?? '', minutes, now)
+    : [];
   return { queue, deadLetters, eventsPerMinute };
 }

@@ -25,7 +25,8 @@ export function isUuid(s: unknown): s is string {
  * zero are refused rather than converted: a non-UTC stamp means the executor's clock handling is off,
  * and `-00:00` means "offset unknown" in RFC 3339.
  */
-const UTC_TIMESTAMP_PATTERN = /^(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?(Z|\+00:00)$/;
+const UTC_TIMESTAMP_PATTERN =
+  /^(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?(Z|\+00:00)$/;
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 export function isUtcTimestamp(s: unknown): s is string {

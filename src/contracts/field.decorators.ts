@@ -50,12 +50,15 @@ export const Optional = (): PropertyDecorator => ValidateIf((_object, value) => 
 /** A string of `min` to `max` UTF-16 code units (what SQL Server's NVARCHAR(n) counts). */
 export function Text(min: number, max: number): PropertyDecorator {
   const range = min > 0 ? `must be ${min} to ${max} characters long` : `must be at most ${max} characters long`;
-  return field('text', (v) => (typeof v !== 'string' ? 'must be a string' : v.length < min || v.length > max ? range : undefined));
+  return field('text', (v) =>
+    typeof v !== 'string' ? 'must be a string' : v.length < min || v.length > max ? range : undefined,
+  );
 }
 
 /** Free text (an NVARCHAR(MAX) / text column) bounded by `ContractLimits.maxLongText`. */
 export function LongText(options: { nonEmpty?: boolean } = {}): PropertyDecorator {
-  const problem: Problem = (v) => (typeof v !== 'string' ? 'must be a string' : options.nonEmpty && v.length === 0 ? 'must not be empty' : undefined);
+  const problem: Problem = (v) =>
+    typeof v !== 'string' ? 'must be a string' : options.nonEmpty && v.length === 0 ? 'must not be empty' : undefined;
   return inOrder(field('longText', problem), WithinLimit('maxLongText'));
 }
 
@@ -72,7 +75,8 @@ export const Uuid = (): PropertyDecorator =>
   field('uuid', (v) => (typeof v !== 'string' ? 'must be a string' : isUuid(v) ? undefined : 'must be a UUID'));
 
 /** A UTC ISO-8601 timestamp within the range every database stores (field-formats.ts). */
-export const UtcTimestamp = (): PropertyDecorator => field('utcTimestamp', (v) => (typeof v !== 'string' ? 'must be a string' : utcTimestampProblem(v)));
+export const UtcTimestamp = (): PropertyDecorator =>
+  field('utcTimestamp', (v) => (typeof v !== 'string' ? 'must be a string' : utcTimestampProblem(v)));
 
 export const IntInRange = (min: number, max: number): PropertyDecorator =>
   field('intInRange', (v) =>
@@ -85,7 +89,8 @@ export const IntInRange = (min: number, max: number): PropertyDecorator =>
           : undefined,
   );
 
-export const Bool = (): PropertyDecorator => field('bool', (v) => (typeof v === 'boolean' ? undefined : 'must be a boolean'));
+export const Bool = (): PropertyDecorator =>
+  field('bool', (v) => (typeof v === 'boolean' ? undefined : 'must be a boolean'));
 
 export function OneOf(values: readonly unknown[]): PropertyDecorator {
   const message = `must be one of: ${values.join(', ')}`;
@@ -112,7 +117,9 @@ export const NestedList = (dto: () => DtoClass): PropertyDecorator =>
     IsArray({ message: 'must be an array' }),
     ValidateNested({ each: true, message: 'must be an object' }),
     Type(dto),
-    Transform(({ value }: { value: unknown }) => (Array.isArray(value) ? value.map((item) => (Array.isArray(item) ? null : item)) : value)),
+    Transform(({ value }: { value: unknown }) =>
+      Array.isArray(value) ? value.map((item) => (Array.isArray(item) ? null : item)) : value,
+    ),
   );
 
 /** A list of distinct external ids (`dependsOn`); whether they name real steps is step-graph.check.ts's job. */

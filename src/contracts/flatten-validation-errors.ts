@@ -11,7 +11,11 @@ import { childPath, violationAt } from './violation-path';
 const UNKNOWN_FIELD = 'whitelistValidation';
 const INDEX = /^(0|[1-9][0-9]*)$/;
 
-export function flattenValidationErrors(errors: readonly ValidationError[], parentPath = '', out: Violation[] = []): Violation[] {
+export function flattenValidationErrors(
+  errors: readonly ValidationError[],
+  parentPath = '',
+  out: Violation[] = [],
+): Violation[] {
   for (const error of errors) {
     const constraints = error.constraints ?? {};
     const unknownField = UNKNOWN_FIELD in constraints;

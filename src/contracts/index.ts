@@ -2,7 +2,14 @@
  * Public API of the plan-event contract. Executors depend on this module alone: it imports neither
  * TypeORM nor BullMQ.
  */
-export { DECISION_KINDS, FINAL_STATUSES, PLAN_EVENT_TYPES, PlanEventType, SPEC_VERSION, isPlanEventType } from './event-types';
+export {
+  DECISION_KINDS,
+  FINAL_STATUSES,
+  PLAN_EVENT_TYPES,
+  PlanEventType,
+  SPEC_VERSION,
+  isPlanEventType,
+} from './event-types';
 export type { PlanEventTypeName } from './event-types';
 export type {
   CheckpointSavedPayload,

@@ -20,11 +20,31 @@ const ID_BASE = 'urn:plan-ledger:schema:';
 
 const NO_NUL = '^[^\\u0000]*$';
 const INT32 = 2_147_483_647;
-const text = (min: number, max: number): Schema => ({ type: 'string', minLength: min, maxLength: max, pattern: NO_NUL });
-const longText = (nonEmpty = false): Schema => ({ type: 'string', ...(nonEmpty ? { minLength: 1 } : {}), maxLength: DEFAULT_LIMITS.maxLongText, pattern: NO_NUL });
+const text = (min: number, max: number): Schema => ({
+  type: 'string',
+  minLength: min,
+  maxLength: max,
+  pattern: NO_NUL,
+});
+const longText = (nonEmpty = false): Schema => ({
+  type: 'string',
+  ...(nonEmpty ? { minLength: 1 } : {}),
+  maxLength: DEFAULT_LIMITS.maxLongText,
+  pattern: NO_NUL,
+});
 const int = (min: number, max: number): Schema => ({ type: 'integer', minimum: min, maximum: max });
-const externalId: Schema = { type: 'string', pattern: EXTERNAL_ID_PATTERN.source, description: 'an executor id: 1-64 of letters, digits, _ . : -, starting with a letter or digit' };
-const object = (required: string[], properties: Record<string, Schema>, extra: Schema = {}): Schema => ({ type: 'object', required, properties, additionalProperties: false, ...extra });
+const externalId: Schema = {
+  type: 'string',
+  pattern: EXTERNAL_ID_PATTERN.source,
+  description: 'an executor id: 1-64 of letters, digits, _ . : -, starting with a letter or digit',
+};
+const object = (required: string[], properties: Record<string, Schema>, extra: Schema = {}): Schema => ({
+  type: 'object',
+  required,
+  properties,
+  additionalProperties: false,
+  ...extra,
+});
 
 /** Any JSON value whose strings and keys hold no NUL (checkpoint state). */
 const nulFreeJson: Schema = {
@@ -48,20 +68,61 @@ const stepSpec = object(['stepId', 'index', 'agentId', 'task'], {
 const stepList: Schema = { type: 'array', items: { $ref: '#/$defs/stepSpec' }, maxItems: DEFAULT_LIMITS.maxSteps };
 
 export const PAYLOAD_SCHEMAS: Readonly<Record<PlanEventTypeName, Schema>> = Object.freeze({
-  'plan.created': object(['query', 'steps'], { query: longText(true), steps: stepList, requiresApproval: { type: 'boolean' }, complexity: int(0, 100) }),
-  'plan.decision': object(['decision'], { decision: { enum: [...DECISION_KINDS] }, steps: stepList, feedback: longText(), decidedBy: text(0, 200) }, {
-    // an edit carries the full new step list (at least one step); approve and reject carry none
-    if: { properties: { decision: { const: 'edit' } } },
-    then: { required: ['steps'], properties: { steps: { minItems: 1 } } },
-    else: { not: { required: ['steps'] } },
+  'plan.created': object(['query', 'steps'], {
+    query: longText(true),
+    steps: stepList,
+    requiresApproval: { type: 'boolean' },
+    complexity: int(0, 100),
   }),
+  'plan.decision': object(
+    ['decision'],
+    { decision: { enum: [...DECISION_KINDS] }, steps: stepList, feedback: longText(), decidedBy: text(0, 200) },
+    {
+      // an edit carries the full new step list (at least one step); approve and reject carry none
+      if: { properties: { decision: { const: 'edit' } } },
+      then: { required: ['steps'], properties: { steps: { minItems: 1 } } },
+      else: { not: { required: ['steps'] } },
+    },
+  ),
   'step.started': object(['stepId'], { stepId: externalId, agentId: text(1, 100) }),
-  'step.completed': object(['stepId', 'inputTokens', 'outputTokens'], { stepId: externalId, result: longText(), outputContent: longText(), inputTokens: int(0, INT32), outputTokens: int(0, INT32), model: text(1, 100) }),
-  'step.failed': object(['stepId', 'error'], { stepId: externalId, error: longText(), inputTokens: int(0, INT32), outputTokens: int(0, INT32), model: text(1, 100) }),
+  'step.completed': object(['stepId', 'inputTokens', 'outputTokens'], {
+    stepId: externalId,
+    result: longText(),
+    outputContent: longText(),
+    inputTokens: int(0, INT32),
+    outputTokens: int(0, INT32),
+    model: text(1, 100),
+  }),
+  'step.failed': object(['stepId', 'error'], {
+    stepId: externalId,
+    error: longText(),
+    inputTokens: int(0, INT32),
+    outputTokens: int(0, INT32),
+    model: text(1, 100),
+  }),
   'step.skipped': object(['stepId'], { stepId: externalId, reason: longText() }),
-  'handoff.recorded': object(['handoffId', 'fromAgentId', 'toAgentId', 'reason'], { handoffId: externalId, stepId: externalId, fromAgentId: text(1, 100), toAgentId: text(1, 100), reason: text(1, 50), explanation: longText() }),
-  'checkpoint.saved': object(['checkpointId', 'layer', 'state'], { checkpointId: externalId, layer: int(0, 100_000), state: { type: 'object', propertyNames: { pattern: NO_NUL }, additionalProperties: { $ref: '#/$defs/nulFreeJson' } } }),
-  'plan.finalized': object(['status'], { status: { enum: [...FINAL_STATUSES] }, summary: longText(), failureReason: longText() }),
+  'handoff.recorded': object(['handoffId', 'fromAgentId', 'toAgentId', 'reason'], {
+    handoffId: externalId,
+    stepId: externalId,
+    fromAgentId: text(1, 100),
+    toAgentId: text(1, 100),
+    reason: text(1, 50),
+    explanation: longText(),
+  }),
+  'checkpoint.saved': object(['checkpointId', 'layer', 'state'], {
+    checkpointId: externalId,
+    layer: int(0, 100_000),
+    state: {
+      type: 'object',
+      propertyNames: { pattern: NO_NUL },
+      additionalProperties: { $ref: '#/$defs/nulFreeJson' },
+    },
+  }),
+  'plan.finalized': object(['status'], {
+    status: { enum: [...FINAL_STATUSES] },
+    summary: longText(),
+    failureReason: longText(),
+  }),
 });
 
 const ALSO_CHECKED = [
@@ -74,13 +135,27 @@ const ALSO_CHECKED = [
 function envelopeProperties(type: Schema, payload: Schema): Record<string, Schema> {
   return {
     specVersion: { const: SPEC_VERSION },
-    eventId: { type: 'string', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$', description: 'the idempotency key: a UUID chosen once per event' },
+    eventId: {
+      type: 'string',
+      pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+      description: 'the idempotency key: a UUID chosen once per event',
+    },
     type,
     planId: externalId,
     sessionId: externalId,
-    seq: { ...int(0, INT32), description: 'per-plan sequence: 0, 1, 2, ... in publish order; a resumed plan continues from its resume point nextSeq' },
+    seq: {
+      ...int(0, INT32),
+      description:
+        'per-plan sequence: 0, 1, 2, ... in publish order; a resumed plan continues from its resume point nextSeq',
+    },
     // years from 1000 (the range every database stores) and no leap second, as the contract checks
-    occurredAt: { type: 'string', format: 'date-time', pattern: '^[1-9]\\d{3}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])T([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(\\.\\d{1,9})?(Z|\\+00:00)$', description: 'ISO-8601 in UTC, from year 1000' },
+    occurredAt: {
+      type: 'string',
+      format: 'date-time',
+      pattern:
+        '^[1-9]\\d{3}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])T([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(\\.\\d{1,9})?(Z|\\+00:00)$',
+      description: 'ISO-8601 in UTC, from year 1000',
+    },
     payload,
   };
 }
@@ -108,7 +183,11 @@ export function envelopeSchema(): Schema {
 
 /** One event type, self-contained. */
 export function eventSchema(type: PlanEventTypeName): Schema {
-  const defs: Schema = { [payloadDef(type)]: PAYLOAD_SCHEMAS[type], ...(usesSteps(type) ? { stepSpec } : {}), ...(type === 'checkpoint.saved' ? { nulFreeJson } : {}) };
+  const defs: Schema = {
+    [payloadDef(type)]: PAYLOAD_SCHEMAS[type],
+    ...(usesSteps(type) ? { stepSpec } : {}),
+    ...(type === 'checkpoint.saved' ? { nulFreeJson } : {}),
+  };
   return {
     $schema: SCHEMA_DIALECT,
     $id: `${ID_BASE}event:${type}:${SPEC_VERSION}`,
@@ -126,7 +205,10 @@ export function planEventSchema(): Schema {
     title: 'plan-ledger event',
     description: 'Any plan event (spec version 1). POST /v1/events takes a JSON array of these.',
     ...object(ENVELOPE_REQUIRED, envelopeProperties({ enum: [...PLAN_EVENT_TYPES] }, { type: 'object' })),
-    allOf: PLAN_EVENT_TYPES.map((t) => ({ if: { required: ['type'], properties: { type: { const: t } } }, then: { properties: { payload: { $ref: `#/$defs/${payloadDef(t)}` } } } })),
+    allOf: PLAN_EVENT_TYPES.map((t) => ({
+      if: { required: ['type'], properties: { type: { const: t } } },
+      then: { properties: { payload: { $ref: `#/$defs/${payloadDef(t)}` } } },
+    })),
     $defs: DEFS(PLAN_EVENT_TYPES),
     'x-plan-ledger-also-checked': ALSO_CHECKED,
   };
@@ -134,7 +216,10 @@ export function planEventSchema(): Schema {
 
 /** Every file under `schemas/`: its path relative to that folder, and its content. */
 export function schemaFiles(): Record<string, Schema> {
-  const files: Record<string, Schema> = { 'envelope.schema.json': envelopeSchema(), 'plan-event.schema.json': planEventSchema() };
+  const files: Record<string, Schema> = {
+    'envelope.schema.json': envelopeSchema(),
+    'plan-event.schema.json': planEventSchema(),
+  };
   for (const t of PLAN_EVENT_TYPES) files[`events/${t}.schema.json`] = eventSchema(t);
   return files;
 }

@@ -108,7 +108,8 @@ export function checkLimits(dto: object, limits: ContractLimits, path: string, o
     const value = record[key];
     if (Array.isArray(value) && !oversized.has(key)) {
       value.forEach((item, i) => {
-        if (isLimitedDto(item)) listsWithinLimits = checkLimits(item, limits, childPath(childPath(path, key), i), out) && listsWithinLimits;
+        if (isLimitedDto(item))
+          listsWithinLimits = checkLimits(item, limits, childPath(childPath(path, key), i), out) && listsWithinLimits;
       });
     } else if (isLimitedDto(value)) {
       listsWithinLimits = checkLimits(value, limits, childPath(path, key), out) && listsWithinLimits;

@@ -49,7 +49,6 @@ const VALIDATOR_OPTIONS: ValidatorOptions = Object.freeze({
 });
 const validator = new Validator();
 
-
 /**
  * Validates an event given as an object or as JSON text. On success the event is a fresh plain
  * object (never the caller's), with `eventId` in lower case and `occurredAt` as `toISOString()`.

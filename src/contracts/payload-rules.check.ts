@@ -22,7 +22,8 @@ function checkDecision(payload: Record<string, unknown>, out: Violation[]): void
   const { decision, steps } = payload;
   if (decision === 'edit') {
     if (steps === undefined) out.push(violationAt('payload.steps', 'is required when decision is edit'));
-    else if (Array.isArray(steps) && steps.length === 0) out.push(violationAt('payload.steps', 'must contain at least 1 step when decision is edit'));
+    else if (Array.isArray(steps) && steps.length === 0)
+      out.push(violationAt('payload.steps', 'must contain at least 1 step when decision is edit'));
     else checkStepGraph(steps, 'payload.steps', out);
   } else if ((decision === 'approve' || decision === 'reject') && steps !== undefined) {
     out.push(violationAt('payload.steps', 'must be absent unless decision is edit'));

@@ -92,7 +92,15 @@ class Walk {
     this.root = this.copy ? {} : input;
     this.count(2, 2);
     const maxLevel = Math.max(this.limits.maxStateDepth + LEVELS_ABOVE_STATE, STRUCTURAL_LEVELS);
-    this.stack.push({ source: input, target: this.root, parent: undefined, key: '', level: 1, maxLevel, inState: false });
+    this.stack.push({
+      source: input,
+      target: this.root,
+      parent: undefined,
+      key: '',
+      level: 1,
+      maxLevel,
+      inState: false,
+    });
     while (this.stack.length > 0 && this.worthContinuing()) {
       const frame = this.stack.pop()!;
       const keys = Array.isArray(frame.source) ? undefined : Object.keys(frame.source);
@@ -118,7 +126,8 @@ class Walk {
   private visit(frame: Frame, key: string | number): void {
     const value = frame.source[key];
     if (typeof key === 'string') {
-      if (FORBIDDEN_KEYS.has(key)) return this.report(frame, key, 'is a forbidden key (it names a built-in object property)');
+      if (FORBIDDEN_KEYS.has(key))
+        return this.report(frame, key, 'is a forbidden key (it names a built-in object property)');
       if (frame.inState) {
         const problem = stateKeyProblem(key);
         if (problem !== undefined) return this.report(frame, key, problem);
@@ -129,7 +138,8 @@ class Walk {
       this.count(0, 1);
     }
     if (value === null || typeof value !== 'object') return this.scalar(frame, key, value);
-    if (!Array.isArray(value) && !isPlainObject(value)) return this.report(frame, key, 'must be a plain object or array');
+    if (!Array.isArray(value) && !isPlainObject(value))
+      return this.report(frame, key, 'must be a plain object or array');
     const level = frame.level + 1;
     const isState = isCheckpointState(frame, key);
     const maxLevel = isState ? this.limits.maxStateDepth + LEVELS_ABOVE_STATE : frame.maxLevel;
@@ -137,7 +147,15 @@ class Walk {
     this.count(2, 2);
     const target: Json = this.copy ? (Array.isArray(value) ? ([] as unknown as Json) : {}) : (value as Json);
     if (this.copy) frame.target[key] = target;
-    this.stack.push({ source: value as Json, target, parent: frame, key, level, maxLevel, inState: isState || frame.inState });
+    this.stack.push({
+      source: value as Json,
+      target,
+      parent: frame,
+      key,
+      level,
+      maxLevel,
+      inState: isState || frame.inState,
+    });
   }
 
   private scalar(frame: Frame, key: string | number, value: unknown): void {
@@ -171,7 +189,9 @@ class Walk {
     const path = keysOf(frame, key).slice(0, LEVELS_ABOVE_STATE).reduce<string>(childPath, '');
     if (this.reportedTooDeep.has(path)) return;
     this.reportedTooDeep.add(path);
-    this.violations.push(violationAt(path, `must not be nested more than ${maxLevel - LEVELS_ABOVE_STATE} levels deep`));
+    this.violations.push(
+      violationAt(path, `must not be nested more than ${maxLevel - LEVELS_ABOVE_STATE} levels deep`),
+    );
   }
 
   private report(frame: Frame, key: string | number, predicate: string): void {

@@ -18,7 +18,9 @@ export function checkStepGraph(steps: unknown, path: string, out: Violation[]): 
   if (!Array.isArray(steps)) return;
   // Array.from, not map: the fast check (fast-check/) runs this on unguarded publisher input, where
   // a sparse list's holes would otherwise stay holes and trip findCycle.
-  const items = Array.from(steps, (step: unknown) => (typeof step === 'object' && step !== null && !Array.isArray(step) ? (step as Item) : undefined));
+  const items = Array.from(steps, (step: unknown) =>
+    typeof step === 'object' && step !== null && !Array.isArray(step) ? (step as Item) : undefined,
+  );
   const positionById = firstPositions(items, 'stepId', path, out);
   firstPositions(items, 'index', path, out);
   const edges = dependencyEdges(items, positionById, path, out);
@@ -38,13 +40,24 @@ function firstPositions(items: (Item | undefined)[], field: 'stepId' | 'index', 
     if (typeof value !== (field === 'index' ? 'number' : 'string')) return;
     const seen = first.get(value);
     if (seen === undefined) first.set(value, i);
-    else out.push(violationAt(childPath(childPath(path, i), field), `must be unique within the step list (steps[${seen}] has the same ${field})`));
+    else
+      out.push(
+        violationAt(
+          childPath(childPath(path, i), field),
+          `must be unique within the step list (steps[${seen}] has the same ${field})`,
+        ),
+      );
   });
   return first;
 }
 
 /** edges[i] = positions step i depends on. Unknown ids are violations and left out. */
-function dependencyEdges(items: (Item | undefined)[], positionById: Map<unknown, number>, path: string, out: Violation[]): number[][] {
+function dependencyEdges(
+  items: (Item | undefined)[],
+  positionById: Map<unknown, number>,
+  path: string,
+  out: Violation[],
+): number[][] {
   return items.map((item, i) => {
     const dependsOn = item?.dependsOn;
     if (!Array.isArray(dependsOn)) return [];
@@ -53,7 +66,10 @@ function dependencyEdges(items: (Item | undefined)[], positionById: Map<unknown,
       if (typeof id !== 'string') return;
       const target = positionById.get(id);
       if (target !== undefined) edges.push(target);
-      else out.push(violationAt(childPath(childPath(childPath(path, i), 'dependsOn'), j), 'must name a step of the same list'));
+      else
+        out.push(
+          violationAt(childPath(childPath(childPath(path, i), 'dependsOn'), j), 'must name a step of the same list'),
+        );
     });
     return edges;
   });
@@ -65,7 +81,9 @@ function dependencyEdges(items: (Item | undefined)[], positionById: Map<unknown,
  * step whose dependency closed the cycle.
  */
 export function findCycle(edges: readonly number[][]): number[] | undefined {
-  const NEW = 0, ON_PATH = 1, DONE = 2;
+  const NEW = 0,
+    ON_PATH = 1,
+    DONE = 2;
   const state = new Uint8Array(edges.length);
   for (let start = 0; start < edges.length; start++) {
     if (state[start] !== NEW) continue;

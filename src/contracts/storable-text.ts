@@ -23,8 +23,10 @@
 
 export const NUL_CHARACTER = '\0';
 export const CONTAINS_NUL = 'must not contain the NUL character (U+0000): PostgreSQL cannot store it';
-export const KEY_CONTAINS_NUL = 'is a forbidden key (it contains the NUL character, U+0000, which PostgreSQL cannot store)';
-export const CONTAINS_LONE_SURROGATE = 'must not contain a lone UTF-16 surrogate (U+D800-U+DFFF without its pair): databases store it differently';
+export const KEY_CONTAINS_NUL =
+  'is a forbidden key (it contains the NUL character, U+0000, which PostgreSQL cannot store)';
+export const CONTAINS_LONE_SURROGATE =
+  'must not contain a lone UTF-16 surrogate (U+D800-U+DFFF without its pair): databases store it differently';
 export const KEY_CONTAINS_LONE_SURROGATE =
   'is a forbidden key (it contains a lone UTF-16 surrogate, U+D800-U+DFFF without its pair, which databases store differently)';
 

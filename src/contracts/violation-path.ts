@@ -18,7 +18,9 @@ export function childPath(parent: string, key: string | number): string {
   if (typeof key === 'number') return `${parent}[${key}]`;
   if (IDENTIFIER.test(key) && key.length <= MAX_KEY_CHARS) return parent === '' ? key : `${parent}.${key}`;
   const shown = key.length > MAX_KEY_CHARS ? `${key.slice(0, MAX_KEY_CHARS)}...` : key;
-  const quoted = JSON.stringify(shown).replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+  const quoted = JSON.stringify(shown)
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
   return `${parent}[${quoted}]`;
 }
 

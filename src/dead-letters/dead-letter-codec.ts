@@ -55,7 +55,8 @@ export function encodeDeadLetter(letter: DeadLetter): { bytes: Buffer; replayFie
   const eventJson = event === undefined ? undefined : JSON.stringify(event);
   const count = letter.replayCount;
   // anything unusual is stored as a plain record, which a replay parses
-  if (eventJson === undefined || head === '{}' || !Number.isSafeInteger(count) || count < 0) return { bytes: Buffer.from(JSON.stringify(letter), 'utf8'), replayField: '' };
+  if (eventJson === undefined || head === '{}' || !Number.isSafeInteger(count) || count < 0)
+    return { bytes: Buffer.from(JSON.stringify(letter), 'utf8'), replayField: '' };
   const bytes = Buffer.from(`${head.slice(0, -1)}${EVENT_FRAME}${eventJson}}`, 'utf8');
   return { bytes, replayField: `${Buffer.byteLength(eventJson, 'utf8')} ${count} ${letter.eventId ?? ''}` };
 }
@@ -72,7 +73,12 @@ export function decodeClaimed(id: string, replayField: Buffer, eventJson: Buffer
   const b = text.indexOf(' ', a + 1);
   const count = b > a ? Number(text.slice(a + 1, b)) : NaN;
   const eventId = b > a ? text.slice(b + 1) : '';
-  return { id, eventId: eventId === '' ? null : eventId, eventJson, replayCount: Number.isSafeInteger(count) ? count : 0 };
+  return {
+    id,
+    eventId: eventId === '' ? null : eventId,
+    eventJson,
+    replayCount: Number.isSafeInteger(count) ? count : 0,
+  };
 }
 
 /**
@@ -88,7 +94,10 @@ export function toSummary(dl: DeadLetter): DeadLetterSummary {
     type: dl.type,
     planId: dl.planId,
     sessionId: dl.sessionId,
-    error: error.code !== undefined && error.code !== null ? { message: error.message, code: error.code } : { message: error.message },
+    error:
+      error.code !== undefined && error.code !== null
+        ? { message: error.message, code: error.code }
+        : { message: error.message },
     attempts: dl.attempts,
     firstFailedAt: dl.firstFailedAt,
     lastFailedAt: dl.lastFailedAt,

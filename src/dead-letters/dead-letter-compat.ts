@@ -50,7 +50,9 @@ export function toDeadLetterFrom(id: string, name: string, timestamp: number, ra
   const data = asRecord(rawData);
   // only for a record without times (an ISO string per entry is a cost a 100k listing feels)
   const addedAt = (): string => new Date(timestamp || 0).toISOString();
-  const kind = (DEAD_LETTER_KINDS as readonly string[]).includes(String(data.kind ?? name)) ? ((data.kind ?? name) as DeadLetterKind) : 'unprocessable';
+  const kind = (DEAD_LETTER_KINDS as readonly string[]).includes(String(data.kind ?? name))
+    ? ((data.kind ?? name) as DeadLetterKind)
+    : 'unprocessable';
   const error = data.error && typeof data.error === 'object' ? data.error : { message: '(no error recorded)' };
   return {
     // the job id is what removal uses; writers set both to the same value
@@ -78,5 +80,10 @@ export function toDeadLetterFrom(id: string, name: string, timestamp: number, ra
  */
 export function claimedFromRecord(id: string, payload: Buffer): ClaimedLetter {
   const record = asRecord(parseData(payload.toString('utf8')));
-  return { id, eventId: str(record.eventId), eventJson: Buffer.from(JSON.stringify(record.event) ?? 'null', 'utf8'), replayCount: replayCountOf(record) };
+  return {
+    id,
+    eventId: str(record.eventId),
+    eventJson: Buffer.from(JSON.stringify(record.event) ?? 'null', 'utf8'),
+    replayCount: replayCountOf(record),
+  };
 }

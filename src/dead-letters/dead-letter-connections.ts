@@ -41,7 +41,11 @@ async function openStore(config: Readonly<AppConfig>): Promise<DataSource> {
   }
 }
 
-export async function openDeadLetterService(config: Readonly<AppConfig>, logger: Logger, opts: OpenDeadLetterOptions = {}): Promise<OpenDeadLetterService> {
+export async function openDeadLetterService(
+  config: Readonly<AppConfig>,
+  logger: Logger,
+  opts: OpenDeadLetterOptions = {},
+): Promise<OpenDeadLetterService> {
   let ds: DataSource | undefined;
   if (opts.store) ds = await openStore(config);
   let redis: RedisClient;

@@ -69,7 +69,9 @@ const DURATION_UNITS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_0
 export function parseDuration(flag: string, raw: string): number {
   const m = /^(\d{1,6})([smhdw])$/.exec(raw.trim());
   if (!m || Number(m[1]) === 0) {
-    throw new DeadLetterInputError(`${flag}: "${raw}" is not a positive duration; use a number and a unit s, m, h, d or w, e.g. 30d`);
+    throw new DeadLetterInputError(
+      `${flag}: "${raw}" is not a positive duration; use a number and a unit s, m, h, d or w, e.g. 30d`,
+    );
   }
   return Number(m[1]) * DURATION_UNITS[m[2]];
 }
@@ -84,14 +86,19 @@ export function parsePositiveInt(flag: string, raw: string, max = 1_000_000_000)
 }
 
 function splitList(raw: string): string[] {
-  return raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
 }
 
 function parseKinds(raw: string): DeadLetterKind[] {
   const kinds = splitList(raw);
   const unknown = kinds.filter((k) => !(DEAD_LETTER_KINDS as readonly string[]).includes(k));
   if (kinds.length === 0 || unknown.length > 0) {
-    throw new DeadLetterInputError(`--kind: "${raw}" is not one of ${DEAD_LETTER_KINDS.join(', ')} (comma-separate several)`);
+    throw new DeadLetterInputError(
+      `--kind: "${raw}" is not one of ${DEAD_LETTER_KINDS.join(', ')} (comma-separate several)`,
+    );
   }
   return kinds as DeadLetterKind[];
 }
@@ -118,7 +125,9 @@ export function parseFilter(raw: RawFilterOptions): DeadLetterFilter {
 }
 
 function hasFilterFlag(raw: RawSelectionOptions, withLimit = true): boolean {
-  return [raw.type, raw.kind, raw.plan, raw.since, raw.until, raw.olderThan, withLimit ? raw.limit : undefined].some((v) => v !== undefined);
+  return [raw.type, raw.kind, raw.plan, raw.since, raw.until, raw.olderThan, withLimit ? raw.limit : undefined].some(
+    (v) => v !== undefined,
+  );
 }
 
 /**
@@ -129,16 +138,24 @@ export function parseSelection(raw: RawSelectionOptions, verb: string, now: Date
   const ids = [...new Set((raw.ids ?? []).map((id) => id.trim()).filter((id) => id.length > 0))];
   const filtered = hasFilterFlag(raw);
   if (ids.length > 0 && raw.all) throw new DeadLetterInputError(`${verb}: give dead-letter ids or --all, not both`);
-  if (ids.length > 0 && filtered) throw new DeadLetterInputError(`${verb}: give dead-letter ids or filters (--type, --kind, --plan, --since, --until, --limit, --older-than), not both`);
+  if (ids.length > 0 && filtered)
+    throw new DeadLetterInputError(
+      `${verb}: give dead-letter ids or filters (--type, --kind, --plan, --since, --until, --limit, --older-than), not both`,
+    );
   // `--all --limit 10` reads naturally ("the first 10 of all"); --all with a real filter does not
-  if (raw.all && hasFilterFlag(raw, false)) throw new DeadLetterInputError(`${verb}: --all selects every dead letter; drop it or drop the filters`);
+  if (raw.all && hasFilterFlag(raw, false))
+    throw new DeadLetterInputError(`${verb}: --all selects every dead letter; drop it or drop the filters`);
   if (ids.length > 0) return { ids };
-  if (!raw.all && !filtered) throw new DeadLetterInputError(`${verb}: say which dead letters: ids, --all, or filters (see --help)`);
+  if (!raw.all && !filtered)
+    throw new DeadLetterInputError(`${verb}: say which dead letters: ids, --all, or filters (see --help)`);
   const filter = parseFilter(raw);
   if (raw.olderThan !== undefined) {
     const cutoff = new Date(now.getTime() - parseDuration('--older-than', raw.olderThan));
     filter.until = filter.until && filter.until < cutoff ? filter.until : cutoff;
-    if (filter.since && filter.since >= filter.until) throw new DeadLetterInputError(`--since ${raw.since} is not before the --older-than cutoff ${filter.until.toISOString()}`);
+    if (filter.since && filter.since >= filter.until)
+      throw new DeadLetterInputError(
+        `--since ${raw.since} is not before the --older-than cutoff ${filter.until.toISOString()}`,
+      );
   }
   return { filter };
 }
@@ -150,7 +167,11 @@ export function deadLetteredAt(dl: Pick<DeadLetter, 'lastFailedAt'>, fallbackMs 
 }
 
 /** Whether `dl` passes every condition of `filter` (the limit is the caller's business). */
-export function matchesFilter(dl: Pick<DeadLetter, 'kind' | 'type' | 'planId' | 'lastFailedAt'>, filter: DeadLetterFilter, fallbackMs = 0): boolean {
+export function matchesFilter(
+  dl: Pick<DeadLetter, 'kind' | 'type' | 'planId' | 'lastFailedAt'>,
+  filter: DeadLetterFilter,
+  fallbackMs = 0,
+): boolean {
   if (filter.kinds && !filter.kinds.includes(dl.kind)) return false;
   if (filter.types && (dl.type === null || !filter.types.includes(dl.type))) return false;
   if (filter.planId !== undefined && dl.planId !== filter.planId) return false;

@@ -21,7 +21,12 @@ function shortTime(iso: string): string {
 
 /** `3d 4h`, `5m 12s`, `1h`, `42s`: the largest unit and the next one are enough to judge an age. */
 export function formatAge(seconds: number): string {
-  const units: Array<[string, number]> = [['d', 86_400], ['h', 3_600], ['m', 60], ['s', 1]];
+  const units: Array<[string, number]> = [
+    ['d', 86_400],
+    ['h', 3_600],
+    ['m', 60],
+    ['s', 1],
+  ];
   const total = Math.max(0, Math.round(seconds));
   const i = units.findIndex(([, size]) => total >= size);
   if (i < 0) return '0s';
@@ -36,7 +41,11 @@ export function renderTable(header: string[], rows: string[][]): string[] {
   // a loop, not Math.max(...cells): a spread passes one argument per row and overflows the stack
   const widths = header.map((h) => h.length);
   for (const r of rows) for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i], r[i].length);
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
   return [line(header), ...rows.map(line)];
 }
 
@@ -58,7 +67,11 @@ export function formatDeadLetterTable(entries: Array<DeadLetter | DeadLetterSumm
 export function formatList(total: number, entries: Array<DeadLetter | DeadLetterSummary>): string[] {
   if (total === 0) return ['no dead letters match'];
   const lines = formatDeadLetterTable(entries);
-  lines.push(total > entries.length ? `${entries.length} of ${total} shown; raise --limit to see more` : `${total} dead letter${total === 1 ? '' : 's'}`);
+  lines.push(
+    total > entries.length
+      ? `${entries.length} of ${total} shown; raise --limit to see more`
+      : `${total} dead letter${total === 1 ? '' : 's'}`,
+  );
   return lines;
 }
 
@@ -88,7 +101,8 @@ export function formatDetail(dl: DeadLetter): string[] {
   if (dl.error.violations && dl.error.violations.length > 0) {
     lines.push('', 'violations:');
     // messages are full sentences that start with their path; add the path only when one does not
-    for (const v of dl.error.violations) lines.push(`  - ${v.path && !v.message.startsWith(v.path) ? `${v.path}: ${v.message}` : v.message}`);
+    for (const v of dl.error.violations)
+      lines.push(`  - ${v.path && !v.message.startsWith(v.path) ? `${v.path}: ${v.message}` : v.message}`);
   }
   // an event's JSON can run to many thousands of lines: appended with a loop, not push(...lines)
   if (dl.error.stack) pushAll(lines, ['', 'stack:', ...indent(dl.error.stack)]);
@@ -98,11 +112,27 @@ export function formatDetail(dl: DeadLetter): string[] {
 
 export function formatStats(stats: DeadLetterStats): string[] {
   if (stats.total === 0) return ['dead-letter queue is empty'];
-  const counts = (record: Record<string, number>) => Object.entries(record).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  const counts = (record: Record<string, number>) =>
+    Object.entries(record).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
   const lines = [`${stats.total} dead letter${stats.total === 1 ? '' : 's'}`];
-  if (stats.oldest) lines.push(`oldest: ${stats.oldest.id}, dead-lettered ${formatAge(stats.oldest.ageSeconds)} ago (${shortTime(stats.oldest.lastFailedAt)})`);
-  pushAll(lines, ['', ...renderTable(['KIND', 'COUNT'], counts(stats.byKind).map(([k, n]) => [k, String(n)]))]);
-  pushAll(lines, ['', ...renderTable(['TYPE', 'COUNT'], counts(stats.byType).map(([t, n]) => [t, String(n)]))]);
+  if (stats.oldest)
+    lines.push(
+      `oldest: ${stats.oldest.id}, dead-lettered ${formatAge(stats.oldest.ageSeconds)} ago (${shortTime(stats.oldest.lastFailedAt)})`,
+    );
+  pushAll(lines, [
+    '',
+    ...renderTable(
+      ['KIND', 'COUNT'],
+      counts(stats.byKind).map(([k, n]) => [k, String(n)]),
+    ),
+  ]);
+  pushAll(lines, [
+    '',
+    ...renderTable(
+      ['TYPE', 'COUNT'],
+      counts(stats.byType).map(([t, n]) => [t, String(n)]),
+    ),
+  ]);
   return lines;
 }
 
@@ -115,9 +145,17 @@ export function formatReplaySummary(s: ReplaySummary): string[] {
   const failed = s.failedAgain === null ? 'not checked (use --wait)' : String(s.failedAgain);
   const jobs = `${s.jobIds.length} job${s.jobIds.length === 1 ? '' : 's'}`;
   const lines = [`replayed ${events} in ${jobs}; already stored: ${stored}; failed again: ${failed}`];
-  if (s.vanished > 0) lines.push(`${s.vanished} selected dead letter${s.vanished === 1 ? ' was' : 's were'} removed by someone else meanwhile`);
+  if (s.vanished > 0)
+    lines.push(
+      `${s.vanished} selected dead letter${s.vanished === 1 ? ' was' : 's were'} removed by someone else meanwhile`,
+    );
   if (s.failedAgainIds.length > 0) lines.push(`dead-lettered again: ${s.failedAgainIds.join(', ')}`);
-  if (s.kept.length > 0) pushAll(lines, [`not replayed, still dead letters (${s.kept.length}):`, ...s.kept.map((k) => `  ${k.id}: ${k.reason}`)]);
-  if (s.pending > 0) lines.push(`${s.pending} replayed job${s.pending === 1 ? ' is' : 's are'} still unfinished (is a worker running?)`);
+  if (s.kept.length > 0)
+    pushAll(lines, [
+      `not replayed, still dead letters (${s.kept.length}):`,
+      ...s.kept.map((k) => `  ${k.id}: ${k.reason}`),
+    ]);
+  if (s.pending > 0)
+    lines.push(`${s.pending} replayed job${s.pending === 1 ? ' is' : 's are'} still unfinished (is a worker running?)`);
   return lines;
 }

@@ -130,7 +130,14 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /** Only UUID-shaped ids can be in plan_events (and PostgreSQL rejects anything else in a uuid compare). */
 function lookupIds(refs: ReplayRef[]): string[] {
-  return [...new Set(refs.map((r) => r.eventId).filter((id): id is string => typeof id === 'string' && UUID.test(id)).map((id) => id.toLowerCase()))];
+  return [
+    ...new Set(
+      refs
+        .map((r) => r.eventId)
+        .filter((id): id is string => typeof id === 'string' && UUID.test(id))
+        .map((id) => id.toLowerCase()),
+    ),
+  ];
 }
 
 async function countStored(ctx: ReplayContext, refs: ReplayRef[]): Promise<number> {
@@ -188,14 +195,35 @@ interface Run {
 
 function newRun(ctx: ReplayContext, opts: ReplayOptions): Run {
   const summary: ReplaySummary = {
-    dryRun: opts.dryRun ?? false, selected: 0, replayed: 0, alreadyStored: ctx.storedEvents ? 0 : null,
-    vanished: 0, jobIds: [], failedAgain: null, failedAgainIds: [], pending: 0, kept: [], durationMs: 0,
+    dryRun: opts.dryRun ?? false,
+    selected: 0,
+    replayed: 0,
+    alreadyStored: ctx.storedEvents ? 0 : null,
+    vanished: 0,
+    jobIds: [],
+    failedAgain: null,
+    failedAgainIds: [],
+    pending: 0,
+    kept: [],
+    durationMs: 0,
   };
   const replayedEventIds = opts.waitMs !== undefined ? new Set<string>() : undefined;
-  return { ctx, opts, summary, started: Date.now(), token: `replay-${randomUUID()}`, maxJobBytes: opts.maxJobBytes ?? DEFAULT_LIMITS.maxJobBytes, replayedEventIds };
+  return {
+    ctx,
+    opts,
+    summary,
+    started: Date.now(),
+    token: `replay-${randomUUID()}`,
+    maxJobBytes: opts.maxJobBytes ?? DEFAULT_LIMITS.maxJobBytes,
+    replayedEventIds,
+  };
 }
 
-export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource, opts: ReplayOptions = {}): Promise<ReplaySummary> {
+export async function replayDeadLetters(
+  ctx: ReplayContext,
+  source: ReplaySource,
+  opts: ReplayOptions = {},
+): Promise<ReplaySummary> {
   const run = newRun(ctx, opts);
   const { summary } = run;
   try {
@@ -207,7 +235,14 @@ export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource
     throw Object.assign(new Error(message), { cause: err });
   }
   if (opts.waitMs !== undefined && !summary.dryRun && summary.jobIds.length > 0) {
-    const outcome = await waitForOutcome(ctx.repository, ctx.events, summary.jobIds, run.replayedEventIds!, run.started, run.started + opts.waitMs);
+    const outcome = await waitForOutcome(
+      ctx.repository,
+      ctx.events,
+      summary.jobIds,
+      run.replayedEventIds!,
+      run.started,
+      run.started + opts.waitMs,
+    );
     summary.pending = outcome.pending;
     summary.failedAgain = outcome.failedAgainIds.length;
     summary.failedAgainIds = outcome.failedAgainIds;
@@ -216,7 +251,10 @@ export async function replayDeadLetters(ctx: ReplayContext, source: ReplaySource
   }
   summary.durationMs = Date.now() - run.started;
   const { jobIds, failedAgainIds: _ids, kept, ...line } = summary;
-  ctx.logger.info({ ...line, jobs: jobIds.length, kept: kept.length }, summary.dryRun ? 'dead-letter replay dry run' : 'dead letters replayed');
+  ctx.logger.info(
+    { ...line, jobs: jobIds.length, kept: kept.length },
+    summary.dryRun ? 'dead-letter replay dry run' : 'dead letters replayed',
+  );
   return summary;
 }
 
@@ -248,7 +286,8 @@ async function runBatches(run: Run, source: ReplaySource): Promise<void> {
       inFlight.add(tracked);
       while (inFlight.size >= limit) await settle();
       if (failure !== undefined) throw failure;
-      if (opts.rate && !summary.dryRun) await sleep(Math.max(0, (summary.replayed / opts.rate) * 1000 - (Date.now() - run.started)));
+      if (opts.rate && !summary.dryRun)
+        await sleep(Math.max(0, (summary.replayed / opts.rate) * 1000 - (Date.now() - run.started)));
     }
     while (inFlight.size > 0) await settle();
     if (failure !== undefined) throw failure;
@@ -265,17 +304,24 @@ async function replayChunk(run: Run, chunk: ReplayRef[]): Promise<void> {
     await addStored(ctx, summary, chunk);
     return;
   }
-  const letters = await ctx.repository.claim(chunk.map((r) => r.id), run.token);
+  const letters = await ctx.repository.claim(
+    chunk.map((r) => r.id),
+    run.token,
+  );
   summary.vanished += chunk.length - letters.length;
   if (letters.length === 0) return;
-  const plan = await planReplay({ repository: ctx.repository, prefix: String(ctx.events.opts.prefix ?? 'bull'), maxJobBytes: run.maxJobBytes }, letters);
+  const plan = await planReplay(
+    { repository: ctx.repository, prefix: String(ctx.events.opts.prefix ?? 'bull'), maxJobBytes: run.maxJobBytes },
+    letters,
+  );
   // counted before sending: afterwards the worker may store them and all would look like no-ops
   await addStored(ctx, summary, plan.send);
   pushAll(summary.jobIds, await sendPlan(run, plan));
   summary.replayed += plan.send.length;
   for (const k of plan.keep) summary.kept.push(k);
   for (const dl of plan.deadLetter) summary.kept.push({ id: dl.id, reason: dl.error.message });
-  if (run.replayedEventIds) for (const dl of plan.send) if (dl.eventId) run.replayedEventIds.add(dl.eventId.toLowerCase());
+  if (run.replayedEventIds)
+    for (const dl of plan.send) if (dl.eventId) run.replayedEventIds.add(dl.eventId.toLowerCase());
 }
 
 /**
@@ -287,12 +333,21 @@ async function sendPlan(run: Run, plan: ReplayPlan): Promise<string[]> {
   const jobs = packJobs(plan.send, run.maxJobBytes).map((letters) => ({
     name: EVENT_BATCH_JOB,
     // EventBatchJobData, laid out from the events' stored bytes: nothing parsed or encoded again
-    data: new RawJobData(encodeBatch(letters.map((dl) => dl.eventJson), letters.map((dl) => dl.replayCount + 1))),
+    data: new RawJobData(
+      encodeBatch(
+        letters.map((dl) => dl.eventJson),
+        letters.map((dl) => dl.replayCount + 1),
+      ),
+    ),
     opts: { ...ctx.jobOptions, jobId: `replay-${randomUUID()}` },
   }));
   const jobIds = jobs.length > 0 ? await addRawJobs(ctx.events, jobs) : [];
   await writeDeadLetters(ctx.deadLetters, plan.deadLetter);
   if (plan.remove.length > 0) await ctx.repository.remove(plan.remove);
-  if (plan.keep.length > 0) await ctx.repository.release(plan.keep.map((k) => k.id), run.token);
+  if (plan.keep.length > 0)
+    await ctx.repository.release(
+      plan.keep.map((k) => k.id),
+      run.token,
+    );
   return jobIds;
 }

@@ -62,7 +62,12 @@ export interface ClaimedEntry {
 }
 
 /** `name1, count1, name2, count2, ...` from `from` up to `to` (exclusive) into `into`. */
-function addCounts(into: Map<string, number>, flat: ReadonlyArray<string | number>, from: number, to = flat.length): void {
+function addCounts(
+  into: Map<string, number>,
+  flat: ReadonlyArray<string | number>,
+  from: number,
+  to = flat.length,
+): void {
   for (let j = from; j < to; j += 2) into.set(String(flat[j]), (into.get(String(flat[j])) ?? 0) + Number(flat[j + 1]));
 }
 
@@ -95,7 +100,12 @@ export class DeadLetterScripts {
     while (bar < out.length && out[bar] !== '|') bar += 2;
     addCounts(byKind, out, 3, bar);
     addCounts(byType, out, bar + 1);
-    return { total: Number(out[0]), byKind, byType, oldest: out[1] === '' ? null : { id: String(out[1]), at: String(out[2]) } };
+    return {
+      total: Number(out[0]),
+      byKind,
+      byType,
+      oldest: out[1] === '' ? null : { id: String(out[1]), at: String(out[2]) },
+    };
   }
 
   /** count-depth over the wait list from index `start` to `end` (negative: from its tail), read inside Redis. */
@@ -108,7 +118,9 @@ export class DeadLetterScripts {
   }
 
   private async depth(args: string[]): Promise<DepthPage> {
-    const out = (await SCRIPTS.depth.run(this.client, [this.keys.jobPrefix, this.keys.wait], args)) as Array<string | number>;
+    const out = (await SCRIPTS.depth.run(this.client, [this.keys.jobPrefix, this.keys.wait], args)) as Array<
+      string | number
+    >;
     const total = Number(out[0]);
     const byKind = new Map<string, number>();
     addCounts(byKind, out, 3);
@@ -117,9 +129,14 @@ export class DeadLetterScripts {
 
   /** Claims `ids` for `token` for `ttlMs`; the entries claimed, in order, as bytes (an event goes back to Redis as it came). */
   async claim(token: string, ttlMs: number, ids: readonly string[]): Promise<ClaimedEntry[]> {
-    const flat = (await SCRIPTS.claim.runBuffer(this.client, [this.keys.jobPrefix], [token, String(ttlMs), ...ids])) as Buffer[];
+    const flat = (await SCRIPTS.claim.runBuffer(
+      this.client,
+      [this.keys.jobPrefix],
+      [token, String(ttlMs), ...ids],
+    )) as Buffer[];
     const claimed: ClaimedEntry[] = [];
-    for (let i = 0; i < flat.length; i += 3) claimed.push({ id: flat[i].toString('utf8'), replayField: flat[i + 1], payload: flat[i + 2] });
+    for (let i = 0; i < flat.length; i += 3)
+      claimed.push({ id: flat[i].toString('utf8'), replayField: flat[i + 1], payload: flat[i + 2] });
     return claimed;
   }
 

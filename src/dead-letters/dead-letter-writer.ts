@@ -36,8 +36,12 @@ export interface DeadLetterReason {
  * delivered again after a crash writes the same id, and BullMQ ignores a duplicate job id, so a
  * redelivery never doubles a dead letter. A replayed event lives in a new job, hence a new id.
  */
-export function deadLetterId(p: Pick<DeadLetterProvenance, 'prefix' | 'queue' | 'jobId' | 'index' | 'replayCount'>): string {
-  const h = createHash('sha256').update(`${p.prefix}\n${p.queue}\n${p.jobId}\n${p.index}\n${p.replayCount}`).digest('hex');
+export function deadLetterId(
+  p: Pick<DeadLetterProvenance, 'prefix' | 'queue' | 'jobId' | 'index' | 'replayCount'>,
+): string {
+  const h = createHash('sha256')
+    .update(`${p.prefix}\n${p.queue}\n${p.jobId}\n${p.index}\n${p.replayCount}`)
+    .digest('hex');
   // RFC 9562 layout, version 8 (custom), variant 10xx
   const variant = ((parseInt(h[16], 16) & 0x3) | 0x8).toString(16);
   return `dl-${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
@@ -50,7 +54,12 @@ function field(event: unknown, name: string): string | null {
 }
 
 /** Builds the stored record; the event is kept verbatim so a replay sends what the executor sent. */
-export function buildDeadLetter(kind: DeadLetterKind, event: unknown, reason: DeadLetterReason, p: DeadLetterProvenance): DeadLetter {
+export function buildDeadLetter(
+  kind: DeadLetterKind,
+  event: unknown,
+  reason: DeadLetterReason,
+  p: DeadLetterProvenance,
+): DeadLetter {
   const error: DeadLetter['error'] = { message: reason.message };
   if (reason.stack) error.stack = reason.stack;
   if (reason.violations) error.violations = reason.violations;
@@ -93,7 +102,11 @@ export async function writeDeadLetters(queue: Queue, letters: readonly DeadLette
   // then its summary beside it, so that listings and stats never decode the event: a crash in
   // between leaves entries without one, which readers decode as before (and a replay parses)
   await new DeadLetterRepository(queue).addSummaries(
-    letters.map((letter, i) => ({ id: letter.id, bytes: encoded[i].bytes.length, replayField: encoded[i].replayField })),
+    letters.map((letter, i) => ({
+      id: letter.id,
+      bytes: encoded[i].bytes.length,
+      replayField: encoded[i].replayField,
+    })),
   );
 }
 

@@ -28,7 +28,11 @@ export const WRITE_PAGE_SIZE = 50;
 export const CLAIM_TTL_MS = 600_000;
 
 /** Calls `fn` on `ids` a page at a time: a script's arguments are spread into one call, whose size is bounded. */
-async function paged<T>(ids: readonly string[], size: number, fn: (page: readonly string[]) => Promise<T>): Promise<T[]> {
+async function paged<T>(
+  ids: readonly string[],
+  size: number,
+  fn: (page: readonly string[]) => Promise<T>,
+): Promise<T[]> {
   const out: T[] = [];
   for (let p = 0; p < ids.length; p += size) out.push(await fn(ids.slice(p, p + size)));
   return out;
@@ -88,7 +92,8 @@ export class DeadLetterRepository {
   async addSummaries(letters: readonly WrittenEntry[]): Promise<void> {
     if (letters.length === 0) return;
     const scripts = await this.scripts();
-    for (let p = 0; p < letters.length; p += this.pageSize) await scripts.addSummaries(letters.slice(p, p + this.pageSize));
+    for (let p = 0; p < letters.length; p += this.pageSize)
+      await scripts.addSummaries(letters.slice(p, p + this.pageSize));
   }
 
   /** Summaries of `ids` that still exist, in that order. */
@@ -114,7 +119,9 @@ export class DeadLetterRepository {
 
   /** The entries of `ids` in that order, events included; `undefined` where one no longer exists. */
   async getMany(ids: string[]): Promise<Array<DeadLetter | undefined>> {
-    const found = new Map((await this.read('full', ids)).map(([id, name, ts, data]) => [id, decodeEntry(id, name, ts, data)]));
+    const found = new Map(
+      (await this.read('full', ids)).map(([id, name, ts, data]) => [id, decodeEntry(id, name, ts, data)]),
+    );
     return ids.map((id) => found.get(id));
   }
 
@@ -130,7 +137,9 @@ export class DeadLetterRepository {
     for (let p = 0; p < ids.length; p += this.writePageSize) {
       for (const e of await scripts.claim(token, ttlMs, ids.slice(p, p + this.writePageSize))) {
         // an empty REPLAY_FIELD: the entry came back whole, as an older writer laid it out
-        claimed.push(e.replayField.length > 0 ? decodeClaimed(e.id, e.replayField, e.payload) : claimedFromRecord(e.id, e.payload));
+        claimed.push(
+          e.replayField.length > 0 ? decodeClaimed(e.id, e.replayField, e.payload) : claimedFromRecord(e.id, e.payload),
+        );
       }
     }
     return claimed;
@@ -176,7 +185,8 @@ export class DeadLetterRepository {
     const all = { total: 0, byKind: new Map<string, number>(), oldestAtMs: undefined as number | undefined };
     const add = (page: DepthPage): void => {
       all.total += page.total;
-      if (page.oldestAtMs !== undefined && (all.oldestAtMs === undefined || page.oldestAtMs < all.oldestAtMs)) all.oldestAtMs = page.oldestAtMs;
+      if (page.oldestAtMs !== undefined && (all.oldestAtMs === undefined || page.oldestAtMs < all.oldestAtMs))
+        all.oldestAtMs = page.oldestAtMs;
       for (const [kind, n] of page.byKind) all.byKind.set(kind, (all.byKind.get(kind) ?? 0) + n);
     };
     for (let end = -1; ; end -= this.pageSize) {
@@ -185,8 +195,14 @@ export class DeadLetterRepository {
       if (page.looked < this.pageSize) break;
     }
     const client = await this.redis();
-    const [delayed, prioritized] = await Promise.all([client.zrange(this.queue.keys.delayed, 0, -1), client.zrange(this.queue.keys.prioritized, 0, -1)]);
-    for (const page of await paged([...new Set([...delayed, ...prioritized])], this.pageSize, (ids) => scripts.countDepthIds(ids))) add(page);
+    const [delayed, prioritized] = await Promise.all([
+      client.zrange(this.queue.keys.delayed, 0, -1),
+      client.zrange(this.queue.keys.prioritized, 0, -1),
+    ]);
+    for (const page of await paged([...new Set([...delayed, ...prioritized])], this.pageSize, (ids) =>
+      scripts.countDepthIds(ids),
+    ))
+      add(page);
     return all;
   }
 

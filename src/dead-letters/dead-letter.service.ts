@@ -10,7 +10,14 @@ import { DEAD_LETTER_KINDS, DeadLetter, DeadLetterKind } from './dead-letter';
 import { DeadLetterFilter, DeadLetterNotFoundError, DeadLetterSelection, matchesFilter } from './dead-letter-filter';
 import { DeadLetterSummary, toSummary } from './dead-letter-codec';
 import { DeadLetterRepository, SCAN_PAGE_SIZE, atMs } from './dead-letter.repository';
-import { ReplayOptions, ReplayPage, ReplaySource, ReplaySummary, StoredEventLookup, replayDeadLetters } from './dead-letter-replayer';
+import {
+  ReplayOptions,
+  ReplayPage,
+  ReplaySource,
+  ReplaySummary,
+  StoredEventLookup,
+  replayDeadLetters,
+} from './dead-letter-replayer';
 
 export type { DeadLetterSummary };
 
@@ -101,7 +108,8 @@ export class DeadLetterService {
       const ids = await this.repository.ids();
       const shown = filter.limit === undefined ? ids : ids.slice(0, filter.limit);
       const deadLetters: DeadLetterSummary[] = [];
-      for (let i = 0; i < shown.length; i += 1_000) pushAll(deadLetters, await this.repository.summaries(shown.slice(i, i + 1_000)));
+      for (let i = 0; i < shown.length; i += 1_000)
+        pushAll(deadLetters, await this.repository.summaries(shown.slice(i, i + 1_000)));
       return { total: ids.length, deadLetters };
     }
     const deadLetters: DeadLetterSummary[] = [];
@@ -167,7 +175,12 @@ export class DeadLetterService {
       // nothing to match (`--all`, maybe `--limit`): a replay goes by ids and reads each entry
       // once, whole; a dry run still reads summaries, for the event ids it checks in the database
       const byIds = isUnfiltered(filter) && !opts.dryRun;
-      source = { total: ids.length, pages: byIds ? idPages(filter.limit === undefined ? ids : ids.slice(0, filter.limit)) : this.selectPages(filter, ids) };
+      source = {
+        total: ids.length,
+        pages: byIds
+          ? idPages(filter.limit === undefined ? ids : ids.slice(0, filter.limit))
+          : this.selectPages(filter, ids),
+      };
     }
     return replayDeadLetters(
       {
@@ -194,7 +207,10 @@ export class DeadLetterService {
     const picked = await this.select(effective);
     const dryRun = opts.dryRun ?? false;
     if (!dryRun) await this.repository.remove(picked.map((s) => s.id));
-    this.deps.logger.info({ dryRun, removed: dryRun ? 0 : picked.length, matched: picked.length }, dryRun ? 'dead-letter purge dry run' : 'dead letters purged');
+    this.deps.logger.info(
+      { dryRun, removed: dryRun ? 0 : picked.length, matched: picked.length },
+      dryRun ? 'dead-letter purge dry run' : 'dead letters purged',
+    );
     return { dryRun, deadLetters: picked };
   }
 
@@ -203,7 +219,11 @@ export class DeadLetterService {
    * or its planId is one of `planIds` (an invalid event may carry only one of them). One pass over
    * a snapshot of the ids, a page removed at a time; other sessions' entries are not touched.
    */
-  async purgeSession(sessionId: string, planIds: ReadonlySet<string>, opts: { dryRun?: boolean } = {}): Promise<PurgeResult> {
+  async purgeSession(
+    sessionId: string,
+    planIds: ReadonlySet<string>,
+    opts: { dryRun?: boolean } = {},
+  ): Promise<PurgeResult> {
     const dryRun = opts.dryRun ?? false;
     const picked: DeadLetterSummary[] = [];
     for await (const page of this.repository.scanIds(await this.repository.ids())) {
@@ -211,7 +231,10 @@ export class DeadLetterService {
       if (mine.length > 0 && !dryRun) await this.repository.remove(mine.map((dl) => dl.id));
       pushAll(picked, mine);
     }
-    this.deps.logger.info({ dryRun, sessionId, removed: dryRun ? 0 : picked.length }, dryRun ? 'session dead letters dry run' : 'session dead letters purged');
+    this.deps.logger.info(
+      { dryRun, sessionId, removed: dryRun ? 0 : picked.length },
+      dryRun ? 'session dead letters dry run' : 'session dead letters purged',
+    );
     return { dryRun, deadLetters: picked };
   }
 
@@ -232,10 +255,15 @@ export class DeadLetterService {
       total: counted.total,
       byKind,
       byType,
-      oldest: oldest ? { id: oldest.id, lastFailedAt: oldest.at.startsWith('#') ? new Date(atMs(oldest.at)).toISOString() : oldest.at, ageSeconds: Math.max(0, Math.round((nowMs - atMs(oldest.at)) / 1000)) } : null,
+      oldest: oldest
+        ? {
+            id: oldest.id,
+            lastFailedAt: oldest.at.startsWith('#') ? new Date(atMs(oldest.at)).toISOString() : oldest.at,
+            ageSeconds: Math.max(0, Math.round((nowMs - atMs(oldest.at)) / 1000)),
+          }
+        : null,
     };
   }
-
 }
 
 async function* oncePage(page: ReplayPage): AsyncGenerator<ReplayPage> {

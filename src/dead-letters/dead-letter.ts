@@ -10,7 +10,12 @@ import type { Violation } from '../contracts';
  */
 export type DeadLetterKind = 'invalid' | 'retries-exhausted' | 'unprocessable' | 'conflict';
 
-export const DEAD_LETTER_KINDS: readonly DeadLetterKind[] = ['invalid', 'retries-exhausted', 'unprocessable', 'conflict'];
+export const DEAD_LETTER_KINDS: readonly DeadLetterKind[] = [
+  'invalid',
+  'retries-exhausted',
+  'unprocessable',
+  'conflict',
+];
 
 /**
  * One dead letter, stored as the data of a job on DEAD_LETTER_QUEUE (job name = kind, job id = id).

@@ -30,7 +30,10 @@ export function readLua(file: string, dir = LUA_DIR, included = new Set<string>(
     text = readFileSync(full, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
-    throw new Error(`Lua script ${full} cannot be read (${code}): the sources keep it in src/dead-letters/lua, and npm run build copies it into dist`, { cause: err });
+    throw new Error(
+      `Lua script ${full} cannot be read (${code}): the sources keep it in src/dead-letters/lua, and npm run build copies it into dist`,
+      { cause: err },
+    );
   }
   return text.replace(INCLUDE, (_line, name: string) => {
     if (included.has(name)) return `-- (${name} is included above)`;
@@ -71,7 +74,8 @@ export class LuaScript {
   }
 
   private argv(keys: readonly string[], args: readonly ScriptArg[]): ScriptArg[] {
-    if (keys.length !== this.numberOfKeys) throw new RangeError(`${this.file}: ${keys.length} keys given, ${this.numberOfKeys} expected`);
+    if (keys.length !== this.numberOfKeys)
+      throw new RangeError(`${this.file}: ${keys.length} keys given, ${this.numberOfKeys} expected`);
     return [keys.length, ...keys, ...args];
   }
 

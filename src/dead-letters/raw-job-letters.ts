@@ -50,17 +50,25 @@ export function splitRawJob(letter: ClaimedLetter): RawJobSplit {
     if (typeof text !== 'string') return { kept: 'its event is not the raw text of a job; kept as it is' };
     job = JSON.parse(text);
   } catch (err) {
-    return { kept: `its raw text is not JSON (${(err as Error).message}), so it cannot be split into events; kept as it is` };
+    return {
+      kept: `its raw text is not JSON (${(err as Error).message}), so it cannot be split into events; kept as it is`,
+    };
   }
   const batch = job as { v?: unknown; events?: unknown; replayCounts?: unknown } | null;
   if (!batch || typeof batch !== 'object' || batch.v !== 1 || !Array.isArray(batch.events)) {
-    return { kept: 'its raw text is JSON but not a batch of events ({"v":1,"events":[...]}), so it cannot be split; kept as it is' };
+    return {
+      kept: 'its raw text is JSON but not a batch of events ({"v":1,"events":[...]}), so it cannot be split; kept as it is',
+    };
   }
   const events = batch.events.map((event: unknown, index) => {
     const eventId = (event as { eventId?: unknown } | null)?.eventId;
     const replayCount = Math.max(letter.replayCount, replayCountAt(batch.replayCounts, index));
     const eventJson = Buffer.from(JSON.stringify(event) ?? 'null', 'utf8');
-    return { index, event, letter: { id: letter.id, eventId: typeof eventId === 'string' ? eventId : null, eventJson, replayCount } };
+    return {
+      index,
+      event,
+      letter: { id: letter.id, eventId: typeof eventId === 'string' ? eventId : null, eventJson, replayCount },
+    };
   });
   return { events };
 }

@@ -35,12 +35,21 @@ async function waitForJobs(events: Queue, jobIds: readonly string[], deadline: n
  * writer record the source differently, carries a replayed eventId, a raised replay count and a
  * time after the replay began.
  */
-async function findFailedAgain(repository: DeadLetterRepository, jobIds: Set<string>, eventIds: Set<string>, startedMs: number): Promise<string[]> {
+async function findFailedAgain(
+  repository: DeadLetterRepository,
+  jobIds: Set<string>,
+  eventIds: Set<string>,
+  startedMs: number,
+): Promise<string[]> {
   const found: string[] = [];
   for await (const page of repository.scan()) {
     for (const dl of page) {
       const bySource = jobIds.has(dl.source?.jobId);
-      const byEvent = dl.eventId !== null && eventIds.has(dl.eventId.toLowerCase()) && dl.replayCount > 0 && deadLetteredAt(dl) >= startedMs - 1_000;
+      const byEvent =
+        dl.eventId !== null &&
+        eventIds.has(dl.eventId.toLowerCase()) &&
+        dl.replayCount > 0 &&
+        deadLetteredAt(dl) >= startedMs - 1_000;
       if (bySource || byEvent) found.push(dl.id);
     }
   }
@@ -48,7 +57,14 @@ async function findFailedAgain(repository: DeadLetterRepository, jobIds: Set<str
 }
 
 /** Waits until `deadline` for the replay's jobs (`jobIds`, sending `eventIds`, begun at `startedMs`). */
-export async function waitForOutcome(repository: DeadLetterRepository, events: Queue, jobIds: readonly string[], eventIds: Set<string>, startedMs: number, deadline: number): Promise<ReplayOutcome> {
+export async function waitForOutcome(
+  repository: DeadLetterRepository,
+  events: Queue,
+  jobIds: readonly string[],
+  eventIds: Set<string>,
+  startedMs: number,
+  deadline: number,
+): Promise<ReplayOutcome> {
   const pending = await waitForJobs(events, jobIds, deadline);
   const ours = new Set(jobIds);
   // A worker may write a dead letter just after the job's state turns final: wait for a still count.

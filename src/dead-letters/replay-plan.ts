@@ -51,7 +51,10 @@ export interface PlanContext {
 export async function planReplay(ctx: PlanContext, letters: readonly ClaimedLetter[]): Promise<ReplayPlan> {
   const plan: ReplayPlan = { send: [], keep: [], deadLetter: [], remove: [] };
   const texts = letters.filter(hasTextEvent);
-  const rawJobs = texts.length === 0 ? new Map<string, DeadLetterSummary>() : new Map((await ctx.repository.summaries(texts.map((l) => l.id))).filter(isRawJobLetter).map((s) => [s.id, s]));
+  const rawJobs =
+    texts.length === 0
+      ? new Map<string, DeadLetterSummary>()
+      : new Map((await ctx.repository.summaries(texts.map((l) => l.id))).filter(isRawJobLetter).map((s) => [s.id, s]));
   for (const letter of letters) {
     const rawJob = rawJobs.get(letter.id);
     if (rawJob) {
@@ -60,7 +63,10 @@ export async function planReplay(ctx: PlanContext, letters: readonly ClaimedLett
       plan.send.push(letter);
       plan.remove.push(letter.id);
     } else {
-      plan.keep.push({ id: letter.id, reason: `its event is ${letter.eventJson.length} bytes of JSON: no job under the ${ctx.maxJobBytes}-byte job limit (maxJobBytes) can carry it; kept as it is` });
+      plan.keep.push({
+        id: letter.id,
+        reason: `its event is ${letter.eventJson.length} bytes of JSON: no job under the ${ctx.maxJobBytes}-byte job limit (maxJobBytes) can carry it; kept as it is`,
+      });
     }
   }
   return plan;
@@ -82,20 +88,27 @@ function planRawJob(ctx: PlanContext, plan: ReplayPlan, letter: ClaimedLetter, r
 /** The dead letter of an event split out of a raw job that no job can carry (over maxEventBytes too). */
 function oversized(ctx: PlanContext, e: SplitEvent, rawJob: DeadLetterSummary): DeadLetter {
   const message = `event ${e.index} of the job held by dead letter ${rawJob.id} is ${e.letter.eventJson.length} bytes of JSON: no job under the ${ctx.maxJobBytes}-byte job limit (maxJobBytes) can carry it, so it is dead-lettered on its own`;
-  const violations: Violation[] = [{ path: '', message: `must be at most ${DEFAULT_LIMITS.maxEventBytes} bytes of UTF-8 JSON` }];
+  const violations: Violation[] = [
+    { path: '', message: `must be at most ${DEFAULT_LIMITS.maxEventBytes} bytes of UTF-8 JSON` },
+  ];
   const now = new Date();
   const first = Date.parse(rawJob.firstFailedAt);
-  return buildDeadLetter('invalid', e.event, { message, violations }, {
-    queue: rawJob.source.queue,
-    prefix: ctx.prefix,
-    jobId: rawJob.source.jobId,
-    index: e.index,
-    attempts: rawJob.attempts,
-    firstFailedAt: Number.isNaN(first) ? now : new Date(first),
-    lastFailedAt: now,
-    workerVersion: rawJob.workerVersion,
-    replayCount: e.letter.replayCount + 1,
-  });
+  return buildDeadLetter(
+    'invalid',
+    e.event,
+    { message, violations },
+    {
+      queue: rawJob.source.queue,
+      prefix: ctx.prefix,
+      jobId: rawJob.source.jobId,
+      index: e.index,
+      attempts: rawJob.attempts,
+      firstFailedAt: Number.isNaN(first) ? now : new Date(first),
+      lastFailedAt: now,
+      workerVersion: rawJob.workerVersion,
+      replayCount: e.letter.replayCount + 1,
+    },
+  );
 }
 
 /** `letters` cut, in order, into jobs whose data stays within `maxJobBytes` (each holds at least one). */

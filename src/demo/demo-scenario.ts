@@ -14,11 +14,47 @@ export interface DemoIds {
 }
 
 const STEPS: StepSpec[] = [
-  { stepId: 'collect', index: 0, agentId: 'researcher', title: 'Collect sources', task: 'Collect every work cited in chapters 1-4', expectedOutput: 'list of references' },
-  { stepId: 'style', index: 1, agentId: 'architect', title: 'Pick a style', task: 'Choose a citation style and the section layout', dependsOn: ['collect'] },
-  { stepId: 'write', index: 2, agentId: 'writer', title: 'Write the section', task: 'Write the bibliography section', expectedOutput: 'markdown', dependsOn: ['style'] },
-  { stepId: 'review', index: 3, agentId: 'reviewer', title: 'Check citations', task: 'Check that every in-text citation resolves', dependsOn: ['write'] },
-  { stepId: 'build', index: 4, agentId: 'publisher', title: 'Rebuild the PDF', task: 'Rebuild the thesis PDF', dependsOn: ['review'] },
+  {
+    stepId: 'collect',
+    index: 0,
+    agentId: 'researcher',
+    title: 'Collect sources',
+    task: 'Collect every work cited in chapters 1-4',
+    expectedOutput: 'list of references',
+  },
+  {
+    stepId: 'style',
+    index: 1,
+    agentId: 'architect',
+    title: 'Pick a style',
+    task: 'Choose a citation style and the section layout',
+    dependsOn: ['collect'],
+  },
+  {
+    stepId: 'write',
+    index: 2,
+    agentId: 'writer',
+    title: 'Write the section',
+    task: 'Write the bibliography section',
+    expectedOutput: 'markdown',
+    dependsOn: ['style'],
+  },
+  {
+    stepId: 'review',
+    index: 3,
+    agentId: 'reviewer',
+    title: 'Check citations',
+    task: 'Check that every in-text citation resolves',
+    dependsOn: ['write'],
+  },
+  {
+    stepId: 'build',
+    index: 4,
+    agentId: 'publisher',
+    title: 'Rebuild the PDF',
+    task: 'Rebuild the thesis PDF',
+    dependsOn: ['review'],
+  },
 ];
 
 /** The user's edit: APA 7, and a fact-checker verifying quotes beside the reviewer. */
@@ -27,7 +63,14 @@ const EDITED: StepSpec[] = [
   { ...STEPS[1], task: 'Use APA 7th edition; lay the section out by chapter' },
   STEPS[2],
   STEPS[3],
-  { stepId: 'quotes', index: 4, agentId: 'fact-checker', title: 'Verify quotes', task: 'Verify every direct quote against its source page', dependsOn: ['write'] },
+  {
+    stepId: 'quotes',
+    index: 4,
+    agentId: 'fact-checker',
+    title: 'Verify quotes',
+    task: 'Verify every direct quote against its source page',
+    dependsOn: ['write'],
+  },
   { ...STEPS[4], index: 5, dependsOn: ['review', 'quotes'] },
 ];
 
@@ -46,17 +89,62 @@ Vaswani, A., et al. (2017). Attention is all you need. *NeurIPS 30*, 5998-6008.
 export function demoScenario(ids: DemoIds): ScenarioAction[] {
   const ref = ids;
   const a = (label: string, publish: (p: PlanEventPublisher) => void): ScenarioAction => ({ label, publish });
-  const run = (stepId: string, agent: string, inputTokens: number, outputTokens: number, model: string, extra: { result?: string; outputContent?: string } = {}) => [
+  const run = (
+    stepId: string,
+    agent: string,
+    inputTokens: number,
+    outputTokens: number,
+    model: string,
+    extra: { result?: string; outputContent?: string } = {},
+  ) => [
     a(`${agent} starts ${stepId}`, (p) => p.stepStarted(ref, { stepId })),
-    a(`${agent} completes ${stepId}`, (p) => p.stepCompleted(ref, { stepId, inputTokens, outputTokens, model, result: extra.result ?? 'done', ...(extra.outputContent ? { outputContent: extra.outputContent } : {}) })),
+    a(`${agent} completes ${stepId}`, (p) =>
+      p.stepCompleted(ref, {
+        stepId,
+        inputTokens,
+        outputTokens,
+        model,
+        result: extra.result ?? 'done',
+        ...(extra.outputContent ? { outputContent: extra.outputContent } : {}),
+      }),
+    ),
   ];
   const handoff = (handoffId: string, stepId: string, from: string, to: string, explanation: string) =>
-    a(`handoff ${from} -> ${to}`, (p) => p.handoffRecorded(ref, { handoffId, stepId, fromAgentId: from, toAgentId: to, reason: 'delegation', explanation }));
+    a(`handoff ${from} -> ${to}`, (p) =>
+      p.handoffRecorded(ref, {
+        handoffId,
+        stepId,
+        fromAgentId: from,
+        toAgentId: to,
+        reason: 'delegation',
+        explanation,
+      }),
+    );
   const checkpoint = (layer: number, done: string[]) =>
-    a(`checkpoint after layer ${layer}`, (p) => p.checkpointSaved(ref, { checkpointId: `layer-${layer}`, layer, state: { completed: done, notes: `layer ${layer} validated` } }));
+    a(`checkpoint after layer ${layer}`, (p) =>
+      p.checkpointSaved(ref, {
+        checkpointId: `layer-${layer}`,
+        layer,
+        state: { completed: done, notes: `layer ${layer} validated` },
+      }),
+    );
   return [
-    a('planner creates the plan (approval required)', (p) => p.planCreated(ref, { query: 'Add a bibliography section to the thesis and check every citation', steps: STEPS, requiresApproval: true, complexity: 3 })),
-    a('user edits the plan', (p) => p.planDecision(ref, { decision: 'edit', steps: EDITED, feedback: 'Use APA 7 and verify the quotes too', decidedBy: 'alice@example.com' })),
+    a('planner creates the plan (approval required)', (p) =>
+      p.planCreated(ref, {
+        query: 'Add a bibliography section to the thesis and check every citation',
+        steps: STEPS,
+        requiresApproval: true,
+        complexity: 3,
+      }),
+    ),
+    a('user edits the plan', (p) =>
+      p.planDecision(ref, {
+        decision: 'edit',
+        steps: EDITED,
+        feedback: 'Use APA 7 and verify the quotes too',
+        decidedBy: 'alice@example.com',
+      }),
+    ),
     ...run('collect', 'researcher', 1200, 640, 'gpt-4o-mini', { result: '23 references found' }),
     checkpoint(0, ['collect']),
     handoff('h1', 'style', 'researcher', 'architect', 'references collected; style decision needed'),
@@ -69,10 +157,32 @@ export function demoScenario(ids: DemoIds): ScenarioAction[] {
     handoff('h4', 'quotes', 'writer', 'fact-checker', 'quotes need verification'),
     a('reviewer starts review', (p) => p.stepStarted(ref, { stepId: 'review' })),
     a('fact-checker starts quotes', (p) => p.stepStarted(ref, { stepId: 'quotes' })),
-    a('reviewer completes review', (p) => p.stepCompleted(ref, { stepId: 'review', inputTokens: 2600, outputTokens: 400, model: 'gpt-4o', result: 'all 23 citations resolve' })),
-    a('fact-checker fails quotes', (p) => p.stepFailed(ref, { stepId: 'quotes', error: '2 quotes could not be verified: page numbers missing in Sutton & Barto (2018)', inputTokens: 1800, outputTokens: 150, model: 'gpt-4o' })),
+    a('reviewer completes review', (p) =>
+      p.stepCompleted(ref, {
+        stepId: 'review',
+        inputTokens: 2600,
+        outputTokens: 400,
+        model: 'gpt-4o',
+        result: 'all 23 citations resolve',
+      }),
+    ),
+    a('fact-checker fails quotes', (p) =>
+      p.stepFailed(ref, {
+        stepId: 'quotes',
+        error: '2 quotes could not be verified: page numbers missing in Sutton & Barto (2018)',
+        inputTokens: 1800,
+        outputTokens: 150,
+        model: 'gpt-4o',
+      }),
+    ),
     a('publisher skips build', (p) => p.stepSkipped(ref, { stepId: 'build', reason: 'dependency "quotes" failed' })),
-    a('executor finalizes the plan', (p) => p.planFinalized(ref, { status: 'failed', summary: 'Bibliography written and reviewed; quote verification failed', failureReason: 'step "quotes" failed: 2 quotes could not be verified' })),
+    a('executor finalizes the plan', (p) =>
+      p.planFinalized(ref, {
+        status: 'failed',
+        summary: 'Bibliography written and reviewed; quote verification failed',
+        failureReason: 'step "quotes" failed: 2 quotes could not be verified',
+      }),
+    ),
   ];
 }
 

@@ -75,14 +75,22 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
     closers.unshift(() => worker.close(10_000));
     // its own spill journal, so two demos (or a demo beside a real executor) never share one
     const journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-demo-'));
-    const publisher = new PlanEventPublisher({ redisUrl: config.redisUrl, redisClusterNodes: config.redisClusterNodes, queuePrefix: config.queuePrefix, logger, journalDir });
+    const publisher = new PlanEventPublisher({
+      redisUrl: config.redisUrl,
+      redisClusterNodes: config.redisClusterNodes,
+      queuePrefix: config.queuePrefix,
+      logger,
+      journalDir,
+    });
     closers.unshift(async () => {
       await publisher.close(10_000);
       fs.rmSync(journalDir, { recursive: true, force: true });
     });
 
     const actions = demoScenario(ids);
-    progress(`[3/4] an executor publishes ${actions.length} events for plan ${ids.planId}, and a buggy producer one poison event`);
+    progress(
+      `[3/4] an executor publishes ${actions.length} events for plan ${ids.planId}, and a buggy producer one poison event`,
+    );
     for (const [i, action] of actions.entries()) {
       action.publish(publisher);
       progress(`      ${String(i + 1).padStart(2)}/${actions.length} ${action.label}`);
@@ -95,12 +103,16 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
     const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
     let last = -1;
     while ((persisted < actions.length || deadLetters.length < 1) && Date.now() < deadline) {
-      if (persisted !== last) progress(`      stored ${persisted}/${actions.length}, dead letters ${deadLetters.length}`);
+      if (persisted !== last)
+        progress(`      stored ${persisted}/${actions.length}, dead letters ${deadLetters.length}`);
       last = persisted;
       await sleep(100);
     }
     progress(`      stored ${persisted}/${actions.length}, dead letters ${deadLetters.length}`);
-    if (persisted < actions.length) throw new Error(`the worker stored ${persisted} of ${actions.length} events within ${(opts.timeoutMs ?? 30_000) / 1000}s; see the log above`);
+    if (persisted < actions.length)
+      throw new Error(
+        `the worker stored ${persisted} of ${actions.length} events within ${(opts.timeoutMs ?? 30_000) / 1000}s; see the log above`,
+      );
 
     await printReport(opts, ds, ids, actions.length, deadLetters);
     return { ...ids, published: actions.length, persisted, deadLetters };
@@ -121,7 +133,13 @@ async function injectPoison(config: Readonly<AppConfig>, ids: { planId: string; 
   }
 }
 
-async function printReport(opts: DemoOptions, ds: DataSource, ids: { planId: string; sessionId: string }, published: number, deadLetters: DeadLetter[]): Promise<void> {
+async function printReport(
+  opts: DemoOptions,
+  ds: DataSource,
+  ids: { planId: string; sessionId: string },
+  published: number,
+  deadLetters: DeadLetter[],
+): Promise<void> {
   const view = await getPlanView(ds, ids.planId);
   if (opts.json) {
     opts.out(JSON.stringify({ ...ids, published, deadLetters, plan: view }, null, 2));
@@ -134,11 +152,17 @@ async function printReport(opts: DemoOptions, ds: DataSource, ids: { planId: str
   out('Summary');
   const p = view.plan;
   out(`  events stored      ${published} of ${published} published (plan_events), 1 poison event dead-lettered`);
-  out(`  plan               ${p.status}; ${p.completedSteps} completed, ${p.failedSteps} failed, ${p.skippedSteps} skipped of ${p.totalSteps} steps`);
+  out(
+    `  plan               ${p.status}; ${p.completedSteps} completed, ${p.failedSteps} failed, ${p.skippedSteps} skipped of ${p.totalSteps} steps`,
+  );
   out(`  tokens             ${p.inputTokens} in, ${p.outputTokens} out`);
-  out(`  handoffs           ${view.handoffs.length}; decisions ${view.decisions.length}; checkpoints ${view.checkpoints.length}`);
+  out(
+    `  handoffs           ${view.handoffs.length}; decisions ${view.decisions.length}; checkpoints ${view.checkpoints.length}`,
+  );
   for (const dl of deadLetters) {
-    out(`  dead letter        ${dl.id} (${dl.kind}): ${dl.error.violations?.map((v) => v.message).join('; ') ?? dl.error.message}`);
+    out(
+      `  dead letter        ${dl.id} (${dl.kind}): ${dl.error.violations?.map((v) => v.message).join('; ') ?? dl.error.message}`,
+    );
   }
   out('');
   out('Try next:');

@@ -47,7 +47,11 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
   server.keepAliveTimeout = 1_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new Error(`health server cannot listen on ${options.host ?? '0.0.0.0'}:${options.port} (${err.code ?? err.message}); set HEALTH_PORT to a free port, 0 for any, or off`)),
+      reject(
+        new Error(
+          `health server cannot listen on ${options.host ?? '0.0.0.0'}:${options.port} (${err.code ?? err.message}); set HEALTH_PORT to a free port, 0 for any, or off`,
+        ),
+      ),
     );
     server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());
   });
@@ -62,7 +66,11 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
   };
 }
 
-async function route(url: string, method: string, options: HealthServerOptions): Promise<{ status: number; type: string; body: string }> {
+async function route(
+  url: string,
+  method: string,
+  options: HealthServerOptions,
+): Promise<{ status: number; type: string; body: string }> {
   const path = url.split('?')[0];
   if (method !== 'GET' && method !== 'HEAD') return { status: 405, type: 'text/plain', body: 'only GET\n' };
   switch (path) {

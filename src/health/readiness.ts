@@ -38,7 +38,9 @@ export async function checkReadiness(p: ReadinessProbes): Promise<Readiness> {
   };
   const [redis, database] = await Promise.all([
     attempt(p.pingRedis, 'Redis'),
-    p.databaseGateUp() ? attempt(p.pingDatabase, 'database') : Promise.resolve({ ok: false, detail: 'database unreachable: worker paused, probing with backoff' }),
+    p.databaseGateUp()
+      ? attempt(p.pingDatabase, 'database')
+      : Promise.resolve({ ok: false, detail: 'database unreachable: worker paused, probing with backoff' }),
   ]);
   const schema = p.schema?.() ?? { ok: true };
   let progress: { ok: boolean; detail?: string } = { ok: true };
@@ -48,7 +50,10 @@ export async function checkReadiness(p: ReadinessProbes): Promise<Readiness> {
       const waiting = await withTimeout(p.waitingJobs(), timeout, 'queue depth unavailable');
       const idleMs = now() - p.lastProgressAt();
       if (waiting > 0 && idleMs > p.stallMs) {
-        progress = { ok: false, detail: `${waiting} jobs waiting and nothing committed for ${Math.round(idleMs / 1000)} s` };
+        progress = {
+          ok: false,
+          detail: `${waiting} jobs waiting and nothing committed for ${Math.round(idleMs / 1000)} s`,
+        };
       }
     } catch (err) {
       progress = { ok: false, detail: (err as Error).message };

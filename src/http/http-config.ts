@@ -51,7 +51,10 @@ export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['HTTP_PORT', 'port, 0 = any free port (default 8080)'],
   ['HTTP_INGEST_KEYS', 'comma-separated API keys with the ingest scope (POST /v1/events); at least 16 characters each'],
   ['HTTP_READ_KEYS', 'comma-separated API keys with the read scope (GET /v1/...); a key may be in both lists'],
-  ['HTTP_ADMIN_KEYS', 'comma-separated API keys with the admin scope: read, plus dead-letter replay and purge in the console'],
+  [
+    'HTTP_ADMIN_KEYS',
+    'comma-separated API keys with the admin scope: read, plus dead-letter replay and purge in the console',
+  ],
   ['HTTP_MAX_BATCH_EVENTS', 'most events per POST /v1/events, 1-100000 (default 1000)'],
   ['HTTP_BODY_LIMIT_BYTES', 'largest request body (default 16777216)'],
   ['HTTP_MAX_HEADER_BYTES', 'largest request head (default 16384)'],
@@ -59,7 +62,10 @@ export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['HTTP_MAX_JOURNAL_BYTES', 'journal bound; past it POST answers 503 + Retry-After (default 1073741824)'],
   ['HTTP_MAX_BUFFERED_EVENTS', 'events held in memory before spilling to the journal (default 100000)'],
   ['HTTP_RETRY_AFTER_SECONDS', 'Retry-After of a 503 (default 5)'],
-  ['HTTP_TRUST_PROXY', 'comma-separated addresses/CIDRs of your reverse proxies (or loopback); their X-Forwarded-Proto/-For are believed, e.g. for a Secure console cookie behind TLS (default none)'],
+  [
+    'HTTP_TRUST_PROXY',
+    'comma-separated addresses/CIDRs of your reverse proxies (or loopback); their X-Forwarded-Proto/-For are believed, e.g. for a Secure console cookie behind TLS (default none)',
+  ],
   ['SHUTDOWN_TIMEOUT_MS', 'SIGTERM deadline in ms (default 8000)'],
 ];
 
@@ -68,7 +74,10 @@ const MIN_KEY_LENGTH = 16;
 function keys(env: Env, name: string): string[] {
   const raw = read(env, name);
   if (raw === undefined) return [];
-  const list = raw.split(',').map((k) => k.trim()).filter((k) => k !== '');
+  const list = raw
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k !== '');
   const short = list.filter((k) => k.length < MIN_KEY_LENGTH).length;
   // the key itself is never quoted: it would land in a terminal or a log
   if (short > 0) throw new Error(`${short} key(s) shorter than ${MIN_KEY_LENGTH} characters`);
@@ -81,13 +90,23 @@ const PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal'];
 /** Addresses, CIDR ranges or proxy-addr's named ranges, each checked: a typo must not trust nobody silently. */
 function proxies(raw: string | undefined): string[] {
   if (raw === undefined) return [];
-  const list = raw.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  const list = raw
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
   for (const entry of list) {
     const [address, bits, extra] = entry.split('/');
     const family = isIP(address);
     const maxBits = family === 6 ? 128 : 32;
-    const ok = PROXY_RANGES.includes(entry) || (family !== 0 && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits)));
-    if (!ok) throw new Error(`${JSON.stringify(entry)} is not an IP address, a CIDR range (e.g. 10.0.0.0/8) or one of ${PROXY_RANGES.join(', ')}`);
+    const ok =
+      PROXY_RANGES.includes(entry) ||
+      (family !== 0 &&
+        extra === undefined &&
+        (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits)));
+    if (!ok)
+      throw new Error(
+        `${JSON.stringify(entry)} is not an IP address, a CIDR range (e.g. 10.0.0.0/8) or one of ${PROXY_RANGES.join(', ')}`,
+      );
   }
   return list;
 }
@@ -102,10 +121,11 @@ export function loadHttpConfig(env: Env): Readonly<HttpConfig> {
       return fallback;
     }
   };
-  const int = (name: string, def: number, min: number, max: number) => check(name, def, () => {
-    const raw = read(env, name);
-    return raw === undefined ? def : integer(raw, min, max);
-  });
+  const int = (name: string, def: number, min: number, max: number) =>
+    check(name, def, () => {
+      const raw = read(env, name);
+      return raw === undefined ? def : integer(raw, min, max);
+    });
   const config: HttpConfig = {
     host: read(env, 'HTTP_HOST') ?? '127.0.0.1',
     port: int('HTTP_PORT', 8080, 0, 65535),
@@ -122,8 +142,15 @@ export function loadHttpConfig(env: Env): Readonly<HttpConfig> {
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),
     trustProxy: check('HTTP_TRUST_PROXY', [], () => proxies(read(env, 'HTTP_TRUST_PROXY'))),
   };
-  if (problems.length === 0 && config.ingestKeys.length === 0 && config.readKeys.length === 0 && config.adminKeys.length === 0) {
-    problems.push('HTTP_INGEST_KEYS / HTTP_READ_KEYS / HTTP_ADMIN_KEYS: no API key is set; set at least one (every endpoint but /healthz and /metrics needs a key)');
+  if (
+    problems.length === 0 &&
+    config.ingestKeys.length === 0 &&
+    config.readKeys.length === 0 &&
+    config.adminKeys.length === 0
+  ) {
+    problems.push(
+      'HTTP_INGEST_KEYS / HTTP_READ_KEYS / HTTP_ADMIN_KEYS: no API key is set; set at least one (every endpoint but /healthz and /metrics needs a key)',
+    );
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

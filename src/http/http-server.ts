@@ -65,23 +65,47 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'plan-ledger', version: deps.version, description: 'Ingest plan events and read plans back. Every /v1 route needs an API key (Authorization: Bearer <key>) with its scope.' },
-      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'HTTP_INGEST_KEYS (POST /v1/events) or HTTP_READ_KEYS (GET /v1/...)' } } },
+      info: {
+        title: 'plan-ledger',
+        version: deps.version,
+        description:
+          'Ingest plan events and read plans back. Every /v1 route needs an API key (Authorization: Bearer <key>) with its scope.',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'HTTP_INGEST_KEYS (POST /v1/events) or HTTP_READ_KEYS (GET /v1/...)',
+          },
+        },
+      },
     },
   });
 
   const sessions = new ConsoleSessions();
   app.addHook('onRequest', async (req, reply) => {
     // every answer: no sniffing, no framing, and for pages the console's CSP (no inline script)
-    reply.header('x-content-type-options', 'nosniff').header('x-frame-options', 'DENY').header('referrer-policy', 'no-referrer').header('content-security-policy', CONSOLE_CSP);
+    reply
+      .header('x-content-type-options', 'nosniff')
+      .header('x-frame-options', 'DENY')
+      .header('referrer-policy', 'no-referrer')
+      .header('content-security-policy', CONSOLE_CSP);
     const scope = req.routeOptions.config.scope;
     if (scope === undefined) return;
     // a Bearer key, or else the console's session cookie, whose state-changing requests must
     // carry its CSRF token (SameSite=Strict already keeps other sites' requests cookie-less)
     const session = req.headers.authorization === undefined ? sessions.fromCookie(req.headers.cookie) : undefined;
-    const check = (one: Scope) => (session ? scopeVerdict(session.session.scopes, one) : keys.check(req.headers.authorization, one));
+    const check = (one: Scope) =>
+      session ? scopeVerdict(session.session.scopes, one) : keys.check(req.headers.authorization, one);
     let verdict = typeof scope === 'string' ? check(scope) : anyOf(scope, check);
-    if (session && verdict.ok && req.method !== 'GET' && req.method !== 'HEAD' && req.headers[CSRF_HEADER] !== session.session.csrf) {
+    if (
+      session &&
+      verdict.ok &&
+      req.method !== 'GET' &&
+      req.method !== 'HEAD' &&
+      req.headers[CSRF_HEADER] !== session.session.csrf
+    ) {
       verdict = { ok: false, status: 403, message: `missing or wrong ${CSRF_HEADER} header (reload the console)` };
     }
     if (!verdict.ok) {
@@ -97,17 +121,32 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const status = httpStatusOf(err);
     if (status !== undefined && status < 500) return reply.code(status).send({ error: err.message });
-    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send({ error: `the body is larger than ${settings.bodyLimitBytes} bytes (HTTP_BODY_LIMIT_BYTES); send smaller batches` });
-    if (err.statusCode !== undefined && err.statusCode < 500) return reply.code(err.statusCode).send({ error: err.message });
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+      return reply.code(413).send({
+        error: `the body is larger than ${settings.bodyLimitBytes} bytes (HTTP_BODY_LIMIT_BYTES); send smaller batches`,
+      });
+    if (err.statusCode !== undefined && err.statusCode < 500)
+      return reply.code(err.statusCode).send({ error: err.message });
     req.log.error({ err }, 'request failed');
     return reply.code(500).send({ error: 'internal error (logged by the server)' });
   });
-  app.setNotFoundHandler((req, reply) => reply.code(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}; see GET /v1/openapi.json` }));
+  app.setNotFoundHandler((req, reply) =>
+    reply.code(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}; see GET /v1/openapi.json` }),
+  );
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
-  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
+    reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+  );
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  registerIngestRoutes(app, { publisher: deps.publisher, dataSource: deps.dataSource, settings, metrics, closing: () => closing, closingSignal: closingSignal.signal });
+  registerIngestRoutes(app, {
+    publisher: deps.publisher,
+    dataSource: deps.dataSource,
+    settings,
+    metrics,
+    closing: () => closing,
+    closingSignal: closingSignal.signal,
+  });
   registerReadRoutes(app, deps.dataSource);
   registerConsoleRoutes(app, { keys, sessions, ...deps.queues });
   await app.ready();

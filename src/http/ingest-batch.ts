@@ -22,7 +22,11 @@ export interface BatchAnswer {
  * answered `invalid` and forwarded to the worker as it came, which dead-letters it (reason and
  * content, as any refused event) and voids its plan's seq, so the plan's later events apply at once.
  */
-export function ingestBatch(events: readonly unknown[], publisher: PlanEventPublisher, limits?: Partial<ContractLimits>): BatchAnswer {
+export function ingestBatch(
+  events: readonly unknown[],
+  publisher: PlanEventPublisher,
+  limits?: Partial<ContractLimits>,
+): BatchAnswer {
   const answer: BatchAnswer = { accepted: 0, invalid: 0, dropped: 0, results: new Array(events.length) };
   const refuse = (index: number, violations: Violation[]) => {
     answer.invalid++;
@@ -43,7 +47,12 @@ export function ingestBatch(events: readonly unknown[], publisher: PlanEventPubl
       refuse(index, result.violations);
     } else {
       answer.dropped++;
-      answer.results[index] = { index, status: 'dropped', eventId: parsed.event.eventId, reason: result.reason === 'closed' ? 'the server is shutting down' : 'the spill journal is full' };
+      answer.results[index] = {
+        index,
+        status: 'dropped',
+        eventId: parsed.event.eventId,
+        reason: result.reason === 'closed' ? 'the server is shutting down' : 'the spill journal is full',
+      };
     }
   }
   return answer;

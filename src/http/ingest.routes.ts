@@ -30,38 +30,56 @@ const MAX_STATUS_WAIT_MS = 30_000;
  */
 export function registerIngestRoutes(app: FastifyInstance, deps: IngestDeps): void {
   const { publisher, settings, metrics } = deps;
-  app.post('/v1/events', {
-    config: { scope: 'ingest' },
-    schema: ingestRouteSchema(settings.maxBatchEvents),
-    // the contract check is ours (per event, with the contract's wording): the schema only documents
-    validatorCompiler: () => () => true,
-  }, async (req, reply) => {
-    const body = req.body;
-    if (!Array.isArray(body)) return reply.code(400).send({ error: 'the body must be a JSON array of events' });
-    if (body.length > settings.maxBatchEvents) {
-      return reply.code(413).send({ error: `a batch may hold at most ${settings.maxBatchEvents} events (got ${body.length}); split it (HTTP_MAX_BATCH_EVENTS)` });
-    }
-    const bodyBytes = Number(req.headers['content-length'] ?? 0);
-    const stats = publisher.stats();
-    if (deps.closing() || stats.journalBytes + 2 * bodyBytes > settings.maxJournalBytes) {
-      const why = deps.closing() ? 'the server is shutting down' : 'the server cannot hold more events until Redis takes its backlog';
-      return reply.code(503).header('retry-after', String(settings.retryAfterSeconds)).send({ error: `${why}; retry after ${settings.retryAfterSeconds} s` });
-    }
-    const answer = ingestBatch(body, publisher);
-    if (answer.accepted > 0) metrics.events.inc({ outcome: 'accepted' }, answer.accepted);
-    if (answer.invalid > 0) metrics.events.inc({ outcome: 'invalid' }, answer.invalid);
-    if (answer.dropped > 0) metrics.events.inc({ outcome: 'dropped' }, answer.dropped);
-    if (answer.invalid > 0) req.log.info({ accepted: answer.accepted, invalid: answer.invalid }, 'batch had invalid events');
-    return reply.code(202).send(answer);
-  });
+  app.post(
+    '/v1/events',
+    {
+      config: { scope: 'ingest' },
+      schema: ingestRouteSchema(settings.maxBatchEvents),
+      // the contract check is ours (per event, with the contract's wording): the schema only documents
+      validatorCompiler: () => () => true,
+    },
+    async (req, reply) => {
+      const body = req.body;
+      if (!Array.isArray(body)) return reply.code(400).send({ error: 'the body must be a JSON array of events' });
+      if (body.length > settings.maxBatchEvents) {
+        return reply.code(413).send({
+          error: `a batch may hold at most ${settings.maxBatchEvents} events (got ${body.length}); split it (HTTP_MAX_BATCH_EVENTS)`,
+        });
+      }
+      const bodyBytes = Number(req.headers['content-length'] ?? 0);
+      const stats = publisher.stats();
+      if (deps.closing() || stats.journalBytes + 2 * bodyBytes > settings.maxJournalBytes) {
+        const why = deps.closing()
+          ? 'the server is shutting down'
+          : 'the server cannot hold more events until Redis takes its backlog';
+        return reply
+          .code(503)
+          .header('retry-after', String(settings.retryAfterSeconds))
+          .send({ error: `${why}; retry after ${settings.retryAfterSeconds} s` });
+      }
+      const answer = ingestBatch(body, publisher);
+      if (answer.accepted > 0) metrics.events.inc({ outcome: 'accepted' }, answer.accepted);
+      if (answer.invalid > 0) metrics.events.inc({ outcome: 'invalid' }, answer.invalid);
+      if (answer.dropped > 0) metrics.events.inc({ outcome: 'dropped' }, answer.dropped);
+      if (answer.invalid > 0)
+        req.log.info({ accepted: answer.accepted, invalid: answer.invalid }, 'batch had invalid events');
+      return reply.code(202).send(answer);
+    },
+  );
 
   // read your own writes: where given events are now, optionally waiting until they are applied
-  app.post('/v1/events/status', { config: { scope: ['ingest', 'read'] }, schema: eventStatusRouteSchema, validatorCompiler: () => () => true }, async (req) => {
-    const body = req.body as { eventIds?: unknown; waitMs?: unknown } | null;
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new QueryArgumentError('body', 'must be a JSON object { "eventIds": [...], "waitMs": 0 }');
-    const ids = parseEventIds(body.eventIds);
-    const waitMs = body.waitMs ?? 0;
-    if (typeof waitMs !== 'number' || !Number.isInteger(waitMs) || waitMs < 0 || waitMs > MAX_STATUS_WAIT_MS) throw new QueryArgumentError('waitMs', `must be an integer from 0 to ${MAX_STATUS_WAIT_MS}`);
-    return awaitEventStatuses(deps.dataSource, ids, deps.closing() ? 0 : waitMs, deps.closingSignal);
-  });
+  app.post(
+    '/v1/events/status',
+    { config: { scope: ['ingest', 'read'] }, schema: eventStatusRouteSchema, validatorCompiler: () => () => true },
+    async (req) => {
+      const body = req.body as { eventIds?: unknown; waitMs?: unknown } | null;
+      if (typeof body !== 'object' || body === null || Array.isArray(body))
+        throw new QueryArgumentError('body', 'must be a JSON object { "eventIds": [...], "waitMs": 0 }');
+      const ids = parseEventIds(body.eventIds);
+      const waitMs = body.waitMs ?? 0;
+      if (typeof waitMs !== 'number' || !Number.isInteger(waitMs) || waitMs < 0 || waitMs > MAX_STATUS_WAIT_MS)
+        throw new QueryArgumentError('waitMs', `must be an integer from 0 to ${MAX_STATUS_WAIT_MS}`);
+      return awaitEventStatuses(deps.dataSource, ids, deps.closing() ? 0 : waitMs, deps.closingSignal);
+    },
+  );
 }

@@ -3,10 +3,23 @@
  * validate nor serialise: arguments go through the same parsers as the CLI (one wording), bodies
  * through the contract, and answers are plain JSON of the query results.
  */
-const idParam = (name: string, description: string) => ({ type: 'object', required: [name], properties: { [name]: { type: 'string', description } } });
-const error = { type: 'object', properties: { error: { type: 'string', description: 'one line: what was wrong and where' } } };
+const idParam = (name: string, description: string) => ({
+  type: 'object',
+  required: [name],
+  properties: { [name]: { type: 'string', description } },
+});
+const error = {
+  type: 'object',
+  properties: { error: { type: 'string', description: 'one line: what was wrong and where' } },
+};
 const anyObject = (description: string) => ({ description, type: 'object', additionalProperties: true });
-const readResponses = (ok: string) => ({ 200: anyObject(ok), 400: { ...error, description: 'a malformed argument' }, 401: { ...error, description: 'no or unknown API key' }, 403: { ...error, description: 'the key lacks the read scope' }, 404: { ...error, description: 'unknown id' } });
+const readResponses = (ok: string) => ({
+  200: anyObject(ok),
+  400: { ...error, description: 'a malformed argument' },
+  401: { ...error, description: 'no or unknown API key' },
+  403: { ...error, description: 'the key lacks the read scope' },
+  404: { ...error, description: 'unknown id' },
+});
 const security = [{ apiKey: [] }];
 
 export const readRouteSchemas = {
@@ -14,19 +27,59 @@ export const readRouteSchemas = {
     summary: 'plans, newest first (CLI: plans list --json)',
     tags: ['read'],
     security,
-    querystring: { type: 'object', properties: { sessionId: { type: 'string' }, status: { type: 'string', description: 'planning|executing|completed|failed|cancelled' }, from: { type: 'string', description: 'created at or after (ISO-8601)' }, to: { type: 'string', description: 'created before (ISO-8601)' }, agentId: { type: 'string', description: 'plans with a step of this agent' }, limit: { type: 'string', description: '1-1000, default 20' }, offset: { type: 'string', description: 'default 0' } } },
+    querystring: {
+      type: 'object',
+      properties: {
+        sessionId: { type: 'string' },
+        status: { type: 'string', description: 'planning|executing|completed|failed|cancelled' },
+        from: { type: 'string', description: 'created at or after (ISO-8601)' },
+        to: { type: 'string', description: 'created before (ISO-8601)' },
+        agentId: { type: 'string', description: 'plans with a step of this agent' },
+        limit: { type: 'string', description: '1-1000, default 20' },
+        offset: { type: 'string', description: 'default 0' },
+      },
+    },
     response: readResponses('{ total, limit, offset, plans }'),
   },
-  planTimeline: { summary: "a plan's timeline (CLI: plans show --json)", tags: ['read'], security, params: idParam('planId', "the executor's plan id"), response: readResponses('the plan, its steps, handoffs, decisions, checkpoints and timeline') },
-  planExport: { summary: 'a plan as a reusable template (CLI: plans export)', tags: ['read'], security, params: idParam('planId', "the executor's plan id"), response: readResponses('query, steps, agents, dependencies') },
+  planTimeline: {
+    summary: "a plan's timeline (CLI: plans show --json)",
+    tags: ['read'],
+    security,
+    params: idParam('planId', "the executor's plan id"),
+    response: readResponses('the plan, its steps, handoffs, decisions, checkpoints and timeline'),
+  },
+  planExport: {
+    summary: 'a plan as a reusable template (CLI: plans export)',
+    tags: ['read'],
+    security,
+    params: idParam('planId', "the executor's plan id"),
+    response: readResponses('query, steps, agents, dependencies'),
+  },
   stepOutput: {
     summary: "a step's stored output (CLI: steps output); Accept: text/plain gives the raw content byte for byte",
     tags: ['read'],
     security,
-    params: { type: 'object', required: ['planId', 'step'], properties: { planId: { type: 'string' }, step: { type: 'string', description: 'the stepId, or the step index' } } },
-    response: { ...readResponses('{ planId, stepId, index, agentId, status, model, completedAt, outputContent }; as text/plain: outputContent itself (404 when none is stored)') },
+    params: {
+      type: 'object',
+      required: ['planId', 'step'],
+      properties: {
+        planId: { type: 'string' },
+        step: { type: 'string', description: 'the stepId, or the step index' },
+      },
+    },
+    response: {
+      ...readResponses(
+        '{ planId, stepId, index, agentId, status, model, completedAt, outputContent }; as text/plain: outputContent itself (404 when none is stored)',
+      ),
+    },
   },
-  sessionActive: { summary: "a session's plan in progress, with nextSeq (CLI: sessions active --json)", tags: ['read'], security, params: idParam('sessionId', "the executor's session id"), response: readResponses('{ sessionId, activePlan (null when none; with steps and nextSeq), otherActivePlanIds }') },
+  sessionActive: {
+    summary: "a session's plan in progress, with nextSeq (CLI: sessions active --json)",
+    tags: ['read'],
+    security,
+    params: idParam('sessionId', "the executor's session id"),
+    response: readResponses('{ sessionId, activePlan (null when none; with steps and nextSeq), otherActivePlanIds }'),
+  },
   sessionHistory: {
     summary: "a session's finished plans, newest first (CLI: sessions history --json)",
     tags: ['read'],
@@ -35,13 +88,32 @@ export const readRouteSchemas = {
     querystring: { type: 'object', properties: { limit: { type: 'string', description: '1-1000, default 10' } } },
     response: readResponses('{ sessionId, plans }'),
   },
-  resumePoint: { summary: "a workflow's resume point, with nextSeq (CLI: workflows resume-point --json)", tags: ['read'], security, params: idParam('planId', 'the workflow (plan) id'), response: readResponses('{ resumable: true, dag, latestCheckpoint, nextLayer, nextSteps, layers, nextSeq, ... } or { resumable: false, reason, nextSeq }') },
+  resumePoint: {
+    summary: "a workflow's resume point, with nextSeq (CLI: workflows resume-point --json)",
+    tags: ['read'],
+    security,
+    params: idParam('planId', 'the workflow (plan) id'),
+    response: readResponses(
+      '{ resumable: true, dag, latestCheckpoint, nextLayer, nextSteps, layers, nextSeq, ... } or { resumable: false, reason, nextSeq }',
+    ),
+  },
   analytics: {
     summary: 'analytics reports (CLI: analytics daily|agents|handoffs|tokens --json)',
     tags: ['read'],
     security,
-    params: { type: 'object', required: ['report'], properties: { report: { type: 'string', enum: ['daily', 'agents', 'handoffs', 'tokens'] } } },
-    querystring: { type: 'object', properties: { from: { type: 'string', description: 'ISO instant, inclusive' }, to: { type: 'string', description: 'ISO instant, exclusive' }, by: { type: 'string', description: 'tokens only: session|plan|agent|model' } } },
+    params: {
+      type: 'object',
+      required: ['report'],
+      properties: { report: { type: 'string', enum: ['daily', 'agents', 'handoffs', 'tokens'] } },
+    },
+    querystring: {
+      type: 'object',
+      properties: {
+        from: { type: 'string', description: 'ISO instant, inclusive' },
+        to: { type: 'string', description: 'ISO instant, exclusive' },
+        by: { type: 'string', description: 'tokens only: session|plan|agent|model' },
+      },
+    },
     response: readResponses('{ from, to, days | agents | handoffs | bySession/byPlan/byAgent/byModel/total }'),
   },
 };
@@ -50,10 +122,15 @@ export function ingestRouteSchema(maxBatchEvents: number) {
   const violation = { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } };
   return {
     summary: 'publish a batch of plan events',
-    description: 'Each event must carry all its stamps (specVersion, eventId, seq, occurredAt): a retried batch then changes nothing. The contract is schemas/plan-event.schema.json.',
+    description:
+      'Each event must carry all its stamps (specVersion, eventId, seq, occurredAt): a retried batch then changes nothing. The contract is schemas/plan-event.schema.json.',
     tags: ['ingest'],
     security,
-    body: { type: 'array', maxItems: maxBatchEvents, items: { type: 'object', description: 'a plan event (schemas/plan-event.schema.json)' } },
+    body: {
+      type: 'array',
+      maxItems: maxBatchEvents,
+      items: { type: 'object', description: 'a plan event (schemas/plan-event.schema.json)' },
+    },
     response: {
       202: {
         description: 'one result per event, in order; invalid events do not stop their valid neighbours',
@@ -62,7 +139,19 @@ export function ingestRouteSchema(maxBatchEvents: number) {
           accepted: { type: 'integer' },
           invalid: { type: 'integer' },
           dropped: { type: 'integer' },
-          results: { type: 'array', items: { type: 'object', properties: { index: { type: 'integer' }, status: { type: 'string', enum: ['accepted', 'invalid', 'dropped'] }, eventId: { type: 'string' }, seq: { type: 'integer' }, violations: { type: 'array', items: violation } } } },
+          results: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                index: { type: 'integer' },
+                status: { type: 'string', enum: ['accepted', 'invalid', 'dropped'] },
+                eventId: { type: 'string' },
+                seq: { type: 'integer' },
+                violations: { type: 'array', items: violation },
+              },
+            },
+          },
         },
       },
       400: { ...error, description: 'the body is not a JSON array' },
@@ -75,7 +164,8 @@ export function ingestRouteSchema(maxBatchEvents: number) {
 }
 
 export const eventStatusRouteSchema = {
-  summary: 'where published events are now: applied, waiting behind a missing seq, refused, or unknown (read your own writes)',
+  summary:
+    'where published events are now: applied, waiting behind a missing seq, refused, or unknown (read your own writes)',
   description:
     'With waitMs, answers once every id is applied or refused, or when the time is up. An executor restarted after its journal drained waits here before reading its session. Ingest or read key.',
   tags: ['ingest'],
@@ -85,14 +175,25 @@ export const eventStatusRouteSchema = {
     required: ['eventIds'],
     properties: {
       eventIds: { type: 'array', maxItems: 10_000, items: { type: 'string', description: 'an eventId (UUID)' } },
-      waitMs: { type: 'integer', minimum: 0, maximum: 30_000, description: 'wait up to this long for every id to be applied or refused; default 0' },
+      waitMs: {
+        type: 'integer',
+        minimum: 0,
+        maximum: 30_000,
+        description: 'wait up to this long for every id to be applied or refused; default 0',
+      },
     },
   },
   response: {
     200: {
-      description: 'each id in one list, lower-case: applied (reads show it), waiting (stored behind a missing seq), refused (dead-lettered, its seq voided), unknown (not stored yet)',
+      description:
+        'each id in one list, lower-case: applied (reads show it), waiting (stored behind a missing seq), refused (dead-lettered, its seq voided), unknown (not stored yet)',
       type: 'object',
-      properties: { applied: { type: 'array', items: { type: 'string' } }, waiting: { type: 'array', items: { type: 'string' } }, refused: { type: 'array', items: { type: 'string' } }, unknown: { type: 'array', items: { type: 'string' } } },
+      properties: {
+        applied: { type: 'array', items: { type: 'string' } },
+        waiting: { type: 'array', items: { type: 'string' } },
+        refused: { type: 'array', items: { type: 'string' } },
+        unknown: { type: 'array', items: { type: 'string' } },
+      },
     },
     400: { ...error, description: 'the body is not { eventIds: [...], waitMs? }' },
     401: { ...error, description: 'no or unknown API key' },

@@ -36,9 +36,13 @@ export function registerReadRoutes(app: FastifyInstance, ds: DataSource): void {
     return listPlans(ds, filter);
   });
 
-  app.get('/v1/plans/:planId', { ...read, schema: S.planTimeline }, async (req) => getPlanView(ds, requireId('planId', (req.params as P).planId)));
+  app.get('/v1/plans/:planId', { ...read, schema: S.planTimeline }, async (req) =>
+    getPlanView(ds, requireId('planId', (req.params as P).planId)),
+  );
 
-  app.get('/v1/plans/:planId/export', { ...read, schema: S.planExport }, async (req) => exportPlanTemplate(ds, requireId('planId', (req.params as P).planId)));
+  app.get('/v1/plans/:planId/export', { ...read, schema: S.planExport }, async (req) =>
+    exportPlanTemplate(ds, requireId('planId', (req.params as P).planId)),
+  );
 
   app.get('/v1/plans/:planId/steps/:step/output', { ...read, schema: S.stepOutput }, async (req, reply) => {
     const params = req.params as P;
@@ -46,20 +50,27 @@ export function registerReadRoutes(app: FastifyInstance, ds: DataSource): void {
     const output = await getStepOutput(ds, planId, requireId('step', params.step));
     if (!wantsText(req.headers.accept)) return output;
     if (output.outputContent === null) {
-      return notFound(reply, `step "${output.stepId}" (#${output.index}) of plan "${planId}" has no stored output (status ${output.status})`);
+      return notFound(
+        reply,
+        `step "${output.stepId}" (#${output.index}) of plan "${planId}" has no stored output (status ${output.status})`,
+      );
     }
     // byte for byte: no trailing newline added, UTF-8 as stored
     return reply.type('text/plain; charset=utf-8').send(output.outputContent);
   });
 
-  app.get('/v1/sessions/:sessionId/active', { ...read, schema: S.sessionActive }, async (req) => getActivePlan(ds, requireId('sessionId', (req.params as P).sessionId)));
+  app.get('/v1/sessions/:sessionId/active', { ...read, schema: S.sessionActive }, async (req) =>
+    getActivePlan(ds, requireId('sessionId', (req.params as P).sessionId)),
+  );
 
   app.get('/v1/sessions/:sessionId/history', { ...read, schema: S.sessionHistory }, async (req) => {
     const sessionId = requireId('sessionId', (req.params as P).sessionId);
     return getPlanHistory(ds, sessionId, parseLimit((req.query as Q).limit, 10));
   });
 
-  app.get('/v1/workflows/:planId/resume-point', { ...read, schema: S.resumePoint }, async (req) => getResumePoint(ds, requireId('planId', (req.params as P).planId)));
+  app.get('/v1/workflows/:planId/resume-point', { ...read, schema: S.resumePoint }, async (req) =>
+    getResumePoint(ds, requireId('planId', (req.params as P).planId)),
+  );
 
   app.get('/v1/analytics/:report', { ...read, schema: S.analytics }, async (req, reply) => {
     const q = req.query as Q;
@@ -76,7 +87,10 @@ export function registerReadRoutes(app: FastifyInstance, ds: DataSource): void {
         return { ...echoRange(range), ...(await tokenUsage(ds, range, dims)) };
       }
       default:
-        return notFound(reply, `no analytics report "${(req.params as P).report}"; reports: daily, agents, handoffs, tokens`);
+        return notFound(
+          reply,
+          `no analytics report "${(req.params as P).report}"; reports: daily, agents, handoffs, tokens`,
+        );
     }
   });
 }
@@ -91,6 +105,7 @@ function notFound(reply: FastifyReply, message: string): FastifyReply {
 
 function parseDimension(raw: string): TokenDimension {
   const value = raw.trim().toLowerCase();
-  if (!(TOKEN_DIMENSIONS as readonly string[]).includes(value)) throw new QueryArgumentError('by', `"${raw}" is not one of ${TOKEN_DIMENSIONS.join(', ')}`);
+  if (!(TOKEN_DIMENSIONS as readonly string[]).includes(value))
+    throw new QueryArgumentError('by', `"${raw}" is not one of ${TOKEN_DIMENSIONS.join(', ')}`);
   return value as TokenDimension;
 }

@@ -53,7 +53,12 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
     queues.push(deadLetterQueue, eventsQueue);
     const queueErrors = new RepeatedLog(logger, 'console queue connection error', { level: 'warn' });
     for (const q of queues) q.on('error', (err) => queueErrors.report(err));
-    const deadLetters = new DeadLetterService({ deadLetters: deadLetterQueue, events: eventsQueue, storedEvents: new PlanEventStore(ds, logger, { rowCacheBytes: 0 }), logger: logger.child({ component: 'console' }) });
+    const deadLetters = new DeadLetterService({
+      deadLetters: deadLetterQueue,
+      events: eventsQueue,
+      storedEvents: new PlanEventStore(ds, logger, { rowCacheBytes: 0 }),
+      logger: logger.child({ component: 'console' }),
+    });
     publisher = new PlanEventPublisher({
       redisUrl: config.redisUrl,
       redisClusterNodes: config.redisClusterNodes,
@@ -63,12 +68,22 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
       maxBufferedEvents: settings.maxBufferedEvents,
       logger: logger.child({ component: 'publisher' }),
     });
-    const server = await buildHttpServer({ settings, dataSource: ds, publisher, logger, version: workerVersion(), queues: { deadLetters, deadLetterQueue, eventsQueue, redis, queuePrefix: config.queuePrefix } });
+    const server = await buildHttpServer({
+      settings,
+      dataSource: ds,
+      publisher,
+      logger,
+      version: workerVersion(),
+      queues: { deadLetters, deadLetterQueue, eventsQueue, redis, queuePrefix: config.queuePrefix },
+    });
     await server.app.listen({ host: settings.host, port: settings.port });
     const address = server.app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : settings.port;
     const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
-    logger.info({ url, ingestKeys: settings.ingestKeys.length, readKeys: settings.readKeys.length }, 'plan-ledger serve listening');
+    logger.info(
+      { url, ingestKeys: settings.ingestKeys.length, readKeys: settings.readKeys.length },
+      'plan-ledger serve listening',
+    );
     const openDs = ds;
     const openPublisher = publisher;
     return {

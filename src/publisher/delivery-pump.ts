@@ -70,7 +70,9 @@ export class DeliveryPump {
    */
   private readonly commitWhileDown = (): void => {
     if (this.stopped || (this.link.ready && this.failures === 0) || this.memory.idle) return;
-    const spilled = this.memory.spill(this.cfg.eventsPerJob, this.cfg.maxJobBytes, (batch) => this.journal.appendBatch(batch.id, batch.events));
+    const spilled = this.memory.spill(this.cfg.eventsPerJob, this.cfg.maxJobBytes, (batch) =>
+      this.journal.appendBatch(batch.id, batch.events),
+    );
     this.journal.writeStaged();
     if (spilled > 0) this.cfg.onSpilled?.(spilled);
   };
@@ -112,7 +114,12 @@ export class DeliveryPump {
    */
   private sendWhatIsWaiting(): void {
     while (this.inFlight < this.cfg.maxInFlightBulks) {
-      const batches = this.memory.take(this.cfg.jobsPerBulk, this.cfg.eventsPerJob, this.inFlight === 0, this.cfg.maxJobBytes);
+      const batches = this.memory.take(
+        this.cfg.jobsPerBulk,
+        this.cfg.eventsPerJob,
+        this.inFlight === 0,
+        this.cfg.maxJobBytes,
+      );
       if (batches.length > 0) {
         this.sendBatches(batches);
         continue;
@@ -230,6 +237,8 @@ export class DeliveryPump {
     const inFlight = [...this.inFlightBatches].flat();
     this.inFlightBatches.clear();
     this.memory.release(inFlight);
-    return [...inFlight, ...this.memory.takeAll(this.cfg.eventsPerJob, this.cfg.maxJobBytes)].sort((a, b) => a.order - b.order);
+    return [...inFlight, ...this.memory.takeAll(this.cfg.eventsPerJob, this.cfg.maxJobBytes)].sort(
+      (a, b) => a.order - b.order,
+    );
   }
 }

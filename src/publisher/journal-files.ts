@@ -44,8 +44,18 @@ export function segmentFile(dir: string, no: number): string {
 
 export function newSegment(file: string, no: number, size: number, confirmed: number, fd?: number): Segment {
   return {
-    no, file, size, confirmed, readOffset: confirmed, fd, sealed: fd === undefined,
-    syncing: false, dirty: false, offsetWriting: false, offsetDirty: false, deleted: false,
+    no,
+    file,
+    size,
+    confirmed,
+    readOffset: confirmed,
+    fd,
+    sealed: fd === undefined,
+    syncing: false,
+    dirty: false,
+    offsetWriting: false,
+    offsetDirty: false,
+    deleted: false,
   };
 }
 
@@ -73,7 +83,9 @@ export function acquireLock(dir: string): void {
   }
   const owner = Number.parseInt(fs.readFileSync(lock, 'utf8'), 10);
   if (Number.isSafeInteger(owner) && owner > 0 && isAlive(owner)) {
-    throw new PublisherConfigError([`journalDir ${dir} is in use by process ${owner}; give each publisher its own journalDir`]);
+    throw new PublisherConfigError([
+      `journalDir ${dir} is in use by process ${owner}; give each publisher its own journalDir`,
+    ]);
   }
   fs.writeFileSync(lock, String(process.pid));
 }
@@ -102,7 +114,8 @@ export function scanSegments(dir: string): Segment[] {
   }
   for (const name of names) {
     const owner = name.replace(/\.offset(\.tmp)?$/, '');
-    if (owner !== name && !segments.some((s) => path.basename(s.file) === owner)) fs.rmSync(path.join(dir, name), { force: true });
+    if (owner !== name && !segments.some((s) => path.basename(s.file) === owner))
+      fs.rmSync(path.join(dir, name), { force: true });
   }
   return segments.sort((a, b) => a.no - b.no);
 }
@@ -138,7 +151,8 @@ export function writeOffset(file: string, offset: number, done: (err: Error | nu
 export function appendAllSync(fd: number, buffer: Buffer, position: number): void {
   let written = 0;
   try {
-    while (written < buffer.length) written += fs.writeSync(fd, buffer, written, buffer.length - written, position + written);
+    while (written < buffer.length)
+      written += fs.writeSync(fd, buffer, written, buffer.length - written, position + written);
   } catch (err) {
     try {
       fs.ftruncateSync(fd, position);

@@ -148,7 +148,12 @@ export class JournalReader {
     const tab2 = tab1 === -1 ? -1 : buffer.indexOf(9, tab1 + 1);
     const id = tab1 === -1 || tab1 > nl ? '' : buffer.toString('latin1', p, tab1);
     const count = tab2 === -1 || tab2 > nl ? NaN : Number(buffer.toString('latin1', tab1 + 1, tab2));
-    const ok = JOB_ID.test(id) && Number.isSafeInteger(count) && count > 0 && buffer[tab2 + 1] === 0x5b && buffer[nl - 1] === 0x5d;
+    const ok =
+      JOB_ID.test(id) &&
+      Number.isSafeInteger(count) &&
+      count > 0 &&
+      buffer[tab2 + 1] === 0x5b &&
+      buffer[nl - 1] === 0x5d;
     if (!ok) {
       this.unreadable(segment, end, Number.isSafeInteger(count) ? count : 0);
       return;

@@ -21,7 +21,9 @@ import { TypedHelpers } from './typed-helpers';
 /** How often `stored()` looks whether the jobs it waits for are finished. */
 const STORED_POLL_MS = 50;
 
-const CLOSED: Violation[] = Object.freeze([violationAt('', 'cannot be published: the publisher is closed')]) as Violation[];
+const CLOSED: Violation[] = Object.freeze([
+  violationAt('', 'cannot be published: the publisher is closed'),
+]) as Violation[];
 
 /**
  * Fire-and-forget publishing of plan events, for executors: `publish()` is synchronous, costs a few
@@ -90,8 +92,10 @@ export class PlanEventPublisher extends TypedHelpers {
     this.limits = resolveLimits(options.limits);
     checkJobLimit(this.limits, this.opts.journalWriteBytes);
     // prom-client is loaded only for an executor that asks for metrics (`plan-ledger/publisher` stays light)
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const metrics = options.metricsRegistry ? (require('./publisher-metrics') as typeof import('./publisher-metrics')) : undefined;
+    const metrics = options.metricsRegistry
+      ? // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only when asked for
+        (require('./publisher-metrics') as typeof import('./publisher-metrics'))
+      : undefined;
     if (metrics) metrics.assertMetricsFree(options.metricsRegistry!);
     this.checkContext = { limits: this.limits, out: [] };
     this.logger = options.logger ?? createLogger({ base: { component: 'publisher' } });
@@ -123,7 +127,11 @@ export class PlanEventPublisher extends TypedHelpers {
     });
     // registered last: nothing below can throw, so a failed constructor leaves the registry as it was
     if (metrics) this.metrics = metrics.registerPublisherMetrics(options.metricsRegistry!, () => this.stats());
-    if (this.journal.backlog) this.logger.info({ journalDir: this.opts.journalDir, journalBytes: this.journal.usedBytes }, 'journal left by a previous publisher will be drained');
+    if (this.journal.backlog)
+      this.logger.info(
+        { journalDir: this.opts.journalDir, journalBytes: this.journal.usedBytes },
+        'journal left by a previous publisher will be drained',
+      );
   }
 
   /** Takes the journal directory (throws PublisherConfigError if another live publisher owns it). */
@@ -147,7 +155,11 @@ export class PlanEventPublisher extends TypedHelpers {
     try {
       return this.accept(input);
     } catch (err) {
-      return this.reject(input, [violationAt('', `could not be published (${err instanceof Error ? err.name : 'error'})`)], 'invalid');
+      return this.reject(
+        input,
+        [violationAt('', `could not be published (${err instanceof Error ? err.name : 'error'})`)],
+        'invalid',
+      );
     }
   }
 
@@ -159,15 +171,26 @@ export class PlanEventPublisher extends TypedHelpers {
     if (typeof json !== 'string') return this.reject(input, json, 'invalid');
     // A UTF-16 unit is at most 3 UTF-8 bytes: only a large event needs its exact (costly) byte count.
     if (json.length * 3 > this.limits.maxEventBytes && Buffer.byteLength(json, 'utf8') > this.limits.maxEventBytes) {
-      return this.reject(input, [violationAt('', `must be at most ${this.limits.maxEventBytes} bytes of UTF-8 JSON`)], 'invalid');
+      return this.reject(
+        input,
+        [violationAt('', `must be at most ${this.limits.maxEventBytes} bytes of UTF-8 JSON`)],
+        'invalid',
+      );
     }
     this.stamper.commit(event);
     const eventId = event.eventId as string;
     const seq = event.seq as number;
-    return this.enqueue(json) ? { ok: true, eventId, seq } : { ok: false, reason: 'dropped', eventId, seq, violations: [] };
+    return this.enqueue(json)
+      ? { ok: true, eventId, seq }
+      : { ok: false, reason: 'dropped', eventId, seq, violations: [] };
   }
 
-  protected publishTyped<T extends PlanEventTypeName>(type: T, plan: PlanRef, payload: PayloadByType[T], stamps?: EventStamps): PublishResult {
+  protected publishTyped<T extends PlanEventTypeName>(
+    type: T,
+    plan: PlanRef,
+    payload: PayloadByType[T],
+    stamps?: EventStamps,
+  ): PublishResult {
     return this.publish({
       type,
       planId: plan.planId,
@@ -208,7 +231,11 @@ export class PlanEventPublisher extends TypedHelpers {
    */
   forwardRefused(json: string): boolean {
     if (this.closing !== undefined) return false;
-    return this.enqueue(Buffer.byteLength(json, 'utf8') > this.limits.maxEventBytes ? refusedStandIn(json, this.limits.maxEventBytes) : json);
+    return this.enqueue(
+      Buffer.byteLength(json, 'utf8') > this.limits.maxEventBytes
+        ? refusedStandIn(json, this.limits.maxEventBytes)
+        : json,
+    );
   }
 
   /**
@@ -231,14 +258,26 @@ export class PlanEventPublisher extends TypedHelpers {
 
   private drop(events: number, reason: string, err?: Error): void {
     this.counts.dropped += events;
-    this.dropLog.note(events, { reason, err: err?.message, droppedTotal: this.counts.dropped, journalDir: this.opts.journalDir, maxJournalBytes: this.opts.maxJournalBytes });
+    this.dropLog.note(events, {
+      reason,
+      err: err?.message,
+      droppedTotal: this.counts.dropped,
+      journalDir: this.opts.journalDir,
+      maxJournalBytes: this.opts.maxJournalBytes,
+    });
   }
 
   private reject(input: unknown, violations: Violation[], reason: 'invalid' | 'closed'): PublishResult {
     this.counts.rejected++;
     try {
       const record = isPlainObject(input) ? input : {};
-      this.rejectLog.note(1, { reason, type: record.type, planId: record.planId, eventId: record.eventId, violations: violations.slice(0, 5).map((v) => v.message) });
+      this.rejectLog.note(1, {
+        reason,
+        type: record.type,
+        planId: record.planId,
+        eventId: record.eventId,
+        violations: violations.slice(0, 5).map((v) => v.message),
+      });
       this.opts.onRejected?.(violations, input);
     } catch (err) {
       // A throwing callback (or a hostile getter on the input) must not make publish() throw.
@@ -254,7 +293,8 @@ export class PlanEventPublisher extends TypedHelpers {
    * @throws RangeError when `nextSeq` is not a non-negative safe integer
    */
   continuePlan(plan: PlanRef | string, nextSeq: number): void {
-    if (!Number.isSafeInteger(nextSeq) || nextSeq < 0) throw new RangeError(`nextSeq must be a non-negative integer, got ${String(nextSeq)}`);
+    if (!Number.isSafeInteger(nextSeq) || nextSeq < 0)
+      throw new RangeError(`nextSeq must be a non-negative integer, got ${String(nextSeq)}`);
     this.stamper.continueFrom(typeof plan === 'string' ? plan : plan.planId, nextSeq);
   }
 
@@ -291,7 +331,8 @@ export class PlanEventPublisher extends TypedHelpers {
     for (;;) {
       try {
         const unfinished = new Set<string>();
-        for (let i = 0; i < pending.length; i += 1_000) for (const id of await this.link.unfinishedJobs(pending.slice(i, i + 1_000))) unfinished.add(id);
+        for (let i = 0; i < pending.length; i += 1_000)
+          for (const id of await this.link.unfinishedJobs(pending.slice(i, i + 1_000))) unfinished.add(id);
         this.pump.forgetJobs(pending.filter((id) => !unfinished.has(id)));
         pending = [...unfinished];
       } catch {

@@ -86,7 +86,9 @@ export interface PublisherOptions {
 /** Job options of every batch job (src/queue/batch-job-options.ts), part of the publisher's API. */
 export { DEFAULT_JOB_OPTIONS };
 
-export type ResolvedOptions = Required<Omit<PublisherOptions, 'onRejected' | 'logger' | 'limits' | 'redisClusterNodes' | 'connection' | 'metricsRegistry'>> &
+export type ResolvedOptions = Required<
+  Omit<PublisherOptions, 'onRejected' | 'logger' | 'limits' | 'redisClusterNodes' | 'connection' | 'metricsRegistry'>
+> &
   Pick<PublisherOptions, 'onRejected' | 'limits' | 'connection'> & { redisClusterNodes: ClusterSeeds | null };
 
 const MIB = 1024 * 1024;
@@ -118,10 +120,15 @@ export class PublisherConfigError extends PlanLedgerError {
  * A job must hold any one event, and the journal's largest record (drained as one job): up to
  * `journalWriteBytes` of staged events plus the event that crossed it.
  */
-export function checkJobLimit(limits: Pick<ContractLimits, 'maxEventBytes' | 'maxJobBytes'>, journalWriteBytes: number): void {
+export function checkJobLimit(
+  limits: Pick<ContractLimits, 'maxEventBytes' | 'maxJobBytes'>,
+  journalWriteBytes: number,
+): void {
   const needed = journalWriteBytes + limits.maxEventBytes + 64;
   if (limits.maxJobBytes < needed) {
-    throw new PublisherConfigError([`limits.maxJobBytes (${limits.maxJobBytes}) must be at least journalWriteBytes + limits.maxEventBytes + 64 (${needed}): a job must hold the largest event and the largest journal record`]);
+    throw new PublisherConfigError([
+      `limits.maxJobBytes (${limits.maxJobBytes}) must be at least journalWriteBytes + limits.maxEventBytes + 64 (${needed}): a job must hold the largest event and the largest journal record`,
+    ]);
   }
 }
 
@@ -131,13 +138,16 @@ export function resolveOptions(options: PublisherOptions): ResolvedOptions {
   for (const key of Object.keys(NUMERIC_DEFAULTS) as (keyof typeof NUMERIC_DEFAULTS)[]) {
     const value = options[key];
     if (value === undefined) continue;
-    if (!Number.isSafeInteger(value) || value < 1) problems.push(`${key} must be a positive integer (got ${String(value)})`);
+    if (!Number.isSafeInteger(value) || value < 1)
+      problems.push(`${key} must be a positive integer (got ${String(value)})`);
     else numbers[key] = value;
   }
   const validation = options.validation ?? 'fast';
-  if (validation !== 'fast' && validation !== 'contract') problems.push(`validation must be "fast" or "contract" (got ${String(validation)})`);
+  if (validation !== 'fast' && validation !== 'contract')
+    problems.push(`validation must be "fast" or "contract" (got ${String(validation)})`);
   const queuePrefix = options.queuePrefix ?? 'plan-ledger';
-  if (!/^[A-Za-z0-9_.{}-]{1,64}$/.test(queuePrefix)) problems.push(`queuePrefix "${queuePrefix}" must be 1-64 of letters, digits, - _ . { }`);
+  if (!/^[A-Za-z0-9_.{}-]{1,64}$/.test(queuePrefix))
+    problems.push(`queuePrefix "${queuePrefix}" must be 1-64 of letters, digits, - _ . { }`);
   let redisClusterNodes: ClusterSeeds | null = null;
   try {
     const raw = options.redisClusterNodes;
@@ -145,7 +155,8 @@ export function resolveOptions(options: PublisherOptions): ResolvedOptions {
   } catch (err) {
     problems.push(`redisClusterNodes: ${(err as Error).message}`);
   }
-  const onCluster = redisClusterNodes !== null || (options.connection as { isCluster?: boolean } | undefined)?.isCluster === true;
+  const onCluster =
+    redisClusterNodes !== null || (options.connection as { isCluster?: boolean } | undefined)?.isCluster === true;
   const prefixProblem = onCluster ? clusterPrefixProblem(queuePrefix) : null;
   if (prefixProblem) problems.push(`queuePrefix ${prefixProblem}`);
   if (problems.length > 0) throw new PublisherConfigError(problems);

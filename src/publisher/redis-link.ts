@@ -51,7 +51,11 @@ export class RedisLink {
   private readonly errors: RateLimitedLog;
 
   constructor(private readonly cfg: RedisLinkConfig) {
-    this.errors = new RateLimitedLog(cfg.logger, 'warn', 'redis unavailable; events wait in memory, then in the spill journal');
+    this.errors = new RateLimitedLog(
+      cfg.logger,
+      'warn',
+      'redis unavailable; events wait in memory, then in the spill journal',
+    );
     this.ownsRedis = cfg.connection === undefined;
     this.redis = cfg.connection ?? createRedis(cfg.target, 'publisher', { commandTimeoutMs: cfg.commandTimeoutMs });
     this.redis.on('error', (err: Error) => this.errors.note(1, { err: err.message }));
@@ -118,7 +122,11 @@ export class RedisLink {
   }
 
   private createQueue(): RawBatchQueue {
-    const queue = new RawBatchQueue(EVENTS_QUEUE, { connection: this.redis, prefix: this.cfg.queuePrefix, skipVersionCheck: true });
+    const queue = new RawBatchQueue(EVENTS_QUEUE, {
+      connection: this.redis,
+      prefix: this.cfg.queuePrefix,
+      skipVersionCheck: true,
+    });
     queue.on('error', (err: Error) => this.errors.note(1, { err: err.message }));
     return queue;
   }

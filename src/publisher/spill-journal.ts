@@ -73,10 +73,17 @@ export class SpillJournal {
   append(json: string, bytes: number): boolean {
     let record = this.staged.at(-1);
     const opens =
-      record === undefined || record.id !== undefined || record.events.length >= this.cfg.eventsPerRecord || this.recordBytes >= this.cfg.writeBytes;
+      record === undefined ||
+      record.id !== undefined ||
+      record.events.length >= this.cfg.eventsPerRecord ||
+      this.recordBytes >= this.cfg.writeBytes;
     const need = bytes + 1 + (opens ? RECORD_OVERHEAD_BYTES : 0);
     if (this.usedBytes + need > this.cfg.maxBytes) return false;
-    if (!this.backlog) this.cfg.logger.warn({ journalDir: this.cfg.dir }, 'spilling events to the journal (memory buffer full, or an older journal not yet drained)');
+    if (!this.backlog)
+      this.cfg.logger.warn(
+        { journalDir: this.cfg.dir },
+        'spilling events to the journal (memory buffer full, or an older journal not yet drained)',
+      );
     if (opens) {
       record = { id: undefined, events: [] };
       this.staged.push(record);
@@ -200,7 +207,11 @@ export class SpillJournal {
     segment.offsetDirty = false;
     writeOffset(segment.file, segment.confirmed, (err) => {
       segment.offsetWriting = false;
-      if (err && !segment.deleted) this.cfg.logger.warn({ err, file: segment.file }, 'journal offset not saved; a restart will resend (deduplicated by job id)');
+      if (err && !segment.deleted)
+        this.cfg.logger.warn(
+          { err, file: segment.file },
+          'journal offset not saved; a restart will resend (deduplicated by job id)',
+        );
       if (segment.deleted) this.unlinkWhenIdle(segment);
       else if (segment.offsetDirty) this.saveOffset(segment);
     });
@@ -225,7 +236,10 @@ export class SpillJournal {
     const deadline = Date.now() + timeoutMs;
     while (this.segments.some((s) => s.fd !== undefined || s.offsetWriting)) {
       if (Date.now() > deadline) {
-        this.cfg.logger.warn({ journalDir: this.cfg.dir }, 'journal files still busy at close (slow disk?); not waiting longer');
+        this.cfg.logger.warn(
+          { journalDir: this.cfg.dir },
+          'journal files still busy at close (slow disk?); not waiting longer',
+        );
         break;
       }
       await new Promise<void>((resolve) => {

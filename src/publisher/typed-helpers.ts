@@ -19,7 +19,12 @@ import type { EventStamps, PlanRef, PublishResult } from './publisher.types';
  * payload. Each returns what `publish()` returns; stamps left out are filled in by the publisher.
  */
 export abstract class TypedHelpers {
-  protected abstract publishTyped<T extends PlanEventTypeName>(type: T, plan: PlanRef, payload: PayloadByType[T], stamps?: EventStamps): PublishResult;
+  protected abstract publishTyped<T extends PlanEventTypeName>(
+    type: T,
+    plan: PlanRef,
+    payload: PayloadByType[T],
+    stamps?: EventStamps,
+  ): PublishResult;
 
   planCreated(plan: PlanRef, payload: PlanCreatedPayload, stamps?: EventStamps): PublishResult {
     return this.publishTyped('plan.created', plan, payload, stamps);

@@ -54,7 +54,11 @@ export function echoRange(range: DateRange): RangeEcho {
 }
 
 /** Adds `[from, to)` on the plan alias `p`. */
-export function whereCreatedIn<T extends object>(ds: DataSource, qb: SelectQueryBuilder<T>, range: DateRange): SelectQueryBuilder<T> {
+export function whereCreatedIn<T extends object>(
+  ds: DataSource,
+  qb: SelectQueryBuilder<T>,
+  range: DateRange,
+): SelectQueryBuilder<T> {
   if (range.from) qb.andWhere('p.createdAt >= :from', { from: sqlDialectOf(ds).instant(range.from) });
   if (range.to) qb.andWhere('p.createdAt < :to', { to: sqlDialectOf(ds).instant(range.to) });
   return qb;
@@ -82,7 +86,14 @@ export async function plansPerDay(ds: DataSource, range: DateRange = {}): Promis
   return rows
     .map((r) => {
       const [totalPlans, completed, failed, cancelled] = [r.total, r.completed, r.failed, r.cancelled].map(toNum);
-      return { day: toDay(r.day), totalPlans, completed, failed, cancelled, inProgress: totalPlans - completed - failed - cancelled };
+      return {
+        day: toDay(r.day),
+        totalPlans,
+        completed,
+        failed,
+        cancelled,
+        inProgress: totalPlans - completed - failed - cancelled,
+      };
     })
     .sort((a, b) => compareText(b.day, a.day));
 }
@@ -109,7 +120,14 @@ export async function agentUsage(ds: DataSource, range: DateRange = {}): Promise
   const rows = await buildAgentUsageQuery(ds, range).getRawMany<Record<string, unknown>>();
   return rows
     .map((r): AgentUsage => {
-      const [totalSteps, completed, failed, skipped, inputTokens, outputTokens] = [r.total, r.completed, r.failed, r.skipped, r.inputTokens, r.outputTokens].map(toNum);
+      const [totalSteps, completed, failed, skipped, inputTokens, outputTokens] = [
+        r.total,
+        r.completed,
+        r.failed,
+        r.skipped,
+        r.inputTokens,
+        r.outputTokens,
+      ].map(toNum);
       const ran = completed + failed;
       return {
         agentId: String(r.agentId),
@@ -146,6 +164,17 @@ export function buildHandoffPatternsQuery(ds: DataSource, range: DateRange): Sel
 export async function handoffPatterns(ds: DataSource, range: DateRange = {}): Promise<HandoffPattern[]> {
   const rows = await buildHandoffPatternsQuery(ds, range).getRawMany<Record<string, unknown>>();
   return rows
-    .map((r) => ({ fromAgentId: String(r.fromAgentId), toAgentId: String(r.toAgentId), reason: String(r.reason), count: toNum(r.count) }))
-    .sort((a, b) => b.count - a.count || compareText(a.fromAgentId, b.fromAgentId) || compareText(a.toAgentId, b.toAgentId) || compareText(a.reason, b.reason));
+    .map((r) => ({
+      fromAgentId: String(r.fromAgentId),
+      toAgentId: String(r.toAgentId),
+      reason: String(r.reason),
+      count: toNum(r.count),
+    }))
+    .sort(
+      (a, b) =>
+        b.count - a.count ||
+        compareText(a.fromAgentId, b.fromAgentId) ||
+        compareText(a.toAgentId, b.toAgentId) ||
+        compareText(a.reason, b.reason),
+    );
 }

@@ -29,7 +29,8 @@ export const MAX_STATUS_IDS = 10_000;
 /** Checks the ids of a status request: UUIDs (the contract's eventId), at most MAX_STATUS_IDS. */
 export function parseEventIds(raw: unknown): string[] {
   if (!Array.isArray(raw)) throw new QueryArgumentError('eventIds', 'must be an array of event ids');
-  if (raw.length > MAX_STATUS_IDS) throw new QueryArgumentError('eventIds', `at most ${MAX_STATUS_IDS} ids per request (got ${raw.length})`);
+  if (raw.length > MAX_STATUS_IDS)
+    throw new QueryArgumentError('eventIds', `at most ${MAX_STATUS_IDS} ids per request (got ${raw.length})`);
   const bad = raw.findIndex((id) => !isUuid(id));
   if (bad >= 0) throw new QueryArgumentError(`eventIds[${bad}]`, 'must be an event id (a UUID)');
   return [...new Set((raw as string[]).map((id) => id.toLowerCase()))];
@@ -41,7 +42,11 @@ export async function eventStatuses(ds: DataSource, eventIds: readonly string[])
   const found = new Map<string, { planId: string; seq: number }>();
   const refused = new Set<string>();
   for (const part of chunk([...eventIds, ...voidOf.keys()], valuesPerInList(sqlDialectOf(ds)))) {
-    const rows = await ds.getRepository<PlanEventRow>(ENTITY.event).find({ select: { eventId: true, planId: true, seq: true, type: true }, where: { eventId: In(part) }, withDeleted: true });
+    const rows = await ds.getRepository<PlanEventRow>(ENTITY.event).find({
+      select: { eventId: true, planId: true, seq: true, type: true },
+      where: { eventId: In(part) },
+      withDeleted: true,
+    });
     for (const r of rows) {
       const id = r.eventId.toLowerCase();
       if (isVoidedSeq(r) && voidOf.has(id)) refused.add(voidOf.get(id)!);
@@ -66,7 +71,9 @@ export async function eventStatuses(ds: DataSource, eventIds: readonly string[])
 async function appliedSeqs(ds: DataSource, planIds: string[]): Promise<Map<string, number | null>> {
   const out = new Map<string, number | null>();
   for (const part of chunk(planIds, valuesPerInList(sqlDialectOf(ds)))) {
-    const rows = await ds.getRepository<PlanHeadRow>(ENTITY.head).find({ select: { planId: true, appliedSeq: true }, where: { planId: In(part) }, withDeleted: true });
+    const rows = await ds
+      .getRepository<PlanHeadRow>(ENTITY.head)
+      .find({ select: { planId: true, appliedSeq: true }, where: { planId: In(part) }, withDeleted: true });
     for (const r of rows) out.set(r.planId, r.appliedSeq === null ? null : toNum(r.appliedSeq));
   }
   return out;
@@ -76,7 +83,13 @@ async function appliedSeqs(ds: DataSource, planIds: string[]): Promise<Map<strin
  * `eventStatuses` until no id is `waiting` or `unknown`, or `waitMs` has passed (then the answer
  * as it stands). Looks every `pollMs`; `signal` ends the wait early (the server is closing).
  */
-export async function awaitEventStatuses(ds: DataSource, eventIds: readonly string[], waitMs: number, signal?: AbortSignal, pollMs = 100): Promise<EventStatuses> {
+export async function awaitEventStatuses(
+  ds: DataSource,
+  eventIds: readonly string[],
+  waitMs: number,
+  signal?: AbortSignal,
+  pollMs = 100,
+): Promise<EventStatuses> {
   const deadline = Date.now() + waitMs;
   let pending = [...eventIds];
   const settled: EventStatuses = { applied: [], waiting: [], refused: [], unknown: [] };

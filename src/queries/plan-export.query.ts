@@ -29,7 +29,15 @@ export async function exportPlanTemplate(ds: DataSource, planId: string): Promis
   if (!plan) throw new NotFoundError('plan', planId);
   const rows = await ds.getRepository<PlanStepRow>(ENTITY.step).find({
     where: { planId },
-    select: { stepKey: true, stepIndex: true, agentId: true, task: true, title: true, expectedOutput: true, dependsOn: true },
+    select: {
+      stepKey: true,
+      stepIndex: true,
+      agentId: true,
+      task: true,
+      title: true,
+      expectedOutput: true,
+      dependsOn: true,
+    },
     order: { stepIndex: 'ASC' },
   });
   const steps = rows.map((s): StepSpec => {

@@ -34,10 +34,16 @@ export interface PlanPage {
 export function buildPlanListQuery(ds: DataSource, filter: PlanListFilter): SelectQueryBuilder<ExecutionPlanRow> {
   const qb = ds.getRepository<ExecutionPlanRow>(ENTITY.plan).createQueryBuilder('p');
   if (filter.sessionId !== undefined) qb.andWhere('p.sessionId = :sessionId', { sessionId: filter.sessionId });
-  if (filter.statuses && filter.statuses.length > 0) qb.andWhere('p.status IN (:...statuses)', { statuses: [...filter.statuses] });
+  if (filter.statuses && filter.statuses.length > 0)
+    qb.andWhere('p.status IN (:...statuses)', { statuses: [...filter.statuses] });
   if (filter.created) whereCreatedIn(ds, qb, filter.created);
   if (filter.agentId !== undefined) {
-    const steps = qb.subQuery().select('1').from(ENTITY.step, 's').where('s.planId = p.id').andWhere('s.agentId = :agentId');
+    const steps = qb
+      .subQuery()
+      .select('1')
+      .from(ENTITY.step, 's')
+      .where('s.planId = p.id')
+      .andWhere('s.agentId = :agentId');
     qb.andWhere(`EXISTS ${steps.getQuery()}`, { agentId: filter.agentId });
   }
   return qb
@@ -49,6 +55,9 @@ export function buildPlanListQuery(ds: DataSource, filter: PlanListFilter): Sele
 
 export async function listPlans(ds: DataSource, filter: PlanListFilter): Promise<PlanPage> {
   const qb = buildPlanListQuery(ds, filter);
-  const [rows, total] = await Promise.all([qb.getMany(), qb.clone().offset(undefined).limit(undefined).orderBy().getCount()]);
+  const [rows, total] = await Promise.all([
+    qb.getMany(),
+    qb.clone().offset(undefined).limit(undefined).orderBy().getCount(),
+  ]);
   return { total, limit: filter.limit, offset: filter.offset ?? 0, plans: rows.map(toPlanSummary) };
 }

@@ -19,7 +19,9 @@ export function formatPlanHeader(plan: PlanSummary, view?: Pick<PlanView, 'steps
     `tokens:    ${formatInt(plan.inputTokens)} in / ${formatInt(plan.outputTokens)} out`,
   ];
   if (plan.approvalStatus) lines.push(`approval:  ${plan.approvalStatus}`);
-  const ended = plan.completedAt ? `, ended ${plan.completedAt} after ${formatDuration(plan.durationMs)}` : ', still running';
+  const ended = plan.completedAt
+    ? `, ended ${plan.completedAt} after ${formatDuration(plan.durationMs)}`
+    : ', still running';
   lines.push(`created:   ${plan.createdAt}${ended}`);
   if (plan.failureReason) lines.push(`failure:   ${plan.failureReason}`);
   else if (plan.summary) lines.push(`summary:   ${plan.summary}`);

@@ -58,12 +58,26 @@ export interface ReplacedStep {
   dependsOn: string[];
 }
 
-type SpecLike = { stepId?: unknown; agentId?: unknown; task?: unknown; title?: unknown; expectedOutput?: unknown; dependsOn?: unknown };
+type SpecLike = {
+  stepId?: unknown;
+  agentId?: unknown;
+  task?: unknown;
+  title?: unknown;
+  expectedOutput?: unknown;
+  dependsOn?: unknown;
+};
 
 /** What an edit changed: step lists compared by stepId (the order of the lists does not count). */
 export function diffSteps(before: readonly SpecLike[], after: readonly SpecLike[]): StepChanges {
   const key = (s: SpecLike) => String(s.stepId);
-  const shape = (s: SpecLike) => JSON.stringify([s.agentId ?? null, s.task ?? null, s.title ?? null, s.expectedOutput ?? null, Array.isArray(s.dependsOn) ? [...s.dependsOn].map(String).sort() : []]);
+  const shape = (s: SpecLike) =>
+    JSON.stringify([
+      s.agentId ?? null,
+      s.task ?? null,
+      s.title ?? null,
+      s.expectedOutput ?? null,
+      Array.isArray(s.dependsOn) ? [...s.dependsOn].map(String).sort() : [],
+    ]);
   const old = new Map(before.map((s) => [key(s), shape(s)]));
   const now = new Map(after.map((s) => [key(s), shape(s)]));
   const replaced = before.filter((s) => now.get(key(s)) !== old.get(key(s))).map(toReplaced);
@@ -173,19 +187,46 @@ export async function getPlanView(ds: DataSource, planId: string): Promise<PlanV
     .map((c): CheckpointView => ({ checkpointId: c.checkpointKey, layer: Number(c.layer), at: toIso(c.createdAt)! }))
     .sort((a, b) => a.layer - b.layer || compareText(a.at, b.at) || compareText(a.checkpointId, b.checkpointId));
   const summary = toPlanSummary(plan);
-  return { plan: summary, steps, handoffs, decisions: decisionViews, checkpoints, timeline: buildTimeline(summary, steps, handoffs, decisionViews, checkpoints) };
+  return {
+    plan: summary,
+    steps,
+    handoffs,
+    decisions: decisionViews,
+    checkpoints,
+    timeline: buildTimeline(summary, steps, handoffs, decisionViews, checkpoints),
+  };
 }
 
 /** The step list of the plan's stored plan.created event; null when it is gone (or unreadable). */
 async function createdSteps(ds: DataSource, planId: string): Promise<SpecLike[] | null> {
-  const row = await ds.getRepository<PlanEventRow>(ENTITY.event).findOne({ where: { planId, type: 'plan.created' }, order: { seq: 'ASC' } });
+  const row = await ds
+    .getRepository<PlanEventRow>(ENTITY.event)
+    .findOne({ where: { planId, type: 'plan.created' }, order: { seq: 'ASC' } });
   const steps = row ? parseJson<{ steps?: unknown }>(row.payload, {}).steps : undefined;
   return Array.isArray(steps) ? (steps as SpecLike[]) : null;
 }
 
-const KIND_ORDER: TimelineKind[] = ['plan.created', 'plan.decision', 'step.started', 'handoff', 'step.completed', 'step.failed', 'step.skipped', 'checkpoint', 'plan.finalized'];
+const KIND_ORDER: TimelineKind[] = [
+  'plan.created',
+  'plan.decision',
+  'step.started',
+  'handoff',
+  'step.completed',
+  'step.failed',
+  'step.skipped',
+  'checkpoint',
+  'plan.finalized',
+];
 
-const blank = { stepId: null, stepIndex: null, agentId: null, inputTokens: null, outputTokens: null, durationMs: null, error: null };
+const blank = {
+  stepId: null,
+  stepIndex: null,
+  agentId: null,
+  inputTokens: null,
+  outputTokens: null,
+  durationMs: null,
+  error: null,
+};
 
 /**
  * Merges the plan's facts into time order. Ties (same millisecond) follow the lifecycle order
@@ -200,11 +241,22 @@ export function buildTimeline(
 ): TimelineEntry[] {
   const out: TimelineEntry[] = [];
   const approval = plan.requiresApproval ? ', approval required' : '';
-  out.push({ ...blank, at: plan.createdAt, kind: 'plan.created', detail: `${plan.totalSteps} steps${approval}: ${plan.query}` });
+  out.push({
+    ...blank,
+    at: plan.createdAt,
+    kind: 'plan.created',
+    detail: `${plan.totalSteps} steps${approval}: ${plan.query}`,
+  });
   for (const d of decisions) {
     const edited = d.editedStepCount !== null ? ` (${d.editedStepCount} steps)` : '';
     const by = d.decidedBy ? ` by ${d.decidedBy}` : '';
-    out.push({ ...blank, at: d.at, kind: 'plan.decision', agentId: d.decidedBy, detail: `${d.decision}${edited}${by}${d.feedback ? `: ${d.feedback}` : ''}` });
+    out.push({
+      ...blank,
+      at: d.at,
+      kind: 'plan.decision',
+      agentId: d.decidedBy,
+      detail: `${d.decision}${edited}${by}${d.feedback ? `: ${d.feedback}` : ''}`,
+    });
   }
   for (const s of steps) pushAll(out, stepEntries(s));
   for (const h of handoffs) {
@@ -219,10 +271,18 @@ export function buildTimeline(
       detail: `${h.fromAgentId} -> ${h.toAgentId} (${h.reason})${h.explanation ? `: ${h.explanation}` : ''}`,
     });
   }
-  for (const c of checkpoints) out.push({ ...blank, at: c.at, kind: 'checkpoint', detail: `layer ${c.layer} saved (${c.checkpointId})` });
+  for (const c of checkpoints)
+    out.push({ ...blank, at: c.at, kind: 'checkpoint', detail: `layer ${c.layer} saved (${c.checkpointId})` });
   if (plan.completedAt) {
     const totals = { inputTokens: plan.inputTokens, outputTokens: plan.outputTokens, durationMs: plan.durationMs };
-    out.push({ ...blank, ...totals, at: plan.completedAt, kind: 'plan.finalized', error: plan.failureReason, detail: `${plan.status}${plan.summary ? `: ${plan.summary}` : ''}` });
+    out.push({
+      ...blank,
+      ...totals,
+      at: plan.completedAt,
+      kind: 'plan.finalized',
+      error: plan.failureReason,
+      detail: `${plan.status}${plan.summary ? `: ${plan.summary}` : ''}`,
+    });
   }
   return out.sort(
     (a, b) =>
@@ -240,8 +300,11 @@ function stepEntries(s: StepView): TimelineEntry[] {
   if (s.startedAt) out.push({ ...base, at: s.startedAt, kind: 'step.started', detail: name });
   const tokens = { inputTokens: s.inputTokens, outputTokens: s.outputTokens, durationMs: s.durationMs };
   const model = s.model ? ` [${s.model}]` : '';
-  if (s.status === 'completed') out.push({ ...base, ...tokens, at: s.completedAt, kind: 'step.completed', detail: `${name}${model}` });
-  if (s.status === 'failed') out.push({ ...base, ...tokens, at: s.completedAt, kind: 'step.failed', error: s.error, detail: `${name}${model}` });
-  if (s.status === 'skipped') out.push({ ...base, at: s.completedAt, kind: 'step.skipped', detail: `${name}${s.result ? `: ${s.result}` : ''}` });
+  if (s.status === 'completed')
+    out.push({ ...base, ...tokens, at: s.completedAt, kind: 'step.completed', detail: `${name}${model}` });
+  if (s.status === 'failed')
+    out.push({ ...base, ...tokens, at: s.completedAt, kind: 'step.failed', error: s.error, detail: `${name}${model}` });
+  if (s.status === 'skipped')
+    out.push({ ...base, at: s.completedAt, kind: 'step.skipped', detail: `${name}${s.result ? `: ${s.result}` : ''}` });
   return out;
 }

@@ -41,21 +41,28 @@ export function parseDateRange(from?: string, to?: string): DateRange {
 }
 
 /** A whole number within [min, max]; `undefined` gives the default. */
-export function parseCount(argument: string, raw: string | number | undefined, bounds: { min: number; max: number; default: number }): number {
+export function parseCount(
+  argument: string,
+  raw: string | number | undefined,
+  bounds: { min: number; max: number; default: number },
+): number {
   if (raw === undefined) return bounds.default;
   const text = String(raw).trim();
   const value = /^-?\d+$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(value) || value < bounds.min || value > bounds.max) {
-    const range = bounds.max === Number.MAX_SAFE_INTEGER ? `${bounds.min} or more` : `from ${bounds.min} to ${bounds.max}`;
+    const range =
+      bounds.max === Number.MAX_SAFE_INTEGER ? `${bounds.min} or more` : `from ${bounds.min} to ${bounds.max}`;
     throw new QueryArgumentError(argument, `"${raw}" must be a whole number ${range}`);
   }
   return value;
 }
 
 /** Page size of lists. @defaultValue 20, at most 1000 */
-export const parseLimit = (raw: string | number | undefined, def = 20): number => parseCount('--limit', raw, { min: 1, max: 1000, default: def });
+export const parseLimit = (raw: string | number | undefined, def = 20): number =>
+  parseCount('--limit', raw, { min: 1, max: 1000, default: def });
 /** Rows to skip before the page. @defaultValue 0 */
-export const parseOffset = (raw: string | number | undefined): number => parseCount('--offset', raw, { min: 0, max: Number.MAX_SAFE_INTEGER, default: 0 });
+export const parseOffset = (raw: string | number | undefined): number =>
+  parseCount('--offset', raw, { min: 0, max: Number.MAX_SAFE_INTEGER, default: 0 });
 
 export function parsePlanStatus(raw: string): PlanStatus {
   const value = raw.trim().toLowerCase();
@@ -68,6 +75,7 @@ export function parsePlanStatus(raw: string): PlanStatus {
 /** A plan/session id as the executor wrote it; refuse blanks early rather than query for them. */
 export function requireId(argument: string, raw: string): string {
   const value = (raw ?? '').trim();
-  if (value === '' || value.length > 64) throw new QueryArgumentError(argument, `"${raw}" is not an id (1-64 characters)`);
+  if (value === '' || value.length > 64)
+    throw new QueryArgumentError(argument, `"${raw}" is not an id (1-64 characters)`);
   return value;
 }

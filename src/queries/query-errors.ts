@@ -6,7 +6,10 @@ import { PlanLedgerError } from '../shared/errors';
 export class QueryArgumentError extends PlanLedgerError {
   override readonly name = 'QueryArgumentError';
   readonly kind = 'usage';
-  constructor(readonly argument: string, problem: string) {
+  constructor(
+    readonly argument: string,
+    problem: string,
+  ) {
     super(`${argument}: ${problem}`);
   }
 }
@@ -15,7 +18,11 @@ export class QueryArgumentError extends PlanLedgerError {
 export class NotFoundError extends PlanLedgerError {
   override readonly name = 'NotFoundError';
   readonly kind = 'not-found';
-  constructor(readonly what: 'plan' | 'session' | 'step', readonly id: string, detail = '') {
+  constructor(
+    readonly what: 'plan' | 'session' | 'step',
+    readonly id: string,
+    detail = '',
+  ) {
     super(`${what} "${id}" not found${detail}`);
   }
 }

@@ -55,7 +55,13 @@ export async function getActivePlan(ds: DataSource, sessionId: string): Promise<
     sessionId,
     activePlan: {
       ...toPlanSummary(newest),
-      steps: steps.map((s) => ({ stepId: s.stepKey, index: toNum(s.stepIndex), title: s.title ?? null, agentId: s.agentId, status: s.status })),
+      steps: steps.map((s) => ({
+        stepId: s.stepKey,
+        index: toNum(s.stepIndex),
+        title: s.title ?? null,
+        agentId: s.agentId,
+        status: s.status,
+      })),
       nextSeq,
     },
     otherActivePlanIds: others.map((p) => p.id),
@@ -77,4 +83,3 @@ async function requireSession(ds: DataSource, sessionId: string): Promise<void> 
   const found = await ds.getRepository<SessionRow>(ENTITY.session).exists({ where: { id: sessionId } });
   if (!found) throw new NotFoundError('session', sessionId);
 }
-

@@ -17,7 +17,11 @@ export function renderTable(headers: string[], rows: Cell[][], maxWidth = 60): s
   const widths = headers.map((h) => h.length);
   for (const r of text) for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i], (r[i] ?? '').length);
   // numbers, and numbers already formatted (`1,234`, `83.3%`, `120/45`), align right
-  const isNumeric = (c: Cell) => c === null || c === undefined || typeof c === 'number' || (typeof c === 'string' && /^(-|-?[\d,.]+(%|\/[\d,.]+)?)$/.test(c));
+  const isNumeric = (c: Cell) =>
+    c === null ||
+    c === undefined ||
+    typeof c === 'number' ||
+    (typeof c === 'string' && /^(-|-?[\d,.]+(%|\/[\d,.]+)?)$/.test(c));
   const numeric = headers.map((_, i) => rows.length > 0 && rows.every((r) => isNumeric(r[i])));
   const line = (cells: string[]) =>
     cells

@@ -50,7 +50,10 @@ function totals(input: unknown, output: unknown): TokenTotals {
 }
 
 /** Largest consumer first; the key breaks ties. */
-const byTokens = <T extends TokenTotals>(key: (row: T) => string | null) => (a: T, b: T) => b.totalTokens - a.totalTokens || compareText(key(a), key(b));
+const byTokens =
+  <T extends TokenTotals>(key: (row: T) => string | null) =>
+  (a: T, b: T) =>
+    b.totalTokens - a.totalTokens || compareText(key(a), key(b));
 
 function planQuery(ds: DataSource, range: DateRange): SelectQueryBuilder<ExecutionPlanRow> {
   return whereCreatedIn(ds, ds.getRepository<ExecutionPlanRow>(ENTITY.plan).createQueryBuilder('p'), range);
@@ -76,7 +79,11 @@ export function buildPlanTokensQuery(ds: DataSource, range: DateRange): SelectQu
 }
 
 /** Steps that consumed tokens, grouped by agent or by model. */
-export function buildStepTokensQuery(ds: DataSource, range: DateRange, by: 'agent' | 'model'): SelectQueryBuilder<PlanStepRow> {
+export function buildStepTokensQuery(
+  ds: DataSource,
+  range: DateRange,
+  by: 'agent' | 'model',
+): SelectQueryBuilder<PlanStepRow> {
   const column = by === 'agent' ? 's.agentId' : 's.model';
   const qb = ds
     .getRepository<PlanStepRow>(ENTITY.step)
@@ -92,27 +99,54 @@ export function buildStepTokensQuery(ds: DataSource, range: DateRange, by: 'agen
 }
 
 /** Token totals for billing; `dimensions` picks the breakdowns. @defaultValue all four */
-export async function tokenUsage(ds: DataSource, range: DateRange = {}, dimensions: readonly TokenDimension[] = TOKEN_DIMENSIONS): Promise<TokenUsage> {
+export async function tokenUsage(
+  ds: DataSource,
+  range: DateRange = {},
+  dimensions: readonly TokenDimension[] = TOKEN_DIMENSIONS,
+): Promise<TokenUsage> {
   const want = new Set(dimensions);
   const [sessions, plans, agents, models] = await Promise.all([
     buildSessionTokensQuery(ds, range).getRawMany<Record<string, unknown>>(),
     want.has('plan') ? buildPlanTokensQuery(ds, range).getRawMany<Record<string, unknown>>() : Promise.resolve([]),
-    want.has('agent') ? buildStepTokensQuery(ds, range, 'agent').getRawMany<Record<string, unknown>>() : Promise.resolve([]),
-    want.has('model') ? buildStepTokensQuery(ds, range, 'model').getRawMany<Record<string, unknown>>() : Promise.resolve([]),
+    want.has('agent')
+      ? buildStepTokensQuery(ds, range, 'agent').getRawMany<Record<string, unknown>>()
+      : Promise.resolve([]),
+    want.has('model')
+      ? buildStepTokensQuery(ds, range, 'model').getRawMany<Record<string, unknown>>()
+      : Promise.resolve([]),
   ]);
-  const bySession = sessions.map((r) => ({ sessionId: String(r.sessionId), plans: toNum(r.plans), ...totals(r.inputTokens, r.outputTokens) }));
-  const total = bySession.reduce((t, s) => totals(t.inputTokens + s.inputTokens, t.outputTokens + s.outputTokens), totals(0, 0));
+  const bySession = sessions.map((r) => ({
+    sessionId: String(r.sessionId),
+    plans: toNum(r.plans),
+    ...totals(r.inputTokens, r.outputTokens),
+  }));
+  const total = bySession.reduce(
+    (t, s) => totals(t.inputTokens + s.inputTokens, t.outputTokens + s.outputTokens),
+    totals(0, 0),
+  );
   const usage: TokenUsage = { total };
   if (want.has('session')) usage.bySession = bySession.sort(byTokens((s) => s.sessionId));
   if (want.has('plan')) {
     usage.byPlan = plans
-      .map((r) => ({ planId: String(r.planId), sessionId: String(r.sessionId), status: r.status as PlanStatus, ...totals(r.inputTokens, r.outputTokens) }))
+      .map((r) => ({
+        planId: String(r.planId),
+        sessionId: String(r.sessionId),
+        status: r.status as PlanStatus,
+        ...totals(r.inputTokens, r.outputTokens),
+      }))
       .sort(byTokens((p) => p.planId));
   }
-  if (want.has('agent')) usage.byAgent = agents.map((r) => ({ agentId: String(r.key), steps: toNum(r.steps), ...totals(r.inputTokens, r.outputTokens) })).sort(byTokens((a) => a.agentId));
+  if (want.has('agent'))
+    usage.byAgent = agents
+      .map((r) => ({ agentId: String(r.key), steps: toNum(r.steps), ...totals(r.inputTokens, r.outputTokens) }))
+      .sort(byTokens((a) => a.agentId));
   if (want.has('model')) {
     usage.byModel = models
-      .map((r) => ({ model: r.key === null || r.key === undefined ? null : String(r.key), steps: toNum(r.steps), ...totals(r.inputTokens, r.outputTokens) }))
+      .map((r) => ({
+        model: r.key === null || r.key === undefined ? null : String(r.key),
+        steps: toNum(r.steps),
+        ...totals(r.inputTokens, r.outputTokens),
+      }))
       .sort(byTokens((m) => m.model));
   }
   return usage;

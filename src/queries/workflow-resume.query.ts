@@ -1,5 +1,12 @@
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
-import { ENTITY, ExecutionPlanRow, PlanStatus, PlanStepRow, WorkflowCheckpointRow, WorkflowDagRow } from '../store/entities';
+import {
+  ENTITY,
+  ExecutionPlanRow,
+  PlanStatus,
+  PlanStepRow,
+  WorkflowCheckpointRow,
+  WorkflowDagRow,
+} from '../store/entities';
 import { NotFoundError } from './query-errors';
 import { getNextSeq } from './next-seq.query';
 import { parseJson, toIso, toNum } from './row-normalize';
@@ -86,20 +93,53 @@ export interface ResumePointOptions {
   dagTtlMinutes?: number;
 }
 
-export async function getResumePoint(ds: DataSource, workflowId: string, options: ResumePointOptions = {}): Promise<ResumePoint> {
+export async function getResumePoint(
+  ds: DataSource,
+  workflowId: string,
+  options: ResumePointOptions = {},
+): Promise<ResumePoint> {
   const plan = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOne({ where: { id: workflowId } });
   if (!plan) {
     // only the fact that it existed is read, none of its rows: deleted data stays invisible
-    const deleted = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).exists({ where: { id: workflowId }, withDeleted: true });
+    const deleted = await ds
+      .getRepository<ExecutionPlanRow>(ENTITY.plan)
+      .exists({ where: { id: workflowId }, withDeleted: true });
     if (!deleted) throw new NotFoundError('plan', workflowId);
-    return { workflowId, resumable: false, status: null, reason: 'it was deleted by retention', expiresAt: null, nextSeq: await getNextSeq(ds, workflowId) };
+    return {
+      workflowId,
+      resumable: false,
+      status: null,
+      reason: 'it was deleted by retention',
+      expiresAt: null,
+      nextSeq: await getNextSeq(ds, workflowId),
+    };
   }
   const dagRow = await ds.getRepository<WorkflowDagRow>(ENTITY.dag).findOne({ where: { workflowId } });
   const refusal = statusRefusal(plan);
-  if (refusal) return { workflowId, resumable: false, status: plan.status, reason: refusal, expiresAt: dagRow ? dagExpiresAt(plan, dagRow, options) : null, nextSeq: await getNextSeq(ds, workflowId) };
-  if (!dagRow) return { workflowId, resumable: false, status: plan.status, reason: 'no DAG is stored for it (expired or never written)', expiresAt: null, nextSeq: await getNextSeq(ds, workflowId) };
+  if (refusal)
+    return {
+      workflowId,
+      resumable: false,
+      status: plan.status,
+      reason: refusal,
+      expiresAt: dagRow ? dagExpiresAt(plan, dagRow, options) : null,
+      nextSeq: await getNextSeq(ds, workflowId),
+    };
+  if (!dagRow)
+    return {
+      workflowId,
+      resumable: false,
+      status: plan.status,
+      reason: 'no DAG is stored for it (expired or never written)',
+      expiresAt: null,
+      nextSeq: await getNextSeq(ds, workflowId),
+    };
   const dag = parseJson<WorkflowDag>(dagRow.dag, { steps: [], layers: [] });
-  const [checkpoint, steps, nextSeq] = await Promise.all([buildLatestCheckpointQuery(ds, workflowId).getOne(), loadSteps(ds, workflowId), getNextSeq(ds, workflowId)]);
+  const [checkpoint, steps, nextSeq] = await Promise.all([
+    buildLatestCheckpointQuery(ds, workflowId).getOne(),
+    loadSteps(ds, workflowId),
+    getNextSeq(ds, workflowId),
+  ]);
   const lastCompletedLayer = checkpoint ? toNum(checkpoint.layer) : null;
   const next = lastCompletedLayer === null ? 0 : lastCompletedLayer + 1;
   const nextLayer = next < dag.layers.length ? next : null;
@@ -112,11 +152,19 @@ export async function getResumePoint(ds: DataSource, workflowId: string, options
     intent: dagRow.intent ?? null,
     expiresAt: toIso(dagRow.expiresAt),
     latestCheckpoint: checkpoint
-      ? { checkpointId: checkpoint.checkpointKey, layer: toNum(checkpoint.layer), state: parseJson<unknown>(checkpoint.state, null), at: toIso(checkpoint.createdAt)! }
+      ? {
+          checkpointId: checkpoint.checkpointKey,
+          layer: toNum(checkpoint.layer),
+          state: parseJson<unknown>(checkpoint.state, null),
+          at: toIso(checkpoint.createdAt)!,
+        }
       : null,
     lastCompletedLayer,
     nextLayer,
-    nextSteps: nextLayer === null ? [] : dag.layers[nextLayer].map((key) => byKey.get(key)).filter((s): s is ResumeStep => s !== undefined),
+    nextSteps:
+      nextLayer === null
+        ? []
+        : dag.layers[nextLayer].map((key) => byKey.get(key)).filter((s): s is ResumeStep => s !== undefined),
     layers: dag.layers.map((keys, layer) => layerProgress(layer, keys, byKey)),
     nextSeq,
   };
@@ -125,7 +173,8 @@ export async function getResumePoint(ds: DataSource, workflowId: string, options
 /** Stamped by retention, or end + TTL for a completed/cancelled workflow (as retention will stamp it). */
 function dagExpiresAt(plan: ExecutionPlanRow, dagRow: WorkflowDagRow, options: ResumePointOptions): string | null {
   if (dagRow.expiresAt) return toIso(dagRow.expiresAt);
-  if (!options.dagTtlMinutes || !plan.completedAt || (plan.status !== 'completed' && plan.status !== 'cancelled')) return null;
+  if (!options.dagTtlMinutes || !plan.completedAt || (plan.status !== 'completed' && plan.status !== 'cancelled'))
+    return null;
   const ended = new Date(toIso(plan.completedAt)!);
   return new Date(ended.getTime() + options.dagTtlMinutes * 60_000).toISOString();
 }
@@ -148,7 +197,10 @@ function statusRefusal(plan: ExecutionPlanRow): string | null {
 }
 
 /** Highest layer first, then the newest save of it; one row (OFFSET/FETCH on SQL Server). */
-export function buildLatestCheckpointQuery(ds: DataSource, workflowId: string): SelectQueryBuilder<WorkflowCheckpointRow> {
+export function buildLatestCheckpointQuery(
+  ds: DataSource,
+  workflowId: string,
+): SelectQueryBuilder<WorkflowCheckpointRow> {
   return ds
     .getRepository<WorkflowCheckpointRow>(ENTITY.checkpoint)
     .createQueryBuilder('c')

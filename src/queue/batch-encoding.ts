@@ -15,7 +15,8 @@ const COMMA = 0x2c;
  * per event: `dlq replay`), the job carries them after the events, as EventBatchJobData says.
  */
 export function encodeBatch(events: ReadonlyArray<string | Buffer>, replayCounts?: readonly number[]): Buffer {
-  if (replayCounts && replayCounts.length !== events.length) throw new RangeError(`encodeBatch: ${events.length} events but ${replayCounts.length} replay counts`);
+  if (replayCounts && replayCounts.length !== events.length)
+    throw new RangeError(`encodeBatch: ${events.length} events but ${replayCounts.length} replay counts`);
   const counts = replayCounts ? Buffer.from(replayCounts.map((n) => JSON.stringify(n)).join(','), 'latin1') : undefined;
   const sizes = new Array<number>(events.length);
   let size = HEAD.length + TAIL.length + Math.max(events.length - 1, 0) + (counts ? COUNTS.length + counts.length : 0);

@@ -41,7 +41,9 @@ export function isCluster(client: RedisClient): client is Cluster {
 
 /** `redis://host:port` (password hidden) or `Redis Cluster host:port,host:port`, for messages. */
 export function describeRedis(target: RedisTarget): string {
-  return target.redisClusterNodes ? `Redis Cluster ${describeClusterNodes(target.redisClusterNodes)}` : redactUrl(target.redisUrl);
+  return target.redisClusterNodes
+    ? `Redis Cluster ${describeClusterNodes(target.redisClusterNodes)}`
+    : redactUrl(target.redisUrl);
 }
 
 /** Which variable to fix when Redis cannot be reached. */
@@ -88,17 +90,30 @@ function clusterOptions(role: RedisRole, seeds: ClusterSeeds, o: CreateRedisOpti
   const common: ClusterOptions = { ...tls, lazyConnect: o.lazyConnect ?? false, slotsRefreshTimeout: 2_000 };
   switch (role) {
     case 'worker':
-      return { ...common, redisOptions: { ...auth, maxRetriesPerRequest: null }, clusterRetryStrategy: (times) => Math.min(100 * times, 2_000) };
+      return {
+        ...common,
+        redisOptions: { ...auth, maxRetriesPerRequest: null },
+        clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
+      };
     case 'publisher':
       return {
         ...common,
         // Cluster-level offline queue off: while no node is reachable, a command fails at once.
         enableOfflineQueue: false,
-        redisOptions: { ...auth, maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false, commandTimeout: o.commandTimeoutMs ?? 10_000 },
+        redisOptions: {
+          ...auth,
+          maxRetriesPerRequest: 0,
+          autoResendUnfulfilledCommands: false,
+          commandTimeout: o.commandTimeoutMs ?? 10_000,
+        },
         clusterRetryStrategy: (times) => Math.min(times * 100, 2_000),
       };
     case 'command':
-      return { ...common, redisOptions: { ...auth, maxRetriesPerRequest: 1 }, clusterRetryStrategy: (times) => (times > 3 ? null : 200 * times) };
+      return {
+        ...common,
+        redisOptions: { ...auth, maxRetriesPerRequest: 1 },
+        clusterRetryStrategy: (times) => (times > 3 ? null : 200 * times),
+      };
   }
 }
 
@@ -111,7 +126,10 @@ export function createRedis(target: RedisTarget, role: RedisRole, options: Creat
 
 /** BullMQ prefixes without a `{hash tag}` cannot work on a cluster: refused before anything starts. */
 export function assertClusterPrefix(prefix: string, where: RedisTarget | RedisClient): void {
-  const cluster = 'isCluster' in where || where instanceof IORedis ? isCluster(where as RedisClient) : Boolean((where as RedisTarget).redisClusterNodes);
+  const cluster =
+    'isCluster' in where || where instanceof IORedis
+      ? isCluster(where as RedisClient)
+      : Boolean((where as RedisTarget).redisClusterNodes);
   const problem = cluster ? clusterPrefixProblem(prefix) : null;
   if (problem) throw new Error(`QUEUE_PREFIX: ${problem}`);
 }
@@ -124,7 +142,9 @@ export async function assertNotClusterNode(client: RedisClient, target: RedisTar
   if (isCluster(client)) return;
   const info = await client.info('cluster').catch(() => '');
   if (/cluster_enabled:1/.test(info)) {
-    throw new Error(`${describeRedis(target)} is a Redis Cluster node: set REDIS_CLUSTER_NODES=host:port,... (and a {hash tag} QUEUE_PREFIX) instead of REDIS_URL`);
+    throw new Error(
+      `${describeRedis(target)} is a Redis Cluster node: set REDIS_CLUSTER_NODES=host:port,... (and a {hash tag} QUEUE_PREFIX) instead of REDIS_URL`,
+    );
   }
 }
 

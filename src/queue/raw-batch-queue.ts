@@ -40,7 +40,10 @@ export class RawBatchQueue extends Queue {
  * RawBatchQueue), atomically, as `queue.addBulk` would: the queue's default job options under each
  * job's own. Returns the jobs' ids.
  */
-export async function addRawJobs(queue: Queue, jobs: ReadonlyArray<{ name: string; data: RawJobData; opts?: JobsOptions }>): Promise<string[]> {
+export async function addRawJobs(
+  queue: Queue,
+  jobs: ReadonlyArray<{ name: string; data: RawJobData; opts?: JobsOptions }>,
+): Promise<string[]> {
   const added = await (RawDataJob as unknown as typeof Job).createBulk(
     queue,
     jobs.map((job) => ({ name: job.name, data: job.data, opts: { ...queue.defaultJobOptions, ...job.opts } })),

@@ -17,11 +17,21 @@ function minuteKey(prefix: string, minute: number): string {
 export function recordStoredEvents(redis: RedisClient, prefix: string, events: number, now = Date.now()): void {
   if (events <= 0) return;
   const key = minuteKey(prefix, Math.floor(now / 60_000));
-  redis.multi().incrby(key, events).expire(key, KEEP_SECONDS).exec().catch(() => undefined);
+  redis
+    .multi()
+    .incrby(key, events)
+    .expire(key, KEEP_SECONDS)
+    .exec()
+    .catch(() => undefined);
 }
 
 /** The last `minutes` minutes, oldest first, the current one included. */
-export async function storedEventsPerMinute(redis: RedisClient, prefix: string, minutes: number, now = Date.now()): Promise<Array<{ minute: string; events: number }>> {
+export async function storedEventsPerMinute(
+  redis: RedisClient,
+  prefix: string,
+  minutes: number,
+  now = Date.now(),
+): Promise<Array<{ minute: string; events: number }>> {
   const last = Math.floor(now / 60_000);
   const range = Array.from({ length: minutes }, (_, i) => last - minutes + 1 + i);
   const values = range.length > 0 ? await redis.mget(...range.map((m) => minuteKey(prefix, m))) : [];

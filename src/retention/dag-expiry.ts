@@ -37,7 +37,9 @@ export async function expireDags(ctx: RunContext): Promise<void> {
     const page: DagRow[] = await q.orderBy('d.workflowId', 'ASC').limit(ctx.batchSize).getRawMany();
     if (page.length === 0) return;
     after = page[page.length - 1].id;
-    const ids = lockOrder(page.filter((r) => expirable(ctx, r) || stampable(ctx, r) || purgeable(ctx, r)).map((r) => r.id));
+    const ids = lockOrder(
+      page.filter((r) => expirable(ctx, r) || stampable(ctx, r) || purgeable(ctx, r)).map((r) => r.id),
+    );
     if (ids.length > 0) {
       const { soft, hard, stamped } = await inBatch(ctx, ids, (m) => dagBatch(ctx, m, ids));
       ctx.report.dags.stamped += stamped;
@@ -51,7 +53,10 @@ export async function expireDags(ctx: RunContext): Promise<void> {
 }
 
 /** When this workflow's DAG expires: its stamped `expires_at`, else end + TTL; null = never. */
-export function dagExpiry(ctx: Pick<RunContext, 'policy'>, r: Pick<DagRow, 'expiresAt' | 'status' | 'completedAt'>): Date | null {
+export function dagExpiry(
+  ctx: Pick<RunContext, 'policy'>,
+  r: Pick<DagRow, 'expiresAt' | 'status' | 'completedAt'>,
+): Date | null {
   if (ctx.policy.dagTtlMinutes <= 0 || !EXPIRING_STATUSES.includes(r.status)) return null;
   const stamped = toDate(r.expiresAt);
   if (stamped) return stamped;
@@ -100,18 +105,32 @@ function dagQuery(m: EntityManager, after: string | null = null): SelectQueryBui
 }
 
 /** Under the head locks, re-read the candidates and act on those that still qualify. */
-async function dagBatch(ctx: RunContext, m: EntityManager, ids: string[]): Promise<{ soft: TableCountMap; hard: TableCountMap; stamped: number }> {
+async function dagBatch(
+  ctx: RunContext,
+  m: EntityManager,
+  ids: string[],
+): Promise<{ soft: TableCountMap; hard: TableCountMap; stamped: number }> {
   const rows: DagRow[] = await dagQuery(m).where('d.workflowId IN (:...ids)', { ids }).getRawMany();
-  const stamped = await stampExpiry(ctx, m, rows.filter((r) => stampable(ctx, r)));
+  const stamped = await stampExpiry(
+    ctx,
+    m,
+    rows.filter((r) => stampable(ctx, r)),
+  );
   const expire = lockOrder(rows.filter((r) => expirable(ctx, r)).map((r) => r.id));
   const purge = lockOrder(rows.filter((r) => purgeable(ctx, r)).map((r) => r.id));
   const before = purgeCutoff(ctx);
   const soft: TableCountMap = {};
   const hard: TableCountMap = {};
   for (const spec of DAG_TABLES) {
-    if (expire.length > 0) soft[spec.table] = ctx.dryRun ? await countRows(m, spec, expire, 'live') : affected(await stampRows(m, spec, expire, ctx.now).execute());
+    if (expire.length > 0)
+      soft[spec.table] = ctx.dryRun
+        ? await countRows(m, spec, expire, 'live')
+        : affected(await stampRows(m, spec, expire, ctx.now).execute());
     // only rows expired past the grace period: a checkpoint saved since then is kept
-    if (purge.length > 0) hard[spec.table] = ctx.dryRun ? await countRows(m, spec, purge, { deletedBefore: before }) : affected(await deleteRows(m, spec, purge, before).execute());
+    if (purge.length > 0)
+      hard[spec.table] = ctx.dryRun
+        ? await countRows(m, spec, purge, { deletedBefore: before })
+        : affected(await deleteRows(m, spec, purge, before).execute());
   }
   return { soft, hard, stamped };
 }
@@ -130,7 +149,13 @@ async function stampExpiry(ctx: RunContext, m: EntityManager, rows: DagRow[]): P
   }
   let stamped = 0;
   for (const [at, wfIds] of byInstant) {
-    const result = await m.createQueryBuilder().update(ENTITY.dag).set({ expiresAt: new Date(at) }).where({ workflowId: In(wfIds), expiresAt: IsNull() }).callListeners(false).execute();
+    const result = await m
+      .createQueryBuilder()
+      .update(ENTITY.dag)
+      .set({ expiresAt: new Date(at) })
+      .where({ workflowId: In(wfIds), expiresAt: IsNull() })
+      .callListeners(false)
+      .execute();
     stamped += affected(result);
   }
   return stamped;

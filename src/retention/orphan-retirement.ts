@@ -24,7 +24,9 @@ export async function retireOrphans(ctx: RunContext): Promise<void> {
     const page = await scanHeads(ctx.ds.manager, after, ctx.batchSize);
     if (page.length === 0) return;
     after = page[page.length - 1].id;
-    const orphans = page.filter((h) => h.planRow === null && h.deletedAt === null && (toDate(h.updatedAt) ?? cutoff) <= cutoff);
+    const orphans = page.filter(
+      (h) => h.planRow === null && h.deletedAt === null && (toDate(h.updatedAt) ?? cutoff) <= cutoff,
+    );
     if (orphans.length > 0) {
       const ids = lockOrder(orphans.map((h) => h.id));
       const counts = await inBatch(ctx, ids, (m) => retireOrphanBatch(ctx, m, ids, cutoff));
@@ -57,7 +59,12 @@ async function scanHeads(m: EntityManager, after: string | null, limit: number):
   return qb.orderBy('h.planId', 'ASC').limit(limit).getRawMany();
 }
 
-async function retireOrphanBatch(ctx: RunContext, m: EntityManager, ids: string[], cutoff: Date): Promise<TableCountMap> {
+async function retireOrphanBatch(
+  ctx: RunContext,
+  m: EntityManager,
+  ids: string[],
+  cutoff: Date,
+): Promise<TableCountMap> {
   const rows: Array<{ id: string }> = await m
     .createQueryBuilder()
     .select('h.planId', 'id')
@@ -71,7 +78,9 @@ async function retireOrphanBatch(ctx: RunContext, m: EntityManager, ids: string[
   const counts: TableCountMap = {};
   if (eligible.length === 0) return counts;
   for (const spec of ORPHAN_TABLES) {
-    counts[spec.table] = ctx.dryRun ? await countRows(m, spec, eligible, 'live') : affected(await stampRows(m, spec, eligible, ctx.now).execute());
+    counts[spec.table] = ctx.dryRun
+      ? await countRows(m, spec, eligible, 'live')
+      : affected(await stampRows(m, spec, eligible, ctx.now).execute());
   }
   return counts;
 }

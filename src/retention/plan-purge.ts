@@ -18,11 +18,15 @@ export function purgeCutoff(ctx: Pick<RunContext, 'now' | 'policy'>): Date {
  * so an interrupted or concurrent run only leaves whole batches done, and the next run goes on.
  */
 export async function purgePlans(ctx: RunContext): Promise<void> {
-  await walk(ctx, (m, after) => scanDeletedPlans(m, purgeCutoff(ctx), after, ctx.batchSize), async (ids) => {
-    const counts = await inBatch(ctx, ids, (m) => purgePlanBatch(ctx, m, ids));
-    addTableCounts(ctx.report, 'purged', counts);
-    ctx.report.plans.purged += counts.execution_plans ?? 0;
-  });
+  await walk(
+    ctx,
+    (m, after) => scanDeletedPlans(m, purgeCutoff(ctx), after, ctx.batchSize),
+    async (ids) => {
+      const counts = await inBatch(ctx, ids, (m) => purgePlanBatch(ctx, m, ids));
+      addTableCounts(ctx.report, 'purged', counts);
+      ctx.report.plans.purged += counts.execution_plans ?? 0;
+    },
+  );
 }
 
 /**
@@ -30,15 +34,23 @@ export async function purgePlans(ctx: RunContext): Promise<void> {
  * grace period, found through IX_plan_events_deleted: by now only orphans' events are left there.
  */
 export async function purgeOrphans(ctx: RunContext): Promise<void> {
-  await walk(ctx, (m, after) => scanDeletedEventPlans(m, purgeCutoff(ctx), after, ctx.batchSize), async (ids) => {
-    const counts = await inBatch(ctx, ids, (m) => purgeOrphanBatch(ctx, m, ids));
-    addTableCounts(ctx.report, 'purged', counts);
-    ctx.report.orphans.purged += counts.plan_heads ?? 0;
-  });
+  await walk(
+    ctx,
+    (m, after) => scanDeletedEventPlans(m, purgeCutoff(ctx), after, ctx.batchSize),
+    async (ids) => {
+      const counts = await inBatch(ctx, ids, (m) => purgeOrphanBatch(ctx, m, ids));
+      addTableCounts(ctx.report, 'purged', counts);
+      ctx.report.orphans.purged += counts.plan_heads ?? 0;
+    },
+  );
 }
 
 /** Keyset walk over plan ids: pages of `batchSize`, each handed to `handle`, until done or stopped. */
-async function walk(ctx: RunContext, scan: (m: EntityManager, after: string | null) => Promise<string[]>, handle: (ids: string[]) => Promise<void>): Promise<void> {
+async function walk(
+  ctx: RunContext,
+  scan: (m: EntityManager, after: string | null) => Promise<string[]>,
+  handle: (ids: string[]) => Promise<void>,
+): Promise<void> {
   let after: string | null = null;
   while (!shouldStop(ctx)) {
     const page = await scan(ctx.ds.manager, after);
@@ -49,16 +61,36 @@ async function walk(ctx: RunContext, scan: (m: EntityManager, after: string | nu
   }
 }
 
-async function scanDeletedPlans(m: EntityManager, cutoff: Date, after: string | null, limit: number): Promise<string[]> {
-  const qb = m.createQueryBuilder().select('p.id', 'id').from(ENTITY.plan, 'p').withDeleted().where('p.deletedAt <= :cutoff', { cutoff: instant(m, cutoff) });
+async function scanDeletedPlans(
+  m: EntityManager,
+  cutoff: Date,
+  after: string | null,
+  limit: number,
+): Promise<string[]> {
+  const qb = m
+    .createQueryBuilder()
+    .select('p.id', 'id')
+    .from(ENTITY.plan, 'p')
+    .withDeleted()
+    .where('p.deletedAt <= :cutoff', { cutoff: instant(m, cutoff) });
   if (after !== null) qb.andWhere('p.id > :after', { after });
   const rows: Array<{ id: string }> = await qb.orderBy('p.id', 'ASC').limit(limit).getRawMany();
   return rows.map((r) => r.id);
 }
 
-async function scanDeletedEventPlans(m: EntityManager, cutoff: Date, after: string | null, limit: number): Promise<string[]> {
+async function scanDeletedEventPlans(
+  m: EntityManager,
+  cutoff: Date,
+  after: string | null,
+  limit: number,
+): Promise<string[]> {
   // GROUP BY, not DISTINCT: SQL Server wants DISTINCT's ORDER BY items in the select list verbatim
-  const qb = m.createQueryBuilder().select('e.planId', 'id').from(ENTITY.event, 'e').withDeleted().where('e.deletedAt <= :cutoff', { cutoff: instant(m, cutoff) });
+  const qb = m
+    .createQueryBuilder()
+    .select('e.planId', 'id')
+    .from(ENTITY.event, 'e')
+    .withDeleted()
+    .where('e.deletedAt <= :cutoff', { cutoff: instant(m, cutoff) });
   if (after !== null) qb.andWhere('e.planId > :after', { after });
   const rows: Array<{ id: string }> = await qb.groupBy('e.planId').orderBy('e.planId', 'ASC').limit(limit).getRawMany();
   return rows.map((r) => r.id);
@@ -95,12 +127,19 @@ async function purgeOrphanBatch(ctx: RunContext, m: EntityManager, ids: string[]
 }
 
 /** Delete (dry run: count) every row of these plans in `tables`, in the order given. */
-async function deleteAll(ctx: RunContext, m: EntityManager, tables: readonly PlanTableSpec[], ids: string[]): Promise<TableCountMap> {
+async function deleteAll(
+  ctx: RunContext,
+  m: EntityManager,
+  tables: readonly PlanTableSpec[],
+  ids: string[],
+): Promise<TableCountMap> {
   const counts: TableCountMap = {};
   if (ids.length === 0) return counts;
   const sessions = await sessionsOfPlans(m, ids);
   for (const spec of tables) {
-    counts[spec.table] = ctx.dryRun ? await countRows(m, spec, ids, 'all') : affected(await deleteRows(m, spec, ids).execute());
+    counts[spec.table] = ctx.dryRun
+      ? await countRows(m, spec, ids, 'all')
+      : affected(await deleteRows(m, spec, ids).execute());
   }
   // a session whose last plan went with this batch goes too (a plan created for it meanwhile has
   // a row, so the session is not empty)

@@ -32,14 +32,22 @@ export interface RestoreOptions {
  * now instead of retiring it again at the next run. Under the plan's head lock, like every writer: a concurrent
  * purge either ran before (not-found) or sees the plan restored.
  */
-export async function restorePlan(ds: DataSource, planId: string, policy: Pick<RetentionPolicy, 'graceDays'>, options: RestoreOptions = {}): Promise<RestoreOutcome> {
+export async function restorePlan(
+  ds: DataSource,
+  planId: string,
+  policy: Pick<RetentionPolicy, 'graceDays'>,
+  options: RestoreOptions = {},
+): Promise<RestoreOutcome> {
   const now = options.now ?? new Date();
   for (let attempt = 1; ; attempt++) {
     try {
       const outcome = await runSerialized(ds, () =>
         sqlDialectOf(ds).transaction(ds, (m) => restoreIn(m, planId, policy, now)),
       );
-      options.logger?.info({ planId, outcome: outcome.status, ...(outcome.status === 'restored' ? { rows: outcome.rows } : {}) }, 'plan restore');
+      options.logger?.info(
+        { planId, outcome: outcome.status, ...(outcome.status === 'restored' ? { rows: outcome.rows } : {}) },
+        'plan restore',
+      );
       return outcome;
     } catch (err) {
       if (!isRetryableDbError(err) || attempt >= ATTEMPTS) throw err;
@@ -48,17 +56,46 @@ export async function restorePlan(ds: DataSource, planId: string, policy: Pick<R
   }
 }
 
-async function restoreIn(m: EntityManager, planId: string, policy: Pick<RetentionPolicy, 'graceDays'>, now: Date): Promise<RestoreOutcome> {
+async function restoreIn(
+  m: EntityManager,
+  planId: string,
+  policy: Pick<RetentionPolicy, 'graceDays'>,
+  now: Date,
+): Promise<RestoreOutcome> {
   await lockHeads(m, [planId]).execute();
-  const plan = await m.createQueryBuilder().select('p.deletedAt', 'deletedAt').from(ENTITY.plan, 'p').withDeleted().where('p.id = :planId', { planId }).getRawOne();
-  const head = await m.createQueryBuilder().select('h.deletedAt', 'deletedAt').from(ENTITY.head, 'h').withDeleted().where('h.planId = :planId', { planId }).getRawOne();
+  const plan = await m
+    .createQueryBuilder()
+    .select('p.deletedAt', 'deletedAt')
+    .from(ENTITY.plan, 'p')
+    .withDeleted()
+    .where('p.id = :planId', { planId })
+    .getRawOne();
+  const head = await m
+    .createQueryBuilder()
+    .select('h.deletedAt', 'deletedAt')
+    .from(ENTITY.head, 'h')
+    .withDeleted()
+    .where('h.planId = :planId', { planId })
+    .getRawOne();
   if (!plan && !head) return { status: 'not-found', planId };
   const deletedAt = toDate(plan ? plan.deletedAt : head.deletedAt);
   if (!deletedAt) return { status: 'not-deleted', planId };
   const graceEndedAt = new Date(deletedAt.getTime() + policy.graceDays * DAY_MS);
-  if (graceEndedAt <= now) return { status: 'grace-expired', planId, deletedAt: deletedAt.toISOString(), graceEndedAt: graceEndedAt.toISOString() };
+  if (graceEndedAt <= now)
+    return {
+      status: 'grace-expired',
+      planId,
+      deletedAt: deletedAt.toISOString(),
+      graceEndedAt: graceEndedAt.toISOString(),
+    };
   const rows: Partial<Record<PlanTable, number>> = {};
   for (const spec of PLAN_TABLES) rows[spec.table] = affected(await unstampRows(m, spec, [planId]).execute());
-  await m.createQueryBuilder().update(ENTITY.head).set({ updatedAt: now, restoredAt: now }).where({ planId }).callListeners(false).execute();
+  await m
+    .createQueryBuilder()
+    .update(ENTITY.head)
+    .set({ updatedAt: now, restoredAt: now })
+    .where({ planId })
+    .callListeners(false)
+    .execute();
   return { status: 'restored', planId, deletedAt: deletedAt.toISOString(), rows };
 }

@@ -18,7 +18,11 @@ type Mode = 'ended' | 'undated';
 const DAY_MS = 86_400_000;
 
 export function retirementCutoff(ctx: Pick<RunContext, 'now' | 'policy'>, status: TerminalStatus): Date {
-  const days = { completed: ctx.policy.completedDays, failed: ctx.policy.failedDays, cancelled: ctx.policy.cancelledDays }[status];
+  const days = {
+    completed: ctx.policy.completedDays,
+    failed: ctx.policy.failedDays,
+    cancelled: ctx.policy.cancelledDays,
+  }[status];
   return new Date(ctx.now.getTime() - days * DAY_MS);
 }
 
@@ -42,26 +46,44 @@ export async function retirePlans(ctx: RunContext): Promise<void> {
 }
 
 /** The conditions that make a plan retirable; shared by the scan and the re-check under lock. */
-function retirable(m: EntityManager, qb: SelectQueryBuilder<object>, status: TerminalStatus, cutoff: Date, mode: Mode): SelectQueryBuilder<object> {
+function retirable(
+  m: EntityManager,
+  qb: SelectQueryBuilder<object>,
+  status: TerminalStatus,
+  cutoff: Date,
+  mode: Mode,
+): SelectQueryBuilder<object> {
   qb.andWhere('p.deletedAt IS NULL')
     .andWhere('p.status = :status', { status })
     // aged from the end (below) and from a `plans restore`, never from late events
     .andWhere('(h.restoredAt IS NULL OR h.restoredAt <= :cutoff)', { cutoff: instant(m, cutoff) });
-  return mode === 'ended' ? qb.andWhere('p.completedAt <= :cutoff') : qb.andWhere('p.completedAt IS NULL AND p.updatedAt <= :cutoff');
+  return mode === 'ended'
+    ? qb.andWhere('p.completedAt <= :cutoff')
+    : qb.andWhere('p.completedAt IS NULL AND p.updatedAt <= :cutoff');
 }
 
 function plansWithHeads(m: EntityManager): SelectQueryBuilder<object> {
   return m.createQueryBuilder().from(ENTITY.plan, 'p').withDeleted().leftJoin(ENTITY.head, 'h', 'h.planId = p.id');
 }
 
-async function scanPage(m: EntityManager, status: TerminalStatus, cutoff: Date, mode: Mode, after: Keyset | null, limit: number): Promise<Array<{ id: string; endedAt: unknown }>> {
+async function scanPage(
+  m: EntityManager,
+  status: TerminalStatus,
+  cutoff: Date,
+  mode: Mode,
+  after: Keyset | null,
+  limit: number,
+): Promise<Array<{ id: string; endedAt: unknown }>> {
   const qb = retirable(m, plansWithHeads(m).select('p.id', 'id'), status, cutoff, mode);
   if (mode === 'ended') {
     qb.addSelect('p.completedAt', 'endedAt');
     // keyset (completed_at, id); the redundant `>=` keeps the index range bounded
     if (after) {
       const at = after.at instanceof Date ? instant(m, after.at) : after.at;
-      qb.andWhere('p.completedAt >= :afterAt AND (p.completedAt > :afterAt OR p.id > :afterId)', { afterAt: at, afterId: after.id });
+      qb.andWhere('p.completedAt >= :afterAt AND (p.completedAt > :afterAt OR p.id > :afterId)', {
+        afterAt: at,
+        afterId: after.id,
+      });
     }
     qb.orderBy('p.completedAt', 'ASC').addOrderBy('p.id', 'ASC');
   } else {
@@ -71,15 +93,29 @@ async function scanPage(m: EntityManager, status: TerminalStatus, cutoff: Date, 
   return qb.limit(limit).getRawMany();
 }
 
-async function retireBatch(ctx: RunContext, m: EntityManager, ids: string[], status: TerminalStatus, mode: Mode): Promise<TableCountMap> {
+async function retireBatch(
+  ctx: RunContext,
+  m: EntityManager,
+  ids: string[],
+  status: TerminalStatus,
+  mode: Mode,
+): Promise<TableCountMap> {
   // under the head locks: a plan restored or written to since the scan no longer qualifies
-  const rows: Array<{ id: string }> = await retirable(m, plansWithHeads(m).select('p.id', 'id').where('p.id IN (:...ids)', { ids }), status, retirementCutoff(ctx, status), mode).getRawMany();
+  const rows: Array<{ id: string }> = await retirable(
+    m,
+    plansWithHeads(m).select('p.id', 'id').where('p.id IN (:...ids)', { ids }),
+    status,
+    retirementCutoff(ctx, status),
+    mode,
+  ).getRawMany();
   const eligible = lockOrder(rows.map((r) => r.id));
   const counts: TableCountMap = {};
   if (eligible.length === 0) return counts;
   if (ctx.dryRun) for (const id of eligible) ctx.wouldRetire.add(id);
   for (const spec of PLAN_TABLES) {
-    counts[spec.table] = ctx.dryRun ? await countRows(m, spec, eligible, 'live') : affected(await stampRows(m, spec, eligible, ctx.now).execute());
+    counts[spec.table] = ctx.dryRun
+      ? await countRows(m, spec, eligible, 'live')
+      : affected(await stampRows(m, spec, eligible, ctx.now).execute());
   }
   return counts;
 }

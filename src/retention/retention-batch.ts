@@ -65,13 +65,20 @@ export async function inBatch<T>(ctx: RunContext, ids: string[], work: (m: Entit
  * `work` in one READ COMMITTED transaction that first takes these plans' `plan_heads` locks in key
  * order, retried whole on a deadlock or lock time-out. Shared by retention and session erasure.
  */
-export async function underHeadLocks<T>(ds: DataSource, ids: string[], work: (m: EntityManager) => Promise<T>, logger?: Logger): Promise<T> {
+export async function underHeadLocks<T>(
+  ds: DataSource,
+  ids: string[],
+  work: (m: EntityManager) => Promise<T>,
+  logger?: Logger,
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await runSerialized(ds, () => transaction(ds, async (m) => {
-        await lockHeads(m, lockOrder(ids)).execute();
-        return work(m);
-      }));
+      return await runSerialized(ds, () =>
+        transaction(ds, async (m) => {
+          await lockHeads(m, lockOrder(ids)).execute();
+          return work(m);
+        }),
+      );
     } catch (err) {
       if (!isRetryableDbError(err) || attempt >= ATTEMPTS) throw err;
       logger?.warn({ attempt, code: dbErrorCode(err), plans: ids.length }, 'batch hit a lock conflict; retrying');

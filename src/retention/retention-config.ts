@@ -75,18 +75,26 @@ export function parseDagTtl(raw: string): number {
   const m = /^(\d{1,8})\s*([mhd])$/i.exec(text);
   const minutes = m ? Number(m[1]) * TTL_UNIT_MINUTES[m[2].toLowerCase()] : NaN;
   if (!Number.isSafeInteger(minutes) || minutes < 1 || minutes > MAX_DAG_TTL_MINUTES) {
-    throw new Error(`"${raw}" is not a duration; use a whole number and a unit m, h or d (e.g. 90m, 24h, 2d), at most 100 years, or 0 / off`);
+    throw new Error(
+      `"${raw}" is not a duration; use a whole number and a unit m, h or d (e.g. 90m, 24h, 2d), at most 100 years, or 0 / off`,
+    );
   }
   return minutes;
 }
 
 /** Every environment variable retention reads, for `--help`. */
 export const RETENTION_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
-  ['RETENTION_COMPLETED_DAYS', 'days a completed plan is kept after it ended (or was restored), then soft-deleted, 1-36500 (default 30)'],
+  [
+    'RETENTION_COMPLETED_DAYS',
+    'days a completed plan is kept after it ended (or was restored), then soft-deleted, 1-36500 (default 30)',
+  ],
   ['RETENTION_FAILED_DAYS', 'days a failed plan is kept, 1-36500 (default 90)'],
   ['RETENTION_CANCELLED_DAYS', 'days a cancelled plan is kept, 1-36500 (default 30)'],
   ['RETENTION_GRACE_DAYS', 'days a soft-deleted plan stays restorable before purge, 0-3650 (default 7)'],
-  ['RETENTION_DAG_TTL', 'how long after a completed/cancelled workflow ended its DAG and checkpoints expire: 90m, 24h, 2d; 0 = with the plan (default 24h)'],
+  [
+    'RETENTION_DAG_TTL',
+    'how long after a completed/cancelled workflow ended its DAG and checkpoints expire: 90m, 24h, 2d; 0 = with the plan (default 24h)',
+  ],
   ['RETENTION_DAG_TTL_HOURS', 'the same in whole hours (older name; RETENTION_DAG_TTL wins when both are set)'],
   ['RETENTION_ORPHAN_DAYS', 'days before events of a plan with no plan.created are retired; 0 = never (default 90)'],
   ['RETENTION_BATCH_SIZE', 'plans per transaction, 1-50000, capped at 2000 on SQL Server (default 1000)'],
@@ -100,7 +108,10 @@ export const RETENTION_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
 export function parseCron(raw: string): string | null {
   if (/^(off|none|disabled?)$/i.test(raw)) return null;
   const fields = raw.split(/\s+/);
-  if (fields.length < 5 || fields.length > 6) throw new Error(`"${raw}" has ${fields.length} field${fields.length === 1 ? '' : 's'}; expected 5 (m h dom mon dow) or 6, or off`);
+  if (fields.length < 5 || fields.length > 6)
+    throw new Error(
+      `"${raw}" has ${fields.length} field${fields.length === 1 ? '' : 's'}; expected 5 (m h dom mon dow) or 6, or off`,
+    );
   const bad = fields.find((f) => !/^[0-9A-Za-z*?/,#-]+$/.test(f));
   if (bad !== undefined) throw new Error(`"${raw}": field "${bad}" is not cron syntax`);
   return fields.join(' ');
@@ -111,8 +122,13 @@ export function retentionPolicy(overrides: Partial<RetentionPolicy> = {}): Reado
   const policy = { ...DEFAULT_RETENTION_POLICY, ...overrides };
   const problems: string[] = [];
   const ranges: Array<[keyof RetentionPolicy, number, number]> = [
-    ['completedDays', 1, 36_500], ['failedDays', 1, 36_500], ['cancelledDays', 1, 36_500], ['graceDays', 0, 3_650],
-    ['dagTtlMinutes', 0, MAX_DAG_TTL_MINUTES], ['orphanDays', 0, 36_500], ['batchSize', 1, 50_000],
+    ['completedDays', 1, 36_500],
+    ['failedDays', 1, 36_500],
+    ['cancelledDays', 1, 36_500],
+    ['graceDays', 0, 3_650],
+    ['dagTtlMinutes', 0, MAX_DAG_TTL_MINUTES],
+    ['orphanDays', 0, 36_500],
+    ['batchSize', 1, 50_000],
   ];
   for (const [key, min, max] of ranges) {
     const v = policy[key] as number;
@@ -136,13 +152,18 @@ export function loadRetentionPolicy(env: Env = process.env): Readonly<RetentionP
       return fallback;
     }
   };
-  const num = (name: string, fallback: number, min: number, max: number) => check(name, fallback, (raw) => integer(raw, min, max));
+  const num = (name: string, fallback: number, min: number, max: number) =>
+    check(name, fallback, (raw) => integer(raw, min, max));
   const policy: RetentionPolicy = {
     completedDays: num('RETENTION_COMPLETED_DAYS', d.completedDays, 1, 36_500),
     failedDays: num('RETENTION_FAILED_DAYS', d.failedDays, 1, 36_500),
     cancelledDays: num('RETENTION_CANCELLED_DAYS', d.cancelledDays, 1, 36_500),
     graceDays: num('RETENTION_GRACE_DAYS', d.graceDays, 0, 3_650),
-    dagTtlMinutes: check('RETENTION_DAG_TTL', check('RETENTION_DAG_TTL_HOURS', d.dagTtlMinutes, (raw) => integer(raw, 0, MAX_DAG_TTL_MINUTES / 60) * 60), parseDagTtl),
+    dagTtlMinutes: check(
+      'RETENTION_DAG_TTL',
+      check('RETENTION_DAG_TTL_HOURS', d.dagTtlMinutes, (raw) => integer(raw, 0, MAX_DAG_TTL_MINUTES / 60) * 60),
+      parseDagTtl,
+    ),
     orphanDays: num('RETENTION_ORPHAN_DAYS', d.orphanDays, 0, 36_500),
     batchSize: num('RETENTION_BATCH_SIZE', d.batchSize, 1, 50_000),
     cron: check('RETENTION_CRON', d.cron, parseCron),

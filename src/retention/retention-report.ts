@@ -47,8 +47,16 @@ export interface RetentionReport {
   durationMs: number;
 }
 
-export function emptyReport(dryRun: boolean, now: Date, batchSize: number, cutoffs: RetentionReport['cutoffs']): RetentionReport {
-  const tables = Object.fromEntries(PLAN_TABLES.map((t) => [t.table, { softDeleted: 0, purged: 0 }])) as Record<PlanTable, TableCounts>;
+export function emptyReport(
+  dryRun: boolean,
+  now: Date,
+  batchSize: number,
+  cutoffs: RetentionReport['cutoffs'],
+): RetentionReport {
+  const tables = Object.fromEntries(PLAN_TABLES.map((t) => [t.table, { softDeleted: 0, purged: 0 }])) as Record<
+    PlanTable,
+    TableCounts
+  >;
   return {
     dryRun,
     now: now.toISOString(),
@@ -66,7 +74,11 @@ export function emptyReport(dryRun: boolean, now: Date, batchSize: number, cutof
 }
 
 /** Add per-table counts of one batch to the report. */
-export function addTableCounts(report: RetentionReport, kind: keyof TableCounts, counts: Partial<Record<PlanTable | 'sessions', number>>): void {
+export function addTableCounts(
+  report: RetentionReport,
+  kind: keyof TableCounts,
+  counts: Partial<Record<PlanTable | 'sessions', number>>,
+): void {
   for (const [table, n] of Object.entries(counts) as Array<[PlanTable | 'sessions', number]>) {
     if (table === 'sessions') report.sessions.purged += n;
     else report.tables[table][kind] += n;
@@ -89,6 +101,8 @@ export function formatReport(r: RetentionReport): string[] {
       `DAGs: ${r.dags.stamped} ${r.dryRun ? 'would get' : 'got'} expires_at, ${r.dags.expired} ${r.dryRun ? 'would expire' : 'expired'}, ${r.dags.purged} ${purge}`,
   );
   const end = r.complete ? 'complete' : `stopped early (${r.stoppedBy}); the next run continues`;
-  lines.push(`${r.dryRun ? 'dry run, nothing changed' : 'done'}: ${r.batches} batches of up to ${r.batchSize} plans in ${r.durationMs} ms, ${end}`);
+  lines.push(
+    `${r.dryRun ? 'dry run, nothing changed' : 'done'}: ${r.batches} batches of up to ${r.batchSize} plans in ${r.durationMs} ms, ${end}`,
+  );
   return lines;
 }

@@ -51,12 +51,17 @@ export interface RetentionScheduler {
  */
 export async function startRetentionScheduler(options: RetentionSchedulerOptions): Promise<RetentionScheduler> {
   const { prefix, policy, logger } = options;
-  if (!options.connection && !options.redisUrl && !options.redisClusterNodes) throw new Error('startRetentionScheduler needs a connection, a redisUrl or redisClusterNodes');
-  const owned = options.connection ? null : createRedis({ redisUrl: options.redisUrl ?? '', redisClusterNodes: options.redisClusterNodes }, 'worker');
+  if (!options.connection && !options.redisUrl && !options.redisClusterNodes)
+    throw new Error('startRetentionScheduler needs a connection, a redisUrl or redisClusterNodes');
+  const owned = options.connection
+    ? null
+    : createRedis({ redisUrl: options.redisUrl ?? '', redisClusterNodes: options.redisClusterNodes }, 'worker');
   const connection = options.connection ?? owned!;
   const queue = new Queue(MAINTENANCE_QUEUE, { connection, prefix });
   // while Redis is unreachable every reconnection attempt fails: one line per kind per 10 s
-  const errorLogs = logger ? [RepeatedLog.of(queue, logger, 'maintenance queue connection error', { level: 'warn' })] : [];
+  const errorLogs = logger
+    ? [RepeatedLog.of(queue, logger, 'maintenance queue connection error', { level: 'warn' })]
+    : [];
   const runs = { current: null as AbortController | null };
   let worker: Worker | null = null;
   try {
@@ -81,22 +86,43 @@ export async function startRetentionScheduler(options: RetentionSchedulerOptions
   };
 }
 
-async function upsertSchedule(queue: Queue, policy: Readonly<RetentionPolicy>, prefix: string, logger?: Logger): Promise<void> {
+async function upsertSchedule(
+  queue: Queue,
+  policy: Readonly<RetentionPolicy>,
+  prefix: string,
+  logger?: Logger,
+): Promise<void> {
   if (policy.cron === null) {
     await queue.removeJobScheduler(RETENTION_SCHEDULER_ID);
-    logger?.info({ queue: MAINTENANCE_QUEUE, prefix }, 'retention schedule off (RETENTION_CRON=off): scheduler removed');
+    logger?.info(
+      { queue: MAINTENANCE_QUEUE, prefix },
+      'retention schedule off (RETENTION_CRON=off): scheduler removed',
+    );
     return;
   }
-  await queue.upsertJobScheduler(RETENTION_SCHEDULER_ID, { pattern: policy.cron, tz: 'UTC' }, {
-    name: RETENTION_JOB,
-    data: { v: 1 },
-    opts: { attempts: 3, backoff: { type: 'exponential', delay: 60_000 }, removeOnComplete: { count: 30 }, removeOnFail: { count: 100 } },
-  });
+  await queue.upsertJobScheduler(
+    RETENTION_SCHEDULER_ID,
+    { pattern: policy.cron, tz: 'UTC' },
+    {
+      name: RETENTION_JOB,
+      data: { v: 1 },
+      opts: {
+        attempts: 3,
+        backoff: { type: 'exponential', delay: 60_000 },
+        removeOnComplete: { count: 30 },
+        removeOnFail: { count: 100 },
+      },
+    },
+  );
   logger?.info({ queue: MAINTENANCE_QUEUE, prefix, cron: policy.cron, tz: 'UTC' }, 'retention scheduler upserted');
 }
 
 /** One job at a time per process; the run in progress is exposed in `runs` so close() can stop it. */
-function startWorker(options: RetentionSchedulerOptions, connection: RedisClient, runs: { current: AbortController | null }): Worker {
+function startWorker(
+  options: RetentionSchedulerOptions,
+  connection: RedisClient,
+  runs: { current: AbortController | null },
+): Worker {
   const { dataSource, policy, logger, prefix } = options;
   const worker = new Worker(
     MAINTENANCE_QUEUE,
@@ -104,7 +130,10 @@ function startWorker(options: RetentionSchedulerOptions, connection: RedisClient
       if (job.name !== RETENTION_JOB) throw new UnrecoverableError(`unknown maintenance job "${job.name}"`);
       const run = (runs.current = new AbortController());
       try {
-        return await runRetention(dataSource, policy, { logger: logger?.child({ jobId: job.id, attempt: job.attemptsMade + 1 }), signal: run.signal });
+        return await runRetention(dataSource, policy, {
+          logger: logger?.child({ jobId: job.id, attempt: job.attemptsMade + 1 }),
+          signal: run.signal,
+        });
       } finally {
         runs.current = null;
       }
@@ -114,7 +143,10 @@ function startWorker(options: RetentionSchedulerOptions, connection: RedisClient
   worker.on('failed', (job, err) => {
     // BullMQ sets finishedOn on the last attempt only; earlier ones will be retried
     const final = !job || job.finishedOn !== undefined;
-    logger?.[final ? 'error' : 'warn']({ jobId: job?.id, attempt: job?.attemptsMade, final, err }, 'retention run failed');
+    logger?.[final ? 'error' : 'warn'](
+      { jobId: job?.id, attempt: job?.attemptsMade, final, err },
+      'retention run failed',
+    );
   });
   return worker;
 }
@@ -127,20 +159,41 @@ function startWorker(options: RetentionSchedulerOptions, connection: RedisClient
  * taskforcesh/bullmq#4065, #4656): then the queue and the connection get a second each and are
  * dropped, not quit, so close() always returns within the deadline plus ~2 s.
  */
-async function closeAll(worker: Worker | null, queue: Queue, owned: RedisClient | null, timeoutMs: number, logger?: Logger): Promise<void> {
+async function closeAll(
+  worker: Worker | null,
+  queue: Queue,
+  owned: RedisClient | null,
+  timeoutMs: number,
+  logger?: Logger,
+): Promise<void> {
   let late = false;
   if (worker) {
     late = (await settleWithin(worker.close(), timeoutMs)) === 'late';
-    if (late) logger?.warn({ timeoutMs }, 'retention worker did not close in time; its job, if any, is abandoned (the next tick continues it)');
+    if (late)
+      logger?.warn(
+        { timeoutMs },
+        'retention worker did not close in time; its job, if any, is abandoned (the next tick continues it)',
+      );
   }
   await settleWithin(queue.close(), 1_000);
   if (!owned) return;
   let quit = false;
-  if (!late) await settleWithin(owned.quit().then(() => (quit = true)), 1_000);
+  if (!late)
+    await settleWithin(
+      owned.quit().then(() => (quit = true)),
+      1_000,
+    );
   if (!quit) owned.disconnect();
 }
 
 /** 'ok' once `promise` settles (either way), 'late' after `ms`. */
 function settleWithin(promise: Promise<unknown>, ms: number): Promise<'ok' | 'late'> {
-  return withTimeout(promise.then(() => 'ok' as const, () => 'ok' as const), ms, 'late').catch(() => 'late' as const);
+  return withTimeout(
+    promise.then(
+      () => 'ok' as const,
+      () => 'ok' as const,
+    ),
+    ms,
+    'late',
+  ).catch(() => 'late' as const);
 }

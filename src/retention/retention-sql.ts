@@ -69,15 +69,30 @@ export function unstampRows(m: EntityManager, spec: PlanTableSpec, ids: string[]
 }
 
 /** Hard delete of these plans' rows; with `deletedBefore`, only rows soft-deleted by then. */
-export function deleteRows(m: EntityManager, spec: PlanTableSpec, ids: string[], deletedBefore?: Date): DeleteQueryBuilder<object> {
+export function deleteRows(
+  m: EntityManager,
+  spec: PlanTableSpec,
+  ids: string[],
+  deletedBefore?: Date,
+): DeleteQueryBuilder<object> {
   const where: Record<string, unknown> = { [spec.planKey]: In(ids) };
   if (deletedBefore) where.deletedAt = LessThanOrEqual(instant(m, deletedBefore));
   return m.createQueryBuilder().delete().from(spec.entity).where(where).callListeners(false);
 }
 
 /** Rows a soft delete / restore / purge would touch, for dry runs and restore checks. */
-export async function countRows(m: EntityManager, spec: PlanTableSpec, ids: string[], which: 'live' | 'deleted' | 'all' | { deletedBefore: Date }): Promise<number> {
-  const qb = m.createQueryBuilder().select('COUNT(*)', 'n').from(spec.entity, 't').withDeleted().where(`t.${spec.planKey} IN (:...ids)`, { ids });
+export async function countRows(
+  m: EntityManager,
+  spec: PlanTableSpec,
+  ids: string[],
+  which: 'live' | 'deleted' | 'all' | { deletedBefore: Date },
+): Promise<number> {
+  const qb = m
+    .createQueryBuilder()
+    .select('COUNT(*)', 'n')
+    .from(spec.entity, 't')
+    .withDeleted()
+    .where(`t.${spec.planKey} IN (:...ids)`, { ids });
   if (which === 'live') qb.andWhere('t.deletedAt IS NULL');
   else if (which === 'deleted') qb.andWhere('t.deletedAt IS NOT NULL');
   else if (which !== 'all') qb.andWhere('t.deletedAt <= :before', { before: instant(m, which.deletedBefore) });

@@ -34,7 +34,11 @@ export interface RetentionRunOptions {
  * once (or a worker rebuilding a plan) neither double-delete nor deadlock, and a run stopped at any
  * point is finished by the next.
  */
-export async function runRetention(ds: DataSource, policy: Readonly<RetentionPolicy>, options: RetentionRunOptions = {}): Promise<RetentionReport> {
+export async function runRetention(
+  ds: DataSource,
+  policy: Readonly<RetentionPolicy>,
+  options: RetentionRunOptions = {},
+): Promise<RetentionReport> {
   const started = Date.now();
   const now = options.now ?? new Date();
   const dialect = sqlDialectOf(ds);
@@ -49,7 +53,20 @@ export async function runRetention(ds: DataSource, policy: Readonly<RetentionPol
     dag: iso(dagCutoff(clock)),
     orphan: iso(orphanCutoff(clock)),
   });
-  const ctx: RunContext = { ds, dialect, policy, now, dryRun: report.dryRun, batchSize, report, logger: options.logger, signal: options.signal, maxBatches: options.maxBatches, wouldRetire: new Set(), wouldPurgeSessions: new Set() };
+  const ctx: RunContext = {
+    ds,
+    dialect,
+    policy,
+    now,
+    dryRun: report.dryRun,
+    batchSize,
+    report,
+    logger: options.logger,
+    signal: options.signal,
+    maxBatches: options.maxBatches,
+    wouldRetire: new Set(),
+    wouldPurgeSessions: new Set(),
+  };
   // a failure propagates as is: the caller reports it once (the CLI as one line, the scheduler's worker as a failed job)
   for (const phase of [purgePlans, purgeOrphans, retirePlans, retireOrphans, expireDags]) await phase(ctx);
   report.durationMs = Date.now() - started;

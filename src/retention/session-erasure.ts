@@ -40,11 +40,17 @@ export interface SessionErasureReport {
  * then finds nothing to add to. Plans written for the session while this runs are picked up by a
  * final re-scan. Throws NotFoundError when neither the database nor Redis knows the session.
  */
-export async function eraseSession(ds: DataSource, sessionId: string, options: EraseSessionOptions = {}): Promise<SessionErasureReport> {
+export async function eraseSession(
+  ds: DataSource,
+  sessionId: string,
+  options: EraseSessionOptions = {},
+): Promise<SessionErasureReport> {
   const started = Date.now();
   const dryRun = options.dryRun ?? false;
   const batchSize = Math.min(options.batchSize ?? 1000, maxIdsPerStatement(sqlDialectOf(ds)));
-  const tables = Object.fromEntries([...PLAN_TABLES.map((t) => t.table), 'sessions'].map((t) => [t, 0])) as SessionErasureReport['tables'];
+  const tables = Object.fromEntries(
+    [...PLAN_TABLES.map((t) => t.table), 'sessions'].map((t) => [t, 0]),
+  ) as SessionErasureReport['tables'];
   const done = new Set<string>();
   const add = (counts: Partial<Record<PlanTable, number>>) => {
     for (const [t, n] of Object.entries(counts) as Array<[PlanTable, number]>) tables[t] += n;
@@ -56,7 +62,11 @@ export async function eraseSession(ds: DataSource, sessionId: string, options: E
     if (fresh.length === 0) break;
     for (let i = 0; i < fresh.length; i += batchSize) {
       const ids = lockOrder(fresh.slice(i, i + batchSize));
-      add(dryRun ? await countAll(ds.manager, ids) : await underHeadLocks(ds, ids, (m) => deleteAll(m, ids), options.logger));
+      add(
+        dryRun
+          ? await countAll(ds.manager, ids)
+          : await underHeadLocks(ds, ids, (m) => deleteAll(m, ids), options.logger),
+      );
       for (const id of ids) done.add(id);
     }
     if (dryRun) break;
@@ -69,16 +79,39 @@ export async function eraseSession(ds: DataSource, sessionId: string, options: E
     const result = await options.deadLetters.purgeSession(sessionId, done, { dryRun });
     deadLetters = result.deadLetters.length;
   }
-  if (done.size === 0 && sessionRows === 0 && !deadLetters) throw new NotFoundError('session', sessionId, ': no plan, session row or dead letter of it');
-  const report: SessionErasureReport = { sessionId, dryRun, plans: done.size, tables, deadLetters, durationMs: Date.now() - started };
-  options.logger?.info({ sessionId, dryRun, plans: report.plans, deadLetters, durationMs: report.durationMs }, dryRun ? 'session erasure dry run' : 'session erased');
+  if (done.size === 0 && sessionRows === 0 && !deadLetters)
+    throw new NotFoundError('session', sessionId, ': no plan, session row or dead letter of it');
+  const report: SessionErasureReport = {
+    sessionId,
+    dryRun,
+    plans: done.size,
+    tables,
+    deadLetters,
+    durationMs: Date.now() - started,
+  };
+  options.logger?.info(
+    { sessionId, dryRun, plans: report.plans, deadLetters, durationMs: report.durationMs },
+    dryRun ? 'session erasure dry run' : 'session erased',
+  );
   return report;
 }
 
 /** Every plan id of the session: plan rows, and heads (orphans have no plan row), soft-deleted ones too. */
 async function planIdsOf(m: EntityManager, sessionId: string): Promise<string[]> {
-  const plans: Array<{ id: string }> = await m.createQueryBuilder().select('p.id', 'id').from(ENTITY.plan, 'p').withDeleted().where('p.sessionId = :sessionId', { sessionId }).getRawMany();
-  const heads: Array<{ id: string }> = await m.createQueryBuilder().select('h.planId', 'id').from(ENTITY.head, 'h').withDeleted().where('h.sessionId = :sessionId', { sessionId }).getRawMany();
+  const plans: Array<{ id: string }> = await m
+    .createQueryBuilder()
+    .select('p.id', 'id')
+    .from(ENTITY.plan, 'p')
+    .withDeleted()
+    .where('p.sessionId = :sessionId', { sessionId })
+    .getRawMany();
+  const heads: Array<{ id: string }> = await m
+    .createQueryBuilder()
+    .select('h.planId', 'id')
+    .from(ENTITY.head, 'h')
+    .withDeleted()
+    .where('h.sessionId = :sessionId', { sessionId })
+    .getRawMany();
   return lockOrder([...plans, ...heads].map((r) => r.id));
 }
 
@@ -95,7 +128,12 @@ async function countAll(m: EntityManager, ids: string[]): Promise<Partial<Record
 }
 
 async function countSession(m: EntityManager, sessionId: string): Promise<number> {
-  const row = await m.createQueryBuilder().select('COUNT(*)', 'n').from(ENTITY.session, 's').where('s.id = :sessionId', { sessionId }).getRawOne<{ n: unknown }>();
+  const row = await m
+    .createQueryBuilder()
+    .select('COUNT(*)', 'n')
+    .from(ENTITY.session, 's')
+    .where('s.id = :sessionId', { sessionId })
+    .getRawOne<{ n: unknown }>();
   return Number(row?.n ?? 0);
 }
 
@@ -104,7 +142,12 @@ export function formatErasureReport(r: SessionErasureReport): string[] {
   const verb = r.dryRun ? 'would delete' : 'deleted';
   const lines = [`${'table'.padEnd(22)}${verb.padStart(14)}`];
   for (const [table, n] of Object.entries(r.tables)) lines.push(`${table.padEnd(22)}${String(n).padStart(14)}`);
-  const dl = r.deadLetters === null ? 'dead letters not checked' : `${r.deadLetters} dead letter(s) ${r.dryRun ? 'would be removed' : 'removed'}`;
-  lines.push(`session ${r.sessionId}: ${r.plans} plan(s) ${verb}, ${dl}${r.dryRun ? '; dry run, nothing changed' : ''}`);
+  const dl =
+    r.deadLetters === null
+      ? 'dead letters not checked'
+      : `${r.deadLetters} dead letter(s) ${r.dryRun ? 'would be removed' : 'removed'}`;
+  lines.push(
+    `session ${r.sessionId}: ${r.plans} plan(s) ${verb}, ${dl}${r.dryRun ? '; dry run, nothing changed' : ''}`,
+  );
   return lines;
 }

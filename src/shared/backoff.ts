@@ -14,7 +14,11 @@ export const DEFAULT_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({ baseMs: 
  * "equal jitter" (half fixed, half random) so workers that failed together do not retry together,
  * yet no retry comes sooner than half its step.
  */
-export function backoffDelay(failures: number, policy: BackoffPolicy = DEFAULT_BACKOFF, random: () => number = Math.random): number {
+export function backoffDelay(
+  failures: number,
+  policy: BackoffPolicy = DEFAULT_BACKOFF,
+  random: () => number = Math.random,
+): number {
   const exp = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, Math.min(30, failures - 1)));
   return Math.round(exp / 2 + random() * (exp / 2));
 }

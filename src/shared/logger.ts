@@ -14,7 +14,13 @@ export interface LoggerOptions {
 }
 
 /** Paths fixed at start-up (pino compiles them once): credentials never reach a line. */
-const REDACT_PATHS = ['password', '*.password', 'config.database.password', 'database.password', 'headers.authorization'];
+const REDACT_PATHS = [
+  'password',
+  '*.password',
+  'config.database.password',
+  'database.password',
+  'headers.authorization',
+];
 
 /**
  * Scrub `scheme://user:password@` from every top-level string and from error messages: URLs turn
@@ -36,7 +42,8 @@ function errSerializer(err: unknown): unknown {
   if (!serialized || typeof serialized !== 'object') return serialized;
   const command = serialized.command as { name?: unknown; args?: unknown } | undefined;
   const copy = { ...serialized };
-  if (command && typeof command === 'object' && Array.isArray(command.args)) copy.command = { name: command.name, args: command.args.length };
+  if (command && typeof command === 'object' && Array.isArray(command.args))
+    copy.command = { name: command.name, args: command.args.length };
   return scrub(copy);
 }
 

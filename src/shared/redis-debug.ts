@@ -6,7 +6,8 @@ import * as path from 'node:path';
  * are for following the connection, not the data, so ioredis's `%o`/`%O` arguments are shown as a
  * count. Filtered by namespace: other `debug` users keep their output.
  */
-const HIDDEN = (value: unknown) => (Array.isArray(value) ? `[${value.length} argument${value.length === 1 ? '' : 's'} hidden]` : '[hidden]');
+const HIDDEN = (value: unknown) =>
+  Array.isArray(value) ? `[${value.length} argument${value.length === 1 ? '' : 's'} hidden]` : '[hidden]';
 
 interface DebugModule {
   formatters: Record<string, (this: { namespace?: string }, value: unknown) => string>;

@@ -38,7 +38,12 @@ export class RepeatedLog {
   }
 
   /** Reports every 'error' event of `emitter` (a BullMQ queue or worker) through a new RepeatedLog. */
-  static of(emitter: { on(event: 'error', listener: (err: Error) => void): unknown }, logger: Logger, msg: string, options: RepeatedLogOptions = {}): RepeatedLog {
+  static of(
+    emitter: { on(event: 'error', listener: (err: Error) => void): unknown },
+    logger: Logger,
+    msg: string,
+    options: RepeatedLogOptions = {},
+  ): RepeatedLog {
     const log = new RepeatedLog(logger, msg, options);
     emitter.on('error', (err) => log.report(err));
     return log;
@@ -68,6 +73,10 @@ export class RepeatedLog {
     if (!seen) return;
     clearTimeout(seen.timer);
     this.kinds.delete(kind);
-    if (seen.count > 0) this.logger[this.level]({ repeated: seen.count, windowMs: this.windowMs, message: seen.sample }, `${this.msg} (repeated)`);
+    if (seen.count > 0)
+      this.logger[this.level](
+        { repeated: seen.count, windowMs: this.windowMs, message: seen.sample },
+        `${this.msg} (repeated)`,
+      );
   }
 }

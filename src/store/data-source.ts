@@ -60,6 +60,8 @@ export async function openDataSource(target: DatabaseTarget, extras: DataSourceE
  */
 export async function assertSchema(ds: DataSource, target: DatabaseTarget, purpose: string): Promise<void> {
   await ds.query('SELECT 1 FROM plan_events WHERE 1 = 0').catch((err: Error) => {
-    throw new Error(`database ${target.redacted} is not ready for ${purpose} (${err.message}); run: plan-ledger migrate`);
+    throw new Error(
+      `database ${target.redacted} is not ready for ${purpose} (${err.message}); run: plan-ledger migrate`,
+    );
   });
 }

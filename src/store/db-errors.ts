@@ -9,7 +9,16 @@ import { DIALECTS } from './sql/dialects';
  *
  * Duplicate keys are not failures at all for an idempotent insert (see isDuplicateKeyError).
  */
-const NETWORK_CODES = ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH'];
+const NETWORK_CODES = [
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENETUNREACH',
+];
 
 const dialects = Object.values(DIALECTS);
 const RETRYABLE_CODES = new Set<string>([...NETWORK_CODES, ...dialects.flatMap((d) => d.transient.codes)]);
@@ -49,7 +58,8 @@ export function isRetryableDbError(err: unknown, depth = 0): boolean {
   const f = fields(err);
   if (f.code && RETRYABLE_CODES.has(f.code)) return true;
   if (f.number !== undefined && RETRYABLE_NUMBERS.has(f.number)) return true;
-  if (f.errno !== undefined && RETRYABLE_ERRNOS.has(f.errno) && /mysql|maria/i.test(f.message + (f.code ?? ''))) return true;
+  if (f.errno !== undefined && RETRYABLE_ERRNOS.has(f.errno) && /mysql|maria/i.test(f.message + (f.code ?? '')))
+    return true;
   if (RETRYABLE_MESSAGES.some((re) => re.test(f.message))) return true;
   if (f.cause && depth < 3) return isRetryableDbError(f.cause, depth + 1);
   const errors = (err as { errors?: unknown[] })?.errors; // AggregateError from net.connect (IPv4 + IPv6)

@@ -29,7 +29,10 @@ export async function withMigrationLock<T>(runner: QueryRunner, fn: () => Promis
   const lock = sqlDialectOf(runner).migrations.lock;
   if (lock === 'exclusive-transaction') return withExclusiveTransaction(runner, fn);
   const rows: Array<Record<string, unknown>> = await runner.query(lock.take);
-  if (!lock.ok(rows)) throw new Error(`could not take the migration lock (${JSON.stringify(rows[0] ?? null)}); is another plan-ledger migrate stuck?`);
+  if (!lock.ok(rows))
+    throw new Error(
+      `could not take the migration lock (${JSON.stringify(rows[0] ?? null)}); is another plan-ledger migrate stuck?`,
+    );
   try {
     return await fn();
   } finally {

@@ -30,7 +30,9 @@ export async function migrationStatus(ds: DataSource): Promise<MigrationStatus> 
   const q = (name: string) => ds.driver.escape(name);
   let rows: Array<Record<string, unknown>>;
   try {
-    rows = await ds.query(`SELECT ${q('name')} AS name, ${q('timestamp')} AS ts FROM ${q('migrations')} ORDER BY ${q('timestamp')}`);
+    rows = await ds.query(
+      `SELECT ${q('name')} AS name, ${q('timestamp')} AS ts FROM ${q('migrations')} ORDER BY ${q('timestamp')}`,
+    );
   } catch (err) {
     if (!MISSING_TABLE.test((err as Error)?.message ?? '')) throw err;
     rows = []; // never migrated

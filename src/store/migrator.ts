@@ -15,7 +15,10 @@ export interface MigrationReport {
  * Runs `fn` with an executor bound to one connection that holds the migration lock (see
  * migration-lock.ts): concurrent `migrate` runs take turns, and the second sees the first's work.
  */
-async function underLock<T>(ds: DataSource, fn: (executor: MigrationExecutor, runner: QueryRunner) => Promise<T>): Promise<T> {
+async function underLock<T>(
+  ds: DataSource,
+  fn: (executor: MigrationExecutor, runner: QueryRunner) => Promise<T>,
+): Promise<T> {
   const runner = ds.createQueryRunner();
   try {
     const { migrations } = sqlDialectOf(ds);
@@ -62,7 +65,10 @@ async function lastExecutedName(runner: QueryRunner): Promise<string | undefined
  * query runner records statements instead of sending them (SQL memory mode). This is how SQL
  * Server DDL is checked on machines with no SQL Server.
  */
-export async function migrationSql(target: DatabaseTarget, direction: 'up' | 'down' = 'up'): Promise<Array<{ migration: string; statements: string[] }>> {
+export async function migrationSql(
+  target: DatabaseTarget,
+  direction: 'up' | 'down' = 'up',
+): Promise<Array<{ migration: string; statements: string[] }>> {
   const ds = createDataSource(target);
   const runner = ds.createQueryRunner();
   const out: Array<{ migration: string; statements: string[] }> = [];
@@ -71,7 +77,10 @@ export async function migrationSql(target: DatabaseTarget, direction: 'up' | 'do
     runner.enableSqlMemory();
     await migration[direction](runner);
     const memory = runner.getMemorySql();
-    out.push({ migration: migration.name ?? migration.constructor.name, statements: memory.upQueries.map((q) => q.query) });
+    out.push({
+      migration: migration.name ?? migration.constructor.name,
+      statements: memory.upQueries.map((q) => q.query),
+    });
     runner.disableSqlMemory();
   }
   await runner.release().catch(() => undefined);

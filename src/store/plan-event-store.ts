@@ -82,7 +82,13 @@ export class PlanEventStore {
 
   /** Event ids among `eventIds` already stored (replay summaries: "already stored"). */
   async storedEventIds(eventIds: string[]): Promise<Set<string>> {
-    return new Set((await new EventLog(this.ds.manager, this.dialect).storedPlans([...new Set(eventIds.map((id) => id.toLowerCase()))])).keys());
+    return new Set(
+      (
+        await new EventLog(this.ds.manager, this.dialect).storedPlans([
+          ...new Set(eventIds.map((id) => id.toLowerCase())),
+        ])
+      ).keys(),
+    );
   }
 
   /**
@@ -111,14 +117,21 @@ export class PlanEventStore {
    * At most `limit` plans per call, one transaction each.
    */
   async applyOverdueGaps(cutoff: Date, limit = 100): Promise<GapSweep> {
-    const rows: { planId: string }[] = await overdueGapsStatement(this.ds.manager, this.dialect.instant(cutoff), limit).getRawMany();
+    const rows: { planId: string }[] = await overdueGapsStatement(
+      this.ds.manager,
+      this.dialect.instant(cutoff),
+      limit,
+    ).getRawMany();
     const sweep: GapSweep = { plans: 0, events: 0 };
     for (const { planId } of rows) {
       const done = await this.write(async (m, stage) => {
         const head = (await lockStoredHeads(m, this.dialect, [planId])).get(planId);
         // re-checked under the lock: another worker may have applied or skipped it meanwhile
         if (!head || head.appliedSeq === null || !head.gapSince || new Date(head.gapSince) > cutoff) return undefined;
-        const applier = new PlanApplier(m, this.dialect, new Map([[planId, head]]), new Date(), { rows: this.rowCache, stage });
+        const applier = new PlanApplier(m, this.dialect, new Map([[planId, head]]), new Date(), {
+          rows: this.rowCache,
+          stage,
+        });
         await applier.skipGap(head);
         await applier.finish();
         return applier.stats;
@@ -126,7 +139,10 @@ export class PlanEventStore {
       if (done?.gapsSkipped) {
         sweep.plans++;
         sweep.events += done.applied;
-        this.logger?.warn({ planId, events: done.applied }, 'plan waited too long on a missing seq: its waiting events were applied past the gap');
+        this.logger?.warn(
+          { planId, events: done.applied },
+          'plan waited too long on a missing seq: its waiting events were applied past the gap',
+        );
       }
     }
     return sweep;
@@ -173,7 +189,18 @@ export class PlanEventStore {
     if (existing.size > 0) await log.assertRedeliveries(unique.filter((e) => existing.has(e.eventId)));
     const duplicateIds = events.length === unique.length ? [...existing.keys()] : duplicatesOf(events, existing);
     const voided = countVoided(fresh);
-    const outcome: PersistOutcome = { inserted: fresh.length - voided, voided, duplicates: events.length - fresh.length, duplicateIds, plans: 0, applied: 0, rebuilt: 0, gapWaits: 0, gapsSkipped: 0, cacheHits: 0 };
+    const outcome: PersistOutcome = {
+      inserted: fresh.length - voided,
+      voided,
+      duplicates: events.length - fresh.length,
+      duplicateIds,
+      plans: 0,
+      applied: 0,
+      rebuilt: 0,
+      gapWaits: 0,
+      gapsSkipped: 0,
+      cacheHits: 0,
+    };
     if (fresh.length === 0) return outcome;
     const applier = new PlanApplier(m, this.dialect, heads, now, { rows: this.rowCache, stage });
     await applier.applyNew(fresh);

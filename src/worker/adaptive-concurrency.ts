@@ -40,7 +40,8 @@ export class AdaptiveConcurrency {
   observe(events: number): void {
     const n = Math.max(1, events);
     // 0.1: a burst of big jobs lowers concurrency within a few jobs; a single odd job barely moves it
-    this.avgEventsPerJob = this.avgEventsPerJob === undefined ? n : this.avgEventsPerJob + 0.1 * (n - this.avgEventsPerJob);
+    this.avgEventsPerJob =
+      this.avgEventsPerJob === undefined ? n : this.avgEventsPerJob + 0.1 * (n - this.avgEventsPerJob);
     const target = this.targetFor(this.avgEventsPerJob);
     // Only meaningful changes: the setter is cheap, but a jittering value helps nobody reading logs.
     if (target !== this.current && Math.abs(target - this.current) / this.current >= 0.1) {

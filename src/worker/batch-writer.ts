@@ -62,7 +62,9 @@ export class BatchWriter {
       if (isRetryableDbError(err)) return this.transient(entries, events.length, err);
       this.deps.logger.warn(
         { jobIds: entries.map((e) => e.key), events: events.length, code: dbErrorCode(err), err },
-        entries.length > 1 ? 'batch refused by the database; splitting it to isolate the failing job' : 'job refused by the database; writing its events one by one',
+        entries.length > 1
+          ? 'batch refused by the database; splitting it to isolate the failing job'
+          : 'job refused by the database; writing its events one by one',
       );
       if (entries.length > 1) {
         const mid = Math.ceil(entries.length / 2);
@@ -85,7 +87,18 @@ export class BatchWriter {
     metrics.rowCacheHits.inc(outcome.cacheHits);
     const { applied, rebuilt, gapWaits, voided, duplicates } = outcome;
     this.deps.logger.info(
-      { jobIds: entries.map((e) => e.key), events: events.length, inserted: outcome.inserted, duplicates, voided, plans: outcome.plans, applied, rebuilt, gapWaits, durationMs },
+      {
+        jobIds: entries.map((e) => e.key),
+        events: events.length,
+        inserted: outcome.inserted,
+        duplicates,
+        voided,
+        plans: outcome.plans,
+        applied,
+        rebuilt,
+        gapWaits,
+        durationMs,
+      },
       'batch committed',
     );
     this.deps.onCommit({ events: events.length, inserted: outcome.inserted, duplicates, durationMs });
@@ -112,7 +125,10 @@ export class BatchWriter {
         if (fresh) inserted++;
         (fresh ? insertedTypes : duplicateTypes).push(event.type);
       }
-      return { ok: true as const, value: { inserted, duplicates: entry.events.length - voided - inserted, refused: [] } };
+      return {
+        ok: true as const,
+        value: { inserted, duplicates: entry.events.length - voided - inserted, refused: [] },
+      };
     });
     this.deps.metrics.countByType(this.deps.metrics.persisted, insertedTypes);
     this.deps.metrics.countByType(this.deps.metrics.duplicates, duplicateTypes);
@@ -122,7 +138,10 @@ export class BatchWriter {
   private transient(entries: BatchEntry<PlanEvent>[], events: number, err: unknown): EntryResult<JobWriteOutcome>[] {
     const code = dbErrorCode(err) ?? 'unknown';
     this.deps.metrics.retries.inc({ code });
-    this.deps.logger.warn({ jobIds: entries.map((e) => e.key), events, code, err }, 'batch write failed for a transient reason; its jobs will retry');
+    this.deps.logger.warn(
+      { jobIds: entries.map((e) => e.key), events, code, err },
+      'batch write failed for a transient reason; its jobs will retry',
+    );
     this.deps.onTransientError(err);
     return entries.map(() => ({ ok: false as const, error: err }));
   }
@@ -140,7 +159,10 @@ export class BatchWriter {
         }
       } catch (err) {
         if (isRetryableDbError(err)) return this.transient([entry], entry.events.length, err)[0];
-        this.deps.logger.warn({ jobId: entry.key, eventId: event.eventId, planId: event.planId, code: dbErrorCode(err), err }, 'event refused by the database for good');
+        this.deps.logger.warn(
+          { jobId: entry.key, eventId: event.eventId, planId: event.planId, code: dbErrorCode(err), err },
+          'event refused by the database for good',
+        );
         result.refused.push({ event, error: err });
       }
     }

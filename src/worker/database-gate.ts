@@ -83,7 +83,11 @@ export class DatabaseGate {
     const policy = this.options.backoff ?? { baseMs: 250, maxMs: 5_000 };
     for (let failures = 0; !this.stopped.signal.aborted; failures++) {
       try {
-        await withTimeout(Promise.resolve().then(() => this.options.probe()), this.options.probeTimeoutMs ?? 5_000, 'database probe timed out');
+        await withTimeout(
+          Promise.resolve().then(() => this.options.probe()),
+          this.options.probeTimeoutMs ?? 5_000,
+          'database probe timed out',
+        );
         break;
       } catch (err) {
         if (this.state === 'checking') {
@@ -97,7 +101,10 @@ export class DatabaseGate {
     }
     if (this.stopped.signal.aborted) return;
     if (this.state === 'down') {
-      logger.warn({ downMs: Date.now() - (this.downSince ?? Date.now()) }, 'database reachable again: resuming the worker');
+      logger.warn(
+        { downMs: Date.now() - (this.downSince ?? Date.now()) },
+        'database reachable again: resuming the worker',
+      );
       await this.tell(true).catch((e) => logger.error({ err: e }, 'could not resume the worker'));
     }
     this.state = 'up';

@@ -84,7 +84,10 @@ export class EventsWorker extends Worker<WorkerJobData, JobSummary> {
       return super.createJob(json, jobId);
     } catch (err) {
       if (!(err instanceof SyntaxError)) throw err;
-      return this.unreadable(json, jobId, { text, message: `job data is not JSON (${err.message}); its raw text is kept as the event` });
+      return this.unreadable(json, jobId, {
+        text,
+        message: `job data is not JSON (${err.message}); its raw text is kept as the event`,
+      });
     }
   }
 

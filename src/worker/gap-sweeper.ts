@@ -34,7 +34,8 @@ export class GapSweeper {
   constructor(private readonly deps: GapSweeperDeps) {}
 
   start(): void {
-    const every = this.deps.intervalMs ?? Math.min(15_000, Math.max(1_000, Math.floor((this.deps.timeoutMs || 60_000) / 4)));
+    const every =
+      this.deps.intervalMs ?? Math.min(15_000, Math.max(1_000, Math.floor((this.deps.timeoutMs || 60_000) / 4)));
     this.timer = setInterval(() => {
       if (!this.running && this.deps.databaseUp()) this.running = this.tick().finally(() => (this.running = undefined));
     }, every);

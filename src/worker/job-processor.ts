@@ -72,7 +72,9 @@ export function createJobProcessor(deps: JobProcessorDeps) {
     const started = performance.now();
     deps.onJobStart?.(Array.isArray(job.data?.events) ? job.data.events.length : 1);
     const { valid, invalid } = validate(job.data);
-    const deadLetters = invalid.map(({ raw, index, reason }) => letter(job, 'invalid', raw, index, reason, job.attemptsStarted || 1, new Date()));
+    const deadLetters = invalid.map(({ raw, index, reason }) =>
+      letter(job, 'invalid', raw, index, reason, job.attemptsStarted || 1, new Date()),
+    );
     await deps.writeDeadLetters(deadLetters);
     let outcome: JobWriteOutcome = { inserted: 0, duplicates: 0, refused: [] };
     // the seqs of the invalid events are voided in the same transaction as the valid events
@@ -83,7 +85,9 @@ export function createJobProcessor(deps: JobProcessorDeps) {
         if (deps.closing.aborted) return release(job, token);
         const reason = reasonOf(write.error, 'retries exhausted');
         const attempts = (job.attemptsStarted || 1) - 1 + write.tries;
-        const exhausted = valid.map((v) => letter(job, 'retries-exhausted', v.raw, v.index, reason, attempts, new Date(write.firstFailedAt)));
+        const exhausted = valid.map((v) =>
+          letter(job, 'retries-exhausted', v.raw, v.index, reason, attempts, new Date(write.firstFailedAt)),
+        );
         await deps.writeDeadLetters(exhausted);
         pushAll(deadLetters, exhausted);
         await recordVoids(job, [...voided, ...voidsOf(exhausted)], false);
@@ -95,12 +99,25 @@ export function createJobProcessor(deps: JobProcessorDeps) {
         for (const { event, error } of outcome.refused) {
           const source = sourceOf.get(event);
           if (!source) {
-            deps.logger.warn({ jobId: job.id, planId: event.planId, seq: event.seq, err: error }, 'recording a voided seq failed; the plan waits for the gap timeout instead');
+            deps.logger.warn(
+              { jobId: job.id, planId: event.planId, seq: event.seq, err: error },
+              'recording a voided seq failed; the plan waits for the gap timeout instead',
+            );
             continue;
           }
           const kind = error instanceof EventConflictError ? 'conflict' : 'unprocessable';
           if (kind === 'conflict') deps.metrics.eventConflicts.inc();
-          refused.push(letter(job, kind, source.raw, source.index, reasonOf(error, 'refused by the database'), write.tries, new Date()));
+          refused.push(
+            letter(
+              job,
+              kind,
+              source.raw,
+              source.index,
+              reasonOf(error, 'refused by the database'),
+              write.tries,
+              new Date(),
+            ),
+          );
         }
         await deps.writeDeadLetters(refused);
         pushAll(deadLetters, refused);
@@ -108,8 +125,16 @@ export function createJobProcessor(deps: JobProcessorDeps) {
       }
     }
     for (const dl of deadLetters) deps.metrics.deadLettered.inc({ kind: dl.kind, type: dl.type ?? 'unknown' });
-    const summary: JobSummary = { events: valid.length + invalid.length, inserted: outcome.inserted, duplicates: outcome.duplicates, deadLettered: deadLetters.length };
-    deps.logger.debug({ jobId: job.id, attempt: job.attemptsStarted, ...summary, durationMs: Math.round(performance.now() - started) }, 'job done');
+    const summary: JobSummary = {
+      events: valid.length + invalid.length,
+      inserted: outcome.inserted,
+      duplicates: outcome.duplicates,
+      deadLettered: deadLetters.length,
+    };
+    deps.logger.debug(
+      { jobId: job.id, attempt: job.attemptsStarted, ...summary, durationMs: Math.round(performance.now() - started) },
+      'job done',
+    );
     return summary;
   };
 
@@ -118,7 +143,11 @@ export function createJobProcessor(deps: JobProcessorDeps) {
     const invalid: (Indexed & { reason: DeadLetterReason })[] = [];
     const refuse = envelopeProblem(data);
     if (refuse) {
-      invalid.push({ raw: refuse.raw, index: 0, reason: { message: refuse.message, violations: [{ path: '', message: refuse.message }] } });
+      invalid.push({
+        raw: refuse.raw,
+        index: 0,
+        reason: { message: refuse.message, violations: [{ path: '', message: refuse.message }] },
+      });
       return { valid, invalid };
     }
     data!.events.forEach((raw, index) => {
@@ -138,16 +167,32 @@ export function createJobProcessor(deps: JobProcessorDeps) {
   async function recordVoids(job: Job<WorkerJobData>, voided: PlanEvent[], retry: boolean): Promise<void> {
     if (voided.length === 0) return;
     try {
-      const write = retry ? await writeWithRetry(job, voided) : { done: true as const, outcome: await deps.batcher.submit(`${job.id}:voids`, voided), tries: 1 };
+      const write = retry
+        ? await writeWithRetry(job, voided)
+        : { done: true as const, outcome: await deps.batcher.submit(`${job.id}:voids`, voided), tries: 1 };
       if (write.done && write.outcome.refused.length === 0) return;
       const error = write.done ? write.outcome.refused[0].error : write.error;
-      deps.logger.warn({ jobId: job.id, seqs: voided.length, err: error }, 'recording voided seqs failed; their plans wait for the gap timeout instead');
+      deps.logger.warn(
+        { jobId: job.id, seqs: voided.length, err: error },
+        'recording voided seqs failed; their plans wait for the gap timeout instead',
+      );
     } catch (err) {
-      deps.logger.warn({ jobId: job.id, seqs: voided.length, err }, 'recording voided seqs failed; their plans wait for the gap timeout instead');
+      deps.logger.warn(
+        { jobId: job.id, seqs: voided.length, err },
+        'recording voided seqs failed; their plans wait for the gap timeout instead',
+      );
     }
   }
 
-  function letter(job: Job<WorkerJobData>, kind: DeadLetterKind, raw: unknown, index: number, reason: DeadLetterReason, attempts: number, firstFailedAt: Date): DeadLetter {
+  function letter(
+    job: Job<WorkerJobData>,
+    kind: DeadLetterKind,
+    raw: unknown,
+    index: number,
+    reason: DeadLetterReason,
+    attempts: number,
+    firstFailedAt: Date,
+  ): DeadLetter {
     const dl = buildDeadLetter(kind, raw, reason, {
       queue: deps.queueName,
       prefix: deps.prefix,
@@ -159,7 +204,18 @@ export function createJobProcessor(deps: JobProcessorDeps) {
       workerVersion: deps.workerVersion,
       replayCount: job.data?.replayCounts?.[index] ?? 0,
     });
-    deps.logger.warn({ jobId: job.id, eventId: dl.eventId, planId: dl.planId, attempt: attempts, kind, deadLetterId: dl.id, reason: reason.message }, 'event dead-lettered');
+    deps.logger.warn(
+      {
+        jobId: job.id,
+        eventId: dl.eventId,
+        planId: dl.planId,
+        attempt: attempts,
+        kind,
+        deadLetterId: dl.id,
+        reason: reason.message,
+      },
+      'event dead-lettered',
+    );
     return dl;
   }
 
@@ -190,7 +246,10 @@ export function createJobProcessor(deps: JobProcessorDeps) {
    * or this one restarted, picks it up; its `failingSince` keeps the budget running.
    */
   async function release(job: Job<WorkerJobData>, token: string | undefined): Promise<never> {
-    deps.logger.warn({ jobId: job.id, attempt: job.attemptsStarted }, 'worker closing during retries: job handed back to the queue');
+    deps.logger.warn(
+      { jobId: job.id, attempt: job.attemptsStarted },
+      'worker closing during retries: job handed back to the queue',
+    );
     await job.moveToDelayed(Date.now() + deps.backoff.baseMs, token).catch(() => undefined);
     throw new DelayedError();
   }
@@ -205,9 +264,13 @@ export function createJobProcessor(deps: JobProcessorDeps) {
 function envelopeProblem(data: unknown): { raw: unknown; message: string } | undefined {
   if (isUnreadableJobData(data)) return { raw: data.unreadable.text, message: data.unreadable.message };
   const batch = data as Partial<EventBatchJobData> | undefined;
-  if (!Array.isArray(batch?.events)) return { raw: data, message: 'job data is not an EventBatchJobData: expected { v: 1, events: [...] }' };
+  if (!Array.isArray(batch?.events))
+    return { raw: data, message: 'job data is not an EventBatchJobData: expected { v: 1, events: [...] }' };
   if (batch.v !== ENVELOPE_VERSION) {
-    return { raw: data, message: `job envelope version v=${JSON.stringify(batch.v) ?? 'undefined'} is not supported: this worker reads v: ${ENVELOPE_VERSION} only` };
+    return {
+      raw: data,
+      message: `job envelope version v=${JSON.stringify(batch.v) ?? 'undefined'} is not supported: this worker reads v: ${ENVELOPE_VERSION} only`,
+    };
   }
   return undefined;
 }

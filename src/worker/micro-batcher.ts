@@ -59,7 +59,11 @@ export class MicroBatcher<E, R> {
 
   constructor(private readonly options: MicroBatcherOptions<E, R>) {
     if (options.lanes > 1 && !options.merge) throw new Error('MicroBatcher: more than one lane needs merge()');
-    this.lanes = Array.from({ length: Math.max(1, options.lanes) }, () => ({ pending: [], pendingEvents: 0, writing: false }));
+    this.lanes = Array.from({ length: Math.max(1, options.lanes) }, () => ({
+      pending: [],
+      pendingEvents: 0,
+      writing: false,
+    }));
   }
 
   submit(key: string, events: E[]): Promise<R> {
@@ -122,7 +126,13 @@ export class MicroBatcher<E, R> {
     const now = Date.now();
     for (const lane of this.lanes) {
       if (lane.writing || lane.pending.length === 0) continue;
-      if (force || everyJobWaits || lane.pendingEvents >= this.options.maxEvents || now - lane.pending[0].at >= this.options.maxWaitMs) this.flush(lane);
+      if (
+        force ||
+        everyJobWaits ||
+        lane.pendingEvents >= this.options.maxEvents ||
+        now - lane.pending[0].at >= this.options.maxWaitMs
+      )
+        this.flush(lane);
     }
     this.armTimer(now);
     if (this.jobs === 0) for (const wake of this.idleWaiters.splice(0)) wake();
@@ -133,19 +143,26 @@ export class MicroBatcher<E, R> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     let due = Infinity;
-    for (const lane of this.lanes) if (!lane.writing && lane.pending.length > 0) due = Math.min(due, lane.pending[0].at + this.options.maxWaitMs);
+    for (const lane of this.lanes)
+      if (!lane.writing && lane.pending.length > 0) due = Math.min(due, lane.pending[0].at + this.options.maxWaitMs);
     if (due === Infinity) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.schedule();
-    }, Math.max(0, due - now));
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.schedule();
+      },
+      Math.max(0, due - now),
+    );
   }
 
   /** Takes entries up to `maxEvents` (at least one, however large) and writes them. */
   private flush(lane: Lane<E, R>): void {
     let events = 0;
     let take = 0;
-    while (take < lane.pending.length && (take === 0 || events + lane.pending[take].events.length <= this.options.maxEvents)) {
+    while (
+      take < lane.pending.length &&
+      (take === 0 || events + lane.pending[take].events.length <= this.options.maxEvents)
+    ) {
       events += lane.pending[take].events.length;
       take++;
     }
@@ -155,7 +172,10 @@ export class MicroBatcher<E, R> {
     void this.options
       .write(batch)
       .then(
-        (results) => batch.forEach((entry, i) => entry.settle(results[i] ?? { ok: false, error: new Error('batch writer returned no result for this job') })),
+        (results) =>
+          batch.forEach((entry, i) =>
+            entry.settle(results[i] ?? { ok: false, error: new Error('batch writer returned no result for this job') }),
+          ),
         (error) => batch.forEach((entry) => entry.settle({ ok: false, error })),
       )
       .finally(() => {

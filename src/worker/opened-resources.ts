@@ -11,7 +11,10 @@ export class Opened {
 
   redis<T extends RedisClient>(client: T): T {
     client.on('error', (err) => this.logger.debug({ err }, 'redis connection error'));
-    this.closers.push({ name: 'redis', close: (clean) => (clean ? client.quit() : Promise.resolve(client.disconnect())) });
+    this.closers.push({
+      name: 'redis',
+      close: (clean) => (clean ? client.quit() : Promise.resolve(client.disconnect())),
+    });
     return client;
   }
 

@@ -41,7 +41,10 @@ export class RedisRelief {
   readonly failures: RepeatedLog;
 
   constructor(private readonly deps: RedisReliefDeps) {
-    this.failures = new RepeatedLog(deps.logger, 'could not free Redis memory', { windowMs: 60_000, kindOf: () => 'relief' });
+    this.failures = new RepeatedLog(deps.logger, 'could not free Redis memory', {
+      windowMs: 60_000,
+      kindOf: () => 'relief',
+    });
   }
 
   /** For the worker's `error` event: acts on Redis OOM errors only. */

@@ -2,7 +2,15 @@ import { Queue } from 'bullmq';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/config';
 import type { ClusterSeeds } from '../config/redis-cluster-nodes';
-import { assertClusterPrefix, assertNotClusterNode, createRedis, describeRedis, RedisClient, RedisTarget, redisVariable } from '../queue/connect-redis';
+import {
+  assertClusterPrefix,
+  assertNotClusterNode,
+  createRedis,
+  describeRedis,
+  RedisClient,
+  RedisTarget,
+  redisVariable,
+} from '../queue/connect-redis';
 import type { DeadLetter } from '../dead-letters/dead-letter';
 import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
 import { startHealthServer, Readiness } from '../health/health-server';
@@ -85,7 +93,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
     const dialect = options.dataSource ? sqlDialectOf(options.dataSource) : DIALECTS[config.database.dialect];
     // a dialect that serialises its writes (SQLite: one connection) would only make a second transaction wait
     const flushConcurrency = dialect.serializesWrites ? 1 : settings.transactions;
-    const ds = options.dataSource ?? opened.dataSource(await openDataSource(config.database, { poolSize: flushConcurrency + 2 }));
+    const ds =
+      options.dataSource ??
+      opened.dataSource(await openDataSource(config.database, { poolSize: flushConcurrency + 2 }));
     // never migrated: most likely the wrong DATABASE_URL, so fail at once; merely behind: wait, not ready
     await assertSchema(ds, config.database, 'the worker');
     const schema = await watchDataSourceSchema(ds, logger, options.schemaPollMs);
@@ -142,7 +152,9 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
   });
   // read at scrape time only: dead letters by kind and the oldest one's age
   const deadLetterQueue = opened.closable(new Queue(DEAD_LETTER_QUEUE, { connection, prefix }));
-  const deadLetterQueueErrors = RepeatedLog.of(deadLetterQueue, logger, 'dead-letter queue connection error', { level: 'warn' });
+  const deadLetterQueueErrors = RepeatedLog.of(deadLetterQueue, logger, 'dead-letter queue connection error', {
+    level: 'warn',
+  });
   metrics.observeDeadLetters(new DeadLetterRepository(deadLetterQueue));
   const pipeline = buildPipeline({
     settings,
@@ -161,7 +173,13 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     onDeadLetter: options.onDeadLetter,
   });
   const { gate, batcher, sweeper } = pipeline;
-  const worker = createEventsWorker({ connection, prefix, settings, processor: pipeline.processor, concurrency: pipeline.concurrency.concurrency });
+  const worker = createEventsWorker({
+    connection,
+    prefix,
+    settings,
+    processor: pipeline.processor,
+    concurrency: pipeline.concurrency.concurrency,
+  });
   // the pipeline decides, the BullMQ worker follows: paused while the database is down, sized to the jobs
   gate.onChange((up) => (up ? (closing.signal.aborted ? undefined : worker.resume()) : worker.pause(true)));
   pipeline.concurrency.onChange((n) => (worker.concurrency = n));
@@ -169,7 +187,9 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
   const relief = new RedisRelief({ queue: eventsQueue, connection, logger, eventStreamKey: eventsQueue.keys.events });
   worker.on('error', relief.onError);
   // the counts of the last window of each repeated-error log, even if the worker's close never ends
-  opened.afterClose(() => [workerErrors, relief.failures, eventsQueueErrors, deadLetterQueueErrors].forEach((log) => log.flush()));
+  opened.afterClose(() =>
+    [workerErrors, relief.failures, eventsQueueErrors, deadLetterQueueErrors].forEach((log) => log.flush()),
+  );
   // Fetch (and sweep gaps) only on the schema this code expects: until then nothing is written.
   void schema.current.then(() => {
     if (closing.signal.aborted) return;
@@ -177,16 +197,31 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     void worker.run().catch((err) => logger.error({ err }, 'worker stopped with an error'));
   });
   await worker.waitUntilReady();
-  const readiness = () => readinessOf({ connection, ds, eventsQueue, gate, schema, state, stallMs: settings.readyStallSeconds * 1000 });
-  const health = settings.healthPort === null ? undefined : await startHealthServer({
-    port: settings.healthPort,
-    host: settings.healthHost,
-    logger,
-    readiness,
-    metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.text() }),
-  });
+  const readiness = () =>
+    readinessOf({ connection, ds, eventsQueue, gate, schema, state, stallMs: settings.readyStallSeconds * 1000 });
+  const health =
+    settings.healthPort === null
+      ? undefined
+      : await startHealthServer({
+          port: settings.healthPort,
+          host: settings.healthHost,
+          logger,
+          readiness,
+          metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.text() }),
+        });
   logger.info(
-    { queue: EVENTS_QUEUE, prefix, concurrency: settings.concurrency, maxEventsInFlight: settings.maxEventsInFlight, batchSize: settings.batchSize, batchWaitMs: settings.batchWaitMs, transactions: o.transactions, retryBudgetMs: settings.retryBudgetMs, gapTimeoutMs: settings.gapTimeoutMs, healthPort: health?.port ?? null },
+    {
+      queue: EVENTS_QUEUE,
+      prefix,
+      concurrency: settings.concurrency,
+      maxEventsInFlight: settings.maxEventsInFlight,
+      batchSize: settings.batchSize,
+      batchWaitMs: settings.batchWaitMs,
+      transactions: o.transactions,
+      retryBudgetMs: settings.retryBudgetMs,
+      gapTimeoutMs: settings.gapTimeoutMs,
+      healthPort: health?.port ?? null,
+    },
     'worker started',
   );
   let closed: Promise<ShutdownResult> | undefined;
@@ -196,11 +231,18 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     stats: () => state.snapshot(gate.isUp, batcher.size),
     readiness,
     idle: (timeoutMs = 60_000) => waitIdle(eventsQueue, batcher, timeoutMs),
-    close: (deadlineMs = settings.shutdownTimeoutMs) => (closed ??= shutdown({ worker, batcher, gate, sweeper, health, opened, closing, logger, deadlineMs })),
+    close: (deadlineMs = settings.shutdownTimeoutMs) =>
+      (closed ??= shutdown({ worker, batcher, gate, sweeper, health, opened, closing, logger, deadlineMs })),
   };
 }
 
-function createEventsWorker(w: { connection: RedisClient; prefix: string; settings: WorkerConfig; processor: WorkerPipeline['processor']; concurrency: number }): EventsWorker {
+function createEventsWorker(w: {
+  connection: RedisClient;
+  prefix: string;
+  settings: WorkerConfig;
+  processor: WorkerPipeline['processor'];
+  concurrency: number;
+}): EventsWorker {
   return new EventsWorker(EVENTS_QUEUE, w.processor, {
     connection: w.connection,
     prefix: w.prefix,
@@ -217,7 +259,15 @@ function createEventsWorker(w: { connection: RedisClient; prefix: string; settin
   });
 }
 
-function readinessOf(r: { connection: RedisClient; ds: DataSource; eventsQueue: Queue; gate: DatabaseGate; schema: SchemaWatch; state: WorkerState; stallMs: number }): Promise<Readiness> {
+function readinessOf(r: {
+  connection: RedisClient;
+  ds: DataSource;
+  eventsQueue: Queue;
+  gate: DatabaseGate;
+  schema: SchemaWatch;
+  state: WorkerState;
+  stallMs: number;
+}): Promise<Readiness> {
   return checkReadiness({
     // a command on the queue's own keys, not PING: "ready" means the worker's commands succeed
     // (a node that answers PING may still answer MOVED or CLUSTERDOWN to them)

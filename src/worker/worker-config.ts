@@ -104,9 +104,15 @@ export const WORKER_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['HEALTH_HOST', 'address the health server binds (default 0.0.0.0)'],
   ['READY_STALL_SECONDS', '/readyz fails when jobs wait and nothing committed this long (default 60)'],
   ['SHUTDOWN_TIMEOUT_MS', 'SIGTERM/SIGINT deadline before in-flight jobs are abandoned (default 8000)'],
-  ['WORKER_LOCK_MS', 'BullMQ job lock; a crashed worker\'s jobs come back after it (default 30000)'],
-  ['WORKER_GAP_TIMEOUT_MS', 'a plan waits this long for a missing seq, then applies its later events past it; 0 = forever (default 60000)'],
-  ['WORKER_ROW_CACHE_MB', 'plan rows kept in memory between transactions, so a plan\'s next events skip reading them; 0 = off (default 64)'],
+  ['WORKER_LOCK_MS', "BullMQ job lock; a crashed worker's jobs come back after it (default 30000)"],
+  [
+    'WORKER_GAP_TIMEOUT_MS',
+    'a plan waits this long for a missing seq, then applies its later events past it; 0 = forever (default 60000)',
+  ],
+  [
+    'WORKER_ROW_CACHE_MB',
+    "plan rows kept in memory between transactions, so a plan's next events skip reading them; 0 = off (default 64)",
+  ],
   ['WORKER_HEAP_GROWING_PERCENT', 'V8 heap growth past the live set, lower = less RSS; 0 = V8 default (default 50)'],
 ];
 
@@ -125,7 +131,10 @@ export function loadWorkerConfig(env: Env = process.env): Readonly<WorkerConfig>
     }
   };
   const healthRaw = read(env, 'HEALTH_PORT');
-  const healthPort = healthRaw !== undefined && /^(off|none|disabled?)$/i.test(healthRaw) ? null : num('HEALTH_PORT', d.healthPort as number, 0, 65535);
+  const healthPort =
+    healthRaw !== undefined && /^(off|none|disabled?)$/i.test(healthRaw)
+      ? null
+      : num('HEALTH_PORT', d.healthPort as number, 0, 65535);
   const config: WorkerConfig = {
     concurrency: num('WORKER_CONCURRENCY', d.concurrency, 1, 10_000),
     maxEventsInFlight: num('WORKER_MAX_EVENTS_IN_FLIGHT', d.maxEventsInFlight, 1, 1_000_000),

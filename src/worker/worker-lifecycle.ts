@@ -21,15 +21,28 @@ import { messageOf, RepeatedLog } from '../shared/repeated-log';
 /** What happens around the processor: BullMQ events, idleness, shutdown. */
 
 /** Returns the log of the worker's 'error' events, for the shutdown to flush. */
-export function wireWorkerEvents(worker: EventsWorker, state: WorkerState, logger: Logger, writeDeadLetters: (l: DeadLetter[]) => Promise<void>, prefix: string): RepeatedLog {
+export function wireWorkerEvents(
+  worker: EventsWorker,
+  state: WorkerState,
+  logger: Logger,
+  writeDeadLetters: (l: DeadLetter[]) => Promise<void>,
+  prefix: string,
+): RepeatedLog {
   // a worker whose every fetch fails (a full Redis) would log each failure: once per kind per 10 s
-  const errors = RepeatedLog.of(worker, logger, 'worker error', { kindOf: (err) => (isRedisOomError(err) ? 'redis-oom' : messageOf(err)) });
+  const errors = RepeatedLog.of(worker, logger, 'worker error', {
+    kindOf: (err) => (isRedisOomError(err) ? 'redis-oom' : messageOf(err)),
+  });
   worker.on('drained', () => state.drained());
   worker.on('failed', (job: Job<WorkerJobData> | undefined, err: Error) => {
     // The processor settles every job itself; this is the safety net for what escapes it.
     if (!job || !job.finishedOn || err.name === 'DelayedError') return;
-    logger.error({ jobId: job.id, attempt: job.attemptsStarted, err }, 'job failed for good outside the processor; dead-lettering its events');
-    void lastResortDeadLetters(job, err, prefix).then(writeDeadLetters).catch((e) => logger.error({ err: e, jobId: job.id }, 'could not dead-letter a failed job'));
+    logger.error(
+      { jobId: job.id, attempt: job.attemptsStarted, err },
+      'job failed for good outside the processor; dead-lettering its events',
+    );
+    void lastResortDeadLetters(job, err, prefix)
+      .then(writeDeadLetters)
+      .catch((e) => logger.error({ err: e, jobId: job.id }, 'could not dead-letter a failed job'));
   });
   return errors;
 }
@@ -38,19 +51,35 @@ async function lastResortDeadLetters(job: Job<WorkerJobData>, err: Error, prefix
   const events = Array.isArray(job.data?.events) ? job.data.events : [job.data];
   const failedAt = new Date(job.finishedOn ?? Date.now());
   return events.map((event, index) =>
-    buildDeadLetter('retries-exhausted', event, { message: err.message, stack: err.stack }, {
-      queue: EVENTS_QUEUE, prefix, jobId: String(job.id), index, attempts: job.attemptsStarted || 1,
-      firstFailedAt: new Date(job.processedOn ?? failedAt.getTime()), lastFailedAt: failedAt,
-      workerVersion: workerVersion(), replayCount: job.data?.replayCounts?.[index] ?? 0,
-    }),
+    buildDeadLetter(
+      'retries-exhausted',
+      event,
+      { message: err.message, stack: err.stack },
+      {
+        queue: EVENTS_QUEUE,
+        prefix,
+        jobId: String(job.id),
+        index,
+        attempts: job.attemptsStarted || 1,
+        firstFailedAt: new Date(job.processedOn ?? failedAt.getTime()),
+        lastFailedAt: failedAt,
+        workerVersion: workerVersion(),
+        replayCount: job.data?.replayCounts?.[index] ?? 0,
+      },
+    ),
   );
 }
 
-export async function waitIdle(queue: Queue, batcher: MicroBatcher<PlanEvent, JobWriteOutcome>, timeoutMs: number): Promise<boolean> {
+export async function waitIdle(
+  queue: Queue,
+  batcher: MicroBatcher<PlanEvent, JobWriteOutcome>,
+  timeoutMs: number,
+): Promise<boolean> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     const c = await queue.getJobCounts('wait', 'active', 'delayed', 'prioritized');
-    if ((c.wait ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0) === 0 && batcher.size === 0) return true;
+    if ((c.wait ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0) === 0 && batcher.size === 0)
+      return true;
     await new Promise((r) => setTimeout(r, 50));
   }
   return false;
@@ -87,12 +116,20 @@ export async function shutdown(p: ShutdownParts): Promise<ShutdownResult> {
   p.closing.abort();
   const stopping = p.worker.close();
   void p.batcher.drain();
-  const clean = await withTimeout(stopping, p.deadlineMs, 'deadline').then(() => true, () => false);
+  const clean = await withTimeout(stopping, p.deadlineMs, 'deadline').then(
+    () => true,
+    () => false,
+  );
   const unfinishedJobs = clean ? 0 : p.worker.unacknowledgedJobs;
   if (unfinishedJobs > 0) {
-    p.logger.warn({ unfinishedJobs }, 'shutdown deadline reached: abandoning in-flight jobs; BullMQ redelivers them once their locks expire');
+    p.logger.warn(
+      { unfinishedJobs },
+      'shutdown deadline reached: abandoning in-flight jobs; BullMQ redelivers them once their locks expire',
+    );
   } else if (!clean) {
-    p.logger.warn('shutdown deadline reached with no job in flight: the Redis connections did not close (is Redis reachable?); they are dropped');
+    p.logger.warn(
+      'shutdown deadline reached with no job in flight: the Redis connections did not close (is Redis reachable?); they are dropped',
+    );
   }
   if (!clean) await withTimeout(p.worker.abandonInFlight(), 1_000, 'abandon').catch(() => undefined);
   p.gate.stop();

@@ -25,7 +25,6 @@ export interface WorkerMetricsOptions {
 
 const QUEUE_STATES = ['wait', 'active', 'delayed', 'paused', 'prioritized', 'failed'] as const;
 
-
 /**
  * The worker's Prometheus metrics, on a registry of its own so two workers in one process (tests,
  * the demo) never collide. Names follow Prometheus conventions: `_total` counters, `_seconds`.
@@ -56,12 +55,37 @@ export class WorkerMetrics {
     this.registry = options.registry ?? new Registry();
     this.now = options.now ?? Date.now;
     const registers = [this.registry];
-    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'plan_ledger_worker_' });
-    this.persisted = new Counter({ name: 'plan_ledger_events_persisted_total', help: 'Events newly stored, by event type', labelNames: ['type'], registers });
-    this.duplicates = new Counter({ name: 'plan_ledger_events_duplicate_total', help: 'Events already stored (redelivered or replayed): no-ops, by event type', labelNames: ['type'], registers });
-    this.deadLettered = new Counter({ name: 'plan_ledger_events_dead_lettered_total', help: 'Events sent to the dead-letter queue, by kind and event type', labelNames: ['kind', 'type'], registers });
-    this.eventConflicts = new Counter({ name: 'plan_ledger_event_id_conflicts_total', help: 'Events whose id is already stored for a different event (other plan, type, seq, time or payload): dead-lettered as conflict', registers });
-    this.retries = new Counter({ name: 'plan_ledger_write_retries_total', help: 'Batch writes that failed for a transient reason and will be retried, by driver code', labelNames: ['code'], registers });
+    if (options.processMetrics ?? true)
+      collectDefaultMetrics({ register: this.registry, prefix: 'plan_ledger_worker_' });
+    this.persisted = new Counter({
+      name: 'plan_ledger_events_persisted_total',
+      help: 'Events newly stored, by event type',
+      labelNames: ['type'],
+      registers,
+    });
+    this.duplicates = new Counter({
+      name: 'plan_ledger_events_duplicate_total',
+      help: 'Events already stored (redelivered or replayed): no-ops, by event type',
+      labelNames: ['type'],
+      registers,
+    });
+    this.deadLettered = new Counter({
+      name: 'plan_ledger_events_dead_lettered_total',
+      help: 'Events sent to the dead-letter queue, by kind and event type',
+      labelNames: ['kind', 'type'],
+      registers,
+    });
+    this.eventConflicts = new Counter({
+      name: 'plan_ledger_event_id_conflicts_total',
+      help: 'Events whose id is already stored for a different event (other plan, type, seq, time or payload): dead-lettered as conflict',
+      registers,
+    });
+    this.retries = new Counter({
+      name: 'plan_ledger_write_retries_total',
+      help: 'Batch writes that failed for a transient reason and will be retried, by driver code',
+      labelNames: ['code'],
+      registers,
+    });
     this.commitSeconds = new Histogram({
       name: 'plan_ledger_commit_duration_seconds',
       help: 'Time of one database transaction (persist of one batch), successful ones',
@@ -74,15 +98,43 @@ export class WorkerMetrics {
       buckets: [1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000],
       registers,
     });
-    this.databaseUp = new Gauge({ name: 'plan_ledger_database_up', help: '1 while the worker considers the database reachable', registers });
+    this.databaseUp = new Gauge({
+      name: 'plan_ledger_database_up',
+      help: '1 while the worker considers the database reachable',
+      registers,
+    });
     this.databaseUp.set(1);
     // the store (README, "Store"): incremental applies, rare rebuilds, gaps in a plan's seq
-    this.eventsApplied = new Counter({ name: 'plan_ledger_events_applied_total', help: "Events applied to their plan's rows without reading the plan's log", registers });
-    this.planRebuilds = new Counter({ name: 'plan_ledger_plan_rebuilds_total', help: 'Plans rebuilt from their whole event log (an event landed behind the plan watermark: a seq used twice, or an event after its gap was skipped)', registers });
-    this.gapWaits = new Counter({ name: 'plan_ledger_gap_waits_total', help: 'Times a plan started waiting on a missing seq, its later events kept in the log', registers });
-    this.gapsSkipped = new Counter({ name: 'plan_ledger_gaps_skipped_total', help: 'Plans whose missing seq was waited for longer than WORKER_GAP_TIMEOUT_MS: their waiting events were applied past the gap', registers });
-    this.plansWaitingOnGap = new Gauge({ name: 'plan_ledger_plans_waiting_on_gap', help: 'Plans waiting on a missing seq now (read by the gap sweeper)', registers });
-    this.rowCacheHits = new Counter({ name: 'plan_ledger_row_cache_hits_total', help: "Plans whose new events applied to rows this worker had cached, without reading them back (WORKER_ROW_CACHE_MB)", registers });
+    this.eventsApplied = new Counter({
+      name: 'plan_ledger_events_applied_total',
+      help: "Events applied to their plan's rows without reading the plan's log",
+      registers,
+    });
+    this.planRebuilds = new Counter({
+      name: 'plan_ledger_plan_rebuilds_total',
+      help: 'Plans rebuilt from their whole event log (an event landed behind the plan watermark: a seq used twice, or an event after its gap was skipped)',
+      registers,
+    });
+    this.gapWaits = new Counter({
+      name: 'plan_ledger_gap_waits_total',
+      help: 'Times a plan started waiting on a missing seq, its later events kept in the log',
+      registers,
+    });
+    this.gapsSkipped = new Counter({
+      name: 'plan_ledger_gaps_skipped_total',
+      help: 'Plans whose missing seq was waited for longer than WORKER_GAP_TIMEOUT_MS: their waiting events were applied past the gap',
+      registers,
+    });
+    this.plansWaitingOnGap = new Gauge({
+      name: 'plan_ledger_plans_waiting_on_gap',
+      help: 'Plans waiting on a missing seq now (read by the gap sweeper)',
+      registers,
+    });
+    this.rowCacheHits = new Counter({
+      name: 'plan_ledger_row_cache_hits_total',
+      help: 'Plans whose new events applied to rows this worker had cached, without reading them back (WORKER_ROW_CACHE_MB)',
+      registers,
+    });
     // prom-client calls collect() with the gauge as `this`: the worker's state is reached through these
     const probe = () => this.queueProbe;
     const now = () => this.now();
@@ -121,7 +173,8 @@ export class WorkerMetrics {
         const read = readDeadLetters();
         if (!read) return;
         const { byKind } = await read;
-        for (const kind of new Set<string>([...DEAD_LETTER_KINDS, ...byKind.keys()])) this.set({ kind }, byKind.get(kind) ?? 0);
+        for (const kind of new Set<string>([...DEAD_LETTER_KINDS, ...byKind.keys()]))
+          this.set({ kind }, byKind.get(kind) ?? 0);
       },
     });
     new Gauge({

@@ -104,6 +104,12 @@ export function buildPipeline(deps: PipelineDeps): WorkerPipeline {
     closing: deps.closing,
     onJobStart: (events) => concurrency.observe(events),
   });
-  const sweeper = new GapSweeper({ store, timeoutMs: settings.gapTimeoutMs, metrics, logger, databaseUp: () => gate.isUp });
+  const sweeper = new GapSweeper({
+    store,
+    timeoutMs: settings.gapTimeoutMs,
+    metrics,
+    logger,
+    databaseUp: () => gate.isUp,
+  });
   return { gate, batcher, processor, concurrency, writeDeadLetters, sweeper };
 }

@@ -21,7 +21,11 @@ async function runWatched(args: string[], env: Record<string, string> = {}) {
   const file = path.join(dir, `modules-${++runs}.json`);
   const result = await runCli(args, { ...env, NODE_OPTIONS: `--require ${HOOK}`, LOADED_MODULES_FILE: file });
   const loaded = JSON.parse(fs.readFileSync(file, 'utf8')) as string[];
-  const packages = new Set(loaded.map((f) => /[\\/]node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(f)?.[1]).filter((p): p is string => p !== undefined));
+  const packages = new Set(
+    loaded
+      .map((f) => /[\\/]node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(f)?.[1])
+      .filter((p): p is string => p !== undefined),
+  );
   return { ...result, packages, loaded };
 }
 
@@ -38,7 +42,19 @@ describe('plan-ledger --help loads no implementation', () => {
     const r = await runWatched(['--help']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('Usage: plan-ledger');
-    for (const cmd of ['demo', 'migrate', 'worker', 'dlq', 'plans', 'sessions', 'workflows', 'steps', 'analytics', 'retention', 'serve']) {
+    for (const cmd of [
+      'demo',
+      'migrate',
+      'worker',
+      'dlq',
+      'plans',
+      'sessions',
+      'workflows',
+      'steps',
+      'analytics',
+      'retention',
+      'serve',
+    ]) {
       expect(r.stdout).toMatch(new RegExp(`^  ${cmd}\\b`, 'm'));
     }
     expect(r.stdout).toContain('DATABASE_URL');
@@ -82,7 +98,9 @@ describe('a command loads its implementation when it runs', () => {
   });
 
   it('a usage error in a command still exits 2 with one line, before connecting', async () => {
-    const r = await runWatched(['plans', 'list', '--limit', 'lots'], { DATABASE_URL: `sqlite:${path.join(dir, 'never.sqlite')}` });
+    const r = await runWatched(['plans', 'list', '--limit', 'lots'], {
+      DATABASE_URL: `sqlite:${path.join(dir, 'never.sqlite')}`,
+    });
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toContain('--limit');

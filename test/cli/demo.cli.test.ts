@@ -25,7 +25,11 @@ describe('plan-ledger demo', () => {
   });
 
   it('stores a multi-agent run, dead-letters the poison event and prints the timeline', async () => {
-    const result = await runCli(['demo', '--pace', '0'], { DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: prefix }, 90_000);
+    const result = await runCli(
+      ['demo', '--pace', '0'],
+      { DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: prefix },
+      90_000,
+    );
     expect(result.code).toBe(0);
     expect(result.stderr).toContain('[4/4] waiting for the worker');
     expect(result.stderr).toContain('stored 21/21, dead letters 1');
@@ -36,12 +40,31 @@ describe('plan-ledger demo', () => {
 
     const ds: DataSource = await openDataSource(parseDatabaseUrl(db.url));
     try {
-      const [plan] = await ds.query(`SELECT status, approval_status, total_steps, completed_steps, failed_steps, skipped_steps, total_input_tokens FROM execution_plans WHERE id = ?`, [planId]);
-      expect(plan).toEqual({ status: 'failed', approval_status: 'edited', total_steps: 6, completed_steps: 4, failed_steps: 1, skipped_steps: 1, total_input_tokens: 9600 });
+      const [plan] = await ds.query(
+        `SELECT status, approval_status, total_steps, completed_steps, failed_steps, skipped_steps, total_input_tokens FROM execution_plans WHERE id = ?`,
+        [planId],
+      );
+      expect(plan).toEqual({
+        status: 'failed',
+        approval_status: 'edited',
+        total_steps: 6,
+        completed_steps: 4,
+        failed_steps: 1,
+        skipped_steps: 1,
+        total_input_tokens: 9600,
+      });
       // the 21 events, and the voided seq recording the poison event's refusal
-      const counts = await ds.query(`SELECT type = 'seq.voided' AS voided, COUNT(*) AS n FROM plan_events WHERE plan_id = ? GROUP BY type = 'seq.voided' ORDER BY 1`, [planId]);
-      expect(counts).toEqual([{ voided: 0, n: 21 }, { voided: 1, n: 1 }]);
-      const [write] = await ds.query(`SELECT output_content FROM plan_steps WHERE plan_id = ? AND step_key = 'write'`, [planId]);
+      const counts = await ds.query(
+        `SELECT type = 'seq.voided' AS voided, COUNT(*) AS n FROM plan_events WHERE plan_id = ? GROUP BY type = 'seq.voided' ORDER BY 1`,
+        [planId],
+      );
+      expect(counts).toEqual([
+        { voided: 0, n: 21 },
+        { voided: 1, n: 1 },
+      ]);
+      const [write] = await ds.query(`SELECT output_content FROM plan_steps WHERE plan_id = ? AND step_key = 'write'`, [
+        planId,
+      ]);
       expect(write.output_content).toContain('## Bibliography');
     } finally {
       await ds.destroy();
@@ -49,7 +72,11 @@ describe('plan-ledger demo', () => {
   });
 
   it('says in one line how to start Redis when it is not running', async () => {
-    const result = await runCli(['demo'], { DATABASE_URL: db.url, REDIS_URL: 'redis://127.0.0.1:1', QUEUE_PREFIX: prefix });
+    const result = await runCli(['demo'], {
+      DATABASE_URL: db.url,
+      REDIS_URL: 'redis://127.0.0.1:1',
+      QUEUE_PREFIX: prefix,
+    });
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
     expect(result.stderr).toContain('cannot reach Redis at redis://127.0.0.1:1');

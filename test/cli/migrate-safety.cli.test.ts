@@ -12,7 +12,13 @@ import { runCli } from '../support/cli';
 import { createThrowawayDb, ThrowawayDb } from '../support/databases';
 import { waitFor } from '../worker/helpers/queue-harness';
 
-const ALL = ['InitialSchema1795219200000', 'IndexHandoffStep1795219300000', 'IncrementalStore1795219400000', 'DatabasesAlike1795219500000', 'PlanRestoredAt1795219600000'];
+const ALL = [
+  'InitialSchema1795219200000',
+  'IndexHandoffStep1795219300000',
+  'IncrementalStore1795219400000',
+  'DatabasesAlike1795219500000',
+  'PlanRestoredAt1795219600000',
+];
 
 /** Holds the migration lock from this process until `release()` is called. */
 async function holdLock(ds: DataSource): Promise<{ release(): void; released: Promise<void> }> {
@@ -30,7 +36,10 @@ async function holdLock(ds: DataSource): Promise<{ release(): void; released: Pr
 }
 
 /** While another connection holds the lock, a `migrate` waits, applies nothing, and finishes once it is released. */
-async function expectMigrateWaitsForLock(db: ThrowawayDb, isWaiting: (admin: DataSource) => Promise<boolean>): Promise<void> {
+async function expectMigrateWaitsForLock(
+  db: ThrowawayDb,
+  isWaiting: (admin: DataSource) => Promise<boolean>,
+): Promise<void> {
   const holder = await openDataSource(db.target, { poolSize: 2 });
   try {
     const lock = await holdLock(holder);
@@ -54,7 +63,9 @@ describe('migrate: one run at a time, rerunnable, with --status', () => {
     const db = await createThrowawayDb('postgres');
     try {
       await expectMigrateWaitsForLock(db, async (ds) => {
-        const rows = await ds.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid::bigint = (hashtext(current_schema())::bigint & 4294967295)`);
+        const rows = await ds.query(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid::bigint = (hashtext(current_schema())::bigint & 4294967295)`,
+        );
         return rows[0].n > 0;
       });
     } finally {
@@ -66,7 +77,9 @@ describe('migrate: one run at a time, rerunnable, with --status', () => {
     const db = await createThrowawayDb('mariadb');
     try {
       await expectMigrateWaitsForLock(db, async (ds) => {
-        const rows = await ds.query(`SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND INFO LIKE 'SELECT GET_LOCK%' AND ID <> CONNECTION_ID()`);
+        const rows = await ds.query(
+          `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND INFO LIKE 'SELECT GET_LOCK%' AND ID <> CONNECTION_ID()`,
+        );
         return Number(rows[0].n) > 0;
       });
     } finally {
@@ -83,7 +96,9 @@ describe('migrate: one run at a time, rerunnable, with --status', () => {
       await ds.query(`DELETE FROM migrations WHERE name = 'IncrementalStore1795219400000'`);
       const [, , third] = await migrationSql(db.target);
       const statements = third.statements;
-      await ds.query('ALTER TABLE `plan_heads` DROP INDEX `IX_plan_heads_gap`, DROP COLUMN `applied_seq`, DROP COLUMN `pending_events`, DROP COLUMN `gap_since`');
+      await ds.query(
+        'ALTER TABLE `plan_heads` DROP INDEX `IX_plan_heads_gap`, DROP COLUMN `applied_seq`, DROP COLUMN `pending_events`, DROP COLUMN `gap_since`',
+      );
       await ds.query('ALTER TABLE `plan_handoffs` DROP COLUMN `step_key`');
       for (const statement of statements.slice(0, 2)) await ds.query(statement); // the two ADD COLUMN statements
       expect((await migrationStatus(ds)).pending).toEqual(['IncrementalStore1795219400000']);
@@ -91,7 +106,9 @@ describe('migrate: one run at a time, rerunnable, with --status', () => {
       const rerun = await runCli(['migrate'], { DATABASE_URL: db.url });
       expect(rerun.stderr).toBe('');
       expect(rerun).toMatchObject({ code: 0, stdout: 'applied IncrementalStore1795219400000\n' });
-      const index = await ds.query(`SELECT COUNT(*) AS n FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME = 'IX_plan_heads_gap'`);
+      const index = await ds.query(
+        `SELECT COUNT(*) AS n FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME = 'IX_plan_heads_gap'`,
+      );
       expect(Number(index[0].n)).toBe(1);
       expect((await migrationStatus(ds)).pending).toEqual([]);
     } finally {
@@ -105,10 +122,16 @@ describe('migrate: one run at a time, rerunnable, with --status', () => {
     try {
       const env = { DATABASE_URL: db.url };
       const before = await runCli(['migrate', '--status'], env);
-      expect(before).toMatchObject({ code: 0, stdout: `${ALL.map((n) => `pending  ${n}`).join('\n')}\n${ALL.length} pending migrations: run plan-ledger migrate\n` });
+      expect(before).toMatchObject({
+        code: 0,
+        stdout: `${ALL.map((n) => `pending  ${n}`).join('\n')}\n${ALL.length} pending migrations: run plan-ledger migrate\n`,
+      });
 
       const runs = await Promise.all([runCli(['migrate', '--json'], env), runCli(['migrate', '--json'], env)]);
-      expect(runs.map((r) => [r.code, r.stderr])).toEqual([[0, ''], [0, '']]);
+      expect(runs.map((r) => [r.code, r.stderr])).toEqual([
+        [0, ''],
+        [0, ''],
+      ]);
       expect(runs.flatMap((r) => JSON.parse(r.stdout).applied).sort()).toEqual([...ALL].sort());
 
       const after = await runCli(['migrate', '--status', '--json'], env);

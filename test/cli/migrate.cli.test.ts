@@ -8,11 +8,23 @@ describe('plan-ledger migrate (child process)', () => {
       const env = { DATABASE_URL: db.url };
       const first = await runCli(['migrate'], env);
       expect(first.stderr).toBe('');
-      expect(first).toMatchObject({ code: 0, stdout: 'applied InitialSchema1795219200000\napplied IndexHandoffStep1795219300000\napplied IncrementalStore1795219400000\napplied DatabasesAlike1795219500000\napplied PlanRestoredAt1795219600000\n' });
+      expect(first).toMatchObject({
+        code: 0,
+        stdout:
+          'applied InitialSchema1795219200000\napplied IndexHandoffStep1795219300000\napplied IncrementalStore1795219400000\napplied DatabasesAlike1795219500000\napplied PlanRestoredAt1795219600000\n',
+      });
       expect(await runCli(['migrate'], env)).toMatchObject({ code: 0, stdout: 'schema is up to date\n' });
       const reverted = await runCli(['migrate', '--revert-all', '--json'], env);
       expect(reverted.code).toBe(0);
-      expect(JSON.parse(reverted.stdout)).toMatchObject({ reverted: ['PlanRestoredAt1795219600000', 'DatabasesAlike1795219500000', 'IncrementalStore1795219400000', 'IndexHandoffStep1795219300000', 'InitialSchema1795219200000'] });
+      expect(JSON.parse(reverted.stdout)).toMatchObject({
+        reverted: [
+          'PlanRestoredAt1795219600000',
+          'DatabasesAlike1795219500000',
+          'IncrementalStore1795219400000',
+          'IndexHandoffStep1795219300000',
+          'InitialSchema1795219200000',
+        ],
+      });
     } finally {
       await db.drop();
     }

@@ -41,7 +41,14 @@ describe('human-readable CLI output escapes event text (child process, SQLite + 
         ],
       })
       .ran('s1', [10, 5], { result: `ok${CLEAR}` })
-      .handoff({ handoffId: 'h1', stepId: 's2', fromAgentId: 'architect', toAgentId: 'coder', reason: `next${RETITLE}`, explanation: `because${CLEAR}` })
+      .handoff({
+        handoffId: 'h1',
+        stepId: 's2',
+        fromAgentId: 'architect',
+        toAgentId: 'coder',
+        reason: `next${RETITLE}`,
+        explanation: `because${CLEAR}`,
+      })
       .started('s2')
       .failed('s2', `boom${CLEAR}`);
     const events = script.events.map((e) => {

@@ -18,7 +18,7 @@ describe('console routes', () => {
   });
   afterAll(async () => stack?.close());
 
-  it('GET /v1/health: waiting jobs and the oldest one\'s age, dead letters by kind, events stored per minute', async () => {
+  it("GET /v1/health: waiting jobs and the oldest one's age, dead letters by kind, events stored per minute", async () => {
     const redis = openRedis();
     const events = new Queue(EVENTS_QUEUE, { connection: redis, prefix: stack.prefix });
     const writer = new DeadLetterWriter(redis, stack.prefix);
@@ -26,7 +26,24 @@ describe('console routes', () => {
       await events.add(EVENT_BATCH_JOB, { v: 1, events: [] }, { timestamp: Date.now() - 90_000 });
       await events.add(EVENT_BATCH_JOB, { v: 1, events: [] });
       const at = new Date();
-      await writer.write([buildDeadLetter('invalid', { type: 'x' }, { message: 'bad' }, { queue: EVENTS_QUEUE, prefix: stack.prefix, jobId: 'j', index: 0, attempts: 1, firstFailedAt: at, lastFailedAt: at, workerVersion: 't', replayCount: 0 })]);
+      await writer.write([
+        buildDeadLetter(
+          'invalid',
+          { type: 'x' },
+          { message: 'bad' },
+          {
+            queue: EVENTS_QUEUE,
+            prefix: stack.prefix,
+            jobId: 'j',
+            index: 0,
+            attempts: 1,
+            firstFailedAt: at,
+            lastFailedAt: at,
+            workerVersion: 't',
+            replayCount: 0,
+          },
+        ),
+      ]);
       recordStoredEvents(redis, stack.prefix, 7);
       recordStoredEvents(redis, stack.prefix, 5);
       await new Promise((r) => setTimeout(r, 100));
@@ -63,7 +80,12 @@ describe('console routes', () => {
   });
 
   it('sign-in: an ingest-only key cannot open the console; a session cookie reads, and its writes need the CSRF token', async () => {
-    const post = (key: string) => fetch(`${stack.server.url}/console/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ key }) });
+    const post = (key: string) =>
+      fetch(`${stack.server.url}/console/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ key }),
+      });
     const ingest = await post(INGEST_KEY);
     expect(ingest.status).toBe(403);
     expect(ingest.headers.get('set-cookie')).toBeNull();
@@ -76,20 +98,35 @@ describe('console routes', () => {
     expect(scopes).toEqual(['read']);
     expect((await fetch(`${stack.server.url}/v1/plans`, { headers: { cookie: session } })).status).toBe(200);
     // sign-out without the token is refused; with it, the cookie no longer opens anything
-    expect((await fetch(`${stack.server.url}/console/session`, { method: 'DELETE', headers: { cookie: session } })).status).toBe(403);
-    expect((await fetch(`${stack.server.url}/console/session`, { method: 'DELETE', headers: { cookie: session, 'x-csrf-token': csrf } })).status).toBe(200);
+    expect(
+      (await fetch(`${stack.server.url}/console/session`, { method: 'DELETE', headers: { cookie: session } })).status,
+    ).toBe(403);
+    expect(
+      (
+        await fetch(`${stack.server.url}/console/session`, {
+          method: 'DELETE',
+          headers: { cookie: session, 'x-csrf-token': csrf },
+        })
+      ).status,
+    ).toBe(200);
     expect((await fetch(`${stack.server.url}/v1/plans`, { headers: { cookie: session } })).status).toBe(401);
     expect(stack.logs()).not.toContain(READ_KEY);
   });
 
   it('the cookie is Secure behind a TLS proxy named in HTTP_TRUST_PROXY, and X-Forwarded-Proto from anyone else is ignored', async () => {
     const signIn = (url: string, headers: Record<string, string> = {}) =>
-      fetch(`${url}/console/session`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ key: READ_KEY }) }).then((r) => r.headers.get('set-cookie') ?? '');
+      fetch(`${url}/console/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ key: READ_KEY }),
+      }).then((r) => r.headers.get('set-cookie') ?? '');
     // this server trusts no proxy: the header is anyone's word
     expect(await signIn(stack.server.url, { 'x-forwarded-proto': 'https' })).not.toMatch(/Secure/);
     const proxied = await startApiStack('sqlite', { worker: false, env: { HTTP_TRUST_PROXY: '127.0.0.1' } });
     try {
-      expect(await signIn(proxied.server.url, { 'x-forwarded-proto': 'https' })).toMatch(/; HttpOnly; SameSite=Strict; Max-Age=43200; Secure$/);
+      expect(await signIn(proxied.server.url, { 'x-forwarded-proto': 'https' })).toMatch(
+        /; HttpOnly; SameSite=Strict; Max-Age=43200; Secure$/,
+      );
       expect(await signIn(proxied.server.url, { 'x-forwarded-proto': 'http' })).not.toMatch(/Secure/);
       expect(await signIn(proxied.server.url)).not.toMatch(/Secure/);
     } finally {

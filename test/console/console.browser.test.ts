@@ -28,7 +28,11 @@ let browser: Browser;
 let publisher: PlanEventPublisher;
 let journalDir: string;
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 30_000): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await fn();
@@ -39,7 +43,9 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null |
 }
 
 async function planStatus(planId: string): Promise<string | undefined> {
-  const row = await stack.db.ds.getRepository<{ id: string; status: string }>(ENTITY.plan).findOne({ where: { id: planId } });
+  const row = await stack.db.ds
+    .getRepository<{ id: string; status: string }>(ENTITY.plan)
+    .findOne({ where: { id: planId } });
   return row?.status;
 }
 
@@ -78,20 +84,40 @@ function layeredSteps(layers: number, perLayer: number): StepSpec[] {
   for (let l = 0; l < layers; l++) {
     for (let i = 0; i < perLayer; i++) {
       const deps = l === 0 ? [] : [`t${l - 1}-${i}`, `t${l - 1}-${(i + 1) % perLayer}`];
-      steps.push({ stepId: `t${l}-${i}`, index: steps.length, agentId: `agent-${i % 6}`, task: `task ${l}.${i}`, ...(deps.length ? { dependsOn: deps } : {}) });
+      steps.push({
+        stepId: `t${l}-${i}`,
+        index: steps.length,
+        agentId: `agent-${i % 6}`,
+        task: `task ${l}.${i}`,
+        ...(deps.length ? { dependsOn: deps } : {}),
+      });
     }
   }
   return steps;
 }
 
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (bash .ci/run does), or set CHROMIUM_PATH`);
+  if (!fs.existsSync(CHROMIUM))
+    throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (bash .ci/run does), or set CHROMIUM_PATH`);
   stack = await startApiStack('sqlite', { env: { HTTP_ADMIN_KEYS: ADMIN_KEY } });
   journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-console-'));
-  publisher = new PlanEventPublisher({ redisUrl: REDIS_URL, queuePrefix: stack.prefix, logger: silentLogger(), journalDir });
+  publisher = new PlanEventPublisher({
+    redisUrl: REDIS_URL,
+    queuePrefix: stack.prefix,
+    logger: silentLogger(),
+    journalDir,
+  });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }, 60_000);
 
@@ -120,12 +146,14 @@ describe('the web console in headless Chromium', () => {
     await page.context().close();
   });
 
-  it("draws the demo plan: one DAG node per step with the failed one marked, one timeline bar per step, the decision trail", async () => {
+  it('draws the demo plan: one DAG node per step with the failed one marked, one timeline bar per step, the decision trail', async () => {
     const ids = { planId: 'demo-plan-console', sessionId: 'demo-session-console' };
     for (const action of demoScenario(ids)) action.publish(publisher);
     await publisher.flush(10_000);
     await waitFor('the demo plan to be stored', async () => (await planStatus(ids.planId)) === 'failed');
-    const steps = await stack.db.ds.getRepository<{ stepKey: string; status: string }>(ENTITY.step).find({ where: { planId: ids.planId } as never });
+    const steps = await stack.db.ds
+      .getRepository<{ stepKey: string; status: string }>(ENTITY.step)
+      .find({ where: { planId: ids.planId } as never });
 
     const { page } = await openPage(READ_KEY);
     await page.goto(`${stack.server.url}/#/plans/${ids.planId}`);
@@ -133,7 +161,11 @@ describe('the web console in headless Chromium', () => {
     expect(await page.locator('#dag .dag-node').count()).toBe(steps.length);
     const failed = steps.filter((s) => s.status === 'failed').map((s) => s.stepKey);
     expect(failed).toHaveLength(1);
-    expect(await page.locator('#dag .dag-node[data-status=failed]').evaluateAll((els) => els.map((e) => e.getAttribute('data-step')))).toEqual(failed);
+    expect(
+      await page
+        .locator('#dag .dag-node[data-status=failed]')
+        .evaluateAll((els) => els.map((e) => e.getAttribute('data-step'))),
+    ).toEqual(failed);
     expect(await page.locator('#timeline .gantt-bar').count()).toBe(steps.length);
     expect(await page.locator('#decisions tr[data-decision=edit]').count()).toBe(1);
     expect(await page.textContent('#decisions')).toContain('alice@example.com');
@@ -190,11 +222,22 @@ describe('the web console in headless Chromium', () => {
     const query = '<script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2">';
     const agentId = '<img src=x onerror=alert(1)>';
     const output = '# Title\n<script>alert(2)</script><img src=x onerror="window.__pwned=3">\n[x](javascript:alert(4))';
-    publisher.planCreated(plan, { query, steps: [{ stepId: 's1', index: 0, agentId, task: '<b onmouseover=alert(5)>task</b>' }] });
+    publisher.planCreated(plan, {
+      query,
+      steps: [{ stepId: 's1', index: 0, agentId, task: '<b onmouseover=alert(5)>task</b>' }],
+    });
     publisher.stepStarted(plan, { stepId: 's1' });
     publisher.stepCompleted(plan, { stepId: 's1', inputTokens: 1, outputTokens: 1, outputContent: output });
     await publisher.flush(10_000);
-    await waitFor('the hostile plan', async () => (await stack.db.ds.getRepository<{ outputContent: string | null }>(ENTITY.step).findOne({ where: { planId: plan.planId } as never }))?.outputContent);
+    await waitFor(
+      'the hostile plan',
+      async () =>
+        (
+          await stack.db.ds
+            .getRepository<{ outputContent: string | null }>(ENTITY.step)
+            .findOne({ where: { planId: plan.planId } as never })
+        )?.outputContent,
+    );
 
     const { page, dialogs } = await openPage(READ_KEY);
     await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
@@ -220,21 +263,27 @@ describe('the web console in headless Chromium', () => {
   });
 
   it('with the read key, replay and purge are refused by the server (403), not only hidden; a request without the CSRF token is refused', async () => {
-    const [dl] = await writeDeadLetters([{ specVersion: 1, type: 'step.started', planId: 'p', sessionId: 's', seq: 1, occurredAt: 'never', payload: {} }]);
+    const [dl] = await writeDeadLetters([
+      { specVersion: 1, type: 'step.started', planId: 'p', sessionId: 's', seq: 1, occurredAt: 'never', payload: {} },
+    ]);
     const { page } = await openPage(READ_KEY);
     await page.goto(`${stack.server.url}/#/dead-letters/${dl.id}`);
     await page.waitForSelector('#event');
     expect(await page.locator('#replay').count()).toBe(0);
     const answers = await page.evaluate(async (id) => {
       const { csrf } = (await (await fetch('/console/session')).json()) as { csrf: string };
-      const post = async (verb: string) => (await fetch(`/v1/dead-letters/${id}/${verb}`, { method: 'POST', headers: { 'x-csrf-token': csrf } })).status;
+      const post = async (verb: string) =>
+        (await fetch(`/v1/dead-letters/${id}/${verb}`, { method: 'POST', headers: { 'x-csrf-token': csrf } })).status;
       return [await post('replay'), await post('purge')];
     }, dl.id);
     expect(answers).toEqual([403, 403]);
     await page.context().close();
 
     const admin = await openPage(ADMIN_KEY);
-    const withoutToken = await admin.page.evaluate(async (id) => (await fetch(`/v1/dead-letters/${id}/purge`, { method: 'POST' })).status, dl.id);
+    const withoutToken = await admin.page.evaluate(
+      async (id) => (await fetch(`/v1/dead-letters/${id}/purge`, { method: 'POST' })).status,
+      dl.id,
+    );
     expect(withoutToken).toBe(403);
     await admin.page.context().close();
     const redis = openRedis();
@@ -247,7 +296,16 @@ describe('the web console in headless Chromium', () => {
 
   it('replays a dead letter from the console, after a confirmation, and the event is stored exactly once', async () => {
     const plan = { planId: 'plan-replayed', sessionId: 'session-replayed' };
-    const event = { specVersion: 1, eventId: '7b3d3f0e-3c1d-4b5e-9a61-0c2f7d1e2a44', type: 'plan.created', planId: plan.planId, sessionId: plan.sessionId, seq: 1, occurredAt: new Date().toISOString(), payload: { query: 'replay me', steps: [{ stepId: 'a', index: 0, agentId: 'x', task: 't' }] } };
+    const event = {
+      specVersion: 1,
+      eventId: '7b3d3f0e-3c1d-4b5e-9a61-0c2f7d1e2a44',
+      type: 'plan.created',
+      planId: plan.planId,
+      sessionId: plan.sessionId,
+      seq: 1,
+      occurredAt: new Date().toISOString(),
+      payload: { query: 'replay me', steps: [{ stepId: 'a', index: 0, agentId: 'x', task: 't' }] },
+    };
     const [dl] = await writeDeadLetters([event]);
     const { page, dialogs } = await openPage(ADMIN_KEY);
     await page.goto(`${stack.server.url}/#/dead-letters`);
@@ -276,7 +334,22 @@ async function writeDeadLetters(events: unknown[]) {
   const writer = new DeadLetterWriter(redis, stack.prefix);
   try {
     const letters = events.map((event, index) =>
-      buildDeadLetter('invalid', event, { message: 'occurredAt: must be an ISO-8601 instant' }, { queue: EVENTS_QUEUE, prefix: stack.prefix, jobId: `job-${Date.now()}-${index}`, index, attempts: 1, firstFailedAt: new Date(), lastFailedAt: new Date(), workerVersion: 'test', replayCount: 0 }),
+      buildDeadLetter(
+        'invalid',
+        event,
+        { message: 'occurredAt: must be an ISO-8601 instant' },
+        {
+          queue: EVENTS_QUEUE,
+          prefix: stack.prefix,
+          jobId: `job-${Date.now()}-${index}`,
+          index,
+          attempts: 1,
+          firstFailedAt: new Date(),
+          lastFailedAt: new Date(),
+          workerVersion: 'test',
+          replayCount: 0,
+        },
+      ),
     );
     await writer.write(letters);
     return letters;

@@ -11,7 +11,13 @@ import * as parseModule from '../../src/contracts/parse-plan-event';
 import { toIsoString } from '../../src/contracts/parse-plan-event';
 import { manyPlanRuns } from '../support/event-factory';
 import { BASE_EVENTS, eventMutations, fieldPaths, show, TRICKY_VALUES } from '../support/event-mutations';
-import { LONE_SURROGATE_VALUES, loneSurrogateVariants, NUL_VALUES, nulVariants, TIMESTAMP_EDGE_VALUES } from './plan-event.fixtures';
+import {
+  LONE_SURROGATE_VALUES,
+  loneSurrogateVariants,
+  NUL_VALUES,
+  nulVariants,
+  TIMESTAMP_EDGE_VALUES,
+} from './plan-event.fixtures';
 
 type Plain = Record<string, unknown>;
 
@@ -19,7 +25,13 @@ type Plain = Record<string, unknown>;
 function summary(result: ParseResult): unknown {
   return result.ok
     ? { ok: true, event: result.event }
-    : { ok: false, name: result.error.name, permanent: result.error.permanent, message: result.error.message, violations: result.error.violations };
+    : {
+        ok: false,
+        name: result.error.name,
+        permanent: result.error.permanent,
+        message: result.error.message,
+        violations: result.error.violations,
+      };
 }
 
 let authority: jest.SpyInstance;
@@ -54,7 +66,10 @@ function compare(input: unknown, options?: ParsePlanEventOptions): Outcome {
   // The text comparison also holds key order (it shows in any JSON written from the event);
   // toStrictEqual adds what JSON cannot show (-0, undefined, prototypes).
   const same = JSON.stringify(summary(stored)) === JSON.stringify(summary(expected));
-  if (!same) throw new Error(`checkStoredEvent ${JSON.stringify(summary(stored))}\n  vs parsePlanEvent ${JSON.stringify(summary(expected))}\n  for ${before.slice(0, 2_000)}`);
+  if (!same)
+    throw new Error(
+      `checkStoredEvent ${JSON.stringify(summary(stored))}\n  vs parsePlanEvent ${JSON.stringify(summary(expected))}\n  for ${before.slice(0, 2_000)}`,
+    );
   expect(summary(stored)).toStrictEqual(summary(expected));
   return { accepted: expected.ok, fast };
 }
@@ -74,21 +89,27 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
   it('accepts every valid event of every type on the fast path, normalised as parsePlanEvent does', () => {
     expect(new Set(BASE_EVENTS.map((e) => e.type)).size).toBe(9);
     for (const event of [...BASE_EVENTS, ...manyPlanRuns(500, { seed: 5 })]) {
-      for (const input of forms(event as unknown as Plain)) expect(compare(input)).toEqual({ accepted: true, fast: true });
+      for (const input of forms(event as unknown as Plain))
+        expect(compare(input)).toEqual({ accepted: true, fast: true });
     }
   });
 
   it('agrees on random mutations of valid events, as objects, JSON round trips and JSON text', () => {
     const seen = { accepted: 0, acceptedFast: 0, rejected: 0 };
     fc.assert(
-      fc.property(eventMutations(fc.constantFrom(...TRICKY_VALUES, ...NUL_VALUES, ...LONE_SURROGATE_VALUES, ...TIMESTAMP_EDGE_VALUES)), (mutant) => {
-        for (const input of forms(mutant)) {
-          const { accepted, fast } = compare(input);
-          if (!accepted) seen.rejected++;
-          else if (fast) seen.acceptedFast++;
-          else seen.accepted++;
-        }
-      }),
+      fc.property(
+        eventMutations(
+          fc.constantFrom(...TRICKY_VALUES, ...NUL_VALUES, ...LONE_SURROGATE_VALUES, ...TIMESTAMP_EDGE_VALUES),
+        ),
+        (mutant) => {
+          for (const input of forms(mutant)) {
+            const { accepted, fast } = compare(input);
+            if (!accepted) seen.rejected++;
+            else if (fast) seen.acceptedFast++;
+            else seen.accepted++;
+          }
+        },
+      ),
       { numRuns: 2_000, seed: 7 },
     );
     // Every valid mutant went the fast way (a stricter mirror would still be correct, only slow),
@@ -209,20 +230,29 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
 
   it('agrees on events over, at and under the size limit', () => {
     const completed = BASE_EVENTS.find((e) => e.type === 'step.completed')!;
-    const base = Buffer.byteLength(JSON.stringify({ ...completed, payload: { ...completed.payload, outputContent: '' } }));
+    const base = Buffer.byteLength(
+      JSON.stringify({ ...completed, payload: { ...completed.payload, outputContent: '' } }),
+    );
     const room = DEFAULT_LIMITS.maxEventBytes - base;
     const outcomes: boolean[] = [];
     // ASCII, then 3-byte characters (the guard's byte bounds differ from the length), at the edges.
-    for (const [char, bytes] of [['a', 1], ['€', 3]] as const) {
+    for (const [char, bytes] of [
+      ['a', 1],
+      ['€', 3],
+    ] as const) {
       for (const extra of [-1, 0, 1, 2]) {
         const outputContent = char.repeat(Math.floor(room / bytes) + extra);
         const event = { ...completed, payload: { ...completed.payload, outputContent } } as unknown as Plain;
-        for (const input of forms(event)) outcomes.push(compare(input, { limits: { maxLongText: 2_000_000 } }).accepted);
+        for (const input of forms(event))
+          outcomes.push(compare(input, { limits: { maxLongText: 2_000_000 } }).accepted);
       }
     }
     expect(outcomes).toContain(true);
     expect(outcomes).toContain(false);
-    const huge = { ...completed, payload: { ...completed.payload, outputContent: 'x'.repeat(3 * DEFAULT_LIMITS.maxEventBytes) } } as unknown as Plain;
+    const huge = {
+      ...completed,
+      payload: { ...completed.payload, outputContent: 'x'.repeat(3 * DEFAULT_LIMITS.maxEventBytes) },
+    } as unknown as Plain;
     for (const input of forms(huge)) expect(compare(input).accepted).toBe(false);
   });
 
@@ -230,29 +260,63 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
     const checkpoint = BASE_EVENTS.find((e) => e.type === 'checkpoint.saved')!;
     const nested = (depth: number): unknown => (depth <= 1 ? {} : { next: nested(depth - 1) });
     const outcomes: boolean[] = [];
-    for (const depth of [DEFAULT_LIMITS.maxStateDepth - 1, DEFAULT_LIMITS.maxStateDepth, DEFAULT_LIMITS.maxStateDepth + 1, 200]) {
+    for (const depth of [
+      DEFAULT_LIMITS.maxStateDepth - 1,
+      DEFAULT_LIMITS.maxStateDepth,
+      DEFAULT_LIMITS.maxStateDepth + 1,
+      200,
+    ]) {
       const inState = { ...checkpoint, payload: { ...checkpoint.payload, state: nested(depth) } } as unknown as Plain;
       const inPayload = { ...checkpoint, payload: { ...checkpoint.payload, extra: nested(depth) } } as unknown as Plain;
       const atRoot = { ...checkpoint, extra: nested(depth) } as unknown as Plain;
-      for (const event of [inState, inPayload, atRoot]) for (const input of forms(event)) outcomes.push(compare(input).accepted);
+      for (const event of [inState, inPayload, atRoot])
+        for (const input of forms(event)) outcomes.push(compare(input).accepted);
     }
     expect(outcomes).toContain(true);
     expect(outcomes).toContain(false);
-    const text = JSON.stringify(checkpoint).replace('"layer":', `"junk":${'['.repeat(100_000)}${']'.repeat(100_000)},"layer":`);
+    const text = JSON.stringify(checkpoint).replace(
+      '"layer":',
+      `"junk":${'['.repeat(100_000)}${']'.repeat(100_000)},"layer":`,
+    );
     expect(compare(text).accepted).toBe(false);
   });
 
   it('agrees on inputs that are not events at all, or throw when read', () => {
     const throwing = JSON.parse(JSON.stringify(BASE_EVENTS[0])) as Plain;
-    Object.defineProperty(throwing, 'seq', { enumerable: true, get: () => { throw new Error('boom'); } });
-    for (const input of [null, undefined, 42, 'text', '', '[]', 'null', '{"specVersion":1,', [], new Date(0), throwing]) {
+    Object.defineProperty(throwing, 'seq', {
+      enumerable: true,
+      get: () => {
+        throw new Error('boom');
+      },
+    });
+    for (const input of [
+      null,
+      undefined,
+      42,
+      'text',
+      '',
+      '[]',
+      'null',
+      '{"specVersion":1,',
+      [],
+      new Date(0),
+      throwing,
+    ]) {
       expect(compare(input).accepted).toBe(false);
     }
   });
 
   it('normalises eventId and occurredAt exactly as parsePlanEvent does', () => {
     const event = BASE_EVENTS[0] as unknown as Plain;
-    const variants = ['2024-05-01T12:00:00Z', '2024-05-01T12:00:00+00:00', '2024-05-01T12:00:00.1Z', '2024-05-01T12:00:00.123456789+00:00', '2024-02-29T23:59:59.999Z', '1000-01-01T00:00:00.000Z', '9999-12-31T23:59:59.9999999Z'];
+    const variants = [
+      '2024-05-01T12:00:00Z',
+      '2024-05-01T12:00:00+00:00',
+      '2024-05-01T12:00:00.1Z',
+      '2024-05-01T12:00:00.123456789+00:00',
+      '2024-02-29T23:59:59.999Z',
+      '1000-01-01T00:00:00.000Z',
+      '9999-12-31T23:59:59.9999999Z',
+    ];
     for (const occurredAt of variants) {
       const input = { ...event, eventId: (event.eventId as string).toUpperCase(), occurredAt };
       expect(compare(input)).toEqual({ accepted: true, fast: true });
@@ -265,7 +329,15 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
   it('keeps a timestamp already in toISOString() form only where the Date round trip gives it back', () => {
     const p = (n: number, width = 2) => String(n).padStart(width, '0');
     const timestamp = fc
-      .record({ y: fc.integer({ min: 1_000, max: 9_999 }), mo: fc.integer({ min: 1, max: 12 }), d: fc.integer({ min: 1, max: 31 }), h: fc.integer({ min: 0, max: 23 }), mi: fc.integer({ min: 0, max: 59 }), s: fc.integer({ min: 0, max: 59 }), ms: fc.integer({ min: 0, max: 999 }) })
+      .record({
+        y: fc.integer({ min: 1_000, max: 9_999 }),
+        mo: fc.integer({ min: 1, max: 12 }),
+        d: fc.integer({ min: 1, max: 31 }),
+        h: fc.integer({ min: 0, max: 23 }),
+        mi: fc.integer({ min: 0, max: 59 }),
+        s: fc.integer({ min: 0, max: 59 }),
+        ms: fc.integer({ min: 0, max: 999 }),
+      })
       .map(({ y, mo, d, h, mi, s, ms }) => `${p(y, 4)}-${p(mo)}-${p(d)}T${p(h)}:${p(mi)}:${p(s)}.${p(ms, 3)}Z`);
     let checked = 0;
     fc.assert(
@@ -283,7 +355,7 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
 describe('checkStoredEvent: stamps', () => {
   const STAMPS = ['specVersion', 'eventId', 'seq', 'occurredAt'] as const;
 
-  it.each(STAMPS)('rejects an event without %s, with the contract\'s message', (stamp) => {
+  it.each(STAMPS)("rejects an event without %s, with the contract's message", (stamp) => {
     for (const event of BASE_EVENTS) {
       const { [stamp]: _dropped, ...rest } = event as unknown as Plain;
       for (const input of forms(rest)) {
@@ -311,7 +383,8 @@ describe('checkStoredEvent: stamps', () => {
     ['occurredAt', null],
   ])('rejects %s = %p as parsePlanEvent does', (stamp, value) => {
     for (const event of BASE_EVENTS) {
-      for (const input of forms({ ...(event as unknown as Plain), [stamp]: value })) expect(compare(input).accepted).toBe(false);
+      for (const input of forms({ ...(event as unknown as Plain), [stamp]: value }))
+        expect(compare(input).accepted).toBe(false);
     }
   });
 });

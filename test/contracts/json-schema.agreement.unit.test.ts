@@ -22,13 +22,20 @@ function compile(rel: string) {
  */
 function beyondSchema(input: unknown, violations: { message: string }[]): boolean {
   const astral = /[\u{10000}-\u{10FFFF}]/u.test(JSON.stringify(input));
-  return violations.every((v) => /must name a step of the same list|must be unique within the step list|forms a cycle/.test(v.message) || (astral && /characters long/.test(v.message)));
+  return violations.every(
+    (v) =>
+      /must name a step of the same list|must be unique within the step list|forms a cycle/.test(v.message) ||
+      (astral && /characters long/.test(v.message)),
+  );
 }
 
 describe('the JSON Schema of the contract (schemas/)', () => {
   it('is exactly what src/contracts/json-schema.ts builds (run `npm run schemas` after changing the contract)', () => {
-    for (const [rel, schema] of Object.entries(schemaFiles())) expect({ rel, schema: readJson(rel) }).toEqual({ rel, schema });
-    expect(fs.readdirSync(path.join(SCHEMAS, 'events')).sort()).toEqual(PLAN_EVENT_TYPES.map((t) => `${t}.schema.json`).sort());
+    for (const [rel, schema] of Object.entries(schemaFiles()))
+      expect({ rel, schema: readJson(rel) }).toEqual({ rel, schema });
+    expect(fs.readdirSync(path.join(SCHEMAS, 'events')).sort()).toEqual(
+      PLAN_EVENT_TYPES.map((t) => `${t}.schema.json`).sort(),
+    );
   });
 
   it('accepts every example, each by its own type schema, the envelope and the plan-event schema, as parsePlanEvent does', () => {
@@ -38,15 +45,27 @@ describe('the JSON Schema of the contract (schemas/)', () => {
       const example = readJson(`examples/${type}.json`);
       expect({ type, parsed: parsePlanEvent(example).ok }).toEqual({ type, parsed: true });
       const own = compile(`events/${type}.schema.json`);
-      expect({ type, own: own(example), any: any(example), envelope: envelope(example) }).toEqual({ type, own: true, any: true, envelope: true });
+      expect({ type, own: own(example), any: any(example), envelope: envelope(example) }).toEqual({
+        type,
+        own: true,
+        any: true,
+        envelope: true,
+      });
       const other = PLAN_EVENT_TYPES.find((t) => t !== type)!;
       expect(compile(`events/${other}.schema.json`)(example)).toBe(false);
     }
   });
 
-  it('gives parsePlanEvent\'s verdict on a corpus of valid and broken events (every field of every type x edge values x set/delete/add)', () => {
+  it("gives parsePlanEvent's verdict on a corpus of valid and broken events (every field of every type x edge values x set/delete/add)", () => {
     const validate = compile('plan-event.schema.json');
-    const values = TRICKY_VALUES.filter((v) => v !== undefined && typeof v !== 'function' && !(v instanceof Date) && !(typeof v === 'number' && !Number.isFinite(v)) && !(typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === null));
+    const values = TRICKY_VALUES.filter(
+      (v) =>
+        v !== undefined &&
+        typeof v !== 'function' &&
+        !(v instanceof Date) &&
+        !(typeof v === 'number' && !Number.isFinite(v)) &&
+        !(typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === null),
+    );
     // one event of each type (and of each decision kind), each field of it mutated
     const seen = new Set<string>();
     const bases = BASE_EVENTS.filter((e) => {
@@ -57,7 +76,8 @@ describe('the JSON Schema of the contract (schemas/)', () => {
     for (const event of bases) {
       for (const p of fieldPaths(event)) {
         corpus.push(mutate(event, p, undefined, 'delete'));
-        for (const value of values) for (const mode of ['set', 'add'] as MutationMode[]) corpus.push(mutate(event, p, value, mode));
+        for (const value of values)
+          for (const mode of ['set', 'add'] as MutationMode[]) corpus.push(mutate(event, p, value, mode));
       }
     }
     // JSON round trip: what a client in another language actually sends
@@ -74,7 +94,10 @@ describe('the JSON Schema of the contract (schemas/)', () => {
         beyond++;
         continue;
       }
-      if (disagreements.length < 5) disagreements.push(`schema ${bySchema ? 'accepts' : 'rejects'}, parsePlanEvent ${parsed.ok ? 'accepts' : `rejects (${parsed.error.message})`}: ${show(input).slice(0, 400)} ${JSON.stringify(validate.errors?.slice(0, 2))}`);
+      if (disagreements.length < 5)
+        disagreements.push(
+          `schema ${bySchema ? 'accepts' : 'rejects'}, parsePlanEvent ${parsed.ok ? 'accepts' : `rejects (${parsed.error.message})`}: ${show(input).slice(0, 400)} ${JSON.stringify(validate.errors?.slice(0, 2))}`,
+        );
     }
     expect(disagreements).toEqual([]);
     expect(inputs.length).toBeGreaterThan(5_000);
@@ -84,10 +107,19 @@ describe('the JSON Schema of the contract (schemas/)', () => {
     expect(beyond).toBeLessThan(inputs.length / 20);
   });
 
-  it('gives parsePlanEvent\'s verdict on occurredAt at the edges: leap seconds, years before 1000, the last instant', () => {
+  it("gives parsePlanEvent's verdict on occurredAt at the edges: leap seconds, years before 1000, the last instant", () => {
     const validate = compile('plan-event.schema.json');
     const example = readJson('examples/step.started.json');
-    const stamps = ['2016-12-31T23:59:60Z', '2016-12-31T23:59:60.5+00:00', '0999-12-31T23:59:59.999Z', '0001-01-01T00:00:00Z', '1000-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z', '2024-02-29T12:00:00Z', '2100-02-29T12:00:00Z'];
+    const stamps = [
+      '2016-12-31T23:59:60Z',
+      '2016-12-31T23:59:60.5+00:00',
+      '0999-12-31T23:59:59.999Z',
+      '0001-01-01T00:00:00Z',
+      '1000-01-01T00:00:00.000Z',
+      '9999-12-31T23:59:59.999Z',
+      '2024-02-29T12:00:00Z',
+      '2100-02-29T12:00:00Z',
+    ];
     for (const occurredAt of stamps) {
       const input = { ...example, occurredAt };
       expect({ occurredAt, schema: validate(input) }).toEqual({ occurredAt, schema: parsePlanEvent(input).ok });

@@ -1,19 +1,40 @@
 /** Cross-field rules (step graph, decision vs steps) and the configurable limits. */
 import { DEFAULT_LIMITS } from '../../src/contracts';
 import { findCycle } from '../../src/contracts/step-graph.check';
-import { accepted, chain, checkpoint, completed, created, decision, envelope, nested, pairs, step } from './plan-event.fixtures';
+import {
+  accepted,
+  chain,
+  checkpoint,
+  completed,
+  created,
+  decision,
+  envelope,
+  nested,
+  pairs,
+  step,
+} from './plan-event.fixtures';
 
 describe('parsePlanEvent: step lists', () => {
   it.each<[string, unknown, [string, string][]]>([
     [
       'duplicate stepId',
       created({ steps: [step(0), step(1), step(2, { stepId: 's0' })] }),
-      [['payload.steps[2].stepId', 'payload.steps[2].stepId must be unique within the step list (steps[0] has the same stepId)']],
+      [
+        [
+          'payload.steps[2].stepId',
+          'payload.steps[2].stepId must be unique within the step list (steps[0] has the same stepId)',
+        ],
+      ],
     ],
     [
       'duplicate index',
       created({ steps: [step(0), step(1, { index: 0 })] }),
-      [['payload.steps[1].index', 'payload.steps[1].index must be unique within the step list (steps[0] has the same index)']],
+      [
+        [
+          'payload.steps[1].index',
+          'payload.steps[1].index must be unique within the step list (steps[0] has the same index)',
+        ],
+      ],
     ],
     [
       'dependsOn an unknown step',
@@ -22,8 +43,15 @@ describe('parsePlanEvent: step lists', () => {
     ],
     [
       'a cycle through three steps',
-      created({ steps: [step(0, { dependsOn: ['s2'] }), step(1, { dependsOn: ['s0'] }), step(2, { dependsOn: ['s1'] })] }),
-      [['payload.steps[1].dependsOn', 'payload.steps[1].dependsOn forms a cycle: steps[1] -> steps[0] -> steps[2] -> steps[1]']],
+      created({
+        steps: [step(0, { dependsOn: ['s2'] }), step(1, { dependsOn: ['s0'] }), step(2, { dependsOn: ['s1'] })],
+      }),
+      [
+        [
+          'payload.steps[1].dependsOn',
+          'payload.steps[1].dependsOn forms a cycle: steps[1] -> steps[0] -> steps[2] -> steps[1]',
+        ],
+      ],
     ],
     [
       'a step depending on itself',
@@ -35,16 +63,37 @@ describe('parsePlanEvent: step lists', () => {
       decision({ decision: 'edit', steps: [step(0, { dependsOn: ['s1'] }), step(1, { dependsOn: ['s0'] })] }),
       [['payload.steps[1].dependsOn', 'payload.steps[1].dependsOn forms a cycle: steps[1] -> steps[0] -> steps[1]']],
     ],
-    ['edit without steps', decision({ decision: 'edit' }), [['payload.steps', 'payload.steps is required when decision is edit']]],
-    ['edit with no steps', decision({ decision: 'edit', steps: [] }), [['payload.steps', 'payload.steps must contain at least 1 step when decision is edit']]],
-    ['approve with steps', decision({ decision: 'approve', steps: chain(1) }), [['payload.steps', 'payload.steps must be absent unless decision is edit']]],
-    ['reject with steps', decision({ decision: 'reject', steps: [] }), [['payload.steps', 'payload.steps must be absent unless decision is edit']]],
+    [
+      'edit without steps',
+      decision({ decision: 'edit' }),
+      [['payload.steps', 'payload.steps is required when decision is edit']],
+    ],
+    [
+      'edit with no steps',
+      decision({ decision: 'edit', steps: [] }),
+      [['payload.steps', 'payload.steps must contain at least 1 step when decision is edit']],
+    ],
+    [
+      'approve with steps',
+      decision({ decision: 'approve', steps: chain(1) }),
+      [['payload.steps', 'payload.steps must be absent unless decision is edit']],
+    ],
+    [
+      'reject with steps',
+      decision({ decision: 'reject', steps: [] }),
+      [['payload.steps', 'payload.steps must be absent unless decision is edit']],
+    ],
   ])('%s', (_name, input, expected) => {
     expect(pairs(input)).toEqual(expected);
   });
 
   it('accepts a diamond (a DAG with two paths to one step)', () => {
-    const steps = [step(0), step(1, { dependsOn: ['s0'] }), step(2, { dependsOn: ['s0'] }), step(3, { dependsOn: ['s1', 's2'] })];
+    const steps = [
+      step(0),
+      step(1, { dependsOn: ['s0'] }),
+      step(2, { dependsOn: ['s0'] }),
+      step(3, { dependsOn: ['s1', 's2'] }),
+    ];
     expect(accepted(created({ steps })).payload).toMatchObject({ steps });
   });
 
@@ -80,17 +129,54 @@ describe('findCycle', () => {
 
 describe('parsePlanEvent: limits', () => {
   it('has the documented defaults', () => {
-    expect(DEFAULT_LIMITS).toEqual({ maxEventBytes: 1_048_576, maxJobBytes: 16_777_216, maxSteps: 500, maxLongText: 200_000, maxStateDepth: 32, maxDependsOn: 100 });
+    expect(DEFAULT_LIMITS).toEqual({
+      maxEventBytes: 1_048_576,
+      maxJobBytes: 16_777_216,
+      maxSteps: 500,
+      maxLongText: 200_000,
+      maxStateDepth: 32,
+      maxDependsOn: 100,
+    });
   });
 
   it.each<[string, unknown, object, [string, string][]]>([
-    ['long text', completed({ outputContent: 'x'.repeat(11) }), { maxLongText: 10 }, [['payload.outputContent', 'payload.outputContent must be at most 10 characters long']]],
-    ['task text', created({ query: 'q', steps: [step(0, { task: 'x'.repeat(11) })] }), { maxLongText: 10 }, [['payload.steps[0].task', 'payload.steps[0].task must be at most 10 characters long']]],
-    ['dependsOn count', created({ steps: [step(0), step(1), step(2, { dependsOn: ['s0', 's1'] })] }), { maxDependsOn: 1 }, [['payload.steps[2].dependsOn', 'payload.steps[2].dependsOn must contain at most 1 items']]],
-    ['state depth', checkpoint(nested(4)), { maxStateDepth: 3 }, [['payload.state', 'payload.state must not be nested more than 3 levels deep']]],
-    ['state depth through arrays', checkpoint({ a: [[{}]] }), { maxStateDepth: 3 }, [['payload.state', 'payload.state must not be nested more than 3 levels deep']]],
+    [
+      'long text',
+      completed({ outputContent: 'x'.repeat(11) }),
+      { maxLongText: 10 },
+      [['payload.outputContent', 'payload.outputContent must be at most 10 characters long']],
+    ],
+    [
+      'task text',
+      created({ query: 'q', steps: [step(0, { task: 'x'.repeat(11) })] }),
+      { maxLongText: 10 },
+      [['payload.steps[0].task', 'payload.steps[0].task must be at most 10 characters long']],
+    ],
+    [
+      'dependsOn count',
+      created({ steps: [step(0), step(1), step(2, { dependsOn: ['s0', 's1'] })] }),
+      { maxDependsOn: 1 },
+      [['payload.steps[2].dependsOn', 'payload.steps[2].dependsOn must contain at most 1 items']],
+    ],
+    [
+      'state depth',
+      checkpoint(nested(4)),
+      { maxStateDepth: 3 },
+      [['payload.state', 'payload.state must not be nested more than 3 levels deep']],
+    ],
+    [
+      'state depth through arrays',
+      checkpoint({ a: [[{}]] }),
+      { maxStateDepth: 3 },
+      [['payload.state', 'payload.state must not be nested more than 3 levels deep']],
+    ],
     // An oversized list is reported alone: validating its items one by one is what it would cost.
-    ['step count, alone', created({ steps: [step(0, { agentId: 1 }), step(1), step(2)] }), { maxSteps: 2 }, [['payload.steps', 'payload.steps must contain at most 2 items']]],
+    [
+      'step count, alone',
+      created({ steps: [step(0, { agentId: 1 }), step(1), step(2)] }),
+      { maxSteps: 2 },
+      [['payload.steps', 'payload.steps must contain at most 2 items']],
+    ],
   ])('%s', (_name, input, limits, expected) => {
     expect(pairs(input, limits)).toEqual(expected);
   });

@@ -1,5 +1,12 @@
 /** What reaches the parser before any DTO: raw input shapes, JSON text, size, prototype keys. */
-import { InvalidEventError, isExternalId, parsePlanEvent, PLAN_EVENT_TYPES, PlanEventType, SPEC_VERSION } from '../../src/contracts';
+import {
+  InvalidEventError,
+  isExternalId,
+  parsePlanEvent,
+  PLAN_EVENT_TYPES,
+  PlanEventType,
+  SPEC_VERSION,
+} from '../../src/contracts';
 import {
   accepted,
   checkpoint,
@@ -37,12 +44,32 @@ describe('parsePlanEvent: raw input', () => {
 
   it.each<[string, unknown, [string, string][]]>([
     ['NaN', completed({ inputTokens: NaN }), [['payload.inputTokens', 'payload.inputTokens must be a finite number']]],
-    ['Infinity', completed({ inputTokens: Infinity }), [['payload.inputTokens', 'payload.inputTokens must be a finite number']]],
+    [
+      'Infinity',
+      completed({ inputTokens: Infinity }),
+      [['payload.inputTokens', 'payload.inputTokens must be a finite number']],
+    ],
     ['a function', completed({ result: () => 'x' }), [['payload.result', 'payload.result must be a JSON value']]],
-    ['a bigint', completed({ inputTokens: BigInt(1) }), [['payload.inputTokens', 'payload.inputTokens must be a JSON value']]],
-    ['a Date', completed({}, { occurredAt: new Date() }), [['occurredAt', 'occurredAt must be a plain object or array']]],
-    ['a Map in state', checkpoint({ m: new Map() }), [['payload.state.m', 'payload.state.m must be a plain object or array']]],
-    ['an undefined array item', checkpoint({ list: [1, undefined] }), [['payload.state.list[1]', 'payload.state.list[1] must be a JSON value']]],
+    [
+      'a bigint',
+      completed({ inputTokens: BigInt(1) }),
+      [['payload.inputTokens', 'payload.inputTokens must be a JSON value']],
+    ],
+    [
+      'a Date',
+      completed({}, { occurredAt: new Date() }),
+      [['occurredAt', 'occurredAt must be a plain object or array']],
+    ],
+    [
+      'a Map in state',
+      checkpoint({ m: new Map() }),
+      [['payload.state.m', 'payload.state.m must be a plain object or array']],
+    ],
+    [
+      'an undefined array item',
+      checkpoint({ list: [1, undefined] }),
+      [['payload.state.list[1]', 'payload.state.list[1] must be a JSON value']],
+    ],
   ])('rejects a non-JSON value: %s', (_name, input, expected) => {
     expect(pairs(input)).toEqual(expected);
   });
@@ -53,7 +80,12 @@ describe('parsePlanEvent: raw input', () => {
 
   it('never throws, even when reading the input throws', () => {
     const input = completed();
-    Object.defineProperty(input, 'seq', { enumerable: true, get: () => { throw new Error('boom: secret'); } });
+    Object.defineProperty(input, 'seq', {
+      enumerable: true,
+      get: () => {
+        throw new Error('boom: secret');
+      },
+    });
     const result = parsePlanEvent(input);
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.error.message).toBe('invalid plan event: (root) could not be validated (Error)');
@@ -73,7 +105,10 @@ describe('parsePlanEvent: prototype keys', () => {
   });
 
   it('rejects prototype keys anywhere, checkpoint state included', () => {
-    const text = JSON.stringify(checkpoint({ ok: 1 })).replace('"ok":1', '"ok":{"__proto__":{"polluted":1}},"constructor":{"prototype":{"polluted":1}}');
+    const text = JSON.stringify(checkpoint({ ok: 1 })).replace(
+      '"ok":1',
+      '"ok":{"__proto__":{"polluted":1}},"constructor":{"prototype":{"polluted":1}}',
+    );
     expect(pairs(text)).toEqual([
       ['payload.state.constructor', `payload.state.constructor ${FORBIDDEN}`],
       ['payload.state.ok.__proto__', `payload.state.ok.__proto__ ${FORBIDDEN}`],
@@ -88,7 +123,10 @@ describe('parsePlanEvent: prototype keys', () => {
   });
 
   it('rejects a prototype set through an object literal', () => {
-    const input = { ...completed(), payload: { __proto__: { polluted: 1 }, stepId: 's1', inputTokens: 1, outputTokens: 1 } };
+    const input = {
+      ...completed(),
+      payload: { __proto__: { polluted: 1 }, stepId: 's1', inputTokens: 1, outputTokens: 1 },
+    };
     expect(pairs(input)).toEqual([['payload', 'payload must be a plain object or array']]);
   });
 
@@ -108,7 +146,9 @@ describe('parsePlanEvent: size', () => {
     ['JSON text', JSON.stringify(event)],
   ])('measures %s in UTF-8 bytes of JSON, exactly', (_name, input) => {
     expect(accepted(input, { maxEventBytes: bytes }).type).toBe('step.completed');
-    expect(pairs(input, { maxEventBytes: bytes - 1 })).toEqual([['', `(root) must be at most ${bytes - 1} bytes of UTF-8 JSON`]]);
+    expect(pairs(input, { maxEventBytes: bytes - 1 })).toEqual([
+      ['', `(root) must be at most ${bytes - 1} bytes of UTF-8 JSON`],
+    ]);
   });
 
   it('rejects a large object early, by its lower bound', () => {
@@ -117,31 +157,66 @@ describe('parsePlanEvent: size', () => {
   });
 
   it('does not count undefined fields, which JSON drops', () => {
-    expect(accepted({ ...event, payload: { ...(event.payload as object), model: undefined } }, { maxEventBytes: bytes }).type).toBe('step.completed');
+    expect(
+      accepted({ ...event, payload: { ...(event.payload as object), model: undefined } }, { maxEventBytes: bytes })
+        .type,
+    ).toBe('step.completed');
   });
 });
 
 describe('parsePlanEvent: the NUL character (U+0000), which PostgreSQL cannot store', () => {
   it.each<[string, Record<string, unknown>, ReturnType<typeof nulViolation>]>([
     ['an envelope field', completed({}, { planId: 'plan\u0000' }), nulViolation('planId')],
-    ['the type, whose rules would otherwise pick the DTO', completed({}, { type: 'step.completed\u0000' }), nulViolation('type')],
+    [
+      'the type, whose rules would otherwise pick the DTO',
+      completed({}, { type: 'step.completed\u0000' }),
+      nulViolation('type'),
+    ],
     ['a payload field', completed({ result: 'done\u0000' }), nulViolation('payload.result')],
-    ['a text also over its length limit', completed({ model: `${'m'.repeat(200)}\u0000` }), nulViolation('payload.model')],
+    [
+      'a text also over its length limit',
+      completed({ model: `${'m'.repeat(200)}\u0000` }),
+      nulViolation('payload.model'),
+    ],
     ['a step field', created({ steps: [step(0), step(1, { task: '\u0000' })] }), nulViolation('payload.steps[1].task')],
-    ['a dependsOn item', created({ steps: [step(0), step(1, { dependsOn: ['s\u00000'] })] }), nulViolation('payload.steps[1].dependsOn[0]')],
+    [
+      'a dependsOn item',
+      created({ steps: [step(0), step(1, { dependsOn: ['s\u00000'] })] }),
+      nulViolation('payload.steps[1].dependsOn[0]'),
+    ],
     ['a checkpoint state key', checkpoint({ ok: 1, 'k\u0000': 1 }), nulKeyViolation('payload.state["k\\u0000"]')],
-    ['a nested checkpoint state key', checkpoint({ a: [{ '\u0000': {} }] }), nulKeyViolation('payload.state.a[0]["\\u0000"]')],
-    ['a nested checkpoint state value', checkpoint({ a: { b: [1, 'x\u0000y'] } }), nulViolation('payload.state.a.b[1]')],
-    ['an unknown field, reported as NUL rather than as unknown', completed({ extra: { note: '\u0000' } }), nulViolation('payload.extra.note')],
-    ['a key outside checkpoint state, which is no field name', completed({ 'k\u0000': 1 }), { path: 'payload["k\\u0000"]', message: 'payload["k\\u0000"] is not an allowed field' }],
+    [
+      'a nested checkpoint state key',
+      checkpoint({ a: [{ '\u0000': {} }] }),
+      nulKeyViolation('payload.state.a[0]["\\u0000"]'),
+    ],
+    [
+      'a nested checkpoint state value',
+      checkpoint({ a: { b: [1, 'x\u0000y'] } }),
+      nulViolation('payload.state.a.b[1]'),
+    ],
+    [
+      'an unknown field, reported as NUL rather than as unknown',
+      completed({ extra: { note: '\u0000' } }),
+      nulViolation('payload.extra.note'),
+    ],
+    [
+      'a key outside checkpoint state, which is no field name',
+      completed({ 'k\u0000': 1 }),
+      { path: 'payload["k\\u0000"]', message: 'payload["k\\u0000"] is not an allowed field' },
+    ],
   ])('rejects it in %s: one violation, at its path, in an object or in JSON text', (_name, input, expected) => {
     expect(violationsOf(input)).toEqual([expected]);
     expect(violationsOf(JSON.stringify(input))).toEqual([expected]);
   });
 
-  it('reports each offending string once, beside the raw-input guard\'s other violations', () => {
+  it("reports each offending string once, beside the raw-input guard's other violations", () => {
     const input = checkpoint({ a: '\u0000', b: ['\u0000\u0000'], n: NaN, toString: 1 });
-    expect(pairs(input).map(([path]) => path).sort()).toEqual(['payload.state.a', 'payload.state.b[0]', 'payload.state.n', 'payload.state.toString']);
+    expect(
+      pairs(input)
+        .map(([path]) => path)
+        .sort(),
+    ).toEqual(['payload.state.a', 'payload.state.b[0]', 'payload.state.n', 'payload.state.toString']);
   });
 
   it('rejects it in every string and as a key of every object of every event type', () => {
@@ -202,17 +277,49 @@ describe('parsePlanEvent: lone UTF-16 surrogates, which each database stores dif
   it.each<[string, Record<string, unknown>, ReturnType<typeof surrogateViolation>]>([
     ['a high surrogate alone', completed({ result: '\uD800' }), surrogateViolation('payload.result')],
     ['a low surrogate alone', completed({ result: 'a\uDC00b' }), surrogateViolation('payload.result')],
-    ['the high half of an emoji at the end', completed({ outputContent: 'smile \uD83D' }), surrogateViolation('payload.outputContent')],
-    ['the low half of an emoji at the start', completed({ model: '\uDE00 smile' }), surrogateViolation('payload.model')],
+    [
+      'the high half of an emoji at the end',
+      completed({ outputContent: 'smile \uD83D' }),
+      surrogateViolation('payload.outputContent'),
+    ],
+    [
+      'the low half of an emoji at the start',
+      completed({ model: '\uDE00 smile' }),
+      surrogateViolation('payload.model'),
+    ],
     ['a pair in the wrong order', completed({ result: '\uDE00\uD83D' }), surrogateViolation('payload.result')],
     ['an envelope field', completed({}, { sessionId: 'session\uD800' }), surrogateViolation('sessionId')],
-    ['a text also over its length limit', completed({ model: `${'m'.repeat(200)}\uDFFF` }), surrogateViolation('payload.model')],
-    ['a step field', created({ steps: [step(0), step(1, { task: 'x\uDBFF' })] }), surrogateViolation('payload.steps[1].task')],
-    ['a dependsOn item', created({ steps: [step(0), step(1, { dependsOn: ['s\uD8000'] })] }), surrogateViolation('payload.steps[1].dependsOn[0]')],
+    [
+      'a text also over its length limit',
+      completed({ model: `${'m'.repeat(200)}\uDFFF` }),
+      surrogateViolation('payload.model'),
+    ],
+    [
+      'a step field',
+      created({ steps: [step(0), step(1, { task: 'x\uDBFF' })] }),
+      surrogateViolation('payload.steps[1].task'),
+    ],
+    [
+      'a dependsOn item',
+      created({ steps: [step(0), step(1, { dependsOn: ['s\uD8000'] })] }),
+      surrogateViolation('payload.steps[1].dependsOn[0]'),
+    ],
     ['a checkpoint state key', checkpoint({ ok: 1, 'k\uD800': 1 }), surrogateKeyViolation('payload.state["k\\ud800"]')],
-    ['a nested checkpoint state key', checkpoint({ a: [{ '\uDC00': {} }] }), surrogateKeyViolation('payload.state.a[0]["\\udc00"]')],
-    ['a nested checkpoint state value', checkpoint({ a: { b: [1, 'x\uDC00y'] } }), surrogateViolation('payload.state.a.b[1]')],
-    ['an unknown field, reported as a surrogate rather than as unknown', completed({ extra: { note: '\uD800' } }), surrogateViolation('payload.extra.note')],
+    [
+      'a nested checkpoint state key',
+      checkpoint({ a: [{ '\uDC00': {} }] }),
+      surrogateKeyViolation('payload.state.a[0]["\\udc00"]'),
+    ],
+    [
+      'a nested checkpoint state value',
+      checkpoint({ a: { b: [1, 'x\uDC00y'] } }),
+      surrogateViolation('payload.state.a.b[1]'),
+    ],
+    [
+      'an unknown field, reported as a surrogate rather than as unknown',
+      completed({ extra: { note: '\uD800' } }),
+      surrogateViolation('payload.extra.note'),
+    ],
   ])('rejects %s: one violation, at its path, in an object or in JSON text', (_name, input, expected) => {
     expect(violationsOf(input)).toEqual([expected]);
     expect(violationsOf(JSON.stringify(input))).toEqual([expected]);
@@ -245,7 +352,9 @@ describe('parsePlanEvent: lone UTF-16 surrogates, which each database stores dif
     for (const result of ['\u{1F600}', 'a\uD83D\uDE00b', '\u{20000}\u{10FFFF}', '\uFFFD', '\uD7FF\uE000', '\\uD800']) {
       expect(accepted(completed({ result })).payload).toMatchObject({ result });
       expect(accepted(checkpoint({ [result]: [result] })).payload).toMatchObject({ state: { [result]: [result] } });
-      expect(accepted(JSON.stringify(completed({ outputContent: result }))).payload).toMatchObject({ outputContent: result });
+      expect(accepted(JSON.stringify(completed({ outputContent: result }))).payload).toMatchObject({
+        outputContent: result,
+      });
     }
   });
 });

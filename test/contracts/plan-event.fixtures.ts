@@ -1,13 +1,24 @@
 /** Builders for plan events in tests: valid by default, each test changes only what it is about. */
 import { parsePlanEvent } from '../../src/contracts';
-import type { ContractLimits, PayloadByType, PlanEvent, PlanEventTypeName, StepSpec, Violation } from '../../src/contracts';
+import type {
+  ContractLimits,
+  PayloadByType,
+  PlanEvent,
+  PlanEventTypeName,
+  StepSpec,
+  Violation,
+} from '../../src/contracts';
 
 export const EVENT_ID = '0f8fad5b-d9cb-469f-a165-70867728950e';
 export const OCCURRED_AT = '2024-05-01T12:00:00.000Z';
 
 type Plain = Record<string, unknown>;
 
-export function envelope<T extends PlanEventTypeName>(type: T, payload: PayloadByType[T] | Plain, overrides: Plain = {}): Plain {
+export function envelope<T extends PlanEventTypeName>(
+  type: T,
+  payload: PayloadByType[T] | Plain,
+  overrides: Plain = {},
+): Plain {
   return {
     specVersion: 1,
     eventId: EVENT_ID,
@@ -33,11 +44,13 @@ export function chain(n: number): StepSpec[] {
 export const completed = (payload: Plain = {}, overrides: Plain = {}): Plain =>
   envelope('step.completed', { stepId: 's1', inputTokens: 10, outputTokens: 20, ...payload }, overrides);
 
-export const created = (payload: Plain = {}): Plain => envelope('plan.created', { query: 'market size of X?', steps: chain(3), ...payload });
+export const created = (payload: Plain = {}): Plain =>
+  envelope('plan.created', { query: 'market size of X?', steps: chain(3), ...payload });
 
 export const decision = (payload: Plain): Plain => envelope('plan.decision', payload);
 
-export const checkpoint = (state: unknown): Plain => envelope('checkpoint.saved', { checkpointId: 'cp_1', layer: 0, state } as Plain);
+export const checkpoint = (state: unknown): Plain =>
+  envelope('checkpoint.saved', { checkpointId: 'cp_1', layer: 0, state } as Plain);
 
 export function accepted(input: unknown, limits?: Partial<ContractLimits>): PlanEvent {
   const result = parsePlanEvent(input, { limits });
@@ -63,7 +76,10 @@ export function nested(depth: number): Plain {
 }
 
 /** What the contract says of a string, or a key, holding U+0000 (PostgreSQL cannot store it). */
-export const nulViolation = (path: string): Violation => ({ path, message: `${path} must not contain the NUL character (U+0000): PostgreSQL cannot store it` });
+export const nulViolation = (path: string): Violation => ({
+  path,
+  message: `${path} must not contain the NUL character (U+0000): PostgreSQL cannot store it`,
+});
 export const nulKeyViolation = (path: string): Violation => ({
   path,
   message: `${path} is a forbidden key (it contains the NUL character, U+0000, which PostgreSQL cannot store)`,
@@ -73,7 +89,15 @@ export const nulKeyViolation = (path: string): Violation => ({
  * Values carrying U+0000 for the mutation tests: alone, inside an id, past a length limit (the NUL
  * is reported, not the length), as a list item, as a key, deep in an object.
  */
-export const NUL_VALUES: readonly unknown[] = ['\u0000', 'a\u0000b', 's1\u0000', `${'x'.repeat(600)}\u0000`, ['s1', 's\u00002'], { 'k\u0000': 1 }, { deep: [{ v: 'x\u0000' }] }];
+export const NUL_VALUES: readonly unknown[] = [
+  '\u0000',
+  'a\u0000b',
+  's1\u0000',
+  `${'x'.repeat(600)}\u0000`,
+  ['s1', 's\u00002'],
+  { 'k\u0000': 1 },
+  { deep: [{ v: 'x\u0000' }] },
+];
 
 /**
  * Values carrying a lone UTF-16 surrogate for the mutation tests: a high one alone, a low one
@@ -131,7 +155,12 @@ export function loneSurrogateVariants(event: PlanEvent, low = false): { input: P
   return badTextVariants(event, low ? '\uDC00' : '\uD800', surrogateViolation, surrogateKeyViolation);
 }
 
-function badTextVariants(event: PlanEvent, bad: string, inText: (path: string) => Violation, inKey: (path: string) => Violation): { input: Plain; expected: Violation }[] {
+function badTextVariants(
+  event: PlanEvent,
+  bad: string,
+  inText: (path: string) => Violation,
+  inKey: (path: string) => Violation,
+): { input: Plain; expected: Violation }[] {
   const key = `k${bad}`;
   const keyInPath = `[${JSON.stringify(key)}]`;
   const variants: { input: Plain; expected: Violation }[] = [];
@@ -144,7 +173,10 @@ function badTextVariants(event: PlanEvent, bad: string, inText: (path: string) =
       const copy = setAt(event, keys, { ...(value as Plain), [key]: 'x' });
       const path = `${pathOf(keys)}${keyInPath}`;
       const inState = keys[0] === 'payload' && keys[1] === 'state';
-      variants.push({ input: copy, expected: inState ? inKey(path) : { path, message: `${path} is not an allowed field` } });
+      variants.push({
+        input: copy,
+        expected: inState ? inKey(path) : { path, message: `${path} is not an allowed field` },
+      });
       for (const [k, child] of Object.entries(value)) walk(child, [...keys, k]);
     }
   };
@@ -163,5 +195,8 @@ function setAt(event: PlanEvent, keys: (string | number)[], value: unknown): Pla
 
 /** The event's own keys are identifiers: `payload.steps[1].dependsOn[0]`. */
 function pathOf(keys: (string | number)[]): string {
-  return keys.reduce<string>((path, key) => (typeof key === 'number' ? `${path}[${key}]` : path === '' ? key : `${path}.${key}`), '');
+  return keys.reduce<string>(
+    (path, key) => (typeof key === 'number' ? `${path}[${key}]` : path === '' ? key : `${path}.${key}`),
+    '',
+  );
 }

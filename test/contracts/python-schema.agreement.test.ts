@@ -17,7 +17,14 @@ function compile(rel: string) {
 
 /** The corpus of json-schema.agreement.test.ts: every event, and one of each type with each field mutated. */
 function corpus(): unknown[] {
-  const values = TRICKY_VALUES.filter((v) => v !== undefined && typeof v !== 'function' && !(v instanceof Date) && !(typeof v === 'number' && !Number.isFinite(v)) && !(typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === null));
+  const values = TRICKY_VALUES.filter(
+    (v) =>
+      v !== undefined &&
+      typeof v !== 'function' &&
+      !(v instanceof Date) &&
+      !(typeof v === 'number' && !Number.isFinite(v)) &&
+      !(typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === null),
+  );
   const seen = new Set<string>();
   const bases = BASE_EVENTS.filter((e) => {
     const kind = `${e.type}:${(e.payload as { decision?: string }).decision ?? ''}`;
@@ -27,7 +34,8 @@ function corpus(): unknown[] {
   for (const event of bases) {
     for (const p of fieldPaths(event)) {
       out.push(mutate(event, p, undefined, 'delete'));
-      for (const value of values) for (const mode of ['set', 'add'] as MutationMode[]) out.push(mutate(event, p, value, mode));
+      for (const value of values)
+        for (const mode of ['set', 'add'] as MutationMode[]) out.push(mutate(event, p, value, mode));
     }
   }
   return out;
@@ -40,7 +48,18 @@ function corpus(): unknown[] {
 function pythonEdges(): unknown[] {
   const [created] = BASE_EVENTS;
   const set = (p: (string | number)[], v: unknown) => mutate(created, p, v, 'set');
-  const stamps = ['2016-12-31T23:59:60Z', '2016-12-31T23:59:60.5+00:00', '2016-12-31T22:59:60Z', '2024-01-01T00:00:00.1234567890Z', '0999-01-01T00:00:00Z', '2024-05-01T12:00:00Z\n', '２０２４-05-01T12:00:00Z', '2024-05-01t12:00:00z', '2000-02-29T00:00:00Z', '1900-02-29T00:00:00Z'];
+  const stamps = [
+    '2016-12-31T23:59:60Z',
+    '2016-12-31T23:59:60.5+00:00',
+    '2016-12-31T22:59:60Z',
+    '2024-01-01T00:00:00.1234567890Z',
+    '0999-01-01T00:00:00Z',
+    '2024-05-01T12:00:00Z\n',
+    '２０２４-05-01T12:00:00Z',
+    '2024-05-01t12:00:00z',
+    '2000-02-29T00:00:00Z',
+    '1900-02-29T00:00:00Z',
+  ];
   const ids = ['p\n', 'p1\n', 'a'.repeat(64), 'a'.repeat(65), 'ä', '١٢٣', '_x'];
   return [
     ...stamps.map((s) => set(['occurredAt'], s)),
@@ -63,12 +82,16 @@ function pythonEdges(): unknown[] {
   ];
 }
 
-describe('the Python client\'s contract mirror (clients/python/plan_ledger/_contract.py)', () => {
-  it('gives the JSON Schema\'s verdict (ajv) on the corpus of valid and broken events, and on edges where Python differs', () => {
+describe("the Python client's contract mirror (clients/python/plan_ledger/_contract.py)", () => {
+  it("gives the JSON Schema's verdict (ajv) on the corpus of valid and broken events, and on edges where Python differs", () => {
     const validate = compile('plan-event.schema.json');
     // JSON round trip: what the Python client reads and sends
     const inputs = [...corpus(), ...pythonEdges()].map((c) => JSON.stringify(c));
-    const run = spawnSync('python3', [MIRROR], { input: `${inputs.join('\n')}\n`, encoding: 'utf8', maxBuffer: 64 << 20 });
+    const run = spawnSync('python3', [MIRROR], {
+      input: `${inputs.join('\n')}\n`,
+      encoding: 'utf8',
+      maxBuffer: 64 << 20,
+    });
     expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
     const verdicts = run.stdout.trimEnd().split('\n');
     expect(verdicts).toHaveLength(inputs.length);
@@ -80,7 +103,9 @@ describe('the Python client\'s contract mirror (clients/python/plan_ledger/_cont
       const byMirror = verdicts[i] === '1';
       if (bySchema) valid++;
       if (bySchema !== byMirror && disagreements.length < 5) {
-        disagreements.push(`schema ${bySchema ? 'accepts' : 'rejects'}, mirror ${byMirror ? 'accepts' : `rejects (${verdicts[i]})`}: ${show(input).slice(0, 400)} ${JSON.stringify(validate.errors?.slice(0, 2))}`);
+        disagreements.push(
+          `schema ${bySchema ? 'accepts' : 'rejects'}, mirror ${byMirror ? 'accepts' : `rejects (${verdicts[i]})`}: ${show(input).slice(0, 400)} ${JSON.stringify(validate.errors?.slice(0, 2))}`,
+        );
       }
     });
     expect(disagreements).toEqual([]);

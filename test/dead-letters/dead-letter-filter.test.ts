@@ -17,9 +17,12 @@ describe('dead-letter selection flags', () => {
     expect(parseIsoInstant('--since', '2025-01-31T14:05:06.5+02:00').toISOString()).toBe('2025-01-31T12:05:06.500Z');
   });
 
-  it.each(['yesterday', '2025-02-30', '2025-13-01', '2025-01-31T25:00Z', '31/01/2025', ''])('rejects the date "%s" naming the flag', (raw) => {
-    expect(() => parseIsoInstant('--until', raw)).toThrow(/^--until: ".*" is not an ISO-8601 date or time/);
-  });
+  it.each(['yesterday', '2025-02-30', '2025-13-01', '2025-01-31T25:00Z', '31/01/2025', ''])(
+    'rejects the date "%s" naming the flag',
+    (raw) => {
+      expect(() => parseIsoInstant('--until', raw)).toThrow(/^--until: ".*" is not an ISO-8601 date or time/);
+    },
+  );
 
   it('reads durations and rejects malformed ones', () => {
     expect(parseDuration('--older-than', '30d')).toBe(30 * 86_400_000);
@@ -37,9 +40,13 @@ describe('dead-letter selection flags', () => {
       planId: 'p1',
       limit: 5,
     });
-    expect(() => parseFilter({ kind: 'broken' })).toThrow('--kind: "broken" is not one of invalid, retries-exhausted, unprocessable');
+    expect(() => parseFilter({ kind: 'broken' })).toThrow(
+      '--kind: "broken" is not one of invalid, retries-exhausted, unprocessable',
+    );
     expect(() => parseFilter({ limit: '0' })).toThrow('--limit: "0" must be a whole number');
-    expect(() => parseFilter({ since: '2025-02-01', until: '2025-01-01' })).toThrow('--since 2025-02-01 is not before --until 2025-01-01');
+    expect(() => parseFilter({ since: '2025-02-01', until: '2025-01-01' })).toThrow(
+      '--since 2025-02-01 is not before --until 2025-01-01',
+    );
   });
 
   it('takes exactly one of ids, --all or filters', () => {
@@ -66,12 +73,21 @@ describe('dead-letter selection flags', () => {
 
   it('turns --older-than into a cutoff, keeping an earlier --until', () => {
     const now = new Date('2025-03-01T00:00:00Z');
-    expect(parseSelection({ olderThan: '1d' }, 'dlq purge', now)).toEqual({ filter: { until: new Date('2025-02-28T00:00:00Z') } });
-    expect(parseSelection({ olderThan: '1d', until: '2025-01-01' }, 'dlq purge', now)).toEqual({ filter: { until: new Date('2025-01-01T00:00:00Z') } });
+    expect(parseSelection({ olderThan: '1d' }, 'dlq purge', now)).toEqual({
+      filter: { until: new Date('2025-02-28T00:00:00Z') },
+    });
+    expect(parseSelection({ olderThan: '1d', until: '2025-01-01' }, 'dlq purge', now)).toEqual({
+      filter: { until: new Date('2025-01-01T00:00:00Z') },
+    });
   });
 
   it('matches on kind, type, plan and the dead-lettered time (since inclusive, until exclusive)', () => {
-    const dl = letter({ kind: 'invalid', type: 'step.started', planId: 'p1', lastFailedAt: '2025-01-10T00:00:00.000Z' });
+    const dl = letter({
+      kind: 'invalid',
+      type: 'step.started',
+      planId: 'p1',
+      lastFailedAt: '2025-01-10T00:00:00.000Z',
+    });
     expect(matchesFilter(dl, {})).toBe(true);
     expect(matchesFilter(dl, { kinds: ['retries-exhausted'] })).toBe(false);
     expect(matchesFilter(dl, { types: ['step.started', 'x'] })).toBe(true);
@@ -86,7 +102,10 @@ describe('replay progress and ages', () => {
   it('redraws one bar on a terminal and prints plain lines elsewhere', () => {
     let clock = 0;
     const tty: string[] = [];
-    const bar = createProgressReporter({ isTTY: true, write: (s: string) => tty.push(s) }, { now: () => clock, width: 10 });
+    const bar = createProgressReporter(
+      { isTTY: true, write: (s: string) => tty.push(s) },
+      { now: () => clock, width: 10 },
+    );
     bar.update({ done: 100, total: 400 });
     clock += 10;
     bar.update({ done: 200, total: 400 }); // too soon: skipped

@@ -19,7 +19,9 @@ describe('dead-letter text with 200k rows', () => {
   });
 
   it('dlq show: an event of 200k JSON lines is printed whole', () => {
-    const event = validEvent('plan_1', { payload: { stepId: 's1', inputTokens: 1, outputTokens: 2, items: Array.from({ length: N }, (_, i) => i) } });
+    const event = validEvent('plan_1', {
+      payload: { stepId: 's1', inputTokens: 1, outputTokens: 2, items: Array.from({ length: N }, (_, i) => i) },
+    });
     const lines = formatDetail(letter({ event }));
     const start = lines.indexOf('event (verbatim):');
     expect(start).toBeGreaterThan(0);

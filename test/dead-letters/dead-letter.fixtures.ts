@@ -44,7 +44,11 @@ export function letter(overrides: Partial<DeadLetter> = {}): DeadLetter {
     type: typeof e.type === 'string' ? e.type : null,
     planId,
     sessionId: 'session_1',
-    error: { message: 'connect ECONNREFUSED 127.0.0.1:5432', code: 'ECONNREFUSED', stack: 'Error: connect ECONNREFUSED\n    at x (y.ts:1:1)' },
+    error: {
+      message: 'connect ECONNREFUSED 127.0.0.1:5432',
+      code: 'ECONNREFUSED',
+      stack: 'Error: connect ECONNREFUSED\n    at x (y.ts:1:1)',
+    },
     attempts: 3,
     firstFailedAt: '2025-01-01T00:00:00.000Z',
     lastFailedAt: '2025-01-01T00:01:00.000Z',
@@ -62,7 +66,10 @@ export class QueueFixture {
   readonly events: Queue;
   private readonly writer: DeadLetterWriter;
 
-  constructor(readonly prefix = uniquePrefix(), readonly redisUrl = REDIS_URL) {
+  constructor(
+    readonly prefix = uniquePrefix(),
+    readonly redisUrl = REDIS_URL,
+  ) {
     this.redis = new IORedis(redisUrl, { maxRetriesPerRequest: null });
     this.deadLetters = new Queue(DEAD_LETTER_QUEUE, { connection: this.redis, prefix });
     this.events = new Queue(EVENTS_QUEUE, { connection: this.redis, prefix });

@@ -20,7 +20,10 @@ const logger = createLogger({ level: 'silent' });
 function service(q: QueueFixture, redis: IORedis): { service: DeadLetterService; close(): Promise<void> } {
   const deadLetters = new Queue(DEAD_LETTER_QUEUE, { connection: redis, prefix: q.prefix });
   const events = new Queue(EVENTS_QUEUE, { connection: redis, prefix: q.prefix });
-  return { service: new DeadLetterService({ deadLetters, events, logger }), close: async () => void (await Promise.all([deadLetters.close(), events.close()])) };
+  return {
+    service: new DeadLetterService({ deadLetters, events, logger }),
+    close: async () => void (await Promise.all([deadLetters.close(), events.close()])),
+  };
 }
 
 async function queuedEventIds(q: QueueFixture): Promise<string[]> {
@@ -31,7 +34,10 @@ async function queuedEventIds(q: QueueFixture): Promise<string[]> {
 describe('dead letters: parallel replays and payload-free listings', () => {
   it('two replays of the same 200 dead letters at once queue each event exactly once and leave none behind', async () => {
     const q = new QueueFixture();
-    const clients = [new IORedis(q.env().REDIS_URL, { maxRetriesPerRequest: null }), new IORedis(q.env().REDIS_URL, { maxRetriesPerRequest: null })];
+    const clients = [
+      new IORedis(q.env().REDIS_URL, { maxRetriesPerRequest: null }),
+      new IORedis(q.env().REDIS_URL, { maxRetriesPerRequest: null }),
+    ];
     const services = clients.map((c) => service(q, c));
     try {
       const letters = await q.write(...Array.from({ length: 200 }, () => letter({ kind: 'invalid' })));
@@ -90,7 +96,11 @@ describe('dead letters: parallel replays and payload-free listings', () => {
     const q = new QueueFixture();
     const database = await createMigratedDb('sqlite');
     try {
-      const letters = await q.write(...Array.from({ length: 12 }, (_, i) => letter({ planId: `plan_${i}`, event: validEvent(`plan_${i}`, { seq: 1 }) })));
+      const letters = await q.write(
+        ...Array.from({ length: 12 }, (_, i) =>
+          letter({ planId: `plan_${i}`, event: validEvent(`plan_${i}`, { seq: 1 }) }),
+        ),
+      );
       const stored = letters.filter((_, i) => i % 3 !== 0); // 8 of 12, in every batch
       const store = new PlanEventStore(database.ds);
       await store.persist(stored.map((dl) => (parsePlanEvent(dl.event) as { event: PlanEvent }).event));
@@ -109,7 +119,11 @@ describe('dead letters: parallel replays and payload-free listings', () => {
       const dry = await dlq.replay({ filter: {} }, { dryRun: true, batch: 3 });
       expect({ selected: dry.selected, alreadyStored: dry.alreadyStored }).toEqual({ selected: 12, alreadyStored: 8 });
       const run = await dlq.replay({ filter: {} }, { batch: 3 });
-      expect({ replayed: run.replayed, alreadyStored: run.alreadyStored, jobs: run.jobIds.length }).toEqual({ replayed: 12, alreadyStored: 8, jobs: 4 });
+      expect({ replayed: run.replayed, alreadyStored: run.alreadyStored, jobs: run.jobIds.length }).toEqual({
+        replayed: 12,
+        alreadyStored: 8,
+        jobs: 4,
+      });
       expect((await queuedEventIds(q)).sort()).toEqual(letters.map((dl) => dl.eventId).sort());
     } finally {
       await q.close();

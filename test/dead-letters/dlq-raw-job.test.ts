@@ -54,7 +54,11 @@ async function startTheWorker(fixture: QueueFixture): Promise<WorkerHandle> {
 /** Adds a job whose data is `raw`, byte for byte, as a producer other than ours could. */
 async function addRawJob(fixture: QueueFixture, raw: string): Promise<string> {
   const jobId = `foreign-${randomUUID()}`;
-  const job = await fixture.events.add('events', { v: 1, events: [] }, { jobId, delay: 3_600_000, removeOnComplete: true });
+  const job = await fixture.events.add(
+    'events',
+    { v: 1, events: [] },
+    { jobId, delay: 3_600_000, removeOnComplete: true },
+  );
   await fixture.redis.hset(fixture.events.toKey(jobId), 'data', raw);
   await job.promote();
   return jobId;
@@ -71,7 +75,10 @@ async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T) => boo
 }
 
 async function storedCount(eventIds: string[]): Promise<number> {
-  const rows: Array<{ n: string }> = await database.ds.query('SELECT COUNT(*) AS n FROM plan_events WHERE event_id = ANY($1::uuid[])', [eventIds]);
+  const rows: Array<{ n: string }> = await database.ds.query(
+    'SELECT COUNT(*) AS n FROM plan_events WHERE event_id = ANY($1::uuid[])',
+    [eventIds],
+  );
   return Number(rows[0].n);
 }
 
@@ -102,17 +109,36 @@ describe('dlq replay of a job the worker did not read', () => {
     expect(invalid).toHaveLength(2);
     const sourceJob = await addRawJob(q, raw);
 
-    const [id] = await until('the raw dead letter', () => q!.deadLetterIds(), (ids) => ids.length === 1);
+    const [id] = await until(
+      'the raw dead letter',
+      () => q!.deadLetterIds(),
+      (ids) => ids.length === 1,
+    );
     const dl = await new DeadLetterService({ deadLetters: q.deadLetters, logger }).show(id);
     expect(dl).toMatchObject({ id, kind: 'invalid', source: { jobId: sourceJob }, event: raw });
-    expect(dl.error.message).toMatch(/^job data is \d+ bytes, over the 16777216-byte job limit \(maxJobBytes\); not parsed/);
+    expect(dl.error.message).toMatch(
+      /^job data is \d+ bytes, over the 16777216-byte job limit \(maxJobBytes\); not parsed/,
+    );
 
-    const replay = await runCli(['dlq', 'replay', id, '--wait', '--json'], q.env({ DATABASE_URL: database.db.url }), 120_000);
+    const replay = await runCli(
+      ['dlq', 'replay', id, '--wait', '--json'],
+      q.env({ DATABASE_URL: database.db.url }),
+      120_000,
+    );
     expect(replay.stderr).toContain('2 replayed event(s) failed again');
     expect(replay.code).toBe(1);
     const summary = JSON.parse(replay.stdout);
-    expect(summary).toMatchObject({ selected: 1, replayed: events.length, alreadyStored: 0, failedAgain: 2, pending: 0, kept: [] });
-    expect(summary.jobIds.length).toBeGreaterThanOrEqual(Math.ceil(Buffer.byteLength(raw) / DEFAULT_LIMITS.maxJobBytes));
+    expect(summary).toMatchObject({
+      selected: 1,
+      replayed: events.length,
+      alreadyStored: 0,
+      failedAgain: 2,
+      pending: 0,
+      kept: [],
+    });
+    expect(summary.jobIds.length).toBeGreaterThanOrEqual(
+      Math.ceil(Buffer.byteLength(raw) / DEFAULT_LIMITS.maxJobBytes),
+    );
 
     expect(await storedCount(valid)).toBe(valid.length);
     const again = await runCli(['dlq', 'list', '--json'], q.env());
@@ -130,18 +156,34 @@ describe('dlq replay of a job the worker did not read', () => {
     await startTheWorker(q);
     const raw = '{"v":1,"events":[{"eventId":"truncated';
     await addRawJob(q, raw);
-    const [id] = await until('the raw dead letter', () => q!.deadLetterIds(), (ids) => ids.length === 1);
+    const [id] = await until(
+      'the raw dead letter',
+      () => q!.deadLetterIds(),
+      (ids) => ids.length === 1,
+    );
     const key = q.deadLetters.toKey(id);
     const before = await q.redis.hgetall(key);
     expect(JSON.parse(before.data)).toMatchObject({ kind: 'invalid', event: raw });
-    expect(JSON.parse(before.data).error.message).toMatch(/^job data is not JSON \(.*\); its raw text is kept as the event$/);
+    expect(JSON.parse(before.data).error.message).toMatch(
+      /^job data is not JSON \(.*\); its raw text is kept as the event$/,
+    );
 
     const env = q.env({ DATABASE_URL: database.db.url });
     const text = await runCli(['dlq', 'replay', id], env);
     expect({ code: text.code, stderr: text.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(text.stdout).toMatch(new RegExp(`^replayed 0 events in 0 jobs; already stored: 0; failed again: not checked \\(use --wait\\)\\nnot replayed, still dead letters \\(1\\):\\n  ${id}: its raw text is not JSON \\(.+\\), so it cannot be split into events; kept as it is\\n$`));
+    expect(text.stdout).toMatch(
+      new RegExp(
+        `^replayed 0 events in 0 jobs; already stored: 0; failed again: not checked \\(use --wait\\)\\nnot replayed, still dead letters \\(1\\):\\n  ${id}: its raw text is not JSON \\(.+\\), so it cannot be split into events; kept as it is\\n$`,
+      ),
+    );
     const json = await runCli(['dlq', 'replay', id, '--json'], env);
-    expect(JSON.parse(json.stdout)).toMatchObject({ selected: 1, replayed: 0, vanished: 0, jobIds: [], kept: [{ id, reason: expect.stringContaining('its raw text is not JSON') }] });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      selected: 1,
+      replayed: 0,
+      vanished: 0,
+      jobIds: [],
+      kept: [{ id, reason: expect.stringContaining('its raw text is not JSON') }],
+    });
 
     expect(await q.deadLetterIds()).toEqual([id]);
     expect(await q.redis.hgetall(key)).toEqual(before); // no claim left behind, nothing rewritten
@@ -153,41 +195,79 @@ describe('dlq replay: job sizes (no worker: the jobs stay on the queue)', () => 
   function rawJobLetter(raw: string): DeadLetter {
     const message = `job data is ${Buffer.byteLength(raw)} bytes, over the 1000-byte job limit (maxJobBytes); not parsed, its raw text is kept as the event`;
     const now = new Date();
-    return buildDeadLetter('invalid', raw, { message, violations: [{ path: '', message }] }, {
-      queue: EVENTS_QUEUE, prefix: 'p', jobId: `foreign-${randomUUID()}`, index: 0, attempts: 1, firstFailedAt: now, lastFailedAt: now, workerVersion: '0.1.0', replayCount: 0,
-    });
+    return buildDeadLetter(
+      'invalid',
+      raw,
+      { message, violations: [{ path: '', message }] },
+      {
+        queue: EVENTS_QUEUE,
+        prefix: 'p',
+        jobId: `foreign-${randomUUID()}`,
+        index: 0,
+        attempts: 1,
+        firstFailedAt: now,
+        lastFailedAt: now,
+        workerVersion: '0.1.0',
+        replayCount: 0,
+      },
+    );
   }
 
   it('every job stays under maxJobBytes; an event no job can carry is dead-lettered on its own (split) or kept (a letter of its own)', async () => {
     q = new QueueFixture();
     const dlq = new DeadLetterService({ deadLetters: q.deadLetters, events: q.events, logger });
-    const small = Array.from({ length: 12 }, (_, i) => ({ eventId: randomUUID(), type: 'step.completed', n: i, pad: 'x'.repeat(400) }));
+    const small = Array.from({ length: 12 }, (_, i) => ({
+      eventId: randomUUID(),
+      type: 'step.completed',
+      n: i,
+      pad: 'x'.repeat(400),
+    }));
     const huge = { eventId: randomUUID(), type: 'step.completed', pad: 'y'.repeat(5_000) };
     const events = [...small.slice(0, 6), huge, ...small.slice(6)];
     const replayCounts = events.map((_, i) => (i === 2 ? 4 : 0));
-    const [rawLetter, alone, plain] = await q.write(rawJobLetter(JSON.stringify({ v: 1, events, replayCounts })), letter({ event: huge }), letter({ replayCount: 2 }));
+    const [rawLetter, alone, plain] = await q.write(
+      rawJobLetter(JSON.stringify({ v: 1, events, replayCounts })),
+      letter({ event: huge }),
+      letter({ replayCount: 2 }),
+    );
 
     const summary = await dlq.replay({ filter: {} }, { maxJobBytes: 3_000, batch: 500 });
 
     expect(summary).toMatchObject({ selected: 3, replayed: small.length + 1, vanished: 0 });
     const jobs = await q.events.getJobs(['waiting'], 0, -1, true);
     expect(jobs.length).toBeGreaterThan(2);
-    for (const job of jobs) expect(await q.redis.hstrlen(q.events.toKey(String(job.id)), 'data')).toBeLessThanOrEqual(3_000);
-    const sent = jobs.flatMap((j) => (j.data as EventBatchJobData).events.map((e, i) => [e, (j.data as EventBatchJobData).replayCounts![i]] as const));
+    for (const job of jobs)
+      expect(await q.redis.hstrlen(q.events.toKey(String(job.id)), 'data')).toBeLessThanOrEqual(3_000);
+    const sent = jobs.flatMap((j) =>
+      (j.data as EventBatchJobData).events.map((e, i) => [e, (j.data as EventBatchJobData).replayCounts![i]] as const),
+    );
     // the raw job's events in order, each count raised from the job's own or the letter's; the plain letter's event
     expect(sent).toEqual(expect.arrayContaining([[plain.event, 3]]));
-    expect(sent.filter(([e]) => (e as { eventId: string }).eventId !== plain.eventId)).toEqual(small.map((e, i) => [e, i === 2 ? 5 : 1]));
+    expect(sent.filter(([e]) => (e as { eventId: string }).eventId !== plain.eventId)).toEqual(
+      small.map((e, i) => [e, i === 2 ? 5 : 1]),
+    );
 
     // the raw letter went; the letter whose event no job carries stayed; the huge event of the raw job is a letter of its own
     const left = (await dlq.list({})).deadLetters;
     expect(left.map((l) => l.id)).not.toContain(rawLetter.id);
     const split = left.find((l) => l.id !== alone.id)!;
     expect(left.map((l) => l.id).sort()).toEqual([alone.id, split.id].sort());
-    expect(split).toMatchObject({ kind: 'invalid', event: huge, eventId: huge.eventId, replayCount: 1, source: rawLetter.source });
+    expect(split).toMatchObject({
+      kind: 'invalid',
+      event: huge,
+      eventId: huge.eventId,
+      replayCount: 1,
+      source: rawLetter.source,
+    });
     expect(split.error.message).toContain(`event 6 of the job held by dead letter ${rawLetter.id} is`);
     expect(summary.kept).toEqual(
       expect.arrayContaining([
-        { id: alone.id, reason: expect.stringMatching(/^its event is \d+ bytes of JSON: no job under the 3000-byte job limit \(maxJobBytes\) can carry it; kept as it is$/) },
+        {
+          id: alone.id,
+          reason: expect.stringMatching(
+            /^its event is \d+ bytes of JSON: no job under the 3000-byte job limit \(maxJobBytes\) can carry it; kept as it is$/,
+          ),
+        },
         { id: split.id, reason: split.error.message },
       ]),
     );

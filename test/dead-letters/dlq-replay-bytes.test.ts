@@ -69,7 +69,10 @@ describe('dead letters: a replay sends the events as stored', () => {
         await q.write(...laidOut);
         await writeWithoutLayout(q, plain);
         const token = `replay-${randomUUID()}`;
-        const claimed = await repository.claim([...laidOut, ...plain].map((l) => l.id), token);
+        const claimed = await repository.claim(
+          [...laidOut, ...plain].map((l) => l.id),
+          token,
+        );
         expect(claimed.map((c) => c.id)).toEqual([...laidOut, ...plain].map((l) => l.id));
         for (const [i, l] of [...laidOut, ...plain].entries()) {
           expect(claimed[i].eventJson.toString('utf8')).toBe(JSON.stringify(l.event) ?? 'null');
@@ -96,7 +99,11 @@ describe('dead letters: a replay sends the events as stored', () => {
     expect(summary.replayed).toBe(letters.length);
     const jobs = await q.events.getJobs(['waiting'], 0, -1, true);
     expect(jobs).toHaveLength(1);
-    const expected: EventBatchJobData = { v: 1, events: letters.map((l) => asSent(l.event)), replayCounts: letters.map((l) => l.replayCount + 1) };
+    const expected: EventBatchJobData = {
+      v: 1,
+      events: letters.map((l) => asSent(l.event)),
+      replayCounts: letters.map((l) => l.replayCount + 1),
+    };
     expect(jobs[0].data).toEqual(expected);
     expect(await q.deadLetterIds()).toEqual([]);
   });
@@ -107,12 +114,20 @@ describe('dead letters: a replay sends the events as stored', () => {
     const job = await q.deadLetters.getJob(rewritten.id);
     await job!.updateData({ ...rewritten, event: newEvent });
     const field = (await q.redis.hget(q.deadLetters.toKey(wrongLength.id), 'pl:replay'))!;
-    await q.redis.hset(q.deadLetters.toKey(wrongLength.id), 'pl:replay', field.replace(/^\d+/, (n) => String(Number(n) - 1)));
+    await q.redis.hset(
+      q.deadLetters.toKey(wrongLength.id),
+      'pl:replay',
+      field.replace(/^\d+/, (n) => String(Number(n) - 1)),
+    );
     await q.redis.hset(q.deadLetters.toKey(garbled.id), 'pl:replay', 'not a layout');
 
     const claimed = await repository.claim([rewritten.id, wrongLength.id, garbled.id], 'replay-test');
 
-    expect(claimed.map((c) => asSent(JSON.parse(c.eventJson.toString('utf8'))))).toEqual([newEvent, asSent(wrongLength.event), asSent(garbled.event)]);
+    expect(claimed.map((c) => asSent(JSON.parse(c.eventJson.toString('utf8'))))).toEqual([
+      newEvent,
+      asSent(wrongLength.event),
+      asSent(garbled.event),
+    ]);
     expect(claimed.map((c) => c.eventId)).toEqual([rewritten.eventId, wrongLength.eventId, garbled.eventId]);
   });
 });

@@ -19,9 +19,20 @@ const SUMMARY_FIELDS = ['pl:summary', 'pl:kind', 'pl:type', 'pl:at'];
 function mixed(n: number): DeadLetter[] {
   const kinds = ['invalid', 'retries-exhausted', 'unprocessable', 'conflict'] as const;
   return Array.from({ length: n }, (_, i) => {
-    const type = i % 5 === 0 ? null : i % 5 === 1 ? 'step.\n<b>odd</b>' : i % 2 === 0 ? 'step.completed' : 'plan.created';
-    const dl = letter({ kind: kinds[i % 4], planId: `plan_${i % 3}`, type: type ?? undefined, lastFailedAt: new Date(Date.UTC(2025, 0, 1) + ((i * 7919) % n) * 60_000).toISOString() });
-    return { ...dl, type, event: validEvent(dl.planId ?? undefined, { type }), error: i % 3 === 0 ? { message: `boom ${i}` } : dl.error };
+    const type =
+      i % 5 === 0 ? null : i % 5 === 1 ? 'step.\n<b>odd</b>' : i % 2 === 0 ? 'step.completed' : 'plan.created';
+    const dl = letter({
+      kind: kinds[i % 4],
+      planId: `plan_${i % 3}`,
+      type: type ?? undefined,
+      lastFailedAt: new Date(Date.UTC(2025, 0, 1) + ((i * 7919) % n) * 60_000).toISOString(),
+    });
+    return {
+      ...dl,
+      type,
+      event: validEvent(dl.planId ?? undefined, { type }),
+      error: i % 3 === 0 ? { message: `boom ${i}` } : dl.error,
+    };
   });
 }
 
@@ -56,9 +67,16 @@ describe('dead letters: stored summaries', () => {
 
     const check = async () => {
       expect((await dlq.listSummaries({})).deadLetters).toEqual(expectedSummaries);
-      expect((await dlq.listSummaries({ planId: 'plan_1' })).deadLetters).toEqual(expectedSummaries.filter((s) => s.planId === 'plan_1'));
+      expect((await dlq.listSummaries({ planId: 'plan_1' })).deadLetters).toEqual(
+        expectedSummaries.filter((s) => s.planId === 'plan_1'),
+      );
       const stats = await dlq.stats();
-      expect(stats).toMatchObject({ total: 40, byKind, byType, oldest: { id: oldest.id, lastFailedAt: oldest.lastFailedAt } });
+      expect(stats).toMatchObject({
+        total: 40,
+        byKind,
+        byType,
+        oldest: { id: oldest.id, lastFailedAt: oldest.lastFailedAt },
+      });
     };
     await check();
     // an older writer's entries: half of them without the summary fields
@@ -104,12 +122,20 @@ describe('dead letters: stored summaries', () => {
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-    const failing = new DeadLetterService({ deadLetters: new Queue(DEAD_LETTER_QUEUE, { connection: q.redis, prefix: q.prefix }), events, logger });
+    const failing = new DeadLetterService({
+      deadLetters: new Queue(DEAD_LETTER_QUEUE, { connection: q.redis, prefix: q.prefix }),
+      events,
+      logger,
+    });
 
-    await expect(failing.replay({ filter: {} }, { batch: 10 })).rejects.toThrow(/^replay stopped after \d+ of \d+\+ events \(those are queued, the rest are still dead letters; rerun to continue\): Connection is closed\.$/);
+    await expect(failing.replay({ filter: {} }, { batch: 10 })).rejects.toThrow(
+      /^replay stopped after \d+ of \d+\+ events \(those are queued, the rest are still dead letters; rerun to continue\): Connection is closed\.$/,
+    );
 
     const jobs = await q.events.getJobs(['waiting'], 0, -1, true);
-    const queued = jobs.flatMap((j) => (j.data as EventBatchJobData).events.map((e) => (e as { eventId: string }).eventId));
+    const queued = jobs.flatMap((j) =>
+      (j.data as EventBatchJobData).events.map((e) => (e as { eventId: string }).eventId),
+    );
     const left = (await dlq.list({})).deadLetters.map((dl) => dl.eventId);
     expect(new Set(queued).size).toBe(queued.length);
     expect(queued.filter((id) => left.includes(id))).toEqual([]);

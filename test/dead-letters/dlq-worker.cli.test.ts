@@ -69,7 +69,10 @@ async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T) => boo
 }
 
 async function storedCount(eventIds: string[]): Promise<number> {
-  const rows: Array<{ n: string | number }> = await database.ds.query(`SELECT COUNT(*) AS n FROM plan_events WHERE event_id = ANY($1::uuid[])`, [eventIds]);
+  const rows: Array<{ n: string | number }> = await database.ds.query(
+    `SELECT COUNT(*) AS n FROM plan_events WHERE event_id = ANY($1::uuid[])`,
+    [eventIds],
+  );
   return Number(rows[0].n);
 }
 
@@ -95,12 +98,23 @@ describe('dead letters from the real worker', () => {
     const good = validEvent('plan_poison');
     const poison = validEvent('plan_poison', { seq: 2, payload: { inputTokens: 'many', outputTokens: 20 } });
     await publish(q, [good, poison]);
-    await until('the poison dead letter', () => q!.deadLetterIds(), (ids) => ids.length === 1);
+    await until(
+      'the poison dead letter',
+      () => q!.deadLetterIds(),
+      (ids) => ids.length === 1,
+    );
 
     const list = await listJson(q, '--kind', 'invalid');
     expect(list.total).toBe(1);
     const [dl] = list.deadLetters;
-    expect(dl).toMatchObject({ kind: 'invalid', eventId: poison.eventId, type: 'step.completed', planId: 'plan_poison', replayCount: 0, event: poison });
+    expect(dl).toMatchObject({
+      kind: 'invalid',
+      eventId: poison.eventId,
+      type: 'step.completed',
+      planId: 'plan_poison',
+      replayCount: 0,
+      event: poison,
+    });
     const paths = dl.error.violations!.map((v) => v.path).sort();
     expect(paths).toEqual(['payload.inputTokens', 'payload.stepId']);
 
@@ -119,7 +133,12 @@ describe('dead letters from the real worker', () => {
     expect(summary).toMatchObject({ selected: 1, replayed: 1, alreadyStored: 0, failedAgain: 1, pending: 0 });
     const again = await listJson(q);
     expect(again.deadLetters).toHaveLength(1);
-    expect(again.deadLetters[0]).toMatchObject({ id: summary.failedAgainIds[0], eventId: poison.eventId, replayCount: 1, source: { jobId: summary.jobIds[0] } });
+    expect(again.deadLetters[0]).toMatchObject({
+      id: summary.failedAgainIds[0],
+      eventId: poison.eventId,
+      replayCount: 1,
+      source: { jobId: summary.jobIds[0] },
+    });
   });
 
   it('replays events that exhausted their retries while the database was down; a second replay changes nothing', async () => {
@@ -130,7 +149,11 @@ describe('dead letters from the real worker', () => {
     const planId = events[0].planId;
     const eventIds = events.map((e) => e.eventId);
     await publish(q, events);
-    await until('every event dead-lettered', () => q!.deadLetterIds(), (ids) => ids.length === events.length);
+    await until(
+      'every event dead-lettered',
+      () => q!.deadLetterIds(),
+      (ids) => ids.length === events.length,
+    );
     const dead = await listJson(q);
     expect(dead.deadLetters.every((dl) => dl.kind === 'retries-exhausted')).toBe(true);
     expect(await storedCount(eventIds)).toBe(0);
@@ -139,7 +162,13 @@ describe('dead letters from the real worker', () => {
     const env = q.env({ DATABASE_URL: database.db.url });
     const first = await runCli(['dlq', 'replay', '--kind', 'retries-exhausted', '--wait', '--json'], env);
     expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(JSON.parse(first.stdout)).toMatchObject({ selected: events.length, replayed: events.length, alreadyStored: 0, failedAgain: 0, pending: 0 });
+    expect(JSON.parse(first.stdout)).toMatchObject({
+      selected: events.length,
+      replayed: events.length,
+      alreadyStored: 0,
+      failedAgain: 0,
+      pending: 0,
+    });
     expect(await storedCount(eventIds)).toBe(events.length);
     const stats = await runCli(['dlq', 'stats', '--json'], env);
     expect(JSON.parse(stats.stdout)).toMatchObject({ total: 0, oldest: null });
@@ -154,7 +183,11 @@ describe('dead letters from the real worker', () => {
     await q.write(...dead.deadLetters);
     const third = await runCli(['dlq', 'replay', '--all', '--wait', '--json'], env);
     expect(third.code).toBe(0);
-    expect(JSON.parse(third.stdout)).toMatchObject({ replayed: events.length, alreadyStored: events.length, failedAgain: 0 });
+    expect(JSON.parse(third.stdout)).toMatchObject({
+      replayed: events.length,
+      alreadyStored: events.length,
+      failedAgain: 0,
+    });
     expect(await q.deadLetterIds()).toEqual([]);
     expect(await planSnapshot(planId)).toEqual(after);
   });

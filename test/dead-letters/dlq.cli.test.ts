@@ -36,22 +36,65 @@ describe('plan-ledger dlq list / stats', () => {
     const q = fixture();
     const [a, b, c, d, e] = await q.write(
       letter({ kind: 'invalid', type: 'step.started', planId: 'plan_a', lastFailedAt: '2025-01-01T10:00:00.000Z' }),
-      letter({ kind: 'retries-exhausted', type: 'step.completed', planId: 'plan_a', lastFailedAt: '2025-01-02T10:00:00.000Z' }),
-      letter({ kind: 'retries-exhausted', type: 'plan.created', planId: 'plan_b', lastFailedAt: '2025-01-03T10:00:00.000Z' }),
-      letter({ kind: 'unprocessable', type: 'step.completed', planId: 'plan_b', lastFailedAt: '2025-01-04T10:00:00.000Z' }),
-      letter({ kind: 'invalid', event: 'not even json', type: null, planId: null, eventId: null, lastFailedAt: '2025-01-05T10:00:00.000Z' }),
+      letter({
+        kind: 'retries-exhausted',
+        type: 'step.completed',
+        planId: 'plan_a',
+        lastFailedAt: '2025-01-02T10:00:00.000Z',
+      }),
+      letter({
+        kind: 'retries-exhausted',
+        type: 'plan.created',
+        planId: 'plan_b',
+        lastFailedAt: '2025-01-03T10:00:00.000Z',
+      }),
+      letter({
+        kind: 'unprocessable',
+        type: 'step.completed',
+        planId: 'plan_b',
+        lastFailedAt: '2025-01-04T10:00:00.000Z',
+      }),
+      letter({
+        kind: 'invalid',
+        event: 'not even json',
+        type: null,
+        planId: null,
+        eventId: null,
+        lastFailedAt: '2025-01-05T10:00:00.000Z',
+      }),
     );
     const env = q.env();
     const cases: Array<[string[], string[]]> = [
       [[], [a, b, c, d, e].map((x) => x.id)],
-      [['--type', 'step.completed'], [b.id, d.id]],
-      [['--type', 'step.started,plan.created'], [a.id, c.id]],
-      [['--kind', 'invalid'], [a.id, e.id]],
+      [
+        ['--type', 'step.completed'],
+        [b.id, d.id],
+      ],
+      [
+        ['--type', 'step.started,plan.created'],
+        [a.id, c.id],
+      ],
+      [
+        ['--kind', 'invalid'],
+        [a.id, e.id],
+      ],
       [['--kind', 'retries-exhausted', '--plan', 'plan_b'], [c.id]],
-      [['--plan', 'plan_a'], [a.id, b.id]],
-      [['--since', '2025-01-03T10:00:00Z'], [c.id, d.id, e.id]],
-      [['--until', '2025-01-03T10:00:00Z'], [a.id, b.id]],
-      [['--since', '2025-01-02', '--until', '2025-01-04'], [b.id, c.id]],
+      [
+        ['--plan', 'plan_a'],
+        [a.id, b.id],
+      ],
+      [
+        ['--since', '2025-01-03T10:00:00Z'],
+        [c.id, d.id, e.id],
+      ],
+      [
+        ['--until', '2025-01-03T10:00:00Z'],
+        [a.id, b.id],
+      ],
+      [
+        ['--since', '2025-01-02', '--until', '2025-01-04'],
+        [b.id, c.id],
+      ],
     ];
     const results = await Promise.all(cases.map(([args]) => runCli(['dlq', 'list', ...args, '--json'], env)));
     results.forEach((r, i) => {
@@ -61,7 +104,10 @@ describe('plan-ledger dlq list / stats', () => {
       expect(json.total).toBe(cases[i][1].length);
     });
 
-    const [limited, table] = await Promise.all([runCli(['dlq', 'list', '--limit', '2', '--json'], env), runCli(['dlq', 'list', '--limit', '2'], env)]);
+    const [limited, table] = await Promise.all([
+      runCli(['dlq', 'list', '--limit', '2', '--json'], env),
+      runCli(['dlq', 'list', '--limit', '2'], env),
+    ]);
     expect(JSON.parse(limited.stdout)).toMatchObject({ total: 5, deadLetters: [{ id: a.id }, { id: b.id }] });
     const lines = table.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^ID\s+KIND\s+TYPE\s+PLAN\s+TRIES\s+REPLAYS\s+DEAD-LETTERED\s+ERROR$/);
@@ -143,7 +189,10 @@ describe('plan-ledger dlq bad input', () => {
     const env = q.env({ DATABASE_URL: database.db.url });
     // not found ends with exit 1 in every command (plans show, sessions history, dlq show...)
     const notFound: Array<[string[], string]> = [
-      [['dlq', 'show', 'dl-00000000-0000-0000-0000-000000000000'], 'dead letter dl-00000000-0000-0000-0000-000000000000 not found'],
+      [
+        ['dlq', 'show', 'dl-00000000-0000-0000-0000-000000000000'],
+        'dead letter dl-00000000-0000-0000-0000-000000000000 not found',
+      ],
       [['dlq', 'replay', kept.id, 'dl-missing'], 'dead letter dl-missing not found'],
       [['dlq', 'purge', kept.id, 'dl-gone', '--yes'], 'dead letter dl-gone not found'],
     ];
@@ -186,7 +235,10 @@ describe('plan-ledger dlq show / replay without a worker', () => {
   it('shows the error, provenance and the original event', async () => {
     const q = fixture();
     const [dl] = await q.write(letter({ replayCount: 2 }));
-    const [text, json] = await Promise.all([runCli(['dlq', 'show', dl.id], q.env()), runCli(['dlq', 'show', dl.id, '--json'], q.env())]);
+    const [text, json] = await Promise.all([
+      runCli(['dlq', 'show', dl.id], q.env()),
+      runCli(['dlq', 'show', dl.id, '--json'], q.env()),
+    ]);
     expect(text.code).toBe(0);
     expect(text.stdout).toContain(`id              ${dl.id}`);
     expect(text.stdout).toContain('kind            retries-exhausted');
@@ -206,7 +258,13 @@ describe('plan-ledger dlq show / replay without a worker', () => {
 
     const dry = await runCli(['dlq', 'replay', '--all', '--dry-run', '--json'], env);
     expect(dry.code).toBe(0);
-    expect(JSON.parse(dry.stdout)).toMatchObject({ dryRun: true, selected: 3, replayed: 3, alreadyStored: 1, jobIds: [] });
+    expect(JSON.parse(dry.stdout)).toMatchObject({
+      dryRun: true,
+      selected: 3,
+      replayed: 3,
+      alreadyStored: 1,
+      jobIds: [],
+    });
     expect(await q.deadLetterIds()).toHaveLength(3);
     expect(await q.events.count()).toBe(0);
 
@@ -214,7 +272,9 @@ describe('plan-ledger dlq show / replay without a worker', () => {
     expect(run.code).toBe(0);
     // more than one batch: progress on stderr, as plain lines since stderr is a pipe here
     expect(run.stderr).toBe('replay: 2/3 (66%)\nreplay: 3/3 (100%)\n');
-    expect(run.stdout.trim()).toBe('replayed 3 events in 2 jobs; already stored: 1; failed again: not checked (use --wait)');
+    expect(run.stdout.trim()).toBe(
+      'replayed 3 events in 2 jobs; already stored: 1; failed again: not checked (use --wait)',
+    );
     expect(await q.deadLetterIds()).toEqual([]);
     const jobs = await q.events.getJobs(['waiting'], 0, -1, true);
     expect(jobs.map((j) => j.name)).toEqual([EVENT_BATCH_JOB, EVENT_BATCH_JOB]);

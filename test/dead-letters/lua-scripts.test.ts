@@ -21,13 +21,22 @@ const logger = createLogger({ level: 'silent' });
 
 describe('dead-letter Lua scripts', () => {
   it('each loads with its includes expanded once, and documents its KEYS and ARGV', () => {
-    expect(DEAD_LETTER_SCRIPTS.map((s) => s.file).sort()).toEqual(['add-summaries', 'claim-entries', 'count-depth', 'count-stats', 'read-entries', 'release-claims', 'remove-entries']);
+    expect(DEAD_LETTER_SCRIPTS.map((s) => s.file).sort()).toEqual([
+      'add-summaries',
+      'claim-entries',
+      'count-depth',
+      'count-stats',
+      'read-entries',
+      'release-claims',
+      'remove-entries',
+    ]);
     for (const script of DEAD_LETTER_SCRIPTS) {
       const source = script.source;
       expect({ file: script.file, include: /@include/.test(source) }).toEqual({ file: script.file, include: false });
       expect(source).toMatch(/Input:\n\s+KEYS\[1\]/);
       expect(source).toMatch(/Output:/);
-      for (const name of ['SUMMARY_FIELD', 'eventLength', 'summaryOf']) expect((source.match(new RegExp(`local (function )?${name}\\b`, 'g')) ?? []).length).toBeLessThanOrEqual(1);
+      for (const name of ['SUMMARY_FIELD', 'eventLength', 'summaryOf'])
+        expect((source.match(new RegExp(`local (function )?${name}\\b`, 'g')) ?? []).length).toBeLessThanOrEqual(1);
       expect(script.sha).toMatch(/^[0-9a-f]{40}$/);
     }
   });
@@ -35,12 +44,18 @@ describe('dead-letter Lua scripts', () => {
   it('name the same hash fields and event frame as the codec', () => {
     const fields = fs.readFileSync(path.join(LUA_DIR, 'includes', 'fields.lua'), 'utf8');
     const lua = Object.fromEntries([...fields.matchAll(/^local (\w+) = '([^']*)'$/gm)].map((m) => [m[1], m[2]]));
-    const ts = Object.fromEntries(['SUMMARY_FIELD', 'KIND_FIELD', 'TYPE_FIELD', 'AT_FIELD', 'REPLAY_FIELD', 'CLAIM_FIELD', 'EVENT_FRAME'].map((k) => [k, (codec as Record<string, unknown>)[k]]));
+    const ts = Object.fromEntries(
+      ['SUMMARY_FIELD', 'KIND_FIELD', 'TYPE_FIELD', 'AT_FIELD', 'REPLAY_FIELD', 'CLAIM_FIELD', 'EVENT_FRAME'].map(
+        (k) => [k, (codec as Record<string, unknown>)[k]],
+      ),
+    );
     expect(lua).toEqual(ts);
   });
 
   it('a missing file is named, with where the build puts it', () => {
-    expect(() => readLua('no-such-script')).toThrow(/no-such-script\.lua cannot be read \(ENOENT\).*npm run build copies it into dist/);
+    expect(() => readLua('no-such-script')).toThrow(
+      /no-such-script\.lua cannot be read \(ENOENT\).*npm run build copies it into dist/,
+    );
   });
 
   it('a Redis that lost its scripts (SCRIPT FLUSH) gets them again on the next call', async () => {
@@ -52,7 +67,9 @@ describe('dead-letter Lua scripts', () => {
       const [a] = await q.write(letter({ kind: 'invalid' }), letter());
       expect((await dlq.stats()).total).toBe(2);
       await q.redis.script('FLUSH');
-      expect(await q.redis.script('EXISTS', ...DEAD_LETTER_SCRIPTS.map((s) => s.sha))).toEqual(DEAD_LETTER_SCRIPTS.map(() => 0));
+      expect(await q.redis.script('EXISTS', ...DEAD_LETTER_SCRIPTS.map((s) => s.sha))).toEqual(
+        DEAD_LETTER_SCRIPTS.map(() => 0),
+      );
       expect(await dlq.stats()).toMatchObject({ total: 2, byKind: { invalid: 1, 'retries-exhausted': 1 } });
       expect((await dlq.show(a.id)).event).toEqual(a.event);
       const replayed = await dlq.replay({ filter: {} });
@@ -69,7 +86,17 @@ describe('dead-letter Lua scripts in the package', () => {
   beforeAll(() => {
     // the package as `npm pack` sees it: what package.json ships, built by its own prepare script
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-pack-'));
-    for (const entry of ['src', 'migrations', 'bin', 'console', 'schemas', 'package.json', 'tsconfig.json', 'tsconfig.build.json', 'ormconfig.ts']) {
+    for (const entry of [
+      'src',
+      'migrations',
+      'bin',
+      'console',
+      'schemas',
+      'package.json',
+      'tsconfig.json',
+      'tsconfig.build.json',
+      'ormconfig.ts',
+    ]) {
       fs.cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
     }
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
@@ -77,9 +104,22 @@ describe('dead-letter Lua scripts in the package', () => {
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('npm pack ships every .lua under dist/, and the built module runs them against Redis', () => {
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json'], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as Array<{ files: Array<{ path: string }> }>;
-    const shipped = packed[0].files.map((f) => f.path).filter((p) => p.endsWith('.lua')).sort();
-    const sources = fs.readdirSync(LUA_DIR, { recursive: true, encoding: 'utf8' }).filter((p) => p.endsWith('.lua')).map((p) => `dist/src/dead-letters/lua/${p.split(path.sep).join('/')}`).sort();
+    const packed = JSON.parse(
+      execFileSync('npm', ['pack', '--dry-run', '--json'], {
+        cwd: dir,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
+    ) as Array<{ files: Array<{ path: string }> }>;
+    const shipped = packed[0].files
+      .map((f) => f.path)
+      .filter((p) => p.endsWith('.lua'))
+      .sort();
+    const sources = fs
+      .readdirSync(LUA_DIR, { recursive: true, encoding: 'utf8' })
+      .filter((p) => p.endsWith('.lua'))
+      .map((p) => `dist/src/dead-letters/lua/${p.split(path.sep).join('/')}`)
+      .sort();
     expect(shipped).toEqual(sources);
     expect(packed[0].files.some((f) => f.path.startsWith('src/'))).toBe(false);
 
@@ -108,6 +148,12 @@ describe('dead-letter Lua scripts in the package', () => {
         process.stdout.write(JSON.stringify(out));
       })().catch((err) => { console.error(err); process.exit(1); });`;
     const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: dir, encoding: 'utf8' }));
-    expect(out).toMatchObject({ luaDir: path.join(built, 'lua'), stats: { total: 2, byKind: { invalid: 2 } }, list: 2, replay: 2, left: 0 });
+    expect(out).toMatchObject({
+      luaDir: path.join(built, 'lua'),
+      stats: { total: 2, byKind: { invalid: 2 } },
+      list: 2,
+      replay: 2,
+      left: 0,
+    });
   });
 });

@@ -29,7 +29,12 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
     const res = await call(stack, 'POST', '/v1/events', { body: batch });
     expect(res.status).toBe(202);
     expect(res.json).toMatchObject({ accepted: events.length, invalid: 1, dropped: 0 });
-    expect(res.json.results[0]).toEqual({ index: 0, status: 'accepted', eventId: events[0].eventId, seq: events[0].seq });
+    expect(res.json.results[0]).toEqual({
+      index: 0,
+      status: 'accepted',
+      eventId: events[0].eventId,
+      seq: events[0].seq,
+    });
     expect(res.json.results[1].status).toBe('invalid');
     expect(res.json.results[1].violations).toEqual(
       expect.arrayContaining([
@@ -75,11 +80,15 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
     const many = Array.from({ length: 1001 }, () => ({}));
     const tooMany = await call(stack, 'POST', '/v1/events', { body: many });
     expect(tooMany.status).toBe(413);
-    expect(tooMany.json.error).toBe('a batch may hold at most 1000 events (got 1001); split it (HTTP_MAX_BATCH_EVENTS)');
+    expect(tooMany.json.error).toBe(
+      'a batch may hold at most 1000 events (got 1001); split it (HTTP_MAX_BATCH_EVENTS)',
+    );
     const huge = await call(stack, 'POST', '/v1/events', { rawBody: `[${'"x",'.repeat(4_300_000)}"x"]` });
     expect(huge.status).toBe(413);
     expect(huge.json.error).toContain('HTTP_BODY_LIMIT_BYTES');
-    const bigHeader = await fetch(`${stack.server.url}/v1/plans`, { headers: { authorization: `Bearer ${READ_KEY}`, 'x-padding': 'p'.repeat(20_000) } });
+    const bigHeader = await fetch(`${stack.server.url}/v1/plans`, {
+      headers: { authorization: `Bearer ${READ_KEY}`, 'x-padding': 'p'.repeat(20_000) },
+    });
     expect(bigHeader.status).toBe(431); // HTTP_MAX_HEADER_BYTES, 16 KiB by default
     const notArray = await call(stack, 'POST', '/v1/events', { body: { events: [] } });
     expect(notArray.status).toBe(400);
@@ -91,8 +100,16 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
     const planId = events[0].planId;
     const sessionId = events[0].sessionId;
     expect((await call(stack, 'POST', '/v1/events', { body: events })).status).toBe(202);
-    await waitFor('the plan stored', async () => (await countRows(stack.db.ds, 'plan_events')) > 0 && (await stack.worker!.idle(5_000)));
-    await waitFor('all events', async () => Number((await stack.db.ds.query(`SELECT COUNT(*) AS n FROM plan_events WHERE plan_id = '${planId}'`))[0].n) === events.length);
+    await waitFor(
+      'the plan stored',
+      async () => (await countRows(stack.db.ds, 'plan_events')) > 0 && (await stack.worker!.idle(5_000)),
+    );
+    await waitFor(
+      'all events',
+      async () =>
+        Number((await stack.db.ds.query(`SELECT COUNT(*) AS n FROM plan_events WHERE plan_id = '${planId}'`))[0].n) ===
+        events.length,
+    );
 
     const env = { DATABASE_URL: stack.db.db.url };
     const pairs = [
@@ -121,7 +138,9 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
     const missing = await call(stack, 'GET', '/v1/plans/no-such-plan');
     expect(missing.status).toBe(404);
     expect(missing.json).toEqual({ error: 'plan "no-such-plan" not found' });
-    expect((await call(stack, 'GET', '/v1/sessions/no-such-session/history')).json).toEqual({ error: 'session "no-such-session" not found' });
+    expect((await call(stack, 'GET', '/v1/sessions/no-such-session/history')).json).toEqual({
+      error: 'session "no-such-session" not found',
+    });
     const badLimit = await call(stack, 'GET', `/v1/plans?limit=-3`);
     expect(badLimit.status).toBe(400);
   });
@@ -146,7 +165,14 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
       '/v1/sessions/{sessionId}/history',
       '/v1/workflows/{planId}/resume-point',
     ]);
-    expect(Object.keys(doc.paths['/v1/events'].post.responses).sort()).toEqual(['202', '400', '401', '403', '413', '503']);
+    expect(Object.keys(doc.paths['/v1/events'].post.responses).sort()).toEqual([
+      '202',
+      '400',
+      '401',
+      '403',
+      '413',
+      '503',
+    ]);
     const metrics = (await call(stack, 'GET', '/metrics', { key: null })).text;
     expect(metrics).toMatch(/plan_ledger_http_events_total\{outcome="accepted"\} \d+/);
     expect(metrics).toMatch(/plan_ledger_http_requests_total\{route="\/v1\/events",method="POST",status="202"\} \d+/);
@@ -172,7 +198,9 @@ describe('plan-ledger serve while Redis is unreachable', () => {
       expect(statuses[0]).toBe(202);
       expect(refused).toBeDefined();
       expect(refused!.headers.get('retry-after')).toBe('7');
-      expect(refused!.json.error).toBe('the server cannot hold more events until Redis takes its backlog; retry after 7 s');
+      expect(refused!.json.error).toBe(
+        'the server cannot hold more events until Redis takes its backlog; retry after 7 s',
+      );
     } finally {
       await stack.close();
     }
@@ -183,7 +211,12 @@ describe('nextSeq and PlanEventPublisher.continuePlan', () => {
   it('a restarted executor continues a plan from the resume point without reusing a seq', async () => {
     const stack = await startApiStack('sqlite');
     const journal = fs.mkdtempSync(path.join(os.tmpdir(), 'pl-continue-'));
-    const publisher = new PlanEventPublisher({ redisUrl: REDIS_URL, queuePrefix: stack.prefix, journalDir: journal, logger: silentLogger() });
+    const publisher = new PlanEventPublisher({
+      redisUrl: REDIS_URL,
+      queuePrefix: stack.prefix,
+      journalDir: journal,
+      logger: silentLogger(),
+    });
     try {
       const events = planRun({ seed: 21, steps: 4, finalize: false }).slice(0, 4);
       expect((await call(stack, 'POST', '/v1/events', { body: events })).status).toBe(202);

@@ -37,22 +37,49 @@ export interface ApiStack {
   close(): Promise<void>;
 }
 
-export async function startApiStack(kind: TestDb, options: { env?: Record<string, string>; worker?: boolean; redisUrl?: string; workerSettings?: Partial<WorkerConfig> } = {}): Promise<ApiStack> {
+export async function startApiStack(
+  kind: TestDb,
+  options: {
+    env?: Record<string, string>;
+    worker?: boolean;
+    redisUrl?: string;
+    workerSettings?: Partial<WorkerConfig>;
+  } = {},
+): Promise<ApiStack> {
   const db = await createMigratedDb(kind);
   const prefix = uniquePrefix('http');
   const journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-http-'));
   let logText = '';
-  const sink = new Writable({ write(chunk, _enc, done) { logText += String(chunk); done(); } });
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      logText += String(chunk);
+      done();
+    },
+  });
   const env = { REDIS_URL: options.redisUrl ?? REDIS_URL, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url };
   const serve = (port: string) =>
     startHttpServer({
       config: loadConfig(env),
-      settings: loadHttpConfig({ HTTP_PORT: port, HTTP_INGEST_KEYS: INGEST_KEY, HTTP_READ_KEYS: READ_KEY, HTTP_JOURNAL_DIR: journalDir, ...options.env }),
+      settings: loadHttpConfig({
+        HTTP_PORT: port,
+        HTTP_INGEST_KEYS: INGEST_KEY,
+        HTTP_READ_KEYS: READ_KEY,
+        HTTP_JOURNAL_DIR: journalDir,
+        ...options.env,
+      }),
       logger: createLogger({ level: 'info', destination: sink as never }),
     });
   const server = await serve(options.env?.HTTP_PORT ?? '0');
   let running: HttpServerHandle | undefined = server;
-  const worker = options.worker === false ? undefined : await startWorker({ config: loadConfig(env), dataSource: db.ds, logger: silentLogger(), settings: { healthPort: null, concurrency: 16, batchSize: 500, ...options.workerSettings } });
+  const worker =
+    options.worker === false
+      ? undefined
+      : await startWorker({
+          config: loadConfig(env),
+          dataSource: db.ds,
+          logger: silentLogger(),
+          settings: { healthPort: null, concurrency: 16, batchSize: 500, ...options.workerSettings },
+        });
   const stack: ApiStack = {
     db,
     prefix,
@@ -91,7 +118,12 @@ export interface Answer {
 }
 
 /** One HTTP request with fetch; `key` null sends no Authorization header. */
-export async function call(stack: ApiStack, method: string, route: string, options: { key?: string | null; body?: unknown; rawBody?: string; accept?: string } = {}): Promise<Answer> {
+export async function call(
+  stack: ApiStack,
+  method: string,
+  route: string,
+  options: { key?: string | null; body?: unknown; rawBody?: string; accept?: string } = {},
+): Promise<Answer> {
   const headers: Record<string, string> = {};
   const key = options.key === undefined ? (method === 'POST' ? INGEST_KEY : READ_KEY) : options.key;
   if (key !== null) headers.authorization = `Bearer ${key}`;

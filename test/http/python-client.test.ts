@@ -10,7 +10,14 @@ import { DRIVER, eventCounts, python, ROOT } from './python/py-run';
 jest.setTimeout(120_000);
 
 function importFrom(target: string): Promise<string[]> {
-  const check = spawn('python3', ['-c', 'import os, plan_ledger; print(plan_ledger.__file__); print(plan_ledger.__version__); print(os.path.exists(os.path.join(os.path.dirname(plan_ledger.__file__), "py.typed")))'], { cwd: os.tmpdir(), env: { ...process.env, PYTHONPATH: target } });
+  const check = spawn(
+    'python3',
+    [
+      '-c',
+      'import os, plan_ledger; print(plan_ledger.__file__); print(plan_ledger.__version__); print(os.path.exists(os.path.join(os.path.dirname(plan_ledger.__file__), "py.typed")))',
+    ],
+    { cwd: os.tmpdir(), env: { ...process.env, PYTHONPATH: target } },
+  );
   let out = '';
   check.stdout.on('data', (d) => (out += d));
   return new Promise((resolve) => check.on('close', () => resolve(out.trim().split('\n'))));
@@ -30,14 +37,30 @@ describe('the Python client (clients/python) against a real plan-ledger serve, R
   it('passes its own unit tests (python3 -m unittest)', async () => {
     const run = python(['-m', 'unittest', 'discover', '-s', 'clients/python/tests']);
     const { code, stderr } = await run.exited;
-    expect({ code, tail: stderr.split('\n').slice(-4).join('\n') }).toEqual({ code: 0, tail: expect.stringContaining('OK') });
+    expect({ code, tail: stderr.split('\n').slice(-4).join('\n') }).toEqual({
+      code: 0,
+      tail: expect.stringContaining('OK'),
+    });
   });
 
   it('installs with pip (pip install ./clients/python) and imports from the install', async () => {
     const src = tmp();
-    fs.cpSync(path.join(ROOT, 'clients', 'python'), src, { recursive: true, filter: (f) => !/__pycache__|egg-info|[\\/]build$/.test(f) });
+    fs.cpSync(path.join(ROOT, 'clients', 'python'), src, {
+      recursive: true,
+      filter: (f) => !/__pycache__|egg-info|[\\/]build$/.test(f),
+    });
     const target = tmp();
-    const install = python(['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-deps', '--target', target, src]);
+    const install = python([
+      '-m',
+      'pip',
+      'install',
+      '--quiet',
+      '--disable-pip-version-check',
+      '--no-deps',
+      '--target',
+      target,
+      src,
+    ]);
     const installed = await install.exited;
     expect(installed.code).toBe(0);
     expect(await importFrom(target)).toEqual([path.join(target, 'plan_ledger', '__init__.py'), '0.2.0', 'True']);
@@ -45,13 +68,38 @@ describe('the Python client (clients/python) against a real plan-ledger serve, R
 
   it('builds a wheel offline with the in-tree backend (pip wheel --no-build-isolation), which installs and imports', async () => {
     const src = tmp();
-    fs.cpSync(path.join(ROOT, 'clients', 'python'), src, { recursive: true, filter: (f) => !/__pycache__|egg-info|[\\/]build$/.test(f) });
+    fs.cpSync(path.join(ROOT, 'clients', 'python'), src, {
+      recursive: true,
+      filter: (f) => !/__pycache__|egg-info|[\\/]build$/.test(f),
+    });
     const dist = tmp();
-    const build = python(['-m', 'pip', 'wheel', '--quiet', '--disable-pip-version-check', '--no-deps', '--no-build-isolation', '-w', dist, src]);
+    const build = python([
+      '-m',
+      'pip',
+      'wheel',
+      '--quiet',
+      '--disable-pip-version-check',
+      '--no-deps',
+      '--no-build-isolation',
+      '-w',
+      dist,
+      src,
+    ]);
     expect((await build.exited).code).toBe(0);
     expect(fs.readdirSync(dist)).toEqual(['plan_ledger_client-0.2.0-py3-none-any.whl']);
     const target = tmp();
-    const install = python(['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-deps', '--no-index', '--target', target, path.join(dist, 'plan_ledger_client-0.2.0-py3-none-any.whl')]);
+    const install = python([
+      '-m',
+      'pip',
+      'install',
+      '--quiet',
+      '--disable-pip-version-check',
+      '--no-deps',
+      '--no-index',
+      '--target',
+      target,
+      path.join(dist, 'plan_ledger_client-0.2.0-py3-none-any.whl'),
+    ]);
     expect((await install.exited).code).toBe(0);
     expect(await importFrom(target)).toEqual([path.join(target, 'plan_ledger', '__init__.py'), '0.2.0', 'True']);
     expect(fs.readdirSync(target).sort()).toEqual(['plan_ledger', 'plan_ledger_client-0.2.0.dist-info']);
@@ -115,7 +163,9 @@ describe('the Python client (clients/python) against a real plan-ledger serve, R
       await waitFor('10000 events stored', async () => (await eventCounts(stack, 't%-plan-%')).rows >= 10_000, 90_000);
       expect(await stack.worker!.idle(30_000)).toBe(true);
       expect(await eventCounts(stack, 't%-plan-%')).toEqual({ rows: 10_000, distinct: 10_000 });
-      const plans = await stack.db.ds.query(`SELECT plan_id, COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM plan_events GROUP BY plan_id`);
+      const plans = await stack.db.ds.query(
+        `SELECT plan_id, COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM plan_events GROUP BY plan_id`,
+      );
       expect(plans).toHaveLength(100);
       for (const p of plans) expect([Number(p.n), Number(p.lo), Number(p.hi)]).toEqual([100, 0, 99]);
     } finally {

@@ -10,7 +10,9 @@ jest.setTimeout(120_000);
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 async function perPlan(stack: ApiStack, like: string): Promise<[number, number, number][]> {
-  const rows = await stack.db.ds.query(`SELECT plan_id, COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM plan_events WHERE plan_id LIKE '${like}' GROUP BY plan_id`);
+  const rows = await stack.db.ds.query(
+    `SELECT plan_id, COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM plan_events WHERE plan_id LIKE '${like}' GROUP BY plan_id`,
+  );
   return rows.map((p: { n: unknown; lo: unknown; hi: unknown }) => [Number(p.n), Number(p.lo), Number(p.hi)]);
 }
 
@@ -32,7 +34,14 @@ describe('the Python client from asyncio tasks, forked processes, and across a s
       const { code, stderr } = await run.exited;
       expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
       // flush(stored=True) returned true: every event is applied when the driver says so
-      expect(run.lines()[0]).toEqual({ stored: true, accepted: 10_000, rejected: 0, dropped: 0, lost: 0, sender_errors: 0 });
+      expect(run.lines()[0]).toEqual({
+        stored: true,
+        accepted: 10_000,
+        rejected: 0,
+        dropped: 0,
+        lost: 0,
+        sender_errors: 0,
+      });
       expect(await eventCounts(stack, 'a%-plan-%')).toEqual({ rows: 10_000, distinct: 10_000 });
       const plans = await perPlan(stack, 'a%-plan-%');
       expect(plans).toHaveLength(100);
@@ -49,9 +58,26 @@ describe('the Python client from asyncio tasks, forked processes, and across a s
       const { code, stderr } = await run.exited;
       expect(code).toBe(0);
       const out = run.lines()[0];
-      expect(out).toMatchObject({ exitcodes: [0, 0, 0], flushed: true, accepted: 200, rejected: 0, dropped: 0, lost: 0 });
+      expect(out).toMatchObject({
+        exitcodes: [0, 0, 0],
+        flushed: true,
+        accepted: 200,
+        rejected: 0,
+        dropped: 0,
+        lost: 0,
+      });
       // each child delivered its own 50 events, none of the parent's buffered ones
-      expect(out.children).toEqual([0, 1].map((child) => ({ child, flushed: true, accepted: 50, rejected: 0, dropped: 0, lost: 0, sender_errors: 0 })));
+      expect(out.children).toEqual(
+        [0, 1].map((child) => ({
+          child,
+          flushed: true,
+          accepted: 50,
+          rejected: 0,
+          dropped: 0,
+          lost: 0,
+          sender_errors: 0,
+        })),
+      );
       expect(stderr).not.toMatch(/Traceback/);
       await waitFor('every plan stored', async () => (await eventCounts(stack, 'f%')).rows >= 350, 60_000);
       expect(await stack.worker!.idle(30_000)).toBe(true);
@@ -74,7 +100,15 @@ describe('the Python client from asyncio tasks, forked processes, and across a s
       const { code, stderr } = await run.exited;
       expect(code).toBe(0);
       const out = run.lines().find((l) => l.flushed !== undefined)!;
-      expect(out).toMatchObject({ flushed: true, published: 4_000, accepted: 4_000, rejected: 0, dropped: 0, lost: 0, sender_errors: 0 });
+      expect(out).toMatchObject({
+        flushed: true,
+        published: 4_000,
+        accepted: 4_000,
+        rejected: 0,
+        dropped: 0,
+        lost: 0,
+        sender_errors: 0,
+      });
       expect(Number(out.journaled)).toBeGreaterThan(0); // the outage went through the journal
       expect(stderr).toMatch(/server unreachable/);
       await waitFor('4000 events stored', async () => (await eventCounts(stack, 'stream-%')).rows >= 4_000, 60_000);

@@ -119,7 +119,13 @@ describe.each<[TestDb, 'up' | 'down']>([
     const { code, stderr } = await run.exited;
     expect(code).toBe(0);
     expect(stderr).toMatch(/cut \d+ byte\(s\) of a torn last line/);
-    expect(run.lines()[0]).toMatchObject({ flushed: true, accepted: 31, lost: 0, sender_errors: 0, torn_bytes: expect.any(Number) });
+    expect(run.lines()[0]).toMatchObject({
+      flushed: true,
+      accepted: 31,
+      lost: 0,
+      sender_errors: 0,
+      torn_bytes: expect.any(Number),
+    });
     await settled(stack);
     expect(await storedSeqs(stack, planId)).toEqual(range(30));
     expect(await eventCounts(stack, `${planId}-old`)).toEqual({ rows: 1, distinct: 1 });

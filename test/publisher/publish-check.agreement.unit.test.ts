@@ -8,7 +8,13 @@ import { DEFAULT_LIMITS, parsePlanEvent, PlanEvent } from '../../src/contracts';
 import { checkEventInput } from '../../src/contracts/fast-check/event-rules';
 import { EventStamper } from '../../src/publisher/event-stamper';
 import { BASE_EVENTS, eventMutations, isPlainJson, show, TRICKY_VALUES } from '../support/event-mutations';
-import { LONE_SURROGATE_VALUES, loneSurrogateVariants, NUL_VALUES, nulVariants, TIMESTAMP_EDGE_VALUES } from '../contracts/plan-event.fixtures';
+import {
+  LONE_SURROGATE_VALUES,
+  loneSurrogateVariants,
+  NUL_VALUES,
+  nulVariants,
+  TIMESTAMP_EDGE_VALUES,
+} from '../contracts/plan-event.fixtures';
 
 /** What publish() decides, minus the queueing: the fast check, then the byte limit after stamping. */
 function fastVerdict(input: Record<string, unknown>): string[] {
@@ -16,7 +22,9 @@ function fastVerdict(input: Record<string, unknown>): string[] {
   checkEventInput(input, { limits: DEFAULT_LIMITS, out });
   if (out.length > 0) return messages(out);
   const json = JSON.stringify(new EventStamper(10).stamp(input));
-  return Buffer.byteLength(json) > DEFAULT_LIMITS.maxEventBytes ? [`(root) must be at most ${DEFAULT_LIMITS.maxEventBytes} bytes of UTF-8 JSON`] : [];
+  return Buffer.byteLength(json) > DEFAULT_LIMITS.maxEventBytes
+    ? [`(root) must be at most ${DEFAULT_LIMITS.maxEventBytes} bytes of UTF-8 JSON`]
+    : [];
 }
 
 function contractVerdict(input: Record<string, unknown>): string[] {
@@ -40,15 +48,21 @@ describe('fast publish check agrees with parsePlanEvent', () => {
   it('agrees on random mutations of valid events (verdict and every violation message)', () => {
     const seen = { notJson: 0, accepted: 0, rejected: 0 };
     fc.assert(
-      fc.property(eventMutations(fc.constantFrom(...TRICKY_VALUES, ...NUL_VALUES, ...LONE_SURROGATE_VALUES, ...TIMESTAMP_EDGE_VALUES)), (input) => {
-        const fast = fastVerdict(input);
-        const contract = contractVerdict(input);
-        // Non-JSON values included: on a refusal the fast check defers to the raw-input guard, as the contract does.
-        if (JSON.stringify(fast) !== JSON.stringify(contract)) throw new Error(`fast ${JSON.stringify(fast)} vs contract ${JSON.stringify(contract)} for ${show(input)}`);
-        if (!isPlainJson(input)) seen.notJson++;
-        if (contract.length === 0) seen.accepted++;
-        else seen.rejected++;
-      }),
+      fc.property(
+        eventMutations(
+          fc.constantFrom(...TRICKY_VALUES, ...NUL_VALUES, ...LONE_SURROGATE_VALUES, ...TIMESTAMP_EDGE_VALUES),
+        ),
+        (input) => {
+          const fast = fastVerdict(input);
+          const contract = contractVerdict(input);
+          // Non-JSON values included: on a refusal the fast check defers to the raw-input guard, as the contract does.
+          if (JSON.stringify(fast) !== JSON.stringify(contract))
+            throw new Error(`fast ${JSON.stringify(fast)} vs contract ${JSON.stringify(contract)} for ${show(input)}`);
+          if (!isPlainJson(input)) seen.notJson++;
+          if (contract.length === 0) seen.accepted++;
+          else seen.rejected++;
+        },
+      ),
       { numRuns: 4_000, seed: 42 },
     );
     // Guards against a vacuous run (as when every mutant was refused at the root for a test artefact).
@@ -57,7 +71,7 @@ describe('fast publish check agrees with parsePlanEvent', () => {
     expect(seen.rejected).toBeGreaterThan(2_000);
   });
 
-  it('agrees on a NUL character (U+0000) in any string or key: the contract\'s one violation, at its path', () => {
+  it("agrees on a NUL character (U+0000) in any string or key: the contract's one violation, at its path", () => {
     let variants = 0;
     for (const event of BASE) {
       for (const { input, expected } of nulVariants(event)) {
@@ -70,7 +84,7 @@ describe('fast publish check agrees with parsePlanEvent', () => {
     expect(variants).toBeGreaterThan(300);
   });
 
-  it('agrees on a lone UTF-16 surrogate, high or low, in any string or key: the contract\'s one violation, at its path', () => {
+  it("agrees on a lone UTF-16 surrogate, high or low, in any string or key: the contract's one violation, at its path", () => {
     let variants = 0;
     for (const event of BASE) {
       for (const low of [false, true]) {
@@ -85,7 +99,8 @@ describe('fast publish check agrees with parsePlanEvent', () => {
   });
 
   it('agrees on occurredAt at and past the range every database stores, naming the field and the range', () => {
-    const range = 'occurredAt must be between 1000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z, the range every supported database stores alike';
+    const range =
+      'occurredAt must be between 1000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z, the range every supported database stores alike';
     const verdicts = new Map<string, string[]>();
     for (const event of BASE) {
       for (const occurredAt of TIMESTAMP_EDGE_VALUES) {
@@ -133,15 +148,28 @@ describe('fast publish check agrees with parsePlanEvent', () => {
     const variants: unknown[] = [
       [...steps, { ...steps[0] }],
       [{ ...steps[0], dependsOn: ['ghost'] }, ...steps.slice(1)],
-      [{ ...steps[0], dependsOn: [steps[1].stepId] }, { ...steps[1], dependsOn: [steps[0].stepId] }],
-      Array.from({ length: DEFAULT_LIMITS.maxSteps + 1 }, (_, i) => ({ stepId: `s${i}`, index: i, agentId: 'a', task: 't' })),
+      [
+        { ...steps[0], dependsOn: [steps[1].stepId] },
+        { ...steps[1], dependsOn: [steps[0].stepId] },
+      ],
+      Array.from({ length: DEFAULT_LIMITS.maxSteps + 1 }, (_, i) => ({
+        stepId: `s${i}`,
+        index: i,
+        agentId: 'a',
+        task: 't',
+      })),
     ];
     for (const list of variants) {
       const input = { ...created, payload: { ...created.payload, steps: list } } as unknown as Record<string, unknown>;
       expect(fastVerdict(input)).toEqual(contractVerdict(input));
     }
     const decision = { ...created, type: 'plan.decision' };
-    for (const payload of [{ decision: 'edit' }, { decision: 'edit', steps: [] }, { decision: 'approve', steps }, { decision: 'reject' }]) {
+    for (const payload of [
+      { decision: 'edit' },
+      { decision: 'edit', steps: [] },
+      { decision: 'approve', steps },
+      { decision: 'reject' },
+    ]) {
       const input = { ...decision, payload } as unknown as Record<string, unknown>;
       expect(fastVerdict(input)).toEqual(contractVerdict(input));
     }

@@ -9,7 +9,13 @@ import { parsePlanEvent, PlanEvent } from '../../src/contracts';
 import { PlanEventPublisher, PublisherConfigError } from '../../src/publisher';
 import { EVENT_BATCH_JOB, EVENTS_QUEUE } from '../../src/queue/queue-names';
 import { exactlyEvents, invalidEvent, planRun } from '../support/event-factory';
-import { countByEventId, newPublisher, notExactlyOnce, queuedEvents, removeTempJournalDirs } from './support/publisher-harness';
+import {
+  countByEventId,
+  newPublisher,
+  notExactlyOnce,
+  queuedEvents,
+  removeTempJournalDirs,
+} from './support/publisher-harness';
 import { RedisProcess } from './support/redis-process';
 import { Queue } from 'bullmq';
 
@@ -34,7 +40,9 @@ describe('PlanEventPublisher API', () => {
 
   it('a malformed event is rejected with its violations; the events around it are delivered', async () => {
     const rejected: unknown[] = [];
-    const { publisher, prefix } = newPublisher(redis.url, { onRejected: (violations, input) => rejected.push({ violations, input }) });
+    const { publisher, prefix } = newPublisher(redis.url, {
+      onRejected: (violations, input) => rejected.push({ violations, input }),
+    });
     const [before, after] = planRun({ seed: 5 });
     const malformed = invalidEvent(5);
     try {
@@ -69,13 +77,28 @@ describe('PlanEventPublisher API', () => {
       publisher.planDecision(plan, { decision: 'approve', decidedBy: 'alice' }),
       publisher.stepStarted(other, { stepId: 'x1' }),
       publisher.stepStarted(plan, { stepId: 's1', agentId: 'coder' }),
-      publisher.handoffRecorded(plan, { handoffId: 'h1', fromAgentId: 'planner', toAgentId: 'coder', reason: 'next step' }),
-      publisher.stepCompleted(plan, { stepId: 's1', result: 'done ✅ déjà vu 漢字 "quoted"', inputTokens: 10, outputTokens: 20, model: 'gpt-4o' }),
+      publisher.handoffRecorded(plan, {
+        handoffId: 'h1',
+        fromAgentId: 'planner',
+        toAgentId: 'coder',
+        reason: 'next step',
+      }),
+      publisher.stepCompleted(plan, {
+        stepId: 's1',
+        result: 'done ✅ déjà vu 漢字 "quoted"',
+        inputTokens: 10,
+        outputTokens: 20,
+        model: 'gpt-4o',
+      }),
       publisher.stepFailed(other, { stepId: 'x1', error: 'timeout' }),
       publisher.stepSkipped(other, { stepId: 'x2', reason: 'x1 failed' }),
       publisher.checkpointSaved(plan, { checkpointId: 'cp0', layer: 0, state: { done: ['s1'] } }),
       publisher.planFinalized(plan, { status: 'completed', summary: 'ok' }),
-      publisher.stepStarted(plan, { stepId: 's1' }, { seq: 41, eventId: '11111111-2222-4333-8444-555555555555', occurredAt: '2024-05-01T12:00:00.000Z' }),
+      publisher.stepStarted(
+        plan,
+        { stepId: 's1' },
+        { seq: 41, eventId: '11111111-2222-4333-8444-555555555555', occurredAt: '2024-05-01T12:00:00.000Z' },
+      ),
     ];
     try {
       expect(results.every((r) => r.ok)).toBe(true);
@@ -86,18 +109,35 @@ describe('PlanEventPublisher API', () => {
     }
     const { events } = await queuedEvents(redis.url, prefix);
     expect(events.map((e) => e.type)).toEqual([
-      'plan.created', 'plan.decision', 'step.started', 'step.started', 'handoff.recorded', 'step.completed',
-      'step.failed', 'step.skipped', 'checkpoint.saved', 'plan.finalized', 'step.started',
+      'plan.created',
+      'plan.decision',
+      'step.started',
+      'step.started',
+      'handoff.recorded',
+      'step.completed',
+      'step.failed',
+      'step.skipped',
+      'checkpoint.saved',
+      'plan.finalized',
+      'step.started',
     ]);
     for (const event of events.slice(0, -1)) {
       expect(parsePlanEvent(event)).toMatchObject({ ok: true });
-      expect(event).toMatchObject({ specVersion: 1, eventId: expect.stringMatching(UUID), occurredAt: expect.stringMatching(/Z$/) });
+      expect(event).toMatchObject({
+        specVersion: 1,
+        eventId: expect.stringMatching(UUID),
+        occurredAt: expect.stringMatching(/Z$/),
+      });
     }
     // time-ordered: the stamped ids sort in publish order
     const stampedIds = events.slice(0, -1).map((e) => e.eventId as string);
     expect([...stampedIds].sort()).toEqual(stampedIds);
     expect(events[5].payload).toMatchObject({ result: 'done ✅ déjà vu 漢字 "quoted"' });
-    expect(events.at(-1)).toMatchObject({ seq: 41, eventId: '11111111-2222-4333-8444-555555555555', occurredAt: '2024-05-01T12:00:00.000Z' });
+    expect(events.at(-1)).toMatchObject({
+      seq: 41,
+      eventId: '11111111-2222-4333-8444-555555555555',
+      occurredAt: '2024-05-01T12:00:00.000Z',
+    });
   });
 
   it('sends events in batches: several per job, each job its own id, the jobs options as configured', async () => {
@@ -115,7 +155,12 @@ describe('PlanEventPublisher API', () => {
         expect(job.id).toMatch(/^b-[0-9a-f-]{36}$/);
         expect(job.data.v).toBe(1);
         expect(job.data.events.length).toBeLessThanOrEqual(100);
-        expect(job.opts).toMatchObject({ attempts: 7, removeOnFail: false, removeOnComplete: true, backoff: { type: 'exponential' } }); // no payload kept once stored
+        expect(job.opts).toMatchObject({
+          attempts: 7,
+          removeOnFail: false,
+          removeOnComplete: true,
+          backoff: { type: 'exponential' },
+        }); // no payload kept once stored
       }
     } finally {
       await queue.obliterate({ force: true });
@@ -136,7 +181,12 @@ describe('PlanEventPublisher API', () => {
       await sleeping;
       await expect(publisher.flush(15_000)).resolves.toBe(true);
       const { events: queued } = await queuedEvents(redis.url, prefix);
-      expect(notExactlyOnce(events.map((e: PlanEvent) => e.eventId), countByEventId(queued))).toEqual([]);
+      expect(
+        notExactlyOnce(
+          events.map((e: PlanEvent) => e.eventId),
+          countByEventId(queued),
+        ),
+      ).toEqual([]);
     } finally {
       await publisher.close(5_000);
       admin.disconnect();
@@ -147,52 +197,93 @@ describe('PlanEventPublisher API', () => {
     const { publisher } = newPublisher(redis.url, { validation: 'contract' });
     try {
       expect(publisher.publish(planRun({ seed: 8 })[0])).toMatchObject({ ok: true });
-      expect(publisher.publish(invalidEvent(8) as never)).toMatchObject({ ok: false, reason: 'invalid', violations: [{ path: 'planId' }, { path: 'payload.inputTokens' }] });
+      expect(publisher.publish(invalidEvent(8) as never)).toMatchObject({
+        ok: false,
+        reason: 'invalid',
+        violations: [{ path: 'planId' }, { path: 'payload.inputTokens' }],
+      });
     } finally {
       await publisher.close(5_000);
     }
   });
 
-  it.each(['fast', 'contract'] as const)('validation: "%s" refuses a NUL character (U+0000) at once, as the worker would', async (validation) => {
-    const { publisher } = newPublisher(redis.url, { validation });
-    const done = planRun({ seed: 9 }).find((e) => e.type === 'step.completed')!;
-    const path = 'payload.result';
-    try {
-      expect(publisher.publish({ ...done, payload: { ...done.payload, result: 'half\u0000way' } } as PlanEvent)).toEqual({
-        ok: false,
-        reason: 'invalid',
-        violations: [{ path, message: `${path} must not contain the NUL character (U+0000): PostgreSQL cannot store it` }],
-      });
-      expect(publisher.stats()).toMatchObject({ rejected: 1, buffered: 0 });
-    } finally {
-      await publisher.close(5_000);
-    }
-  });
+  it.each(['fast', 'contract'] as const)(
+    'validation: "%s" refuses a NUL character (U+0000) at once, as the worker would',
+    async (validation) => {
+      const { publisher } = newPublisher(redis.url, { validation });
+      const done = planRun({ seed: 9 }).find((e) => e.type === 'step.completed')!;
+      const path = 'payload.result';
+      try {
+        expect(
+          publisher.publish({ ...done, payload: { ...done.payload, result: 'half\u0000way' } } as PlanEvent),
+        ).toEqual({
+          ok: false,
+          reason: 'invalid',
+          violations: [
+            { path, message: `${path} must not contain the NUL character (U+0000): PostgreSQL cannot store it` },
+          ],
+        });
+        expect(publisher.stats()).toMatchObject({ rejected: 1, buffered: 0 });
+      } finally {
+        await publisher.close(5_000);
+      }
+    },
+  );
 
-  it.each(['fast', 'contract'] as const)('validation: "%s" refuses a lone UTF-16 surrogate at once, as the worker would, and passes an emoji', async (validation) => {
-    const { publisher } = newPublisher(redis.url, { validation });
-    const run = planRun({ seed: 10 });
-    const done = run.find((e) => e.type === 'step.completed')!;
-    const checkpoint = run.find((e) => e.type === 'checkpoint.saved')!;
-    const lone = (path: string) => ({ path, message: `${path} must not contain a lone UTF-16 surrogate (U+D800-U+DFFF without its pair): databases store it differently` });
-    try {
-      expect(publisher.publish({ ...done, payload: { ...done.payload, result: 'file-\uD800.txt' } } as PlanEvent)).toEqual({ ok: false, reason: 'invalid', violations: [lone('payload.result')] });
-      expect(publisher.publish({ ...done, payload: { ...done.payload, outputContent: '\uDC00' } } as PlanEvent)).toEqual({ ok: false, reason: 'invalid', violations: [lone('payload.outputContent')] });
-      const key = 'payload.state["k\\ud800"]';
-      expect(publisher.publish({ ...checkpoint, payload: { ...checkpoint.payload, state: { 'k\uD800': 1 } } } as PlanEvent)).toEqual({
-        ok: false,
-        reason: 'invalid',
-        violations: [{ path: key, message: `${key} is a forbidden key (it contains a lone UTF-16 surrogate, U+D800-U+DFFF without its pair, which databases store differently)` }],
+  it.each(['fast', 'contract'] as const)(
+    'validation: "%s" refuses a lone UTF-16 surrogate at once, as the worker would, and passes an emoji',
+    async (validation) => {
+      const { publisher } = newPublisher(redis.url, { validation });
+      const run = planRun({ seed: 10 });
+      const done = run.find((e) => e.type === 'step.completed')!;
+      const checkpoint = run.find((e) => e.type === 'checkpoint.saved')!;
+      const lone = (path: string) => ({
+        path,
+        message: `${path} must not contain a lone UTF-16 surrogate (U+D800-U+DFFF without its pair): databases store it differently`,
       });
-      expect(publisher.stats()).toMatchObject({ rejected: 3, buffered: 0 });
-      expect(publisher.publish({ ...done, payload: { ...done.payload, result: 'done \u{1F600}' } } as PlanEvent)).toMatchObject({ ok: true });
-    } finally {
-      await publisher.close(5_000);
-    }
-  });
+      try {
+        expect(
+          publisher.publish({ ...done, payload: { ...done.payload, result: 'file-\uD800.txt' } } as PlanEvent),
+        ).toEqual({ ok: false, reason: 'invalid', violations: [lone('payload.result')] });
+        expect(
+          publisher.publish({ ...done, payload: { ...done.payload, outputContent: '\uDC00' } } as PlanEvent),
+        ).toEqual({ ok: false, reason: 'invalid', violations: [lone('payload.outputContent')] });
+        const key = 'payload.state["k\\ud800"]';
+        expect(
+          publisher.publish({
+            ...checkpoint,
+            payload: { ...checkpoint.payload, state: { 'k\uD800': 1 } },
+          } as PlanEvent),
+        ).toEqual({
+          ok: false,
+          reason: 'invalid',
+          violations: [
+            {
+              path: key,
+              message: `${key} is a forbidden key (it contains a lone UTF-16 surrogate, U+D800-U+DFFF without its pair, which databases store differently)`,
+            },
+          ],
+        });
+        expect(publisher.stats()).toMatchObject({ rejected: 3, buffered: 0 });
+        expect(
+          publisher.publish({ ...done, payload: { ...done.payload, result: 'done \u{1F600}' } } as PlanEvent),
+        ).toMatchObject({ ok: true });
+      } finally {
+        await publisher.close(5_000);
+      }
+    },
+  );
 
   it('refuses nonsense options in one line naming each', () => {
-    expect(() => new PlanEventPublisher({ maxBufferedEvents: 0, eventsPerJob: 1.5, validation: 'none' as never, logger: pino({ level: 'silent' }) })).toThrow(
+    expect(
+      () =>
+        new PlanEventPublisher({
+          maxBufferedEvents: 0,
+          eventsPerJob: 1.5,
+          validation: 'none' as never,
+          logger: pino({ level: 'silent' }),
+        }),
+    ).toThrow(
       new PublisherConfigError([
         'maxBufferedEvents must be a positive integer (got 0)',
         'eventsPerJob must be a positive integer (got 1.5)',

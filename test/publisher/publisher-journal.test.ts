@@ -26,12 +26,30 @@ import { RedisProcess } from './support/redis-process';
 const ROOT = path.join(__dirname, '..', '..');
 
 /** Runs spill-then-hang.ts in a child process, reads its report, then kills it like a crash would. */
-async function crashAfterSpilling(redisUrl: string, journalDir: string, count: number, maxBuffered: number | 'default', waitMs = 0, journalCommitMs?: number): Promise<{ eventIds: string[]; stats: Record<string, number> }> {
-  const args = [redisUrl, journalDir, String(count), String(maxBuffered), String(waitMs), ...(journalCommitMs === undefined ? [] : [String(journalCommitMs)])];
-  const child = spawn(process.execPath, ['-r', 'tsx/cjs', path.join(__dirname, 'support', 'spill-then-hang.ts'), ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+async function crashAfterSpilling(
+  redisUrl: string,
+  journalDir: string,
+  count: number,
+  maxBuffered: number | 'default',
+  waitMs = 0,
+  journalCommitMs?: number,
+): Promise<{ eventIds: string[]; stats: Record<string, number> }> {
+  const args = [
+    redisUrl,
+    journalDir,
+    String(count),
+    String(maxBuffered),
+    String(waitMs),
+    ...(journalCommitMs === undefined ? [] : [String(journalCommitMs)]),
+  ];
+  const child = spawn(
+    process.execPath,
+    ['-r', 'tsx/cjs', path.join(__dirname, 'support', 'spill-then-hang.ts'), ...args],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
@@ -63,7 +81,11 @@ describe('spill journal', () => {
 
   it('journal limit exceeded: exactly the counted number dropped (and logged), the rest delivered', async () => {
     const { logger, lines } = capturingLogger();
-    const { publisher, prefix, journalDir } = newPublisher(redis.url, { maxBufferedEvents: 500, maxJournalBytes: 256 * 1024, logger });
+    const { publisher, prefix, journalDir } = newPublisher(redis.url, {
+      maxBufferedEvents: 500,
+      maxJournalBytes: 256 * 1024,
+      logger,
+    });
     const events = exactlyEvents(3_000, { seed: 33 });
     const dropped: string[] = [];
     for (const [i, event] of events.entries()) {
@@ -139,7 +161,10 @@ describe('spill journal', () => {
     const first = newPublisher(redis.url, { journalCommitMs: 60_000 }); // memory still holds them at close
     const events = exactlyEvents(1_000, { seed: 34 });
     for (const event of events) expect(first.publisher.publish(event).ok).toBe(true);
-    const unicode = first.publisher.stepSkipped({ planId: 'plan_u', sessionId: 'sess_u' }, { stepId: 's1', reason: 'déjà vu 😀 漢字 "quoted"\n' });
+    const unicode = first.publisher.stepSkipped(
+      { planId: 'plan_u', sessionId: 'sess_u' },
+      { stepId: 's1', reason: 'déjà vu 😀 漢字 "quoted"\n' },
+    );
     await expect(first.publisher.close(300)).resolves.toEqual({ flushed: false, spilledAtClose: 1_001 });
     expect(first.publisher.publish(events[0])).toMatchObject({ ok: false, reason: 'closed' });
 
@@ -148,8 +173,16 @@ describe('spill journal', () => {
     await expect(second.publisher.flush(30_000)).resolves.toBe(true);
     await second.publisher.close(5_000);
     const { events: queued } = await queuedEvents(redis.url, first.prefix);
-    expect(notExactlyOnce([...events.map((e) => e.eventId), (unicode as { eventId: string }).eventId], countByEventId(queued))).toEqual([]);
-    expect(queued.find((e) => e.planId === 'plan_u')?.payload).toEqual({ stepId: 's1', reason: 'déjà vu 😀 漢字 "quoted"\n' });
+    expect(
+      notExactlyOnce(
+        [...events.map((e) => e.eventId), (unicode as { eventId: string }).eventId],
+        countByEventId(queued),
+      ),
+    ).toEqual([]);
+    expect(queued.find((e) => e.planId === 'plan_u')?.payload).toEqual({
+      stepId: 's1',
+      reason: 'déjà vu 😀 漢字 "quoted"\n',
+    });
   });
 
   it('skips unreadable journal records (a torn tail after a machine crash) and counts their events as dropped', async () => {
@@ -158,7 +191,10 @@ describe('spill journal', () => {
     const record = (batch: PlanEvent[]) => `b-${randomUUID()}\t${batch.length}\t${JSON.stringify(batch)}\n`;
     fs.writeFileSync(
       path.join(journalDir, 'segment-000000000007.jsonl'),
-      record(events.slice(0, 2)) + 'garbage\t3\tnot a record\n' + record(events.slice(2, 5)) + `b-${randomUUID()}\t7\t[{"half":`,
+      record(events.slice(0, 2)) +
+        'garbage\t3\tnot a record\n' +
+        record(events.slice(2, 5)) +
+        `b-${randomUUID()}\t7\t[{"half":`,
     );
     await redis.start();
     const { logger, lines } = capturingLogger('error');
@@ -176,7 +212,9 @@ describe('spill journal', () => {
     const { publisher, journalDir } = newPublisher(redis.url);
     try {
       expect(() => new PlanEventPublisher({ redisUrl: redis.url, journalDir })).toThrow(PublisherConfigError);
-      expect(() => new PlanEventPublisher({ redisUrl: redis.url, journalDir })).toThrow(`journalDir ${journalDir} is in use by process ${process.pid}`);
+      expect(() => new PlanEventPublisher({ redisUrl: redis.url, journalDir })).toThrow(
+        `journalDir ${journalDir} is in use by process ${process.pid}`,
+      );
     } finally {
       await publisher.close(100);
     }

@@ -38,7 +38,11 @@ describe('PlanEventPublisher metricsRegistry (own redis-server, stopped then sta
   it('counts spilled, dropped and rejected events and the journal bytes while Redis is down, then published and recovered once it is back', async () => {
     const registry = new Registry();
     // Redis not started: memory holds 500 events, the journal 256 KiB, the rest is dropped
-    const { publisher, prefix } = newPublisher(redis.url, { maxBufferedEvents: 500, maxJournalBytes: 256 * 1024, metricsRegistry: registry });
+    const { publisher, prefix } = newPublisher(redis.url, {
+      maxBufferedEvents: 500,
+      maxJournalBytes: 256 * 1024,
+      metricsRegistry: registry,
+    });
     publishers.push(publisher);
     const before = await scrape(registry);
     expect(before.get('plan_ledger_publisher_events_published_total')).toBe(0);
@@ -89,7 +93,9 @@ describe('PlanEventPublisher metricsRegistry (own redis-server, stopped then sta
     const first = newPublisher(redis.url, { metricsRegistry: registry }).publisher;
     publishers.push(first);
     expect(() => newPublisher(redis.url, { metricsRegistry: registry })).toThrow(PublisherConfigError);
-    expect(() => newPublisher(redis.url, { metricsRegistry: registry })).toThrow(/metricsRegistry already has plan_ledger_publisher_events_published_total.*registry of its own/);
+    expect(() => newPublisher(redis.url, { metricsRegistry: registry })).toThrow(
+      /metricsRegistry already has plan_ledger_publisher_events_published_total.*registry of its own/,
+    );
     const { register } = await import('prom-client');
     expect(register.getSingleMetric('plan_ledger_publisher_events_published_total')).toBeUndefined();
   });

@@ -90,21 +90,41 @@ describe('publisher during Redis outages', () => {
     servers.push(redis);
     // Memory holds 2k events; the other 8k go through the spill journal (no group commit of memory
     // during the test: publisher-journal.test.ts covers it).
-    const { publisher, prefix, journalDir } = newPublisher(redis.url, { maxBufferedEvents: 2_000, journalCommitMs: 600_000 });
+    const { publisher, prefix, journalDir } = newPublisher(redis.url, {
+      maxBufferedEvents: 2_000,
+      journalCommitMs: 600_000,
+    });
     try {
       const events = exactlyEvents(10_000, { seed: 31 });
       const probe = new NonBlockingProbe();
       await publishAll(publisher, events, () => probe);
       expectNoBlockingCall(probe);
-      expect(publisher.stats()).toMatchObject({ buffered: 2_000, spilled: 8_000, dropped: 0, published: 0, redisReady: false });
+      expect(publisher.stats()).toMatchObject({
+        buffered: 2_000,
+        spilled: 8_000,
+        dropped: 0,
+        published: 0,
+        redisReady: false,
+      });
       expect(journalSegments(journalDir).length).toBeGreaterThan(0);
 
       await redis.start();
       await expect(publisher.flush(60_000)).resolves.toBe(true);
 
       const { events: queued } = await queuedEvents(redis.url, prefix);
-      expect(notExactlyOnce(events.map((e) => e.eventId), countByEventId(queued))).toEqual([]);
-      expect(publisher.stats()).toMatchObject({ published: 10_000, recovered: 8_000, buffered: 0, dropped: 0, journalBytes: 0 });
+      expect(
+        notExactlyOnce(
+          events.map((e) => e.eventId),
+          countByEventId(queued),
+        ),
+      ).toEqual([]);
+      expect(publisher.stats()).toMatchObject({
+        published: 10_000,
+        recovered: 8_000,
+        buffered: 0,
+        dropped: 0,
+        journalBytes: 0,
+      });
       // The journal drained in order, and was removed.
       const spilled = new Set(events.slice(2_000).map((e) => e.eventId));
       expect(queued.filter((e) => spilled.has(e.eventId)).map((e) => e.eventId)).toEqual([...spilled]);
@@ -143,7 +163,12 @@ describe('publisher during Redis outages', () => {
       await expect(publisher.flush(90_000)).resolves.toBe(true);
 
       const { events: queued } = await queuedEvents(redis.url, prefix);
-      expect(notExactlyOnce(events.map((e) => e.eventId), countByEventId(queued))).toEqual([]);
+      expect(
+        notExactlyOnce(
+          events.map((e) => e.eventId),
+          countByEventId(queued),
+        ),
+      ).toEqual([]);
       expect(publisher.stats()).toMatchObject({ published: 50_000, dropped: 0, buffered: 0, journalBytes: 0 });
     } finally {
       await publisher.close(5_000);

@@ -28,7 +28,12 @@ describe('PlanEventPublisher.stored()', () => {
   beforeEach(() => {
     prefix = uniquePrefix('stored');
     journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pl-stored-'));
-    publisher = new PlanEventPublisher({ redisUrl: REDIS_URL, queuePrefix: prefix, journalDir, logger: silentLogger() });
+    publisher = new PlanEventPublisher({
+      redisUrl: REDIS_URL,
+      queuePrefix: prefix,
+      journalDir,
+      logger: silentLogger(),
+    });
   });
   afterEach(async () => {
     await publisher.close(5_000);
@@ -42,9 +47,15 @@ describe('PlanEventPublisher.stored()', () => {
   afterAll(async () => db.close());
 
   const startOne = async () => {
-    worker = await startWorker({ config: loadConfig({ REDIS_URL, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url }), dataSource: db.ds, logger: silentLogger(), settings: { healthPort: null } });
+    worker = await startWorker({
+      config: loadConfig({ REDIS_URL, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url }),
+      dataSource: db.ds,
+      logger: silentLogger(),
+      settings: { healthPort: null },
+    });
   };
-  const storedOf = async (planId: string) => Number((await db.ds.query(`SELECT COUNT(*) AS n FROM plan_events WHERE plan_id = '${planId}'`))[0].n);
+  const storedOf = async (planId: string) =>
+    Number((await db.ds.query(`SELECT COUNT(*) AS n FROM plan_events WHERE plan_id = '${planId}'`))[0].n);
 
   it('resolves true once a worker stored every event accepted before the call: a read right after sees them all', async () => {
     await startOne();
@@ -65,7 +76,12 @@ describe('PlanEventPublisher.stored()', () => {
   });
 
   it('says false while Redis is unreachable (the events wait in the journal), and never throws', async () => {
-    const down = new PlanEventPublisher({ redisUrl: `redis://127.0.0.1:${await freePort()}`, queuePrefix: prefix, journalDir: fs.mkdtempSync(path.join(os.tmpdir(), 'pl-stored-down-')), logger: silentLogger() });
+    const down = new PlanEventPublisher({
+      redisUrl: `redis://127.0.0.1:${await freePort()}`,
+      queuePrefix: prefix,
+      journalDir: fs.mkdtempSync(path.join(os.tmpdir(), 'pl-stored-down-')),
+      logger: silentLogger(),
+    });
     try {
       down.publish(planRun({ seed: 83, steps: 1 })[0]);
       await expect(down.stored(300)).resolves.toBe(false);

@@ -37,7 +37,11 @@ describe('analytics tokens with 200k plans (SQLite)', () => {
   async function cli(...args: string[]) {
     const out: string[] = [];
     const err: string[] = [];
-    const code = await run(['node', 'plan-ledger', ...args], { env: { DATABASE_URL: url, LOG_LEVEL: 'warn' }, out: (l) => out.push(l), err: (l) => err.push(l) });
+    const code = await run(['node', 'plan-ledger', ...args], {
+      env: { DATABASE_URL: url, LOG_LEVEL: 'warn' },
+      out: (l) => out.push(l),
+      err: (l) => err.push(l),
+    });
     return { code, out, err };
   }
 

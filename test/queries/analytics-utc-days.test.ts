@@ -40,7 +40,11 @@ function events(): PlanEvent[] {
   });
 }
 
-const COMMANDS = [['analytics', 'daily'], ['analytics', 'daily', '--from', '2026-03-02', '--to', '2026-03-03'], ['analytics', 'tokens', '--from', '2026-03-02T00:00:00Z', '--to', '2026-03-03']];
+const COMMANDS = [
+  ['analytics', 'daily'],
+  ['analytics', 'daily', '--from', '2026-03-02', '--to', '2026-03-03'],
+  ['analytics', 'tokens', '--from', '2026-03-02T00:00:00Z', '--to', '2026-03-03'],
+];
 
 async function answers(url: string): Promise<{ library: unknown; cli: unknown[] }> {
   const ds = await openDataSource(parseDatabaseUrl(url), { poolSize: 1 });
@@ -54,7 +58,11 @@ async function answers(url: string): Promise<{ library: unknown; cli: unknown[] 
   for (const args of COMMANDS) {
     const out: string[] = [];
     const err: string[] = [];
-    const code = await run(['node', 'plan-ledger', ...args, '--json'], { env: { DATABASE_URL: url, LOG_LEVEL: 'warn' }, out: (l) => out.push(l), err: (l) => err.push(l) });
+    const code = await run(['node', 'plan-ledger', ...args, '--json'], {
+      env: { DATABASE_URL: url, LOG_LEVEL: 'warn' },
+      out: (l) => out.push(l),
+      err: (l) => err.push(l),
+    });
     expect({ args, code, err }).toEqual({ args, code: 0, err: [] });
     cli.push(JSON.parse(out.join('\n')));
   }
@@ -117,16 +125,19 @@ describe('analytics days are UTC days on every database and in every session tim
     ]);
   });
 
-  it.each(['Pacific/Kiritimati', 'America/Adak', 'UTC'])('PostgreSQL in a %s session gives the same days, library and CLI', async (zone) => {
-    await pgAdmin(`ALTER DATABASE "${database}" SET timezone TO '${zone}'`);
-    const probe = await openDataSource(parseDatabaseUrl(pgUrl), { poolSize: 1 });
-    try {
-      expect(await probe.query('SHOW TimeZone')).toEqual([{ TimeZone: zone }]); // the zone is really in force
-    } finally {
-      await probe.destroy();
-    }
-    expect(await answers(pgUrl)).toEqual(reference.get('sqlite'));
-  });
+  it.each(['Pacific/Kiritimati', 'America/Adak', 'UTC'])(
+    'PostgreSQL in a %s session gives the same days, library and CLI',
+    async (zone) => {
+      await pgAdmin(`ALTER DATABASE "${database}" SET timezone TO '${zone}'`);
+      const probe = await openDataSource(parseDatabaseUrl(pgUrl), { poolSize: 1 });
+      try {
+        expect(await probe.query('SHOW TimeZone')).toEqual([{ TimeZone: zone }]); // the zone is really in force
+      } finally {
+        await probe.destroy();
+      }
+      expect(await answers(pgUrl)).toEqual(reference.get('sqlite'));
+    },
+  );
 
   it('a real CLI process in yet another local zone (TZ=Pacific/Kiritimati) on an America/Adak session gives them too', async () => {
     await pgAdmin(`ALTER DATABASE "${database}" SET timezone TO 'America/Adak'`);

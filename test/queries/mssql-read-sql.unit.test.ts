@@ -2,8 +2,16 @@ import { DataSource, MssqlParameter } from 'typeorm';
 import { parseDatabaseUrl } from '../../src/config/database-url';
 import { createDataSource } from '../../src/store/data-source';
 import { buildPlanListQuery } from '../../src/queries/plan-list.query';
-import { buildAgentUsageQuery, buildHandoffPatternsQuery, buildPlansPerDayQuery } from '../../src/queries/analytics.query';
-import { buildPlanTokensQuery, buildSessionTokensQuery, buildStepTokensQuery } from '../../src/queries/token-usage.query';
+import {
+  buildAgentUsageQuery,
+  buildHandoffPatternsQuery,
+  buildPlansPerDayQuery,
+} from '../../src/queries/analytics.query';
+import {
+  buildPlanTokensQuery,
+  buildSessionTokensQuery,
+  buildStepTokensQuery,
+} from '../../src/queries/token-usage.query';
 import { buildLatestCheckpointQuery } from '../../src/queries/workflow-resume.query';
 
 /**
@@ -23,7 +31,9 @@ describe('read queries on SQL Server (generated SQL)', () => {
   const sqlOf = (qb: { getQueryAndParameters(): [string, unknown[]] }) => qb.getQueryAndParameters();
 
   it('pages plan lists with ORDER BY ... OFFSET n ROWS FETCH NEXT m ROWS ONLY, never LIMIT', () => {
-    const [sql, params] = sqlOf(buildPlanListQuery(ds, { sessionId: 's-1', statuses: ['completed', 'failed'], limit: 20, offset: 40 }));
+    const [sql, params] = sqlOf(
+      buildPlanListQuery(ds, { sessionId: 's-1', statuses: ['completed', 'failed'], limit: 20, offset: 40 }),
+    );
     expect(sql).toMatch(/ORDER BY "p"\."created_at" DESC, "p"\."id" DESC OFFSET 40 ROWS FETCH NEXT 20 ROWS ONLY$/);
     expect(sql).not.toMatch(/\bLIMIT\b/);
     expect(sql).toContain('"p"."session_id" = @0');
@@ -33,8 +43,16 @@ describe('read queries on SQL Server (generated SQL)', () => {
   });
 
   it('filters plan lists by agent with an EXISTS on plan_steps and by creation time, all as parameters', () => {
-    const [sql, params] = sqlOf(buildPlanListQuery(ds, { agentId: "o'brien", created: { from: new Date('2025-01-01T00:00:00Z'), to: new Date('2025-02-01T00:00:00Z') }, limit: 20 }));
-    expect(sql).toContain('EXISTS (SELECT 1 FROM "plan_steps" "s" WHERE ( "s"."plan_id" = "p"."id" AND "s"."agent_id" = @2 ) AND ( "s"."deleted_at" IS NULL ))');
+    const [sql, params] = sqlOf(
+      buildPlanListQuery(ds, {
+        agentId: "o'brien",
+        created: { from: new Date('2025-01-01T00:00:00Z'), to: new Date('2025-02-01T00:00:00Z') },
+        limit: 20,
+      }),
+    );
+    expect(sql).toContain(
+      'EXISTS (SELECT 1 FROM "plan_steps" "s" WHERE ( "s"."plan_id" = "p"."id" AND "s"."agent_id" = @2 ) AND ( "s"."deleted_at" IS NULL ))',
+    );
     expect(sql).toContain('"p"."created_at" >= @');
     expect(sql).toContain('"p"."created_at" < @');
     expect(sql).not.toContain("o'brien");
@@ -43,14 +61,16 @@ describe('read queries on SQL Server (generated SQL)', () => {
 
   it('reads the latest checkpoint as one row with OFFSET 0 ROWS FETCH NEXT 1', () => {
     const [sql] = sqlOf(buildLatestCheckpointQuery(ds, 'wf-1'));
-    expect(sql).toMatch(/ORDER BY "c"\."layer" DESC, "c"\."created_at" DESC, "c"\."id" DESC OFFSET 0 ROWS FETCH NEXT 1 ROWS ONLY$/);
+    expect(sql).toMatch(
+      /ORDER BY "c"\."layer" DESC, "c"\."created_at" DESC, "c"\."id" DESC OFFSET 0 ROWS FETCH NEXT 1 ROWS ONLY$/,
+    );
     expect(sql).toContain('"c"."deleted_at" IS NULL');
   });
 
   it('buckets plans per day with CAST(created_at AS DATE) and datetime2 range parameters', () => {
     const [sql, params] = sqlOf(buildPlansPerDayQuery(ds, range));
     expect(sql).toContain('SELECT CAST("p"."created_at" AS DATE) AS "day", COUNT(*) AS "total"');
-    expect(sql).toContain("SUM(CASE WHEN \"p\".\"status\" = 'completed' THEN 1 ELSE 0 END) AS \"completed\"");
+    expect(sql).toContain('SUM(CASE WHEN "p"."status" = \'completed\' THEN 1 ELSE 0 END) AS "completed"');
     expect(sql).toContain('GROUP BY CAST("p"."created_at" AS DATE)');
     expect(sql).toContain('"p"."created_at" >= @0');
     expect(sql).toContain('"p"."created_at" < @1');
@@ -72,13 +92,18 @@ describe('read queries on SQL Server (generated SQL)', () => {
     for (const qb of queries) {
       const [sql] = sqlOf(qb);
       expect(sql).toMatch(/"(s|h|p)"\."deleted_at" IS NULL/);
-      if (sql.includes('INNER JOIN')) expect(sql).toMatch(/INNER JOIN "execution_plans" "p" ON .*"p"\."deleted_at" IS NULL/);
+      if (sql.includes('INNER JOIN'))
+        expect(sql).toMatch(/INNER JOIN "execution_plans" "p" ON .*"p"\."deleted_at" IS NULL/);
       expect(sql).not.toMatch(/\bLIMIT\b|`/);
     }
     expect(sqlOf(buildAgentUsageQuery(ds, {}))[0]).toContain('GROUP BY "s"."agent_id"');
     // SUM(int) is int on SQL Server and overflows past 2^31 tokens
-    expect(sqlOf(buildStepTokensQuery(ds, {}, 'model'))[0]).toContain('SUM(CAST("s"."input_tokens" AS BIGINT)) AS "inputTokens"');
+    expect(sqlOf(buildStepTokensQuery(ds, {}, 'model'))[0]).toContain(
+      'SUM(CAST("s"."input_tokens" AS BIGINT)) AS "inputTokens"',
+    );
     expect(sqlOf(buildSessionTokensQuery(ds, {}))[0]).toContain('SUM(CAST("p"."total_output_tokens" AS BIGINT))');
-    expect(sqlOf(buildHandoffPatternsQuery(ds, {}))[0]).toContain('GROUP BY "h"."from_agent_id", "h"."to_agent_id", "h"."reason"');
+    expect(sqlOf(buildHandoffPatternsQuery(ds, {}))[0]).toContain(
+      'GROUP BY "h"."from_agent_id", "h"."to_agent_id", "h"."reason"',
+    );
   });
 });

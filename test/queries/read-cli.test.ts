@@ -34,12 +34,30 @@ describe.each<TestDb>(['sqlite', 'postgres'])('session restore on %s', (kind) =>
         query: 'Add bibliography section',
         complexity: 3,
         steps: [
-          { stepId: 'a1b2c3', index: 0, agentId: 'reader', task: 'Read existing structure', title: 'Read existing structure' },
-          { stepId: 'd4e5f6', index: 1, agentId: 'writer', task: 'Write the section', title: 'Write the section', dependsOn: ['a1b2c3'] },
+          {
+            stepId: 'a1b2c3',
+            index: 0,
+            agentId: 'reader',
+            task: 'Read existing structure',
+            title: 'Read existing structure',
+          },
+          {
+            stepId: 'd4e5f6',
+            index: 1,
+            agentId: 'writer',
+            task: 'Write the section',
+            title: 'Write the section',
+            dependsOn: ['a1b2c3'],
+          },
         ],
       });
       script.started('a1b2c3');
-      const all = valid(script.completed('a1b2c3', [100, 50], { outputContent: 'structure notes' }).started('d4e5f6').finalized({ status: 'completed' }));
+      const all = valid(
+        script
+          .completed('a1b2c3', [100, 50], { outputContent: 'structure notes' })
+          .started('d4e5f6')
+          .finalized({ status: 'completed' }),
+      );
       const env = { DATABASE_URL: db.url };
 
       await writeAsFreshWriter(db.url, all.slice(0, 2), true);
@@ -88,7 +106,11 @@ describe('read commands: exit codes and one-line errors', () => {
   async function cli(...args: string[]) {
     const out: string[] = [];
     const err: string[] = [];
-    const code = await run(['node', 'plan-ledger', ...args], { env: { DATABASE_URL: url, LOG_LEVEL: 'warn' }, out: (l) => out.push(l), err: (l) => err.push(l) });
+    const code = await run(['node', 'plan-ledger', ...args], {
+      env: { DATABASE_URL: url, LOG_LEVEL: 'warn' },
+      out: (l) => out.push(l),
+      err: (l) => err.push(l),
+    });
     return { code, stdout: out.join('\n'), stderr: err };
   }
 
@@ -96,25 +118,44 @@ describe('read commands: exit codes and one-line errors', () => {
     const result = await runCli(['plans', 'show', 'plan-nope'], { DATABASE_URL: url });
     expect(result).toEqual({ code: 1, stdout: '', stderr: 'plan-ledger: plan "plan-nope" not found\n' });
     // a session with no plan stored has no plan in progress: what a restarted application restores is nothing
-    expect(await cli('sessions', 'active', 'sess-nope')).toEqual({ code: 0, stdout: 'session sess-nope has no plan in progress', stderr: [] });
-    expect((await cli('steps', 'output', 'plan-a1', 'nope')).stderr).toEqual(['plan-ledger: step "nope" not found in plan "plan-a1" (give a stepId or a step index)']);
+    expect(await cli('sessions', 'active', 'sess-nope')).toEqual({
+      code: 0,
+      stdout: 'session sess-nope has no plan in progress',
+      stderr: [],
+    });
+    expect((await cli('steps', 'output', 'plan-a1', 'nope')).stderr).toEqual([
+      'plan-ledger: step "nope" not found in plan "plan-a1" (give a stepId or a step index)',
+    ]);
     expect((await cli('workflows', 'resume-point', 'wf-nope')).code).toBe(1);
     expect((await cli('plans', 'export', 'plan-nope')).code).toBe(1);
   });
 
   it('exits 2 with one line for bad arguments, as a real process', async () => {
     const result = await runCli(['plans', 'list', '--limit', '-1'], { DATABASE_URL: url });
-    expect(result).toEqual({ code: 2, stdout: '', stderr: 'plan-ledger: --limit: "-1" must be a whole number from 1 to 1000\n' });
+    expect(result).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'plan-ledger: --limit: "-1" must be a whole number from 1 to 1000\n',
+    });
   });
 
   it.each([
-    [['plans', 'list', '--status', 'done'], '--status: "done" is not one of planning, executing, completed, failed, cancelled'],
+    [
+      ['plans', 'list', '--status', 'done'],
+      '--status: "done" is not one of planning, executing, completed, failed, cancelled',
+    ],
     [['plans', 'list', '--offset', '-3'], '--offset: "-3" must be a whole number 0 or more'],
     [['sessions', 'history', 'sess-alpha', '--limit', 'ten'], '--limit: "ten" must be a whole number from 1 to 1000'],
     [['analytics', 'daily', '--from', '2026-02-30'], '--from: "2026-02-30" is not an ISO-8601 date'],
     [['analytics', 'agents', '--to', 'yesterday'], '--to: "yesterday" is not an ISO-8601 date'],
-    [['analytics', 'daily', '--from', '0202-02-01'], '--from: "0202-02-01" is before 1970: nothing in the ledger is that old (a typo?)'],
-    [['analytics', 'daily', '--from', '2026-03-01', '--to', '2026-02-01'], '--to: "2026-02-01" must be after --from "2026-03-01"'],
+    [
+      ['analytics', 'daily', '--from', '0202-02-01'],
+      '--from: "0202-02-01" is before 1970: nothing in the ledger is that old (a typo?)',
+    ],
+    [
+      ['analytics', 'daily', '--from', '2026-03-01', '--to', '2026-02-01'],
+      '--to: "2026-02-01" must be after --from "2026-03-01"',
+    ],
     [['analytics', 'tokens', '--by', 'region'], '--by: "region" is not one of session, plan, agent, model'],
     [['analytics', 'handoffs', '--json', '--csv'], '--json and --csv cannot be combined'],
   ])('%j -> exit 2: %s', async (args, message) => {
@@ -126,9 +167,17 @@ describe('read commands: exit codes and one-line errors', () => {
   });
 
   it('prints a step output exactly, and says why when there is none', async () => {
-    expect(await cli('steps', 'output', 'plan-a1', 'read')).toEqual({ code: 0, stdout: '# Plan\n\n1. Add references.bib\n2. Cite in chapter 2\n', stderr: [] });
+    expect(await cli('steps', 'output', 'plan-a1', 'read')).toEqual({
+      code: 0,
+      stdout: '# Plan\n\n1. Add references.bib\n2. Cite in chapter 2\n',
+      stderr: [],
+    });
     const none = await cli('steps', 'output', 'plan-a2', '2');
-    expect(none).toEqual({ code: 1, stdout: '', stderr: ['plan-ledger: step "summarise" (#2) of plan "plan-a2" has no stored output (status skipped)'] });
+    expect(none).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: ['plan-ledger: step "summarise" (#2) of plan "plan-a2" has no stored output (status skipped)'],
+    });
   });
 
   it('shows a failed plan as a readable timeline', async () => {
@@ -137,7 +186,9 @@ describe('read commands: exit codes and one-line errors', () => {
     const lines = stdout.split('\n');
     expect(lines[0]).toBe('plan plan-a2  FAILED  (session sess-alpha)');
     expect(lines).toContain('failed:    step #1 search (researcher): timeout calling search API after 30s');
-    expect(stdout).toMatch(/2026-02-03T10:00:52\.000Z\s+#1 FAILED\s+researcher\s+300\/0\s+30\.0s\s+ERROR: timeout calling search API after 30s/);
+    expect(stdout).toMatch(
+      /2026-02-03T10:00:52\.000Z\s+#1 FAILED\s+researcher\s+300\/0\s+30\.0s\s+ERROR: timeout calling search API after 30s/,
+    );
     expect(stdout).toMatch(/#2 skipped\s+writer\s+Write the summary: upstream step search failed/);
   });
 

@@ -61,7 +61,11 @@ async function runAll(url: string): Promise<Map<string, Output>> {
   for (const args of COMMANDS) {
     const out: string[] = [];
     const err: string[] = [];
-    const code = await run(['node', 'plan-ledger', ...args], { env: { DATABASE_URL: url, LOG_LEVEL: 'warn' }, out: (l) => out.push(l), err: (l) => err.push(l) });
+    const code = await run(['node', 'plan-ledger', ...args], {
+      env: { DATABASE_URL: url, LOG_LEVEL: 'warn' },
+      out: (l) => out.push(l),
+      err: (l) => err.push(l),
+    });
     results.set(args.join(' '), { code, stdout: out.join('\n'), stderr: err.join('\n') });
   }
   return results;
@@ -93,14 +97,32 @@ describe('read side: identical answers on SQLite, PostgreSQL and MariaDB', () =>
   it('answers what a person would check (SQLite output, equal everywhere by the test above)', () => {
     const get = (command: string) => outputs.get('sqlite')!.get(command)!;
     const json = (command: string) => JSON.parse(get(command).stdout);
-    expect(json('workflows resume-point plan-dag --json')).toMatchObject({ resumable: true, lastCompletedLayer: 2, nextLayer: 3 });
-    expect(json('sessions active sess-alpha --json').activePlan).toMatchObject({ planId: 'plan-a3', status: 'executing', approvalStatus: 'edited' });
+    expect(json('workflows resume-point plan-dag --json')).toMatchObject({
+      resumable: true,
+      lastCompletedLayer: 2,
+      nextLayer: 3,
+    });
+    expect(json('sessions active sess-alpha --json').activePlan).toMatchObject({
+      planId: 'plan-a3',
+      status: 'executing',
+      approvalStatus: 'edited',
+    });
     expect(json('plans list --json').total).toBe(10); // 11 plans written, one soft-deleted
-    expect(get('plans show plan-c2 --json')).toEqual({ code: 1, stdout: '', stderr: 'plan-ledger: plan "plan-c2" not found' });
+    expect(get('plans show plan-c2 --json')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'plan-ledger: plan "plan-c2" not found',
+    });
     expect(get('workflows resume-point plan-a1 --json').code).toBe(1);
     expect(get('steps output plan-a1 draft')).toEqual({ code: 0, stdout: 'bibliography draft', stderr: '' });
-    expect(get('steps output plan-a3 code --json')).toMatchObject({ code: 1, stderr: expect.stringContaining('has no stored output (status in_progress)') });
-    expect(get('sessions history sess-nobody --json')).toMatchObject({ code: 1, stderr: 'plan-ledger: session "sess-nobody" not found' });
+    expect(get('steps output plan-a3 code --json')).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('has no stored output (status in_progress)'),
+    });
+    expect(get('sessions history sess-nobody --json')).toMatchObject({
+      code: 1,
+      stderr: 'plan-ledger: session "sess-nobody" not found',
+    });
     expect(get('analytics tokens --by model --csv').stdout.split('\n')).toEqual([
       'dimension,key,input_tokens,output_tokens,total_tokens',
       'model,gpt-4o,8040,3485,11525',

@@ -21,7 +21,10 @@ const CONTENTS: [name: string, content: string][] = [
 
 function events(): PlanEvent[] {
   const steps = CONTENTS.map((_, i) => ({ stepId: `s${i}`, index: i, agentId: 'writer', task: `write ${i}` }));
-  const script = new PlanScript('plan-bytes', 'sess-bytes', '2026-03-01T10:00:00.000Z').created({ query: 'write files', steps });
+  const script = new PlanScript('plan-bytes', 'sess-bytes', '2026-03-01T10:00:00.000Z').created({
+    query: 'write files',
+    steps,
+  });
   CONTENTS.forEach(([, outputContent], i) => script.ran(`s${i}`, [1, 1], { outputContent }));
   return script.events.map((e) => {
     const r = parsePlanEvent(e);
@@ -31,7 +34,11 @@ function events(): PlanEvent[] {
 }
 
 /** In-process through the real CLI entry, with a byte sink like process.stdout. */
-async function stepOutput(url: string, index: number, json = false): Promise<{ code: number; stdout: string; stderr: string[] }> {
+async function stepOutput(
+  url: string,
+  index: number,
+  json = false,
+): Promise<{ code: number; stdout: string; stderr: string[] }> {
   let stdout = '';
   const stderr: string[] = [];
   const args = ['node', 'plan-ledger', 'steps', 'output', 'plan-bytes', String(index), ...(json ? ['--json'] : [])];
@@ -46,9 +53,15 @@ async function stepOutput(url: string, index: number, json = false): Promise<{ c
 
 it('says so in its help', async () => {
   const out: string[] = [];
-  const code = await run(['node', 'plan-ledger', 'steps', 'output', '--help'], { env: { LOG_LEVEL: 'warn' }, out: (l) => out.push(l), err: () => undefined });
+  const code = await run(['node', 'plan-ledger', 'steps', 'output', '--help'], {
+    env: { LOG_LEVEL: 'warn' },
+    out: (l) => out.push(l),
+    err: () => undefined,
+  });
   expect(code).toBe(0);
-  expect(out.join('\n')).toContain('no newline is added at the end, none is removed, and\n\\r and \\r\\n line endings are kept');
+  expect(out.join('\n')).toContain(
+    'no newline is added at the end, none is removed, and\n\\r and \\r\\n line endings are kept',
+  );
 });
 
 describe.each<TestDb>(ALL_TEST_DBS)('steps output on %s: the content byte for byte', (kind) => {
@@ -69,12 +82,23 @@ describe.each<TestDb>(ALL_TEST_DBS)('steps output on %s: the content byte for by
     const { code, stdout } = await stepOutput(db.db.url, 1, true);
     expect(code).toBe(0);
     expect(stdout.endsWith('}\n')).toBe(true);
-    expect(JSON.parse(stdout)).toMatchObject({ planId: 'plan-bytes', stepId: 's1', index: 1, outputContent: CONTENTS[1][1] });
+    expect(JSON.parse(stdout)).toMatchObject({
+      planId: 'plan-bytes',
+      stepId: 's1',
+      index: 1,
+      outputContent: CONTENTS[1][1],
+    });
   });
 });
 
 /** What the issue names, through a real process (each spawn costs seconds; the rest runs in-process above). */
-const PROCESS_CASES = ['no trailing newline', 'a trailing \\r', '\\r\\n line endings', 'several trailing newlines', 'empty content'];
+const PROCESS_CASES = [
+  'no trailing newline',
+  'a trailing \\r',
+  '\\r\\n line endings',
+  'several trailing newlines',
+  'empty content',
+];
 
 describe('steps output as a real process: stdout bytes equal the stored content', () => {
   let db: Awaited<ReturnType<typeof createMigratedDb>>;
@@ -86,7 +110,9 @@ describe('steps output as a real process: stdout bytes equal the stored content'
   });
   afterAll(async () => db?.close());
 
-  const cases = CONTENTS.map(([name, content], i) => [name, content, i] as const).filter(([name]) => PROCESS_CASES.includes(name));
+  const cases = CONTENTS.map(([name, content], i) => [name, content, i] as const).filter(([name]) =>
+    PROCESS_CASES.includes(name),
+  );
   it('covers the cases the issue names', () => expect(cases).toHaveLength(PROCESS_CASES.length));
 
   it.each(cases)('%s', async (_name, content, index) => {

@@ -18,8 +18,14 @@ describe('batch encoding', () => {
 
   it('takes the events as UTF-8 bytes too, and adds replay counts after them (dlq replay)', () => {
     const bytes = texts.map((t) => Buffer.from(t, 'utf8'));
-    expect(JSON.parse(encodeBatch(bytes, [1, 2, 3, 4]).toString('utf8'))).toEqual({ v: 1, events, replayCounts: [1, 2, 3, 4] });
-    expect(encodeBatch([texts[0], bytes[1]], [0, 7]).toString('utf8')).toBe(JSON.stringify({ v: 1, events: events.slice(0, 2), replayCounts: [0, 7] }));
+    expect(JSON.parse(encodeBatch(bytes, [1, 2, 3, 4]).toString('utf8'))).toEqual({
+      v: 1,
+      events,
+      replayCounts: [1, 2, 3, 4],
+    });
+    expect(encodeBatch([texts[0], bytes[1]], [0, 7]).toString('utf8')).toBe(
+      JSON.stringify({ v: 1, events: events.slice(0, 2), replayCounts: [0, 7] }),
+    );
     expect(() => encodeBatch(bytes, [1])).toThrow('encodeBatch: 4 events but 1 replay counts');
   });
 

@@ -59,11 +59,19 @@ async function migratedPostgres() {
   return db;
 }
 
-function newPublisher(prefix: string, options: PublisherOptions = { redisClusterNodes: cluster.nodes }): PlanEventPublisher {
+function newPublisher(
+  prefix: string,
+  options: PublisherOptions = { redisClusterNodes: cluster.nodes },
+): PlanEventPublisher {
   const journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-cluster-journal-'));
   let publisher: PlanEventPublisher;
   try {
-    publisher = new PlanEventPublisher({ ...options, queuePrefix: prefix, journalDir, logger: pino({ level: 'silent' }) });
+    publisher = new PlanEventPublisher({
+      ...options,
+      queuePrefix: prefix,
+      journalDir,
+      logger: pino({ level: 'silent' }),
+    });
   } catch (err) {
     fs.rmSync(journalDir, { recursive: true, force: true });
     throw err;
@@ -81,7 +89,12 @@ function newPublisher(prefix: string, options: PublisherOptions = { redisCluster
 function clusterWorkers(n: number, prefix: string, databaseUrl: string): WorkerProcess[] {
   const procs: WorkerProcess[] = [];
   for (let i = 0; i < n; i++) {
-    const proc = spawnWorker({ REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: prefix, DATABASE_URL: databaseUrl, SHUTDOWN_TIMEOUT_MS: '5000' });
+    const proc = spawnWorker({
+      REDIS_CLUSTER_NODES: cluster.nodes,
+      QUEUE_PREFIX: prefix,
+      DATABASE_URL: databaseUrl,
+      SHUTDOWN_TIMEOUT_MS: '5000',
+    });
     procs.push(proc);
     cleanups.push(() => stopProcess(proc));
   }
@@ -112,7 +125,10 @@ async function stopAll(procs: WorkerProcess[]): Promise<Array<number | string>> 
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('still running'), 20_000)));
       const code = await Promise.race([p.exited, late]).finally(() => clearTimeout(timer));
-      if (code !== 0) console.error(`worker ${p.pid} exited with ${code}; its last lines:\n${p.stdout().split('\n').slice(-15).join('\n')}${p.stderr()}`);
+      if (code !== 0)
+        console.error(
+          `worker ${p.pid} exited with ${code}; its last lines:\n${p.stdout().split('\n').slice(-15).join('\n')}${p.stderr()}`,
+        );
       return code;
     }),
   );
@@ -130,7 +146,9 @@ describe('plan-ledger on Redis Cluster', () => {
     expect(await publisher.flush(60_000)).toBe(true);
     await waitFor('20k events stored', async () => (await countRows(ds, 'plan_events')) >= events.length, 90_000, 250);
 
-    const [{ n, distinct }] = await ds.query(`SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM plan_events`);
+    const [{ n, distinct }] = await ds.query(
+      `SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM plan_events`,
+    );
     expect({ n, distinct }).toEqual({ n: 20_000, distinct: 20_000 });
     expect(publisher.stats()).toMatchObject({ published: 20_000, dropped: 0, redisReady: true });
     const maintenance = queueOn(MAINTENANCE_QUEUE, prefix);
@@ -139,7 +157,10 @@ describe('plan-ledger on Redis Cluster', () => {
     queueOn(EVENTS_QUEUE, prefix);
 
     expect(await stopAll(workers)).toEqual([0, 0]);
-    const inserted = workers.flatMap((w) => w.logs()).filter((l) => l.msg === 'batch committed').reduce((sum, l) => sum + (l.inserted as number), 0);
+    const inserted = workers
+      .flatMap((w) => w.logs())
+      .filter((l) => l.msg === 'batch committed')
+      .reduce((sum, l) => sum + (l.inserted as number), 0);
     expect(inserted).toBe(20_000);
     for (const w of workers) expect(w.stdout() + w.stderr()).not.toMatch(/MOVED|CROSSSLOT/);
   });
@@ -177,7 +198,12 @@ describe('plan-ledger on Redis Cluster', () => {
       try {
         publishAll(publisher, wave);
         expected += wave.length;
-        await waitFor(`wave ${i + 1} stored by worker ${i + 1} alone`, async () => (await countRows(ds, 'plan_events')) >= expected, 30_000, 100);
+        await waitFor(
+          `wave ${i + 1} stored by worker ${i + 1} alone`,
+          async () => (await countRows(ds, 'plan_events')) >= expected,
+          30_000,
+          100,
+        );
       } finally {
         process.kill(other.pid, 'SIGCONT');
       }
@@ -192,8 +218,18 @@ describe('plan-ledger on Redis Cluster', () => {
   it('dlq list / stats / replay work on the cluster', async () => {
     const prefix = clusterPrefix();
     const { db, ds } = await migratedPostgres();
-    const config = { redisUrl: '', redisClusterNodes: parseClusterNodes(cluster.nodes), queuePrefix: prefix, database: db.target };
-    const worker = await startWorker({ config, logger: silentLogger(), dataSource: ds, settings: { healthPort: null } });
+    const config = {
+      redisUrl: '',
+      redisClusterNodes: parseClusterNodes(cluster.nodes),
+      queuePrefix: prefix,
+      database: db.target,
+    };
+    const worker = await startWorker({
+      config,
+      logger: silentLogger(),
+      dataSource: ds,
+      settings: { healthPort: null },
+    });
     cleanups.push(() => worker.close(5_000));
     const events = queueOn(EVENTS_QUEUE, prefix);
     await events.add(EVENT_BATCH_JOB, { v: 1, events: [invalidEvent(5)] });
@@ -208,7 +244,10 @@ describe('plan-ledger on Redis Cluster', () => {
     await writer.close();
 
     const env = { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: prefix, DATABASE_URL: db.url };
-    const [list, stats] = await Promise.all([runCli(['dlq', 'list', '--json'], env), runCli(['dlq', 'stats', '--json'], env)]);
+    const [list, stats] = await Promise.all([
+      runCli(['dlq', 'list', '--json'], env),
+      runCli(['dlq', 'stats', '--json'], env),
+    ]);
     expect({ code: list.code, stderr: list.stderr }).toEqual({ code: 0, stderr: '' });
     const listed = JSON.parse(list.stdout).deadLetters as Array<{ id: string; kind: string }>;
     expect(listed.map((d) => d.kind).sort()).toEqual(['invalid', 'retries-exhausted']);
@@ -218,7 +257,12 @@ describe('plan-ledger on Redis Cluster', () => {
 
     const replay = await runCli(['dlq', 'replay', retried.id, '--wait'], env);
     expect({ code: replay.code, stderr: replay.stderr }).toEqual({ code: 0, stderr: '' });
-    await waitFor('the replayed event stored', async () => (await ds.query(`SELECT count(*)::int AS n FROM plan_events WHERE event_id = $1`, [valid.eventId]))[0].n === 1, 30_000);
+    await waitFor(
+      'the replayed event stored',
+      async () =>
+        (await ds.query(`SELECT count(*)::int AS n FROM plan_events WHERE event_id = $1`, [valid.eventId]))[0].n === 1,
+      30_000,
+    );
     const after = await runCli(['dlq', 'list', '--json'], env);
     expect((JSON.parse(after.stdout).deadLetters as Array<{ kind: string }>).map((d) => d.kind)).toEqual(['invalid']);
     queueOn('plan-events-dead', prefix);
@@ -227,11 +271,21 @@ describe('plan-ledger on Redis Cluster', () => {
   it('the retention scheduler keeps one schedule however many workers upsert it, and runs retention', async () => {
     const prefix = clusterPrefix();
     const { ds } = await migratedPostgres();
-    const plan = { id: `cluster-due-${randomBytes(3).toString('hex')}`, status: 'completed' as const, completedAt: new Date(Date.now() - 40 * DAY) };
+    const plan = {
+      id: `cluster-due-${randomBytes(3).toString('hex')}`,
+      status: 'completed' as const,
+      completedAt: new Date(Date.now() - 40 * DAY),
+    };
     await insertPlans(ds, [plan]);
     const redisClusterNodes = parseClusterNodes(cluster.nodes);
     for (let i = 0; i < 3; i++) {
-      const scheduler = await startRetentionScheduler({ redisClusterNodes, prefix, dataSource: ds, policy: retentionPolicy(), runWorker: i === 0 });
+      const scheduler = await startRetentionScheduler({
+        redisClusterNodes,
+        prefix,
+        dataSource: ds,
+        policy: retentionPolicy(),
+        runWorker: i === 0,
+      });
       cleanups.push(() => scheduler.close());
     }
     const queue = queueOn(MAINTENANCE_QUEUE, prefix);
@@ -249,22 +303,38 @@ describe('plan-ledger on Redis Cluster', () => {
       'QUEUE_PREFIX: "plan-ledger" has no {hash tag}: on Redis Cluster every key of a queue must hash to one slot (BullMQ\'s scripts touch several keys at once, else CROSSSLOT), so use e.g. QUEUE_PREFIX={plan-ledger}';
     const commands = [['dlq', 'stats'], ['worker'], ['retention', 'run', '--dry-run']];
     const bad = runCli(['dlq', 'stats'], { REDIS_CLUSTER_NODES: '127.0.0.1', QUEUE_PREFIX: '{x}' });
-    const results = await Promise.all(commands.map((args) => runCli(args, { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: 'plan-ledger', HEALTH_PORT: 'off' })));
+    const results = await Promise.all(
+      commands.map((args) =>
+        runCli(args, { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: 'plan-ledger', HEALTH_PORT: 'off' }),
+      ),
+    );
     results.forEach((r, i) => {
-      expect({ args: commands[i], code: r.code, stderr: r.stderr }).toEqual({ args: commands[i], code: 2, stderr: `plan-ledger: invalid configuration: ${line}\n` });
+      expect({ args: commands[i], code: r.code, stderr: r.stderr }).toEqual({
+        args: commands[i],
+        code: 2,
+        stderr: `plan-ledger: invalid configuration: ${line}\n`,
+      });
     });
     expect(() => newPublisher('plan-ledger')).toThrow(PublisherConfigError);
-    expect(() => newPublisher('plan-ledger')).toThrow(`invalid PlanEventPublisher options: queuePrefix ${line.slice('QUEUE_PREFIX: '.length)}`);
-    const config = { redisUrl: '', redisClusterNodes: parseClusterNodes(cluster.nodes), queuePrefix: 'plan-ledger', database: { driver: 'better-sqlite3' } as never };
+    expect(() => newPublisher('plan-ledger')).toThrow(
+      `invalid PlanEventPublisher options: queuePrefix ${line.slice('QUEUE_PREFIX: '.length)}`,
+    );
+    const config = {
+      redisUrl: '',
+      redisClusterNodes: parseClusterNodes(cluster.nodes),
+      queuePrefix: 'plan-ledger',
+      database: { driver: 'better-sqlite3' } as never,
+    };
     await expect(startWorker({ config, logger: silentLogger(), settings: { healthPort: null } })).rejects.toThrow(line);
     const badResult = await bad;
     expect({ code: badResult.code, stderr: badResult.stderr }).toEqual({
       code: 2,
-      stderr: 'plan-ledger: invalid configuration: REDIS_CLUSTER_NODES: "127.0.0.1" needs a host and a port; expected host:port,host:port,... (an entry may be written as in REDIS_URL, e.g. rediss://host:port, to carry credentials and TLS)\n',
+      stderr:
+        'plan-ledger: invalid configuration: REDIS_CLUSTER_NODES: "127.0.0.1" needs a host and a port; expected host:port,host:port,... (an entry may be written as in REDIS_URL, e.g. rediss://host:port, to carry credentials and TLS)\n',
     });
   });
 
-  it('REDIS_URL on a cluster node: commands say to use REDIS_CLUSTER_NODES, and the publisher reports not ready; a caller\'s Cluster works', async () => {
+  it("REDIS_URL on a cluster node: commands say to use REDIS_CLUSTER_NODES, and the publisher reports not ready; a caller's Cluster works", async () => {
     const prefix = clusterPrefix();
     const owner = await cluster.ownerOf(await cluster.keySlot(`${prefix}:${EVENTS_QUEUE}:meta`));
     const elsewhere = cluster.ports.find((p) => p !== owner)!;
@@ -292,7 +362,12 @@ describe('plan-ledger on Redis Cluster', () => {
     cleanups.push(() => own.quit());
     const journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-cluster-journal-'));
     cleanups.push(async () => fs.rmSync(journalDir, { recursive: true, force: true }));
-    const borrowed = new PlanEventPublisher({ connection: own, queuePrefix: clusterPrefix(), journalDir, logger: pino({ level: 'silent' }) });
+    const borrowed = new PlanEventPublisher({
+      connection: own,
+      queuePrefix: clusterPrefix(),
+      journalDir,
+      logger: pino({ level: 'silent' }),
+    });
     publishAll(borrowed, exactlyEvents(10, { seed: 9 }));
     expect(await borrowed.flush(10_000)).toBe(true);
     expect(borrowed.stats()).toMatchObject({ redisReady: true, published: 10 });

@@ -40,20 +40,34 @@ describe.each(ALL_TEST_DBS)('DAG expiry on %s', (kind) => {
     await insertPlans(ds, PLANS);
     const due = ago(80 * MIN + -90 * MIN).toISOString(); // ended-80m: NOW + 10 min
     // before any run: resume-point computes it from the TTL it is given, null without one
-    expect(await getResumePoint(ds, 'ended-80m', { dagTtlMinutes: 90 })).toMatchObject({ resumable: false, expiresAt: due });
+    expect(await getResumePoint(ds, 'ended-80m', { dagTtlMinutes: 90 })).toMatchObject({
+      resumable: false,
+      expiresAt: due,
+    });
     expect(await getResumePoint(ds, 'ended-80m')).toMatchObject({ resumable: false, expiresAt: null });
 
     const dry = await runRetention(ds, policy, { now: NOW, dryRun: true });
     const run = await runRetention(ds, policy, { now: NOW });
     expect(run.dags).toEqual({ expired: 2, purged: 0, stamped: 3 });
     expect(dry.dags).toEqual(run.dags);
-    expect(await planRows(ds, 'ended-100m', 'deleted')).toEqual({ ...zero(), workflow_dags: 1, workflow_checkpoints: 2 });
-    expect(await planRows(ds, 'cancelled-2h', 'deleted')).toEqual({ ...zero(), workflow_dags: 1, workflow_checkpoints: 2 });
+    expect(await planRows(ds, 'ended-100m', 'deleted')).toEqual({
+      ...zero(),
+      workflow_dags: 1,
+      workflow_checkpoints: 2,
+    });
+    expect(await planRows(ds, 'cancelled-2h', 'deleted')).toEqual({
+      ...zero(),
+      workflow_dags: 1,
+      workflow_checkpoints: 2,
+    });
     for (const id of ['ended-80m', 'failed-1d', 'running']) expect(await planRows(ds, id, 'deleted')).toEqual(zero());
 
     // stored now: shown without the TTL, and by the CLI (one line, exit 1: it cannot be resumed)
     expect(await getResumePoint(ds, 'ended-80m')).toMatchObject({ resumable: false, expiresAt: due });
-    expect(await getResumePoint(ds, 'failed-1d', { dagTtlMinutes: 90 })).toMatchObject({ resumable: false, expiresAt: null });
+    expect(await getResumePoint(ds, 'failed-1d', { dagTtlMinutes: 90 })).toMatchObject({
+      resumable: false,
+      expiresAt: null,
+    });
     const cli = await runCli(['workflows', 'resume-point', 'ended-80m', '--json'], { DATABASE_URL: url });
     expect(cli.code).toBe(1);
     expect(JSON.parse(cli.stdout)).toMatchObject({ workflowId: 'ended-80m', resumable: false, expiresAt: due });
@@ -62,7 +76,11 @@ describe.each(ALL_TEST_DBS)('DAG expiry on %s', (kind) => {
     // a stamped expires_at is kept: a longer TTL set later does not postpone it
     const longer = retentionPolicy({ ...policy, dagTtlMinutes: 10 * 24 * 60 });
     expect((await runRetention(ds, longer, { now: later(10 * MIN) })).dags).toMatchObject({ expired: 1, stamped: 0 });
-    expect(await planRows(ds, 'ended-80m', 'deleted')).toEqual({ ...zero(), workflow_dags: 1, workflow_checkpoints: 2 });
+    expect(await planRows(ds, 'ended-80m', 'deleted')).toEqual({
+      ...zero(),
+      workflow_dags: 1,
+      workflow_checkpoints: 2,
+    });
   });
 
   it('never retires nor expires a plan awaiting a decision or with unfinished layers, however old', async () => {
@@ -71,14 +89,38 @@ describe.each(ALL_TEST_DBS)('DAG expiry on %s', (kind) => {
       { id: 'awaiting-decision', status: 'planning', createdAt: old, lastActivity: old },
       { id: 'layers-unfinished', status: 'executing', createdAt: old, lastActivity: old },
     ]);
-    await ds.createQueryBuilder().update(ENTITY.plan).set({ approvalStatus: 'pending' }).where({ id: 'awaiting-decision' }).execute();
-    const aggressive = retentionPolicy({ completedDays: 1, failedDays: 1, cancelledDays: 1, graceDays: 0, dagTtlMinutes: 1, orphanDays: 1, batchSize: 2 });
+    await ds
+      .createQueryBuilder()
+      .update(ENTITY.plan)
+      .set({ approvalStatus: 'pending' })
+      .where({ id: 'awaiting-decision' })
+      .execute();
+    const aggressive = retentionPolicy({
+      completedDays: 1,
+      failedDays: 1,
+      cancelledDays: 1,
+      graceDays: 0,
+      dagTtlMinutes: 1,
+      orphanDays: 1,
+      batchSize: 2,
+    });
     for (const now of [NOW, later(1000 * DAY)]) {
       const r = await runRetention(ds, aggressive, { now });
-      expect({ plans: r.plans, dags: r.dags }).toEqual({ plans: { softDeleted: 0, purged: 0 }, dags: { expired: 0, purged: 0, stamped: 0 } });
+      expect({ plans: r.plans, dags: r.dags }).toEqual({
+        plans: { softDeleted: 0, purged: 0 },
+        dags: { expired: 0, purged: 0, stamped: 0 },
+      });
     }
-    for (const id of ['awaiting-decision', 'layers-unfinished']) expect(await planRows(ds, id, 'deleted')).toEqual(zero());
-    expect(await getResumePoint(ds, 'awaiting-decision', { dagTtlMinutes: 1 })).toMatchObject({ resumable: false, reason: 'it is still waiting for an approval decision', expiresAt: null });
-    expect(await getResumePoint(ds, 'layers-unfinished', { dagTtlMinutes: 1 })).toMatchObject({ resumable: true, expiresAt: null });
+    for (const id of ['awaiting-decision', 'layers-unfinished'])
+      expect(await planRows(ds, id, 'deleted')).toEqual(zero());
+    expect(await getResumePoint(ds, 'awaiting-decision', { dagTtlMinutes: 1 })).toMatchObject({
+      resumable: false,
+      reason: 'it is still waiting for an approval decision',
+      expiresAt: null,
+    });
+    expect(await getResumePoint(ds, 'layers-unfinished', { dagTtlMinutes: 1 })).toMatchObject({
+      resumable: true,
+      expiresAt: null,
+    });
   });
 });

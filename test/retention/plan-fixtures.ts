@@ -46,7 +46,16 @@ export function expectedRows(spec: PlanSpec): Record<PlanTable, number> {
   const steps = spec.steps ?? 3;
   const checkpoints = spec.checkpoints ?? 2;
   if (spec.orphan) return { ...zero(), plan_events: 2, plan_heads: 1 };
-  return { plan_handoffs: 1, plan_decisions: 1, workflow_checkpoints: checkpoints, workflow_dags: 1, plan_steps: steps, plan_events: steps + 2, execution_plans: 1, plan_heads: 1 };
+  return {
+    plan_handoffs: 1,
+    plan_decisions: 1,
+    workflow_checkpoints: checkpoints,
+    workflow_dags: 1,
+    plan_steps: steps,
+    plan_events: steps + 2,
+    execution_plans: 1,
+    plan_heads: 1,
+  };
 }
 
 export function zero(): Record<PlanTable, number> {
@@ -63,48 +72,165 @@ export async function insertPlans(ds: DataSource, specs: PlanSpec[]): Promise<vo
     const session = s.sessionId ?? `sess-${s.id}`;
     const steps = s.steps ?? 3;
     add(ENTITY.session, { id: session, createdAt: created, updatedAt: created });
-    add(ENTITY.head, { planId: s.id, sessionId: session, version: 1, eventCount: steps + 2, lastSeq: steps + 2, appliedSeq: s.orphan ? null : steps + 2, pendingEvents: s.orphan ? 2 : 0, gapSince: null, updatedAt: s.lastActivity ?? ended ?? created, deletedAt });
+    add(ENTITY.head, {
+      planId: s.id,
+      sessionId: session,
+      version: 1,
+      eventCount: steps + 2,
+      lastSeq: steps + 2,
+      appliedSeq: s.orphan ? null : steps + 2,
+      pendingEvents: s.orphan ? 2 : 0,
+      gapSince: null,
+      updatedAt: s.lastActivity ?? ended ?? created,
+      deletedAt,
+    });
     const events = s.orphan ? 2 : steps + 2;
     for (let i = 0; i < events; i++) {
-      add(ENTITY.event, { eventId: randomUUID(), planId: s.id, sessionId: session, type: 'step.started', seq: i + 1, specVersion: 1, occurredAt: created, recordedAt: created, payload: '{}', deletedAt });
+      add(ENTITY.event, {
+        eventId: randomUUID(),
+        planId: s.id,
+        sessionId: session,
+        type: 'step.started',
+        seq: i + 1,
+        specVersion: 1,
+        occurredAt: created,
+        recordedAt: created,
+        payload: '{}',
+        deletedAt,
+      });
     }
     if (s.orphan) continue;
     add(ENTITY.plan, {
-      id: s.id, sessionId: session, query: `query of ${s.id}`, status: s.status, summary: null, failureReason: null, totalSteps: steps,
-      completedSteps: 0, failedSteps: 0, skippedSteps: 0, totalInputTokens: 0, totalOutputTokens: 0, requiresApproval: true,
-      approvalStatus: 'approved', complexity: 2, createdAt: created, updatedAt: ended ?? created, completedAt: ended, deletedAt,
+      id: s.id,
+      sessionId: session,
+      query: `query of ${s.id}`,
+      status: s.status,
+      summary: null,
+      failureReason: null,
+      totalSteps: steps,
+      completedSteps: 0,
+      failedSteps: 0,
+      skippedSteps: 0,
+      totalInputTokens: 0,
+      totalOutputTokens: 0,
+      requiresApproval: true,
+      approvalStatus: 'approved',
+      complexity: 2,
+      createdAt: created,
+      updatedAt: ended ?? created,
+      completedAt: ended,
+      deletedAt,
     });
     const stepIds: string[] = [];
     for (let i = 0; i < steps; i++) {
       const id = randomUUID();
       stepIds.push(id);
       add(ENTITY.step, {
-        id, planId: s.id, stepKey: `s${i}`, stepIndex: i, agentId: 'agent', task: 'task', title: null, expectedOutput: null, dependsOn: i ? `["s${i - 1}"]` : '[]',
-        status: 'completed', result: null, error: null, outputContent: 'out', model: 'm', inputTokens: 1, outputTokens: 1, startedAt: created, completedAt: ended, createdAt: created, deletedAt,
+        id,
+        planId: s.id,
+        stepKey: `s${i}`,
+        stepIndex: i,
+        agentId: 'agent',
+        task: 'task',
+        title: null,
+        expectedOutput: null,
+        dependsOn: i ? `["s${i - 1}"]` : '[]',
+        status: 'completed',
+        result: null,
+        error: null,
+        outputContent: 'out',
+        model: 'm',
+        inputTokens: 1,
+        outputTokens: 1,
+        startedAt: created,
+        completedAt: ended,
+        createdAt: created,
+        deletedAt,
       });
     }
-    add(ENTITY.handoff, { id: randomUUID(), planId: s.id, stepId: stepIds[0] ?? null, stepKey: stepIds[0] ? 's0' : null, handoffKey: 'h1', fromAgentId: 'a', toAgentId: 'b', reason: 'r', explanation: null, timestamp: created, deletedAt });
-    add(ENTITY.decision, { id: randomUUID(), planId: s.id, sessionId: session, decision: 'approve', modifiedSteps: null, feedback: null, decidedBy: 'me', decidedAt: created, deletedAt });
-    add(ENTITY.dag, { workflowId: s.id, dag: '{"steps":[],"layers":[]}', intent: 'q', createdAt: created, expiresAt: s.dagExpiresAt ?? null, deletedAt });
+    add(ENTITY.handoff, {
+      id: randomUUID(),
+      planId: s.id,
+      stepId: stepIds[0] ?? null,
+      stepKey: stepIds[0] ? 's0' : null,
+      handoffKey: 'h1',
+      fromAgentId: 'a',
+      toAgentId: 'b',
+      reason: 'r',
+      explanation: null,
+      timestamp: created,
+      deletedAt,
+    });
+    add(ENTITY.decision, {
+      id: randomUUID(),
+      planId: s.id,
+      sessionId: session,
+      decision: 'approve',
+      modifiedSteps: null,
+      feedback: null,
+      decidedBy: 'me',
+      decidedAt: created,
+      deletedAt,
+    });
+    add(ENTITY.dag, {
+      workflowId: s.id,
+      dag: '{"steps":[],"layers":[]}',
+      intent: 'q',
+      createdAt: created,
+      expiresAt: s.dagExpiresAt ?? null,
+      deletedAt,
+    });
     for (let i = 0; i < (s.checkpoints ?? 2); i++) {
-      add(ENTITY.checkpoint, { id: randomUUID(), workflowId: s.id, checkpointKey: `c${i}`, layer: i, state: '{}', createdAt: created, deletedAt });
+      add(ENTITY.checkpoint, {
+        id: randomUUID(),
+        workflowId: s.id,
+        checkpointKey: `c${i}`,
+        layer: i,
+        state: '{}',
+        createdAt: created,
+        deletedAt,
+      });
     }
   }
   const perStatement = dialectOf(ds) === 'sqlite' ? 40 : 200;
-  for (const entity of [ENTITY.session, ENTITY.head, ENTITY.event, ENTITY.plan, ENTITY.step, ENTITY.handoff, ENTITY.decision, ENTITY.dag, ENTITY.checkpoint]) {
+  for (const entity of [
+    ENTITY.session,
+    ENTITY.head,
+    ENTITY.event,
+    ENTITY.plan,
+    ENTITY.step,
+    ENTITY.handoff,
+    ENTITY.decision,
+    ENTITY.dag,
+    ENTITY.checkpoint,
+  ]) {
     const list = rows[entity] ?? [];
     for (let i = 0; i < list.length; i += perStatement) {
-      const qb = ds.createQueryBuilder().insert().into(entity).values(list.slice(i, i + perStatement)).updateEntity(false);
+      const qb = ds
+        .createQueryBuilder()
+        .insert()
+        .into(entity)
+        .values(list.slice(i, i + perStatement))
+        .updateEntity(false);
       await (entity === ENTITY.session ? qb.orIgnore() : qb).execute();
     }
   }
 }
 
 /** Rows of one plan per table: live (deleted_at null), soft-deleted, or all. */
-export async function planRows(ds: DataSource, planId: string, which: 'live' | 'deleted' | 'all'): Promise<Record<PlanTable, number>> {
+export async function planRows(
+  ds: DataSource,
+  planId: string,
+  which: 'live' | 'deleted' | 'all',
+): Promise<Record<PlanTable, number>> {
   const out = zero();
   for (const spec of PLAN_TABLES) {
-    const qb = ds.createQueryBuilder().select('COUNT(*)', 'n').from(spec.entity, 't').withDeleted().where(`t.${spec.planKey} = :planId`, { planId });
+    const qb = ds
+      .createQueryBuilder()
+      .select('COUNT(*)', 'n')
+      .from(spec.entity, 't')
+      .withDeleted()
+      .where(`t.${spec.planKey} = :planId`, { planId });
     if (which === 'live') qb.andWhere('t.deletedAt IS NULL');
     if (which === 'deleted') qb.andWhere('t.deletedAt IS NOT NULL');
     out[spec.table] = Number((await qb.getRawOne())?.n ?? 0);
@@ -120,14 +246,25 @@ export async function wipe(ds: DataSource): Promise<void> {
 
 export function sum(specs: PlanSpec[]): Record<PlanTable, number> {
   const out = zero();
-  for (const s of specs) for (const [t, n] of Object.entries(expectedRows(s)) as Array<[PlanTable, number]>) out[t] += n;
+  for (const s of specs)
+    for (const [t, n] of Object.entries(expectedRows(s)) as Array<[PlanTable, number]>) out[t] += n;
   return out;
 }
 
 /** Session rows with these ids (0 or 1 each). */
 export async function sessionRows(ds: DataSource, ids: string[]): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const id of ids) out[id] = Number((await ds.createQueryBuilder().select('COUNT(*)', 'n').from(ENTITY.session, 's').where('s.id = :id', { id }).getRawOne())?.n ?? 0);
+  for (const id of ids)
+    out[id] = Number(
+      (
+        await ds
+          .createQueryBuilder()
+          .select('COUNT(*)', 'n')
+          .from(ENTITY.session, 's')
+          .where('s.id = :id', { id })
+          .getRawOne()
+      )?.n ?? 0,
+    );
   return out;
 }
 

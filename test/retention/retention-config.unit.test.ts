@@ -1,20 +1,49 @@
 import { ConfigError } from '../../src/config/config';
-import { DEFAULT_RETENTION_POLICY, loadRetentionPolicy, parseCron, retentionPolicy, RETENTION_ENV_HELP } from '../../src/retention/retention-config';
+import {
+  DEFAULT_RETENTION_POLICY,
+  loadRetentionPolicy,
+  parseCron,
+  retentionPolicy,
+  RETENTION_ENV_HELP,
+} from '../../src/retention/retention-config';
 
 describe('retention policy from the environment', () => {
   it('defaults: failed plans kept longer, a week of grace, daily at 03:00 UTC', () => {
     expect(loadRetentionPolicy({})).toEqual({
-      completedDays: 30, failedDays: 90, cancelledDays: 30, graceDays: 7, dagTtlMinutes: 1440, orphanDays: 90, batchSize: 1000, cron: '0 3 * * *',
+      completedDays: 30,
+      failedDays: 90,
+      cancelledDays: 30,
+      graceDays: 7,
+      dagTtlMinutes: 1440,
+      orphanDays: 90,
+      batchSize: 1000,
+      cron: '0 3 * * *',
     });
     expect(DEFAULT_RETENTION_POLICY.failedDays).toBeGreaterThan(DEFAULT_RETENTION_POLICY.completedDays);
   });
 
   it('reads every variable, and documents each in the help', () => {
     const env = {
-      RETENTION_COMPLETED_DAYS: '14', RETENTION_FAILED_DAYS: '180', RETENTION_CANCELLED_DAYS: ' 7 ', RETENTION_GRACE_DAYS: '0',
-      RETENTION_DAG_TTL: '90m', RETENTION_DAG_TTL_HOURS: '1', RETENTION_ORPHAN_DAYS: '0', RETENTION_BATCH_SIZE: '500', RETENTION_CRON: '*/15  *  * * *',
+      RETENTION_COMPLETED_DAYS: '14',
+      RETENTION_FAILED_DAYS: '180',
+      RETENTION_CANCELLED_DAYS: ' 7 ',
+      RETENTION_GRACE_DAYS: '0',
+      RETENTION_DAG_TTL: '90m',
+      RETENTION_DAG_TTL_HOURS: '1',
+      RETENTION_ORPHAN_DAYS: '0',
+      RETENTION_BATCH_SIZE: '500',
+      RETENTION_CRON: '*/15  *  * * *',
     };
-    expect(loadRetentionPolicy(env)).toEqual({ completedDays: 14, failedDays: 180, cancelledDays: 7, graceDays: 0, dagTtlMinutes: 90, orphanDays: 0, batchSize: 500, cron: '*/15 * * * *' });
+    expect(loadRetentionPolicy(env)).toEqual({
+      completedDays: 14,
+      failedDays: 180,
+      cancelledDays: 7,
+      graceDays: 0,
+      dagTtlMinutes: 90,
+      orphanDays: 0,
+      batchSize: 500,
+      cron: '*/15 * * * *',
+    });
     expect(RETENTION_ENV_HELP.map(([name]) => name).sort()).toEqual(Object.keys(env).sort());
     expect(loadRetentionPolicy({ RETENTION_CRON: 'off' }).cron).toBeNull();
   });
@@ -26,14 +55,21 @@ describe('retention policy from the environment', () => {
     expect(ttl({ RETENTION_DAG_TTL: '2d' })).toBe(2880);
     expect(ttl({ RETENTION_DAG_TTL: 'off' })).toBe(0);
     expect(ttl({ RETENTION_DAG_TTL_HOURS: '2' })).toBe(120);
-    expect(() => loadRetentionPolicy({ RETENTION_DAG_TTL: '1.5h' })).toThrow('RETENTION_DAG_TTL: "1.5h" is not a duration; use a whole number and a unit m, h or d (e.g. 90m, 24h, 2d), at most 100 years, or 0 / off');
+    expect(() => loadRetentionPolicy({ RETENTION_DAG_TTL: '1.5h' })).toThrow(
+      'RETENTION_DAG_TTL: "1.5h" is not a duration; use a whole number and a unit m, h or d (e.g. 90m, 24h, 2d), at most 100 years, or 0 / off',
+    );
     expect(() => loadRetentionPolicy({ RETENTION_DAG_TTL: '90' })).toThrow('RETENTION_DAG_TTL: "90" is not a duration');
   });
 
   it('names every bad variable in one error', () => {
     let error: unknown;
     try {
-      loadRetentionPolicy({ RETENTION_COMPLETED_DAYS: '0', RETENTION_FAILED_DAYS: 'ninety', RETENTION_BATCH_SIZE: '100000', RETENTION_CRON: 'daily' });
+      loadRetentionPolicy({
+        RETENTION_COMPLETED_DAYS: '0',
+        RETENTION_FAILED_DAYS: 'ninety',
+        RETENTION_BATCH_SIZE: '100000',
+        RETENTION_CRON: 'daily',
+      });
     } catch (err) {
       error = err;
     }
@@ -55,6 +91,8 @@ describe('retention policy from the environment', () => {
 
   it('checks a policy built in code too', () => {
     expect(retentionPolicy({ batchSize: 10 }).batchSize).toBe(10);
-    expect(() => retentionPolicy({ graceDays: -1, completedDays: 1.5 })).toThrow('completedDays: 1.5 is not an integer in 1-36500; graceDays: -1 is not an integer in 0-3650');
+    expect(() => retentionPolicy({ graceDays: -1, completedDays: 1.5 })).toThrow(
+      'completedDays: 1.5 is not an integer in 1-36500; graceDays: -1 is not an integer in 0-3650',
+    );
   });
 });

@@ -37,7 +37,13 @@ function recordQueries(ds: DataSource, answer: (sql: string, params: unknown[]) 
     async query(sql: string, params: unknown[] = [], structured = false) {
       recorded.push({ sql, params });
       const records = answer(sql, params);
-      return structured ? { records, raw: records, affected: /^(UPDATE|DELETE)/.test(sql) ? params.filter((p) => typeof p === 'string').length : undefined } : records;
+      return structured
+        ? {
+            records,
+            raw: records,
+            affected: /^(UPDATE|DELETE)/.test(sql) ? params.filter((p) => typeof p === 'string').length : undefined,
+          }
+        : records;
     },
     async connect() {},
     async startTransaction() {
@@ -56,7 +62,8 @@ function recordQueries(ds: DataSource, answer: (sql: string, params: unknown[]) 
   return recorded;
 }
 
-const ids = (n: number, prefix = 'plan') => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(5, '0')}`);
+const ids = (n: number, prefix = 'plan') =>
+  Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(5, '0')}`);
 
 describe('retention SQL on SQL Server (generated, no server)', () => {
   it('caps a batch at 2,000 plan ids and stays under 2,100 parameters in every statement of a run', async () => {
@@ -91,7 +98,9 @@ describe('retention SQL on SQL Server (generated, no server)', () => {
     const lock = lockHeads(ds.manager, batch).getQueryAndParameters()[0];
     expect(lock.startsWith('UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" IN (@0, @1,')).toBe(true);
     expect(text.filter((s) => s === lock)).toHaveLength(2); // the purge batch and the soft-delete batch
-    expect(text.filter((s) => s.startsWith('UPDATE "plan_steps" SET "deleted_at" = @0 WHERE ("plan_id" IN (@1,'))).toHaveLength(1);
+    expect(
+      text.filter((s) => s.startsWith('UPDATE "plan_steps" SET "deleted_at" = @0 WHERE ("plan_id" IN (@1,')),
+    ).toHaveLength(1);
     expect(text.join('\n')).toMatch(/AND "deleted_at" IS NULL\)/);
     // pagination is SQL Server's OFFSET/FETCH, never LIMIT
     expect(text.filter((s) => s.startsWith('SELECT')).every((s) => !/\bLIMIT\b/.test(s))).toBe(true);
@@ -112,10 +121,18 @@ describe('retention SQL on SQL Server (generated, no server)', () => {
 
   it('restores through the same locked statements', async () => {
     const ds = await mssqlDataSource();
-    const recorded = recordQueries(ds, (sql) => (/FROM "execution_plans" "p"/.test(sql) ? [{ deletedAt: new Date(NOW.getTime() - DAY) }] : []));
+    const recorded = recordQueries(ds, (sql) =>
+      /FROM "execution_plans" "p"/.test(sql) ? [{ deletedAt: new Date(NOW.getTime() - DAY) }] : [],
+    );
     const outcome = await restorePlan(ds, 'plan-1', { graceDays: 7 }, { now: NOW });
     expect(outcome.status).toBe('restored');
     expect(recorded[0].sql).toBe('UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" IN (@0)');
-    expect(recorded.filter((q) => /^UPDATE "\w+" SET "deleted_at" = @0 WHERE \("(plan_id|workflow_id|id)" IN \(@1\) AND NOT\("deleted_at" IS NULL\)\)$/.test(q.sql))).toHaveLength(PLAN_TABLES.length);
+    expect(
+      recorded.filter((q) =>
+        /^UPDATE "\w+" SET "deleted_at" = @0 WHERE \("(plan_id|workflow_id|id)" IN \(@1\) AND NOT\("deleted_at" IS NULL\)\)$/.test(
+          q.sql,
+        ),
+      ),
+    ).toHaveLength(PLAN_TABLES.length);
   });
 });

@@ -1,6 +1,14 @@
 import type { DataSource } from 'typeorm';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
-import { agentUsage, getPlanView, handoffPatterns, listPlans, NotFoundError, plansPerDay, tokenUsage } from '../../src/queries';
+import {
+  agentUsage,
+  getPlanView,
+  handoffPatterns,
+  listPlans,
+  NotFoundError,
+  plansPerDay,
+  tokenUsage,
+} from '../../src/queries';
 import { runRetention } from '../../src/retention/retention.service';
 import { retentionPolicy } from '../../src/retention/retention-config';
 import { ago, DAY, insertPlans, NOW, PlanSpec } from './plan-fixtures';
@@ -28,14 +36,21 @@ describe.each(ALL_TEST_DBS)('reads after retention on %s', (kind) => {
 
   it('list, timeline, per-day, agent, handoff and token analytics exclude the retired plan', async () => {
     const kept: PlanSpec = { id: 'reads-kept', status: 'completed', completedAt: ago(2 * DAY, ago(DAY)), steps: 2 };
-    const retired: PlanSpec = { id: 'reads-retired', status: 'completed', completedAt: ago(40 * DAY, ago(DAY)), steps: 4 };
+    const retired: PlanSpec = {
+      id: 'reads-retired',
+      status: 'completed',
+      completedAt: ago(40 * DAY, ago(DAY)),
+      steps: 4,
+    };
     await insertPlans(ds, [kept]);
     const keptOnly = await reads();
     await insertPlans(ds, [retired]);
     expect(await reads()).not.toEqual(keptOnly);
     await getPlanView(ds, retired.id);
 
-    expect(await runRetention(ds, retentionPolicy({ dagTtlMinutes: 0 }), { now: NOW })).toMatchObject({ plans: { softDeleted: 1 } });
+    expect(await runRetention(ds, retentionPolicy({ dagTtlMinutes: 0 }), { now: NOW })).toMatchObject({
+      plans: { softDeleted: 1 },
+    });
     expect(await reads()).toEqual(keptOnly);
     await expect(getPlanView(ds, retired.id)).rejects.toBeInstanceOf(NotFoundError);
   });

@@ -5,7 +5,12 @@ import type { DataSource, QueryRunner } from 'typeorm';
 import { createMigratedDb } from '../support/databases';
 import { MAINTENANCE_QUEUE } from '../../src/queue/queue-names';
 import { retentionPolicy } from '../../src/retention/retention-config';
-import { RETENTION_JOB, RETENTION_SCHEDULER_ID, RetentionScheduler, startRetentionScheduler } from '../../src/retention/retention-scheduler';
+import {
+  RETENTION_JOB,
+  RETENTION_SCHEDULER_ID,
+  RetentionScheduler,
+  startRetentionScheduler,
+} from '../../src/retention/retention-scheduler';
 import type { RetentionReport } from '../../src/retention/retention-report';
 import { DAY, expectedRows, insertPlans, planRows, stuckRetentionRun } from './plan-fixtures';
 
@@ -35,7 +40,10 @@ describe('retention scheduler (real Redis)', () => {
   });
   afterEach(async () => {
     for (const s of opened.splice(0)) await s.close();
-    const admin = new Queue(MAINTENANCE_QUEUE, { connection: new IORedis(REDIS_URL, { maxRetriesPerRequest: null }), prefix });
+    const admin = new Queue(MAINTENANCE_QUEUE, {
+      connection: new IORedis(REDIS_URL, { maxRetriesPerRequest: null }),
+      prefix,
+    });
     await admin.obliterate({ force: true });
     await admin.close();
     await (admin.opts.connection as IORedis).quit();
@@ -45,18 +53,45 @@ describe('retention scheduler (real Redis)', () => {
   it('upserting from several workers leaves exactly one scheduler, daily in UTC', async () => {
     const policy = retentionPolicy();
     opened.push(await startRetentionScheduler({ redisUrl: REDIS_URL, prefix, dataSource: ds, policy }));
-    opened.push(await startRetentionScheduler({ redisUrl: REDIS_URL, prefix, dataSource: ds, policy, runWorker: false }));
+    opened.push(
+      await startRetentionScheduler({ redisUrl: REDIS_URL, prefix, dataSource: ds, policy, runWorker: false }),
+    );
     const queue = opened[0].queue;
     expect(await queue.getJobSchedulersCount()).toBe(1);
-    expect(await queue.getJobScheduler(RETENTION_SCHEDULER_ID)).toMatchObject({ pattern: '0 3 * * *', tz: 'UTC', name: RETENTION_JOB });
+    expect(await queue.getJobScheduler(RETENTION_SCHEDULER_ID)).toMatchObject({
+      pattern: '0 3 * * *',
+      tz: 'UTC',
+      name: RETENTION_JOB,
+    });
     expect(await queue.getDelayedCount()).toBe(1); // one next run, however many workers upserted
   });
 
   it('a changed cron updates the one scheduler; RETENTION_CRON=off removes it', async () => {
-    opened.push(await startRetentionScheduler({ redisUrl: REDIS_URL, prefix, dataSource: ds, policy: retentionPolicy(), runWorker: false }));
-    opened.push(await startRetentionScheduler({ redisUrl: REDIS_URL, prefix, dataSource: ds, policy: retentionPolicy({ cron: '30 1 * * 0' }), runWorker: false }));
+    opened.push(
+      await startRetentionScheduler({
+        redisUrl: REDIS_URL,
+        prefix,
+        dataSource: ds,
+        policy: retentionPolicy(),
+        runWorker: false,
+      }),
+    );
+    opened.push(
+      await startRetentionScheduler({
+        redisUrl: REDIS_URL,
+        prefix,
+        dataSource: ds,
+        policy: retentionPolicy({ cron: '30 1 * * 0' }),
+        runWorker: false,
+      }),
+    );
     expect(await opened[0].queue.getJobSchedulers()).toEqual([expect.objectContaining({ pattern: '30 1 * * 0' })]);
-    const off = await startRetentionScheduler({ redisUrl: REDIS_URL, prefix, dataSource: ds, policy: retentionPolicy({ cron: null }) });
+    const off = await startRetentionScheduler({
+      redisUrl: REDIS_URL,
+      prefix,
+      dataSource: ds,
+      policy: retentionPolicy({ cron: null }),
+    });
     opened.push(off);
     expect(off.worker).toBeNull();
     expect(await opened[0].queue.getJobSchedulersCount()).toBe(0);
@@ -67,7 +102,12 @@ describe('retention scheduler (real Redis)', () => {
     await insertPlans(ds, [plan]);
     const connection = new IORedis(REDIS_URL, { maxRetriesPerRequest: null });
     try {
-      const scheduler = await startRetentionScheduler({ connection, prefix, dataSource: ds, policy: retentionPolicy() });
+      const scheduler = await startRetentionScheduler({
+        connection,
+        prefix,
+        dataSource: ds,
+        policy: retentionPolicy(),
+      });
       opened.push(scheduler);
       const job = await finished(scheduler.queue, await scheduler.queue.add(RETENTION_JOB, { v: 1 }));
       expect(job.failedReason).toBeUndefined();
@@ -86,15 +126,26 @@ describe('retention scheduler (real Redis)', () => {
     const pg = await createMigratedDb('postgres');
     let locker: QueryRunner | undefined;
     try {
-      const scheduler = await startRetentionScheduler({ redisUrl: REDIS_URL, prefix, dataSource: pg.ds, policy: retentionPolicy(), closeTimeoutMs: 300 });
+      const scheduler = await startRetentionScheduler({
+        redisUrl: REDIS_URL,
+        prefix,
+        dataSource: pg.ds,
+        policy: retentionPolicy(),
+        closeTimeoutMs: 300,
+      });
       const connection = (await scheduler.queue.backend.client) as unknown as IORedis;
       // the run blocks on a lock held by another transaction: it cannot see the abort until it is released
       locker = await stuckRetentionRun(pg.ds, scheduler.queue, 'sched-stuck');
       // close() returns while the run is still stuck: the lock is released only after it did
       let timer: NodeJS.Timeout | undefined;
-      const stuck = new Promise<'still closing'>((resolve) => (timer = setTimeout(() => resolve('still closing'), 15_000)));
-      await expect(Promise.race([scheduler.close().then(() => 'closed'), stuck]).finally(() => clearTimeout(timer))).resolves.toBe('closed');
-      for (let i = 0; connection.status !== 'end' && i < 40; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      const stuck = new Promise<'still closing'>(
+        (resolve) => (timer = setTimeout(() => resolve('still closing'), 15_000)),
+      );
+      await expect(
+        Promise.race([scheduler.close().then(() => 'closed'), stuck]).finally(() => clearTimeout(timer)),
+      ).resolves.toBe('closed');
+      for (let i = 0; connection.status !== 'end' && i < 40; i++)
+        await new Promise((resolve) => setTimeout(resolve, 50));
       expect(connection.status).toBe('end');
       await locker.rollbackTransaction();
     } finally {

@@ -30,7 +30,10 @@ describe.each(ALL_TEST_DBS)('retention with the worker store on %s', (kind) => {
     const late = events.filter((e) => e.type === 'handoff.recorded').pop()!;
     const store = new PlanEventStore(ds);
     await store.persist(events.filter((e) => e !== late));
-    expect(await store.applyOverdueGaps(new Date(Date.now() + 60_000))).toEqual({ plans: 1, events: events.length - 1 - late.seq });
+    expect(await store.applyOverdueGaps(new Date(Date.now() + 60_000))).toEqual({
+      plans: 1,
+      events: events.length - 1 - late.seq,
+    });
     const planId = late.planId;
     // the store stamps plan_heads.updated_at with the wall clock: look 100 days ahead of it
     const now = new Date(Date.now() + 100 * DAY);
@@ -46,13 +49,18 @@ describe.each(ALL_TEST_DBS)('retention with the worker store on %s', (kind) => {
     expect(withLate.plan_events).toBe(retired.plan_events + 1);
     expect(withLate.plan_handoffs).toBe(retired.plan_handoffs + 1);
 
-    expect(await restorePlan(ds, planId, policy, { now: new Date(now.getTime() + DAY) })).toMatchObject({ status: 'restored', rows: withLate });
+    expect(await restorePlan(ds, planId, policy, { now: new Date(now.getTime() + DAY) })).toMatchObject({
+      status: 'restored',
+      rows: withLate,
+    });
     expect(await planRows(ds, planId, 'live')).toEqual(withLate);
     expect(await planRows(ds, planId, 'deleted')).toEqual(zero());
   });
 
   it('racing the store on the same plans: every plan ends wholly retired, late events included', async () => {
-    const runs = Array.from({ length: 16 }, (_, i) => planRun({ seed: 100 + i, steps: 3, startAt: new Date(Date.now() - 200 * DAY) }));
+    const runs = Array.from({ length: 16 }, (_, i) =>
+      planRun({ seed: 100 + i, steps: 3, startAt: new Date(Date.now() - 200 * DAY) }),
+    );
     const lates = runs.map((events) => events.filter((e) => e.type === 'step.started').pop()!);
     const store = new PlanEventStore(ds);
     await store.persist(runs.flatMap((events, i) => events.filter((e) => e !== lates[i])));

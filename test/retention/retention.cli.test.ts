@@ -7,8 +7,18 @@ import { DAY, expectedRows, HOUR, insertPlans, PlanSpec, planRows, zero } from '
 const wallAgo = (ms: number) => new Date(Date.now() - ms);
 
 const due: PlanSpec = { id: 'cli-due', status: 'completed', completedAt: wallAgo(40 * DAY) };
-const restorable: PlanSpec = { id: 'cli-restorable', status: 'completed', completedAt: wallAgo(40 * DAY), deletedAt: wallAgo(HOUR) };
-const expired: PlanSpec = { id: 'cli-expired', status: 'failed', completedAt: wallAgo(200 * DAY), deletedAt: wallAgo(10 * DAY) };
+const restorable: PlanSpec = {
+  id: 'cli-restorable',
+  status: 'completed',
+  completedAt: wallAgo(40 * DAY),
+  deletedAt: wallAgo(HOUR),
+};
+const expired: PlanSpec = {
+  id: 'cli-expired',
+  status: 'failed',
+  completedAt: wallAgo(200 * DAY),
+  deletedAt: wallAgo(10 * DAY),
+};
 const live: PlanSpec = { id: 'cli-live', status: 'executing' };
 
 describe('plan-ledger retention run / plans restore (child process)', () => {
@@ -18,7 +28,11 @@ describe('plan-ledger retention run / plans restore (child process)', () => {
 
   beforeAll(async () => {
     let url: string;
-    ({ ds, close, db: { url } } = await createMigratedDb('sqlite'));
+    ({
+      ds,
+      close,
+      db: { url },
+    } = await createMigratedDb('sqlite'));
     env = { DATABASE_URL: url };
     await insertPlans(ds, [due, restorable, expired, live]);
   });
@@ -30,7 +44,10 @@ describe('plan-ledger retention run / plans restore (child process)', () => {
     expect(result.code).toBe(0);
     const report = JSON.parse(result.stdout);
     expect(report).toMatchObject({ dryRun: true, complete: true, plans: { softDeleted: 1, purged: 1 } });
-    expect(report.tables.plan_steps).toEqual({ softDeleted: expectedRows(due).plan_steps, purged: expectedRows(expired).plan_steps });
+    expect(report.tables.plan_steps).toEqual({
+      softDeleted: expectedRows(due).plan_steps,
+      purged: expectedRows(expired).plan_steps,
+    });
     expect(await planRows(ds, due.id, 'live')).toEqual(expectedRows(due));
     expect(await planRows(ds, expired.id, 'deleted')).toEqual(expectedRows(expired));
   });
@@ -38,16 +55,27 @@ describe('plan-ledger retention run / plans restore (child process)', () => {
   it('plans restore: restores within grace (exit 0), else says why (exit 1); bad arguments exit 2', async () => {
     const ok = await runCli(['plans', 'restore', restorable.id], env);
     expect(ok).toMatchObject({ code: 0, stderr: '' });
-    expect(ok.stdout).toMatch(/^restored plan cli-restorable \(soft-deleted at .*\): 15 rows \(plan_handoffs 1, .*plan_heads 1\)\n$/);
+    expect(ok.stdout).toMatch(
+      /^restored plan cli-restorable \(soft-deleted at .*\): 15 rows \(plan_handoffs 1, .*plan_heads 1\)\n$/,
+    );
     expect(await planRows(ds, restorable.id, 'live')).toEqual(expectedRows(restorable));
 
     const again = await runCli(['plans', 'restore', restorable.id], env);
-    expect(again).toMatchObject({ code: 1, stdout: '', stderr: 'plan-ledger: plan "cli-restorable" is not soft-deleted; nothing to restore\n' });
+    expect(again).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: 'plan-ledger: plan "cli-restorable" is not soft-deleted; nothing to restore\n',
+    });
     const missing = await runCli(['plans', 'restore', 'no-such-plan'], env);
-    expect(missing).toMatchObject({ code: 1, stderr: 'plan-ledger: plan "no-such-plan" not found: it was never stored, or it has already been purged\n' });
+    expect(missing).toMatchObject({
+      code: 1,
+      stderr: 'plan-ledger: plan "no-such-plan" not found: it was never stored, or it has already been purged\n',
+    });
     const late = await runCli(['plans', 'restore', expired.id], env);
     expect(late.code).toBe(1);
-    expect(late.stderr).toMatch(/^plan-ledger: plan "cli-expired" was soft-deleted at .* and its grace period ended at .*: it is due for purge and can no longer be restored\n$/);
+    expect(late.stderr).toMatch(
+      /^plan-ledger: plan "cli-expired" was soft-deleted at .* and its grace period ended at .*: it is due for purge and can no longer be restored\n$/,
+    );
 
     expect((await runCli(['plans', 'restore'], env)).code).toBe(2);
     const badId = await runCli(['plans', 'restore', 'bad id!'], env);
@@ -57,7 +85,9 @@ describe('plan-ledger retention run / plans restore (child process)', () => {
   it('names every bad RETENTION_* variable at once, exit 2, nothing done', async () => {
     const result = await runCli(['retention', 'run'], { ...env, RETENTION_GRACE_DAYS: 'soon', RETENTION_CRON: '* *' });
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/RETENTION_GRACE_DAYS: "soon" is not an integer; RETENTION_CRON: "\* \*" has 2 fields/);
+    expect(result.stderr).toMatch(
+      /RETENTION_GRACE_DAYS: "soon" is not an integer; RETENTION_CRON: "\* \*" has 2 fields/,
+    );
     expect(await planRows(ds, due.id, 'live')).toEqual(expectedRows(due));
   });
 

@@ -15,7 +15,19 @@ import { NotFoundError } from '../../src/queries/query-errors';
 import { lockHeads } from '../../src/retention/retention-sql';
 import { ENTITY } from '../../src/store/entities';
 import { createLogger } from '../../src/shared/logger';
-import { ago, DAY, expectedRows, insertPlans, NOW, PlanSpec, planRows, sessionRows, sum, wipe, zero } from './plan-fixtures';
+import {
+  ago,
+  DAY,
+  expectedRows,
+  insertPlans,
+  NOW,
+  PlanSpec,
+  planRows,
+  sessionRows,
+  sum,
+  wipe,
+  zero,
+} from './plan-fixtures';
 
 const logger = createLogger({ level: 'silent' });
 
@@ -68,11 +80,14 @@ describe.each(ALL_TEST_DBS)('session erasure on %s', (kind) => {
       letter({ planId: null, sessionId: 'sess-A', kind: 'invalid' }),
       letter({ planId: 'a-orphan', sessionId: null }),
     );
-    const theirs = await q.write(letter({ planId: 'b-completed', sessionId: 'sess-B' }), letter({ planId: 'plan-x', sessionId: 'sess-X' }));
+    const theirs = await q.write(
+      letter({ planId: 'b-completed', sessionId: 'sess-B' }),
+      letter({ planId: 'plan-x', sessionId: 'sess-X' }),
+    );
     return { mine, theirs };
   }
 
-  it('removes every row of the session\'s plans, its session row and dead letters; others untouched; --dry-run changes nothing', async () => {
+  it("removes every row of the session's plans, its session row and dead letters; others untouched; --dry-run changes nothing", async () => {
     await insertPlans(ds, [...A, ...B]);
     const { theirs } = await writeLetters();
     const before = await all(ds, [...A, ...B]);
@@ -103,10 +118,12 @@ describe.each(ALL_TEST_DBS)('session erasure on %s', (kind) => {
     const r = await eraseSession(ds, 'sess-only-redis', { deadLetters: service, logger });
     expect(r).toMatchObject({ plans: 0, deadLetters: 1, tables: { sessions: 0, execution_plans: 0 } });
     expect(await q.deadLetterIds()).toEqual([]);
-    await expect(eraseSession(ds, 'sess-nobody', { deadLetters: service, logger })).rejects.toThrow('session "sess-nobody" not found');
+    await expect(eraseSession(ds, 'sess-nobody', { deadLetters: service, logger })).rejects.toThrow(
+      'session "sess-nobody" not found',
+    );
   });
 
-  it('waits for a writer holding a plan\'s head lock, then deletes what it wrote (nothing resurrected)', async () => {
+  it("waits for a writer holding a plan's head lock, then deletes what it wrote (nothing resurrected)", async () => {
     if (kind === 'sqlite') return; // one writer at a time: nothing can interleave
     await insertPlans(ds, A);
     const runner = ds.createQueryRunner();
@@ -117,7 +134,21 @@ describe.each(ALL_TEST_DBS)('session erasure on %s', (kind) => {
     try {
       // a worker mid-write: head locked, a new checkpoint not yet committed
       await lockHeads(runner.manager, ['a-executing']).execute();
-      await runner.manager.createQueryBuilder().insert().into(ENTITY.checkpoint).values({ id: randomUUID(), workflowId: 'a-executing', checkpointKey: 'late', layer: 9, state: '{}', createdAt: NOW, deletedAt: null }).updateEntity(false).execute();
+      await runner.manager
+        .createQueryBuilder()
+        .insert()
+        .into(ENTITY.checkpoint)
+        .values({
+          id: randomUUID(),
+          workflowId: 'a-executing',
+          checkpointKey: 'late',
+          layer: 9,
+          state: '{}',
+          createdAt: NOW,
+          deletedAt: null,
+        })
+        .updateEntity(false)
+        .execute();
       erasure = eraseSession(ds, 'sess-A', { logger }).then(() => (erased = true));
       await new Promise((r) => setTimeout(r, 500));
       expect(erased).toBe(false); // blocked on the head lock, not finished around the writer

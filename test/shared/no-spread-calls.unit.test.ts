@@ -27,7 +27,12 @@ function spreadCalls(fileName: string, text: string): string[] {
   const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true);
   const found: string[] = [];
   const visit = (node: ts.Node): void => {
-    if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && METHODS.has(node.expression.name.text) && node.arguments.some(ts.isSpreadElement)) {
+    if (
+      ts.isCallExpression(node) &&
+      ts.isPropertyAccessExpression(node.expression) &&
+      METHODS.has(node.expression.name.text) &&
+      node.arguments.some(ts.isSpreadElement)
+    ) {
       const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
       found.push(`${fileName}:${line}: ${node.getText(source).replace(/\s+/g, ' ').slice(0, 100)}`);
     }
@@ -50,12 +55,19 @@ describe('no spread of an array into a call', () => {
       '// out.push(...items) in a comment',
       'const s = "Math.max(...xs)";',
     ].join('\n');
-    expect(spreadCalls('sample.ts', sample).map((f) => f.split(': ')[0])).toEqual(['sample.ts:1', 'sample.ts:2', 'sample.ts:3', 'sample.ts:4']);
+    expect(spreadCalls('sample.ts', sample).map((f) => f.split(': ')[0])).toEqual([
+      'sample.ts:1',
+      'sample.ts:2',
+      'sample.ts:3',
+      'sample.ts:4',
+    ]);
   });
 
   it('src/ and bench/ have none', () => {
     const root = path.join(__dirname, '..', '..');
-    const found = ROOTS.flatMap(tsFiles).flatMap((file) => spreadCalls(path.relative(root, file), fs.readFileSync(file, 'utf8')));
+    const found = ROOTS.flatMap(tsFiles).flatMap((file) =>
+      spreadCalls(path.relative(root, file), fs.readFileSync(file, 'utf8')),
+    );
     expect(found).toEqual([]);
   });
 

@@ -14,7 +14,12 @@ function loadedBy(specifier: string): string[] {
   return JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8' })) as string[];
 }
 
-const heavy = (modules: string[]) => modules.filter((m) => /node_modules[\\/](typeorm|mssql|pg|mysql2|better-sqlite3)[\\/]|[\\/]dist[\\/]src[\\/](cli|store|worker|queries|retention)[\\/]/.test(m));
+const heavy = (modules: string[]) =>
+  modules.filter((m) =>
+    /node_modules[\\/](typeorm|mssql|pg|mysql2|better-sqlite3)[\\/]|[\\/]dist[\\/]src[\\/](cli|store|worker|queries|retention)[\\/]/.test(
+      m,
+    ),
+  );
 
 describe('package exports for executors', () => {
   it('plan-ledger/contracts loads no TypeORM, BullMQ, database driver, store or CLI module', () => {
@@ -32,6 +37,8 @@ describe('package exports for executors', () => {
 
   it('the package root still exports the worker and the store', () => {
     const script = `const p = require('plan-ledger'); process.stdout.write(String([typeof p.startWorker, typeof p.PlanEventStore, typeof p.PlanEventPublisher]))`;
-    expect(execFileSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8' })).toBe('function,function,function');
+    expect(execFileSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8' })).toBe(
+      'function,function,function',
+    );
   });
 });

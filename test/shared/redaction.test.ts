@@ -16,7 +16,10 @@ describe('redactUrl', () => {
     ['redis://:2Secr@3t@127.0.0.1:6379/0', 'redis://:***@127.0.0.1:6379/0'],
     ['mysql://root:a:b@c@host/db', 'mysql://root:***@host/db'],
     ['mssql://sa:p/ss@host/db', 'mssql://sa:***@host/db'],
-    ['cannot open database "postgres://u:x@y@h/db" (ECONNREFUSED)', 'cannot open database "postgres://u:***@h/db" (ECONNREFUSED)'],
+    [
+      'cannot open database "postgres://u:x@y@h/db" (ECONNREFUSED)',
+      'cannot open database "postgres://u:***@h/db" (ECONNREFUSED)',
+    ],
     ['redis://127.0.0.1:6379 and mysql://root@h/db', 'redis://127.0.0.1:6379 and mysql://root@h/db'],
   ])('%s', (input, expected) => {
     expect(redactUrl(input)).toBe(expected);
@@ -39,7 +42,10 @@ describe('no password in CLI output, with a password holding an unencoded @', ()
   });
 
   it('worker and dlq stats, with the database or Redis unreachable, say where without the password', async () => {
-    const worker = await runCli(['worker'], { DATABASE_URL: `postgres://postgres:${SECRET}@127.0.0.1:1/none`, HEALTH_PORT: 'off' });
+    const worker = await runCli(['worker'], {
+      DATABASE_URL: `postgres://postgres:${SECRET}@127.0.0.1:1/none`,
+      HEALTH_PORT: 'off',
+    });
     expect(worker.code).toBe(1);
     expect(worker.stderr).toContain('postgres://postgres:***@127.0.0.1:1/none');
     const stats = await runCli(['dlq', 'stats'], { REDIS_URL: `redis://:${SECRET}@127.0.0.1:1` });

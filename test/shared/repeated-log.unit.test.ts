@@ -23,7 +23,9 @@ describe('RepeatedLog', () => {
 
   it('logs the first of a kind whole, counts the rest of the window, then says how many', async () => {
     const { lines, logger } = capture();
-    const log = new RepeatedLog(logger, 'worker error', { kindOf: (e) => ((e as Error).message.startsWith('OOM') ? 'oom' : (e as Error).message) });
+    const log = new RepeatedLog(logger, 'worker error', {
+      kindOf: (e) => ((e as Error).message.startsWith('OOM') ? 'oom' : (e as Error).message),
+    });
     for (let i = 0; i < 1_000; i++) log.report(new Error(`OOM command not allowed, script line ${i}`));
     log.report(new Error('NOSCRIPT'));
     await new Promise(setImmediate);
@@ -33,13 +35,23 @@ describe('RepeatedLog', () => {
     ]);
     jest.advanceTimersByTime(10_000);
     await new Promise(setImmediate);
-    expect(lines.slice(2)).toEqual([expect.objectContaining({ msg: 'worker error (repeated)', repeated: 999, windowMs: 10_000, message: 'OOM command not allowed, script line 0' })]);
+    expect(lines.slice(2)).toEqual([
+      expect.objectContaining({
+        msg: 'worker error (repeated)',
+        repeated: 999,
+        windowMs: 10_000,
+        message: 'OOM command not allowed, script line 0',
+      }),
+    ]);
     // a new window: the next one is logged whole again
     log.report(new Error('OOM again'));
     log.report(new Error('OOM again'));
     log.flush();
     await new Promise(setImmediate);
-    expect(lines.slice(3).map((l) => [l.msg, l.repeated])).toEqual([['worker error', undefined], ['worker error (repeated)', 1]]);
+    expect(lines.slice(3).map((l) => [l.msg, l.repeated])).toEqual([
+      ['worker error', undefined],
+      ['worker error (repeated)', 1],
+    ]);
   });
 
   it('an error that does not repeat gets no count line', async () => {

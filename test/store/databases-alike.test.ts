@@ -14,14 +14,35 @@ import { ALL_TEST_DBS, createMigratedDb, MARIADB_ADMIN_URL } from '../support/da
 const MAX_INT32 = 2 ** 31 - 1;
 
 function ev(planId: string, seq: number, type: string, payload: object, sessionId: string): PlanEvent {
-  const parsed = parsePlanEvent({ specVersion: 1, eventId: randomUUID(), type, planId, sessionId, seq, occurredAt: new Date(Date.UTC(2026, 0, 1, 10, 0, seq)).toISOString(), payload });
+  const parsed = parsePlanEvent({
+    specVersion: 1,
+    eventId: randomUUID(),
+    type,
+    planId,
+    sessionId,
+    seq,
+    occurredAt: new Date(Date.UTC(2026, 0, 1, 10, 0, seq)).toISOString(),
+    payload,
+  });
   if (!parsed.ok) throw parsed.error;
   return parsed.event;
 }
 
 function plan(planId: string, sessionId: string, agentId: string, tokens = 1, query = 'q'): PlanEvent[] {
   return [
-    ev(planId, 1, 'plan.created', { query, steps: [{ stepId: 'a', index: 0, agentId, task: 't' }, { stepId: 'b', index: 1, agentId, task: 't' }] }, sessionId),
+    ev(
+      planId,
+      1,
+      'plan.created',
+      {
+        query,
+        steps: [
+          { stepId: 'a', index: 0, agentId, task: 't' },
+          { stepId: 'b', index: 1, agentId, task: 't' },
+        ],
+      },
+      sessionId,
+    ),
     ev(planId, 2, 'step.completed', { stepId: 'a', inputTokens: tokens, outputTokens: tokens }, sessionId),
     ev(planId, 3, 'step.completed', { stepId: 'b', inputTokens: tokens, outputTokens: 1 }, sessionId),
   ];
@@ -51,14 +72,20 @@ describe.each(ALL_TEST_DBS)('databases alike on %s', (kind) => {
     expect(lower).toEqual([{ id: 'plan_a' }]);
     for (const id of ['plan_a', 'Plan_A', 'PLAN_A']) expect((await getPlanView(ds, id)).plan.completedSteps).toBe(2);
     const agents = (await agentUsage(ds)).map((a) => [a.agentId, a.totalSteps]);
-    expect(agents.sort()).toEqual([['CODER', 2], ['Coder', 2], ['coder', 2]]);
+    expect(agents.sort()).toEqual([
+      ['CODER', 2],
+      ['Coder', 2],
+      ['coder', 2],
+    ]);
   });
 
   it('adds token totals past 2^31 exactly, in the rows and on the read side', async () => {
     await store.persist(plan('plan_tokens', 'S_tokens', 'coder', MAX_INT32));
     // a later event applied to the stored totals (the incremental path reads them back)
     await store.persist([ev('plan_tokens', 4, 'plan.finalized', { status: 'completed' }, 'S_tokens')]);
-    const [row] = await ds.query(`SELECT total_input_tokens, total_output_tokens FROM execution_plans WHERE id = 'plan_tokens'`);
+    const [row] = await ds.query(
+      `SELECT total_input_tokens, total_output_tokens FROM execution_plans WHERE id = 'plan_tokens'`,
+    );
     expect(String(row.total_input_tokens)).toBe(String(2 * MAX_INT32));
     expect(String(row.total_output_tokens)).toBe(String(MAX_INT32 + 1));
     const view = await getPlanView(ds, 'plan_tokens');
@@ -86,7 +113,9 @@ describe('MariaDB', () => {
       );
       expect(tables.length).toBe(9);
       for (const t of tables) expect(`${t.TABLE_NAME} ${t.TABLE_COLLATION}`).toBe(`${t.TABLE_NAME} utf8mb4_unicode_ci`);
-      await expect(ds.query(`UPDATE execution_plans SET status = 'bogus' WHERE id = 'plan_utf8'`)).rejects.toThrow(/CK_execution_plans_status/);
+      await expect(ds.query(`UPDATE execution_plans SET status = 'bogus' WHERE id = 'plan_utf8'`)).rejects.toThrow(
+        /CK_execution_plans_status/,
+      );
       await expect(ds.query(`UPDATE plan_steps SET status = 'bogus'`)).rejects.toThrow(/CK_plan_steps_status/);
     } finally {
       await ds.destroy();

@@ -12,11 +12,14 @@ import { arrivalArb, planLifeArb, schedule, toEvents } from './plan-events.arbit
 describe('foldPlan', () => {
   it('gives the same rows for any permutation of a plan log, with duplicates (500 runs)', () => {
     fc.assert(
-      fc.property(planLifeArb.chain((drafts) => fc.tuple(fc.constant(drafts), arrivalArb(drafts.length))), ([drafts, arrival]) => {
-        const events = toEvents(drafts, 'plan_pure', 'sess_pure');
-        const shuffled = schedule(events, arrival).flat();
-        expect(foldPlan(shuffled)).toEqual(foldPlan(events));
-      }),
+      fc.property(
+        planLifeArb.chain((drafts) => fc.tuple(fc.constant(drafts), arrivalArb(drafts.length))),
+        ([drafts, arrival]) => {
+          const events = toEvents(drafts, 'plan_pure', 'sess_pure');
+          const shuffled = schedule(events, arrival).flat();
+          expect(foldPlan(shuffled)).toEqual(foldPlan(events));
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -24,7 +27,10 @@ describe('foldPlan', () => {
   it('returns nothing until plan.created is in the log', () => {
     const events = toEvents(
       [
-        { type: 'plan.created', payload: { query: 'q', steps: [{ stepId: 'a', index: 0, agentId: 'coder', task: 't' }] } },
+        {
+          type: 'plan.created',
+          payload: { query: 'q', steps: [{ stepId: 'a', index: 0, agentId: 'coder', task: 't' }] },
+        },
         { type: 'step.started', payload: { stepId: 'a' } },
       ],
       'plan_x',
@@ -37,9 +43,22 @@ describe('foldPlan', () => {
   it('keeps a step that already ran when an edit drops it, after the new steps', () => {
     const events = toEvents(
       [
-        { type: 'plan.created', payload: { query: 'q', requiresApproval: true, steps: [{ stepId: 'a', index: 0, agentId: 'coder', task: 'old' }, { stepId: 'b', index: 1, agentId: 'coder', task: 'old b' }] } },
+        {
+          type: 'plan.created',
+          payload: {
+            query: 'q',
+            requiresApproval: true,
+            steps: [
+              { stepId: 'a', index: 0, agentId: 'coder', task: 'old' },
+              { stepId: 'b', index: 1, agentId: 'coder', task: 'old b' },
+            ],
+          },
+        },
         { type: 'step.completed', payload: { stepId: 'a', inputTokens: 3, outputTokens: 4 } },
-        { type: 'plan.decision', payload: { decision: 'edit', steps: [{ stepId: 'c', index: 0, agentId: 'tester', task: 'new' }] } },
+        {
+          type: 'plan.decision',
+          payload: { decision: 'edit', steps: [{ stepId: 'c', index: 0, agentId: 'tester', task: 'new' }] },
+        },
       ],
       'plan_e',
       'sess_e',
@@ -49,7 +68,12 @@ describe('foldPlan', () => {
       ['c', 0, 'pending'],
       ['a', 1, 'completed'],
     ]);
-    expect(rows.plan).toMatchObject({ approvalStatus: 'edited', status: 'executing', totalSteps: 2, totalInputTokens: 3 });
+    expect(rows.plan).toMatchObject({
+      approvalStatus: 'edited',
+      status: 'executing',
+      totalSteps: 2,
+      totalInputTokens: 3,
+    });
   });
 });
 
@@ -57,16 +81,55 @@ describe('foldPlan at scale', () => {
   it('folds a 200k-event plan (no argument spread of the log anywhere)', () => {
     const planId = 'plan_huge';
     const at = (seq: number) => new Date(Date.UTC(2026, 0, 1) + seq * 10).toISOString();
-    const steps = Array.from({ length: 500 }, (_, i) => ({ stepId: `s${i}`, index: i, agentId: `a${i % 7}`, task: 't', dependsOn: i ? [`s${i - 1}`] : [] }));
-    const events: PlanEvent[] = [{ specVersion: 1, eventId: randomUUID(), type: 'plan.created', planId, sessionId: 'sess_huge', seq: 0, occurredAt: at(0), payload: { query: 'q', steps } }];
+    const steps = Array.from({ length: 500 }, (_, i) => ({
+      stepId: `s${i}`,
+      index: i,
+      agentId: `a${i % 7}`,
+      task: 't',
+      dependsOn: i ? [`s${i - 1}`] : [],
+    }));
+    const events: PlanEvent[] = [
+      {
+        specVersion: 1,
+        eventId: randomUUID(),
+        type: 'plan.created',
+        planId,
+        sessionId: 'sess_huge',
+        seq: 0,
+        occurredAt: at(0),
+        payload: { query: 'q', steps },
+      },
+    ];
     for (let seq = 1; events.length < 200_000; seq++) {
       const stepId = `s${seq % 500}`;
       const [type, payload] =
-        seq % 3 === 0 ? ['step.completed', { stepId, inputTokens: 1, outputTokens: 2 }] : seq % 3 === 1 ? ['step.started', { stepId }] : ['handoff.recorded', { handoffId: `h${seq % 1000}`, stepId, fromAgentId: 'x', toAgentId: 'y', reason: 'r' }];
-      events.push({ specVersion: 1, eventId: randomUUID(), type, planId, sessionId: 'sess_huge', seq, occurredAt: at(seq), payload } as PlanEvent);
+        seq % 3 === 0
+          ? ['step.completed', { stepId, inputTokens: 1, outputTokens: 2 }]
+          : seq % 3 === 1
+            ? ['step.started', { stepId }]
+            : [
+                'handoff.recorded',
+                { handoffId: `h${seq % 1000}`, stepId, fromAgentId: 'x', toAgentId: 'y', reason: 'r' },
+              ];
+      events.push({
+        specVersion: 1,
+        eventId: randomUUID(),
+        type,
+        planId,
+        sessionId: 'sess_huge',
+        seq,
+        occurredAt: at(seq),
+        payload,
+      } as PlanEvent);
     }
     const rows = foldPlan(events)!;
-    expect(rows.plan).toMatchObject({ totalSteps: 500, completedSteps: 500, totalInputTokens: 500, totalOutputTokens: 1000, updatedAt: new Date(at(199_999)) });
+    expect(rows.plan).toMatchObject({
+      totalSteps: 500,
+      completedSteps: 500,
+      totalInputTokens: 500,
+      totalOutputTokens: 1000,
+      updatedAt: new Date(at(199_999)),
+    });
     expect(rows.handoffs).toHaveLength(1000);
     expect(JSON.parse(rows.dag.dag).layers).toHaveLength(500);
   });
@@ -95,7 +158,13 @@ function naiveLayers(nodes: DagNode[]): string[][] {
 describe('dagLayers', () => {
   it('gives the layers of the first-written rule for any graph: cycles, unknown and repeated dependencies (500 runs)', () => {
     const graph = fc.integer({ min: 0, max: 12 }).chain((n) =>
-      fc.tuple(fc.shuffledSubarray(Array.from({ length: n }, (_, i) => i), { minLength: n, maxLength: n }), fc.array(fc.array(fc.nat(n + 1), { maxLength: 4 }), { minLength: n, maxLength: n })),
+      fc.tuple(
+        fc.shuffledSubarray(
+          Array.from({ length: n }, (_, i) => i),
+          { minLength: n, maxLength: n },
+        ),
+        fc.array(fc.array(fc.nat(n + 1), { maxLength: 4 }), { minLength: n, maxLength: n }),
+      ),
     );
     fc.assert(
       fc.property(graph, ([indexes, deps]) => {
@@ -107,7 +176,11 @@ describe('dagLayers', () => {
   });
 
   it('lays out a chain of 10,000 steps, one per layer', () => {
-    const nodes = Array.from({ length: 10_000 }, (_, i) => ({ stepId: `s${i}`, index: i, dependsOn: i ? [`s${i - 1}`] : [] }));
+    const nodes = Array.from({ length: 10_000 }, (_, i) => ({
+      stepId: `s${i}`,
+      index: i,
+      dependsOn: i ? [`s${i - 1}`] : [],
+    }));
     expect(dagLayers(nodes)).toHaveLength(10_000);
   });
 });

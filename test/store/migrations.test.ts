@@ -7,22 +7,76 @@ import { ALL_TEST_DBS, createThrowawayDb, ThrowawayDb } from '../support/databas
 const EXPECTED_COLUMNS: Record<string, string[]> = {
   sessions: ['id', 'created_at', 'updated_at'],
   execution_plans: [
-    'id', 'session_id', 'query', 'status', 'summary', 'failure_reason', 'total_steps', 'completed_steps',
-    'failed_steps', 'total_input_tokens', 'total_output_tokens', 'created_at', 'updated_at', 'completed_at', 'deleted_at',
+    'id',
+    'session_id',
+    'query',
+    'status',
+    'summary',
+    'failure_reason',
+    'total_steps',
+    'completed_steps',
+    'failed_steps',
+    'total_input_tokens',
+    'total_output_tokens',
+    'created_at',
+    'updated_at',
+    'completed_at',
+    'deleted_at',
   ],
   plan_steps: [
-    'id', 'plan_id', 'step_index', 'agent_id', 'task', 'expected_output', 'status', 'result', 'error',
-    'input_tokens', 'output_tokens', 'started_at', 'completed_at', 'created_at', 'output_content', 'deleted_at',
+    'id',
+    'plan_id',
+    'step_index',
+    'agent_id',
+    'task',
+    'expected_output',
+    'status',
+    'result',
+    'error',
+    'input_tokens',
+    'output_tokens',
+    'started_at',
+    'completed_at',
+    'created_at',
+    'output_content',
+    'deleted_at',
   ],
-  plan_handoffs: ['id', 'plan_id', 'step_id', 'step_key', 'from_agent_id', 'to_agent_id', 'reason', 'explanation', 'timestamp', 'deleted_at'],
+  plan_handoffs: [
+    'id',
+    'plan_id',
+    'step_id',
+    'step_key',
+    'from_agent_id',
+    'to_agent_id',
+    'reason',
+    'explanation',
+    'timestamp',
+    'deleted_at',
+  ],
   plan_decisions: ['id', 'plan_id', 'decision', 'modified_steps', 'feedback', 'decided_by', 'decided_at', 'deleted_at'],
   workflow_dags: ['workflow_id', 'dag', 'intent', 'created_at', 'expires_at', 'deleted_at'],
   workflow_checkpoints: ['id', 'workflow_id', 'layer', 'state', 'created_at', 'deleted_at'],
   plan_events: ['event_id', 'plan_id', 'session_id', 'type', 'seq', 'occurred_at', 'payload', 'deleted_at'],
-  plan_heads: ['plan_id', 'version', 'event_count', 'last_seq', 'applied_seq', 'pending_events', 'gap_since', 'restored_at', 'deleted_at'],
+  plan_heads: [
+    'plan_id',
+    'version',
+    'event_count',
+    'last_seq',
+    'applied_seq',
+    'pending_events',
+    'gap_since',
+    'restored_at',
+    'deleted_at',
+  ],
 };
 
-const ALL_MIGRATIONS = ['InitialSchema1795219200000', 'IndexHandoffStep1795219300000', 'IncrementalStore1795219400000', 'DatabasesAlike1795219500000', 'PlanRestoredAt1795219600000'];
+const ALL_MIGRATIONS = [
+  'InitialSchema1795219200000',
+  'IndexHandoffStep1795219300000',
+  'IncrementalStore1795219400000',
+  'DatabasesAlike1795219500000',
+  'PlanRestoredAt1795219600000',
+];
 
 /** Seed 000, section 6, verbatim. */
 const PRD_ANALYTICS = [
@@ -107,9 +161,22 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
       const steps = await runner.getTable('plan_steps');
       const indexNames = plans!.indices.map((i) => i.name);
       const handoffs = await runner.getTable('plan_handoffs');
-      if (kind !== 'mariadb') expect(handoffs!.indices.map((i) => i.name)).toEqual(expect.arrayContaining(['IX_plan_handoffs_plan', 'IX_plan_handoffs_step']));
-      expect(indexNames).toEqual(expect.arrayContaining(['IX_execution_plans_session', 'IX_execution_plans_status', 'IX_execution_plans_created', 'IX_execution_plans_deleted']));
-      const stepUniques = [...steps!.uniques.map((u) => u.name), ...steps!.indices.filter((i) => i.isUnique).map((i) => i.name)];
+      if (kind !== 'mariadb')
+        expect(handoffs!.indices.map((i) => i.name)).toEqual(
+          expect.arrayContaining(['IX_plan_handoffs_plan', 'IX_plan_handoffs_step']),
+        );
+      expect(indexNames).toEqual(
+        expect.arrayContaining([
+          'IX_execution_plans_session',
+          'IX_execution_plans_status',
+          'IX_execution_plans_created',
+          'IX_execution_plans_deleted',
+        ]),
+      );
+      const stepUniques = [
+        ...steps!.uniques.map((u) => u.name),
+        ...steps!.indices.filter((i) => i.isUnique).map((i) => i.name),
+      ];
       expect(stepUniques).toContain('UQ_plan_step_index');
     } finally {
       await runner.release();
@@ -119,7 +186,9 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
   if (kind !== 'sqlite') {
     it("runs the product's analytics SQL unmodified", async () => {
       await ds.query(`INSERT INTO sessions (id) VALUES ('s1')`);
-      await ds.query(`INSERT INTO execution_plans (id, session_id, query, status, total_steps) VALUES ('p1', 's1', 'q', 'completed', 1)`);
+      await ds.query(
+        `INSERT INTO execution_plans (id, session_id, query, status, total_steps) VALUES ('p1', 's1', 'q', 'completed', 1)`,
+      );
       await ds.query(
         `INSERT INTO plan_steps (id, plan_id, step_key, step_index, agent_id, task, status, output_tokens) VALUES ('00000000-0000-4000-8000-000000000001', 'p1', 'a', 0, 'coder', 't', 'completed', 10)`,
       );
@@ -132,7 +201,9 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
       expect(Number(daily[0].completed)).toBe(1);
       expect(agents).toEqual([expect.objectContaining({ agent_id: 'coder' })]);
       expect(Number(agents[0].avg_tokens)).toBe(10);
-      expect(handoffs).toEqual([expect.objectContaining({ from_agent_id: 'planner', to_agent_id: 'coder', reason: 'delegation' })]);
+      expect(handoffs).toEqual([
+        expect.objectContaining({ from_agent_id: 'planner', to_agent_id: 'coder', reason: 'delegation' }),
+      ]);
       expect(Number(handoffs[0].count)).toBe(1);
     });
   }
@@ -151,19 +222,33 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
     await ds.undoLastMigration({ transaction: 'each' });
     const at = kind === 'sqlite' ? "'2026-01-01 00:00:00.000'" : "'2026-01-01 00:00:00'";
     await ds.query(`INSERT INTO sessions (id) VALUES ('up_s')`);
-    await ds.query(`INSERT INTO execution_plans (id, session_id, query, status, total_steps) VALUES ('up_p', 'up_s', 'q', 'executing', 1)`);
-    await ds.query(`INSERT INTO plan_steps (id, plan_id, step_key, step_index, agent_id, task, status) VALUES ('00000000-0000-4000-8000-00000000000a', 'up_p', 'a', 0, 'coder', 't', 'pending')`);
+    await ds.query(
+      `INSERT INTO execution_plans (id, session_id, query, status, total_steps) VALUES ('up_p', 'up_s', 'q', 'executing', 1)`,
+    );
+    await ds.query(
+      `INSERT INTO plan_steps (id, plan_id, step_key, step_index, agent_id, task, status) VALUES ('00000000-0000-4000-8000-00000000000a', 'up_p', 'a', 0, 'coder', 't', 'pending')`,
+    );
     await ds.query(
       `INSERT INTO plan_handoffs (id, plan_id, step_id, handoff_key, from_agent_id, to_agent_id, reason) VALUES ('00000000-0000-4000-8000-00000000000b', 'up_p', '00000000-0000-4000-8000-00000000000a', 'h1', 'x', 'y', 'r'), ('00000000-0000-4000-8000-00000000000c', 'up_p', NULL, 'h2', 'x', 'y', 'r')`,
     );
-    await ds.query(`INSERT INTO plan_heads (plan_id, session_id, version, event_count, last_seq, updated_at) VALUES ('up_p', 'up_s', 3, 4, 3, ${at}), ('up_orphan', 'up_s', 1, 2, 7, ${at})`);
-    expect((await runMigrations(ds)).applied).toEqual(['IncrementalStore1795219400000', 'DatabasesAlike1795219500000', 'PlanRestoredAt1795219600000']);
-    const heads = await ds.query(`SELECT plan_id, applied_seq, pending_events, gap_since FROM plan_heads WHERE plan_id LIKE 'up_%' ORDER BY plan_id`);
+    await ds.query(
+      `INSERT INTO plan_heads (plan_id, session_id, version, event_count, last_seq, updated_at) VALUES ('up_p', 'up_s', 3, 4, 3, ${at}), ('up_orphan', 'up_s', 1, 2, 7, ${at})`,
+    );
+    expect((await runMigrations(ds)).applied).toEqual([
+      'IncrementalStore1795219400000',
+      'DatabasesAlike1795219500000',
+      'PlanRestoredAt1795219600000',
+    ]);
+    const heads = await ds.query(
+      `SELECT plan_id, applied_seq, pending_events, gap_since FROM plan_heads WHERE plan_id LIKE 'up_%' ORDER BY plan_id`,
+    );
     expect(heads).toEqual([
       { plan_id: 'up_orphan', applied_seq: null, pending_events: 2, gap_since: null },
       { plan_id: 'up_p', applied_seq: 3, pending_events: 0, gap_since: null },
     ]);
-    const handoffs = await ds.query(`SELECT handoff_key, step_key FROM plan_handoffs WHERE plan_id = 'up_p' ORDER BY handoff_key`);
+    const handoffs = await ds.query(
+      `SELECT handoff_key, step_key FROM plan_handoffs WHERE plan_id = 'up_p' ORDER BY handoff_key`,
+    );
     expect(handoffs).toEqual([
       { handoff_key: 'h1', step_key: 'a' },
       { handoff_key: 'h2', step_key: null },

@@ -9,27 +9,43 @@ import { BINARY_COLUMNS } from '../../migrations/1795219500000-databases-alike';
  */
 function alterColumnViolations(statements: string[]): string[] {
   const objects = new Map<string, { table: string; columns: string[] }>(); // by name
-  const referencedBy = (table: string, column: string) => [...objects.entries()].filter(([, o]) => o.table === table && o.columns.includes(column)).map(([n]) => n);
+  const referencedBy = (table: string, column: string) =>
+    [...objects.entries()].filter(([, o]) => o.table === table && o.columns.includes(column)).map(([n]) => n);
   const cols = (list: string) => [...list.matchAll(/"([a-z_]+)"/g)].map((m) => m[1]);
   const problems: string[] = [];
   for (const st of statements) {
     let m: RegExpMatchArray | null;
     if ((m = st.match(/^CREATE TABLE "([a-z_]+)" \((.*)\)$/))) {
       const table = m[1];
-      for (const c of m[2].matchAll(/CONSTRAINT "([A-Za-z_]+)" (?:PRIMARY KEY|UNIQUE) \(([^)]*)\)/g)) objects.set(c[1], { table, columns: cols(c[2]) });
-      for (const c of m[2].matchAll(/CONSTRAINT "(FK_[a-z_]+)" FOREIGN KEY \(([^)]*)\) REFERENCES "([a-z_]+)" \(([^)]*)\)/g)) {
+      for (const c of m[2].matchAll(/CONSTRAINT "([A-Za-z_]+)" (?:PRIMARY KEY|UNIQUE) \(([^)]*)\)/g))
+        objects.set(c[1], { table, columns: cols(c[2]) });
+      for (const c of m[2].matchAll(
+        /CONSTRAINT "(FK_[a-z_]+)" FOREIGN KEY \(([^)]*)\) REFERENCES "([a-z_]+)" \(([^)]*)\)/g,
+      )) {
         objects.set(c[1], { table, columns: cols(c[2]) });
         objects.set(`${c[1]}>`, { table: c[3], columns: cols(c[4]) }); // the referenced side
       }
-      for (const c of m[2].matchAll(/"([a-z_]+)" [^,]*? CONSTRAINT "(DF_[a-z_]+)" DEFAULT/g)) objects.set(c[2], { table, columns: [c[1]] });
+      for (const c of m[2].matchAll(/"([a-z_]+)" [^,]*? CONSTRAINT "(DF_[a-z_]+)" DEFAULT/g))
+        objects.set(c[2], { table, columns: [c[1]] });
     } else if ((m = st.match(/^CREATE (?:CLUSTERED |NONCLUSTERED )?INDEX "([A-Za-z_]+)" ON "([a-z_]+)" \(([^)]*)\)/))) {
       objects.set(m[1], { table: m[2], columns: cols(m[3]) });
-    } else if ((m = st.match(/^DROP INDEX "([A-Za-z_]+)" ON/)) || (m = st.match(/^ALTER TABLE "[a-z_]+" DROP CONSTRAINT "([A-Za-z_]+)"$/))) {
+    } else if (
+      (m = st.match(/^DROP INDEX "([A-Za-z_]+)" ON/)) ||
+      (m = st.match(/^ALTER TABLE "[a-z_]+" DROP CONSTRAINT "([A-Za-z_]+)"$/))
+    ) {
       if (!objects.delete(m[1])) problems.push(`drops ${m[1]}, which does not exist: ${st}`);
       objects.delete(`${m[1]}>`);
-    } else if ((m = st.match(/^ALTER TABLE "([a-z_]+)" ADD CONSTRAINT "([A-Za-z_]+)" (?:PRIMARY KEY(?: NONCLUSTERED)?|UNIQUE) \(([^)]*)\)$/))) {
+    } else if (
+      (m = st.match(
+        /^ALTER TABLE "([a-z_]+)" ADD CONSTRAINT "([A-Za-z_]+)" (?:PRIMARY KEY(?: NONCLUSTERED)?|UNIQUE) \(([^)]*)\)$/,
+      ))
+    ) {
       objects.set(m[2], { table: m[1], columns: cols(m[3]) });
-    } else if ((m = st.match(/^ALTER TABLE "([a-z_]+)" ADD CONSTRAINT "(FK_[a-z_]+)" FOREIGN KEY \(([^)]*)\) REFERENCES "([a-z_]+)" \(([^)]*)\)/))) {
+    } else if (
+      (m = st.match(
+        /^ALTER TABLE "([a-z_]+)" ADD CONSTRAINT "(FK_[a-z_]+)" FOREIGN KEY \(([^)]*)\) REFERENCES "([a-z_]+)" \(([^)]*)\)/,
+      ))
+    ) {
       objects.set(m[2], { table: m[1], columns: cols(m[3]) });
       objects.set(`${m[2]}>`, { table: m[4], columns: cols(m[5]) });
     } else if ((m = st.match(/^ALTER TABLE "([a-z_]+)" ADD CONSTRAINT "(DF_[a-z_]+)" DEFAULT .* FOR "([a-z_]+)"$/))) {
@@ -71,7 +87,9 @@ describe('SQL Server DDL', () => {
   it('names every key, index and constraint explicitly', () => {
     expect(up).toContain('CONSTRAINT "PK_execution_plans" PRIMARY KEY ("id")');
     expect(up).toContain('CONSTRAINT "UQ_plan_step_index" UNIQUE ("plan_id", "step_index")');
-    expect(up).toContain('CONSTRAINT "FK_plan_handoffs_steps" FOREIGN KEY ("step_id") REFERENCES "plan_steps" ("id") ON DELETE NO ACTION');
+    expect(up).toContain(
+      'CONSTRAINT "FK_plan_handoffs_steps" FOREIGN KEY ("step_id") REFERENCES "plan_steps" ("id") ON DELETE NO ACTION',
+    );
     expect(up).toContain('CREATE INDEX "IX_execution_plans_session" ON "execution_plans" ("session_id", "created_at")');
     expect(up).toContain('CREATE INDEX "IX_plan_handoffs_step" ON "plan_handoffs" ("step_id")');
     const constraintNames = [...up.matchAll(/CONSTRAINT "([^"]+)"/g)].map((m) => m[1]);
@@ -79,10 +97,14 @@ describe('SQL Server DDL', () => {
   });
 
   it('adds the incremental store columns with a named default, and backfills them', () => {
-    expect(up).toContain('ALTER TABLE "plan_heads" ADD "applied_seq" int NULL, "pending_events" int NOT NULL CONSTRAINT "DF_plan_heads_pending_events" DEFAULT 0, "gap_since" datetime2(3) NULL');
+    expect(up).toContain(
+      'ALTER TABLE "plan_heads" ADD "applied_seq" int NULL, "pending_events" int NOT NULL CONSTRAINT "DF_plan_heads_pending_events" DEFAULT 0, "gap_since" datetime2(3) NULL',
+    );
     expect(up).toContain('ALTER TABLE "plan_handoffs" ADD "step_key" nvarchar(64) NULL');
     expect(up).toContain('CREATE INDEX "IX_plan_heads_gap" ON "plan_heads" ("gap_since")');
-    expect(up).toContain('UPDATE "plan_heads" SET "applied_seq" = "last_seq" WHERE EXISTS (SELECT 1 FROM "execution_plans" p WHERE p."id" = "plan_heads"."plan_id")');
+    expect(up).toContain(
+      'UPDATE "plan_heads" SET "applied_seq" = "last_seq" WHERE EXISTS (SELECT 1 FROM "execution_plans" p WHERE p."id" = "plan_heads"."plan_id")',
+    );
     expect(down).toContain('ALTER TABLE "plan_heads" DROP CONSTRAINT "DF_plan_heads_pending_events"');
   });
 
@@ -95,7 +117,11 @@ describe('SQL Server DDL', () => {
     const statements = up.split(';\n');
     for (const c of BINARY_COLUMNS) {
       const alters = statements.filter((st) => st.startsWith(`ALTER TABLE "${c.table}" ALTER COLUMN "${c.column}" `));
-      expect(alters.at(-1)).toMatch(new RegExp(`^ALTER TABLE "${c.table}" ALTER COLUMN "${c.column}" nvarchar\\((64|36|100)\\) COLLATE Latin1_General_100_BIN2 ${c.nullable ? 'NULL' : 'NOT NULL'}$`));
+      expect(alters.at(-1)).toMatch(
+        new RegExp(
+          `^ALTER TABLE "${c.table}" ALTER COLUMN "${c.column}" nvarchar\\((64|36|100)\\) COLLATE Latin1_General_100_BIN2 ${c.nullable ? 'NULL' : 'NOT NULL'}$`,
+        ),
+      );
     }
     // every id column of the schema is in the list
     for (const m of up.matchAll(/CREATE TABLE "([a-z_]+)" \((.*)\)/g)) {
@@ -109,32 +135,68 @@ describe('SQL Server DDL', () => {
     const statements = up.split(';\n');
     expect(alterColumnViolations(statements)).toEqual([]);
     // the model sees what covers a column: the schema before this migration refuses these
-    const before = statements.slice(0, statements.findIndex((st) => st.includes('DROP CONSTRAINT "FK_execution_plans_sessions"')));
-    expect(alterColumnViolations([...before, 'ALTER TABLE "plan_events" ALTER COLUMN "plan_id" nvarchar(64) NOT NULL', 'ALTER TABLE "sessions" ALTER COLUMN "id" nvarchar(64) NOT NULL', 'ALTER TABLE "execution_plans" ALTER COLUMN "total_input_tokens" bigint NOT NULL'])).toEqual([
+    const before = statements.slice(
+      0,
+      statements.findIndex((st) => st.includes('DROP CONSTRAINT "FK_execution_plans_sessions"')),
+    );
+    expect(
+      alterColumnViolations([
+        ...before,
+        'ALTER TABLE "plan_events" ALTER COLUMN "plan_id" nvarchar(64) NOT NULL',
+        'ALTER TABLE "sessions" ALTER COLUMN "id" nvarchar(64) NOT NULL',
+        'ALTER TABLE "execution_plans" ALTER COLUMN "total_input_tokens" bigint NOT NULL',
+      ]),
+    ).toEqual([
       'plan_events.plan_id is altered under IX_plan_events_plan',
       'sessions.id is altered under PK_sessions, FK_execution_plans_sessions>',
       'execution_plans.total_input_tokens is altered under DF_execution_plans_total_input_tokens',
     ]);
-    const last = statements.slice(statements.findIndex((st) => st.includes('DROP CONSTRAINT "FK_execution_plans_sessions"')));
-    for (const name of ['PK_sessions', 'PK_plan_events', 'UQ_plan_step_index', 'FK_plan_handoffs_steps', 'FK_workflow_checkpoints_plans', 'IX_plan_handoffs_step', 'IX_plan_steps_agent', 'DF_execution_plans_total_input_tokens']) {
+    const last = statements.slice(
+      statements.findIndex((st) => st.includes('DROP CONSTRAINT "FK_execution_plans_sessions"')),
+    );
+    for (const name of [
+      'PK_sessions',
+      'PK_plan_events',
+      'UQ_plan_step_index',
+      'FK_plan_handoffs_steps',
+      'FK_workflow_checkpoints_plans',
+      'IX_plan_handoffs_step',
+      'IX_plan_steps_agent',
+      'DF_execution_plans_total_input_tokens',
+    ]) {
       expect(last.filter((st) => st.includes(`"${name}"`)).length).toBe(2); // dropped, then created again
     }
   });
 
   it('clusters plan_events by (plan_id, seq) with a nonclustered primary key', () => {
-    expect(up).toContain('ALTER TABLE "plan_events" ADD CONSTRAINT "PK_plan_events" PRIMARY KEY NONCLUSTERED ("event_id")');
+    expect(up).toContain(
+      'ALTER TABLE "plan_events" ADD CONSTRAINT "PK_plan_events" PRIMARY KEY NONCLUSTERED ("event_id")',
+    );
     expect(up).toContain('CREATE CLUSTERED INDEX "IX_plan_events_plan" ON "plan_events" ("plan_id", "seq")');
   });
 
   it('keeps row locks from escalating on every plan table, and makes token totals bigint', () => {
-    for (const table of ['sessions', 'execution_plans', 'plan_steps', 'plan_handoffs', 'plan_decisions', 'workflow_dags', 'workflow_checkpoints', 'plan_heads', 'plan_events']) {
+    for (const table of [
+      'sessions',
+      'execution_plans',
+      'plan_steps',
+      'plan_handoffs',
+      'plan_decisions',
+      'workflow_dags',
+      'workflow_checkpoints',
+      'plan_heads',
+      'plan_events',
+    ]) {
       expect(up).toContain(`ALTER TABLE "${table}" SET (LOCK_ESCALATION = DISABLE)`);
     }
     expect(up).toContain('ALTER TABLE "execution_plans" ALTER COLUMN "total_input_tokens" bigint NOT NULL');
-    expect(up).toContain('ALTER TABLE "execution_plans" ADD CONSTRAINT "DF_execution_plans_total_output_tokens" DEFAULT 0 FOR "total_output_tokens"');
+    expect(up).toContain(
+      'ALTER TABLE "execution_plans" ADD CONSTRAINT "DF_execution_plans_total_output_tokens" DEFAULT 0 FOR "total_output_tokens"',
+    );
   });
 
   it('has a down() that drops every table', () => {
-    for (const table of ['plan_events', 'plan_steps', 'execution_plans', 'sessions']) expect(down).toContain(`DROP TABLE "${table}"`);
+    for (const table of ['plan_events', 'plan_steps', 'execution_plans', 'sessions'])
+      expect(down).toContain(`DROP TABLE "${table}"`);
   });
 });

@@ -4,7 +4,16 @@ import { PlanEvent } from '../../src/contracts';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { canonicalOrder } from '../../src/store/projection/event-order';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
-import { arrivalArb, jobArrivalArb, jobSchedule, longPlanArb, planLifeArb, schedule, seqLayoutArb, toEvents } from './plan-events.arbitrary';
+import {
+  arrivalArb,
+  jobArrivalArb,
+  jobSchedule,
+  longPlanArb,
+  planLifeArb,
+  schedule,
+  seqLayoutArb,
+  toEvents,
+} from './plan-events.arbitrary';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 200);
 
@@ -14,7 +23,15 @@ async function snapshot(ds: DataSource, planId: string): Promise<Record<string, 
   const norm = (rows: Array<Record<string, unknown>>) =>
     rows.map((r) =>
       Object.fromEntries(
-        Object.entries(r).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : typeof v === 'bigint' || (typeof v === 'string' && /^(event_count|last_seq|applied_seq|pending_events|waiting)$/.test(k)) ? Number(v) : v]),
+        Object.entries(r).map(([k, v]) => [
+          k,
+          v instanceof Date
+            ? v.toISOString()
+            : typeof v === 'bigint' ||
+                (typeof v === 'string' && /^(event_count|last_seq|applied_seq|pending_events|waiting)$/.test(k))
+              ? Number(v)
+              : v,
+        ]),
       ),
     );
   return {
@@ -24,15 +41,26 @@ async function snapshot(ds: DataSource, planId: string): Promise<Record<string, 
     decisions: norm(await q(`SELECT * FROM plan_decisions WHERE plan_id = :plan ORDER BY id`)),
     dag: norm(await q(`SELECT * FROM workflow_dags WHERE workflow_id = :plan`)),
     checkpoints: norm(await q(`SELECT * FROM workflow_checkpoints WHERE workflow_id = :plan ORDER BY id`)),
-    events: norm(await q(`SELECT event_id, seq, type, payload, occurred_at FROM plan_events WHERE plan_id = :plan ORDER BY seq, event_id`)),
+    events: norm(
+      await q(
+        `SELECT event_id, seq, type, payload, occurred_at FROM plan_events WHERE plan_id = :plan ORDER BY seq, event_id`,
+      ),
+    ),
     // version and updated_at depend on the batching; the counters and the watermark must not
-    head: norm(await q(`SELECT event_count, last_seq, applied_seq, pending_events, CASE WHEN gap_since IS NULL THEN 0 ELSE 1 END AS waiting, deleted_at FROM plan_heads WHERE plan_id = :plan`)),
-    session: norm(await q(`SELECT s.* FROM sessions s JOIN execution_plans p ON p.session_id = s.id WHERE p.id = :plan`)),
+    head: norm(
+      await q(
+        `SELECT event_count, last_seq, applied_seq, pending_events, CASE WHEN gap_since IS NULL THEN 0 ELSE 1 END AS waiting, deleted_at FROM plan_heads WHERE plan_id = :plan`,
+      ),
+    ),
+    session: norm(
+      await q(`SELECT s.* FROM sessions s JOIN execution_plans p ON p.session_id = s.id WHERE p.id = :plan`),
+    ),
   };
 }
 
 const num = (v: unknown) => Number(v);
-const time = (v: unknown) => new Date(String(v).includes('T') || v instanceof Date ? String(v) : `${String(v).replace(' ', 'T')}Z`).getTime();
+const time = (v: unknown) =>
+  new Date(String(v).includes('T') || v instanceof Date ? String(v) : `${String(v).replace(' ', 'T')}Z`).getTime();
 
 /**
  * What the stored rows must satisfy whatever code wrote them: checked against the rows alone, not
@@ -49,7 +77,12 @@ function checkInvariants(snap: Record<string, Array<Record<string, unknown>>>): 
   if (!plan) return expect(head.applied_seq).toBeNull();
   const steps = snap.steps;
   const count = (status: string) => steps.filter((s) => s.status === status).length;
-  expect([num(plan.total_steps), num(plan.completed_steps), num(plan.failed_steps), num(plan.skipped_steps)]).toEqual([steps.length, count('completed'), count('failed'), count('skipped')]);
+  expect([num(plan.total_steps), num(plan.completed_steps), num(plan.failed_steps), num(plan.skipped_steps)]).toEqual([
+    steps.length,
+    count('completed'),
+    count('failed'),
+    count('skipped'),
+  ]);
   expect(num(plan.total_input_tokens)).toBe(steps.reduce((n, s) => n + num(s.input_tokens), 0));
   expect(num(plan.total_output_tokens)).toBe(steps.reduce((n, s) => n + num(s.output_tokens), 0));
   expect(time(plan.updated_at)).toBe(applied.reduce((t, e) => Math.max(t, time(e.occurred_at)), 0));
@@ -60,8 +93,14 @@ function checkInvariants(snap: Record<string, Array<Record<string, unknown>>>): 
 
 async function erase(ds: DataSource, planId: string, sessionId: string): Promise<void> {
   for (const [table, col] of [
-    ['plan_handoffs', 'plan_id'], ['plan_decisions', 'plan_id'], ['workflow_checkpoints', 'workflow_id'], ['workflow_dags', 'workflow_id'],
-    ['plan_steps', 'plan_id'], ['execution_plans', 'id'], ['plan_events', 'plan_id'], ['plan_heads', 'plan_id'],
+    ['plan_handoffs', 'plan_id'],
+    ['plan_decisions', 'plan_id'],
+    ['workflow_checkpoints', 'workflow_id'],
+    ['workflow_dags', 'workflow_id'],
+    ['plan_steps', 'plan_id'],
+    ['execution_plans', 'id'],
+    ['plan_events', 'plan_id'],
+    ['plan_heads', 'plan_id'],
   ]) {
     await ds.query(`DELETE FROM ${table} WHERE ${col} = '${planId}'`);
   }
@@ -109,7 +148,11 @@ describe.each(ALL_TEST_DBS)('order independence and idempotency on %s', (kind) =
         expect(incremental).toEqual(expected);
         // without a seq used twice or below plan.created's, no event can land behind the watermark
         if (layout.repeats.length === 0 && layout.createdSwap === null) expect(rebuilt).toBe(0);
-        expect(incremental.head[0]).toMatchObject({ applied_seq: Math.max(...events.map((e) => e.seq)), pending_events: 0, waiting: 0 });
+        expect(incremental.head[0]).toMatchObject({
+          applied_seq: Math.max(...events.map((e) => e.seq)),
+          pending_events: 0,
+          waiting: 0,
+        });
 
         // the incremental rows are the whole-log fold's
         await store.rebuildPlans([planId]);
@@ -145,19 +188,23 @@ describe.each(ALL_TEST_DBS)('order independence and idempotency on %s', (kind) =
 
   it(`events held back past a skipped gap, arriving after it, end as if none had been late (${Math.ceil(RUNS / 2)} runs)`, async () => {
     await fc.assert(
-      fc.asyncProperty(caseArb, fc.array(fc.nat(40), { minLength: 1, maxLength: 3 }), async ([drafts, layout, arrival], held) => {
-        const planId = `gplan_${kind}_${run++}`;
-        const sessionId = `gsess_${planId}`;
-        const events = toEvents(drafts, planId, sessionId, layout);
-        const expected = await reference(events, planId, sessionId);
+      fc.asyncProperty(
+        caseArb,
+        fc.array(fc.nat(40), { minLength: 1, maxLength: 3 }),
+        async ([drafts, layout, arrival], held) => {
+          const planId = `gplan_${kind}_${run++}`;
+          const sessionId = `gsess_${planId}`;
+          const events = toEvents(drafts, planId, sessionId, layout);
+          const expected = await reference(events, planId, sessionId);
 
-        const late = new Set(held.map((h) => events[h % events.length]));
-        for (const batch of schedule(events, arrival)) await store.persist(batch.filter((e) => !late.has(e)));
-        await store.applyOverdueGaps(new Date(Date.now() + 60_000), 10_000);
-        await store.persist([...late]);
-        expect(await snapshot(ds, planId)).toEqual(expected);
-        await erase(ds, planId, sessionId);
-      }),
+          const late = new Set(held.map((h) => events[h % events.length]));
+          for (const batch of schedule(events, arrival)) await store.persist(batch.filter((e) => !late.has(e)));
+          await store.applyOverdueGaps(new Date(Date.now() + 60_000), 10_000);
+          await store.persist([...late]);
+          expect(await snapshot(ds, planId)).toEqual(expected);
+          await erase(ds, planId, sessionId);
+        },
+      ),
       { numRuns: Math.ceil(RUNS / 2) },
     );
   }, 600_000);

@@ -31,9 +31,26 @@ function samplePlan(planId: string): PlanEvent[] {
     }),
     ev(planId, 2, 'plan.decision', { decision: 'approve', decidedBy: 'alice' }),
     ev(planId, 3, 'step.started', { stepId: 'a' }),
-    ev(planId, 4, 'step.completed', { stepId: 'a', result: 'ok', outputContent: '# Design', inputTokens: 10, outputTokens: 20, model: 'm1' }),
-    ev(planId, 5, 'handoff.recorded', { handoffId: 'h1', stepId: 'b', fromAgentId: 'architect', toAgentId: 'coder', reason: 'delegation' }),
-    ev(planId, 6, 'checkpoint.saved', { checkpointId: 'c1', layer: 0, state: { done: ['a'], note: 'é "q" \\ \n\t 😀 {x,y} NULL' } }),
+    ev(planId, 4, 'step.completed', {
+      stepId: 'a',
+      result: 'ok',
+      outputContent: '# Design',
+      inputTokens: 10,
+      outputTokens: 20,
+      model: 'm1',
+    }),
+    ev(planId, 5, 'handoff.recorded', {
+      handoffId: 'h1',
+      stepId: 'b',
+      fromAgentId: 'architect',
+      toAgentId: 'coder',
+      reason: 'delegation',
+    }),
+    ev(planId, 6, 'checkpoint.saved', {
+      checkpointId: 'c1',
+      layer: 0,
+      state: { done: ['a'], note: 'é "q" \\ \n\t 😀 {x,y} NULL' },
+    }),
     ev(planId, 7, 'step.started', { stepId: 'b' }),
     ev(planId, 8, 'step.failed', { stepId: 'b', error: 'boom', inputTokens: 5, outputTokens: 1 }),
     ev(planId, 9, 'plan.finalized', { status: 'failed', failureReason: 'step b failed' }),
@@ -56,22 +73,42 @@ describe.each(ALL_TEST_DBS)('PlanEventStore on %s', (kind) => {
     const outcome = await store.persist(events);
     expect(outcome).toMatchObject({ inserted: 9, duplicates: 0, plans: 1 });
     const [plan] = await ds.query(`SELECT * FROM execution_plans WHERE id = 'plan_smoke'`);
-    expect(plan).toMatchObject({ status: 'failed', failure_reason: 'step b failed', total_steps: 2, completed_steps: 1, failed_steps: 1 });
+    expect(plan).toMatchObject({
+      status: 'failed',
+      failure_reason: 'step b failed',
+      total_steps: 2,
+      completed_steps: 1,
+      failed_steps: 1,
+    });
     expect(Number(plan.total_input_tokens)).toBe(15);
     expect(Number(plan.total_output_tokens)).toBe(21);
-    const steps = await ds.query(`SELECT step_key, status, output_content FROM plan_steps WHERE plan_id = 'plan_smoke' ORDER BY step_index`);
+    const steps = await ds.query(
+      `SELECT step_key, status, output_content FROM plan_steps WHERE plan_id = 'plan_smoke' ORDER BY step_index`,
+    );
     expect(steps).toEqual([
       { step_key: 'a', status: 'completed', output_content: '# Design' },
       { step_key: 'b', status: 'failed', output_content: null },
     ]);
-    expect(await ds.query(`SELECT COUNT(*) AS n FROM plan_handoffs WHERE plan_id = 'plan_smoke' AND step_id IS NOT NULL`)).toEqual([{ n: expect.anything() }]);
-    expect((await ds.query(`SELECT decision FROM plan_decisions WHERE plan_id = 'plan_smoke'`)).map((r: { decision: string }) => r.decision)).toEqual(['approve']);
+    expect(
+      await ds.query(`SELECT COUNT(*) AS n FROM plan_handoffs WHERE plan_id = 'plan_smoke' AND step_id IS NOT NULL`),
+    ).toEqual([{ n: expect.anything() }]);
+    expect(
+      (await ds.query(`SELECT decision FROM plan_decisions WHERE plan_id = 'plan_smoke'`)).map(
+        (r: { decision: string }) => r.decision,
+      ),
+    ).toEqual(['approve']);
     const [dag] = await ds.query(`SELECT dag FROM workflow_dags WHERE workflow_id = 'plan_smoke'`);
     expect(JSON.parse(dag.dag).layers).toEqual([['a'], ['b']]);
-    expect(await ds.query(`SELECT layer FROM workflow_checkpoints WHERE workflow_id = 'plan_smoke'`)).toEqual([{ layer: 0 }]);
+    expect(await ds.query(`SELECT layer FROM workflow_checkpoints WHERE workflow_id = 'plan_smoke'`)).toEqual([
+      { layer: 0 },
+    ]);
     // the event log keeps each payload as exactly its JSON text
-    const stored: { event_id: string; payload: string }[] = await ds.query(`SELECT event_id, payload FROM plan_events WHERE plan_id = 'plan_smoke'`);
-    expect(Object.fromEntries(stored.map((r) => [r.event_id.toLowerCase(), r.payload]))).toEqual(Object.fromEntries(events.map((e) => [e.eventId, JSON.stringify(e.payload)])));
+    const stored: { event_id: string; payload: string }[] = await ds.query(
+      `SELECT event_id, payload FROM plan_events WHERE plan_id = 'plan_smoke'`,
+    );
+    expect(Object.fromEntries(stored.map((r) => [r.event_id.toLowerCase(), r.payload]))).toEqual(
+      Object.fromEntries(events.map((e) => [e.eventId, JSON.stringify(e.payload)])),
+    );
   });
 
   it('treats a redelivered batch as a no-op and reports the duplicates', async () => {
@@ -133,7 +170,9 @@ describe.each(ALL_TEST_DBS)('PlanEventStore on %s', (kind) => {
   it('survives concurrent writers on the same plan', async () => {
     const events = samplePlan('plan_conc');
     await Promise.all(events.map((e) => store.persist([e])));
-    const [plan] = await ds.query(`SELECT status, completed_steps, failed_steps FROM execution_plans WHERE id = 'plan_conc'`);
+    const [plan] = await ds.query(
+      `SELECT status, completed_steps, failed_steps FROM execution_plans WHERE id = 'plan_conc'`,
+    );
     expect(plan).toEqual({ status: 'failed', completed_steps: 1, failed_steps: 1 });
   });
 });

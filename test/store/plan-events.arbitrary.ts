@@ -19,14 +19,27 @@ interface StepPlan {
 
 const stepsArb = (prefix: string, min: number, max: number) =>
   fc.integer({ min, max }).chain((n) =>
-    fc.tuple(
-      ...Array.from({ length: n }, (_, i) =>
-        fc.record({
-          agentId: fc.constantFrom(...AGENTS),
-          deps: fc.subarray(Array.from({ length: i }, (_, j) => `${prefix}${j}`), { maxLength: Math.min(2, i) }),
-        }),
+    fc
+      .tuple(
+        ...Array.from({ length: n }, (_, i) =>
+          fc.record({
+            agentId: fc.constantFrom(...AGENTS),
+            deps: fc.subarray(
+              Array.from({ length: i }, (_, j) => `${prefix}${j}`),
+              { maxLength: Math.min(2, i) },
+            ),
+          }),
+        ),
+      )
+      .map((parts): StepPlan[] =>
+        parts.map((p, i) => ({
+          stepId: `${prefix}${i}`,
+          index: i,
+          agentId: p.agentId,
+          task: `task ${prefix}${i}`,
+          dependsOn: p.deps,
+        })),
       ),
-    ).map((parts): StepPlan[] => parts.map((p, i) => ({ stepId: `${prefix}${i}`, index: i, agentId: p.agentId, task: `task ${prefix}${i}`, dependsOn: p.deps }))),
   );
 
 type Draft = { type: string; payload: Record<string, unknown> };
@@ -35,10 +48,27 @@ const stepLifecycle = (stepId: string) =>
   fc.oneof(
     fc.constant<Draft[]>([]),
     fc.constant<Draft[]>([{ type: 'step.started', payload: { stepId } }]),
-    fc.record({ inT: fc.nat(5000), outT: fc.nat(5000), model: fc.constantFrom('m-small', 'm-large'), started: fc.boolean() }).map(({ inT, outT, model, started }): Draft[] => [
-      ...(started ? [{ type: 'step.started', payload: { stepId } }] : []),
-      { type: 'step.completed', payload: { stepId, result: `done ${stepId}`, outputContent: `# ${stepId}`, inputTokens: inT, outputTokens: outT, model } },
-    ]),
+    fc
+      .record({
+        inT: fc.nat(5000),
+        outT: fc.nat(5000),
+        model: fc.constantFrom('m-small', 'm-large'),
+        started: fc.boolean(),
+      })
+      .map(({ inT, outT, model, started }): Draft[] => [
+        ...(started ? [{ type: 'step.started', payload: { stepId } }] : []),
+        {
+          type: 'step.completed',
+          payload: {
+            stepId,
+            result: `done ${stepId}`,
+            outputContent: `# ${stepId}`,
+            inputTokens: inT,
+            outputTokens: outT,
+            model,
+          },
+        },
+      ]),
     fc.nat(100).map((t): Draft[] => [
       { type: 'step.started', payload: { stepId } },
       { type: 'step.failed', payload: { stepId, error: `error in ${stepId}`, inputTokens: t, outputTokens: 1 } },
@@ -60,26 +90,71 @@ export const planLifeArb = fc
     final: fc.constantFrom('none', 'completed', 'failed', 'cancelled'),
   })
   .chain((shape) => {
-    const finalSteps = shape.decision === 'edit' ? (shape.keepOld ? [...shape.steps.slice(0, 1), ...shape.editSteps.map((s) => ({ ...s, index: s.index + 1 }))] : shape.editSteps) : shape.steps;
-    const earlyRun = shape.decision === 'edit' && shape.keepOld ? stepLifecycle(shape.steps[0].stepId) : fc.constant<Draft[]>([]);
-    return fc.tuple(earlyRun, fc.tuple(...finalSteps.map((s) => stepLifecycle(s.stepId)))).map(([early, lifecycles]) => {
-      const drafts: Draft[] = [{ type: 'plan.created', payload: { query: 'Build something', steps: shape.steps, requiresApproval: shape.requiresApproval, complexity: 3 } }];
-      const handoffs = (steps: typeof finalSteps) =>
-        Array.from({ length: shape.handoffs }, (_, i): Draft => {
-          const step = steps[i % steps.length];
-          return { type: 'handoff.recorded', payload: { handoffId: `h${i}`, stepId: step.stepId, fromAgentId: 'planner', toAgentId: step.agentId, reason: 'delegation' } };
-        });
-      if (shape.handoffsEarly) drafts.push(...handoffs(shape.steps));
-      drafts.push(...early);
-      if (shape.decision === 'approve') drafts.push({ type: 'plan.decision', payload: { decision: 'approve', decidedBy: 'alice' } });
-      if (shape.decision === 'reject') drafts.push({ type: 'plan.decision', payload: { decision: 'reject', feedback: 'too complex' } });
-      if (shape.decision === 'edit') drafts.push({ type: 'plan.decision', payload: { decision: 'edit', steps: finalSteps, feedback: 'reordered' } });
-      if (shape.decision !== 'reject') for (const l of lifecycles) drafts.push(...l);
-      if (!shape.handoffsEarly) drafts.push(...handoffs(finalSteps));
-      for (let i = 0; i < shape.checkpoints; i++) drafts.push({ type: 'checkpoint.saved', payload: { checkpointId: `c${i}`, layer: i, state: { layer: i, done: [] } } });
-      if (shape.final !== 'none') drafts.push({ type: 'plan.finalized', payload: { status: shape.final, summary: 'summary', ...(shape.final === 'failed' ? { failureReason: 'a step failed' } : {}) } });
-      return drafts;
-    });
+    const finalSteps =
+      shape.decision === 'edit'
+        ? shape.keepOld
+          ? [...shape.steps.slice(0, 1), ...shape.editSteps.map((s) => ({ ...s, index: s.index + 1 }))]
+          : shape.editSteps
+        : shape.steps;
+    const earlyRun =
+      shape.decision === 'edit' && shape.keepOld ? stepLifecycle(shape.steps[0].stepId) : fc.constant<Draft[]>([]);
+    return fc
+      .tuple(earlyRun, fc.tuple(...finalSteps.map((s) => stepLifecycle(s.stepId))))
+      .map(([early, lifecycles]) => {
+        const drafts: Draft[] = [
+          {
+            type: 'plan.created',
+            payload: {
+              query: 'Build something',
+              steps: shape.steps,
+              requiresApproval: shape.requiresApproval,
+              complexity: 3,
+            },
+          },
+        ];
+        const handoffs = (steps: typeof finalSteps) =>
+          Array.from({ length: shape.handoffs }, (_, i): Draft => {
+            const step = steps[i % steps.length];
+            return {
+              type: 'handoff.recorded',
+              payload: {
+                handoffId: `h${i}`,
+                stepId: step.stepId,
+                fromAgentId: 'planner',
+                toAgentId: step.agentId,
+                reason: 'delegation',
+              },
+            };
+          });
+        if (shape.handoffsEarly) drafts.push(...handoffs(shape.steps));
+        drafts.push(...early);
+        if (shape.decision === 'approve')
+          drafts.push({ type: 'plan.decision', payload: { decision: 'approve', decidedBy: 'alice' } });
+        if (shape.decision === 'reject')
+          drafts.push({ type: 'plan.decision', payload: { decision: 'reject', feedback: 'too complex' } });
+        if (shape.decision === 'edit')
+          drafts.push({
+            type: 'plan.decision',
+            payload: { decision: 'edit', steps: finalSteps, feedback: 'reordered' },
+          });
+        if (shape.decision !== 'reject') for (const l of lifecycles) drafts.push(...l);
+        if (!shape.handoffsEarly) drafts.push(...handoffs(finalSteps));
+        for (let i = 0; i < shape.checkpoints; i++)
+          drafts.push({
+            type: 'checkpoint.saved',
+            payload: { checkpointId: `c${i}`, layer: i, state: { layer: i, done: [] } },
+          });
+        if (shape.final !== 'none')
+          drafts.push({
+            type: 'plan.finalized',
+            payload: {
+              status: shape.final,
+              summary: 'summary',
+              ...(shape.final === 'failed' ? { failureReason: 'a step failed' } : {}),
+            },
+          });
+        return drafts;
+      });
   });
 
 /**
@@ -113,7 +188,12 @@ export function seqsOf(n: number, layout: SeqLayout): number[] {
 }
 
 /** Stamp drafts into contract-valid events of one plan, seq 1..n (or as `layout` says). */
-export function toEvents(drafts: Draft[], planId: string, sessionId: string, layout: SeqLayout = IN_ORDER): PlanEvent[] {
+export function toEvents(
+  drafts: Draft[],
+  planId: string,
+  sessionId: string,
+  layout: SeqLayout = IN_ORDER,
+): PlanEvent[] {
   const seqs = seqsOf(drafts.length, layout);
   return drafts.map((d, i) => {
     const parsed = parsePlanEvent({
@@ -134,12 +214,18 @@ export function toEvents(drafts: Draft[], planId: string, sessionId: string, lay
 /** An arrival schedule: a permutation, some duplicates, cut into batches. */
 export const arrivalArb = (n: number) =>
   fc.record({
-    order: fc.shuffledSubarray(Array.from({ length: n }, (_, i) => i), { minLength: n, maxLength: n }),
+    order: fc.shuffledSubarray(
+      Array.from({ length: n }, (_, i) => i),
+      { minLength: n, maxLength: n },
+    ),
     duplicates: fc.array(fc.record({ index: fc.nat(n - 1), at: fc.nat(n) }), { maxLength: 4 }),
     cuts: fc.array(fc.integer({ min: 1, max: 6 }), { minLength: 1, maxLength: n + 4 }),
   });
 
-export function schedule<T>(items: T[], arrival: { order: number[]; duplicates: Array<{ index: number; at: number }>; cuts: number[] }): T[][] {
+export function schedule<T>(
+  items: T[],
+  arrival: { order: number[]; duplicates: Array<{ index: number; at: number }>; cuts: number[] },
+): T[][] {
   const sequence = arrival.order.map((i) => items[i]);
   for (const d of arrival.duplicates) sequence.splice(Math.min(d.at, sequence.length), 0, items[d.index]);
   const batches: T[][] = [];
@@ -157,19 +243,50 @@ export function schedule<T>(items: T[], arrival: { order: number[]; duplicates: 
  * before), then every step started and completed (a few fail), a handoff now and then, a
  * checkpoint every ten steps, and the end. Several hundred events.
  */
-export const longPlanArb = fc.record({ steps: fc.integer({ min: 50, max: 250 }), failEvery: fc.integer({ min: 7, max: 40 }), handoffEvery: fc.integer({ min: 3, max: 15 }) }).map(({ steps, failEvery, handoffEvery }): Draft[] => {
-  const specs = Array.from({ length: steps }, (_, i) => ({ stepId: `s${i}`, index: i, agentId: AGENTS[i % AGENTS.length], task: `task ${i}`, dependsOn: i ? [`s${i - 1}`] : [] }));
-  const drafts: Draft[] = [{ type: 'plan.created', payload: { query: 'A long plan', steps: specs } }];
-  for (let i = 0; i < steps; i++) {
-    if (i % handoffEvery === 0) drafts.push({ type: 'handoff.recorded', payload: { handoffId: `h${i}`, stepId: `s${i}`, fromAgentId: 'planner', toAgentId: specs[i].agentId, reason: 'next' } });
-    drafts.push({ type: 'step.started', payload: { stepId: `s${i}` } });
-    if (i % failEvery === failEvery - 1) drafts.push({ type: 'step.failed', payload: { stepId: `s${i}`, error: 'boom', inputTokens: i, outputTokens: 1 } });
-    else drafts.push({ type: 'step.completed', payload: { stepId: `s${i}`, result: 'ok', inputTokens: i, outputTokens: 2 * i, model: 'm' } });
-    if (i % 10 === 9) drafts.push({ type: 'checkpoint.saved', payload: { checkpointId: `c${i}`, layer: i, state: { done: i } } });
-  }
-  drafts.push({ type: 'plan.finalized', payload: { status: 'completed', summary: 'done' } });
-  return drafts;
-});
+export const longPlanArb = fc
+  .record({
+    steps: fc.integer({ min: 50, max: 250 }),
+    failEvery: fc.integer({ min: 7, max: 40 }),
+    handoffEvery: fc.integer({ min: 3, max: 15 }),
+  })
+  .map(({ steps, failEvery, handoffEvery }): Draft[] => {
+    const specs = Array.from({ length: steps }, (_, i) => ({
+      stepId: `s${i}`,
+      index: i,
+      agentId: AGENTS[i % AGENTS.length],
+      task: `task ${i}`,
+      dependsOn: i ? [`s${i - 1}`] : [],
+    }));
+    const drafts: Draft[] = [{ type: 'plan.created', payload: { query: 'A long plan', steps: specs } }];
+    for (let i = 0; i < steps; i++) {
+      if (i % handoffEvery === 0)
+        drafts.push({
+          type: 'handoff.recorded',
+          payload: {
+            handoffId: `h${i}`,
+            stepId: `s${i}`,
+            fromAgentId: 'planner',
+            toAgentId: specs[i].agentId,
+            reason: 'next',
+          },
+        });
+      drafts.push({ type: 'step.started', payload: { stepId: `s${i}` } });
+      if (i % failEvery === failEvery - 1)
+        drafts.push({
+          type: 'step.failed',
+          payload: { stepId: `s${i}`, error: 'boom', inputTokens: i, outputTokens: 1 },
+        });
+      else
+        drafts.push({
+          type: 'step.completed',
+          payload: { stepId: `s${i}`, result: 'ok', inputTokens: i, outputTokens: 2 * i, model: 'm' },
+        });
+      if (i % 10 === 9)
+        drafts.push({ type: 'checkpoint.saved', payload: { checkpointId: `c${i}`, layer: i, state: { done: i } } });
+    }
+    drafts.push({ type: 'plan.finalized', payload: { status: 'completed', summary: 'done' } });
+    return drafts;
+  });
 
 /**
  * How jobs of a long plan reach the store: its events in seq order, cut into jobs of 5-60, some
@@ -182,7 +299,10 @@ export const jobArrivalArb = fc.record({
   redeliveries: fc.array(fc.nat(100), { maxLength: 4 }),
 });
 
-export function jobSchedule<T>(items: T[], arrival: { sizes: number[]; swaps: number[]; redeliveries: number[] }): T[][] {
+export function jobSchedule<T>(
+  items: T[],
+  arrival: { sizes: number[]; swaps: number[]; redeliveries: number[] },
+): T[][] {
   const jobs: T[][] = [];
   for (let pos = 0, j = 0; pos < items.length; j++) {
     const size = arrival.sizes[j % arrival.sizes.length];

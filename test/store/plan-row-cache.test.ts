@@ -34,14 +34,23 @@ describe.each(ALL_TEST_DBS)('the row cache on %s', (kind) => {
   /** Every projection row of a plan, normalised across drivers. */
   async function rows(source: DataSource, planId: string): Promise<unknown> {
     const norm = (list: Array<Record<string, unknown>>) =>
-      list.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v instanceof Date ? v.getTime() : typeof v === 'bigint' ? Number(v) : v])));
+      list.map((r) =>
+        Object.fromEntries(
+          Object.entries(r).map(([k, v]) => [
+            k,
+            v instanceof Date ? v.getTime() : typeof v === 'bigint' ? Number(v) : v,
+          ]),
+        ),
+      );
     const q = (sql: string) => source.query(sql, [planId]).then(norm);
     const p = kind === 'postgres' ? '$1' : '?';
     return {
       plan: await q(`SELECT * FROM execution_plans WHERE id = ${p}`),
       steps: await q(`SELECT * FROM plan_steps WHERE plan_id = ${p} ORDER BY step_index`),
       handoffs: await q(`SELECT * FROM plan_handoffs WHERE plan_id = ${p} ORDER BY id`),
-      checkpoints: await q(`SELECT id, layer, state, deleted_at FROM workflow_checkpoints WHERE workflow_id = ${p} ORDER BY id`),
+      checkpoints: await q(
+        `SELECT id, layer, state, deleted_at FROM workflow_checkpoints WHERE workflow_id = ${p} ORDER BY id`,
+      ),
     };
   }
 
@@ -101,7 +110,15 @@ describe.each(ALL_TEST_DBS)('the row cache on %s', (kind) => {
     const planId = run[0].planId;
     // events that come after the plan ended (handoffs recorded late), one per batch
     const handoff = run.find((e) => e.type === 'handoff.recorded')!;
-    const late = [0, 1, 2].map((i) => ({ ...handoff, eventId: randomUUID(), seq: run.length + i, payload: { ...handoff.payload, handoffId: `late-${i}` } }) as PlanEvent);
+    const late = [0, 1, 2].map(
+      (i) =>
+        ({
+          ...handoff,
+          eventId: randomUUID(),
+          seq: run.length + i,
+          payload: { ...handoff.payload, handoffId: `late-${i}` },
+        }) as PlanEvent,
+    );
     const store = new PlanEventStore(ds);
     for (const batch of oneByOne(run)) await store.persist(batch);
     const now = new Date(Date.now() + 100 * DAY);
@@ -110,13 +127,21 @@ describe.each(ALL_TEST_DBS)('the row cache on %s', (kind) => {
 
     // retired: the next event's rows are written soft-deleted, none comes back to life
     expect((await store.persist([late[0]])).cacheHits).toBe(0);
-    const deleted = (await rows(ds, planId)) as { plan: Array<{ deleted_at: unknown }>; handoffs: Array<{ deleted_at: unknown }> };
+    const deleted = (await rows(ds, planId)) as {
+      plan: Array<{ deleted_at: unknown }>;
+      handoffs: Array<{ deleted_at: unknown }>;
+    };
     expect(deleted.plan[0].deleted_at).not.toBeNull();
     expect(deleted.handoffs.every((h) => h.deleted_at !== null)).toBe(true);
 
-    expect(await restorePlan(ds, planId, retentionPolicy(), { now: new Date(now.getTime() + DAY) })).toMatchObject({ status: 'restored' });
+    expect(await restorePlan(ds, planId, retentionPolicy(), { now: new Date(now.getTime() + DAY) })).toMatchObject({
+      status: 'restored',
+    });
     for (const batch of oneByOne(late.slice(1))) await store.persist(batch);
-    const restored = (await rows(ds, planId)) as { plan: Array<{ deleted_at: unknown }>; handoffs: Array<{ deleted_at: unknown }> };
+    const restored = (await rows(ds, planId)) as {
+      plan: Array<{ deleted_at: unknown }>;
+      handoffs: Array<{ deleted_at: unknown }>;
+    };
     expect(restored.plan[0].deleted_at).toBeNull();
     expect(restored.handoffs).toHaveLength(late.length + run.filter((e) => e.type === 'handoff.recorded').length);
     expect(restored.handoffs.every((h) => h.deleted_at === null)).toBe(true);

@@ -6,19 +6,49 @@ import { canonicalOrder } from '../../src/store/projection/event-order';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 
 /** A contract-valid event of `planId` at `seq` (occurredAt follows seq unless given). */
-function ev(planId: string, seq: number, type: string, payload: object, eventId = randomUUID(), sessionId = `s_${planId}`, at = new Date(Date.UTC(2026, 0, 1, 10, 0, seq))): PlanEvent {
-  const parsed = parsePlanEvent({ specVersion: 1, eventId, type, planId, sessionId, seq, occurredAt: at.toISOString(), payload });
+function ev(
+  planId: string,
+  seq: number,
+  type: string,
+  payload: object,
+  eventId = randomUUID(),
+  sessionId = `s_${planId}`,
+  at = new Date(Date.UTC(2026, 0, 1, 10, 0, seq)),
+): PlanEvent {
+  const parsed = parsePlanEvent({
+    specVersion: 1,
+    eventId,
+    type,
+    planId,
+    sessionId,
+    seq,
+    occurredAt: at.toISOString(),
+    payload,
+  });
   if (!parsed.ok) throw parsed.error;
   return parsed.event;
 }
 
 /** plan.created with `steps` steps, then started/completed per step: seq 0 .. 2*steps. */
 function plan(planId: string, steps: number): PlanEvent[] {
-  const specs = Array.from({ length: steps }, (_, i) => ({ stepId: `s${i}`, index: i, agentId: `agent${i % 3}`, task: `task ${i}` }));
+  const specs = Array.from({ length: steps }, (_, i) => ({
+    stepId: `s${i}`,
+    index: i,
+    agentId: `agent${i % 3}`,
+    task: `task ${i}`,
+  }));
   const events = [ev(planId, 0, 'plan.created', { query: `goal of ${planId}`, steps: specs })];
   for (let i = 0; i < steps; i++) {
     events.push(ev(planId, 1 + 2 * i, 'step.started', { stepId: `s${i}` }));
-    events.push(ev(planId, 2 + 2 * i, 'step.completed', { stepId: `s${i}`, result: 'ok', inputTokens: 10, outputTokens: i, model: 'm' }));
+    events.push(
+      ev(planId, 2 + 2 * i, 'step.completed', {
+        stepId: `s${i}`,
+        result: 'ok',
+        inputTokens: 10,
+        outputTokens: i,
+        model: 'm',
+      }),
+    );
   }
   return events;
 }
@@ -43,14 +73,35 @@ describe.each(ALL_TEST_DBS)('the store watermark on %s', (kind) => {
   });
 
   const head = async (planId: string) => {
-    const [h] = await ds.query(`SELECT applied_seq, pending_events, gap_since, event_count, last_seq FROM plan_heads WHERE plan_id = '${planId}'`);
-    return { applied: h.applied_seq === null ? null : Number(h.applied_seq), pending: Number(h.pending_events), waiting: h.gap_since !== null, events: Number(h.event_count), lastSeq: Number(h.last_seq) };
+    const [h] = await ds.query(
+      `SELECT applied_seq, pending_events, gap_since, event_count, last_seq FROM plan_heads WHERE plan_id = '${planId}'`,
+    );
+    return {
+      applied: h.applied_seq === null ? null : Number(h.applied_seq),
+      pending: Number(h.pending_events),
+      waiting: h.gap_since !== null,
+      events: Number(h.event_count),
+      lastSeq: Number(h.last_seq),
+    };
   };
   const steps = async (source: DataSource, planId: string) =>
-    (await source.query(`SELECT step_key, status, output_tokens FROM plan_steps WHERE plan_id = '${planId}' ORDER BY step_index`)).map((r: Record<string, unknown>) => ({ ...r, output_tokens: Number(r.output_tokens) }));
+    (
+      await source.query(
+        `SELECT step_key, status, output_tokens FROM plan_steps WHERE plan_id = '${planId}' ORDER BY step_index`,
+      )
+    ).map((r: Record<string, unknown>) => ({ ...r, output_tokens: Number(r.output_tokens) }));
   const planRow = async (source: DataSource, planId: string) => {
-    const [p] = await source.query(`SELECT status, completed_steps, total_output_tokens, updated_at FROM execution_plans WHERE id = '${planId}'`);
-    return p && { status: p.status, completed: Number(p.completed_steps), tokens: Number(p.total_output_tokens), updatedAt: new Date(p.updated_at.replace?.(' ', 'T') ?? p.updated_at).getTime() };
+    const [p] = await source.query(
+      `SELECT status, completed_steps, total_output_tokens, updated_at FROM execution_plans WHERE id = '${planId}'`,
+    );
+    return (
+      p && {
+        status: p.status,
+        completed: Number(p.completed_steps),
+        tokens: Number(p.total_output_tokens),
+        updatedAt: new Date(p.updated_at.replace?.(' ', 'T') ?? p.updated_at).getTime(),
+      }
+    );
   };
 
   it('applies up to the first missing seq, keeps the rest waiting, and applies it all when the gap fills', async () => {
@@ -78,7 +129,11 @@ describe.each(ALL_TEST_DBS)('the store watermark on %s', (kind) => {
     expect(await store.applyOverdueGaps(new Date(Date.now() - 60_000))).toEqual({ plans: 0, events: 0 });
     expect(await store.applyOverdueGaps(new Date(Date.now() + 1_000))).toEqual({ plans: 1, events: 4 });
     expect(await head('wm_skip')).toEqual({ applied: 6, pending: 0, waiting: false, events: 6, lastSeq: 6 });
-    expect((await steps(ds, 'wm_skip')).map((s: { status: string }) => s.status)).toEqual(['in_progress', 'completed', 'completed']);
+    expect((await steps(ds, 'wm_skip')).map((s: { status: string }) => s.status)).toEqual([
+      'in_progress',
+      'completed',
+      'completed',
+    ]);
 
     const late = await store.persist([missing]);
     expect(late).toMatchObject({ inserted: 1, rebuilt: 1 });
@@ -107,11 +162,19 @@ describe.each(ALL_TEST_DBS)('the store watermark on %s', (kind) => {
   });
 
   it('applies events with a seq before plan.created after it, as the whole-log fold does', async () => {
-    const created = ev('wm_before', 5, 'plan.created', { query: 'q', steps: [{ stepId: 'a', index: 0, agentId: 'x', task: 't' }] });
-    const early = [ev('wm_before', 3, 'step.started', { stepId: 'a' }), ev('wm_before', 4, 'step.completed', { stepId: 'a', inputTokens: 2, outputTokens: 3 })];
+    const created = ev('wm_before', 5, 'plan.created', {
+      query: 'q',
+      steps: [{ stepId: 'a', index: 0, agentId: 'x', task: 't' }],
+    });
+    const early = [
+      ev('wm_before', 3, 'step.started', { stepId: 'a' }),
+      ev('wm_before', 4, 'step.completed', { stepId: 'a', inputTokens: 2, outputTokens: 3 }),
+    ];
     expect(await store.persist(early)).toMatchObject({ applied: 0, plans: 0 });
     expect(await head('wm_before')).toMatchObject({ applied: null, pending: 2, waiting: false });
-    expect(await store.persist([created, ev('wm_before', 6, 'plan.finalized', { status: 'completed' })])).toMatchObject({ applied: 4, rebuilt: 0 });
+    expect(await store.persist([created, ev('wm_before', 6, 'plan.finalized', { status: 'completed' })])).toMatchObject(
+      { applied: 4, rebuilt: 0 },
+    );
     expect(await planRow(ds, 'wm_before')).toMatchObject({ status: 'completed', completed: 1, tokens: 3 });
     // an event below the start arrives later: a rebuild puts it in its place
     expect(await store.persist([ev('wm_before', 1, 'step.started', { stepId: 'a' })])).toMatchObject({ rebuilt: 1 });
@@ -139,16 +202,36 @@ describe.each(ALL_TEST_DBS)('the store watermark on %s', (kind) => {
     const cp = ev('wm_cp', 7, 'checkpoint.saved', { checkpointId: 'c0', layer: 0, state: { big: 'x'.repeat(10_000) } });
     await store.persist([...events, cp]);
     const before = await ds.query(`SELECT xmin::text AS v FROM workflow_checkpoints WHERE workflow_id = 'wm_cp'`);
-    for (let seq = 8; seq < 12; seq++) await store.persist([ev('wm_cp', seq, 'handoff.recorded', { handoffId: `h${seq}`, fromAgentId: 'a', toAgentId: 'b', reason: 'r' })]);
-    expect(await ds.query(`SELECT xmin::text AS v FROM workflow_checkpoints WHERE workflow_id = 'wm_cp'`)).toEqual(before);
+    for (let seq = 8; seq < 12; seq++)
+      await store.persist([
+        ev('wm_cp', seq, 'handoff.recorded', { handoffId: `h${seq}`, fromAgentId: 'a', toAgentId: 'b', reason: 'r' }),
+      ]);
+    expect(await ds.query(`SELECT xmin::text AS v FROM workflow_checkpoints WHERE workflow_id = 'wm_cp'`)).toEqual(
+      before,
+    );
   });
 
   it("keeps a session's first plan creation and last plan-level event whatever order its plans' events commit in", async () => {
     const at = (minute: number) => new Date(Date.UTC(2026, 2, 1, 12, minute));
-    const created = (planId: string, minute: number) => ev(planId, 0, 'plan.created', { query: 'q', steps: [{ stepId: 'a', index: 0, agentId: 'x', task: 't' }] }, randomUUID(), 'wm_shared', at(minute));
+    const created = (planId: string, minute: number) =>
+      ev(
+        planId,
+        0,
+        'plan.created',
+        { query: 'q', steps: [{ stepId: 'a', index: 0, agentId: 'x', task: 't' }] },
+        randomUUID(),
+        'wm_shared',
+        at(minute),
+      );
     // plan B's end commits first, then plan A's (earlier) creation and decision; step events do not count
-    await store.persist([created('wm_sb', 10), ev('wm_sb', 1, 'plan.finalized', { status: 'completed' }, randomUUID(), 'wm_shared', at(50))]);
-    await store.persist([created('wm_sa', 5), ev('wm_sa', 1, 'plan.decision', { decision: 'approve' }, randomUUID(), 'wm_shared', at(20))]);
+    await store.persist([
+      created('wm_sb', 10),
+      ev('wm_sb', 1, 'plan.finalized', { status: 'completed' }, randomUUID(), 'wm_shared', at(50)),
+    ]);
+    await store.persist([
+      created('wm_sa', 5),
+      ev('wm_sa', 1, 'plan.decision', { decision: 'approve' }, randomUUID(), 'wm_shared', at(20)),
+    ]);
     await store.persist([ev('wm_sa', 2, 'step.started', { stepId: 'a' }, randomUUID(), 'wm_shared', at(55))]);
     const [session] = await ds.query(`SELECT created_at, updated_at FROM sessions WHERE id = 'wm_shared'`);
     const iso = (v: unknown) => new Date(v instanceof Date ? v : `${String(v).replace(' ', 'T')}Z`).toISOString();
@@ -160,7 +243,12 @@ describe.each(ALL_TEST_DBS)('the store watermark on %s', (kind) => {
     const withGap = events.filter((e) => e.seq !== 1);
     await store.persist(withGap);
     const before = await head('wm_dup');
-    expect(await store.persist(withGap)).toMatchObject({ inserted: 0, duplicates: withGap.length, applied: 0, plans: 0 });
+    expect(await store.persist(withGap)).toMatchObject({
+      inserted: 0,
+      duplicates: withGap.length,
+      applied: 0,
+      plans: 0,
+    });
     expect(await head('wm_dup')).toEqual(before);
   });
 });

@@ -20,7 +20,22 @@ describe('pgArrayLiteral on PostgreSQL', () => {
   };
 
   it('keeps strings that look like array syntax, NULL, blanks and escapes', async () => {
-    const tricky = ['', 'NULL', 'null', ' ', ' lead', 'trail ', 'a,b', '{x}', '"q"', 'back\\slash', '\\"', 'é😀', '\n\t', '{"json":"x\\"y"}'];
+    const tricky = [
+      '',
+      'NULL',
+      'null',
+      ' ',
+      ' lead',
+      'trail ',
+      'a,b',
+      '{x}',
+      '"q"',
+      'back\\slash',
+      '\\"',
+      'é😀',
+      '\n\t',
+      '{"json":"x\\"y"}',
+    ];
     expect(await roundTrip(tricky, 'text')).toEqual(tricky);
     expect(await roundTrip([null, 'x', undefined], 'varchar')).toEqual([null, 'x', null]);
   });

@@ -89,7 +89,12 @@ export async function createThrowawayDb(kind: TestDb): Promise<ThrowawayDb> {
       const u = new URL(admin);
       u.pathname = `/${name}`;
       url = u.toString();
-      drop = () => adminQuery(admin, kind, `IF DB_ID('${name}') IS NOT NULL BEGIN ALTER DATABASE [${name}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE; DROP DATABASE [${name}] END`);
+      drop = () =>
+        adminQuery(
+          admin,
+          kind,
+          `IF DB_ID('${name}') IS NOT NULL BEGIN ALTER DATABASE [${name}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE; DROP DATABASE [${name}] END`,
+        );
       break;
     }
   }
@@ -98,7 +103,10 @@ export async function createThrowawayDb(kind: TestDb): Promise<ThrowawayDb> {
 }
 
 /** A throwaway database with the schema migrated, and an open DataSource on it. */
-export async function createMigratedDb(kind: TestDb, extras: DataSourceExtras = {}): Promise<{ db: ThrowawayDb; ds: DataSource; close(): Promise<void> }> {
+export async function createMigratedDb(
+  kind: TestDb,
+  extras: DataSourceExtras = {},
+): Promise<{ db: ThrowawayDb; ds: DataSource; close(): Promise<void> }> {
   const db = await createThrowawayDb(kind);
   const ds = await openDataSource(db.target, extras);
   await runMigrations(ds);

@@ -38,7 +38,14 @@ export interface PlanRunOptions {
 
 const DEFAULT_AGENTS = ['planner', 'researcher', 'coder', 'reviewer'];
 const MODELS = ['gpt-4o', 'claude-sonnet-4', 'llama-3.1-70b'];
-const TASKS = ['Collect the sources', 'Draft the outline', 'Write the code', 'Review the result', 'Summarise findings', 'Check the numbers'];
+const TASKS = [
+  'Collect the sources',
+  'Draft the outline',
+  'Write the code',
+  'Review the result',
+  'Summarise findings',
+  'Check the numbers',
+];
 
 /** Small deterministic PRNG (mulberry32). */
 export function rng(seed: number): () => number {
@@ -90,11 +97,25 @@ export function planRun(options: PlanRunOptions = {}): PlanEvent[] {
   const events: PlanEvent[] = [];
   const emit: Emit = (type, payload) => {
     const seq = events.length;
-    events.push({ specVersion: 1, eventId: stableUuid(`${planId}#${seq}#${seed}`), type, planId, sessionId, seq, occurredAt: new Date(time).toISOString(), payload } as PlanEvent);
+    events.push({
+      specVersion: 1,
+      eventId: stableUuid(`${planId}#${seq}#${seed}`),
+      type,
+      planId,
+      sessionId,
+      seq,
+      occurredAt: new Date(time).toISOString(),
+      payload,
+    } as PlanEvent);
     time += 1000 + Math.floor(random() * 2000);
   };
   let steps = stepList(options.steps ?? 4, agents);
-  emit('plan.created', { query: `Plan ${tag}: research and implement feature ${seed}`, steps, requiresApproval: !!options.requiresApproval, complexity: 1 + (seed % 5) });
+  emit('plan.created', {
+    query: `Plan ${tag}: research and implement feature ${seed}`,
+    steps,
+    requiresApproval: !!options.requiresApproval,
+    complexity: 1 + (seed % 5),
+  });
   if (options.requiresApproval) {
     if (options.reject) {
       emit('plan.decision', { decision: 'reject', feedback: 'Out of scope', decidedBy: 'alice' });
@@ -111,7 +132,12 @@ export function planRun(options: PlanRunOptions = {}): PlanEvent[] {
   runSteps(steps, options.failAt, random, emit);
   if (options.finalize ?? true) {
     const failed = options.failAt !== undefined && options.failAt < steps.length;
-    emit('plan.finalized', failed ? { status: 'failed', failureReason: `step s${options.failAt! + 1} failed` } : { status: 'completed', summary: `All ${steps.length} steps done` });
+    emit(
+      'plan.finalized',
+      failed
+        ? { status: 'failed', failureReason: `step s${options.failAt! + 1} failed` }
+        : { status: 'completed', summary: `All ${steps.length} steps done` },
+    );
   }
   return events;
 }
@@ -132,7 +158,14 @@ function runSteps(steps: StepSpec[], failAt: number | undefined, random: () => n
         continue;
       }
       if (previousAgent && previousAgent !== step.agentId) {
-        emit('handoff.recorded', { handoffId: `h${i}`, stepId: step.stepId, fromAgentId: previousAgent, toAgentId: step.agentId, reason: 'next step', explanation: `${step.agentId} owns ${step.title}` });
+        emit('handoff.recorded', {
+          handoffId: `h${i}`,
+          stepId: step.stepId,
+          fromAgentId: previousAgent,
+          toAgentId: step.agentId,
+          reason: 'next step',
+          explanation: `${step.agentId} owns ${step.title}`,
+        });
       }
       emit('step.started', { stepId: step.stepId, agentId: step.agentId });
       const inputTokens = 100 + Math.floor(random() * 900);
@@ -142,11 +175,23 @@ function runSteps(steps: StepSpec[], failAt: number | undefined, random: () => n
         emit('step.failed', { stepId: step.stepId, error: 'tool call timed out', inputTokens, outputTokens: 0, model });
         failed = true;
       } else {
-        emit('step.completed', { stepId: step.stepId, result: `done: ${step.task}`, outputContent: `# ${step.title}\n\nOutput of ${step.task}.`, inputTokens, outputTokens, model });
+        emit('step.completed', {
+          stepId: step.stepId,
+          result: `done: ${step.task}`,
+          outputContent: `# ${step.title}\n\nOutput of ${step.task}.`,
+          inputTokens,
+          outputTokens,
+          model,
+        });
       }
       previousAgent = step.agentId;
     }
-    if (!failed) emit('checkpoint.saved', { checkpointId: `cp${layer}`, layer, state: { completed: inLayer.map((s) => s.stepId), layer } });
+    if (!failed)
+      emit('checkpoint.saved', {
+        checkpointId: `cp${layer}`,
+        layer,
+        state: { completed: inLayer.map((s) => s.stepId), layer },
+      });
   }
 }
 
@@ -154,11 +199,23 @@ function runSteps(steps: StepSpec[], failAt: number | undefined, random: () => n
  * About `total` events (never fewer; the last plan is complete, so a little more) over as many
  * plans as needed; plan shapes vary (approval, edit, failure). Events are grouped plan by plan.
  */
-export function manyPlanRuns(total: number, options: { seed?: number; steps?: number; startAt?: Date } = {}): PlanEvent[] {
+export function manyPlanRuns(
+  total: number,
+  options: { seed?: number; steps?: number; startAt?: Date } = {},
+): PlanEvent[] {
   const out: PlanEvent[] = [];
   for (let n = 0; out.length < total; n++) {
     const seed = (options.seed ?? 1) * 1_000_003 + n;
-    out.push(...planRun({ seed, steps: options.steps ?? 4, requiresApproval: n % 3 === 0, edit: n % 6 === 0, failAt: n % 7 === 3 ? 1 : undefined, startAt: options.startAt }));
+    out.push(
+      ...planRun({
+        seed,
+        steps: options.steps ?? 4,
+        requiresApproval: n % 3 === 0,
+        edit: n % 6 === 0,
+        failAt: n % 7 === 3 ? 1 : undefined,
+        startAt: options.startAt,
+      }),
+    );
   }
   return out;
 }
@@ -172,7 +229,12 @@ export function exactlyEvents(total: number, options: { seed?: number; steps?: n
 export function invalidEvent(seed = 1): Record<string, unknown> {
   const [valid] = planRun({ seed });
   const { planId: _dropped, ...rest } = valid as unknown as Record<string, unknown>;
-  return { ...rest, eventId: stableUuid(`invalid-${seed}`), type: 'step.completed', payload: { stepId: 's1', inputTokens: -5, outputTokens: 1 } };
+  return {
+    ...rest,
+    eventId: stableUuid(`invalid-${seed}`),
+    type: 'step.completed',
+    payload: { stepId: 's1', inputTokens: -5, outputTokens: 1 },
+  };
 }
 
 /** Splits events into EventBatchJobData of `perJob` events (the shape the publisher enqueues). */

@@ -19,11 +19,55 @@ export const BASE_EVENTS: readonly PlanEvent[] = [
 
 /** Values near every rule's edges: lengths, formats, ranges, enum members, wrong types, non-JSON values. */
 export const TRICKY_VALUES: readonly unknown[] = [
-  undefined, null, '', ' ', 'x', 'a'.repeat(51), 'a'.repeat(101), 'a'.repeat(201), 'a'.repeat(501), '\uFE0F', '😀'.repeat(60),
-  'not-a-uuid', 'B0D1E5F2-0000-4000-8000-000000000000', '2024-02-30T00:00:00Z', '2024-05-01T12:00:00+01:00', '2024-05-01T12:00:00+00:00',
-  'bad id!', '-leading', 'step.completed', 'plan.finalized', 'edit', 'approve', 'reject', 'completed', 'unknown',
-  -1, 0, 1, 1.5, 100, 101, 100_001, 2 ** 31, NaN, Infinity, true, false, [], {}, ['s1'], ['s1', 's1'], ['nope'], [1], [{}],
-  [{ stepId: 's9', index: 9, agentId: 'a', task: 't' }], { stepId: 's1' }, new Date(0), () => 1, Object.create(null),
+  undefined,
+  null,
+  '',
+  ' ',
+  'x',
+  'a'.repeat(51),
+  'a'.repeat(101),
+  'a'.repeat(201),
+  'a'.repeat(501),
+  '\uFE0F',
+  '😀'.repeat(60),
+  'not-a-uuid',
+  'B0D1E5F2-0000-4000-8000-000000000000',
+  '2024-02-30T00:00:00Z',
+  '2024-05-01T12:00:00+01:00',
+  '2024-05-01T12:00:00+00:00',
+  'bad id!',
+  '-leading',
+  'step.completed',
+  'plan.finalized',
+  'edit',
+  'approve',
+  'reject',
+  'completed',
+  'unknown',
+  -1,
+  0,
+  1,
+  1.5,
+  100,
+  101,
+  100_001,
+  2 ** 31,
+  NaN,
+  Infinity,
+  true,
+  false,
+  [],
+  {},
+  ['s1'],
+  ['s1', 's1'],
+  ['nope'],
+  [1],
+  [{}],
+  [{ stepId: 's9', index: 9, agentId: 'a', task: 't' }],
+  { stepId: 's1' },
+  new Date(0),
+  () => 1,
+  Object.create(null),
 ];
 
 export type MutationMode = 'set' | 'delete' | 'add';
@@ -40,7 +84,12 @@ export function fieldPaths(value: unknown, prefix: (string | number)[] = []): (s
 }
 
 /** A copy of `event` with the field at `path` set, deleted (a hole, in a list) or given an `extraField`. */
-export function mutate(event: PlanEvent, path: (string | number)[], value: unknown, mode: MutationMode): Record<string, unknown> {
+export function mutate(
+  event: PlanEvent,
+  path: (string | number)[],
+  value: unknown,
+  mode: MutationMode,
+): Record<string, unknown> {
   // Not structuredClone: under jest it builds objects of the host realm, whose Object.prototype is
   // not the test's, so the contract refuses every copy at the root ("must be a JSON object") and a
   // comparison of verdicts learns nothing. The events are plain JSON, so JSON copies them exactly.
@@ -49,7 +98,8 @@ export function mutate(event: PlanEvent, path: (string | number)[], value: unkno
   for (const key of path.slice(0, -1)) target = target[key] as Record<string | number, unknown>;
   const last = path[path.length - 1];
   if (mode === 'delete') delete target[last];
-  else if (mode === 'add' && typeof target[last] === 'object' && target[last] !== null) (target[last] as Record<string, unknown>).extraField = value;
+  else if (mode === 'add' && typeof target[last] === 'object' && target[last] !== null)
+    (target[last] as Record<string, unknown>).extraField = value;
   else target[last] = value;
   return copy;
 }
@@ -58,9 +108,16 @@ export function mutate(event: PlanEvent, path: (string | number)[], value: unkno
  * One mutation of one valid event, picked from BASE_EVENTS, every field path and `values`.
  * @param values @defaultValue one of TRICKY_VALUES
  */
-export function eventMutations(values: fc.Arbitrary<unknown> = fc.constantFrom(...TRICKY_VALUES)): fc.Arbitrary<Record<string, unknown>> {
+export function eventMutations(
+  values: fc.Arbitrary<unknown> = fc.constantFrom(...TRICKY_VALUES),
+): fc.Arbitrary<Record<string, unknown>> {
   return fc
-    .record({ event: fc.constantFrom(...BASE_EVENTS), pick: fc.nat(), value: values, mode: fc.constantFrom<MutationMode>('set', 'delete', 'add') })
+    .record({
+      event: fc.constantFrom(...BASE_EVENTS),
+      pick: fc.nat(),
+      value: values,
+      mode: fc.constantFrom<MutationMode>('set', 'delete', 'add'),
+    })
     .map(({ event, pick, value, mode }) => {
       const all = fieldPaths(event);
       return mutate(event, all[pick % all.length], value, mode);
@@ -90,5 +147,13 @@ export function isPlainJson(value: unknown, inArray = false): boolean {
 
 /** JSON for a failure message, with what JSON cannot show spelled out. */
 export function show(input: unknown): string {
-  return JSON.stringify(input, (_k, v: unknown) => (v === undefined ? '<undefined>' : typeof v === 'number' && !Number.isFinite(v) ? String(v) : typeof v === 'function' ? '<function>' : v));
+  return JSON.stringify(input, (_k, v: unknown) =>
+    v === undefined
+      ? '<undefined>'
+      : typeof v === 'number' && !Number.isFinite(v)
+        ? String(v)
+        : typeof v === 'function'
+          ? '<function>'
+          : v,
+  );
 }

@@ -5,5 +5,6 @@
 const fs = require('node:fs');
 
 process.on('exit', () => {
-  if (process.env.LOADED_MODULES_FILE) fs.writeFileSync(process.env.LOADED_MODULES_FILE, JSON.stringify(Object.keys(require.cache)));
+  if (process.env.LOADED_MODULES_FILE)
+    fs.writeFileSync(process.env.LOADED_MODULES_FILE, JSON.stringify(Object.keys(require.cache)));
 });

@@ -6,7 +6,16 @@ import { PLAN_TABLES, stampRows } from '../../src/retention/retention-sql';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { parseDatabaseUrl } from '../../src/config/database-url';
 import { startWorker } from '../../src/worker';
-import { countRows, dropPrefix, openRedis, publish, REDIS_URL, silentLogger, uniquePrefix, waitFor } from '../worker/helpers/queue-harness';
+import {
+  countRows,
+  dropPrefix,
+  openRedis,
+  publish,
+  REDIS_URL,
+  silentLogger,
+  uniquePrefix,
+  waitFor,
+} from '../worker/helpers/queue-harness';
 
 /**
  * One realistic dataset for the read side, built from events only and written through
@@ -39,7 +48,11 @@ export class PlanScript {
   readonly events: PlanEventInput[] = [];
   private clock: number;
 
-  constructor(readonly planId: string, readonly sessionId: string, start: string) {
+  constructor(
+    readonly planId: string,
+    readonly sessionId: string,
+    start: string,
+  ) {
     this.clock = Date.parse(start);
   }
 
@@ -68,7 +81,12 @@ export class PlanScript {
   started(stepId: string, after = 1): this {
     return this.push('step.started', { stepId }, after);
   }
-  completed(stepId: string, tokens: [number, number], extra: Partial<Payload<'step.completed'>> = {}, after = 20): this {
+  completed(
+    stepId: string,
+    tokens: [number, number],
+    extra: Partial<Payload<'step.completed'>> = {},
+    after = 20,
+  ): this {
     return this.push('step.completed', { stepId, inputTokens: tokens[0], outputTokens: tokens[1], ...extra }, after);
   }
   failed(stepId: string, error: string, extra: Partial<Payload<'step.failed'>> = {}, after = 20): this {
@@ -92,7 +110,14 @@ export class PlanScript {
   }
 }
 
-const step = (stepId: string, index: number, agentId: string, task: string, dependsOn: string[] = [], title?: string): StepSpec => ({
+const step = (
+  stepId: string,
+  index: number,
+  agentId: string,
+  task: string,
+  dependsOn: string[] = [],
+  title?: string,
+): StepSpec => ({
   stepId,
   index,
   agentId,
@@ -112,9 +137,24 @@ function alpha(): PlanScript[] {
         step('review', 2, 'reviewer', 'Review citations', ['draft'], 'Review citations'),
       ],
     })
-    .ran('read', [1200, 300], { model: 'gpt-4o', result: 'structure read', outputContent: '# Plan\n\n1. Add references.bib\n2. Cite in chapter 2\n' })
-    .handoff({ handoffId: 'h-a1-1', stepId: 'draft', fromAgentId: 'researcher', toAgentId: 'writer', reason: 'needs_writing', explanation: 'sources collected' })
-    .ran('draft', [2000, 1500], { model: 'claude-sonnet', result: 'draft written', outputContent: 'bibliography draft' })
+    .ran('read', [1200, 300], {
+      model: 'gpt-4o',
+      result: 'structure read',
+      outputContent: '# Plan\n\n1. Add references.bib\n2. Cite in chapter 2\n',
+    })
+    .handoff({
+      handoffId: 'h-a1-1',
+      stepId: 'draft',
+      fromAgentId: 'researcher',
+      toAgentId: 'writer',
+      reason: 'needs_writing',
+      explanation: 'sources collected',
+    })
+    .ran('draft', [2000, 1500], {
+      model: 'claude-sonnet',
+      result: 'draft written',
+      outputContent: 'bibliography draft',
+    })
     .handoff({ handoffId: 'h-a1-2', stepId: 'review', fromAgentId: 'writer', toAgentId: 'reviewer', reason: 'review' })
     .ran('review', [800, 200], { model: 'gpt-4o', result: 'approved' })
     .finalized({ status: 'completed', summary: 'bibliography added' });
@@ -130,8 +170,20 @@ function alpha(): PlanScript[] {
     })
     .ran('fetch', [500, 100], { model: 'gpt-4o-mini' })
     .started('search')
-    .failed('search', 'timeout calling search API after 30s', { inputTokens: 300, outputTokens: 0, model: 'gpt-4o-mini' }, 30)
-    .handoff({ handoffId: 'h-a2-1', stepId: 'search', fromAgentId: 'researcher', toAgentId: 'writer', reason: 'escalation', explanation: 'search failed' })
+    .failed(
+      'search',
+      'timeout calling search API after 30s',
+      { inputTokens: 300, outputTokens: 0, model: 'gpt-4o-mini' },
+      30,
+    )
+    .handoff({
+      handoffId: 'h-a2-1',
+      stepId: 'search',
+      fromAgentId: 'researcher',
+      toAgentId: 'writer',
+      reason: 'escalation',
+      explanation: 'search failed',
+    })
     .skipped('summarise', 'upstream step search failed')
     .skipped('publish', 'upstream step search failed')
     .finalized({ status: 'failed', failureReason: 'step search failed: timeout calling search API after 30s' });
@@ -146,7 +198,11 @@ function alpha(): PlanScript[] {
       decision: 'edit',
       decidedBy: 'alice',
       feedback: 'add tests before merging',
-      steps: [step('design', 0, 'planner', 'Design the parser'), step('code', 1, 'coder', 'Implement it', ['design']), step('test', 2, 'tester', 'Write tests', ['code'])],
+      steps: [
+        step('design', 0, 'planner', 'Design the parser'),
+        step('code', 1, 'coder', 'Implement it', ['design']),
+        step('test', 2, 'tester', 'Write tests', ['code']),
+      ],
     })
     .ran('design', [900, 400], { model: 'claude-sonnet', outputContent: 'parser design v1' })
     .handoff({ handoffId: 'h-a3-1', stepId: 'code', fromAgentId: 'planner', toAgentId: 'coder', reason: 'needs_code' })
@@ -156,7 +212,11 @@ function alpha(): PlanScript[] {
 
 function beta(): PlanScript[] {
   const b1 = new PlanScript('plan-b1', 'sess-beta', '2026-02-03T15:00:00.000Z')
-    .created({ query: 'Delete old branches', requiresApproval: true, steps: [step('list', 0, 'git-agent', 'List branches'), step('delete', 1, 'git-agent', 'Delete them', ['list'])] })
+    .created({
+      query: 'Delete old branches',
+      requiresApproval: true,
+      steps: [step('list', 0, 'git-agent', 'List branches'), step('delete', 1, 'git-agent', 'Delete them', ['list'])],
+    })
     .decision({ decision: 'reject', decidedBy: 'bob', feedback: 'too risky' });
   const b2 = new PlanScript('plan-b2', 'sess-beta', '2026-02-04T08:00:00.000Z').created({
     query: 'Upgrade dependencies',
@@ -164,9 +224,18 @@ function beta(): PlanScript[] {
     steps: [step('audit', 0, 'coder', 'Audit versions'), step('bump', 1, 'coder', 'Bump versions', ['audit'])],
   });
   const b3 = new PlanScript('plan-b3', 'sess-beta', '2026-02-04T12:00:00.000Z')
-    .created({ query: 'Answer the support ticket', steps: [step('triage', 0, 'support', 'Triage'), step('answer', 1, 'writer', 'Answer', ['triage'])] })
+    .created({
+      query: 'Answer the support ticket',
+      steps: [step('triage', 0, 'support', 'Triage'), step('answer', 1, 'writer', 'Answer', ['triage'])],
+    })
     .ran('triage', [400, 120], { model: 'gpt-4o-mini' })
-    .handoff({ handoffId: 'h-b3-1', stepId: 'answer', fromAgentId: 'support', toAgentId: 'writer', reason: 'needs_writing' })
+    .handoff({
+      handoffId: 'h-b3-1',
+      stepId: 'answer',
+      fromAgentId: 'support',
+      toAgentId: 'writer',
+      reason: 'needs_writing',
+    })
     .ran('answer', [700, 650], { model: 'gpt-4o' })
     .finalized({ status: 'completed' });
   return [b1, b2, b3];
@@ -184,7 +253,10 @@ function gamma(): PlanScript[] {
     .checkpoint('ck-c2-0', 0, { done: ['only'] })
     .finalized({ status: 'completed' });
   const c3 = new PlanScript(NO_DAG_PLAN, 'sess-gamma', '2026-02-05T10:00:00.000Z')
-    .created({ query: 'Index the wiki', steps: [step('crawl', 0, 'crawler', 'Crawl pages'), step('index', 1, 'indexer', 'Index them', ['crawl'])] })
+    .created({
+      query: 'Index the wiki',
+      steps: [step('crawl', 0, 'crawler', 'Crawl pages'), step('index', 1, 'indexer', 'Index them', ['crawl'])],
+    })
     .started('crawl');
   return [c1, c2, c3];
 }
@@ -198,7 +270,16 @@ export function dagSteps(prefix: string, sizes: number[]): StepSpec[] {
     for (let i = 0; i < size; i++) {
       const prev = sizes[layer - 1];
       const deps = layer === 0 ? [] : [...new Set([i % prev, (i + 1) % prev])].map((j) => dagKey(prefix, layer - 1, j));
-      out.push(step(dagKey(prefix, layer, i), out.length, AGENTS[out.length % AGENTS.length], `task ${layer}.${i}`, deps, `Layer ${layer} task ${i}`));
+      out.push(
+        step(
+          dagKey(prefix, layer, i),
+          out.length,
+          AGENTS[out.length % AGENTS.length],
+          `task ${layer}.${i}`,
+          deps,
+          `Layer ${layer} task ${i}`,
+        ),
+      );
     }
   });
   return out;
@@ -208,20 +289,42 @@ export const dagKey = (prefix: string, layer: number, i: number) => `${prefix}${
 
 function dag(): PlanScript[] {
   const steps = dagSteps('t', DAG_LAYER_SIZES);
-  const big = new PlanScript('plan-dag', 'sess-dag', '2026-02-06T08:00:00.000Z').created({ query: 'Migrate 120 services to the new API', complexity: 9, steps });
+  const big = new PlanScript('plan-dag', 'sess-dag', '2026-02-06T08:00:00.000Z').created({
+    query: 'Migrate 120 services to the new API',
+    complexity: 9,
+    steps,
+  });
   for (let layer = 0; layer < 3; layer++) {
     const keys = Array.from({ length: DAG_LAYER_SIZES[layer] }, (_, i) => dagKey('t', layer, i));
-    for (const key of keys) big.ran(key, [100 + layer * 10, 50 + layer], { model: layer % 2 === 0 ? 'gpt-4o' : 'claude-sonnet' });
+    for (const key of keys)
+      big.ran(key, [100 + layer * 10, 50 + layer], { model: layer % 2 === 0 ? 'gpt-4o' : 'claude-sonnet' });
     big.checkpoint(`ck-dag-${layer}`, layer, { layer, completed: keys, context: { branch: `migrate-l${layer}` } });
   }
-  big.handoff({ handoffId: 'h-dag-1', stepId: dagKey('t', 3, 0), fromAgentId: 'reviewer', toAgentId: 'coder', reason: 'needs_code' });
+  big.handoff({
+    handoffId: 'h-dag-1',
+    stepId: dagKey('t', 3, 0),
+    fromAgentId: 'reviewer',
+    toAgentId: 'coder',
+    reason: 'needs_code',
+  });
   for (let i = 0; i < 5; i++) big.ran(dagKey('t', 3, i), [130, 53], { model: 'gpt-4o' });
-  big.started(dagKey('t', 3, 5)).failed(dagKey('t', 3, 5), 'compile error in service 35', { inputTokens: 90, outputTokens: 10, model: 'gpt-4o' });
+  big
+    .started(dagKey('t', 3, 5))
+    .failed(dagKey('t', 3, 5), 'compile error in service 35', { inputTokens: 90, outputTokens: 10, model: 'gpt-4o' });
   for (let i = 6; i < 9; i++) big.started(dagKey('t', 3, i));
 
-  const small = new PlanScript('plan-dag-done', 'sess-dag', '2026-02-05T20:00:00.000Z').created({ query: 'Rotate two keys', steps: dagSteps('k', [2, 1]) });
-  small.ran(dagKey('k', 0, 0), [10, 5], { model: 'gpt-4o-mini' }).ran(dagKey('k', 0, 1), [10, 5], { model: 'gpt-4o-mini' }).checkpoint('ck-done-0', 0, { layer: 0 });
-  small.ran(dagKey('k', 1, 0), [20, 8], { model: 'gpt-4o-mini' }).checkpoint('ck-done-1', 1, { layer: 1 }).finalized({ status: 'completed' });
+  const small = new PlanScript('plan-dag-done', 'sess-dag', '2026-02-05T20:00:00.000Z').created({
+    query: 'Rotate two keys',
+    steps: dagSteps('k', [2, 1]),
+  });
+  small
+    .ran(dagKey('k', 0, 0), [10, 5], { model: 'gpt-4o-mini' })
+    .ran(dagKey('k', 0, 1), [10, 5], { model: 'gpt-4o-mini' })
+    .checkpoint('ck-done-0', 0, { layer: 0 });
+  small
+    .ran(dagKey('k', 1, 0), [20, 8], { model: 'gpt-4o-mini' })
+    .checkpoint('ck-done-1', 1, { layer: 1 })
+    .finalized({ status: 'completed' });
   return [big, small];
 }
 
@@ -230,7 +333,10 @@ export function readDatasetEvents(): PlanEvent[] {
   const inputs = [...alpha(), ...beta(), ...gamma(), ...dag()].flatMap((s) => s.events);
   return inputs.map((input) => {
     const parsed = parsePlanEvent(input);
-    if (!parsed.ok) throw new Error(`dataset event ${input.planId}#${input.seq} is invalid: ${JSON.stringify(parsed.error.violations)}`);
+    if (!parsed.ok)
+      throw new Error(
+        `dataset event ${input.planId}#${input.seq} is invalid: ${JSON.stringify(parsed.error.violations)}`,
+      );
     return parsed.event;
   });
 }
@@ -256,7 +362,9 @@ export async function loadReadDataset(ds: DataSource, batchSize = 60): Promise<P
 }
 
 function datasetInTimeOrder(): PlanEvent[] {
-  return readDatasetEvents().sort((a, b) => a.occurredAt.localeCompare(b.occurredAt) || a.planId.localeCompare(b.planId) || a.seq - b.seq);
+  return readDatasetEvents().sort(
+    (a, b) => a.occurredAt.localeCompare(b.occurredAt) || a.planId.localeCompare(b.planId) || a.seq - b.seq,
+  );
 }
 
 /**
@@ -275,9 +383,14 @@ export async function loadReadDatasetThroughWorker(ds: DataSource, url: string, 
   });
   try {
     const jobs = [];
-    for (let i = 0; i < events.length; i += batchSize) jobs.push({ v: 1 as const, events: events.slice(i, i + batchSize) });
+    for (let i = 0; i < events.length; i += batchSize)
+      jobs.push({ v: 1 as const, events: events.slice(i, i + batchSize) });
     await publish(redis, prefix, jobs);
-    await waitFor('the worker stored the dataset', async () => (await countRows(ds, 'plan_events')) === events.length, 60_000);
+    await waitFor(
+      'the worker stored the dataset',
+      async () => (await countRows(ds, 'plan_events')) === events.length,
+      60_000,
+    );
     expect(worker.stats().deadLettered).toBe(0);
   } finally {
     await worker.close(10_000);

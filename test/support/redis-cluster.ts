@@ -43,8 +43,30 @@ export class RedisCluster {
         const busPort = await freePort();
         const child = spawn(
           'redis-server',
-          ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-port', String(busPort), '--cluster-config-file', `nodes-${port}.conf`,
-            '--cluster-node-timeout', '5000', '--save', '', '--appendonly', 'no', '--dir', dir, '--maxmemory-policy', 'noeviction', '--logfile', `redis-${port}.log`],
+          [
+            '--port',
+            String(port),
+            '--bind',
+            '127.0.0.1',
+            '--cluster-enabled',
+            'yes',
+            '--cluster-port',
+            String(busPort),
+            '--cluster-config-file',
+            `nodes-${port}.conf`,
+            '--cluster-node-timeout',
+            '5000',
+            '--save',
+            '',
+            '--appendonly',
+            'no',
+            '--dir',
+            dir,
+            '--maxmemory-policy',
+            'noeviction',
+            '--logfile',
+            `redis-${port}.log`,
+          ],
           { stdio: 'ignore' },
         );
         started.add(child);
@@ -53,8 +75,17 @@ export class RedisCluster {
         children.push(child);
       }
       for (const port of ports) await cluster.waitFor(port, async (r) => (await r.ping()) === 'PONG', 'answer PING');
-      await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
-      for (const port of ports) await cluster.waitFor(port, async (r) => /cluster_state:ok/.test(await r.cluster('INFO') as string), 'report cluster_state:ok');
+      await run(
+        'redis-cli',
+        ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
+        { timeout: 30_000 },
+      );
+      for (const port of ports)
+        await cluster.waitFor(
+          port,
+          async (r) => /cluster_state:ok/.test((await r.cluster('INFO')) as string),
+          'report cluster_state:ok',
+        );
       return cluster;
     } catch (err) {
       await cluster.destroy();
@@ -63,10 +94,21 @@ export class RedisCluster {
   }
 
   private admin(port: number): IORedis {
-    return new IORedis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, lazyConnect: false, retryStrategy: () => null });
+    return new IORedis({
+      port,
+      host: '127.0.0.1',
+      maxRetriesPerRequest: 1,
+      lazyConnect: false,
+      retryStrategy: () => null,
+    });
   }
 
-  private async waitFor(port: number, check: (r: IORedis) => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  private async waitFor(
+    port: number,
+    check: (r: IORedis) => Promise<boolean>,
+    what: string,
+    timeoutMs = 20_000,
+  ): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const r = this.admin(port);
@@ -74,7 +116,8 @@ export class RedisCluster {
       const ok = await check(r).catch(() => false);
       r.disconnect();
       if (ok) return;
-      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not ${what} within ${timeoutMs} ms (logs in ${this.dir})`);
+      if (Date.now() > deadline)
+        throw new Error(`redis-server on port ${port} did not ${what} within ${timeoutMs} ms (logs in ${this.dir})`);
       await sleep(100);
     }
   }

@@ -12,7 +12,17 @@ import { runMigrations } from '../../src/store/migrator';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { createMigratedDb } from '../support/databases';
 import { exactlyEvents, shuffled, toJobData } from '../support/event-factory';
-import { countRows, dropPrefix, openRedis, publish, queueCounts, readDeadLetters, REDIS_URL, uniquePrefix, waitFor } from './helpers/queue-harness';
+import {
+  countRows,
+  dropPrefix,
+  openRedis,
+  publish,
+  queueCounts,
+  readDeadLetters,
+  REDIS_URL,
+  uniquePrefix,
+  waitFor,
+} from './helpers/queue-harness';
 import { startPrivatePostgres, PrivatePostgres } from './helpers/private-postgres';
 import { spawnWorker, stopProcess, WorkerProcess } from './helpers/worker-process';
 
@@ -23,7 +33,8 @@ const PER_JOB = 50;
 const events = exactlyEvents(TOTAL, { seed: 77 });
 const jobs = toJobData(events, PER_JOB);
 
-const PLAN_COLUMNS = 'id, status, total_steps, completed_steps, failed_steps, skipped_steps, total_input_tokens, total_output_tokens, approval_status';
+const PLAN_COLUMNS =
+  'id, status, total_steps, completed_steps, failed_steps, skipped_steps, total_input_tokens, total_output_tokens, approval_status';
 async function plans(ds: DataSource): Promise<unknown[]> {
   return ds.query(`SELECT ${PLAN_COLUMNS} FROM execution_plans ORDER BY id`);
 }
@@ -67,7 +78,12 @@ describe('chaos: real worker processes on PostgreSQL', () => {
       await publish(redis, qp, jobs);
       const first = worker(env);
       await first.waitForLog('worker started');
-      await waitFor('a few thousand events stored', async () => (await countRows(db.ds, 'plan_events')) >= 3_000, 60_000, 20);
+      await waitFor(
+        'a few thousand events stored',
+        async () => (await countRows(db.ds, 'plan_events')) >= 3_000,
+        60_000,
+        20,
+      );
       first.child.kill('SIGKILL');
       expect(await first.exited).toBe('SIGKILL');
       const atKill = await countRows(db.ds, 'plan_events');
@@ -75,10 +91,15 @@ describe('chaos: real worker processes on PostgreSQL', () => {
 
       const second = worker(env);
       await waitFor('all events stored', async () => (await countRows(db.ds, 'plan_events')) >= TOTAL, 120_000, 200);
-      await waitFor('the queue to drain', async () => {
-        const c = await queueCounts(redis, qp);
-        return c.wait + c.active + c.delayed === 0;
-      }, 60_000, 200);
+      await waitFor(
+        'the queue to drain',
+        async () => {
+          const c = await queueCounts(redis, qp);
+          return c.wait + c.active + c.delayed === 0;
+        },
+        60_000,
+        200,
+      );
       second.child.kill('SIGTERM');
       expect(await second.exited).toBe(0);
 
@@ -100,7 +121,13 @@ describe('chaos: real worker processes on PostgreSQL', () => {
       await runMigrations(ds);
       await ds.destroy();
       const qp = prefix();
-      const proc = worker({ DATABASE_URL: pg.url, QUEUE_PREFIX: qp, HEALTH_PORT: '0', HEALTH_HOST: '127.0.0.1', WORKER_CONCURRENCY: '16' });
+      const proc = worker({
+        DATABASE_URL: pg.url,
+        QUEUE_PREFIX: qp,
+        HEALTH_PORT: '0',
+        HEALTH_HOST: '127.0.0.1',
+        WORKER_CONCURRENCY: '16',
+      });
       const started = await proc.waitForLog('worker started');
       const readyz = async () => (await fetch(`http://127.0.0.1:${started.healthPort}/readyz`)).status;
 
@@ -129,7 +156,14 @@ describe('chaos: real worker processes on PostgreSQL', () => {
       await waitFor('ready again', async () => (await readyz()) === 200, 30_000, 200);
       proc.child.kill('SIGTERM');
       expect(await proc.exited).toBe(0);
-      if (process.env.CHAOS_DEBUG) console.log(proc.logs().filter((l) => (l.level as number) >= 40).map((l) => JSON.stringify(l).slice(0, 300)).join('\n'));
+      if (process.env.CHAOS_DEBUG)
+        console.log(
+          proc
+            .logs()
+            .filter((l) => (l.level as number) >= 40)
+            .map((l) => JSON.stringify(l).slice(0, 300))
+            .join('\n'),
+        );
 
       expect(await countRows(ds, 'plan_events')).toBe(TOTAL);
       expect(await plans(ds)).toEqual(expectedPlans);
@@ -153,10 +187,15 @@ describe('chaos: real worker processes on PostgreSQL', () => {
       const mixed = shuffled(jobs, 5);
       await publish(redis, qp, [...mixed, ...mixed.slice(0, 40)]);
       await waitFor('all events stored', async () => (await countRows(db.ds, 'plan_events')) >= TOTAL, 120_000, 200);
-      await waitFor('the queue to drain', async () => {
-        const c = await queueCounts(redis, qp);
-        return c.wait + c.active + c.delayed === 0;
-      }, 60_000, 200);
+      await waitFor(
+        'the queue to drain',
+        async () => {
+          const c = await queueCounts(redis, qp);
+          return c.wait + c.active + c.delayed === 0;
+        },
+        60_000,
+        200,
+      );
       a.child.kill('SIGTERM');
       b.child.kill('SIGTERM');
       expect(await Promise.all([a.exited, b.exited])).toEqual([0, 0]);
@@ -164,7 +203,11 @@ describe('chaos: real worker processes on PostgreSQL', () => {
       expect(await countRows(db.ds, 'plan_events')).toBe(TOTAL);
       expect(await plans(db.ds)).toEqual(expectedPlans);
       expect(await readDeadLetters(redis, qp)).toEqual([]);
-      const inserted = (p: WorkerProcess) => p.logs().filter((l) => l.msg === 'batch committed').reduce((n, l) => n + (l.inserted as number), 0);
+      const inserted = (p: WorkerProcess) =>
+        p
+          .logs()
+          .filter((l) => l.msg === 'batch committed')
+          .reduce((n, l) => n + (l.inserted as number), 0);
       expect(inserted(a)).toBeGreaterThan(0);
       expect(inserted(b)).toBeGreaterThan(0);
       expect(inserted(a) + inserted(b)).toBe(TOTAL);

@@ -10,7 +10,15 @@ import { startWorker, WorkerHandle } from '../../src/worker';
 import { letter } from '../dead-letters/dead-letter.fixtures';
 import { createMigratedDb } from '../support/databases';
 import { invalidEvent, planRun } from '../support/event-factory';
-import { dropPrefix, openRedis, publish, readDeadLetters, REDIS_URL, silentLogger, uniquePrefix } from './helpers/queue-harness';
+import {
+  dropPrefix,
+  openRedis,
+  publish,
+  readDeadLetters,
+  REDIS_URL,
+  silentLogger,
+  uniquePrefix,
+} from './helpers/queue-harness';
 
 /** The worker's clock runs an hour ahead of Redis's: the oldest dead letter is about an hour old. */
 const AHEAD_MS = 3_600_000;
@@ -21,7 +29,7 @@ function value(metrics: string, series: string): number {
   return Number(line.slice(series.length + 1));
 }
 
-describe('worker /metrics: dead letters by kind and the oldest one\'s age (sqlite, real Redis)', () => {
+describe("worker /metrics: dead letters by kind and the oldest one's age (sqlite, real Redis)", () => {
   let redis: IORedis;
   let db: Awaited<ReturnType<typeof createMigratedDb>>;
   let prefix: string;
@@ -55,11 +63,12 @@ describe('worker /metrics: dead letters by kind and the oldest one\'s age (sqlit
   it('shows 0 for every kind and an age of 0 while the dead-letter queue is empty', async () => {
     const metrics = await scrape();
     expect(metrics).toContain('# TYPE plan_ledger_dead_letters gauge');
-    for (const kind of ['invalid', 'retries-exhausted', 'unprocessable', 'conflict']) expect(value(metrics, `plan_ledger_dead_letters{kind="${kind}"}`)).toBe(0);
+    for (const kind of ['invalid', 'retries-exhausted', 'unprocessable', 'conflict'])
+      expect(value(metrics, `plan_ledger_dead_letters{kind="${kind}"}`)).toBe(0);
     expect(value(metrics, 'plan_ledger_dead_letter_oldest_age_seconds')).toBe(0);
   });
 
-  it('counts the worker\'s own dead letters and those already queued, by kind, with the oldest one\'s age', async () => {
+  it("counts the worker's own dead letters and those already queued, by kind, with the oldest one's age", async () => {
     // two left by an earlier outage, then a poison event the worker dead-letters itself
     await writer.write([letter({ kind: 'retries-exhausted' }), letter({ kind: 'retries-exhausted' })]);
     const valid = planRun({ seed: 14, steps: 2 });

@@ -22,7 +22,9 @@ const MAXMEMORY = 12 * 1024 * 1024;
 /** Events with ~1 KB of output each, so that a few hundred jobs fill the small Redis. */
 function heavyEvents(total: number, seed: number): PlanEvent[] {
   return manyPlanRuns(total, { seed, steps: 4 }).map((e) =>
-    e.type === 'step.completed' ? ({ ...e, payload: { ...e.payload, outputContent: 'x'.repeat(4_000) } } as PlanEvent) : e,
+    e.type === 'step.completed'
+      ? ({ ...e, payload: { ...e.payload, outputContent: 'x'.repeat(4_000) } } as PlanEvent)
+      : e,
   );
 }
 
@@ -45,7 +47,8 @@ async function addAll(queue: Queue, jobs: ReturnType<typeof toJobData>, untilMs:
 
 /** Adds each job with the publisher's options and ids `<idPrefix>-<i>`, while Redis has room. */
 async function addJobs(queue: Queue, jobs: ReturnType<typeof toJobData>, idPrefix: string): Promise<void> {
-  for (const [i, data] of jobs.entries()) await queue.add(EVENT_BATCH_JOB, data, { ...DEFAULT_JOB_OPTIONS, jobId: `${idPrefix}-${i}` });
+  for (const [i, data] of jobs.entries())
+    await queue.add(EVENT_BATCH_JOB, data, { ...DEFAULT_JOB_OPTIONS, jobId: `${idPrefix}-${i}` });
 }
 
 /** Events the jobs carry. */
@@ -116,7 +119,13 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
     for (const [i, data] of toJobData(heavyEvents(8_000, 82), 200).entries()) {
       if ((await usedMemory()) > baseline + 5 * 1024 * 1024) break;
       const job = await queue.add(EVENT_BATCH_JOB, data, { jobId: `old-${i}` });
-      await client.eval(`redis.call('LREM', KEYS[1], 0, ARGV[1]); redis.call('ZADD', KEYS[2], 1, ARGV[1])`, 2, queue.keys.wait, queue.keys.completed, job.id!);
+      await client.eval(
+        `redis.call('LREM', KEYS[1], 0, ARGV[1]); redis.call('ZADD', KEYS[2], 1, ARGV[1])`,
+        2,
+        queue.keys.wait,
+        queue.keys.completed,
+        job.id!,
+      );
       added++;
     }
     // ...then a backlog, and Redis found over its maxmemory (noeviction): every write is refused
@@ -144,7 +153,13 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
     // completed jobs an older publisher left with their data (what a relief can free), then a backlog
     for (const [i, data] of toJobData(heavyEvents(2_000, 85), 200).entries()) {
       const job = await queue.add(EVENT_BATCH_JOB, data, { jobId: `old-${i}` });
-      await client.eval(`redis.call('LREM', KEYS[1], 0, ARGV[1]); redis.call('ZADD', KEYS[2], 1, ARGV[1])`, 2, queue.keys.wait, queue.keys.completed, job.id!);
+      await client.eval(
+        `redis.call('LREM', KEYS[1], 0, ARGV[1]); redis.call('ZADD', KEYS[2], 1, ARGV[1])`,
+        2,
+        queue.keys.wait,
+        queue.keys.completed,
+        job.id!,
+      );
     }
     const backlog = toJobData(heavyEvents(2_000, 84), 200);
     await addJobs(queue, backlog, 'cli');
@@ -154,9 +169,11 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
       await expect(client.set('probe', 'x')).rejects.toThrow(/OOM command not allowed/);
       await cli.waitForLog('worker started', 40_000);
       const total = before + eventsIn(backlog);
-      await waitFor('the backlog stored', async () => (await countRows(db.ds, 'plan_events')) === total, 40_000).catch((err) => {
-        throw new Error(`${(err as Error).message}\n${cli.stdout().slice(-3000)}\n${cli.stderr()}`);
-      });
+      await waitFor('the backlog stored', async () => (await countRows(db.ds, 'plan_events')) === total, 40_000).catch(
+        (err) => {
+          throw new Error(`${(err as Error).message}\n${cli.stdout().slice(-3000)}\n${cli.stderr()}`);
+        },
+      );
       cli.child.kill('SIGTERM');
       expect(await cli.exited).toBe(0);
     } finally {
@@ -173,7 +190,11 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
     const backlog = toJobData(manyPlanRuns(300, { seed: 86 }), 100);
     await addJobs(queue, backlog, 'junk');
     // another application's keys fill Redis: nothing of the queue's is there to free
-    await client.eval(`for i = 1, 2000 do redis.call('SET', KEYS[1] .. i, string.rep('x', 1000)) end`, 1, `${prefix}-other:`);
+    await client.eval(
+      `for i = 1, 2000 do redis.call('SET', KEYS[1] .. i, string.rep('x', 1000)) end`,
+      1,
+      `${prefix}-other:`,
+    );
     await overMaxmemory();
     const cli = spawnWorker({ REDIS_URL: redis.url, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url });
     try {
@@ -188,7 +209,11 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
       // the operator frees memory: the next try goes through
       await client.eval(`for i = 1, 2000 do redis.call('DEL', KEYS[1] .. i) end`, 1, `${prefix}-other:`);
       const total = before + eventsIn(backlog);
-      await waitFor('the backlog stored once Redis had room', async () => (await countRows(db.ds, 'plan_events')) === total, 30_000);
+      await waitFor(
+        'the backlog stored once Redis had room',
+        async () => (await countRows(db.ds, 'plan_events')) === total,
+        30_000,
+      );
       cli.child.kill('SIGTERM');
       expect(await cli.exited).toBe(0);
       const repeated = cli.logs().filter((l) => l.msg === 'worker error (repeated)');
@@ -196,7 +221,9 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
       // an ioredis error's command is named, not quoted: no BullMQ script source, no job data
       const lines = cli.stdout().split('\n');
       expect(lines.filter((l) => l.length > 4_000)).toEqual([]);
-      expect(cli.logs().find((l) => l.msg === 'worker error')).toMatchObject({ err: { command: { name: expect.stringMatching(/^eval/), args: expect.any(Number) } } });
+      expect(cli.logs().find((l) => l.msg === 'worker error')).toMatchObject({
+        err: { command: { name: expect.stringMatching(/^eval/), args: expect.any(Number) } },
+      });
     } finally {
       await stopProcess(cli);
       await client.config('SET', 'maxmemory', String(MAXMEMORY));
@@ -217,13 +244,18 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
       const before = await countRows(db.ds, 'plan_events');
       const jobs = toJobData(manyPlanRuns(100, { seed: 87 }), 50);
       await addJobs(queue, jobs, 'down');
-      await waitFor('the events published after the outage stored', async () => (await countRows(db.ds, 'plan_events')) === before + eventsIn(jobs), 30_000).catch((err) => {
+      await waitFor(
+        'the events published after the outage stored',
+        async () => (await countRows(db.ds, 'plan_events')) === before + eventsIn(jobs),
+        30_000,
+      ).catch((err) => {
         throw new Error(`${(err as Error).message}\n${cli.stdout().slice(-4000)}\n${cli.stderr()}`);
       });
       cli.child.kill('SIGTERM');
       expect(await cli.exited).toBe(0);
       const perMessage = new Map<string, number>();
-      for (const l of cli.logs()) if ((l.level as number) >= 40) perMessage.set(l.msg as string, (perMessage.get(l.msg as string) ?? 0) + 1);
+      for (const l of cli.logs())
+        if ((l.level as number) >= 40) perMessage.set(l.msg as string, (perMessage.get(l.msg as string) ?? 0) + 1);
       // before: each of these once per reconnection attempt, 6 to 12 times in 5 s
       // once, or twice if the outage outlasts a 10 s window on a slow machine
       expect(perMessage.get('events queue connection error')).toBeGreaterThan(0);
@@ -239,7 +271,12 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
   it('SIGTERM while Redis is down and no job is in flight: exits 0 at the deadline, says nothing is handed back, and sums up each repeated error', async () => {
     await client.config('SET', 'maxmemory', String(MAXMEMORY));
     const prefix = uniquePrefix('downstop');
-    const cli = spawnWorker({ REDIS_URL: redis.url, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url, SHUTDOWN_TIMEOUT_MS: '1500' });
+    const cli = spawnWorker({
+      REDIS_URL: redis.url,
+      QUEUE_PREFIX: prefix,
+      DATABASE_URL: db.db.url,
+      SHUTDOWN_TIMEOUT_MS: '1500',
+    });
     try {
       await cli.waitForLog('worker started', 40_000);
       await redis.stop();
@@ -248,7 +285,9 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
       cli.child.kill('SIGTERM');
       // before: exit 1 and "unfinished jobs will be redelivered", with none in flight
       expect(await cli.exited).toBe(0);
-      expect(cli.stderr()).toContain('reached with no job in flight; the Redis connections were dropped (is Redis reachable?)');
+      expect(cli.stderr()).toContain(
+        'reached with no job in flight; the Redis connections were dropped (is Redis reachable?)',
+      );
       expect(cli.stderr()).not.toContain('redelivered');
       const logs = cli.logs();
       expect(logs.find((l) => l.msg === 'worker closed')).toMatchObject({ clean: false, unfinishedJobs: 0 });

@@ -12,7 +12,16 @@ import { startWorker, WorkerHandle } from '../../src/worker';
 import { createMigratedDb } from '../support/databases';
 import { planRun } from '../support/event-factory';
 import { newPublisher, removeTempJournalDirs } from '../publisher/support/publisher-harness';
-import { countRows, dropPrefix, openRedis, publish, readDeadLetters, REDIS_URL, silentLogger, uniquePrefix } from './helpers/queue-harness';
+import {
+  countRows,
+  dropPrefix,
+  openRedis,
+  publish,
+  readDeadLetters,
+  REDIS_URL,
+  silentLogger,
+  uniquePrefix,
+} from './helpers/queue-harness';
 
 const MIB = 1024 * 1024;
 
@@ -62,7 +71,9 @@ describe('job size limit', () => {
 
   it('the publisher refuses a job limit that cannot hold its largest event and journal record', () => {
     expect(() => newPublisher(REDIS_URL, { limits: { maxJobBytes: MIB } })).toThrow(PublisherConfigError);
-    expect(() => newPublisher(REDIS_URL, { limits: { maxJobBytes: MIB } })).toThrow(/limits.maxJobBytes \(1048576\) must be at least/);
+    expect(() => newPublisher(REDIS_URL, { limits: { maxJobBytes: MIB } })).toThrow(
+      /limits.maxJobBytes \(1048576\) must be at least/,
+    );
   });
 
   it('the worker dead-letters a job over 16 MiB whole, without parsing it, and stores the jobs beside it', async () => {
@@ -90,7 +101,9 @@ describe('job size limit', () => {
       expect(letters).toHaveLength(1);
       expect(letters[0]).toMatchObject({ kind: 'invalid', source: { jobId: 'huge' } });
       expect(letters[0].event).toBe(raw); // nothing dropped: the raw text is kept
-      expect(letters[0].error.message).toBe(`job data is ${Buffer.byteLength(raw)} bytes, over the ${16 * MIB}-byte job limit (maxJobBytes); not parsed, its raw text is kept as the event`);
+      expect(letters[0].error.message).toBe(
+        `job data is ${Buffer.byteLength(raw)} bytes, over the ${16 * MIB}-byte job limit (maxJobBytes); not parsed, its raw text is kept as the event`,
+      );
     } finally {
       await worker?.close();
       await queue.close();

@@ -6,7 +6,16 @@ import { loadConfig } from '../../src/config/config';
 import { createMigratedDb, TestDb, withMssql } from '../support/databases';
 import { invalidEvent, planRun, toJobData } from '../support/event-factory';
 import type { PlanEvent } from '../../src/contracts';
-import { countRows, dropPrefix, openRedis, publish, readDeadLetters, REDIS_URL, silentLogger, uniquePrefix } from './helpers/queue-harness';
+import {
+  countRows,
+  dropPrefix,
+  openRedis,
+  publish,
+  readDeadLetters,
+  REDIS_URL,
+  silentLogger,
+  uniquePrefix,
+} from './helpers/queue-harness';
 
 const KINDS: TestDb[] = withMssql(['sqlite', 'postgres']);
 
@@ -49,11 +58,24 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     expect(await countRows(db.ds, 'plan_events')).toBe(rowsBefore + events.length);
     const letters = (await readDeadLetters(redis, prefix)).filter((l) => l.source.jobId === jobId);
     expect(letters).toHaveLength(1);
-    expect(letters[0]).toMatchObject({ kind: 'invalid', event: bad, eventId: bad.eventId, planId: bad.planId, attempts: 1 });
+    expect(letters[0]).toMatchObject({
+      kind: 'invalid',
+      event: bad,
+      eventId: bad.eventId,
+      planId: bad.planId,
+      attempts: 1,
+    });
     expect(letters[0].error.violations).toEqual([{ path: 'payload.result', message }]);
-    const [voided] = await db.ds.query(`SELECT seq, payload FROM plan_events WHERE plan_id = '${bad.planId}' AND type = 'seq.voided'`);
-    expect({ seq: Number(voided.seq), payload: typeof voided.payload === 'string' ? JSON.parse(voided.payload) : voided.payload }).toEqual({ seq: bad.seq, payload: { eventId: bad.eventId, kind: 'invalid', deadLetterId: letters[0].id } });
-    const [head] = await db.ds.query(`SELECT applied_seq, pending_events FROM plan_heads WHERE plan_id = '${bad.planId}'`);
+    const [voided] = await db.ds.query(
+      `SELECT seq, payload FROM plan_events WHERE plan_id = '${bad.planId}' AND type = 'seq.voided'`,
+    );
+    expect({
+      seq: Number(voided.seq),
+      payload: typeof voided.payload === 'string' ? JSON.parse(voided.payload) : voided.payload,
+    }).toEqual({ seq: bad.seq, payload: { eventId: bad.eventId, kind: 'invalid', deadLetterId: letters[0].id } });
+    const [head] = await db.ds.query(
+      `SELECT applied_seq, pending_events FROM plan_heads WHERE plan_id = '${bad.planId}'`,
+    );
     expect([Number(head.applied_seq), Number(head.pending_events)]).toEqual([Math.max(...events.map((e) => e.seq)), 0]);
   }
 
@@ -61,7 +83,12 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     const valid = planRun({ seed: 11, steps: 3 });
     const bad = invalidEvent(11);
     const events = [...valid.slice(0, 2), bad, ...valid.slice(2)];
-    const [jobId] = await publish(redis, prefix, [{ v: 1, events, replayCounts: events.map((_, i) => (i === 2 ? 2 : 0)) }], 'poison');
+    const [jobId] = await publish(
+      redis,
+      prefix,
+      [{ v: 1, events, replayCounts: events.map((_, i) => (i === 2 ? 2 : 0)) }],
+      'poison',
+    );
     expect(await worker.idle(30_000)).toBe(true);
 
     expect(await countRows(db.ds, 'plan_events')).toBe(valid.length);
@@ -100,7 +127,12 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     const done = run[at] as Extract<PlanEvent, { type: 'step.completed' }>;
     const bad = { ...done, payload: { ...done.payload, result: 'half\u0000way' } };
     const events = run.map((e, i) => (i === at ? bad : e));
-    await expectOnlyInvalid(events, bad, 'nul', 'payload.result must not contain the NUL character (U+0000): PostgreSQL cannot store it');
+    await expectOnlyInvalid(
+      events,
+      bad,
+      'nul',
+      'payload.result must not contain the NUL character (U+0000): PostgreSQL cannot store it',
+    );
   });
 
   // A lone surrogate has no UTF-8 form: PostgreSQL would store U+FFFD, SQLite the raw unit. The
@@ -114,8 +146,15 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     const bad = { ...done, payload: { ...done.payload, result: 'file-\uD800.txt' } };
     const smile = { ...emoji, payload: { ...emoji.payload, result: 'done \u{1F600} \u{20000}' } };
     const events = run.map((e, i) => (i === completedAt[0] ? smile : i === completedAt[1] ? bad : e));
-    await expectOnlyInvalid(events, bad, 'surrogate', 'payload.result must not contain a lone UTF-16 surrogate (U+D800-U+DFFF without its pair): databases store it differently');
-    const [row] = await db.ds.query(`SELECT result FROM plan_steps WHERE plan_id = '${smile.planId}' AND step_key = '${smile.payload.stepId}'`);
+    await expectOnlyInvalid(
+      events,
+      bad,
+      'surrogate',
+      'payload.result must not contain a lone UTF-16 surrogate (U+D800-U+DFFF without its pair): databases store it differently',
+    );
+    const [row] = await db.ds.query(
+      `SELECT result FROM plan_steps WHERE plan_id = '${smile.planId}' AND step_key = '${smile.payload.stepId}'`,
+    );
     expect(row.result).toBe('done \u{1F600} \u{20000}');
   });
 
@@ -123,7 +162,11 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
     try {
       // kept once completed (the worker's default removes it) so that its attempts can be read
-      const job = await queue.add('events', { v: 1, events: [invalidEvent(12)] }, { jobId: 'only-invalid', attempts: 5, removeOnComplete: false });
+      const job = await queue.add(
+        'events',
+        { v: 1, events: [invalidEvent(12)] },
+        { jobId: 'only-invalid', attempts: 5, removeOnComplete: false },
+      );
       expect(await worker.idle(30_000)).toBe(true);
       const done = await queue.getJob(job.id!);
       expect(await done!.getState()).toBe('completed');
@@ -171,26 +214,29 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     ['NaN', '{"v":1,"events":[{"seq":NaN}]}'],
     ['Infinity', '{"v":1,"events":[{"seq":Infinity}]}'],
     ['truncated', '{"v":1,"events":[{"eventId":"abc'],
-  ])('dead-letters a job whose data is not JSON (%s) at once, with its raw text, and stores the valid jobs beside it', async (tag, raw) => {
-    const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
-    try {
-      const run = planRun({ seed: 40 + tag.length, steps: 2 });
-      const rowsBefore = await countRows(db.ds, 'plan_events');
-      await addRawJob(queue, `raw-${tag}`, raw);
-      await publish(redis, prefix, [{ v: 1, events: run }], `beside-${tag}`);
-      expect(await worker.idle(30_000)).toBe(true);
+  ])(
+    'dead-letters a job whose data is not JSON (%s) at once, with its raw text, and stores the valid jobs beside it',
+    async (tag, raw) => {
+      const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
+      try {
+        const run = planRun({ seed: 40 + tag.length, steps: 2 });
+        const rowsBefore = await countRows(db.ds, 'plan_events');
+        await addRawJob(queue, `raw-${tag}`, raw);
+        await publish(redis, prefix, [{ v: 1, events: run }], `beside-${tag}`);
+        expect(await worker.idle(30_000)).toBe(true);
 
-      expect(await countRows(db.ds, 'plan_events')).toBe(rowsBefore + run.length);
-      const letters = (await readDeadLetters(redis, prefix)).filter((l) => l.source.jobId === `raw-${tag}`);
-      expect(letters).toHaveLength(1);
-      expect(letters[0]).toMatchObject({ kind: 'invalid', event: raw, attempts: 1 });
-      expect(letters[0].error.message).toMatch(/^job data is not JSON \(.+\); its raw text is kept as the event$/);
-      expect(await queue.getJobState(`raw-${tag}`)).toBe('completed');
-      expect(await redis.hget(`${prefix}:${EVENTS_QUEUE}:raw-${tag}`, 'stc')).toBeNull(); // never stalled
-    } finally {
-      await queue.close();
-    }
-  });
+        expect(await countRows(db.ds, 'plan_events')).toBe(rowsBefore + run.length);
+        const letters = (await readDeadLetters(redis, prefix)).filter((l) => l.source.jobId === `raw-${tag}`);
+        expect(letters).toHaveLength(1);
+        expect(letters[0]).toMatchObject({ kind: 'invalid', event: raw, attempts: 1 });
+        expect(letters[0].error.message).toMatch(/^job data is not JSON \(.+\); its raw text is kept as the event$/);
+        expect(await queue.getJobState(`raw-${tag}`)).toBe('completed');
+        expect(await redis.hget(`${prefix}:${EVENTS_QUEUE}:raw-${tag}`, 'stc')).toBeNull(); // never stalled
+      } finally {
+        await queue.close();
+      }
+    },
+  );
 
   it('refuses a job of an unknown envelope version instead of reading it as v1', async () => {
     const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });

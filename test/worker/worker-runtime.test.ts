@@ -6,18 +6,46 @@ import { startWorker, WorkerConfig, WorkerHandle } from '../../src/worker';
 import type { EventPersister } from '../../src/worker/batch-writer';
 import { createMigratedDb, TestDb, withMssql } from '../support/databases';
 import { manyPlanRuns, shuffled, toJobData } from '../support/event-factory';
-import { countRows, dropPrefix, openRedis, publish, queueCounts, queuedEvents, REDIS_URL, silentLogger, uniquePrefix, waitFor } from './helpers/queue-harness';
+import {
+  countRows,
+  dropPrefix,
+  openRedis,
+  publish,
+  queueCounts,
+  queuedEvents,
+  REDIS_URL,
+  silentLogger,
+  uniquePrefix,
+  waitFor,
+} from './helpers/queue-harness';
 
 type Db = Awaited<ReturnType<typeof createMigratedDb>>;
 
-const PLAN_COLUMNS = 'id, status, total_steps, completed_steps, failed_steps, skipped_steps, total_input_tokens, total_output_tokens, approval_status';
+const PLAN_COLUMNS =
+  'id, status, total_steps, completed_steps, failed_steps, skipped_steps, total_input_tokens, total_output_tokens, approval_status';
 
 /** What a user compares: every plan's counters and the number of rows per table. */
 async function snapshot(ds: Db['ds']) {
   const plans = await ds.query(`SELECT ${PLAN_COLUMNS} FROM execution_plans ORDER BY id`);
   const counts: Record<string, number> = {};
-  for (const t of ['plan_events', 'plan_steps', 'plan_handoffs', 'plan_decisions', 'workflow_checkpoints', 'workflow_dags', 'sessions']) counts[t] = await countRows(ds, t);
-  return { plans: plans.map((p: Record<string, unknown>) => Object.fromEntries(Object.entries(p).map(([k, v]) => [k, typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v]))), counts };
+  for (const t of [
+    'plan_events',
+    'plan_steps',
+    'plan_handoffs',
+    'plan_decisions',
+    'workflow_checkpoints',
+    'workflow_dags',
+    'sessions',
+  ])
+    counts[t] = await countRows(ds, t);
+  return {
+    plans: plans.map((p: Record<string, unknown>) =>
+      Object.fromEntries(
+        Object.entries(p).map(([k, v]) => [k, typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v]),
+      ),
+    ),
+    counts,
+  };
 }
 
 describe.each<TestDb>(withMssql(['sqlite', 'postgres']))('worker on %s: many jobs at high concurrency', (kind) => {
@@ -105,7 +133,10 @@ describe('worker: health, readiness, metrics and shutdown (sqlite)', () => {
     expect(health.status).toBe(200);
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ ready: true, checks: { redis: { ok: true }, database: { ok: true }, schema: { ok: true }, progress: { ok: true } } });
+    expect(await ready.json()).toEqual({
+      ready: true,
+      checks: { redis: { ok: true }, database: { ok: true }, schema: { ok: true }, progress: { ok: true } },
+    });
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(metrics).toMatch(/^plan_ledger_events_persisted_total\{type="plan.created"\} \d+/m);
     expect(metrics).toMatch(/^plan_ledger_events_persisted_total\{type="step.completed"\} \d+/m);
@@ -128,17 +159,35 @@ describe('worker: health, readiness, metrics and shutdown (sqlite)', () => {
     const base = `http://127.0.0.1:${worker.healthPort}`;
     const events = manyPlanRuns(1, { seed: 12 }); // one plan, seq 0..n, finalized last
     const lost = events.findIndex((e) => e.type === 'step.completed');
-    await publish(redis, prefix, toJobData(events.filter((_, i) => i !== lost), 5));
+    await publish(
+      redis,
+      prefix,
+      toJobData(
+        events.filter((_, i) => i !== lost),
+        5,
+      ),
+    );
     expect(await worker.idle(30_000)).toBe(true);
     expect(worker.stats().deadLettered).toBe(0);
     const planId = events[0].planId;
-    const status = async () => (await db.ds.query(`SELECT status FROM execution_plans WHERE id = '${planId}'`))[0]?.status;
+    const status = async () =>
+      (await db.ds.query(`SELECT status FROM execution_plans WHERE id = '${planId}'`))[0]?.status;
     expect(await status()).toBe('executing'); // plan.finalized waits behind the missing seq
     const metrics = async () => (await fetch(`${base}/metrics`)).text();
-    await waitFor('the gauge to count the waiting plan', async () => /^plan_ledger_plans_waiting_on_gap 1$/m.test(await metrics()), 10_000, 200);
+    await waitFor(
+      'the gauge to count the waiting plan',
+      async () => /^plan_ledger_plans_waiting_on_gap 1$/m.test(await metrics()),
+      10_000,
+      200,
+    );
     expect(await metrics()).toMatch(/^plan_ledger_gap_waits_total 1$/m);
     await waitFor('the sweeper to apply past the gap', async () => (await status()) === 'completed', 15_000, 200);
-    await waitFor('the gauge to drop', async () => /^plan_ledger_plans_waiting_on_gap 0$/m.test(await metrics()), 10_000, 200);
+    await waitFor(
+      'the gauge to drop',
+      async () => /^plan_ledger_plans_waiting_on_gap 0$/m.test(await metrics()),
+      10_000,
+      200,
+    );
     expect(await metrics()).toMatch(/^plan_ledger_gaps_skipped_total 1$/m);
   });
 
@@ -150,9 +199,17 @@ describe('worker: health, readiness, metrics and shutdown (sqlite)', () => {
     worker = await start({ concurrency: 2, readyStallSeconds: 1 }, store);
     const base = `http://127.0.0.1:${worker.healthPort}`;
     await publish(redis, prefix, toJobData(manyPlanRuns(100, { seed: 6 }), 10));
-    await waitFor('readiness to fail on the stalled backlog', async () => (await fetch(`${base}/readyz`)).status === 503, 10_000, 200);
+    await waitFor(
+      'readiness to fail on the stalled backlog',
+      async () => (await fetch(`${base}/readyz`)).status === 503,
+      10_000,
+      200,
+    );
     const body = (await (await fetch(`${base}/readyz`)).json()) as { checks: { progress: unknown } };
-    expect(body.checks.progress).toEqual({ ok: false, detail: expect.stringMatching(/jobs waiting and nothing committed for \d+ s/) });
+    expect(body.checks.progress).toEqual({
+      ok: false,
+      detail: expect.stringMatching(/jobs waiting and nothing committed for \d+ s/),
+    });
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(Number(/^plan_ledger_queue_oldest_waiting_age_seconds (\S+)/m.exec(metrics)![1])).toBeGreaterThan(0.5);
     release();
@@ -162,7 +219,9 @@ describe('worker: health, readiness, metrics and shutdown (sqlite)', () => {
 
   it('close() stops fetching, commits what is in flight, and leaves the rest queued for the next worker', async () => {
     const real = new PlanEventStore(db.ds);
-    const slow: EventPersister = { persist: async (events) => (await new Promise((r) => setTimeout(r, 100)), real.persist(events)) };
+    const slow: EventPersister = {
+      persist: async (events) => (await new Promise((r) => setTimeout(r, 100)), real.persist(events)),
+    };
     const events = manyPlanRuns(2000, { seed: 8 });
     await publish(redis, prefix, toJobData(events, 20));
     worker = await start({ concurrency: 5, batchSize: 50 }, slow);
@@ -192,6 +251,11 @@ describe('worker: health, readiness, metrics and shutdown (sqlite)', () => {
     expect(counts.completed + counts.failed).toBe(0);
 
     worker = await start({ concurrency: 4, lockDurationMs: 1_000 });
-    await waitFor('the abandoned job to be redelivered and stored', async () => (await countRows(db.ds, 'plan_events')) === events.length, 20_000, 100);
+    await waitFor(
+      'the abandoned job to be redelivered and stored',
+      async () => (await countRows(db.ds, 'plan_events')) === events.length,
+      20_000,
+      100,
+    );
   });
 });

@@ -10,7 +10,18 @@ import { runMigrations } from '../../src/store/migrator';
 import { startWorker, WorkerHandle } from '../../src/worker';
 import { createMigratedDb, TestDb } from '../support/databases';
 import { manyPlanRuns, toJobData } from '../support/event-factory';
-import { countRows, dropPrefix, openRedis, publish, queueCounts, readDeadLetters, REDIS_URL, silentLogger, uniquePrefix, waitFor } from './helpers/queue-harness';
+import {
+  countRows,
+  dropPrefix,
+  openRedis,
+  publish,
+  queueCounts,
+  readDeadLetters,
+  REDIS_URL,
+  silentLogger,
+  uniquePrefix,
+  waitFor,
+} from './helpers/queue-harness';
 
 describe.each<TestDb>(['sqlite', 'postgres'])('worker on %s with pending migrations', (kind) => {
   let redis: IORedis;
@@ -44,14 +55,22 @@ describe.each<TestDb>(['sqlite', 'postgres'])('worker on %s with pending migrati
     const readyz = `http://127.0.0.1:${worker.healthPort}/readyz`;
     const answer = await fetch(readyz);
     expect(answer.status).toBe(503);
-    expect(((await answer.json()) as { checks: Record<string, unknown> }).checks.schema).toEqual({ ok: false, detail: '1 pending migration: run plan-ledger migrate' });
+    expect(((await answer.json()) as { checks: Record<string, unknown> }).checks.schema).toEqual({
+      ok: false,
+      detail: '1 pending migration: run plan-ledger migrate',
+    });
     // Nothing was fetched, written or dead-lettered: every job is still waiting.
     expect(await queueCounts(redis, prefix)).toMatchObject({ wait: jobs.length, active: 0, completed: 0, failed: 0 });
     expect(await countRows(db.ds, 'plan_events')).toBe(0);
     expect(await readDeadLetters(redis, prefix)).toEqual([]);
 
     expect((await runMigrations(db.ds)).applied).toEqual(['PlanRestoredAt1795219600000']);
-    await waitFor('the worker to see the schema current and store the backlog', async () => (await countRows(db.ds, 'plan_events')) === events.length, 30_000, 100);
+    await waitFor(
+      'the worker to see the schema current and store the backlog',
+      async () => (await countRows(db.ds, 'plan_events')) === events.length,
+      30_000,
+      100,
+    );
     expect(await worker.idle(30_000)).toBe(true);
     expect((await fetch(readyz)).status).toBe(200);
     expect(await readDeadLetters(redis, prefix)).toEqual([]);

@@ -16,8 +16,38 @@ describe('loadWorkerConfig', () => {
 
   it('reads every variable, and HEALTH_PORT=off disables the server', () => {
     expect(
-      loadWorkerConfig({ WORKER_CONCURRENCY: '8', WORKER_MAX_EVENTS_IN_FLIGHT: '100', WORKER_BATCH_SIZE: '500', WORKER_BATCH_WAIT_MS: '0', WORKER_TRANSACTIONS: '2', RETRY_BUDGET_MS: '1000', HEALTH_PORT: 'off', READY_STALL_SECONDS: '5', SHUTDOWN_TIMEOUT_MS: '2000', WORKER_LOCK_MS: '5000', WORKER_HEAP_GROWING_PERCENT: '0', HEALTH_HOST: '127.0.0.1', WORKER_GAP_TIMEOUT_MS: '0', WORKER_ROW_CACHE_MB: '32' }),
-    ).toEqual({ concurrency: 8, maxEventsInFlight: 100, batchSize: 500, batchWaitMs: 0, transactions: 2, retryBudgetMs: 1000, healthPort: null, healthHost: '127.0.0.1', readyStallSeconds: 5, shutdownTimeoutMs: 2000, lockDurationMs: 5000, heapGrowingPercent: 0, gapTimeoutMs: 0, rowCacheMb: 32 });
+      loadWorkerConfig({
+        WORKER_CONCURRENCY: '8',
+        WORKER_MAX_EVENTS_IN_FLIGHT: '100',
+        WORKER_BATCH_SIZE: '500',
+        WORKER_BATCH_WAIT_MS: '0',
+        WORKER_TRANSACTIONS: '2',
+        RETRY_BUDGET_MS: '1000',
+        HEALTH_PORT: 'off',
+        READY_STALL_SECONDS: '5',
+        SHUTDOWN_TIMEOUT_MS: '2000',
+        WORKER_LOCK_MS: '5000',
+        WORKER_HEAP_GROWING_PERCENT: '0',
+        HEALTH_HOST: '127.0.0.1',
+        WORKER_GAP_TIMEOUT_MS: '0',
+        WORKER_ROW_CACHE_MB: '32',
+      }),
+    ).toEqual({
+      concurrency: 8,
+      maxEventsInFlight: 100,
+      batchSize: 500,
+      batchWaitMs: 0,
+      transactions: 2,
+      retryBudgetMs: 1000,
+      healthPort: null,
+      healthHost: '127.0.0.1',
+      readyStallSeconds: 5,
+      shutdownTimeoutMs: 2000,
+      lockDurationMs: 5000,
+      heapGrowingPercent: 0,
+      gapTimeoutMs: 0,
+      rowCacheMb: 32,
+    });
     expect(loadWorkerConfig({ HEALTH_PORT: '0' }).healthPort).toBe(0);
   });
 
@@ -31,7 +61,11 @@ describe('loadWorkerConfig', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).problems).toHaveLength(3);
     expect((error as ConfigError).problems).toEqual(
-      expect.arrayContaining(['WORKER_BATCH_SIZE: 0 is outside 1-50000', 'HEALTH_PORT: 70000 is outside 0-65535', 'WORKER_CONCURRENCY: "many" is not an integer']),
+      expect.arrayContaining([
+        'WORKER_BATCH_SIZE: 0 is outside 1-50000',
+        'HEALTH_PORT: 70000 is outside 0-65535',
+        'WORKER_CONCURRENCY: "many" is not an integer',
+      ]),
     );
   });
 });
@@ -63,7 +97,13 @@ describe('deadLetterId', () => {
     const p = { prefix: 'pl', queue: 'plan-events', jobId: '7', index: 0, replayCount: 0 };
     expect(deadLetterId(p)).toBe(deadLetterId({ ...p }));
     expect(deadLetterId(p)).toMatch(/^dl-[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(new Set([p, { ...p, index: 1 }, { ...p, jobId: '8' }, { ...p, replayCount: 1 }, { ...p, prefix: 'x' }].map(deadLetterId)).size).toBe(5);
+    expect(
+      new Set(
+        [p, { ...p, index: 1 }, { ...p, jobId: '8' }, { ...p, replayCount: 1 }, { ...p, prefix: 'x' }].map(
+          deadLetterId,
+        ),
+      ).size,
+    ).toBe(5);
   });
 });
 
@@ -86,7 +126,11 @@ describe('MicroBatcher', () => {
 
   it('flushes when the events reach the batch size, and each job gets its own result', async () => {
     const { batcher, batches } = make();
-    const results = await Promise.all([batcher.submit('a', [1, 2, 3, 4]), batcher.submit('b', [5, 5, 5, 5, 5, 5]), batcher.submit('c', [1])]);
+    const results = await Promise.all([
+      batcher.submit('a', [1, 2, 3, 4]),
+      batcher.submit('b', [5, 5, 5, 5, 5, 5]),
+      batcher.submit('c', [1]),
+    ]);
     expect(results).toEqual([10, 30, 1]);
     expect(batches).toEqual([[4, 6], [1]]);
   });
@@ -110,7 +154,10 @@ describe('MicroBatcher', () => {
     let most = 0;
     const sizes: number[] = [];
     const batcher = new MicroBatcher<number, number>({
-      maxEvents: 1000, maxWaitMs: 0, maxEntries: 1000, lanes: 1,
+      maxEvents: 1000,
+      maxWaitMs: 0,
+      maxEntries: 1000,
+      lanes: 1,
       write: async (entries) => {
         most = Math.max(most, ++running);
         sizes.push(entries.length);
@@ -132,8 +179,14 @@ describe('MicroBatcher', () => {
 
   it('rejects only the jobs whose part of the write failed', async () => {
     const batcher = new MicroBatcher<number, number>({
-      maxEvents: 100, maxWaitMs: 5, maxEntries: 100, lanes: 1,
-      write: async (entries) => entries.map((e) => (e.key === 'bad' ? { ok: false as const, error: new Error('nope') } : { ok: true as const, value: 1 })),
+      maxEvents: 100,
+      maxWaitMs: 5,
+      maxEntries: 100,
+      lanes: 1,
+      write: async (entries) =>
+        entries.map((e) =>
+          e.key === 'bad' ? { ok: false as const, error: new Error('nope') } : { ok: true as const, value: 1 },
+        ),
     });
     const [good, bad] = await Promise.allSettled([batcher.submit('good', [1]), batcher.submit('bad', [1])]);
     expect(good).toEqual({ status: 'fulfilled', value: 1 });
@@ -147,7 +200,10 @@ describe('MicroBatcher', () => {
     let parallel = 0;
     let running = 0;
     const batcher = new MicroBatcher<Ev, number>({
-      maxEvents: 4, maxWaitMs: 0, maxEntries: 1000, lanes: 3,
+      maxEvents: 4,
+      maxWaitMs: 0,
+      maxEntries: 1000,
+      lanes: 3,
       laneOf: (e) => Number(e.plan.slice(1)),
       merge: (parts) => parts.reduce((a, b) => a + b, 0),
       write: async (entries) => {
@@ -161,7 +217,12 @@ describe('MicroBatcher', () => {
         return entries.map((e) => ({ ok: true as const, value: e.events.reduce((a, ev) => a + ev.n, 0) }));
       },
     });
-    const jobs = Array.from({ length: 30 }, (_, j) => batcher.submit(`j${j}`, [0, 1, 2, 3, 4, 5].map((p) => ({ plan: `p${p}`, n: j }))));
+    const jobs = Array.from({ length: 30 }, (_, j) =>
+      batcher.submit(
+        `j${j}`,
+        [0, 1, 2, 3, 4, 5].map((p) => ({ plan: `p${p}`, n: j })),
+      ),
+    );
     const results = await Promise.all(jobs);
     expect(results).toEqual(Array.from({ length: 30 }, (_, j) => 6 * j));
     expect(overlap).toBe(0);
@@ -172,11 +233,15 @@ describe('MicroBatcher', () => {
   it('settles a job split across lanes only when every part has, failing it if one part failed', async () => {
     let lane1Done = false;
     const batcher = new MicroBatcher<number, number>({
-      maxEvents: 100, maxWaitMs: 0, maxEntries: 100, lanes: 2,
+      maxEvents: 100,
+      maxWaitMs: 0,
+      maxEntries: 100,
+      lanes: 2,
       laneOf: (e) => e,
       merge: (parts) => parts.reduce((a, b) => a + b, 0),
       write: async (entries) => {
-        if (entries[0].events[0] === 0) return entries.map(() => ({ ok: false as const, error: new Error('lane 0 failed') }));
+        if (entries[0].events[0] === 0)
+          return entries.map(() => ({ ok: false as const, error: new Error('lane 0 failed') }));
         await new Promise((r) => setTimeout(r, 20));
         lane1Done = true;
         return entries.map(() => ({ ok: true as const, value: 1 }));
@@ -201,7 +266,12 @@ describe('DatabaseGate', () => {
 
   it('stays up when the probe answers (a deadlock is not an outage)', async () => {
     const calls: string[] = [];
-    const gate = new DatabaseGate({ probe: async () => calls.push('probe'), onDown: () => void calls.push('down'), onUp: () => void calls.push('up'), logger });
+    const gate = new DatabaseGate({
+      probe: async () => calls.push('probe'),
+      onDown: () => void calls.push('down'),
+      onUp: () => void calls.push('up'),
+      logger,
+    });
     gate.reportFailure(new Error('deadlock'));
     await gate.whenUp(Date.now() + 1000);
     expect(calls).toEqual(['probe']);
@@ -236,7 +306,13 @@ describe('DatabaseGate', () => {
   });
 
   it('whenUp gives up at its deadline', async () => {
-    const gate = new DatabaseGate({ probe: () => Promise.reject(new Error('down')), onDown: () => undefined, onUp: () => undefined, logger, backoff: { baseMs: 10, maxMs: 10 } });
+    const gate = new DatabaseGate({
+      probe: () => Promise.reject(new Error('down')),
+      onDown: () => undefined,
+      onUp: () => undefined,
+      logger,
+      backoff: { baseMs: 10, maxMs: 10 },
+    });
     gate.reportFailure(new Error('x'));
     const started = Date.now();
     await gate.whenUp(Date.now() + 100);

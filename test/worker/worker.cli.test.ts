@@ -30,32 +30,59 @@ describe('plan-ledger worker (CLI)', () => {
   it('--help lists every worker variable with its default', async () => {
     const r = await runCli(['worker', '--help']);
     expect(r.code).toBe(0);
-    for (const name of ['WORKER_CONCURRENCY', 'WORKER_BATCH_SIZE', 'WORKER_BATCH_WAIT_MS', 'RETRY_BUDGET_MS', 'HEALTH_PORT', 'READY_STALL_SECONDS', 'SHUTDOWN_TIMEOUT_MS']) {
+    for (const name of [
+      'WORKER_CONCURRENCY',
+      'WORKER_BATCH_SIZE',
+      'WORKER_BATCH_WAIT_MS',
+      'RETRY_BUDGET_MS',
+      'HEALTH_PORT',
+      'READY_STALL_SECONDS',
+      'SHUTDOWN_TIMEOUT_MS',
+    ]) {
       expect(r.stdout).toMatch(new RegExp(`${name}\\s+.*default`));
     }
   });
 
   it('names every bad variable and exits 2 without starting', async () => {
-    const r = await runCli(['worker'], { WORKER_CONCURRENCY: 'lots', READY_STALL_SECONDS: '0', DATABASE_URL: db.db.url });
+    const r = await runCli(['worker'], {
+      WORKER_CONCURRENCY: 'lots',
+      READY_STALL_SECONDS: '0',
+      DATABASE_URL: db.db.url,
+    });
     expect(r.code).toBe(2);
-    expect(r.stderr.trim()).toBe('plan-ledger: invalid configuration: WORKER_CONCURRENCY: "lots" is not an integer; READY_STALL_SECONDS: 0 is outside 1-86400');
+    expect(r.stderr.trim()).toBe(
+      'plan-ledger: invalid configuration: WORKER_CONCURRENCY: "lots" is not an integer; READY_STALL_SECONDS: 0 is outside 1-86400',
+    );
   });
 
   it('refuses to start on a database without the schema, saying to migrate', async () => {
     const empty = await createThrowawayDb('sqlite');
     try {
-      const r = await runCli(['worker'], { DATABASE_URL: empty.url, REDIS_URL, QUEUE_PREFIX: prefix, HEALTH_PORT: 'off' });
+      const r = await runCli(['worker'], {
+        DATABASE_URL: empty.url,
+        REDIS_URL,
+        QUEUE_PREFIX: prefix,
+        HEALTH_PORT: 'off',
+      });
       expect(r.code).toBe(1);
-      expect(r.stderr).toMatch(/^plan-ledger: worker cannot start: database sqlite:.* is not ready for the worker \(.*\); run: plan-ledger migrate$/m);
+      expect(r.stderr).toMatch(
+        /^plan-ledger: worker cannot start: database sqlite:.* is not ready for the worker \(.*\); run: plan-ledger migrate$/m,
+      );
     } finally {
       await empty.drop();
     }
   });
 
   it('says when Redis is unreachable', async () => {
-    const r = await runCli(['worker'], { DATABASE_URL: db.db.url, REDIS_URL: 'redis://127.0.0.1:1', HEALTH_PORT: 'off' });
+    const r = await runCli(['worker'], {
+      DATABASE_URL: db.db.url,
+      REDIS_URL: 'redis://127.0.0.1:1',
+      HEALTH_PORT: 'off',
+    });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^plan-ledger: worker cannot start: cannot reach Redis at redis:\/\/127\.0\.0\.1:1 \(connect ECONNREFUSED 127\.0\.0\.1:1\); start it \(redis-server\) or set REDIS_URL$/m);
+    expect(r.stderr).toMatch(
+      /^plan-ledger: worker cannot start: cannot reach Redis at redis:\/\/127\.0\.0\.1:1 \(connect ECONNREFUSED 127\.0\.0\.1:1\); start it \(redis-server\) or set REDIS_URL$/m,
+    );
   });
 
   it('persists what is published, logs one line per batch, and exits 0 on SIGTERM after finishing', async () => {
@@ -73,7 +100,14 @@ describe('plan-ledger worker (CLI)', () => {
     const batches = proc.logs().filter((l) => l.msg === 'batch committed');
     expect(batches.length).toBeGreaterThan(0);
     expect(batches.reduce((n, l) => n + (l.inserted as number), 0)).toBe(events.length);
-    expect(batches[0]).toEqual(expect.objectContaining({ level: 30, jobIds: expect.any(Array), events: expect.any(Number), durationMs: expect.any(Number) }));
+    expect(batches[0]).toEqual(
+      expect.objectContaining({
+        level: 30,
+        jobIds: expect.any(Array),
+        events: expect.any(Number),
+        durationMs: expect.any(Number),
+      }),
+    );
     expect(proc.logs().find((l) => l.msg === 'worker closed')).toMatchObject({ clean: true });
   });
 
@@ -83,12 +117,20 @@ describe('plan-ledger worker (CLI)', () => {
     const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: redis, prefix: `${prefix}-stuck` });
     let worker: WorkerProcess | undefined;
     try {
-      worker = spawnWorker({ DATABASE_URL: pg.db.url, REDIS_URL, QUEUE_PREFIX: `${prefix}-stuck`, SHUTDOWN_TIMEOUT_MS: '1000' });
+      worker = spawnWorker({
+        DATABASE_URL: pg.db.url,
+        REDIS_URL,
+        QUEUE_PREFIX: `${prefix}-stuck`,
+        SHUTDOWN_TIMEOUT_MS: '1000',
+      });
       await worker.waitForLog('worker started');
       locker = await stuckRetentionRun(pg.ds, maintenance, 'cli-stuck');
       worker.child.kill('SIGTERM');
       // within the 1 s deadline, both close at once; the retention worker is abandoned, not awaited
-      await worker.waitForLog('retention worker did not close in time; its job, if any, is abandoned (the next tick continues it)', 10_000);
+      await worker.waitForLog(
+        'retention worker did not close in time; its job, if any, is abandoned (the next tick continues it)',
+        10_000,
+      );
       expect(await worker.waitForLog('worker closed', 10_000)).toMatchObject({ clean: true });
       await locker.rollbackTransaction(); // the stuck statement ends, the database closes
       expect({ code: await worker.exited, stderr: worker.stderr() }).toEqual({ code: 0, stderr: '' });

@@ -32,7 +32,12 @@ export async function runReport(ctx: CliContext, name: ReportName, opts: Analyti
   });
   const report = await build(ctx, range, opts);
   if (format === 'json') return printJson(ctx, { ...echoRange(range), ...report.json });
-  const lines = format === 'csv' ? toCsv(report.headers, report.rows) : report.rows.length === 0 ? [`no ${name} data in this range`] : renderTable(report.headers, report.rows);
+  const lines =
+    format === 'csv'
+      ? toCsv(report.headers, report.rows)
+      : report.rows.length === 0
+        ? [`no ${name} data in this range`]
+        : renderTable(report.headers, report.rows);
   for (const line of lines) ctx.out(line);
 }
 
@@ -49,8 +54,30 @@ async function agents(ctx: CliContext, range: DateRange, opts: AnalyticsOptions)
   const list = await withReadSource(ctx, 'analytics agents', (ds) => agentUsage(ds, range));
   const csv = Boolean(opts.csv);
   return {
-    headers: ['agent_id', 'total_steps', 'completed', 'failed', 'skipped', 'success_rate', 'avg_input_tokens', 'avg_output_tokens', 'input_tokens', 'output_tokens'],
-    rows: list.map((a) => [a.agentId, a.totalSteps, a.completed, a.failed, a.skipped, csv ? a.successRate : formatPercent(a.successRate), a.avgInputTokens, a.avgOutputTokens, a.inputTokens, a.outputTokens]),
+    headers: [
+      'agent_id',
+      'total_steps',
+      'completed',
+      'failed',
+      'skipped',
+      'success_rate',
+      'avg_input_tokens',
+      'avg_output_tokens',
+      'input_tokens',
+      'output_tokens',
+    ],
+    rows: list.map((a) => [
+      a.agentId,
+      a.totalSteps,
+      a.completed,
+      a.failed,
+      a.skipped,
+      csv ? a.successRate : formatPercent(a.successRate),
+      a.avgInputTokens,
+      a.avgOutputTokens,
+      a.inputTokens,
+      a.outputTokens,
+    ]),
     json: { agents: list },
   };
 }
@@ -66,19 +93,28 @@ async function handoffs(ctx: CliContext, range: DateRange): Promise<Report> {
 
 function parseDimension(raw: string): TokenDimension {
   const value = raw.trim().toLowerCase();
-  if (!(TOKEN_DIMENSIONS as readonly string[]).includes(value)) throw new QueryArgumentError('--by', `"${raw}" is not one of ${TOKEN_DIMENSIONS.join(', ')}`);
+  if (!(TOKEN_DIMENSIONS as readonly string[]).includes(value))
+    throw new QueryArgumentError('--by', `"${raw}" is not one of ${TOKEN_DIMENSIONS.join(', ')}`);
   return value as TokenDimension;
 }
 
 async function tokens(ctx: CliContext, range: DateRange, opts: AnalyticsOptions): Promise<Report> {
   const dims = opts.by === undefined ? TOKEN_DIMENSIONS : [parseDimension(opts.by)];
   const usage = await withReadSource(ctx, 'analytics tokens', (ds) => tokenUsage(ds, range, dims));
-  return { headers: ['dimension', 'key', 'input_tokens', 'output_tokens', 'total_tokens'], rows: tokenRows(usage, Boolean(opts.csv)), json: { ...usage } };
+  return {
+    headers: ['dimension', 'key', 'input_tokens', 'output_tokens', 'total_tokens'],
+    rows: tokenRows(usage, Boolean(opts.csv)),
+    json: { ...usage },
+  };
 }
 
 function tokenRows(u: TokenUsage, csv: boolean): Cell[][] {
   const n = (v: number) => (csv ? v : formatInt(v));
-  const row = (dimension: string, key: string | null, t: { inputTokens: number; outputTokens: number; totalTokens: number }): Cell[] => [dimension, key ?? (csv ? null : '(no model)'), n(t.inputTokens), n(t.outputTokens), n(t.totalTokens)];
+  const row = (
+    dimension: string,
+    key: string | null,
+    t: { inputTokens: number; outputTokens: number; totalTokens: number },
+  ): Cell[] => [dimension, key ?? (csv ? null : '(no model)'), n(t.inputTokens), n(t.outputTokens), n(t.totalTokens)];
   return [
     ...(u.bySession ?? []).map((s) => row('session', s.sessionId, s)),
     ...(u.byPlan ?? []).map((p) => row('plan', p.planId, p)),
@@ -88,4 +124,9 @@ function tokenRows(u: TokenUsage, csv: boolean): Cell[][] {
   ];
 }
 
-const REPORTS: Record<ReportName, (ctx: CliContext, range: DateRange, opts: AnalyticsOptions) => Promise<Report>> = { daily, agents, handoffs, tokens };
+const REPORTS: Record<ReportName, (ctx: CliContext, range: DateRange, opts: AnalyticsOptions) => Promise<Report>> = {
+  daily,
+  agents,
+  handoffs,
+  tokens,
+};

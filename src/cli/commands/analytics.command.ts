@@ -14,7 +14,9 @@ midnight UTC (--from 2026-02-01 --to 2026-03-01 is February). Every report count
 
 /** `analytics daily|agents|handoffs|tokens`: the product's analytics queries, plus tokens for billing. */
 export function registerAnalytics(program: Command, context: () => CliContext): Command {
-  const analytics = program.command('analytics').description('plans per day, agent usage, handoff patterns, tokens for billing');
+  const analytics = program
+    .command('analytics')
+    .description('plans per day, agent usage, handoff patterns, tokens for billing');
   const add = (name: ReportName, description: string) =>
     analytics
       .command(name)
@@ -27,7 +29,10 @@ export function registerAnalytics(program: Command, context: () => CliContext): 
       .action(async (opts: AnalyticsOptions) => actions().runReport(context(), name, opts));
 
   add('daily', 'plans per UTC day: total, completed, failed, cancelled, in progress (newest day first)');
-  add('agents', 'per agent: steps, completed, failed, skipped, success rate = completed/(completed+failed), average tokens per step that ran');
+  add(
+    'agents',
+    'per agent: steps, completed, failed, skipped, success rate = completed/(completed+failed), average tokens per step that ran',
+  );
   add('handoffs', 'handoff matrix: count per (from agent, to agent, reason), most frequent first');
   add('tokens', 'input/output tokens per session, plan, agent and model, for billing').option(
     '--by <dimension>',

@@ -25,7 +25,8 @@ export async function demoCommand(ctx: CliContext, opts: DemoOptions): Promise<v
   const serve = opts.serve ?? (process.stdout.isTTY === true && !opts.json);
   const page = `/#/plans/${encodeURIComponent(result.planId)}`;
   if (!serve) {
-    if (!opts.json) ctx.out(`Console: npx plan-ledger demo --serve (or plan-ledger serve), then open http://127.0.0.1:8080${page}`);
+    if (!opts.json)
+      ctx.out(`Console: npx plan-ledger demo --serve (or plan-ledger serve), then open http://127.0.0.1:8080${page}`);
     return;
   }
   // a key for this run only, read and admin: the person at this terminal is the operator
@@ -36,7 +37,11 @@ export async function demoCommand(ctx: CliContext, opts: DemoOptions): Promise<v
     server = await startHttpServer({ config: ctx.config, settings: loadHttpConfig(env), logger });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
-    server = await startHttpServer({ config: ctx.config, settings: loadHttpConfig({ ...env, HTTP_PORT: '0' }), logger });
+    server = await startHttpServer({
+      config: ctx.config,
+      settings: loadHttpConfig({ ...env, HTTP_PORT: '0' }),
+      logger,
+    });
   }
   ctx.out('');
   ctx.out(`Console: ${server.url}${page}`);

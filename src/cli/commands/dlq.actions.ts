@@ -20,7 +20,6 @@ import {
 } from '../../dead-letters';
 import { DEFAULT_LIST_LIMIT, DEFAULT_WAIT_SECONDS } from './dlq.defaults';
 
-
 export interface JsonOption {
   json?: boolean;
 }
@@ -37,7 +36,11 @@ export interface PurgeCliOptions extends RawSelectionOptions, JsonOption {
 }
 
 /** Opens what the command needs, runs it, always closes; its errors end the command by their kind (exit-codes.ts). */
-async function withService(ctx: CliContext, opts: OpenDeadLetterOptions, fn: (service: DeadLetterService) => Promise<void>): Promise<void> {
+async function withService(
+  ctx: CliContext,
+  opts: OpenDeadLetterOptions,
+  fn: (service: DeadLetterService) => Promise<void>,
+): Promise<void> {
   const opened = await openDeadLetterService(ctx.config, ctx.logger, opts);
   try {
     await fn(opened.service);
@@ -84,10 +87,16 @@ export async function statsCommand(context: () => CliContext, opts: JsonOption):
 
 export async function replayCommand(context: () => CliContext, ids: string[], opts: ReplayCliOptions): Promise<void> {
   const selection = parsed(() => parseSelection({ ...opts, ids }, 'dlq replay'));
-  const batch = parsed(() => (opts.batch === undefined ? DEFAULT_REPLAY_BATCH : parsePositiveInt('--batch', opts.batch, 10_000)));
+  const batch = parsed(() =>
+    opts.batch === undefined ? DEFAULT_REPLAY_BATCH : parsePositiveInt('--batch', opts.batch, 10_000),
+  );
   const rate = parsed(() => (opts.rate === undefined ? undefined : parsePositiveInt('--rate', opts.rate)));
   const wait = opts.wait || opts.waitTimeout !== undefined;
-  const waitSeconds = parsed(() => (opts.waitTimeout === undefined ? DEFAULT_WAIT_SECONDS : parsePositiveInt('--wait-timeout', opts.waitTimeout, 86_400)));
+  const waitSeconds = parsed(() =>
+    opts.waitTimeout === undefined
+      ? DEFAULT_WAIT_SECONDS
+      : parsePositiveInt('--wait-timeout', opts.waitTimeout, 86_400),
+  );
   const ctx = context();
   // every selected entry passes through memory and Redis once: keep the peak RSS down, and let a
   // worker on the same host keep its CPU (BENCHMARKS.md, "Dead letters")
@@ -99,12 +108,19 @@ export async function replayCommand(context: () => CliContext, ids: string[], op
   };
   await withService(ctx, { events: true, store: true }, async (service) => {
     const summary = await service
-      .replay(selection, { dryRun: opts.dryRun, batch, rate, waitMs: wait ? waitSeconds * 1000 : undefined, onProgress })
+      .replay(selection, {
+        dryRun: opts.dryRun,
+        batch,
+        rate,
+        waitMs: wait ? waitSeconds * 1000 : undefined,
+        onProgress,
+      })
       .finally(() => reporter?.finish());
     if (opts.json) printJson(ctx, summary);
     else for (const line of formatReplaySummary(summary)) ctx.out(line);
     if (summary.pending > 0) throw new CliError(`${summary.pending} replayed job(s) unfinished after ${waitSeconds}s`);
-    if (summary.failedAgain) throw new CliError(`${summary.failedAgain} replayed event(s) failed again; see plan-ledger dlq list`);
+    if (summary.failedAgain)
+      throw new CliError(`${summary.failedAgain} replayed event(s) failed again; see plan-ledger dlq list`);
   });
 }
 
@@ -114,10 +130,15 @@ export async function purgeCommand(context: () => CliContext, ids: string[], opt
   await withService(ctx, {}, async (service) => {
     const result = await service.purge(selection, { dryRun: !opts.yes });
     const n = result.deadLetters.length;
-    if (opts.json) printJson(ctx, { dryRun: result.dryRun, removed: result.dryRun ? 0 : n, deadLetters: result.deadLetters });
+    if (opts.json)
+      printJson(ctx, { dryRun: result.dryRun, removed: result.dryRun ? 0 : n, deadLetters: result.deadLetters });
     else if (n === 0) ctx.out('no dead letters match; nothing removed');
     else {
-      ctx.out(result.dryRun ? `would remove ${n} dead letter${n === 1 ? '' : 's'}:` : `removed ${n} dead letter${n === 1 ? '' : 's'}:`);
+      ctx.out(
+        result.dryRun
+          ? `would remove ${n} dead letter${n === 1 ? '' : 's'}:`
+          : `removed ${n} dead letter${n === 1 ? '' : 's'}:`,
+      );
       for (const line of formatDeadLetterTable(result.deadLetters)) ctx.out(line);
     }
     if (result.dryRun) throw new CliError(`refusing to purge without --yes; nothing removed (${n} would be)`, 'usage');

@@ -10,7 +10,6 @@ import type { JsonOption, ListOptions, PurgeCliOptions, ReplayCliOptions } from 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const actions = () => require('./dlq.actions') as typeof import('./dlq.actions');
 
-
 const FILTER_HELP = `
 Filters (combine freely; all must hold):
   --type, --kind take a comma-separated list; --since/--until compare with the time the event was
@@ -35,11 +34,20 @@ export function registerDlq(program: Command, context: () => CliContext): void {
   const dlq = program
     .command('dlq')
     .description('inspect, replay and purge dead letters: events the worker could not store')
-    .addHelpText('after', `\nDead letters are jobs on the "plan-events-dead" queue under QUEUE_PREFIX; no worker consumes them,\nso they stay until replayed or purged.\nUnknown dead-letter ids, malformed dates or durations and conflicting flags are usage errors:\none line on stderr, exit 2, nothing done.\n${FILTER_HELP}`);
+    .addHelpText(
+      'after',
+      `\nDead letters are jobs on the "plan-events-dead" queue under QUEUE_PREFIX; no worker consumes them,\nso they stay until replayed or purged.\nUnknown dead-letter ids, malformed dates or durations and conflicting flags are usage errors:\none line on stderr, exit 2, nothing done.\n${FILTER_HELP}`,
+    );
 
-  addFilterOptions(dlq.command('list').description('list dead letters as a table (oldest first)'), `show at most N (default ${DEFAULT_LIST_LIMIT})`)
+  addFilterOptions(
+    dlq.command('list').description('list dead letters as a table (oldest first)'),
+    `show at most N (default ${DEFAULT_LIST_LIMIT})`,
+  )
     .option('--json', 'print {"total", "deadLetters": [...full records]} instead of a table')
-    .addHelpText('after', `${FILTER_HELP}\n\nExamples:\n  plan-ledger dlq list --kind invalid --since 2025-01-31\n  plan-ledger dlq list --plan plan-42 --json | jq '.deadLetters[].error.message'\n${EXIT_HELP}`)
+    .addHelpText(
+      'after',
+      `${FILTER_HELP}\n\nExamples:\n  plan-ledger dlq list --kind invalid --since 2025-01-31\n  plan-ledger dlq list --plan plan-42 --json | jq '.deadLetters[].error.message'\n${EXIT_HELP}`,
+    )
     .action(async (opts: ListOptions) => actions().listCommand(context, opts));
 
   dlq
@@ -85,7 +93,10 @@ ${EXIT_HELP}`;
 
 function registerReplay(dlq: Command, context: () => CliContext): void {
   addFilterOptions(
-    dlq.command('replay').description('put dead-lettered events back on the main queue (idempotent)').argument('[ids...]', 'dead-letter ids; or use --all, or filters'),
+    dlq
+      .command('replay')
+      .description('put dead-lettered events back on the main queue (idempotent)')
+      .argument('[ids...]', 'dead-letter ids; or use --all, or filters'),
     'replay at most N, oldest first (default: all matching)',
   )
     .option('--all', 'replay every dead letter')
@@ -101,13 +112,19 @@ function registerReplay(dlq: Command, context: () => CliContext): void {
 
 function registerPurge(dlq: Command, context: () => CliContext): void {
   addFilterOptions(
-    dlq.command('purge').description('remove dead letters for good (their events are not replayed)').argument('[ids...]', 'dead-letter ids; or use --all, or filters'),
+    dlq
+      .command('purge')
+      .description('remove dead letters for good (their events are not replayed)')
+      .argument('[ids...]', 'dead-letter ids; or use --all, or filters'),
     'purge at most N, oldest first (default: all matching)',
   )
     .option('--all', 'purge every dead letter')
     .option('--older-than <age>', 'only entries dead-lettered longer ago than this: 90s, 45m, 12h, 30d, 2w')
     .option('--yes', 'really remove; without it, purge prints what it would remove and exits 2')
     .option('--json', 'print {"dryRun", "removed", "deadLetters": [...]} as JSON')
-    .addHelpText('after', `${FILTER_HELP}\n\nExamples:\n  plan-ledger dlq purge --kind invalid --older-than 30d          # preview\n  plan-ledger dlq purge --kind invalid --older-than 30d --yes    # remove\n${EXIT_HELP}`)
+    .addHelpText(
+      'after',
+      `${FILTER_HELP}\n\nExamples:\n  plan-ledger dlq purge --kind invalid --older-than 30d          # preview\n  plan-ledger dlq purge --kind invalid --older-than 30d --yes    # remove\n${EXIT_HELP}`,
+    )
     .action(async (ids: string[], opts: PurgeCliOptions) => actions().purgeCommand(context, ids, opts));
 }

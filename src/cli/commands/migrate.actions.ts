@@ -14,7 +14,11 @@ export interface MigrateOptions {
 
 export async function migrate(ctx: CliContext, opts: MigrateOptions): Promise<void> {
   const modes = (['revertAll', 'printSql', 'status'] as const).filter((m) => opts[m]);
-  if (modes.length > 1) throw new CliError(`${modes.map((m) => `--${m.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(' and ')} cannot be combined`, 'usage');
+  if (modes.length > 1)
+    throw new CliError(
+      `${modes.map((m) => `--${m.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(' and ')} cannot be combined`,
+      'usage',
+    );
   const target = ctx.config.database;
   if (opts.printSql) {
     const scripts = await migrationSql(target);

@@ -15,6 +15,9 @@ export function registerMigrate(program: Command, context: () => CliContext): vo
     .option('--print-sql', 'print the DDL of every migration for the configured dialect without connecting')
     .option('--status', 'list applied and pending migrations; changes nothing')
     .option('--json', 'print a JSON result instead of text')
-    .addHelpText('after', '\nExamples:\n  DATABASE_URL=postgres://postgres@127.0.0.1/app plan-ledger migrate\n  plan-ledger migrate --status --json\n  DATABASE_URL=mssql://sa:pw@host/db plan-ledger migrate --print-sql > schema.sql')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  DATABASE_URL=postgres://postgres@127.0.0.1/app plan-ledger migrate\n  plan-ledger migrate --status --json\n  DATABASE_URL=mssql://sa:pw@host/db plan-ledger migrate --print-sql > schema.sql',
+    )
     .action(async (opts: MigrateOptions) => actions().migrate(context(), opts));
 }

@@ -6,14 +6,20 @@ import { retentionPolicyFromEnv, withRetentionSource } from './retention.actions
 
 export async function plansRestore(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
   const planId = (rawId ?? '').trim();
-  if (!isExternalId(planId)) throw new CliError(`planId: "${rawId}" is not a plan id (1-64 letters, digits, _ . : -, starting with a letter or digit)`, 'usage');
+  if (!isExternalId(planId))
+    throw new CliError(
+      `planId: "${rawId}" is not a plan id (1-64 letters, digits, _ . : -, starting with a letter or digit)`,
+      'usage',
+    );
   const policy = retentionPolicyFromEnv(ctx.env);
   const outcome = await withRetentionSource(ctx, (ds) => restorePlan(ds, planId, policy, { logger: ctx.logger }));
   if (outcome.status !== 'restored') throw new CliError(failureText(outcome));
   if (opts.json) return ctx.raw(JSON.stringify(outcome));
   const rows = Object.entries(outcome.rows).filter(([, n]) => (n ?? 0) > 0);
   const total = rows.reduce((sum, [, n]) => sum + (n ?? 0), 0);
-  ctx.out(`restored plan ${planId} (soft-deleted at ${outcome.deletedAt}): ${total} rows (${rows.map(([t, n]) => `${t} ${n}`).join(', ')})`);
+  ctx.out(
+    `restored plan ${planId} (soft-deleted at ${outcome.deletedAt}): ${total} rows (${rows.map(([t, n]) => `${t} ${n}`).join(', ')})`,
+  );
 }
 
 function failureText(outcome: Exclude<RestoreOutcome, { status: 'restored' }>): string {

@@ -40,7 +40,8 @@ export async function listCommand(ctx: CliContext, opts: ListOptions): Promise<v
 }
 
 export function formatPlanPage(page: PlanPage): string[] {
-  if (page.plans.length === 0) return [page.total === 0 ? 'no plans match' : `no plans past offset ${page.offset} (${page.total} match)`];
+  if (page.plans.length === 0)
+    return [page.total === 0 ? 'no plans match' : `no plans past offset ${page.offset} (${page.total} match)`];
   const rows = page.plans.map((p) => [
     p.planId,
     p.sessionId,
@@ -53,7 +54,10 @@ export function formatPlanPage(page: PlanPage): string[] {
   ]);
   const last = page.offset + page.plans.length;
   const more = last < page.total ? ` (next page: --offset ${last})` : '';
-  return [...renderTable(['PLAN', 'SESSION', 'STATUS', 'DONE', 'FAILED', 'TOKENS in/out', 'CREATED', 'QUERY'], rows, 50), `plans ${page.offset + 1}-${last} of ${page.total}${more}`];
+  return [
+    ...renderTable(['PLAN', 'SESSION', 'STATUS', 'DONE', 'FAILED', 'TOKENS in/out', 'CREATED', 'QUERY'], rows, 50),
+    `plans ${page.offset + 1}-${last} of ${page.total}${more}`,
+  ];
 }
 
 export async function exportCommand(ctx: CliContext, rawId: string): Promise<void> {

@@ -14,8 +14,10 @@ export function registerPlans(program: Command, context: () => CliContext): Comm
 
   plans
     .command('show')
-    .description("one plan as a timeline: steps (status, agent, tokens, duration, error), handoffs, decisions, checkpoints")
-    .argument('<planId>', 'the executor\'s plan id')
+    .description(
+      'one plan as a timeline: steps (status, agent, tokens, duration, error), handoffs, decisions, checkpoints',
+    )
+    .argument('<planId>', "the executor's plan id")
     .option('--json', 'print the plan, its parts and the timeline as JSON')
     .addHelpText('after', '\nExample:\n  plan-ledger plans show plan-42')
     .action(async (planId: string, opts: { json?: boolean }) => actions().showPlan(context(), planId, opts));
@@ -23,7 +25,7 @@ export function registerPlans(program: Command, context: () => CliContext): Comm
   plans
     .command('list')
     .description('plans, newest first')
-    .option('--session <id>', 'only this session\'s plans (default: every session)')
+    .option('--session <id>', "only this session's plans (default: every session)")
     .option('--status <status>', `only this status: ${PLAN_STATUS_VALUES.join('|')} (default: any)`)
     .option('--agent <id>', 'only plans with a step of this agent (default: any)')
     .option('--from <iso>', 'only plans created at or after this instant (default: any time)')
@@ -37,7 +39,7 @@ export function registerPlans(program: Command, context: () => CliContext): Comm
   plans
     .command('export')
     .description('a plan as a reusable template (query, steps, agents, dependencies; no runtime state), as JSON')
-    .argument('<planId>', 'the executor\'s plan id')
+    .argument('<planId>', "the executor's plan id")
     .option('--json', 'accepted for symmetry: the template is always JSON')
     .addHelpText('after', '\nExample:\n  plan-ledger plans export plan-42 > template.json')
     .action(async (planId: string) => actions().exportCommand(context(), planId));

@@ -12,7 +12,9 @@ export interface RunOptions {
 
 export async function retentionRun(ctx: CliContext, opts: RunOptions): Promise<void> {
   const policy = retentionPolicyFromEnv(ctx.env);
-  const report = await withRetentionSource(ctx, (ds) => runRetention(ds, policy, { dryRun: opts.dryRun ?? false, logger: ctx.logger }));
+  const report = await withRetentionSource(ctx, (ds) =>
+    runRetention(ds, policy, { dryRun: opts.dryRun ?? false, logger: ctx.logger }),
+  );
   if (opts.json) return ctx.raw(JSON.stringify(report));
   for (const line of formatReport(report)) ctx.out(line);
 }

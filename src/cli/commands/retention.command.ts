@@ -13,12 +13,19 @@ export const RETENTION_ENV_TEXT = `\nRetention policy (environment):\n${RETENTIO
 export function registerRetention(program: Command, context: () => CliContext): void {
   const retention = program
     .command('retention')
-    .description('retire old plans: soft delete past retention, purge after the grace period, expire finished workflows\' DAGs');
+    .description(
+      "retire old plans: soft delete past retention, purge after the grace period, expire finished workflows' DAGs",
+    );
   retention
     .command('run')
-    .description('run retention once now with the RETENTION_* policy and report, per table, what it did (the worker also runs it on RETENTION_CRON)')
+    .description(
+      'run retention once now with the RETENTION_* policy and report, per table, what it did (the worker also runs it on RETENTION_CRON)',
+    )
     .option('--dry-run', 'report what would be soft-deleted, expired and purged; change nothing, lock nothing')
     .option('--json', 'print the report as one JSON object')
-    .addHelpText('after', `${RETENTION_ENV_TEXT}\n\nExamples:\n  plan-ledger retention run --dry-run\n  RETENTION_COMPLETED_DAYS=14 plan-ledger retention run --json`)
+    .addHelpText(
+      'after',
+      `${RETENTION_ENV_TEXT}\n\nExamples:\n  plan-ledger retention run --dry-run\n  RETENTION_COMPLETED_DAYS=14 plan-ledger retention run --json`,
+    )
     .action(async (opts: RunOptions) => actions().retentionRun(context(), opts));
 }

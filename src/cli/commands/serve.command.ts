@@ -29,7 +29,9 @@ Example:
 export function registerServe(program: Command, context: () => CliContext): void {
   program
     .command('serve')
-    .description('HTTP API for executors in any language (POST /v1/events, the read endpoints, /v1/openapi.json) and the web console at /')
+    .description(
+      'HTTP API for executors in any language (POST /v1/events, the read endpoints, /v1/openapi.json) and the web console at /',
+    )
     .addHelpText('after', HELP)
     .action(async () => {
       const ctx = context();

@@ -19,25 +19,48 @@ export function formatActivePlan(result: SessionActivePlan): string[] {
   const plan = result.activePlan;
   if (!plan) return [`session ${result.sessionId} has no plan in progress`];
   const steps = plan.steps.map((s) => [s.index, s.stepId, s.agentId, s.status, s.title ?? '']);
-  const others = result.otherActivePlanIds.length > 0 ? [`also in progress: ${result.otherActivePlanIds.join(', ')}`] : [];
+  const others =
+    result.otherActivePlanIds.length > 0 ? [`also in progress: ${result.otherActivePlanIds.join(', ')}`] : [];
   return [...formatPlanHeader(plan), ...others, '', ...renderTable(['#', 'STEP', 'AGENT', 'STATUS', 'TITLE'], steps)];
 }
 
-export async function historyCommand(ctx: CliContext, rawId: string, opts: { limit?: string; json?: boolean }): Promise<void> {
-  const { sessionId, limit } = parseArgs(() => ({ sessionId: requireId('sessionId', rawId), limit: parseLimit(opts.limit, 10) }));
+export async function historyCommand(
+  ctx: CliContext,
+  rawId: string,
+  opts: { limit?: string; json?: boolean },
+): Promise<void> {
+  const { sessionId, limit } = parseArgs(() => ({
+    sessionId: requireId('sessionId', rawId),
+    limit: parseLimit(opts.limit, 10),
+  }));
   const result = await withReadSource(ctx, 'sessions history', (ds) => getPlanHistory(ds, sessionId, limit));
   if (opts.json) return printJson(ctx, result);
   if (result.plans.length === 0) return ctx.out(`session ${sessionId} has no finished plans`);
-  const rows = result.plans.map((p) => [p.planId, p.status, `${p.completedSteps}/${p.totalSteps}`, `${formatInt(p.inputTokens)}/${formatInt(p.outputTokens)}`, p.createdAt, p.completedAt, p.query]);
-  for (const line of renderTable(['PLAN', 'STATUS', 'DONE', 'TOKENS in/out', 'CREATED', 'ENDED', 'QUERY'], rows, 50)) ctx.out(line);
+  const rows = result.plans.map((p) => [
+    p.planId,
+    p.status,
+    `${p.completedSteps}/${p.totalSteps}`,
+    `${formatInt(p.inputTokens)}/${formatInt(p.outputTokens)}`,
+    p.createdAt,
+    p.completedAt,
+    p.query,
+  ]);
+  for (const line of renderTable(['PLAN', 'STATUS', 'DONE', 'TOKENS in/out', 'CREATED', 'ENDED', 'QUERY'], rows, 50))
+    ctx.out(line);
 }
 
-export async function purgeCommand(ctx: CliContext, rawId: string, opts: { dryRun?: boolean; json?: boolean }): Promise<void> {
+export async function purgeCommand(
+  ctx: CliContext,
+  rawId: string,
+  opts: { dryRun?: boolean; json?: boolean },
+): Promise<void> {
   const sessionId = parseArgs(() => requireId('sessionId', rawId));
   // Redis first: when it is unreachable, nothing is erased
   const redis = await openDeadLetterService(ctx.config, ctx.logger);
   try {
-    const report = await withDataSource(ctx, (ds) => eraseSession(ds, sessionId, { dryRun: opts.dryRun ?? false, deadLetters: redis.service, logger: ctx.logger }));
+    const report = await withDataSource(ctx, (ds) =>
+      eraseSession(ds, sessionId, { dryRun: opts.dryRun ?? false, deadLetters: redis.service, logger: ctx.logger }),
+    );
     if (opts.json) return printJson(ctx, report);
     for (const line of formatErasureReport(report)) ctx.out(line);
   } finally {

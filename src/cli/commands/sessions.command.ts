@@ -8,7 +8,9 @@ const actions = () => require('./sessions.actions') as typeof import('./sessions
 
 /** `sessions active|history`: what a chat application restores after a restart. */
 export function registerSessions(program: Command, context: () => CliContext): Command {
-  const sessions = program.command('sessions').description("a session's plan in progress and its finished plans (restore after a restart)");
+  const sessions = program
+    .command('sessions')
+    .description("a session's plan in progress and its finished plans (restore after a restart)");
 
   sessions
     .command('active')
@@ -24,16 +26,25 @@ export function registerSessions(program: Command, context: () => CliContext): C
     .argument('<sessionId>', "the executor's session id")
     .option('--limit <n>', 'how many plans, 1-1000 (default: 10, what a chat keeps in view)')
     .option('--json', 'print { sessionId, plans } as JSON')
-    .action(async (sessionId: string, opts: { limit?: string; json?: boolean }) => actions().historyCommand(context(), sessionId, opts));
+    .action(async (sessionId: string, opts: { limit?: string; json?: boolean }) =>
+      actions().historyCommand(context(), sessionId, opts),
+    );
 
   sessions
     .command('purge')
-    .description('erase a session for good: every row of its plans (any status, soft-deleted too), its session row, its dead letters in Redis')
+    .description(
+      'erase a session for good: every row of its plans (any status, soft-deleted too), its session row, its dead letters in Redis',
+    )
     .argument('<sessionId>', "the executor's session id")
     .option('--dry-run', 'count what would be removed; change nothing')
     .option('--json', 'print { sessionId, dryRun, plans, tables, deadLetters, durationMs } as JSON')
-    .addHelpText('after', '\nNo undo (unlike retention\'s soft delete). Needs the database and Redis (REDIS_URL, QUEUE_PREFIX).\nExit code 1 with one line when neither knows the session.\n\nExamples:\n  plan-ledger sessions purge sess-42 --dry-run\n  plan-ledger sessions purge sess-42 --json')
-    .action(async (sessionId: string, opts: { dryRun?: boolean; json?: boolean }) => actions().purgeCommand(context(), sessionId, opts));
+    .addHelpText(
+      'after',
+      "\nNo undo (unlike retention's soft delete). Needs the database and Redis (REDIS_URL, QUEUE_PREFIX).\nExit code 1 with one line when neither knows the session.\n\nExamples:\n  plan-ledger sessions purge sess-42 --dry-run\n  plan-ledger sessions purge sess-42 --json",
+    )
+    .action(async (sessionId: string, opts: { dryRun?: boolean; json?: boolean }) =>
+      actions().purgeCommand(context(), sessionId, opts),
+    );
 
   return sessions;
 }

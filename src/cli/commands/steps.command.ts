@@ -21,6 +21,8 @@ export function registerSteps(program: Command, context: () => CliContext): Comm
         '\\r and \\r\\n line endings are kept, so the file below equals what the step stored.\n' +
         'Exits 1 when the step stored no output (for example, it has not completed).\nExample:\n  plan-ledger steps output plan-42 0 > plan.md',
     )
-    .action(async (planId: string, step: string, opts: { json?: boolean }) => actions().stepOutputCommand(context(), planId, step, opts));
+    .action(async (planId: string, step: string, opts: { json?: boolean }) =>
+      actions().stepOutputCommand(context(), planId, step, opts),
+    );
   return steps;
 }

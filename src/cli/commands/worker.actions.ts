@@ -19,13 +19,19 @@ const RETENTION_RETRY_MS = 30_000;
  * Redis's OOM error the scheduler is started later, retried in the background; other errors still
  * stop the start-up.
  */
-async function startRetentionWhenRedisHasRoom(start: () => Promise<{ close(): Promise<void> }>, logger: Logger): Promise<{ close(): Promise<void> }> {
+async function startRetentionWhenRedisHasRoom(
+  start: () => Promise<{ close(): Promise<void> }>,
+  logger: Logger,
+): Promise<{ close(): Promise<void> }> {
   try {
     return await start();
   } catch (err) {
     if (!isRedisOomError(err)) throw err;
   }
-  logger.warn({ retryMs: RETENTION_RETRY_MS }, 'Redis is at maxmemory: the retention scheduler will start once Redis has room; the worker starts now');
+  logger.warn(
+    { retryMs: RETENTION_RETRY_MS },
+    'Redis is at maxmemory: the retention scheduler will start once Redis has room; the worker starts now',
+  );
   let started: { close(): Promise<void> } | undefined;
   let closed = false;
   let timer: NodeJS.Timeout | undefined;
@@ -72,7 +78,16 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
     handle = await startWorker({ config: ctx.config, logger, settings, dataSource: ds });
     const dataSource = ds;
     retention = await startRetentionWhenRedisHasRoom(
-      () => startRetentionScheduler({ redisUrl: ctx.config.redisUrl, redisClusterNodes: ctx.config.redisClusterNodes, prefix: ctx.config.queuePrefix, dataSource, policy, logger: logger.child({ component: 'retention' }), closeTimeoutMs: settings.shutdownTimeoutMs }),
+      () =>
+        startRetentionScheduler({
+          redisUrl: ctx.config.redisUrl,
+          redisClusterNodes: ctx.config.redisClusterNodes,
+          prefix: ctx.config.queuePrefix,
+          dataSource,
+          policy,
+          logger: logger.child({ component: 'retention' }),
+          closeTimeoutMs: settings.shutdownTimeoutMs,
+        }),
       logger,
     );
   } catch (err) {
@@ -104,12 +119,16 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
   );
   if (unfinishedJobs > 0) {
     // A hung driver call still holds its socket: exit rather than linger; BullMQ redelivers the jobs.
-    ctx.err(`plan-ledger: shutdown deadline (${settings.shutdownTimeoutMs} ms) reached; ${unfinishedJobs} unfinished job${unfinishedJobs === 1 ? '' : 's'} will be redelivered`);
+    ctx.err(
+      `plan-ledger: shutdown deadline (${settings.shutdownTimeoutMs} ms) reached; ${unfinishedJobs} unfinished job${unfinishedJobs === 1 ? '' : 's'} will be redelivered`,
+    );
     process.exit(EXIT.failed);
   }
   if (!clean) {
     // Nothing was in flight, nothing is handed back: only the goodbye to an unreachable Redis ran late.
-    ctx.err(`plan-ledger: shutdown deadline (${settings.shutdownTimeoutMs} ms) reached with no job in flight; the Redis connections were dropped (is Redis reachable?)`);
+    ctx.err(
+      `plan-ledger: shutdown deadline (${settings.shutdownTimeoutMs} ms) reached with no job in flight; the Redis connections were dropped (is Redis reachable?)`,
+    );
   }
   await exitAfterLogs(logger, EXIT.ok);
 }

@@ -10,7 +10,9 @@ import { parseArgs, printJson, withReadSource } from './read-command';
 export async function resumePointCommand(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
   const workflowId = parseArgs(() => requireId('planId', rawId));
   const dagTtlMinutes = dagTtlFromEnv(ctx.env);
-  const point = await withReadSource(ctx, 'workflows resume-point', (ds) => getResumePoint(ds, workflowId, { dagTtlMinutes }));
+  const point = await withReadSource(ctx, 'workflows resume-point', (ds) =>
+    getResumePoint(ds, workflowId, { dagTtlMinutes }),
+  );
   if (opts.json) printJson(ctx, point);
   if (!point.resumable) {
     const expiry = point.expiresAt ? `; its DAG and checkpoints expire at ${point.expiresAt}` : '';
@@ -40,11 +42,20 @@ export function formatResumePoint(p: Resumable): string[] {
       : `next:       layer ${p.nextLayer} (${p.nextSteps.length} steps)`,
     `next seq:   ${p.nextSeq} (publish the plan's next event with it)`,
     '',
-    ...renderTable(['LAYER', 'STEPS', 'COMPLETED', 'FAILED', 'SKIPPED', 'UNFINISHED'], p.layers.map((l) => [l.layer, l.steps, l.completed, l.failed, l.skipped, l.unfinished])),
+    ...renderTable(
+      ['LAYER', 'STEPS', 'COMPLETED', 'FAILED', 'SKIPPED', 'UNFINISHED'],
+      p.layers.map((l) => [l.layer, l.steps, l.completed, l.failed, l.skipped, l.unfinished]),
+    ),
   ];
   if (p.nextSteps.length > 0) {
     lines.push('', `steps of layer ${p.nextLayer}:`);
-    pushAll(lines, renderTable(['#', 'STEP', 'AGENT', 'STATUS', 'DEPENDS ON', 'TITLE'], p.nextSteps.map((s) => [s.index, s.stepId, s.agentId, s.status, s.dependsOn.join(' '), s.title ?? s.task])));
+    pushAll(
+      lines,
+      renderTable(
+        ['#', 'STEP', 'AGENT', 'STATUS', 'DEPENDS ON', 'TITLE'],
+        p.nextSteps.map((s) => [s.index, s.stepId, s.agentId, s.status, s.dependsOn.join(' '), s.title ?? s.task]),
+      ),
+    );
   }
   return lines;
 }

@@ -52,47 +52,71 @@ const STEP_SPEC: ObjectSpec = objectSpec({
 });
 const steps = nestedList(() => STEP_SPEC);
 
-const PAYLOAD_SPECS: ReadonlyMap<unknown, ObjectSpec> = new Map<PlanEventTypeName, ObjectSpec>(Object.entries({
-  'plan.created': objectSpec({ query: [true, longText({ nonEmpty: true })], steps: [true, steps], requiresApproval: [false, bool], complexity: [false, intInRange(0, 100)] }),
-  'plan.decision': objectSpec({
-    decision: [true, oneOf(DECISION_KINDS)],
-    steps: [false, steps],
-    feedback: [false, longText()],
-    decidedBy: [false, text(0, 200)],
-  }),
-  'step.started': objectSpec({ stepId: [true, externalId], agentId: [false, text(1, 100)] }),
-  'step.completed': objectSpec({
-    stepId: [true, externalId],
-    result: [false, longText()],
-    outputContent: [false, longText()],
-    inputTokens: [true, tokens],
-    outputTokens: [true, tokens],
-    model: [false, text(1, 100)],
-  }),
-  'step.failed': objectSpec({
-    stepId: [true, externalId],
-    error: [true, longText()],
-    inputTokens: [false, tokens],
-    outputTokens: [false, tokens],
-    model: [false, text(1, 100)],
-  }),
-  'step.skipped': objectSpec({ stepId: [true, externalId], reason: [false, longText()] }),
-  'handoff.recorded': objectSpec({
-    handoffId: [true, externalId],
-    stepId: [false, externalId],
-    fromAgentId: [true, text(1, 100)],
-    toAgentId: [true, text(1, 100)],
-    reason: [true, text(1, 50)],
-    explanation: [false, longText()],
-  }),
-  'checkpoint.saved': objectSpec({ checkpointId: [true, externalId], layer: [true, intInRange(0, 100_000)], state: [true, jsonState] }),
-  'plan.finalized': objectSpec({ status: [true, oneOf(FINAL_STATUSES)], summary: [false, longText()], failureReason: [false, longText()] }),
-} satisfies Record<PlanEventTypeName, ObjectSpec>) as [PlanEventTypeName, ObjectSpec][]);
+const PAYLOAD_SPECS: ReadonlyMap<unknown, ObjectSpec> = new Map<PlanEventTypeName, ObjectSpec>(
+  Object.entries({
+    'plan.created': objectSpec({
+      query: [true, longText({ nonEmpty: true })],
+      steps: [true, steps],
+      requiresApproval: [false, bool],
+      complexity: [false, intInRange(0, 100)],
+    }),
+    'plan.decision': objectSpec({
+      decision: [true, oneOf(DECISION_KINDS)],
+      steps: [false, steps],
+      feedback: [false, longText()],
+      decidedBy: [false, text(0, 200)],
+    }),
+    'step.started': objectSpec({ stepId: [true, externalId], agentId: [false, text(1, 100)] }),
+    'step.completed': objectSpec({
+      stepId: [true, externalId],
+      result: [false, longText()],
+      outputContent: [false, longText()],
+      inputTokens: [true, tokens],
+      outputTokens: [true, tokens],
+      model: [false, text(1, 100)],
+    }),
+    'step.failed': objectSpec({
+      stepId: [true, externalId],
+      error: [true, longText()],
+      inputTokens: [false, tokens],
+      outputTokens: [false, tokens],
+      model: [false, text(1, 100)],
+    }),
+    'step.skipped': objectSpec({ stepId: [true, externalId], reason: [false, longText()] }),
+    'handoff.recorded': objectSpec({
+      handoffId: [true, externalId],
+      stepId: [false, externalId],
+      fromAgentId: [true, text(1, 100)],
+      toAgentId: [true, text(1, 100)],
+      reason: [true, text(1, 50)],
+      explanation: [false, longText()],
+    }),
+    'checkpoint.saved': objectSpec({
+      checkpointId: [true, externalId],
+      layer: [true, intInRange(0, 100_000)],
+      state: [true, jsonState],
+    }),
+    'plan.finalized': objectSpec({
+      status: [true, oneOf(FINAL_STATUSES)],
+      summary: [false, longText()],
+      failureReason: [false, longText()],
+    }),
+  } satisfies Record<PlanEventTypeName, ObjectSpec>) as [PlanEventTypeName, ObjectSpec][],
+);
 
 const eventType = oneOf(PLAN_EVENT_TYPES);
 const specVersion = exactly(SPEC_VERSION, ', the only spec version this parser supports');
 const seqRange = intInRange(0, SQL_INT_MAX);
-export const ENVELOPE_FIELDS: ReadonlySet<string> = new Set(['specVersion', 'eventId', 'type', 'planId', 'sessionId', 'seq', 'occurredAt', 'payload']);
+export const ENVELOPE_FIELDS: ReadonlySet<string> = new Set([
+  'specVersion',
+  'eventId',
+  'type',
+  'planId',
+  'sessionId',
+  'seq',
+  'occurredAt',
+  'payload',
+]);
 
 /**
  * Whether the four stamps (specVersion, eventId, seq, occurredAt) must be present. `optional` is the

@@ -97,7 +97,12 @@ export function longText(options: { nonEmpty?: boolean } = {}): Rule {
 export const externalId: Rule = (value, parent, key, ctx) => {
   if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
   if (!isExternalId(value)) {
-    report(ctx, parent, key, "must be an external id (1-64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit)");
+    report(
+      ctx,
+      parent,
+      key,
+      "must be an external id (1-64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit)",
+    );
   }
 };
 
@@ -144,7 +149,8 @@ export function exactly(expected: unknown, why: string): Rule {
  */
 function notAList(value: unknown, max: number, parent: string, key: string | number, ctx: CheckContext): void {
   report(ctx, parent, key, 'must be an array');
-  if (typeof value === 'string' && value.length > max) report(ctx, parent, key, `must be at most ${max} characters long`);
+  if (typeof value === 'string' && value.length > max)
+    report(ctx, parent, key, `must be at most ${max} characters long`);
 }
 
 /**

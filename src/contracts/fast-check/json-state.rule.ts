@@ -37,7 +37,8 @@ export const jsonState: Rule = (value, parent, key, ctx) => {
       for (let i = 0; i < frame.value.length; i++) visit(frame.value[i], frame, i, true, stack, ctx);
     } else {
       for (const k of Object.keys(frame.value)) {
-        if (FORBIDDEN_KEYS.has(k)) report(ctx, frame.path, k, 'is a forbidden key (it names a built-in object property)');
+        if (FORBIDDEN_KEYS.has(k))
+          report(ctx, frame.path, k, 'is a forbidden key (it names a built-in object property)');
         else {
           const problem = stateKeyProblem(k);
           if (problem !== undefined) report(ctx, frame.path, k, problem);
@@ -48,7 +49,14 @@ export const jsonState: Rule = (value, parent, key, ctx) => {
   }
 };
 
-function visit(child: unknown, frame: Frame, key: string | number, inArray: boolean, stack: Frame[], ctx: CheckContext): void {
+function visit(
+  child: unknown,
+  frame: Frame,
+  key: string | number,
+  inArray: boolean,
+  stack: Frame[],
+  ctx: CheckContext,
+): void {
   switch (typeof child) {
     case 'string': {
       const problem = textProblem(child);

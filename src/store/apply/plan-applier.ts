@@ -22,7 +22,10 @@ import { PlanWrites } from './plan-writes';
  */
 export type PlanAction = 'wait' | 'apply' | 'apply-with-log' | 'rebuild';
 
-export function actionFor(head: Pick<PlanHeadRow, 'appliedSeq' | 'pendingEvents'>, events: readonly PlanEvent[]): PlanAction {
+export function actionFor(
+  head: Pick<PlanHeadRow, 'appliedSeq' | 'pendingEvents'>,
+  events: readonly PlanEvent[],
+): PlanAction {
   const next = head.pendingEvents > 0 ? 'apply-with-log' : 'apply';
   if (head.appliedSeq === null) return definingCreated(events) ? next : 'wait';
   if (events[0].seq <= head.appliedSeq) return 'rebuild';
@@ -85,7 +88,11 @@ export class PlanApplier {
       // a voided seq behind the watermark is only recorded: it changes no row, so nothing to rebuild
       const events = head.appliedSeq === null ? all : withoutVoidedUpTo(all, head.appliedSeq);
       const lastSeq = all[all.length - 1].seq;
-      this.setHead(head, { eventCount: head.eventCount + all.length, lastSeq: lastSeq > head.lastSeq ? lastSeq : head.lastSeq, pending: head.pendingEvents + events.length });
+      this.setHead(head, {
+        eventCount: head.eventCount + all.length,
+        lastSeq: lastSeq > head.lastSeq ? lastSeq : head.lastSeq,
+        pending: head.pendingEvents + events.length,
+      });
       if (events.length === 0) continue;
       const action = actionFor(head, events);
       if (action === 'apply') direct.push({ head, events });
@@ -95,10 +102,13 @@ export class PlanApplier {
     // the waiting events of plans whose gap this batch fills, read for all those plans at once
     // (a plan with very many waits is read page by page instead: memory stays bounded)
     const readTogether = fillingGap.filter((i) => i.head.pendingEvents <= LOG_PAGE);
-    const waiting = await this.reader.waitingEvents(readTogether.map(({ head }) => ({ planId: head.planId, aboveSeq: head.appliedSeq })));
+    const waiting = await this.reader.waitingEvents(
+      readTogether.map(({ head }) => ({ planId: head.planId, aboveSeq: head.appliedSeq })),
+    );
     for (const { head } of readTogether) direct.push({ head, events: waiting.get(head.planId) ?? [] });
     for (const head of await this.applyDirect(direct)) rebuild.push(head);
-    for (const { head } of fillingGap) if (head.pendingEvents > LOG_PAGE && !(await this.applyFromLog(head))) rebuild.push(head);
+    for (const { head } of fillingGap)
+      if (head.pendingEvents > LOG_PAGE && !(await this.applyFromLog(head))) rebuild.push(head);
     for (const head of rebuild) await this.rebuild(head);
   }
 
@@ -133,7 +143,11 @@ export class PlanApplier {
       }
       const row = rows.get(head.planId);
       const hit = cached.get(head.planId);
-      const projection = hit ? this.resumeCached(head.planId, hit, events) : row ? PlanProjection.resume(row, this.keepStored) : undefined;
+      const projection = hit
+        ? this.resumeCached(head.planId, hit, events)
+        : row
+          ? PlanProjection.resume(row, this.keepStored)
+          : undefined;
       if (!projection) {
         missing.push(head);
         continue;
@@ -156,7 +170,10 @@ export class PlanApplier {
   private resumeCached(planId: string, hit: CachedPlanRows, events: readonly PlanEvent[]): PlanProjection {
     const { plan, steps } = this.cache!.rows.copyOf(hit, PlanProjection.needs(events).stepKeys);
     const projection = PlanProjection.resume(plan, this.keepStored);
-    projection.provide(steps, steps.map((s) => s.stepKey));
+    projection.provide(
+      steps,
+      steps.map((s) => s.stepKey),
+    );
     this.cacheBases.set(planId, hit);
     return projection;
   }
@@ -181,9 +198,16 @@ export class PlanApplier {
       // voided seqs past the plan's last event opened this gap rather than filled one (a refused
       // event with a seq far ahead): applied past it, they would put the watermark where no event
       // will follow. They leave the log (their refusals stay in the dead-letter queue).
-      await this.dialect.rows(this.manager).deleteWhereIn(ENTITY.event, 'eventId', replayed.tail.map((e) => e.eventId));
+      await this.dialect.rows(this.manager).deleteWhereIn(
+        ENTITY.event,
+        'eventId',
+        replayed.tail.map((e) => e.eventId),
+      );
       const watermark = replayed.lastReal ?? head.appliedSeq!;
-      this.recordApplied(head, projection, replayed.admitted, watermark, { events: replayed.tail.length, lastSeq: watermark });
+      this.recordApplied(head, projection, replayed.admitted, watermark, {
+        events: replayed.tail.length,
+        lastSeq: watermark,
+      });
       return true;
     }
     this.recordApplied(head, projection, replayed.admitted, run.watermark);
@@ -200,7 +224,12 @@ export class PlanApplier {
     this.cache?.stage.forget(head.planId);
     this.stats.rebuilt++;
     const next = this.nextHeads.get(head.planId) ?? head;
-    this.setHead(head, { eventCount: next.eventCount, lastSeq: next.lastSeq, pending: next.eventCount - applied, applied: run.watermark });
+    this.setHead(head, {
+      eventCount: next.eventCount,
+      lastSeq: next.lastSeq,
+      pending: next.eventCount - applied,
+      applied: run.watermark,
+    });
   }
 
   /**
@@ -218,7 +247,12 @@ export class PlanApplier {
    * order while the run admits them, a page at a time. Returns how many it admitted, the seq of the
    * last admitted event that is not a voided seq, and the voided seqs admitted after it (`tail`).
    */
-  private async replay(projection: PlanProjection, run: SeqRun, created: CreatedEvent | undefined, aboveSeq?: number): Promise<{ admitted: number; lastReal: number | undefined; tail: PlanEvent[] }> {
+  private async replay(
+    projection: PlanProjection,
+    run: SeqRun,
+    created: CreatedEvent | undefined,
+    aboveSeq?: number,
+  ): Promise<{ admitted: number; lastReal: number | undefined; tail: PlanEvent[] }> {
     let admitted = 0;
     let lastReal: number | undefined;
     let tail: PlanEvent[] = [];
@@ -247,22 +281,37 @@ export class PlanApplier {
 
   private async definingCreated(planId: string): Promise<CreatedEvent> {
     const created = await this.reader.definingCreated(planId);
-    if (created?.type !== 'plan.created') throw new Error(`plan ${planId}: its head says rows exist, but its log has no plan.created`);
+    if (created?.type !== 'plan.created')
+      throw new Error(`plan ${planId}: its head says rows exist, but its log has no plan.created`);
     return created;
   }
 
   /** Record what applying `admitted` more events to a plan changed; `removed`: of those, log entries deleted (the plan's highest). */
-  private recordApplied(head: LockedHead, projection: PlanProjection, admitted: number, watermark: number, removed?: { events: number; lastSeq: number }): void {
+  private recordApplied(
+    head: LockedHead,
+    projection: PlanProjection,
+    admitted: number,
+    watermark: number,
+    removed?: { events: number; lastSeq: number },
+  ): void {
     this.writes.add(projection.changes(), head.deletedAt);
     this.stats.applied += admitted - (removed?.events ?? 0);
     const next = this.nextHeads.get(head.planId)!;
     const eventCount = next.eventCount - (removed?.events ?? 0);
-    this.setHead(head, { eventCount, lastSeq: removed ? removed.lastSeq : next.lastSeq, pending: next.pendingEvents - admitted, applied: watermark });
+    this.setHead(head, {
+      eventCount,
+      lastSeq: removed ? removed.lastSeq : next.lastSeq,
+      pending: next.pendingEvents - admitted,
+      applied: watermark,
+    });
     // the rows as written, read when the transaction commits (nothing changes them after finish())
     this.cache?.stage.put(this.nextHeads.get(head.planId)!, () => projection.held(), this.cacheBases.get(head.planId));
   }
 
-  private setHead(head: LockedHead, s: { eventCount: number; lastSeq: number; pending: number; applied?: number }): void {
+  private setHead(
+    head: LockedHead,
+    s: { eventCount: number; lastSeq: number; pending: number; applied?: number },
+  ): void {
     const applied = s.applied ?? head.appliedSeq;
     // the wait starts when the watermark stops moving with events left behind it
     const waiting = s.pending > 0 && applied !== null;
@@ -290,7 +339,11 @@ export class PlanApplier {
       if (next.gapSince && next.gapSince !== before.gapSince) this.stats.gapWaits++;
     }
     await this.writes.write(this.dialect.rows(this.manager));
-    await writeHeads(this.manager, this.dialect, [...this.nextHeads.values()].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0)));
+    await writeHeads(
+      this.manager,
+      this.dialect,
+      [...this.nextHeads.values()].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0)),
+    );
   }
 }
 

@@ -47,7 +47,8 @@ export class PlanReader {
     const ids = [...whole.keys()];
     const steps = groupBy(await this.rows.findIn<PlanStepRow>(ENTITY.step, 'planId', ids), (s) => s.planId);
     const handoffs = groupBy(await this.rows.findIn<PlanHandoffRow>(ENTITY.handoff, 'planId', ids), (h) => h.planId);
-    for (const [planId, projection] of whole) projection.provide(steps.get(planId) ?? [], [], handoffs.get(planId) ?? []);
+    for (const [planId, projection] of whole)
+      projection.provide(steps.get(planId) ?? [], [], handoffs.get(planId) ?? []);
   }
 
   /**
@@ -78,7 +79,12 @@ export class PlanReader {
   async *log(planId: string, aboveSeq?: number): AsyncGenerator<PlanEvent[]> {
     let after: LogCursor | undefined;
     for (;;) {
-      const rows = (await logPageStatement(this.m, planId, after ? { after } : { aboveSeq }, LOG_PAGE).getMany()) as PlanEventRow[];
+      const rows = (await logPageStatement(
+        this.m,
+        planId,
+        after ? { after } : { aboveSeq },
+        LOG_PAGE,
+      ).getMany()) as PlanEventRow[];
       if (rows.length === 0) return;
       const page = rows.map(fromEventRow);
       yield page;

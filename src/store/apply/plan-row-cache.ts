@@ -107,7 +107,12 @@ export class PlanRowCache {
     // a plan that ended is not kept: its events are over (a late one reads the rows back), and a
     // worker draining a backlog of whole plans would otherwise fill the cache with finished ones
     if (!head || !rows || this.budgetBytes <= 0 || planEnded(rows.plan)) return;
-    const stamp = { version: head.version, appliedSeq: head.appliedSeq, eventCount: head.eventCount, updatedAt: head.updatedAt };
+    const stamp = {
+      version: head.version,
+      appliedSeq: head.appliedSeq,
+      eventCount: head.eventCount,
+      updatedAt: head.updatedAt,
+    };
     let entry: Entry;
     if (current && current === base) {
       entry = current;
@@ -157,7 +162,10 @@ export class PlanRowCache {
 
 /** Rows one transaction wrote, for the cache once it commits. */
 export class CacheStage {
-  private readonly staged = new Map<string, { head: HeadStamp | null; rows?: () => WrittenRows; base?: CachedPlanRows }>();
+  private readonly staged = new Map<
+    string,
+    { head: HeadStamp | null; rows?: () => WrittenRows; base?: CachedPlanRows }
+  >();
 
   constructor(private readonly cache: PlanRowCache) {}
 
@@ -181,7 +189,12 @@ export class CacheStage {
 }
 
 function sameStamp(a: HeadStamp, version: number, b: HeadStamp): boolean {
-  return a.version === version && a.appliedSeq === b.appliedSeq && a.eventCount === b.eventCount && new Date(a.updatedAt).getTime() === new Date(b.updatedAt).getTime();
+  return (
+    a.version === version &&
+    a.appliedSeq === b.appliedSeq &&
+    a.eventCount === b.eventCount &&
+    new Date(a.updatedAt).getTime() === new Date(b.updatedAt).getTime()
+  );
 }
 
 /** Rough heap bytes of a row: its long text (UTF-16) and a fixed cost for the object, short strings and Dates. */
@@ -192,7 +205,16 @@ function planBytes(p: ExecutionPlanRow): number {
 }
 
 function stepBytes(s: PlanStepRow): number {
-  return ROW_BYTES + text(s.task) + text(s.title) + text(s.expectedOutput) + text(s.dependsOn) + text(s.result) + text(s.error) + text(s.outputContent);
+  return (
+    ROW_BYTES +
+    text(s.task) +
+    text(s.title) +
+    text(s.expectedOutput) +
+    text(s.dependsOn) +
+    text(s.result) +
+    text(s.error) +
+    text(s.outputContent)
+  );
 }
 
 function text(value: string | null | undefined): number {

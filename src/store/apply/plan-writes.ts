@@ -1,14 +1,58 @@
 import { pushAll as push } from '../../shared/arrays';
-import { ENTITY, ExecutionPlanRow, PlanDecisionRow, PlanHandoffRow, PlanStepRow, SessionRow, WorkflowCheckpointRow, WorkflowDagRow } from '../entities';
+import {
+  ENTITY,
+  ExecutionPlanRow,
+  PlanDecisionRow,
+  PlanHandoffRow,
+  PlanStepRow,
+  SessionRow,
+  WorkflowCheckpointRow,
+  WorkflowDagRow,
+} from '../entities';
 import { PROJECTION_TABLES } from '../plan-tables';
 import type { PlanChanges, PlanRows } from '../projection/plan-projection';
 import type { RowStore } from '../sql/sql-dialect';
 
 /** Columns a plan's events change after plan.created; the others are written once. */
-const PLAN_UPDATE = ['status', 'summary', 'failureReason', 'totalSteps', 'completedSteps', 'failedSteps', 'skippedSteps', 'totalInputTokens', 'totalOutputTokens', 'approvalStatus', 'updatedAt', 'completedAt', 'deletedAt'] as const;
+const PLAN_UPDATE = [
+  'status',
+  'summary',
+  'failureReason',
+  'totalSteps',
+  'completedSteps',
+  'failedSteps',
+  'skippedSteps',
+  'totalInputTokens',
+  'totalOutputTokens',
+  'approvalStatus',
+  'updatedAt',
+  'completedAt',
+  'deletedAt',
+] as const;
 /** Columns step events change; the definition columns change only when an edit replaces the steps. */
-const STEP_UPDATE = ['agentId', 'status', 'result', 'error', 'outputContent', 'model', 'inputTokens', 'outputTokens', 'startedAt', 'completedAt', 'deletedAt'] as const;
-const HANDOFF_UPDATE = ['stepId', 'stepKey', 'fromAgentId', 'toAgentId', 'reason', 'explanation', 'timestamp', 'deletedAt'] as const;
+const STEP_UPDATE = [
+  'agentId',
+  'status',
+  'result',
+  'error',
+  'outputContent',
+  'model',
+  'inputTokens',
+  'outputTokens',
+  'startedAt',
+  'completedAt',
+  'deletedAt',
+] as const;
+const HANDOFF_UPDATE = [
+  'stepId',
+  'stepKey',
+  'fromAgentId',
+  'toAgentId',
+  'reason',
+  'explanation',
+  'timestamp',
+  'deletedAt',
+] as const;
 const CHECKPOINT_UPDATE = ['layer', 'state', 'createdAt', 'deletedAt'] as const;
 
 /**
@@ -99,7 +143,11 @@ export class PlanWrites {
   /** Sessions first (plans reference them), then deletes children first, inserts parents first. */
   async write(rows: RowStore): Promise<void> {
     const sessions = [...this.sessions.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    await rows.upsert(ENTITY.session, sessions, { key: 'id', update: [], keep: { createdAt: 'min', updatedAt: 'max' } });
+    await rows.upsert(ENTITY.session, sessions, {
+      key: 'id',
+      update: [],
+      keep: { createdAt: 'min', updatedAt: 'max' },
+    });
     for (const t of PROJECTION_TABLES) await rows.deleteWhereIn(t.entity, t.planKey, this.rebuilt);
     await rows.deleteWhereIn(ENTITY.handoff, 'planId', this.replaced);
     await rows.deleteWhereIn(ENTITY.step, 'planId', this.replaced);

@@ -18,7 +18,11 @@ export interface ColumnSpec {
 
 export type EntityFactory<T> = (types: ColumnTypes) => EntitySchema<T>;
 
-export function defineEntity<T>(name: string, tableName: string, columns: Record<keyof T & string, ColumnSpec>): EntityFactory<T> {
+export function defineEntity<T>(
+  name: string,
+  tableName: string,
+  columns: Record<keyof T & string, ColumnSpec>,
+): EntityFactory<T> {
   return (types) =>
     new EntitySchema<T>({
       name,
@@ -53,10 +57,22 @@ const BIGINT_AS_NUMBER = {
   to: (v: unknown) => v,
 };
 
-export const ext = (column: string, extra: Partial<ColumnSpec> = {}): ColumnSpec => ({ column, kind: 'externalId', ...extra });
-export const uuid = (column: string, extra: Partial<ColumnSpec> = {}): ColumnSpec => ({ column, kind: 'uuid', ...extra });
+export const ext = (column: string, extra: Partial<ColumnSpec> = {}): ColumnSpec => ({
+  column,
+  kind: 'externalId',
+  ...extra,
+});
+export const uuid = (column: string, extra: Partial<ColumnSpec> = {}): ColumnSpec => ({
+  column,
+  kind: 'uuid',
+  ...extra,
+});
 export const text = (column: string, nullable = true): ColumnSpec => ({ column, kind: 'longText', nullable });
-export const str = (column: string, length: number, nullable = false): ColumnSpec => ({ column, kind: { varchar: length }, nullable });
+export const str = (column: string, length: number, nullable = false): ColumnSpec => ({
+  column,
+  kind: { varchar: length },
+  nullable,
+});
 export const int = (column: string, nullable = false): ColumnSpec => ({ column, kind: 'int', nullable });
 export const bigint = (column: string): ColumnSpec => ({ column, kind: 'bigint' });
 export const bool = (column: string): ColumnSpec => ({ column, kind: 'boolean' });

@@ -12,12 +12,16 @@ export interface WorkflowCheckpointRow {
   deletedAt: Date | null;
 }
 
-export const WorkflowCheckpointEntity = defineEntity<WorkflowCheckpointRow>('WorkflowCheckpoint', 'workflow_checkpoints', {
-  id: uuid('id', { primary: true }),
-  workflowId: ext('workflow_id'),
-  checkpointKey: ext('checkpoint_key'),
-  layer: int('layer'),
-  state: text('state', false),
-  createdAt: ts('created_at'),
-  deletedAt,
-});
+export const WorkflowCheckpointEntity = defineEntity<WorkflowCheckpointRow>(
+  'WorkflowCheckpoint',
+  'workflow_checkpoints',
+  {
+    id: uuid('id', { primary: true }),
+    workflowId: ext('workflow_id'),
+    checkpointKey: ext('checkpoint_key'),
+    layer: int('layer'),
+    state: text('state', false),
+    createdAt: ts('created_at'),
+    deletedAt,
+  },
+);

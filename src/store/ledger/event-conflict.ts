@@ -38,7 +38,11 @@ export class EventConflictError extends PlanLedgerError {
 /** The conflict of an id stored for another plan: names both plans (the message the CLI and dead letters show). */
 export class EventIdConflictError extends EventConflictError {
   constructor(event: EventRef, stored: EventRef) {
-    super(event, stored, `event ${event.eventId} of plan ${event.planId}: its id is already stored for an event of plan ${stored.planId} (${describe(stored)}); event ids must be unique`);
+    super(
+      event,
+      stored,
+      `event ${event.eventId} of plan ${event.planId}: its id is already stored for an event of plan ${stored.planId} (${describe(stored)}); event ids must be unique`,
+    );
     this.name = 'EventIdConflictError';
   }
 }
@@ -52,7 +56,13 @@ export function assertSameEvent(event: PlanEvent, stored: PlanEvent | PlanEventR
 function sameContent(event: PlanEvent, other: PlanEvent | PlanEventRow): boolean {
   // one refused event voids its seq once: a later record of the same refusal is the same fact
   if (isVoidedSeq(event) && isVoidedSeq(other)) return Number(other.seq) === event.seq;
-  if (other.type !== event.type || Number(other.seq) !== event.seq || other.sessionId !== event.sessionId || Number(other.specVersion) !== event.specVersion) return false;
+  if (
+    other.type !== event.type ||
+    Number(other.seq) !== event.seq ||
+    other.sessionId !== event.sessionId ||
+    Number(other.specVersion) !== event.specVersion
+  )
+    return false;
   if (new Date(other.occurredAt).getTime() !== Date.parse(event.occurredAt)) return false;
   const payload = typeof other.payload === 'string' ? JSON.parse(other.payload) : other.payload;
   return canonicalJson(payload) === canonicalJson(event.payload);
@@ -63,7 +73,9 @@ function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const record = value as Record<string, unknown>;
-    const keys = Object.keys(record).filter((k) => record[k] !== undefined).sort();
+    const keys = Object.keys(record)
+      .filter((k) => record[k] !== undefined)
+      .sort();
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`).join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
@@ -84,10 +96,16 @@ export function firstCopies(events: PlanEvent[]): PlanEvent[] {
 }
 
 /** The stored rows of these event ids (read only for ids already stored: redeliveries, replays, conflicts). */
-export async function storedEventRows(m: EntityManager, dialect: SqlDialect, ids: string[]): Promise<Map<string, PlanEventRow>> {
+export async function storedEventRows(
+  m: EntityManager,
+  dialect: SqlDialect,
+  ids: string[],
+): Promise<Map<string, PlanEventRow>> {
   const found = new Map<string, PlanEventRow>();
   for (const part of chunk(ids, valuesPerInList(dialect))) {
-    const rows = await m.getRepository<PlanEventRow>(ENTITY.event).find({ where: { eventId: In(part) }, withDeleted: true });
+    const rows = await m
+      .getRepository<PlanEventRow>(ENTITY.event)
+      .find({ where: { eventId: In(part) }, withDeleted: true });
     for (const r of rows) found.set(r.eventId.toLowerCase(), r);
   }
   return found;

@@ -32,7 +32,10 @@ export class EventLog {
     if (this.dialect.skipsStoredEvents) {
       const inserted = await this.insert(unique, heads, true);
       const fresh = inserted.size === unique.length ? unique : unique.filter((e) => inserted.has(e.eventId));
-      const existing = fresh === unique ? new Map<string, string>() : await this.storedPlans(unique.filter((e) => !inserted.has(e.eventId)).map((e) => e.eventId));
+      const existing =
+        fresh === unique
+          ? new Map<string, string>()
+          : await this.storedPlans(unique.filter((e) => !inserted.has(e.eventId)).map((e) => e.eventId));
       return { fresh, existing };
     }
     const existing = await this.storedPlans(unique.filter((e) => !heads.get(e.planId)!.isNew).map((e) => e.eventId));
@@ -53,7 +56,11 @@ export class EventLog {
    * Reads the stored rows of those ids only, so the common batch pays nothing.
    */
   async assertRedeliveries(stored: PlanEvent[]): Promise<void> {
-    const rows = await storedEventRows(this.m, this.dialect, stored.map((e) => e.eventId));
+    const rows = await storedEventRows(
+      this.m,
+      this.dialect,
+      stored.map((e) => e.eventId),
+    );
     for (const e of stored) {
       const row = rows.get(e.eventId.toLowerCase());
       if (row) assertSameEvent(e, row);
@@ -76,7 +83,11 @@ export class EventLog {
   }
 
   /** Events of a plan retention already soft-deleted are stored soft-deleted too. */
-  private insert(events: PlanEvent[], heads: ReadonlyMap<string, LockedHead>, skipStored: boolean): Promise<Set<string>> {
+  private insert(
+    events: PlanEvent[],
+    heads: ReadonlyMap<string, LockedHead>,
+    skipStored: boolean,
+  ): Promise<Set<string>> {
     const recordedAt = new Date();
     return this.dialect.appendEvents(
       this.m,

@@ -15,7 +15,12 @@ import { ENTITY } from '../entities';
  * database write lock up front.
  */
 export function lockHeadsStatement(m: EntityManager, planIds: string[]): UpdateQueryBuilder<object> {
-  return m.createQueryBuilder().update(ENTITY.head).set({ version: () => 'version + 1' }).where({ planId: In(planIds) }).callListeners(false);
+  return m
+    .createQueryBuilder()
+    .update(ENTITY.head)
+    .set({ version: () => 'version + 1' })
+    .where({ planId: In(planIds) })
+    .callListeners(false);
 }
 
 /** Where a page of a plan's log starts: after this (seq, eventId), or from the start. */
@@ -28,8 +33,18 @@ export interface LogCursor {
  * One page of a plan's stored events in canonical order (seq, then event id: see event-order.ts),
  * from `after` (exclusive) or from the seqs above `aboveSeq`, soft-deleted ones included.
  */
-export function logPageStatement(m: EntityManager, planId: string, from: { after?: LogCursor; aboveSeq?: number }, limit: number) {
-  const qb = m.createQueryBuilder().select('e').from(ENTITY.event, 'e').withDeleted().where('e.planId = :planId', { planId });
+export function logPageStatement(
+  m: EntityManager,
+  planId: string,
+  from: { after?: LogCursor; aboveSeq?: number },
+  limit: number,
+) {
+  const qb = m
+    .createQueryBuilder()
+    .select('e')
+    .from(ENTITY.event, 'e')
+    .withDeleted()
+    .where('e.planId = :planId', { planId });
   if (from.after) qb.andWhere('(e.seq > :seq OR (e.seq = :seq AND e.eventId > :eventId))', from.after);
   else if (from.aboveSeq !== undefined) qb.andWhere('e.seq > :aboveSeq', { aboveSeq: from.aboveSeq });
   return qb.orderBy('e.seq', 'ASC').addOrderBy('e.eventId', 'ASC').limit(limit);
@@ -50,10 +65,22 @@ export function definingCreatedStatement(m: EntityManager, planId: string) {
 
 /** Plans that have waited on a gap since `cutoff` or longer (README, "Store"). */
 export function overdueGapsStatement(m: EntityManager, cutoff: unknown, limit: number) {
-  return m.createQueryBuilder().select('h.planId', 'planId').from(ENTITY.head, 'h').withDeleted().where('h.gapSince <= :cutoff', { cutoff }).orderBy('h.gapSince', 'ASC').limit(limit);
+  return m
+    .createQueryBuilder()
+    .select('h.planId', 'planId')
+    .from(ENTITY.head, 'h')
+    .withDeleted()
+    .where('h.gapSince <= :cutoff', { cutoff })
+    .orderBy('h.gapSince', 'ASC')
+    .limit(limit);
 }
 
 /** How many plans wait on a gap now. */
 export function waitingPlansStatement(m: EntityManager) {
-  return m.createQueryBuilder().select('COUNT(*)', 'n').from(ENTITY.head, 'h').withDeleted().where('h.gapSince IS NOT NULL');
+  return m
+    .createQueryBuilder()
+    .select('COUNT(*)', 'n')
+    .from(ENTITY.head, 'h')
+    .withDeleted()
+    .where('h.gapSince IS NOT NULL');
 }

@@ -13,7 +13,19 @@ export type { LockedHead } from '../sql/sql-dialect';
 
 /** The head of a plan seen for the first time. */
 export function newHead(planId: string, sessionId: string, now: Date): PlanHeadRow {
-  return { planId, sessionId, version: 0, eventCount: 0, lastSeq: 0, appliedSeq: null, pendingEvents: 0, gapSince: null, updatedAt: now, restoredAt: null, deletedAt: null };
+  return {
+    planId,
+    sessionId,
+    version: 0,
+    eventCount: 0,
+    lastSeq: 0,
+    appliedSeq: null,
+    pendingEvents: 0,
+    gapSince: null,
+    updatedAt: now,
+    restoredAt: null,
+    deletedAt: null,
+  };
 }
 
 /**
@@ -21,18 +33,29 @@ export function newHead(planId: string, sessionId: string, now: Date): PlanHeadR
  * exclusive from the start (no shared-to-exclusive upgrade to deadlock on), and every writer takes
  * them before reading anything of the plans, so what it reads next is what earlier writers committed.
  */
-export async function lockHeads(m: EntityManager, dialect: SqlDialect, rows: PlanHeadRow[]): Promise<Map<string, LockedHead>> {
+export async function lockHeads(
+  m: EntityManager,
+  dialect: SqlDialect,
+  rows: PlanHeadRow[],
+): Promise<Map<string, LockedHead>> {
   const sorted = [...rows].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0));
   return dialect.lockHeads(m, sorted);
 }
 
 /** Lock and read the heads of stored plans (absent ones are missing from the map); the lock bumped their version already. */
-export async function lockStoredHeads(m: EntityManager, dialect: SqlDialect, planIds: string[]): Promise<Map<string, LockedHead>> {
+export async function lockStoredHeads(
+  m: EntityManager,
+  dialect: SqlDialect,
+  planIds: string[],
+): Promise<Map<string, LockedHead>> {
   const heads = new Map<string, LockedHead>();
   const ids = [...planIds].sort();
   for (const part of chunk(ids, valuesPerInList(dialect))) {
     await lockHeadsStatement(m, part).execute();
-    for (const r of await m.getRepository<PlanHeadRow>(ENTITY.head).find({ where: { planId: In(part) }, withDeleted: true })) heads.set(r.planId, { ...r, isNew: false });
+    for (const r of await m
+      .getRepository<PlanHeadRow>(ENTITY.head)
+      .find({ where: { planId: In(part) }, withDeleted: true }))
+      heads.set(r.planId, { ...r, isNew: false });
   }
   return heads;
 }

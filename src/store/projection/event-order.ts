@@ -27,7 +27,10 @@ export function definingCreated(events: Iterable<PlanEvent>): CreatedEvent | und
 export class SeqRun {
   private seq: number;
 
-  constructor(watermark: number, private readonly skipGaps = false) {
+  constructor(
+    watermark: number,
+    private readonly skipGaps = false,
+  ) {
     this.seq = watermark;
   }
 

@@ -1,5 +1,12 @@
 import type { PlanEvent } from '../../contracts';
-import type { ExecutionPlanRow, PlanHandoffRow, PlanStepRow, WorkflowCheckpointRow, WorkflowDagRow, PlanDecisionRow } from '../entities';
+import type {
+  ExecutionPlanRow,
+  PlanHandoffRow,
+  PlanStepRow,
+  WorkflowCheckpointRow,
+  WorkflowDagRow,
+  PlanDecisionRow,
+} from '../entities';
 import { byId, CreatedEvent, PlanReducer, PlanRows, planRowOf } from './plan-reducer';
 import { isVoidedSeq } from './voided-seq';
 
@@ -87,7 +94,8 @@ export class PlanProjection extends PlanReducer {
       if (e.type === 'plan.decision') everyStep ||= e.payload.decision === 'edit' && e.payload.steps !== undefined;
       else if (e.type === 'handoff.recorded') {
         if (e.payload.stepId !== undefined) keys.add(e.payload.stepId);
-      } else if (e.type !== 'plan.created' && e.type !== 'checkpoint.saved' && e.type !== 'plan.finalized') keys.add(e.payload.stepId);
+      } else if (e.type !== 'plan.created' && e.type !== 'checkpoint.saved' && e.type !== 'plan.finalized')
+        keys.add(e.payload.stepId);
     }
     return { stepKeys: [...keys], everyStep };
   }
@@ -148,7 +156,8 @@ export class PlanProjection extends PlanReducer {
   }
 
   protected override step(key: string): PlanStepRow | undefined {
-    if (this.known !== 'all' && !this.known.has(key)) throw new Error(`plan ${this.plan.id}: step ${key} was not read before its event was applied`);
+    if (this.known !== 'all' && !this.known.has(key))
+      throw new Error(`plan ${this.plan.id}: step ${key} was not read before its event was applied`);
     return this.steps.get(key);
   }
 

@@ -1,5 +1,12 @@
 import type { PlanEvent, StepSpec } from '../../contracts';
-import type { ExecutionPlanRow, PlanDecisionRow, PlanHandoffRow, PlanStepRow, WorkflowCheckpointRow, WorkflowDagRow } from '../entities';
+import type {
+  ExecutionPlanRow,
+  PlanDecisionRow,
+  PlanHandoffRow,
+  PlanStepRow,
+  WorkflowCheckpointRow,
+  WorkflowDagRow,
+} from '../entities';
 import { dagLayers } from './dag-layers';
 import { derivedId } from './derived-id';
 import { isVoidedSeq } from './voided-seq';
@@ -64,7 +71,11 @@ export class PlanReducer {
     if (isVoidedSeq(event)) return; // a seq whose event was refused: it holds the seq, it changes nothing
     const at = new Date(event.occurredAt);
     if (at > this.plan.updatedAt) this.plan.updatedAt = at;
-    if ((event.type === 'plan.created' || event.type === 'plan.decision' || event.type === 'plan.finalized') && !(this.sessionActivity && this.sessionActivity >= at)) this.sessionActivity = at;
+    if (
+      (event.type === 'plan.created' || event.type === 'plan.decision' || event.type === 'plan.finalized') &&
+      !(this.sessionActivity && this.sessionActivity >= at)
+    )
+      this.sessionActivity = at;
     switch (event.type) {
       case 'plan.created':
         return; // only the defining plan.created counts (event-order.ts)
@@ -219,7 +230,12 @@ export class PlanReducer {
       s.completedAt = at;
       if (event.type === 'step.completed') {
         const p = event.payload;
-        Object.assign(s, { status: 'completed', result: p.result ?? null, outputContent: p.outputContent ?? null, error: null });
+        Object.assign(s, {
+          status: 'completed',
+          result: p.result ?? null,
+          outputContent: p.outputContent ?? null,
+          error: null,
+        });
         Object.assign(s, { inputTokens: p.inputTokens, outputTokens: p.outputTokens, model: p.model ?? s.model });
       } else if (event.type === 'step.failed') {
         const p = event.payload;
@@ -272,7 +288,8 @@ export class PlanReducer {
       if (spec.index + 1 > spare) spare = spec.index + 1;
     }
     const ran = [...this.steps.values()].filter((s) => s.status !== 'pending' && !next.has(s.stepKey));
-    for (const old of ran.sort((a, b) => a.stepIndex - b.stepIndex)) next.set(old.stepKey, { ...old, stepIndex: spare++ });
+    for (const old of ran.sort((a, b) => a.stepIndex - b.stepIndex))
+      next.set(old.stepKey, { ...old, stepIndex: spare++ });
     this.steps = next;
     this.touched.stepsReplaced = true;
     this.defineSteps();
@@ -286,10 +303,22 @@ export class PlanReducer {
   private defineSteps(): void {
     const steps = this.sortedSteps();
     const p = this.plan;
-    Object.assign(p, { totalSteps: steps.length, completedSteps: 0, failedSteps: 0, skippedSteps: 0, totalInputTokens: 0, totalOutputTokens: 0 });
+    Object.assign(p, {
+      totalSteps: steps.length,
+      completedSteps: 0,
+      failedSteps: 0,
+      skippedSteps: 0,
+      totalInputTokens: 0,
+      totalOutputTokens: 0,
+    });
     for (const s of steps) this.count(s, 1);
     for (const h of this.handoffs.values()) h.stepId = this.stepIdOf(h.stepKey);
-    const nodes = steps.map((s) => ({ stepId: s.stepKey, index: s.stepIndex, agentId: s.agentId, dependsOn: JSON.parse(s.dependsOn ?? '[]') as string[] }));
+    const nodes = steps.map((s) => ({
+      stepId: s.stepKey,
+      index: s.stepIndex,
+      agentId: s.agentId,
+      dependsOn: JSON.parse(s.dependsOn ?? '[]') as string[],
+    }));
     this.dag = {
       workflowId: p.id,
       dag: JSON.stringify({ steps: nodes, layers: dagLayers(nodes) }),

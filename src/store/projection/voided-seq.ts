@@ -69,7 +69,16 @@ export function voidedSeqIdOf(eventId: string): string {
 /** The log entry voiding `ref`'s seq, as the store takes events. */
 export function voidedSeqEvent(ref: RefusedSeq, kind: string, deadLetterId: string, at: Date): PlanEvent {
   const payload: VoidedSeqPayload = { eventId: ref.eventId, kind, deadLetterId };
-  const entry = { specVersion: 1, eventId: voidedSeqId(ref), type: VOIDED_SEQ, planId: ref.planId, sessionId: ref.sessionId, seq: ref.seq, occurredAt: at.toISOString(), payload };
+  const entry = {
+    specVersion: 1,
+    eventId: voidedSeqId(ref),
+    type: VOIDED_SEQ,
+    planId: ref.planId,
+    sessionId: ref.sessionId,
+    seq: ref.seq,
+    occurredAt: at.toISOString(),
+    payload,
+  };
   // the store's event type is the contract's union; this internal entry is told apart by isVoidedSeq
   return entry as unknown as PlanEvent;
 }

@@ -43,7 +43,8 @@ export interface ColumnTypes {
 
 /** A column's type for the migration Table API; pass `varchar: n` for a bounded string. */
 export function columnType(types: ColumnTypes, kind: ColumnKind | { varchar: number }): KindSpec {
-  const spec: KindSpec = typeof kind === 'string' ? types.columnKinds[kind] : { type: types.boundedText, length: String(kind.varchar) };
+  const spec: KindSpec =
+    typeof kind === 'string' ? types.columnKinds[kind] : { type: types.boundedText, length: String(kind.varchar) };
   const out: KindSpec = { type: spec.type };
   if (spec.length !== undefined) out.length = spec.length;
   if (spec.precision !== undefined) out.precision = spec.precision;

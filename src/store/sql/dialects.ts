@@ -13,7 +13,13 @@ export type { ColumnKind } from './column-kinds';
 export const DIALECTS: Readonly<Record<Dialect, SqlDialect>> = { sqlite, postgres, mysql, mssql };
 
 /** TypeORM driver types and the dialect each one speaks (MariaDB counts as mysql). */
-const BY_DRIVER: Readonly<Record<string, SqlDialect>> = { 'better-sqlite3': sqlite, postgres, mysql, mariadb: mysql, mssql };
+const BY_DRIVER: Readonly<Record<string, SqlDialect>> = {
+  'better-sqlite3': sqlite,
+  postgres,
+  mysql,
+  mariadb: mysql,
+  mssql,
+};
 
 /** The dialect of a live DataSource, QueryRunner or EntityManager. */
 export function sqlDialectOf(source: DataSource | QueryRunner | EntityManager): SqlDialect {
@@ -29,7 +35,10 @@ export function dialectOf(source: DataSource | QueryRunner | EntityManager): Dia
 }
 
 /** Column options for the migration Table API; pass `varchar: n` for a bounded string. */
-export function columnTypeFor(dialect: Dialect, kind: ColumnKind | { varchar: number }): Pick<TableColumnOptions, 'type' | 'length' | 'precision'> {
+export function columnTypeFor(
+  dialect: Dialect,
+  kind: ColumnKind | { varchar: number },
+): Pick<TableColumnOptions, 'type' | 'length' | 'precision'> {
   return columnType(DIALECTS[dialect], kind);
 }
 

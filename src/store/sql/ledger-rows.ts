@@ -13,23 +13,40 @@ import type { EventRowInput, LockedHead, SqlDialect } from './sql-dialect';
  * updates nothing (it takes each row's exclusive lock at once: no shared-to-exclusive upgrade to
  * deadlock on), then a version bump, which makes version 1 mean "created by this transaction".
  */
-export async function lockHeadsByUpsert(m: EntityManager, dialect: SqlDialect, sorted: PlanHeadRow[]): Promise<Map<string, LockedHead>> {
+export async function lockHeadsByUpsert(
+  m: EntityManager,
+  dialect: SqlDialect,
+  sorted: PlanHeadRow[],
+): Promise<Map<string, LockedHead>> {
   const ids = sorted.map((r) => r.planId);
   const rows = dialect.rows(m);
   await rows.upsert(ENTITY.head, sorted, { key: 'planId', update: [] });
   for (const part of chunk(ids, valuesPerInList(dialect))) {
-    await m.createQueryBuilder().update(ENTITY.head).set({ version: () => 'version + 1' }).where({ planId: In(part) }).callListeners(false).execute();
+    await m
+      .createQueryBuilder()
+      .update(ENTITY.head)
+      .set({ version: () => 'version + 1' })
+      .where({ planId: In(part) })
+      .callListeners(false)
+      .execute();
   }
   const heads = new Map<string, LockedHead>();
-  for (const r of await rows.findIn<PlanHeadRow>(ENTITY.head, 'planId', ids)) heads.set(r.planId, { ...r, isNew: r.version === 1 });
+  for (const r of await rows.findIn<PlanHeadRow>(ENTITY.head, 'planId', ids))
+    heads.set(r.planId, { ...r, isNew: r.version === 1 });
   return heads;
 }
 
 /** The plan of each stored event id, read in IN-list chunks. */
-export async function eventPlansByFind(m: EntityManager, dialect: SqlDialect, ids: string[]): Promise<Map<string, string>> {
+export async function eventPlansByFind(
+  m: EntityManager,
+  dialect: SqlDialect,
+  ids: string[],
+): Promise<Map<string, string>> {
   const found = new Map<string, string>();
   for (const part of chunk(ids, valuesPerInList(dialect))) {
-    const rows = await m.getRepository<PlanEventRow>(ENTITY.event).find({ select: { eventId: true, planId: true }, where: { eventId: In(part) }, withDeleted: true });
+    const rows = await m
+      .getRepository<PlanEventRow>(ENTITY.event)
+      .find({ select: { eventId: true, planId: true }, where: { eventId: In(part) }, withDeleted: true });
     for (const r of rows) found.set(r.eventId.toLowerCase(), r.planId);
   }
   return found;
@@ -39,7 +56,11 @@ export async function eventPlansByFind(m: EntityManager, dialect: SqlDialect, id
  * Events appended as rows with their payload as JSON text; every row is inserted (no skipping).
  * The rows are the caller's to give away: each payload is replaced by its JSON text in place.
  */
-export async function appendEventRows(m: EntityManager, dialect: SqlDialect, rows: EventRowInput[]): Promise<Set<string>> {
+export async function appendEventRows(
+  m: EntityManager,
+  dialect: SqlDialect,
+  rows: EventRowInput[],
+): Promise<Set<string>> {
   for (const r of rows) r.payload = JSON.stringify(r.payload);
   await dialect.rows(m).insert(ENTITY.event, rows);
   return new Set(rows.map((r) => r.eventId));

@@ -23,11 +23,14 @@ import { DataSource, MssqlParameter, QueryRunner } from 'typeorm';
  */
 export function typedMssqlParameter(value: unknown): unknown {
   if (value instanceof MssqlParameter) return value;
-  if (typeof value === 'string') return new MssqlParameter(value, 'nvarchar', value.length <= 4000 ? 4000 : NVARCHAR_MAX);
+  if (typeof value === 'string')
+    return new MssqlParameter(value, 'nvarchar', value.length <= 4000 ? 4000 : NVARCHAR_MAX);
   if (value instanceof Date) return new MssqlParameter(value, 'datetime2', 3);
   if (typeof value === 'number') {
     if (!Number.isInteger(value)) return new MssqlParameter(value, 'float');
-    return value >= -2147483648 && value <= 2147483647 ? new MssqlParameter(value, 'int') : new MssqlParameter(value, 'bigint');
+    return value >= -2147483648 && value <= 2147483647
+      ? new MssqlParameter(value, 'int')
+      : new MssqlParameter(value, 'bigint');
   }
   if (typeof value === 'boolean') return new MssqlParameter(value, 'bit');
   return value;

@@ -104,7 +104,10 @@ export const mssql: SqlDialect = {
       [701, 'insufficient system memory to run this query'],
       [8645, 'timeout waiting for memory resources to run the query'],
       [4060, 'cannot open the database (still recovering after a restart or failover)'],
-      [18456, 'login failed (the database is recovering; a bad password also gives this, and the retry budget bounds it)'],
+      [
+        18456,
+        'login failed (the database is recovering; a bad password also gives this, and the retry budget bounds it)',
+      ],
       [9002, 'transaction log full (until a log backup or autogrowth frees space)'],
       [1105, 'filegroup full (until space is added)'],
       [40197, 'Azure SQL: service error while processing the request (reconfiguration)'],

@@ -79,7 +79,16 @@ export const mysql: SqlDialect = {
   },
 
   /** Deadlock (1213), lock wait timeout (1205), too many connections (1040), server shutdown (1053), a lost connection. */
-  transient: { codes: ['ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT', 'PROTOCOL_CONNECTION_LOST', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN'], errnos: new Set([1213, 1205, 1040, 1053]) },
+  transient: {
+    codes: [
+      'ER_LOCK_DEADLOCK',
+      'ER_LOCK_WAIT_TIMEOUT',
+      'PROTOCOL_CONNECTION_LOST',
+      'ER_CON_COUNT_ERROR',
+      'ER_SERVER_SHUTDOWN',
+    ],
+    errnos: new Set([1213, 1205, 1040, 1053]),
+  },
   isDuplicateKey: (f) => f.code === 'ER_DUP_ENTRY' || f.errno === 1062,
 };
 
@@ -88,7 +97,13 @@ export function onDuplicateKeyStatement(m: EntityManager, entity: string, rows: 
   const col = columnOf(m, entity);
   const key = col(upsert.key);
   const fresh = (c: string) => `VALUES(${c})`;
-  const sets = setList(upsert, col, `${key} = ${fresh(key)}`, (c) => `${c} = ${fresh(c)}`, (c, how) => `${c} = ${how === 'min' ? 'LEAST' : 'GREATEST'}(${c}, ${fresh(c)})`);
+  const sets = setList(
+    upsert,
+    col,
+    `${key} = ${fresh(key)}`,
+    (c) => `${c} = ${fresh(c)}`,
+    (c, how) => `${c} = ${how === 'min' ? 'LEAST' : 'GREATEST'}(${c}, ${fresh(c)})`,
+  );
   const { sql, params } = insertStatement(m, entity, rows);
   return { sql: `${sql} ON DUPLICATE KEY UPDATE ${sets}`, params };
 }

@@ -13,7 +13,12 @@ import { setList, Statement } from './values-statements';
  * server splits into each element's JSON text, exactly JSON.stringify's (the json type keeps its
  * input text). That saves a stringify and an escape pass per row on the worker, its busiest process.
  */
-export function unnestInsertStatement(m: EntityManager, entity: string, rows: object[], options: { upsert?: Upsert; jsonText?: readonly string[] } = {}): Statement {
+export function unnestInsertStatement(
+  m: EntityManager,
+  entity: string,
+  rows: object[],
+  options: { upsert?: Upsert; jsonText?: readonly string[] } = {},
+): Statement {
   const driver = m.connection.driver;
   const meta = m.connection.getMetadata(entity);
   const json = new Set(options.jsonText);
@@ -34,7 +39,13 @@ export function unnestInsertStatement(m: EntityManager, entity: string, rows: ob
   if (options.upsert) {
     const col = (prop: string) => driver.escape(meta.findColumnWithPropertyName(prop)!.databaseName);
     const key = col(options.upsert.key);
-    const sets = setList(options.upsert, col, `${key} = EXCLUDED.${key}`, (c) => `${c} = EXCLUDED.${c}`, (c, how) => `${c} = ${how === 'min' ? 'LEAST' : 'GREATEST'}(${table}.${c}, EXCLUDED.${c})`);
+    const sets = setList(
+      options.upsert,
+      col,
+      `${key} = EXCLUDED.${key}`,
+      (c) => `${c} = EXCLUDED.${c}`,
+      (c, how) => `${c} = ${how === 'min' ? 'LEAST' : 'GREATEST'}(${table}.${c}, EXCLUDED.${c})`,
+    );
     conflict = ` ON CONFLICT (${key}) DO UPDATE SET ${sets}`;
   }
   return { sql: `INSERT INTO ${table} (${columns}) SELECT * FROM unnest(${arrays})${conflict}`, params };
@@ -47,15 +58,29 @@ export function unnestInsertStatement(m: EntityManager, entity: string, rows: ob
  * also bounds the scan of the table (`= ANY($1)`): joined to the unnest alone, the planner hashes
  * the whole table once it is large next to the batch, a cost that grows with the stored history.
  */
-export function unnestUpdateStatement(m: EntityManager, entity: string, rows: object[], key: string, update: readonly string[]): Statement {
+export function unnestUpdateStatement(
+  m: EntityManager,
+  entity: string,
+  rows: object[],
+  key: string,
+  update: readonly string[],
+): Statement {
   const driver = m.connection.driver;
   const meta = m.connection.getMetadata(entity);
   const columns = [key, ...update].map((prop) => meta.findColumnWithPropertyName(prop)!);
-  const params = columns.map((c) => pgArrayLiteral(rows.map((row) => (row as Record<string, unknown>)[c.propertyName])));
+  const params = columns.map((c) =>
+    pgArrayLiteral(rows.map((row) => (row as Record<string, unknown>)[c.propertyName])),
+  );
   const names = columns.map((c) => driver.escape(c.databaseName));
   const arrays = columns.map((c, i) => `$${i + 1}::${c.type as string}[]`).join(', ');
-  const sets = names.slice(1).map((n) => `${n} = v.${n}`).join(', ');
+  const sets = names
+    .slice(1)
+    .map((n) => `${n} = v.${n}`)
+    .join(', ');
   const table = driver.escape(meta.tableName);
   const k = `${table}.${names[0]}`;
-  return { sql: `UPDATE ${table} SET ${sets} FROM unnest(${arrays}) AS v(${names.join(', ')}) WHERE ${k} = ANY($1::${columns[0].type as string}[]) AND ${k} = v.${names[0]}`, params };
+  return {
+    sql: `UPDATE ${table} SET ${sets} FROM unnest(${arrays}) AS v(${names.join(', ')}) WHERE ${k} = ANY($1::${columns[0].type as string}[]) AND ${k} = v.${names[0]}`,
+    params,
+  };
 }

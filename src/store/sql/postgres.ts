@@ -86,7 +86,9 @@ export const postgres: SqlDialect = {
     );
     const created = new Set(inserted.map((r) => r.plan_id));
     const heads = new Map<string, LockedHead>();
-    for (const r of await m.query(`SELECT * FROM plan_heads WHERE plan_id = ANY($1::varchar[])`, [pgArrayLiteral(ids)])) {
+    for (const r of await m.query(`SELECT * FROM plan_heads WHERE plan_id = ANY($1::varchar[])`, [
+      pgArrayLiteral(ids),
+    ])) {
       // the version this transaction writes, as the bump gives it elsewhere
       heads.set(r.plan_id, lockedFromRaw(r, created.has(r.plan_id)));
     }
@@ -94,7 +96,10 @@ export const postgres: SqlDialect = {
   },
   async eventPlans(m, ids) {
     // one array parameter: the same short statement whatever the batch size
-    const rows: { event_id: string; plan_id: string }[] = await m.query('SELECT event_id, plan_id FROM plan_events WHERE event_id = ANY($1::uuid[])', [pgArrayLiteral(ids)]);
+    const rows: { event_id: string; plan_id: string }[] = await m.query(
+      'SELECT event_id, plan_id FROM plan_events WHERE event_id = ANY($1::uuid[])',
+      [pgArrayLiteral(ids)],
+    );
     const found = new Map<string, string>();
     for (const r of rows) found.set(r.event_id.toLowerCase(), r.plan_id);
     return found;
@@ -104,7 +109,10 @@ export const postgres: SqlDialect = {
     const inserted = new Set<string>();
     for (const part of chunk(rows, EVENTS_PER_INSERT)) {
       const { sql, params } = unnestInsertStatement(m, ENTITY.event, part, { jsonText: ['payload'] });
-      const returned: { event_id: string }[] = await m.query(skipStored ? `${sql} ON CONFLICT (event_id) DO NOTHING RETURNING event_id` : sql, params);
+      const returned: { event_id: string }[] = await m.query(
+        skipStored ? `${sql} ON CONFLICT (event_id) DO NOTHING RETURNING event_id` : sql,
+        params,
+      );
       if (skipStored) for (const r of returned) inserted.add(r.event_id);
       else for (const e of part) inserted.add(e.eventId);
     }
@@ -134,7 +142,9 @@ export const postgres: SqlDialect = {
    * 57P01/57P02/57P03 admin shutdown, crash shutdown, cannot connect now (starting up), 08xxx
    * connection exceptions, 53300 too_many_connections.
    */
-  transient: { codes: ['40001', '40P01', '55P03', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300'] },
+  transient: {
+    codes: ['40001', '40P01', '55P03', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300'],
+  },
   isDuplicateKey: (f) => f.code === '23505', // unique_violation
 };
 
@@ -157,5 +167,16 @@ function lockedFromRaw(r: Record<string, unknown>, isNew: boolean): LockedHead {
 
 /** A raw plan_events row (snake_case, as pg returns it) as the entity's properties. */
 function renamed(r: Record<string, unknown>): PlanEventRow {
-  return { eventId: r.event_id, planId: r.plan_id, sessionId: r.session_id, type: r.type, seq: r.seq, specVersion: r.spec_version, occurredAt: r.occurred_at, recordedAt: r.recorded_at, payload: r.payload, deletedAt: r.deleted_at } as PlanEventRow;
+  return {
+    eventId: r.event_id,
+    planId: r.plan_id,
+    sessionId: r.session_id,
+    type: r.type,
+    seq: r.seq,
+    specVersion: r.spec_version,
+    occurredAt: r.occurred_at,
+    recordedAt: r.recorded_at,
+    payload: r.payload,
+    deletedAt: r.deleted_at,
+  } as PlanEventRow;
 }

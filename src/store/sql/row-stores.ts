@@ -18,18 +18,31 @@ abstract class ChunkedRows implements RowStore {
 
   abstract insert(entity: string, rows: object[], jsonText?: readonly string[]): Promise<void>;
   abstract upsert(entity: string, rows: object[], upsert: Upsert): Promise<void>;
-  abstract update<T extends object>(entity: string, rows: T[], key: string, update: readonly string[], stored?: (row: T) => object | undefined): Promise<void>;
+  abstract update<T extends object>(
+    entity: string,
+    rows: T[],
+    key: string,
+    update: readonly string[],
+    stored?: (row: T) => object | undefined,
+  ): Promise<void>;
 
   async deleteWhereIn(entity: string, property: string, ids: string[]): Promise<void> {
     for (const part of chunk(ids, valuesPerInList(this.dialect))) {
-      await this.m.createQueryBuilder().delete().from(entity).where({ [property]: In(part) }).execute();
+      await this.m
+        .createQueryBuilder()
+        .delete()
+        .from(entity)
+        .where({ [property]: In(part) })
+        .execute();
     }
   }
 
   async findIn<T>(entity: string, property: string, values: string[]): Promise<T[]> {
     const out: T[] = [];
     for (const part of chunk(values, valuesPerInList(this.dialect))) {
-      const rows = await this.m.getRepository<T & object>(entity).find({ where: { [property]: In(part) } as never, withDeleted: true });
+      const rows = await this.m
+        .getRepository<T & object>(entity)
+        .find({ where: { [property]: In(part) } as never, withDeleted: true });
       for (const r of rows) out.push(r);
     }
     return out;
@@ -108,7 +121,10 @@ export class UnnestRows extends ChunkedRows {
     const meta = this.m.connection.getMetadata(entity);
     const column = meta.findColumnWithPropertyName(property)!;
     const q = (name: string) => this.m.connection.driver.escape(name);
-    const raw: Record<string, unknown>[] = await this.m.query(`SELECT * FROM ${q(meta.tableName)} WHERE ${q(column.databaseName)} = ANY($1::${column.type as string}[])`, [pgArrayLiteral(values)]);
+    const raw: Record<string, unknown>[] = await this.m.query(
+      `SELECT * FROM ${q(meta.tableName)} WHERE ${q(column.databaseName)} = ANY($1::${column.type as string}[])`,
+      [pgArrayLiteral(values)],
+    );
     const names = meta.columns.map((c) => [c.databaseName, c.propertyName, c.type === 'bigint'] as const);
     return raw.map((r) => {
       const row: Record<string, unknown> = {};
@@ -136,7 +152,13 @@ export class SqliteRowStore extends ChunkedRows {
     if (rows.length > 0) this.sqlite.upsert(entity, rows, upsert);
   }
 
-  async update<T extends object>(entity: string, rows: T[], key: string, update: readonly string[], stored?: (row: T) => object | undefined): Promise<void> {
+  async update<T extends object>(
+    entity: string,
+    rows: T[],
+    key: string,
+    update: readonly string[],
+    stored?: (row: T) => object | undefined,
+  ): Promise<void> {
     if (rows.length > 0) this.sqlite.update(entity, rows, key, update, stored);
   }
 

@@ -31,7 +31,13 @@ export interface RowStore {
    * database that writes only what changed can leave out the rest. Where a dialect upserts
    * instead, the rows must be complete.
    */
-  update<T extends object>(entity: string, rows: T[], key: string, update: readonly string[], stored?: (row: T) => object | undefined): Promise<void>;
+  update<T extends object>(
+    entity: string,
+    rows: T[],
+    key: string,
+    update: readonly string[],
+    stored?: (row: T) => object | undefined,
+  ): Promise<void>;
   /** DELETE by a column (soft-deleted rows included: DELETE is not soft-delete scoped). */
   deleteWhereIn(entity: string, property: string, ids: string[]): Promise<void>;
   /** Rows whose `property` is one of `values`, soft-deleted ones included. */
@@ -89,7 +95,11 @@ export interface SqlDialect extends ColumnTypes {
   readonly maxIdsPerStatement: number;
 
   // --- connections and transactions ---
-  dataSourceOptions(target: DatabaseTarget, common: Omit<DataSourceOptions, 'type'>, poolSize: number): DataSourceOptions;
+  dataSourceOptions(
+    target: DatabaseTarget,
+    common: Omit<DataSourceOptions, 'type'>,
+    poolSize: number,
+  ): DataSourceOptions;
   /** Driver set-up a new DataSource needs before it connects. */
   prepareDataSource(ds: DataSource): DataSource;
   /** What an opened database needs before first use (a schema to create...). */
@@ -132,7 +142,10 @@ export interface SqlDialect extends ColumnTypes {
    * The stored events of several plans above their `aboveSeq` in one statement, ordered by plan,
    * seq, event id; absent where one read per plan is as cheap.
    */
-  waitingEventRows?(m: EntityManager, plans: Array<{ planId: string; aboveSeq: number | null }>): Promise<PlanEventRow[]>;
+  waitingEventRows?(
+    m: EntityManager,
+    plans: Array<{ planId: string; aboveSeq: number | null }>,
+  ): Promise<PlanEventRow[]>;
 
   // --- migrations ---
   readonly migrations: {

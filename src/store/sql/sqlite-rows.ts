@@ -40,7 +40,12 @@ export class SqliteRows {
     const q = (n: string) => this.m.connection.driver.escape(n);
     const col = (prop: string) => q(meta.findColumnWithPropertyName(prop)!.databaseName);
     const key = col(upsert.key);
-    const sets = [...upsert.update.map((p) => `${col(p)} = excluded.${col(p)}`), ...Object.entries(upsert.keep ?? {}).map(([p, how]) => `${col(p)} = ${how === 'min' ? 'MIN' : 'MAX'}(${col(p)}, excluded.${col(p)})`)];
+    const sets = [
+      ...upsert.update.map((p) => `${col(p)} = excluded.${col(p)}`),
+      ...Object.entries(upsert.keep ?? {}).map(
+        ([p, how]) => `${col(p)} = ${how === 'min' ? 'MIN' : 'MAX'}(${col(p)}, excluded.${col(p)})`,
+      ),
+    ];
     const sql =
       `INSERT INTO ${q(meta.tableName)} (${meta.columns.map((c) => q(c.databaseName)).join(', ')}) VALUES (${meta.columns.map(() => '?').join(', ')})` +
       ` ON CONFLICT (${key}) DO UPDATE SET ${sets.length > 0 ? sets.join(', ') : `${key} = excluded.${key}`}`;
@@ -52,7 +57,13 @@ export class SqliteRows {
    * the ones that differ from `stored(row)` when given: SQLite rewrites the index entries of every
    * column an UPDATE names, changed or not. One prepared statement per set of columns.
    */
-  update<T extends object>(entity: string, rows: T[], key: string, update: readonly string[], stored?: (row: T) => object | undefined): void {
+  update<T extends object>(
+    entity: string,
+    rows: T[],
+    key: string,
+    update: readonly string[],
+    stored?: (row: T) => object | undefined,
+  ): void {
     const meta = this.m.connection.getMetadata(entity);
     const q = (n: string) => this.m.connection.driver.escape(n);
     const keyColumn = meta.findColumnWithPropertyName(key)!;
@@ -60,7 +71,9 @@ export class SqliteRows {
     const driver = this.m.connection.driver;
     for (const row of rows) {
       const before = stored?.(row) as Record<string, unknown> | undefined;
-      const set = before ? columns.filter((c) => !same(c.getEntityValue(row as never), before[c.propertyName])) : columns;
+      const set = before
+        ? columns.filter((c) => !same(c.getEntityValue(row as never), before[c.propertyName]))
+        : columns;
       if (set.length === 0) continue;
       const sql = `UPDATE ${q(meta.tableName)} SET ${set.map((c) => `${q(c.databaseName)} = ?`).join(', ')} WHERE ${q(keyColumn.databaseName)} = ?`;
       const values = [...set, keyColumn].map((c) => {
@@ -152,6 +165,7 @@ export class SqliteRows {
 
 /** Equal stored values: Dates by time, the rest by identity. */
 function same(a: unknown, b: unknown): boolean {
-  if (a instanceof Date || b instanceof Date) return a instanceof Date && b instanceof Date && a.getTime() === b.getTime();
+  if (a instanceof Date || b instanceof Date)
+    return a instanceof Date && b instanceof Date && a.getTime() === b.getTime();
   return a === b;
 }

@@ -66,7 +66,8 @@ export const sqlite: SqlDialect = {
   lockHeads: async (m, sorted) => sqliteHeads(m, sorted),
   async eventPlans(m, ids) {
     const found = new Map<string, string>();
-    for (const [id, planId] of new SqliteRows(m).pluck(ENTITY.event, 'eventId', 'planId', ids)) found.set(id.toLowerCase(), planId as string);
+    for (const [id, planId] of new SqliteRows(m).pluck(ENTITY.event, 'eventId', 'planId', ids))
+      found.set(id.toLowerCase(), planId as string);
     return found;
   },
   appendEvents: (m, rows) => appendEventRows(m, sqlite, rows),
@@ -86,7 +87,12 @@ export const sqlite: SqlDialect = {
 function sqliteHeads(m: EntityManager, sorted: PlanHeadRow[]): Map<string, LockedHead> {
   const rows = new SqliteRows(m);
   const heads = new Map<string, LockedHead>();
-  for (const r of rows.findIn<PlanHeadRow>(ENTITY.head, 'planId', sorted.map((h) => h.planId))) heads.set(r.planId, { ...r, version: r.version + 1, isNew: false });
+  for (const r of rows.findIn<PlanHeadRow>(
+    ENTITY.head,
+    'planId',
+    sorted.map((h) => h.planId),
+  ))
+    heads.set(r.planId, { ...r, version: r.version + 1, isNew: false });
   const missing = sorted.filter((h) => !heads.has(h.planId)).map((h) => ({ ...h, version: 1 }));
   rows.insert(ENTITY.head, missing);
   for (const h of missing) heads.set(h.planId, { ...h, isNew: true });

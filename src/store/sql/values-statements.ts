@@ -29,7 +29,12 @@ export interface TupleOptions {
 }
 
 /** Column list and one `(...)` tuple per row, with their parameters. */
-export function tuplesOf(m: EntityManager, entity: string, rows: object[], options: TupleOptions = {}): { columns: string[]; tuples: string[]; params: unknown[] } {
+export function tuplesOf(
+  m: EntityManager,
+  entity: string,
+  rows: object[],
+  options: TupleOptions = {},
+): { columns: string[]; tuples: string[]; params: unknown[] } {
   const driver = m.connection.driver as ParametrizingDriver;
   const meta = m.connection.getMetadata(entity);
   const typed = options.typed === true && driver.parametrizeValue !== undefined;
@@ -47,14 +52,31 @@ export function tuplesOf(m: EntityManager, entity: string, rows: object[], optio
 }
 
 /** A multi-row INSERT. */
-export function insertStatement(m: EntityManager, entity: string, rows: object[], options: TupleOptions = {}): Statement {
+export function insertStatement(
+  m: EntityManager,
+  entity: string,
+  rows: object[],
+  options: TupleOptions = {},
+): Statement {
   const { columns, tuples, params } = tuplesOf(m, entity, rows, options);
-  return { sql: `INSERT INTO ${m.connection.driver.escape(m.connection.getMetadata(entity).tableName)} (${columns.join(', ')}) VALUES ${tuples.join(', ')}`, params };
+  return {
+    sql: `INSERT INTO ${m.connection.driver.escape(m.connection.getMetadata(entity).tableName)} (${columns.join(', ')}) VALUES ${tuples.join(', ')}`,
+    params,
+  };
 }
 
 /** The SET list of an upsert; `lockOnly` when it updates nothing. */
-export function setList(upsert: Upsert, col: (prop: string) => string, lockOnly: string, overwrite: (c: string) => string, keep: (c: string, how: 'min' | 'max') => string): string {
-  const sets = [...upsert.update.map((p) => overwrite(col(p))), ...Object.entries(upsert.keep ?? {}).map(([p, how]) => keep(col(p), how))];
+export function setList(
+  upsert: Upsert,
+  col: (prop: string) => string,
+  lockOnly: string,
+  overwrite: (c: string) => string,
+  keep: (c: string, how: 'min' | 'max') => string,
+): string {
+  const sets = [
+    ...upsert.update.map((p) => overwrite(col(p))),
+    ...Object.entries(upsert.keep ?? {}).map(([p, how]) => keep(col(p), how)),
+  ];
   return sets.length > 0 ? sets.join(', ') : lockOnly;
 }
 

@@ -16,14 +16,25 @@ export interface PyRun {
 
 /** python3 with `args`, from the repository root; the ingest and read keys in its environment. */
 export function python(args: string[], key = INGEST_KEY): PyRun {
-  const child = spawn('python3', args, { cwd: ROOT, env: { ...process.env, PLAN_LEDGER_INGEST_KEY: key, PLAN_LEDGER_READ_KEY: READ_KEY }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('python3', args, {
+    cwd: ROOT,
+    env: { ...process.env, PLAN_LEDGER_INGEST_KEY: key, PLAN_LEDGER_READ_KEY: READ_KEY },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (err += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stderr: err })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal, stderr: err })),
+  );
   // complete lines only: the last piece may still be on its way
-  const lines = () => out.split('\n').slice(0, -1).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const lines = () =>
+    out
+      .split('\n')
+      .slice(0, -1)
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
   return { child, lines, stderr: () => err, exited };
 }
 
@@ -33,12 +44,19 @@ export function driver(mode: string, ...args: (string | number)[]): PyRun {
 }
 
 /** Resolves with the first JSON line that `match` accepts. */
-export async function lineWhere(run: PyRun, match: (line: Record<string, unknown>) => boolean, timeoutMs = 60_000): Promise<Record<string, unknown>> {
+export async function lineWhere(
+  run: PyRun,
+  match: (line: Record<string, unknown>) => boolean,
+  timeoutMs = 60_000,
+): Promise<Record<string, unknown>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const found = run.lines().find(match);
     if (found) return found;
-    if (run.child.exitCode !== null || run.child.signalCode !== null) throw new Error(`python exited (${run.child.exitCode ?? run.child.signalCode}) before the line: ${run.stderr().slice(-2000)}`);
+    if (run.child.exitCode !== null || run.child.signalCode !== null)
+      throw new Error(
+        `python exited (${run.child.exitCode ?? run.child.signalCode}) before the line: ${run.stderr().slice(-2000)}`,
+      );
     if (Date.now() > deadline) throw new Error(`timed out waiting for a line; stderr: ${run.stderr().slice(-2000)}`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
@@ -49,12 +67,16 @@ export function kill(run: PyRun): void {
 }
 
 export async function eventCounts(stack: ApiStack, like: string): Promise<{ rows: number; distinct: number }> {
-  const [row] = await stack.db.ds.query(`SELECT COUNT(*) AS n, COUNT(DISTINCT event_id) AS d FROM plan_events WHERE plan_id LIKE '${like}' AND type <> 'seq.voided'`);
+  const [row] = await stack.db.ds.query(
+    `SELECT COUNT(*) AS n, COUNT(DISTINCT event_id) AS d FROM plan_events WHERE plan_id LIKE '${like}' AND type <> 'seq.voided'`,
+  );
   return { rows: Number(row.n), distinct: Number(row.d) };
 }
 
 /** The stored seqs of one plan, ascending (voided seqs left out). */
 export async function storedSeqs(stack: ApiStack, planId: string): Promise<number[]> {
-  const rows = await stack.db.ds.query(`SELECT seq FROM plan_events WHERE plan_id = '${planId}' AND type <> 'seq.voided' ORDER BY seq`);
+  const rows = await stack.db.ds.query(
+    `SELECT seq FROM plan_events WHERE plan_id = '${planId}' AND type <> 'seq.voided' ORDER BY seq`,
+  );
   return rows.map((r: { seq: unknown }) => Number(r.seq));
 }

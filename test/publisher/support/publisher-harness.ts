@@ -47,7 +47,13 @@ export interface TestPublisher {
 export function newPublisher(redisUrl: string, options: PublisherOptions = {}): TestPublisher {
   const prefix = options.queuePrefix ?? uniquePrefix();
   const journalDir = options.journalDir ?? tempJournalDir();
-  const publisher = new PlanEventPublisher({ redisUrl, logger: pino({ level: 'silent' }), ...options, queuePrefix: prefix, journalDir });
+  const publisher = new PlanEventPublisher({
+    redisUrl,
+    logger: pino({ level: 'silent' }),
+    ...options,
+    queuePrefix: prefix,
+    journalDir,
+  });
   return { publisher, prefix, journalDir };
 }
 
@@ -84,4 +90,3 @@ export function journalSegments(dir: string): string[] {
 }
 
 export const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-

@@ -71,10 +71,26 @@ export class RedisProcess {
 
   async start(): Promise<void> {
     if (this.child) return;
-    const persistence = this.options.durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
+    const persistence = this.options.durable
+      ? ['--appendonly', 'yes', '--appendfsync', 'always']
+      : ['--appendonly', 'no'];
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', this.dir, '--maxmemory-policy', 'noeviction', '--enable-debug-command', 'local'],
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        ...persistence,
+        '--dir',
+        this.dir,
+        '--maxmemory-policy',
+        'noeviction',
+        '--enable-debug-command',
+        'local',
+      ],
       { stdio: 'ignore' },
     );
     this.child = child;

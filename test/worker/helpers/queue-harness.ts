@@ -19,7 +19,12 @@ export function openRedis(): IORedis {
 }
 
 /** Adds jobs the way the publisher does: EventBatchJobData, addBulk, removed once completed. */
-export async function publish(connection: IORedis, prefix: string, jobs: EventBatchJobData[], jobIdPrefix?: string): Promise<string[]> {
+export async function publish(
+  connection: IORedis,
+  prefix: string,
+  jobs: EventBatchJobData[],
+  jobIdPrefix?: string,
+): Promise<string[]> {
   const queue = new Queue(EVENTS_QUEUE, { connection, prefix });
   const ids: string[] = [];
   try {
@@ -86,7 +91,12 @@ export async function countRows(ds: DataSource, table: string): Promise<number> 
 }
 
 /** Polls `check` until it returns true; throws with `what` at the timeout. */
-export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000, everyMs = 100): Promise<void> {
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 30_000,
+  everyMs = 100,
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return;

@@ -27,7 +27,9 @@ export function spawnWorker(env: Record<string, string>): WorkerProcess {
   let err = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (err += d));
-  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+  const exited = new Promise<number | string>((resolve) =>
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+  );
   let done = false;
   void exited.then(() => (done = true));
   const logs = () =>
@@ -53,8 +55,14 @@ export function spawnWorker(env: Record<string, string>): WorkerProcess {
       for (;;) {
         const line = logs().find((l) => l.msg === msg);
         if (line) return line;
-        if (done) throw new Error(`worker exited before logging "${msg}"\nstdout: ${out.slice(-2000)}\nstderr: ${err.slice(-2000)}`);
-        if (Date.now() > until) throw new Error(`worker did not log "${msg}" within ${timeoutMs} ms\nstdout: ${out.slice(-2000)}\nstderr: ${err.slice(-2000)}`);
+        if (done)
+          throw new Error(
+            `worker exited before logging "${msg}"\nstdout: ${out.slice(-2000)}\nstderr: ${err.slice(-2000)}`,
+          );
+        if (Date.now() > until)
+          throw new Error(
+            `worker did not log "${msg}" within ${timeoutMs} ms\nstdout: ${out.slice(-2000)}\nstderr: ${err.slice(-2000)}`,
+          );
         await new Promise((r) => setTimeout(r, 50));
       }
     },
