@@ -304,7 +304,10 @@ export interface BacklogResult {
   drainEventsPerSec: number;
 }
 
-/** A backlog of `count` events published with no worker running; then a worker starts and its RSS is sampled while it drains for `watchSeconds`. */
+/**
+ * A backlog of `count` events published with no worker running; then a worker starts and its RSS is sampled while it
+ * drains for `watchSeconds`.
+ */
 export async function backlogRss(
   ctx: BenchContext,
   count: number,
@@ -361,7 +364,10 @@ export interface BaselineResult {
   eventsPerSec: number;
 }
 
-/** Plain BullMQ: one job per event (addBulk of 1,000 jobs), one INSERT per job, concurrency 10, worker in its own process. */
+/**
+ * Plain BullMQ: one job per event (addBulk of 1,000 jobs), one INSERT per job, concurrency 10, worker in its own
+ * process.
+ */
 export async function plainBullmq(
   ctx: BenchContext,
   count: number,

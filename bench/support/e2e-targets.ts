@@ -31,7 +31,10 @@ export interface E2eFigures {
   latencyAt1kPerSec?: LatencyResult;
   backlog?: BacklogResult;
   backlogWithV8DefaultHeapGrowth?: BacklogResult & { env: string };
-  /** --cluster: the grouped PostgreSQL run on the single redis-server, then on the cluster (same prefix shape, size, seed). */
+  /**
+   * --cluster: the grouped PostgreSQL run on the single redis-server, then on the cluster (same prefix shape, size,
+   * seed).
+   */
   clusterBaselineSingleRedis?: SustainedResult;
   e2ePostgresOnCluster?: SustainedResult;
   /** --cluster: events/s of every run, in the order they ran (single, cluster, single, cluster). */

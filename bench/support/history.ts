@@ -93,7 +93,10 @@ export async function vacuumAnalyze(ds: DataSource): Promise<void> {
   for (const { relname } of tables) await ds.query(`VACUUM (ANALYZE) "${relname}"`);
 }
 
-/** Persist given events (e.g. a long plan's first 20k) in batches of `batch`, one at a time, on a DataSource of its own. */
+/**
+ * Persist given events (e.g. a long plan's first 20k) in batches of `batch`, one at a time, on a DataSource of its
+ * own.
+ */
 export async function persistAll(
   target: DatabaseTarget,
   events: PlanEvent[],

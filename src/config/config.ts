@@ -17,7 +17,10 @@ export interface AppConfig {
    * Cluster and REDIS_URL is not used. @defaultValue null (one Redis at REDIS_URL)
    */
   redisClusterNodes: ClusterSeeds | null;
-  /** QUEUE_PREFIX: BullMQ key prefix; use a hash tag such as `{plan-ledger}` on Redis Cluster. @defaultValue `plan-ledger` */
+  /**
+   * QUEUE_PREFIX: BullMQ key prefix; use a hash tag such as `{plan-ledger}` on Redis Cluster. @defaultValue
+   * `plan-ledger`
+   */
   queuePrefix: string;
   /** LOG_LEVEL. @defaultValue `info` */
   logLevel: LogLevel;

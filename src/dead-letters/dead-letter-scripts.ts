@@ -127,7 +127,10 @@ export class DeadLetterScripts {
     return { total, byKind, oldestAtMs: total > 0 ? Number(out[1]) : undefined, looked: Number(out[2]) };
   }
 
-  /** Claims `ids` for `token` for `ttlMs`; the entries claimed, in order, as bytes (an event goes back to Redis as it came). */
+  /**
+   * Claims `ids` for `token` for `ttlMs`; the entries claimed, in order, as bytes (an event goes back to Redis as it
+   * came).
+   */
   async claim(token: string, ttlMs: number, ids: readonly string[]): Promise<ClaimedEntry[]> {
     const flat = (await SCRIPTS.claim.runBuffer(
       this.client,

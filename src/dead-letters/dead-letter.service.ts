@@ -51,7 +51,9 @@ export interface DeadLetterList<T = DeadLetter> {
 export interface PurgeOptions {
   /** Only list what would be removed. @defaultValue false */
   dryRun?: boolean;
-  /** Only entries dead-lettered longer ago than this (ms); ignored for an id selection. @defaultValue no age condition */
+  /**
+   * Only entries dead-lettered longer ago than this (ms); ignored for an id selection. @defaultValue no age condition
+   */
   olderThanMs?: number;
 }
 

@@ -21,7 +21,8 @@ export interface ReadinessProbes {
 }
 
 /**
- * Ready = Redis answers, the database answers, its schema has no pending migration, and the worker is not stuck: when jobs wait and
+ * Ready = Redis answers, the database answers, its schema has no pending migration, and the worker is not stuck: when
+ * jobs wait and
  * nothing was committed for `stallMs` (nor was the queue seen empty), it is not ready even if both
  * servers answer, so an orchestrator can restart a wedged process.
  */

@@ -7,7 +7,10 @@ import { type Env, integer, read } from '../config/env-readers';
  * `HTTP_ENV_HELP` is what `--help` prints. API keys are never logged nor echoed in an error.
  */
 export interface HttpConfig {
-  /** HTTP_HOST: address to bind. Loopback by default: exposing the API is a deliberate choice. @defaultValue `127.0.0.1` */
+  /**
+   * HTTP_HOST: address to bind. Loopback by default: exposing the API is a deliberate choice. @defaultValue
+   * `127.0.0.1`
+   */
   host: string;
   /** HTTP_PORT: 0 = any free port (the bound port is logged). @defaultValue 8080 */
   port: number;
@@ -15,7 +18,10 @@ export interface HttpConfig {
   ingestKeys: string[];
   /** HTTP_READ_KEYS: comma-separated API keys allowed to call the read endpoints. @defaultValue none */
   readKeys: string[];
-  /** HTTP_ADMIN_KEYS: comma-separated API keys that may also replay and purge dead letters from the console (they read too). @defaultValue none */
+  /**
+   * HTTP_ADMIN_KEYS: comma-separated API keys that may also replay and purge dead letters from the console (they read
+   * too). @defaultValue none
+   */
   adminKeys: string[];
   /** HTTP_MAX_BATCH_EVENTS: most events in one POST /v1/events; more is 413. @defaultValue 1000 */
   maxBatchEvents: number;
@@ -27,9 +33,15 @@ export interface HttpConfig {
   bodyLimitBytes: number;
   /** HTTP_MAX_HEADER_BYTES: largest request head (request line + headers); larger is 431. @defaultValue 16384 */
   maxHeaderBytes: number;
-  /** HTTP_JOURNAL_DIR: the spill journal of the server's publisher (events accepted while Redis is down). @defaultValue `./data/http-journal` */
+  /**
+   * HTTP_JOURNAL_DIR: the spill journal of the server's publisher (events accepted while Redis is down).
+   * @defaultValue `./data/http-journal`
+   */
   journalDir: string;
-  /** HTTP_MAX_JOURNAL_BYTES: journal bound; a batch that would not fit is answered 503. @defaultValue 1073741824 (1 GiB) */
+  /**
+   * HTTP_MAX_JOURNAL_BYTES: journal bound; a batch that would not fit is answered 503. @defaultValue 1073741824 (1
+   * GiB)
+   */
   maxJournalBytes: number;
   /** HTTP_MAX_BUFFERED_EVENTS: events the publisher holds in memory before spilling. @defaultValue 100000 */
   maxBufferedEvents: number;

@@ -20,7 +20,10 @@ export interface HttpServerHandle {
   server: BuiltHttpServer;
   /** Resolves true once every accepted event is in Redis (the server publisher's `flush`). */
   flush(timeoutMs?: number): Promise<boolean>;
-  /** Stops taking batches (503), answers in-flight requests, flushes the publisher (what Redis cannot take stays in the journal), closes the database. */
+  /**
+   * Stops taking batches (503), answers in-flight requests, flushes the publisher (what Redis cannot take stays in
+   * the journal), closes the database.
+   */
   close(): Promise<{ flushed: boolean }>;
 }
 

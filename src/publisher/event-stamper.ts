@@ -17,7 +17,8 @@ export interface StampedEvent {
 }
 
 /**
- * Stamps what the caller left out: `specVersion`, `eventId` (a version 7 UUID: time-ordered, see event-id.ts), the per-plan `seq` (0, 1,
+ * Stamps what the caller left out: `specVersion`, `eventId` (a version 7 UUID: time-ordered, see event-id.ts), the
+ * per-plan `seq` (0, 1,
  * 2, ... in publish order) and `occurredAt` (now, ISO-8601 UTC).
  *
  * The next seq of each plan lives in memory: it restarts at 0 in a new process, and for a plan

@@ -134,7 +134,8 @@ export class JournalReader {
     }
     segment.readOffset = start + pos;
     if (pos === 0) {
-      if (got === length && start + got < segment.size) return this.read(segment, length * 2); // a record longer than one read
+      // a record longer than one read
+      if (got === length && start + got < segment.size) return this.read(segment, length * 2);
       // No complete record up to the end of the file: the tail of a writer that died mid-write.
       this.skipTornTail(segment, start, buffer.subarray(0, got));
     }
@@ -164,7 +165,10 @@ export class JournalReader {
     this.queuedBytes += events.length;
   }
 
-  /** A segment ending in a partial record (the writer died mid-write): skipped, its events counted when its header says how many. */
+  /**
+   * A segment ending in a partial record (the writer died mid-write): skipped, its events counted when its header
+   * says how many.
+   */
   private skipTornTail(segment: Segment, start: number, tail: Buffer): void {
     segment.readOffset = segment.size;
     const tab1 = tail.indexOf(9);

@@ -40,7 +40,8 @@ const CLOSED: Violation[] = Object.freeze([
  * the 10 µs budget of `publish()`. The default `validation: 'fast'` runs the publisher's own check
  * of every contract rule (~1 µs) and reports violations at once, in the return value and through
  * `onRejected`; the worker re-validates with `checkStoredEvent` (`parsePlanEvent`'s verdict) and
- * dead-letters anything that slipped through. `validation: 'contract'` runs `parsePlanEvent` inline instead, exact and ~25x slower.
+ * dead-letters anything that slipped through. `validation: 'contract'` runs `parsePlanEvent` inline instead, exact
+ * and ~25x slower.
  *
  * Delivery is at-least-once into Redis with duplicates suppressed by job id (a batch keeps its id
  * through retries, spills and restarts); the worker's eventId idempotency does the rest.
@@ -60,9 +61,11 @@ const CLOSED: Violation[] = Object.freeze([
  *
  * @example
  * ```ts
- * const publisher = new PlanEventPublisher({ redisUrl: process.env.REDIS_URL, journalDir: '/var/lib/executor/journal' });
+ * const publisher = new PlanEventPublisher({ redisUrl: process.env.REDIS_URL, journalDir: '/var/lib/executor/journal'
+ * });
  * const plan = { planId: 'plan_42', sessionId: 'session_7' };
- * publisher.planCreated(plan, { query: 'Summarise the report', steps: [{ stepId: 's1', index: 0, agentId: 'writer', task: 'Summarise' }] });
+ * publisher.planCreated(plan, { query: 'Summarise the report', steps: [{ stepId: 's1', index: 0, agentId: 'writer',
+ * task: 'Summarise' }] });
  * const result = publisher.stepCompleted(plan, { stepId: 's1', inputTokens: 812, outputTokens: 240, model: 'gpt-4o' });
  * if (!result.ok) console.warn(result.reason, result.violations);
  * await publisher.close(5_000); // on shutdown

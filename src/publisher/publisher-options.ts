@@ -40,19 +40,28 @@ export interface PublisherOptions {
   maxBufferedEvents?: number;
   /** Event JSON held in memory before spilling, in characters (= UTF-8 bytes for ASCII). @defaultValue `64 MiB` */
   maxBufferedBytes?: number;
-  /** Events per BullMQ job (the worker dead-letters them one by one). @defaultValue `500` (bench:publish sweep: near the fastest, half the job size of 1000) */
+  /**
+   * Events per BullMQ job (the worker dead-letters them one by one). @defaultValue `500` (bench:publish sweep: near
+   * the fastest, half the job size of 1000)
+   */
   eventsPerJob?: number;
   /** Jobs per `addBulk` call (one round trip). @defaultValue `10` */
   jobsPerBulk?: number;
   /** `addBulk` calls awaiting Redis at once; bounds what is in flight. @defaultValue `4` */
   maxInFlightBulks?: number;
-  /** Directory of the spill journal; one publisher per directory (a lock file enforces it). @defaultValue `./data/plan-ledger-journal` */
+  /**
+   * Directory of the spill journal; one publisher per directory (a lock file enforces it). @defaultValue
+   * `./data/plan-ledger-journal`
+   */
   journalDir?: string;
   /** Bytes the journal may occupy on disk; past it events are dropped (counted, logged). @defaultValue `1 GiB` */
   maxJournalBytes?: number;
   /** Size at which the journal starts a new segment file, so drained space is freed early. @defaultValue `16 MiB` */
   journalSegmentBytes?: number;
-  /** Spilled bytes gathered in memory before one journal write (also the most a publish call may write inline). @defaultValue `1 MiB` */
+  /**
+   * Spilled bytes gathered in memory before one journal write (also the most a publish call may write inline).
+   * @defaultValue `1 MiB`
+   */
   journalWriteBytes?: number;
   /**
    * Group-commit window while Redis is unreachable: events held in memory are written to the
@@ -60,7 +69,10 @@ export interface PublisherOptions {
    * `journalCommitMs`. With Redis up, memory only holds what is on its way to Redis. @defaultValue `100`
    */
   journalCommitMs?: number;
-  /** Overrides of the BullMQ job options (attempts, backoff, removeOnComplete...). @defaultValue see DEFAULT_JOB_OPTIONS */
+  /**
+   * Overrides of the BullMQ job options (attempts, backoff, removeOnComplete...). @defaultValue see
+   * DEFAULT_JOB_OPTIONS
+   */
   jobOptions?: JobsOptions;
   /** A Redis command (addBulk) that has not answered after this long is failed and retried. @defaultValue `10_000` */
   redisCommandTimeoutMs?: number;

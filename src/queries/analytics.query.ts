@@ -5,7 +5,8 @@ import { compareText, ratio, round, toDay, toIso, toNum } from './row-normalize'
 import { sqlDialectOf } from '../store/sql/dialects';
 
 /**
- * The product's analytics queries (plans per day, agent usage, handoff patterns), on every dialect. Every report selects plans by
+ * The product's analytics queries (plans per day, agent usage, handoff patterns), on every dialect. Every report
+ * selects plans by
  * `created_at` in `[from, to)`, so the reports of one range describe the same plans and add up.
  * Aggregation runs in SQL; division, rounding and ordering run here, so floats and collations
  * cannot make two databases disagree.

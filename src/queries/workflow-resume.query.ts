@@ -89,7 +89,10 @@ export type ResumePoint = Resumable | NotResumable;
  * Unknown ids throw `NotFoundError`.
  */
 export interface ResumePointOptions {
-  /** Retention's DAG TTL (RETENTION_DAG_TTL), to show when a finished workflow's DAG expires before retention stamped it. */
+  /**
+   * Retention's DAG TTL (RETENTION_DAG_TTL), to show when a finished workflow's DAG expires before retention stamped
+   * it.
+   */
   dagTtlMinutes?: number;
 }
 

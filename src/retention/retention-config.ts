@@ -25,7 +25,8 @@ export interface RetentionPolicy {
   /**
    * RETENTION_DAG_TTL (e.g. `90m`, `24h`, `2d`; RETENTION_DAG_TTL_HOURS, whole hours, still read):
    * the DAG and checkpoints of a completed or cancelled workflow are only needed to resume it
-   * (a workflow resumed layer by layer), so they expire this long after it ended (`completed_at`, not its last event): a
+   * (a workflow resumed layer by layer), so they expire this long after it ended (`completed_at`, not its last
+   * event): a
    * retention run stamps `workflow_dags.expires_at` = end + TTL, which resume-point shows, then
    * expires them once that instant has passed; they are soft-deleted,
    * then purged after the grace period, and their source events stay with the plan. A running
@@ -49,7 +50,10 @@ export interface RetentionPolicy {
    * the workers meanwhile: there keep batch x steps per plan under that (e.g. 400). @defaultValue 1000
    */
   batchSize: number;
-  /** RETENTION_CRON: when the scheduler runs, a cron pattern in UTC; `off` = no schedule. @defaultValue `0 3 * * *` (daily 03:00 UTC) */
+  /**
+   * RETENTION_CRON: when the scheduler runs, a cron pattern in UTC; `off` = no schedule. @defaultValue `0 3 * * *`
+   * (daily 03:00 UTC)
+   */
   cron: string | null;
 }
 

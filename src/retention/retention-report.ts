@@ -23,7 +23,10 @@ export interface RetentionReport {
     cancelled: string;
     /** Soft-deleted at or before this instant: purged. */
     purge: string;
-    /** Completed/cancelled workflows ended at or before this (and not stamped later): DAG and checkpoints expire; null = off. */
+    /**
+     * Completed/cancelled workflows ended at or before this (and not stamped later): DAG and checkpoints expire; null
+     * = off.
+     */
     dag: string | null;
     /** No activity since this and no plan.created: orphan events retired; null = off. */
     orphan: string | null;

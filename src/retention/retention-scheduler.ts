@@ -16,7 +16,10 @@ export const RETENTION_SCHEDULER_ID = 'retention';
 export const RETENTION_JOB = 'retention';
 
 export interface RetentionSchedulerOptions {
-  /** An ioredis client owned by the caller, with `maxRetriesPerRequest: null`. @defaultValue one opened from `redisUrl`, closed by close() */
+  /**
+   * An ioredis client owned by the caller, with `maxRetriesPerRequest: null`. @defaultValue one opened from
+   * `redisUrl`, closed by close()
+   */
   connection?: RedisClient;
   /** Used when `connection` is not given. @defaultValue none: one of the two is required */
   redisUrl?: string;
@@ -37,7 +40,10 @@ export interface RetentionSchedulerOptions {
 export interface RetentionScheduler {
   readonly queue: Queue;
   readonly worker: Worker | null;
-  /** Stops the running retention pass (between batches), closes the worker, the queue and any connection it opened. The scheduler stays in Redis for the other workers. */
+  /**
+   * Stops the running retention pass (between batches), closes the worker, the queue and any connection it opened.
+   * The scheduler stays in Redis for the other workers.
+   */
   close(): Promise<void>;
 }
 

@@ -67,7 +67,8 @@ export async function runRetention(
     wouldRetire: new Set(),
     wouldPurgeSessions: new Set(),
   };
-  // a failure propagates as is: the caller reports it once (the CLI as one line, the scheduler's worker as a failed job)
+  // a failure propagates as is: the caller reports it once (the CLI as one line, the scheduler's worker as a failed
+  // job)
   for (const phase of [purgePlans, purgeOrphans, retirePlans, retireOrphans, expireDags]) await phase(ctx);
   report.durationMs = Date.now() - started;
   options.logger?.info(

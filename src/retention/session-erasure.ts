@@ -26,7 +26,10 @@ export interface SessionErasureReport {
   plans: number;
   /** Rows per table, soft-deleted ones included; `sessions` is the session's own row (0 or 1). */
   tables: Record<PlanTable | 'sessions', number>;
-  /** Dead letters removed from Redis (their event's sessionId is this session, or planId one of its plans); null = Redis not asked. */
+  /**
+   * Dead letters removed from Redis (their event's sessionId is this session, or planId one of its plans); null =
+   * Redis not asked.
+   */
   deadLetters: number | null;
   durationMs: number;
 }

@@ -11,7 +11,10 @@ export function limitHeapGrowth(percent: number): void {
   if (percent > 0) v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
 }
 
-/** For commands that stream a large selection through memory (`dlq replay`): a lower peak heap at the same speed (BENCHMARKS.md, dead-letter replay). */
+/**
+ * For commands that stream a large selection through memory (`dlq replay`): a lower peak heap at the same speed
+ * (BENCHMARKS.md, dead-letter replay).
+ */
 export const BULK_HEAP_GROWING_PERCENT = 20;
 
 /**

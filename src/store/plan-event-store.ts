@@ -172,7 +172,10 @@ export class PlanEventStore {
     }
   }
 
-  /** After a plan_heads lock is granted, the next statement must see what the previous holder committed: the dialect's write transaction does. */
+  /**
+   * After a plan_heads lock is granted, the next statement must see what the previous holder committed: the dialect's
+   * write transaction does.
+   */
   private transaction<T>(work: (m: EntityManager) => Promise<T>): Promise<T> {
     return this.dialect.transaction(this.ds, work);
   }

@@ -14,7 +14,10 @@ import { sleep } from '../shared/backoff';
  * expire after the lock duration and BullMQ's stalled-job check hands the jobs to another worker.
  */
 export class EventsWorker extends Worker<WorkerJobData, JobSummary> {
-  /** Pause after Redis refused a fetch for lack of memory: doubles per refusal up to the cap, reset by a fetch that works. */
+  /**
+   * Pause after Redis refused a fetch for lack of memory: doubles per refusal up to the cap, reset by a fetch that
+   * works.
+   */
   static readonly FULL_REDIS_PAUSE_MS = { first: 100, max: 2_000 };
   private fullRedisPauseMs = 0;
   private readonly closingAbort = new AbortController();

@@ -37,7 +37,10 @@ export class RedisRelief {
   /** Reliefs done (tests, metrics). */
   count = 0;
 
-  /** Failures to free memory, tried again on every refused fetch while Redis stays full: one line a minute, with the count (flushed at shutdown). */
+  /**
+   * Failures to free memory, tried again on every refused fetch while Redis stays full: one line a minute, with the
+   * count (flushed at shutdown).
+   */
   readonly failures: RepeatedLog;
 
   constructor(private readonly deps: RedisReliefDeps) {

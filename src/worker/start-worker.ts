@@ -35,14 +35,20 @@ import { RedisRelief } from './redis-relief';
 import { RepeatedLog } from '../shared/repeated-log';
 
 export interface StartWorkerOptions {
-  /** REDIS_URL (or REDIS_CLUSTER_NODES), QUEUE_PREFIX and DATABASE_URL (the latter only when `dataSource` is not given). */
+  /**
+   * REDIS_URL (or REDIS_CLUSTER_NODES), QUEUE_PREFIX and DATABASE_URL (the latter only when `dataSource` is not
+   * given).
+   */
   config: Pick<AppConfig, 'redisUrl' | 'queuePrefix' | 'database'> & { redisClusterNodes?: ClusterSeeds | null };
   logger: Logger;
   /** Any subset of the worker settings. @defaultValue DEFAULT_WORKER_CONFIG (see worker-config.ts) */
   settings?: Partial<WorkerConfig>;
   /** An open, migrated DataSource owned by the caller. @defaultValue opened from config.database, closed by close() */
   dataSource?: DataSource;
-  /** An ioredis client owned by the caller (`maxRetriesPerRequest: null`). @defaultValue one opened from config.redisUrl, closed by close() */
+  /**
+   * An ioredis client owned by the caller (`maxRetriesPerRequest: null`). @defaultValue one opened from
+   * config.redisUrl, closed by close()
+   */
   connection?: RedisClient;
   /** Where validated events go. @defaultValue new PlanEventStore(dataSource, logger) */
   store?: EventPersister;

@@ -42,7 +42,10 @@ export interface PipelineDeps {
   onDeadLetter?(letter: DeadLetter): void;
 }
 
-/** The event path: gate, batcher, processor, dead letters and the gap sweeper. Knows nothing of the BullMQ worker that feeds it. */
+/**
+ * The event path: gate, batcher, processor, dead letters and the gap sweeper. Knows nothing of the BullMQ worker that
+ * feeds it.
+ */
 export interface WorkerPipeline {
   /** Whether the database answers; the composition root pauses the BullMQ worker while it does not. */
   gate: DatabaseGate;

@@ -51,7 +51,8 @@ describe('console routes', () => {
       const health = await call(stack, 'GET', '/v1/health?minutes=3');
       expect(health.status).toBe(200);
       expect(health.json.queue).toMatchObject({ waiting: 2, active: 0 });
-      expect(health.json.queue.oldestWaitingAgeSeconds).toBeGreaterThanOrEqual(89); // the job added with a time 90 s ago
+      // the job added with a time 90 s ago
+      expect(health.json.queue.oldestWaitingAgeSeconds).toBeGreaterThanOrEqual(89);
       expect(health.json.deadLetters).toMatchObject({ total: 1, byKind: { invalid: 1 } });
       expect(health.json.eventsPerMinute).toHaveLength(3);
       expect(health.json.eventsPerMinute[2].events + health.json.eventsPerMinute[1].events).toBe(12);

@@ -49,7 +49,8 @@ describe('dead letters: parallel replays and payload-free listings', () => {
       expect(new Set(queued).size).toBe(200);
       expect(new Set(queued)).toEqual(new Set(letters.map((l) => l.eventId)));
       expect(a.replayed + b.replayed).toBe(200);
-      expect(a.vanished + b.vanished).toBe(a.selected + b.selected - 200); // what one claimed, the other counted as gone
+      // what one claimed, the other counted as gone
+      expect(a.vanished + b.vanished).toBe(a.selected + b.selected - 200);
       expect(await q.deadLetterIds()).toEqual([]);
       // nothing of the entries is left behind either (their claims were fields of their hashes)
       expect((await clients[0].keys(`${q.prefix}:${DEAD_LETTER_QUEUE}:dl-*`)).sort()).toEqual([]);

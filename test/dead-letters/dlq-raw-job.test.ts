@@ -247,7 +247,8 @@ describe('dlq replay: job sizes (no worker: the jobs stay on the queue)', () => 
       small.map((e, i) => [e, i === 2 ? 5 : 1]),
     );
 
-    // the raw letter went; the letter whose event no job carries stayed; the huge event of the raw job is a letter of its own
+    // the raw letter went; the letter whose event no job carries stayed; the huge event of the raw job is a letter of
+    // its own
     const left = (await dlq.list({})).deadLetters;
     expect(left.map((l) => l.id)).not.toContain(rawLetter.id);
     const split = left.find((l) => l.id !== alone.id)!;

@@ -54,7 +54,8 @@ describe.each<TestDb>(['sqlite', 'postgres'])(
       expect(byValue('Infinity', 'field')).toBe(
         'payload.inputTokens: Out of range float values are not JSON compliant: inf',
       );
-      // 1 plan.created + 7 x (step.started + checkpoint) + plan.finalized, seqs without a gap; the sender alive to the end
+      // 1 plan.created + 7 x (step.started + checkpoint) + plan.finalized, seqs without a gap; the sender alive to
+      // the end
       const summary = run.lines().find((l) => l.stored !== undefined)!;
       expect(summary).toEqual({
         stored: true,

@@ -46,7 +46,8 @@ describe.each<[TestDb, 'up' | 'down']>([
   it.each([0, 20, 100])(`by kill -9 %i ms after its last publish keeps what the README promises`, async (delayMs) => {
     const planId = `kill-${server}-${delayMs}`;
     const journal = tmp();
-    // server down: a port nobody listens on, and a 20 ms group commit (the README's window is journal_commit_ms plus one write)
+    // server down: a port nobody listens on, and a 20 ms group commit (the README's window is journal_commit_ms plus
+    // one write)
     const url = server === 'up' ? stack.server.url : `http://127.0.0.1:${await freePort()}`;
     const run = driver('kill', url, journal, planId, N, 20);
     try {

@@ -117,7 +117,10 @@ function publishAll(publisher: PlanEventPublisher, events: PlanEvent[]): void {
   }
 }
 
-/** SIGTERM to each; their exit codes, or 'still running' for one not gone 20 s later (its last log lines go to the console). */
+/**
+ * SIGTERM to each; their exit codes, or 'still running' for one not gone 20 s later (its last log lines go to the
+ * console).
+ */
 async function stopAll(procs: WorkerProcess[]): Promise<Array<number | string>> {
   for (const p of procs) p.child.kill('SIGTERM');
   return Promise.all(

@@ -220,7 +220,10 @@ export function manyPlanRuns(
   return out;
 }
 
-/** Exactly `total` events: `manyPlanRuns` cut to size (the last plan may be incomplete, which is fine: order-independence). */
+/**
+ * Exactly `total` events: `manyPlanRuns` cut to size (the last plan may be incomplete, which is fine:
+ * order-independence).
+ */
 export function exactlyEvents(total: number, options: { seed?: number; steps?: number } = {}): PlanEvent[] {
   return manyPlanRuns(total, options).slice(0, total);
 }

@@ -28,7 +28,10 @@ function heavyEvents(total: number, seed: number): PlanEvent[] {
   );
 }
 
-/** Adds each job, waiting out Redis's OOM refusals (as the publisher does, minus its journal); false if Redis never took them. */
+/**
+ * Adds each job, waiting out Redis's OOM refusals (as the publisher does, minus its journal); false if Redis never
+ * took them.
+ */
 async function addAll(queue: Queue, jobs: ReturnType<typeof toJobData>, untilMs: number): Promise<boolean> {
   for (let i = 0; i < jobs.length; i++) {
     for (;;) {
@@ -60,7 +63,10 @@ describe('worker on a full Redis (maxmemory, noeviction)', () => {
   let db: Awaited<ReturnType<typeof createMigratedDb>>;
   let worker: WorkerHandle | undefined;
   const queues: Queue[] = [];
-  /** The events queue under `prefix`, closed after the file; the later tests stop Redis under it, so its connection errors are expected (without a listener BullMQ prints each one). */
+  /**
+   * The events queue under `prefix`, closed after the file; the later tests stop Redis under it, so its connection
+   * errors are expected (without a listener BullMQ prints each one).
+   */
   const openQueue = (prefix: string): Queue => {
     const queue = new Queue(EVENTS_QUEUE, { connection: client, prefix });
     queue.on('error', () => undefined);

@@ -203,7 +203,10 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
     expect((await readDeadLetters(redis, prefix)).length).toBe(before);
   });
 
-  /** A job added delayed, its data then overwritten with raw text, then promoted: what another producer (or a bug) leaves. */
+  /**
+   * A job added delayed, its data then overwritten with raw text, then promoted: what another producer (or a bug)
+   * leaves.
+   */
   async function addRawJob(queue: Queue, jobId: string, rawData: string): Promise<void> {
     const job = await queue.add('events', { v: 1, events: [] }, { jobId, delay: 3_600_000, removeOnComplete: false });
     await redis.hset(`${prefix}:${EVENTS_QUEUE}:${jobId}`, 'data', rawData);

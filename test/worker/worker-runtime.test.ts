@@ -231,7 +231,8 @@ describe('worker: health, readiness, metrics and shutdown (sqlite)', () => {
     const left = await queueCounts(redis, prefix);
     expect(left.active).toBe(0);
     expect(stored).toBeLessThan(events.length);
-    expect(stored + (await queuedEvents(redis, prefix))).toBe(events.length); // every event is committed or still queued
+    // every event is committed or still queued
+    expect(stored + (await queuedEvents(redis, prefix))).toBe(events.length);
 
     worker = await start({ concurrency: 16 });
     expect(await worker.idle(60_000)).toBe(true);

@@ -1,7 +1,8 @@
 /**
  * Checkpoint `state` is opaque to the contract, so the field rules cannot vouch for it: this walk
  * applies the raw-input guard's rules to it (plain JSON only, no prototype keys, no NUL character
- * nor lone surrogate in a key or string (storable-text.ts), at most `maxStateDepth` levels). Everything else in an event is covered by
+ * nor lone surrogate in a key or string (storable-text.ts), at most `maxStateDepth` levels). Everything else in an
+ * event is covered by
  * typed field rules, which already refuse non-JSON values. Explicit stack: deep or cyclic state
  * stops at the depth limit instead of overflowing the call stack.
  */

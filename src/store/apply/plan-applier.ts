@@ -178,7 +178,10 @@ export class PlanApplier {
     return projection;
   }
 
-  /** New events fill the gap stored ones wait behind: apply them all in order from the log. False: the plan has no rows. */
+  /**
+   * New events fill the gap stored ones wait behind: apply them all in order from the log. False: the plan has no
+   * rows.
+   */
   private async applyFromLog(head: LockedHead, skipGaps = false): Promise<boolean> {
     let projection: PlanProjection;
     let created: CreatedEvent | undefined;
@@ -214,7 +217,10 @@ export class PlanApplier {
     return true;
   }
 
-  /** Rebuild a plan from its whole log: its rows become the fold of every stored event up to its watermark and any run after it. */
+  /**
+   * Rebuild a plan from its whole log: its rows become the fold of every stored event up to its watermark and any run
+   * after it.
+   */
   async rebuild(head: LockedHead): Promise<void> {
     const created = await this.definingCreated(head.planId);
     const run = new SeqRun(head.appliedSeq ?? created.seq);
@@ -286,7 +292,10 @@ export class PlanApplier {
     return created;
   }
 
-  /** Record what applying `admitted` more events to a plan changed; `removed`: of those, log entries deleted (the plan's highest). */
+  /**
+   * Record what applying `admitted` more events to a plan changed; `removed`: of those, log entries deleted (the
+   * plan's highest).
+   */
   private recordApplied(
     head: LockedHead,
     projection: PlanProjection,

@@ -2,7 +2,10 @@ import { deletedAt, defineEntity, ext, int, str, text, ts, uuid } from './define
 
 export type StepStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'skipped';
 
-/** `plan_steps`, as the product's schema names it, plus the executor's step key, DAG edges, model and output content (read back by later tasks). */
+/**
+ * `plan_steps`, as the product's schema names it, plus the executor's step key, DAG edges, model and output content
+ * (read back by later tasks).
+ */
 export interface PlanStepRow {
   id: string;
   planId: string;

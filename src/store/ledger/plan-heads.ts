@@ -42,7 +42,10 @@ export async function lockHeads(
   return dialect.lockHeads(m, sorted);
 }
 
-/** Lock and read the heads of stored plans (absent ones are missing from the map); the lock bumped their version already. */
+/**
+ * Lock and read the heads of stored plans (absent ones are missing from the map); the lock bumped their version
+ * already.
+ */
 export async function lockStoredHeads(
   m: EntityManager,
   dialect: SqlDialect,

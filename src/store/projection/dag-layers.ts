@@ -1,5 +1,6 @@
 /**
- * Topological layers of a step DAG (what a workflow runs and resumes by): layer 0 holds the steps with no dependency, layer
+ * Topological layers of a step DAG (what a workflow runs and resumes by): layer 0 holds the steps with no dependency,
+ * layer
  * n the steps whose dependencies all sit in earlier layers. Within a layer steps keep plan order.
  * Dependencies on unknown steps are ignored; steps caught in a cycle (the contract rejects cycles,
  * but an edit could combine with kept steps), and steps waiting on them, go in one last layer so

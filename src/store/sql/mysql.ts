@@ -4,7 +4,10 @@ import { ValuesRows } from './row-stores';
 import type { SqlDialect, Upsert } from './sql-dialect';
 import { columnOf, insertStatement, setList, Statement } from './values-statements';
 
-/** GET_LOCK's wait in seconds: long enough to outlast any migration; a negative value is not portable across MySQL and MariaDB. */
+/**
+ * GET_LOCK's wait in seconds: long enough to outlast any migration; a negative value is not portable across MySQL and
+ * MariaDB.
+ */
 const MIGRATION_LOCK_WAIT_S = 7 * 86_400;
 
 /**
@@ -78,7 +81,10 @@ export const mysql: SqlDialect = {
     prepareRunner: rerunnableDdl,
   },
 
-  /** Deadlock (1213), lock wait timeout (1205), too many connections (1040), server shutdown (1053), a lost connection. */
+  /**
+   * Deadlock (1213), lock wait timeout (1205), too many connections (1040), server shutdown (1053), a lost
+   * connection.
+   */
   transient: {
     codes: [
       'ER_LOCK_DEADLOCK',

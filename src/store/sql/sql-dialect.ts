@@ -22,7 +22,10 @@ export interface Upsert {
  * chunk). Each dialect writes rows its own fastest way (dialect files say which).
  */
 export interface RowStore {
-  /** Insert new rows. `jsonText`: columns whose values are still JS values, sent as JSON text (PostgreSQL only; elsewhere pass text). */
+  /**
+   * Insert new rows. `jsonText`: columns whose values are still JS values, sent as JSON text (PostgreSQL only;
+   * elsewhere pass text).
+   */
   insert(entity: string, rows: object[], jsonText?: readonly string[]): Promise<void>;
   /** Insert rows, or update (or just lock) the stored ones with the same key (see Upsert). */
   upsert(entity: string, rows: object[], upsert: Upsert): Promise<void>;

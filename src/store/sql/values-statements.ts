@@ -22,7 +22,10 @@ type ParametrizingDriver = Driver & { parametrizeValue?: (c: ColumnMetadata, v: 
 
 /** How a dialect binds row values. */
 export interface TupleOptions {
-  /** Bind values through the driver's `parametrizeValue` (SQL Server: a JS Date would otherwise bind as legacy `datetime`). */
+  /**
+   * Bind values through the driver's `parametrizeValue` (SQL Server: a JS Date would otherwise bind as legacy
+   * `datetime`).
+   */
   typed?: boolean;
   /** Bind NULLs as (typed) parameters too instead of the literal NULL. */
   typedNulls?: boolean;
