@@ -27,8 +27,9 @@ const RETRYABLE_NUMBERS = new Set<number>(dialects.flatMap((d) => [...(d.transie
 /** MySQL / MariaDB errnos (only for errors that say MySQL or MariaDB: other drivers reuse the numbers). */
 const RETRYABLE_ERRNOS = new Set<number>(dialects.flatMap((d) => [...(d.transient.errnos ?? [])]));
 
-/** Messages of connection failures that arrive without a code (pg pool, TypeORM wrappers). */
+/** Messages of connection failures that arrive without a code (pg pool, TypeORM wrappers), and the dialects' own. */
 const RETRYABLE_MESSAGES = [
+  ...dialects.flatMap((d) => d.transient.messages ?? []),
   /Connection terminated/i,
   /connection (?:is )?(?:closed|lost|ended)/i,
   /timeout exceeded when trying to connect/i,

@@ -90,8 +90,17 @@ export const mssql: SqlDialect = {
   },
 
   transient: {
-    // tedious: connection lost, timed out, instance lookup failed
-    codes: ['ESOCKET', 'ETIMEOUT', 'ECONNCLOSED', 'EINSTLOOKUP'],
+    /**
+     * tedious: connection lost, timed out, instance lookup failed. `ELOGIN`: a login refused at
+     * connect time, raised as a ConnectionError with the server's message and no number: what a
+     * database still recovering from a restart or a failover answers (4060 "Cannot open database",
+     * 18456 "Login failed", Azure's 40613 "not currently available"); a wrong password answers
+     * the same, and the retry budget bounds it, as for 18456 below. `ENOTOPEN`: the mssql pool is
+     * not open yet, or is closing.
+     */
+    codes: ['ESOCKET', 'ETIMEOUT', 'ECONNCLOSED', 'EINSTLOOKUP', 'ELOGIN', 'ENOTOPEN'],
+    /** The pool found no connection in time (tarn's TimeoutError, as mssql words it): the server is slow to accept logins. */
+    messages: [/^Failed to acquire a connection from the pool/],
     /**
      * Error numbers (tedious `number`) after which the same transaction may succeed: the server
      * is busy, recovering, or out of a resource an operator or autogrowth restores. Azure SQL's

@@ -72,6 +72,8 @@ export interface TransientErrors {
   numbers?: ReadonlyMap<number, string>;
   /** MySQL `errno` values (counted only for errors that say MySQL or MariaDB). */
   errnos?: ReadonlySet<number>;
+  /** Messages of errors that arrive with no code or number saying what they are. */
+  messages?: readonly RegExp[];
 }
 
 /**
