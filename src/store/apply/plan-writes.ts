@@ -143,10 +143,12 @@ export class PlanWrites {
   /** Sessions first (plans reference them), then deletes children first, inserts parents first. */
   async write(rows: RowStore): Promise<void> {
     const sessions = [...this.sessions.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    // a session spans plans: writers of its different plans (no shared head lock) may create it at once
     await rows.upsert(ENTITY.session, sessions, {
       key: 'id',
       update: [],
       keep: { createdAt: 'min', updatedAt: 'max' },
+      concurrentInserts: true,
     });
     for (const t of PROJECTION_TABLES) await rows.deleteWhereIn(t.entity, t.planKey, this.rebuilt);
     await rows.deleteWhereIn(ENTITY.handoff, 'planId', this.replaced);

@@ -1,6 +1,5 @@
-import { EntityManager, In } from 'typeorm';
+import type { EntityManager } from 'typeorm';
 import type { PlanEvent } from '../../contracts';
-import { chunk, valuesPerInList } from '../sql/batch-limits';
 import type { SqlDialect } from '../sql/sql-dialect';
 import { ENTITY, PlanEventRow } from '../entities';
 import { isVoidedSeq } from '../projection/voided-seq';
@@ -102,11 +101,7 @@ export async function storedEventRows(
   ids: string[],
 ): Promise<Map<string, PlanEventRow>> {
   const found = new Map<string, PlanEventRow>();
-  for (const part of chunk(ids, valuesPerInList(dialect))) {
-    const rows = await m
-      .getRepository<PlanEventRow>(ENTITY.event)
-      .find({ where: { eventId: In(part) }, withDeleted: true });
-    for (const r of rows) found.set(r.eventId.toLowerCase(), r);
-  }
+  for (const r of await dialect.rows(m).findIn<PlanEventRow>(ENTITY.event, 'eventId', ids))
+    found.set(r.eventId.toLowerCase(), r);
   return found;
 }

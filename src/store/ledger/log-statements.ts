@@ -45,7 +45,9 @@ export function logPageStatement(
     .from(ENTITY.event, 'e')
     .withDeleted()
     .where('e.planId = :planId', { planId });
-  if (from.after) qb.andWhere('(e.seq > :seq OR (e.seq = :seq AND e.eventId > :eventId))', from.after);
+  // `seq >= :seq` first: an index seek on (plan_id, seq) can start there (the OR alone bounds nothing)
+  if (from.after)
+    qb.andWhere('e.seq >= :seq AND (e.seq > :seq OR (e.seq = :seq AND e.eventId > :eventId))', from.after);
   else if (from.aboveSeq !== undefined) qb.andWhere('e.seq > :aboveSeq', { aboveSeq: from.aboveSeq });
   return qb.orderBy('e.seq', 'ASC').addOrderBy('e.eventId', 'ASC').limit(limit);
 }

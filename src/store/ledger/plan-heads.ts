@@ -1,8 +1,6 @@
-import { EntityManager, In } from 'typeorm';
+import type { EntityManager } from 'typeorm';
 import { ENTITY, PlanHeadRow } from '../entities';
-import { chunk, valuesPerInList } from '../sql/batch-limits';
 import type { LockedHead, SqlDialect } from '../sql/sql-dialect';
-import { lockHeadsStatement } from './log-statements';
 
 export type { LockedHead } from '../sql/sql-dialect';
 
@@ -51,15 +49,11 @@ export async function lockStoredHeads(
   dialect: SqlDialect,
   planIds: string[],
 ): Promise<Map<string, LockedHead>> {
-  const heads = new Map<string, LockedHead>();
   const ids = [...planIds].sort();
-  for (const part of chunk(ids, valuesPerInList(dialect))) {
-    await lockHeadsStatement(m, part).execute();
-    for (const r of await m
-      .getRepository<PlanHeadRow>(ENTITY.head)
-      .find({ where: { planId: In(part) }, withDeleted: true }))
-      heads.set(r.planId, { ...r, isNew: false });
-  }
+  await dialect.bumpHeads(m, ids);
+  const heads = new Map<string, LockedHead>();
+  for (const r of await dialect.rows(m).findIn<PlanHeadRow>(ENTITY.head, 'planId', ids))
+    heads.set(r.planId, { ...r, isNew: false });
   return heads;
 }
 

@@ -1,4 +1,5 @@
 import { EntityManager, In } from 'typeorm';
+import { lockHeadsStatement } from '../ledger/log-statements';
 import { ENTITY, PlanEventRow, PlanHeadRow } from '../entities';
 import { chunk, valuesPerInList } from './batch-limits';
 import type { EventRowInput, LockedHead, SqlDialect } from './sql-dialect';
@@ -20,20 +21,17 @@ export async function lockHeadsByUpsert(
 ): Promise<Map<string, LockedHead>> {
   const ids = sorted.map((r) => r.planId);
   const rows = dialect.rows(m);
-  await rows.upsert(ENTITY.head, sorted, { key: 'planId', update: [] });
-  for (const part of chunk(ids, valuesPerInList(dialect))) {
-    await m
-      .createQueryBuilder()
-      .update(ENTITY.head)
-      .set({ version: () => 'version + 1' })
-      .where({ planId: In(part) })
-      .callListeners(false)
-      .execute();
-  }
+  await rows.upsert(ENTITY.head, sorted, { key: 'planId', update: [], concurrentInserts: true });
+  await bumpHeadsByUpdate(m, dialect, ids);
   const heads = new Map<string, LockedHead>();
   for (const r of await rows.findIn<PlanHeadRow>(ENTITY.head, 'planId', ids))
     heads.set(r.planId, { ...r, isNew: r.version === 1 });
   return heads;
+}
+
+/** Lock stored heads by bumping their version, in IN-list chunks (the statement is lockHeadsStatement's). */
+export async function bumpHeadsByUpdate(m: EntityManager, dialect: SqlDialect, ids: string[]): Promise<void> {
+  for (const part of chunk(ids, valuesPerInList(dialect))) await lockHeadsStatement(m, part).execute();
 }
 
 /** The plan of each stored event id, read in IN-list chunks. */

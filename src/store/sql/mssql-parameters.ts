@@ -39,6 +39,11 @@ export function typedMssqlParameter(value: unknown): unknown {
 /** The mssql driver's `MAX` length (declared as `nvarchar(MAX)`). */
 const NVARCHAR_MAX = 65535;
 
+/** A text parameter declared `nvarchar(MAX)` whatever its length: one declaration, so one plan, for every size. */
+export function nvarcharMax(value: string): MssqlParameter {
+  return new MssqlParameter(value, 'nvarchar', NVARCHAR_MAX);
+}
+
 type QueryFn = QueryRunner['query'];
 
 /**

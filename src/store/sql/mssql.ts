@@ -1,18 +1,18 @@
 import { DataSource, DataSourceOptions, EntityManager, MssqlParameter } from 'typeorm';
 import type { DatabaseTarget } from '../../config/database-url';
-import { appendEventRows, eventPlansByFind, lockHeadsByUpsert } from './ledger-rows';
+import { appendEventRows } from './ledger-rows';
+import { bumpHeadsJson, eventPlansJson, JsonRows, lockHeadsJson } from './mssql-json';
 import { typeMssqlParameters } from './mssql-parameters';
-import { ValuesRows } from './row-stores';
-import type { SqlDialect, Upsert } from './sql-dialect';
-import { columnOf, setList, Statement, tuplesOf } from './values-statements';
+import type { SqlDialect } from './sql-dialect';
 
 const MIGRATION_LOCK_NAME = 'plan-ledger:migrate';
 
 /**
  * SQL Server (mssql over tedious).
- * - Multi-row VALUES statements under its caps: 2,100 parameters per request (2,000 with
- *   headroom) and 1,000 rows per VALUES; the upsert is a MERGE WITH (HOLDLOCK), so a concurrent
- *   insert of the same key waits instead of failing with 2627.
+ * - Rows and id lists go as one JSON parameter read with OPENJSON (mssql-json.ts): one statement
+ *   text per table and kind of write, whatever the rows, so each compiles once; the upsert is a
+ *   MERGE (WITH (HOLDLOCK) for keys two plans' writers may insert at once). Elsewhere (retention,
+ *   reads) its caps apply: 2,100 parameters per request (2,000 with headroom), 1,000 rows per VALUES.
  * - Every parameter is declared by its kind, not its value (mssql-parameters.ts), so one
  *   statement compiles once; instants bind as `datetime2(3)`, like the columns.
  * - Ids are `nvarchar` with a binary collation (the migrations'); `datetime2(3)` timestamps.
@@ -72,10 +72,11 @@ export const mssql: SqlDialect = {
   // SQL Server sums `int` into `int` and overflows past 2^31 (two billion tokens is a plausible billing total)
   sumInt: (column) => `SUM(CAST(${column} AS BIGINT))`,
 
-  rows: (m) => new ValuesRows(m, mssql, mergeStatement, { typed: true }),
+  rows: (m) => new JsonRows(m),
   updatesChangedColumnsOnly: false,
-  lockHeads: (m, sorted) => lockHeadsByUpsert(m, mssql, sorted),
-  eventPlans: (m, ids) => eventPlansByFind(m, mssql, ids),
+  lockHeads: (m, sorted) => lockHeadsJson(m, mssql, sorted),
+  bumpHeads: (m, ids) => bumpHeadsJson(m, ids),
+  eventPlans: (m, ids) => eventPlansJson(m, ids),
   appendEvents: (m, rows) => appendEventRows(m, mssql, rows),
   skipsStoredEvents: false,
 
@@ -131,33 +132,6 @@ export const mssql: SqlDialect = {
   },
   isDuplicateKey: (f) => f.number === 2627 || f.number === 2601, // primary key / unique index
 };
-
-/**
- * MERGE WITH (HOLDLOCK), so a concurrent insert of the same key waits instead of failing. NULLs
- * bind as typed parameters: a bare NULL in a VALUES source is an int, which cannot be assigned to
- * a datetime2 column.
- */
-export function mergeStatement(m: EntityManager, entity: string, rows: object[], upsert: Upsert): Statement {
-  const meta = m.connection.getMetadata(entity);
-  const q = (name: string) => m.connection.driver.escape(name);
-  const col = columnOf(m, entity);
-  const { columns, tuples, params } = tuplesOf(m, entity, rows, { typed: true, typedNulls: true });
-  const key = col(upsert.key);
-  // lock only: a no-op on a column that is not the key (updating a key moves the row)
-  const other = q(meta.columns.find((c) => c.propertyName !== upsert.key)!.databaseName);
-  const sets = setList(
-    upsert,
-    col,
-    `${other} = t.${other}`,
-    (c) => `${c} = s.${c}`,
-    (c, how) => `${c} = CASE WHEN s.${c} ${how === 'min' ? '<' : '>'} t.${c} THEN s.${c} ELSE t.${c} END`,
-  );
-  const sql =
-    `MERGE INTO ${q(meta.tableName)} WITH (HOLDLOCK) AS t USING (VALUES ${tuples.join(', ')}) AS s (${columns.join(', ')}) ON t.${key} = s.${key}` +
-    ` WHEN MATCHED THEN UPDATE SET ${sets}` +
-    ` WHEN NOT MATCHED THEN INSERT (${columns.join(', ')}) VALUES (${columns.map((c) => `s.${c}`).join(', ')});`;
-  return { sql, params };
-}
 
 /** `?requestTimeout=` / `?connectionTimeout=` of an mssql:// URL, in milliseconds (checked by parseDatabaseUrl). */
 function timeoutParam(target: DatabaseTarget, name: string, fallback: number): number {

@@ -1,5 +1,5 @@
 import type { DataSource, DataSourceOptions, EntityManager, QueryRunner } from 'typeorm';
-import { appendEventRows, eventPlansByFind, lockHeadsByUpsert } from './ledger-rows';
+import { appendEventRows, bumpHeadsByUpdate, eventPlansByFind, lockHeadsByUpsert } from './ledger-rows';
 import { ValuesRows } from './row-stores';
 import type { SqlDialect, Upsert } from './sql-dialect';
 import { columnOf, insertStatement, setList, Statement } from './values-statements';
@@ -66,6 +66,7 @@ export const mysql: SqlDialect = {
   rows: (m) => new ValuesRows(m, mysql, onDuplicateKeyStatement),
   updatesChangedColumnsOnly: false,
   lockHeads: (m, sorted) => lockHeadsByUpsert(m, mysql, sorted),
+  bumpHeads: (m, ids) => bumpHeadsByUpdate(m, mysql, ids),
   eventPlans: (m, ids) => eventPlansByFind(m, mysql, ids),
   appendEvents: (m, rows) => appendEventRows(m, mysql, rows),
   skipsStoredEvents: false,

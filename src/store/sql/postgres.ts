@@ -3,6 +3,7 @@ import { ENTITY, PlanEventRow } from '../entities';
 import { chunk } from './batch-limits';
 import { pgArrayLiteral } from './postgres-array';
 import { unnestInsertStatement } from './postgres-statements';
+import { bumpHeadsByUpdate } from './ledger-rows';
 import { UnnestRows } from './row-stores';
 import type { LockedHead, SqlDialect } from './sql-dialect';
 
@@ -94,6 +95,7 @@ export const postgres: SqlDialect = {
     }
     return heads;
   },
+  bumpHeads: (m, ids) => bumpHeadsByUpdate(m, postgres, ids),
   async eventPlans(m, ids) {
     // one array parameter: the same short statement whatever the batch size
     const rows: { event_id: string; plan_id: string }[] = await m.query(

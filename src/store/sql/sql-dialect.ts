@@ -15,6 +15,12 @@ export interface Upsert {
   key: string;
   update: readonly string[];
   keep?: Readonly<Record<string, 'min' | 'max'>>;
+  /**
+   * Two transactions that do not share a plan's head lock may insert this key at once (plan
+   * heads, sessions): the upsert must make the second wait for the first instead of failing on
+   * the key (SQL Server: MERGE WITH (HOLDLOCK)). Rows of one plan are serialised by its head lock.
+   */
+  concurrentInserts?: boolean;
 }
 
 /**
@@ -133,6 +139,8 @@ export interface SqlDialect extends ColumnTypes {
   readonly updatesChangedColumnsOnly: boolean;
   /** Create the missing heads and lock them all, in key order (`sorted`), then read them. */
   lockHeads(m: EntityManager, sorted: PlanHeadRow[]): Promise<Map<string, LockedHead>>;
+  /** Lock these stored heads (sorted ids) by bumping their version. */
+  bumpHeads(m: EntityManager, ids: string[]): Promise<void>;
   /** The plan each of these (lower-case) event ids is stored for; ids not stored are absent. */
   eventPlans(m: EntityManager, ids: string[]): Promise<Map<string, string>>;
   /**

@@ -1,6 +1,6 @@
 import type { DataSource, DataSourceOptions, EntityManager } from 'typeorm';
 import { ENTITY, PlanHeadRow } from '../entities';
-import { appendEventRows } from './ledger-rows';
+import { appendEventRows, bumpHeadsByUpdate } from './ledger-rows';
 import { SqliteRowStore } from './row-stores';
 import type { LockedHead, SqlDialect } from './sql-dialect';
 import { SqliteRows } from './sqlite-rows';
@@ -64,6 +64,7 @@ export const sqlite: SqlDialect = {
   rows: (m) => new SqliteRowStore(m, sqlite),
   updatesChangedColumnsOnly: true,
   lockHeads: async (m, sorted) => sqliteHeads(m, sorted),
+  bumpHeads: (m, ids) => bumpHeadsByUpdate(m, sqlite, ids),
   async eventPlans(m, ids) {
     const found = new Map<string, string>();
     for (const [id, planId] of new SqliteRows(m).pluck(ENTITY.event, 'eventId', 'planId', ids))

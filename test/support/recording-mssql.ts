@@ -1,0 +1,65 @@
+import { DataSource, QueryResult } from 'typeorm';
+import { parseDatabaseUrl } from '../../src/config/database-url';
+import { createDataSource } from '../../src/store/data-source';
+import { typedMssqlParameter } from '../../src/store/sql/mssql-parameters';
+
+/** One statement a SQL Server DataSource sent, with its parameters as the driver would bind them. */
+export interface Recorded {
+  sql: string;
+  params: unknown[];
+}
+
+/** What the recording runner answers to a statement (rows), for the reads a code path needs. */
+export type Answer = (sql: string, params: unknown[]) => Array<Record<string, unknown>> | undefined;
+
+/**
+ * A SQL Server DataSource that never connects: every statement the store, retention or a read
+ * sends is recorded (text and typed parameters) and answered by `answer` (no rows by default), and
+ * transactions are recorded as BEGIN / COMMIT / ROLLBACK. How SQL Server statements are checked
+ * on machines with no SQL Server: their text, their parameters, their number and their order.
+ */
+export async function recordingMssql(
+  answer: Answer = () => undefined,
+): Promise<{ ds: DataSource; statements: Recorded[] }> {
+  const ds = createDataSource(parseDatabaseUrl('mssql://sa:x@127.0.0.1:1/none'));
+  await (ds as unknown as { buildMetadatas(): Promise<void> }).buildMetadatas();
+  const statements: Recorded[] = [];
+  const create = (
+    ds.driver as unknown as { createQueryRunner(mode: string): Record<string, unknown> }
+  ).createQueryRunner.bind(ds.driver);
+  (ds.driver as unknown as { createQueryRunner(mode: string): unknown }).createQueryRunner = (mode: string) => {
+    const runner = create(mode) as Record<string, unknown> & { isTransactionActive: boolean };
+    runner.query = async (sql: string, params: unknown[] = [], structured = false) => {
+      const typed = params.map(typedMssqlParameter);
+      statements.push({ sql, params: typed });
+      const rows = answer(sql, typed) ?? [];
+      if (!structured) return rows;
+      const result = new QueryResult();
+      result.records = rows;
+      result.raw = rows;
+      result.affected = rows.length;
+      return result;
+    };
+    runner.connect = async () => undefined;
+    runner.release = async () => undefined;
+    runner.startTransaction = async () => {
+      runner.isTransactionActive = true;
+      statements.push({ sql: 'BEGIN TRANSACTION', params: [] });
+    };
+    runner.commitTransaction = async () => {
+      runner.isTransactionActive = false;
+      statements.push({ sql: 'COMMIT', params: [] });
+    };
+    runner.rollbackTransaction = async () => {
+      runner.isTransactionActive = false;
+      statements.push({ sql: 'ROLLBACK', params: [] });
+    };
+    return runner;
+  };
+  return { ds, statements };
+}
+
+/** The value of a recorded parameter (typed parameters carry it in `value`). */
+export function paramValue(p: unknown): unknown {
+  return p !== null && typeof p === 'object' && 'value' in p ? (p as { value: unknown }).value : p;
+}
