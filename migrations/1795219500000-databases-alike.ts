@@ -257,6 +257,25 @@ function mysqlStatements(mariadb: boolean, direction: Direction): string[] {
   return out;
 }
 
+/**
+ * SQL Server: drops the column statistics (not an index's) on these columns, which block a
+ * change of collation as an index would (Msg 5074). A database on which queries ran has them:
+ * with AUTO_CREATE_STATISTICS on (the default) the optimizer creates `_WA_Sys_...` statistics on
+ * unindexed columns a query filters or groups by (the agent and model names the analytics group
+ * by). Their names are the server's, so they are found in `sys.stats` and dropped by dynamic SQL;
+ * the optimizer creates them again, with the new collation, when a query next needs them.
+ */
+function dropColumnStatistics(columns: readonly IdColumn[]): string {
+  const byColumn = columns
+    .map((c) => `(sc.object_id = OBJECT_ID(N'${c.table}') AND c.name = N'${c.column}')`)
+    .join(' OR ');
+  return [
+    'DECLARE @drop nvarchar(MAX)',
+    `SELECT @drop = STRING_AGG(CAST(N'DROP STATISTICS ' + QUOTENAME(OBJECT_SCHEMA_NAME(x.object_id)) + N'.' + QUOTENAME(OBJECT_NAME(x.object_id)) + N'.' + QUOTENAME(x.name) AS nvarchar(MAX)), N'; ') FROM (SELECT DISTINCT st.object_id, st.name FROM sys.stats st JOIN sys.stats_columns sc ON sc.object_id = st.object_id AND sc.stats_id = st.stats_id JOIN sys.columns c ON c.object_id = sc.object_id AND c.column_id = sc.column_id WHERE (st.auto_created = 1 OR st.user_created = 1) AND (${byColumn})) x`,
+    'IF @drop IS NOT NULL EXEC sp_executesql @drop',
+  ].join('; ');
+}
+
 function mssqlStatements(direction: Direction): string[] {
   const s = (name: string) => q('mssql', name);
   const out: string[] = [];
@@ -266,6 +285,7 @@ function mssqlStatements(direction: Direction): string[] {
   out.push(`DROP INDEX ${s('IX_plan_events_plan')} ON ${s('plan_events')}`);
   for (const [table, name] of PRIMARY_KEYS) out.push(`ALTER TABLE ${s(table)} DROP CONSTRAINT ${s(name)}`);
 
+  out.push(dropColumnStatistics(BINARY_COLUMNS));
   const collation = direction === 'up' ? BINARY_COLLATION.mssql! : 'DATABASE_DEFAULT';
   for (const c of BINARY_COLUMNS) {
     out.push(

@@ -14,6 +14,8 @@ export interface DataSourceExtras {
   /** TypeORM query logging, for debugging only. @defaultValue false */
   logging?: boolean;
   logger?: TypeOrmLogger;
+  /** Request timeout in ms where the driver has one (SQL Server); 0: none. @defaultValue the URL's, else the driver's */
+  requestTimeoutMs?: number;
 }
 
 /** DataSource options for a DATABASE_URL target; nothing connects until `initialize()`. */
@@ -27,7 +29,9 @@ export function dataSourceOptions(target: DatabaseTarget, extras: DataSourceExtr
     logging: extras.logging ?? false,
     ...(extras.logger ? { logger: extras.logger } : {}),
   };
-  return DIALECTS[target.dialect].dataSourceOptions(target, common, extras.poolSize ?? 10);
+  return DIALECTS[target.dialect].dataSourceOptions(target, common, extras.poolSize ?? 10, {
+    ...(extras.requestTimeoutMs !== undefined ? { requestTimeoutMs: extras.requestTimeoutMs } : {}),
+  });
 }
 
 export function createDataSource(target: DatabaseTarget, extras: DataSourceExtras = {}): DataSource {

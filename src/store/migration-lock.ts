@@ -6,10 +6,14 @@
  * one exclusive transaction around every migration (SQLite: `BEGIN EXCLUSIVE`; its DDL is
  * transactional, so a failed run leaves nothing behind).
  *
- * Session locks end with their connection: a `migrate` killed mid-run releases its lock.
+ * Session and transaction locks end with their connection: a `migrate` killed mid-run releases its
+ * lock. Where the driver sends each statement on whichever pooled connection is free (SQL Server),
+ * the lock is held by a transaction of its own on another connection of the same DataSource, so
+ * that DataSource needs a pool of at least two connections.
  */
 import type { QueryRunner } from 'typeorm';
 import { sqlDialectOf } from './sql/dialects';
+import type { MigrationLockSql } from './sql/sql-dialect';
 
 /** How long SQLite waits for another `migrate` (each attempt waits the driver's busy timeout). @defaultValue 1 hour */
 const SQLITE_WAIT_MS = 3_600_000;
@@ -28,16 +32,34 @@ function isSqliteBusy(err: unknown): boolean {
 export async function withMigrationLock<T>(runner: QueryRunner, fn: () => Promise<T>): Promise<T> {
   const lock = sqlDialectOf(runner).migrations.lock;
   if (lock === 'exclusive-transaction') return withExclusiveTransaction(runner, fn);
+  if (lock.holder === 'own-transaction') return withLockTransaction(runner, lock, fn);
   const rows: Array<Record<string, unknown>> = await runner.query(lock.take);
-  if (!lock.ok(rows))
-    throw new Error(
-      `could not take the migration lock (${JSON.stringify(rows[0] ?? null)}); is another plan-ledger migrate stuck?`,
-    );
+  if (!lock.ok(rows)) throw lockRefused(rows);
   try {
     return await fn();
   } finally {
     await runner.query(lock.release).catch(() => undefined); // the lock also ends with the session
   }
+}
+
+async function withLockTransaction<T>(runner: QueryRunner, lock: MigrationLockSql, fn: () => Promise<T>): Promise<T> {
+  const holder = runner.connection.createQueryRunner();
+  try {
+    await holder.startTransaction();
+    const rows: Array<Record<string, unknown>> = await holder.query(lock.take);
+    if (!lock.ok(rows)) throw lockRefused(rows);
+    return await fn();
+  } finally {
+    // the rollback ends the transaction-owned lock (and nothing else: the transaction wrote nothing)
+    if (holder.isTransactionActive) await holder.rollbackTransaction().catch(() => undefined);
+    await holder.release().catch(() => undefined);
+  }
+}
+
+function lockRefused(rows: Array<Record<string, unknown>>): Error {
+  return new Error(
+    `could not take the migration lock (${JSON.stringify(rows[0] ?? null)}); is another plan-ledger migrate stuck?`,
+  );
 }
 
 async function withExclusiveTransaction<T>(runner: QueryRunner, fn: () => Promise<T>): Promise<T> {

@@ -131,6 +131,23 @@ describe('SQL Server DDL', () => {
     }
   });
 
+  it('drops the column statistics on every column whose collation changes, before the first change (up and down)', () => {
+    for (const ddl of [up, down]) {
+      const statements = ddl.split(';\n');
+      const drop = statements.findIndex((st) => st.startsWith('DECLARE @drop nvarchar(MAX)'));
+      const firstCollate = statements.findIndex((st) => / ALTER COLUMN .* COLLATE /.test(st));
+      expect(drop).toBeGreaterThanOrEqual(0);
+      expect(drop).toBeLessThan(firstCollate);
+      const st = statements[drop];
+      // auto-created (`_WA_Sys_...`) and user-created ones, never an index's own statistics
+      expect(st).toContain('WHERE (st.auto_created = 1 OR st.user_created = 1)');
+      for (const c of BINARY_COLUMNS)
+        expect(st).toContain(`(sc.object_id = OBJECT_ID(N'${c.table}') AND c.name = N'${c.column}')`);
+      expect(st).toMatch(/IF @drop IS NOT NULL EXEC sp_executesql @drop$/);
+      expect(statements.filter((x) => x.startsWith('DECLARE @drop'))).toHaveLength(1);
+    }
+  });
+
   it('alters no column while a key, index, foreign key or default covers it, and recreates every one of them', () => {
     const statements = up.split(';\n');
     expect(alterColumnViolations(statements)).toEqual([]);

@@ -7,6 +7,8 @@ import { typedMssqlParameter } from '../../src/store/sql/mssql-parameters';
 export interface Recorded {
   sql: string;
   params: unknown[];
+  /** Which query runner sent it (1, 2, ... in the order they were created): which connection. */
+  runner: number;
 }
 
 /** What the recording runner answers to a statement (rows), for the reads a code path needs. */
@@ -24,14 +26,16 @@ export async function recordingMssql(
   const ds = createDataSource(parseDatabaseUrl('mssql://sa:x@127.0.0.1:1/none'));
   await (ds as unknown as { buildMetadatas(): Promise<void> }).buildMetadatas();
   const statements: Recorded[] = [];
+  let runners = 0;
   const create = (
     ds.driver as unknown as { createQueryRunner(mode: string): Record<string, unknown> }
   ).createQueryRunner.bind(ds.driver);
   (ds.driver as unknown as { createQueryRunner(mode: string): unknown }).createQueryRunner = (mode: string) => {
     const runner = create(mode) as Record<string, unknown> & { isTransactionActive: boolean };
+    const id = ++runners;
     runner.query = async (sql: string, params: unknown[] = [], structured = false) => {
       const typed = params.map(typedMssqlParameter);
-      statements.push({ sql, params: typed });
+      statements.push({ sql, params: typed, runner: id });
       const rows = answer(sql, typed) ?? [];
       if (!structured) return rows;
       const result = new QueryResult();
@@ -44,15 +48,15 @@ export async function recordingMssql(
     runner.release = async () => undefined;
     runner.startTransaction = async () => {
       runner.isTransactionActive = true;
-      statements.push({ sql: 'BEGIN TRANSACTION', params: [] });
+      statements.push({ sql: 'BEGIN TRANSACTION', params: [], runner: id });
     };
     runner.commitTransaction = async () => {
       runner.isTransactionActive = false;
-      statements.push({ sql: 'COMMIT', params: [] });
+      statements.push({ sql: 'COMMIT', params: [], runner: id });
     };
     runner.rollbackTransaction = async () => {
       runner.isTransactionActive = false;
-      statements.push({ sql: 'ROLLBACK', params: [] });
+      statements.push({ sql: 'ROLLBACK', params: [], runner: id });
     };
     return runner;
   };

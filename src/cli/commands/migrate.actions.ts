@@ -29,7 +29,10 @@ export async function migrate(ctx: CliContext, opts: MigrateOptions): Promise<vo
     }
     return;
   }
-  const ds = await openDataSource(target, { poolSize: 1 });
+  // no request timeout: the lock waits its turn behind another migrate, and DDL on a table with
+  // data (a key rebuilt, a column rewritten) can run long; two connections: the migrations' and,
+  // where the lock has a transaction of its own (SQL Server), the lock's
+  const ds = await openDataSource(target, { poolSize: 2, requestTimeoutMs: 0 });
   try {
     if (opts.status) return await printStatus(ctx, ds, opts.json === true);
     const report = opts.revertAll ? await revertAllMigrations(ds) : await runMigrations(ds);

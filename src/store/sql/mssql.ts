@@ -16,7 +16,8 @@ const MIGRATION_LOCK_NAME = 'plan-ledger:migrate';
  * - Every parameter is declared by its kind, not its value (mssql-parameters.ts), so one
  *   statement compiles once; instants bind as `datetime2(3)`, like the columns.
  * - Ids are `nvarchar` with a binary collation (the migrations'); `datetime2(3)` timestamps.
- * - The migration lock is `sp_getapplock` owned by the session (application locks are per database).
+ * - The migration lock is `sp_getapplock` owned by a transaction of its own on a connection of its
+ *   own (application locks are per database); `migrate` runs with no request timeout.
  */
 export const mssql: SqlDialect = {
   name: 'mssql',
@@ -37,7 +38,7 @@ export const mssql: SqlDialect = {
   maxRows: 1_000,
   maxIdsPerStatement: 2_000, // ids plus at most 4 other values under 2,100 parameters per request
 
-  dataSourceOptions(target, common, poolSize): DataSourceOptions {
+  dataSourceOptions(target, common, poolSize, connection = {}): DataSourceOptions {
     return {
       ...common,
       type: 'mssql',
@@ -47,8 +48,8 @@ export const mssql: SqlDialect = {
       password: target.password,
       database: target.database,
       pool: { max: poolSize, min: 0 },
-      // the driver's default is 15 s; a long retention batch or a busy server may need more
-      requestTimeout: timeoutParam(target, 'requestTimeout', 15_000),
+      // the driver's default is 15 s; a long retention batch or a busy server may need more; 0: none
+      requestTimeout: connection.requestTimeoutMs ?? timeoutParam(target, 'requestTimeout', 15_000),
       connectionTimeout: timeoutParam(target, 'connectionTimeout', 15_000),
       options: {
         // TypeORM sets useUTC:false unless told; every instant here is UTC
@@ -82,8 +83,12 @@ export const mssql: SqlDialect = {
 
   migrations: {
     lock: {
-      take: `DECLARE @r int; EXEC @r = sp_getapplock @Resource = N'${MIGRATION_LOCK_NAME}', @LockMode = N'Exclusive', @LockOwner = N'Session', @LockTimeout = -1; SELECT @r AS ok`,
-      release: `EXEC sp_releaseapplock @Resource = N'${MIGRATION_LOCK_NAME}', @LockOwner = N'Session'`,
+      // TypeORM sends each statement outside a transaction on whichever pooled connection is free,
+      // so a session-owned lock would live on a connection the migrations may not use (or that the
+      // pool reaps while idle); a transaction of its own pins one connection until it ends
+      holder: 'own-transaction',
+      take: `DECLARE @r int; EXEC @r = sp_getapplock @Resource = N'${MIGRATION_LOCK_NAME}', @LockMode = N'Exclusive', @LockOwner = N'Transaction', @LockTimeout = -1; SELECT @r AS ok`,
+      release: `EXEC sp_releaseapplock @Resource = N'${MIGRATION_LOCK_NAME}', @LockOwner = N'Transaction'`,
       // 0 granted at once, 1 granted after waiting; negative: timeout, deadlock, error
       ok: (rows) => Number(rows[0]?.ok) >= 0,
     },

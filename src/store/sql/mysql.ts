@@ -73,6 +73,7 @@ export const mysql: SqlDialect = {
 
   migrations: {
     lock: {
+      holder: 'migrating-connection',
       // lock names are at most 64 characters; a digest of the database name keeps them short
       take: `SELECT GET_LOCK(CONCAT('plm:', SHA1(DATABASE())), ${MIGRATION_LOCK_WAIT_S}) AS ok`,
       release: `SELECT RELEASE_LOCK(CONCAT('plm:', SHA1(DATABASE()))) AS ok`,

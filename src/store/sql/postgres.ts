@@ -132,6 +132,7 @@ export const postgres: SqlDialect = {
 
   migrations: {
     lock: {
+      holder: 'migrating-connection',
       take: `SELECT pg_advisory_lock(${PG_LOCK_CLASS}, hashtext(current_schema())) AS ok`,
       release: `SELECT pg_advisory_unlock(${PG_LOCK_CLASS}, hashtext(current_schema())) AS ok`,
       ok: () => true,

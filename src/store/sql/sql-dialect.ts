@@ -62,12 +62,30 @@ export interface LockedHead extends PlanHeadRow {
 /** An event row to append to the log; `payload` is the event's payload, not yet JSON text. */
 export type EventRowInput = Omit<PlanEventRow, 'payload'> & { payload: unknown };
 
-/** The statements that take and release the migration lock on the migrating connection. */
+/** The statements that take and release the migration lock. */
 export interface MigrationLockSql {
+  /**
+   * Where the lock is held. `migrating-connection`: a session lock on the connection that runs the
+   * migrations. `own-transaction`: a transaction-owned lock in a transaction of its own on another
+   * connection, held (never idle in the pool, never reaped) until it is rolled back; for drivers
+   * whose query runner sends each statement on whichever pooled connection is free.
+   */
+  holder: 'migrating-connection' | 'own-transaction';
   take: string;
+  /** Ends the lock early; an `own-transaction` lock ends with its transaction's rollback instead. */
   release: string;
   /** Whether the rows `take` answered mean the lock is held. */
   ok(rows: Array<Record<string, unknown>>): boolean;
+}
+
+/** What one use of a database (a worker, `migrate`) asks of its connections beyond the URL. */
+export interface ConnectionSettings {
+  /**
+   * Milliseconds a single request may run before the driver cancels it; 0: no limit (`migrate`,
+   * whose lock waits its turn and whose DDL rewrites tables). Only drivers with a request timeout
+   * (SQL Server's 15 s default) use it; it overrides the URL's `requestTimeout`.
+   */
+  requestTimeoutMs?: number;
 }
 
 /** Error codes of this database (or its driver) after which the same transaction may succeed. */
@@ -110,6 +128,7 @@ export interface SqlDialect extends ColumnTypes {
     target: DatabaseTarget,
     common: Omit<DataSourceOptions, 'type'>,
     poolSize: number,
+    connection?: ConnectionSettings,
   ): DataSourceOptions;
   /** Driver set-up a new DataSource needs before it connects. */
   prepareDataSource(ds: DataSource): DataSource;
