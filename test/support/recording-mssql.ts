@@ -11,8 +11,11 @@ export interface Recorded {
   runner: number;
 }
 
-/** What the recording runner answers to a statement (rows), for the reads a code path needs. */
-export type Answer = (sql: string, params: unknown[]) => Array<Record<string, unknown>> | undefined;
+/**
+ * What the recording runner answers to a statement (rows), for the reads a code path needs; it may
+ * throw, as the server would. `runner` says which query runner (connection) sent it.
+ */
+export type Answer = (sql: string, params: unknown[], runner: number) => Array<Record<string, unknown>> | undefined;
 
 /**
  * A SQL Server DataSource that never connects: every statement the store, retention or a read
@@ -36,7 +39,7 @@ export async function recordingMssql(
     runner.query = async (sql: string, params: unknown[] = [], structured = false) => {
       const typed = params.map(typedMssqlParameter);
       statements.push({ sql, params: typed, runner: id });
-      const rows = answer(sql, typed) ?? [];
+      const rows = answer(sql, typed, id) ?? [];
       if (!structured) return rows;
       const result = new QueryResult();
       result.records = rows;

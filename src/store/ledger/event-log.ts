@@ -55,16 +55,8 @@ export class EventLog {
    * plan, type, seq, time or payload under the id is a conflict, thrown (the transaction rolls back).
    * Reads the stored rows of those ids only, so the common batch pays nothing.
    */
-  async assertRedeliveries(stored: PlanEvent[]): Promise<void> {
-    const rows = await storedEventRows(
-      this.m,
-      this.dialect,
-      stored.map((e) => e.eventId),
-    );
-    for (const e of stored) {
-      const row = rows.get(e.eventId.toLowerCase());
-      if (row) assertSameEvent(e, row);
-    }
+  assertRedeliveries(stored: PlanEvent[]): Promise<void> {
+    return assertRedeliveries(this.m, this.dialect, stored);
   }
 
   /**
@@ -77,7 +69,10 @@ export class EventLog {
       await this.insert(fresh, heads, false);
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
-      await this.assertRedeliveries(fresh);
+      // the row that refused the insert is committed (an uncommitted one would have made the insert
+      // wait), so where the error ended this transaction it is read outside it
+      const m = this.dialect.errorsEndTransaction ? this.m.connection.manager : this.m;
+      await assertRedeliveries(m, this.dialect, fresh);
       throw err;
     }
   }
@@ -110,4 +105,16 @@ function toEventRow(e: PlanEvent, recordedAt: Date, deletedAt: Date | null): Eve
     payload: e.payload,
     deletedAt,
   };
+}
+
+async function assertRedeliveries(m: EntityManager, dialect: SqlDialect, stored: PlanEvent[]): Promise<void> {
+  const rows = await storedEventRows(
+    m,
+    dialect,
+    stored.map((e) => e.eventId),
+  );
+  for (const e of stored) {
+    const row = rows.get(e.eventId.toLowerCase());
+    if (row) assertSameEvent(e, row);
+  }
 }

@@ -54,6 +54,10 @@ export const mssql: SqlDialect = {
       options: {
         // TypeORM sets useUTC:false unless told; every instant here is UTC
         useUTC: true,
+        // SET XACT_ABORT ON at login: an error or a cancelled request (request timeout) rolls the
+        // whole transaction back on the server, instead of leaving it open, holding its locks, on a
+        // connection the pool hands to the next caller
+        abortTransactionOnError: true,
         // encrypted and verified unless the URL says otherwise (docker-compose's self-signed
         // server says trustServerCertificate=true; production servers should not need it)
         encrypt: target.params.encrypt !== 'false',
@@ -79,6 +83,7 @@ export const mssql: SqlDialect = {
   bumpHeads: (m, ids) => bumpHeadsJson(m, ids),
   eventPlans: (m, ids) => eventPlansJson(m, ids),
   appendEvents: (m, rows) => appendEventRows(m, mssql, rows),
+  errorsEndTransaction: true,
   skipsStoredEvents: false,
 
   migrations: {

@@ -69,6 +69,7 @@ export const mysql: SqlDialect = {
   bumpHeads: (m, ids) => bumpHeadsByUpdate(m, mysql, ids),
   eventPlans: (m, ids) => eventPlansByFind(m, mysql, ids),
   appendEvents: (m, rows) => appendEventRows(m, mysql, rows),
+  errorsEndTransaction: false,
   skipsStoredEvents: false,
 
   migrations: {

@@ -120,6 +120,7 @@ export const postgres: SqlDialect = {
     }
     return inserted;
   },
+  errorsEndTransaction: true,
   skipsStoredEvents: true,
   async waitingEventRows(m, plans) {
     const rows: Record<string, unknown>[] = await m.query(

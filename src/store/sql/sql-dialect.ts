@@ -168,6 +168,11 @@ export interface SqlDialect extends ColumnTypes {
    * are given away (a dialect may turn their payloads into text in place).
    */
   appendEvents(m: EntityManager, rows: EventRowInput[], skipStored: boolean): Promise<Set<string>>;
+  /**
+   * A statement's error ends the transaction (SQL Server with XACT_ABORT on rolls it back; PostgreSQL
+   * refuses every later statement): what is read after one is read outside it.
+   */
+  readonly errorsEndTransaction: boolean;
   /** Inserts can skip stored ids in the same statement (the store then looks nothing up first). */
   readonly skipsStoredEvents: boolean;
   /**

@@ -72,6 +72,7 @@ export const sqlite: SqlDialect = {
     return found;
   },
   appendEvents: (m, rows) => appendEventRows(m, sqlite, rows),
+  errorsEndTransaction: false,
   skipsStoredEvents: false,
 
   migrations: { lock: 'exclusive-transaction', transaction: 'none' },
