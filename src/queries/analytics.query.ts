@@ -65,6 +65,18 @@ export function whereCreatedIn<T extends object>(
   return qb;
 }
 
+/** Groups by these text columns, values that differ only in trailing spaces apart (the dialect's textGroupKeys). */
+export function groupByText<T extends object>(
+  ds: DataSource,
+  qb: SelectQueryBuilder<T>,
+  columns: string[],
+): SelectQueryBuilder<T> {
+  const keys = columns.flatMap((c) => sqlDialectOf(ds).textGroupKeys(c));
+  qb.groupBy(keys[0]);
+  for (const key of keys.slice(1)) qb.addGroupBy(key);
+  return qb;
+}
+
 const countWhere = (condition: string) => `SUM(CASE WHEN ${condition} THEN 1 ELSE 0 END)`;
 
 export function buildPlansPerDayQuery(ds: DataSource, range: DateRange): SelectQueryBuilder<ExecutionPlanRow> {
@@ -111,9 +123,8 @@ export function buildAgentUsageQuery(ds: DataSource, range: DateRange): SelectQu
     .addSelect(countWhere(`s.status = 'failed'`), 'failed')
     .addSelect(countWhere(`s.status = 'skipped'`), 'skipped')
     .addSelect(sqlDialectOf(ds).sumInt('s.inputTokens'), 'inputTokens')
-    .addSelect(sqlDialectOf(ds).sumInt('s.outputTokens'), 'outputTokens')
-    .groupBy('s.agentId');
-  return whereCreatedIn(ds, qb, range);
+    .addSelect(sqlDialectOf(ds).sumInt('s.outputTokens'), 'outputTokens');
+  return whereCreatedIn(ds, groupByText(ds, qb, ['s.agentId']), range);
 }
 
 /** Per agent: steps, success rate, average tokens; most used agent first. */
@@ -154,11 +165,8 @@ export function buildHandoffPatternsQuery(ds: DataSource, range: DateRange): Sel
     .select('h.fromAgentId', 'fromAgentId')
     .addSelect('h.toAgentId', 'toAgentId')
     .addSelect('h.reason', 'reason')
-    .addSelect('COUNT(*)', 'count')
-    .groupBy('h.fromAgentId')
-    .addGroupBy('h.toAgentId')
-    .addGroupBy('h.reason');
-  return whereCreatedIn(ds, qb, range);
+    .addSelect('COUNT(*)', 'count');
+  return whereCreatedIn(ds, groupByText(ds, qb, ['h.fromAgentId', 'h.toAgentId', 'h.reason']), range);
 }
 
 /** The handoff matrix with reasons: one row per (from, to, reason), most frequent first. */

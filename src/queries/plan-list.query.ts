@@ -1,6 +1,7 @@
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import { ENTITY, ExecutionPlanRow, PlanStatus } from '../store/entities';
 import { whereCreatedIn } from './analytics.query';
+import { sqlDialectOf } from '../store/sql/dialects';
 import { PlanSummary, toPlanSummary } from './plan-rows';
 import type { DateRange } from './query-args';
 
@@ -43,7 +44,7 @@ export function buildPlanListQuery(ds: DataSource, filter: PlanListFilter): Sele
       .select('1')
       .from(ENTITY.step, 's')
       .where('s.planId = p.id')
-      .andWhere('s.agentId = :agentId');
+      .andWhere(sqlDialectOf(ds).sameText('s.agentId', ':agentId'));
     qb.andWhere(`EXISTS ${steps.getQuery()}`, { agentId: filter.agentId });
   }
   return qb

@@ -1,7 +1,7 @@
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import { ENTITY, ExecutionPlanRow, PlanStatus, PlanStepRow } from '../store/entities';
 import { type DateRange, TOKEN_DIMENSIONS, type TokenDimension } from './query-args';
-import { whereCreatedIn } from './analytics.query';
+import { groupByText, whereCreatedIn } from './analytics.query';
 import { compareText, toNum } from './row-normalize';
 import { sqlDialectOf } from '../store/sql/dialects';
 
@@ -93,9 +93,8 @@ export function buildStepTokensQuery(
     .addSelect('COUNT(*)', 'steps')
     .addSelect(sqlDialectOf(ds).sumInt('s.inputTokens'), 'inputTokens')
     .addSelect(sqlDialectOf(ds).sumInt('s.outputTokens'), 'outputTokens')
-    .where('(s.inputTokens > 0 OR s.outputTokens > 0)')
-    .groupBy(column);
-  return whereCreatedIn(ds, qb, range);
+    .where('(s.inputTokens > 0 OR s.outputTokens > 0)');
+  return whereCreatedIn(ds, groupByText(ds, qb, [column]), range);
 }
 
 /** Token totals for billing; `dimensions` picks the breakdowns. @defaultValue all four */

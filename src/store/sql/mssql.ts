@@ -76,6 +76,8 @@ export const mssql: SqlDialect = {
   utcDay: (column) => `CAST(${column} AS DATE)`, // the mssql driver runs with useUTC: a Date at UTC midnight
   // SQL Server sums `int` into `int` and overflows past 2^31 (two billion tokens is a plausible billing total)
   sumInt: (column) => `SUM(CAST(${column} AS BIGINT))`,
+  textGroupKeys: (column) => [column, `DATALENGTH(${column})`],
+  sameText: (column, param) => `(${column} = ${param} AND DATALENGTH(${column}) = DATALENGTH(${param}))`,
 
   rows: (m) => new JsonRows(m),
   updatesChangedColumnsOnly: false,

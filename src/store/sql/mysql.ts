@@ -62,6 +62,8 @@ export const mysql: SqlDialect = {
   instant: (value) => value,
   utcDay: (column) => `DATE_FORMAT(${column}, '%Y-%m-%d')`, // stored as UTC wall time (timezone 'Z')
   sumInt: (column) => `SUM(${column})`,
+  textGroupKeys: (column) => [column, `LENGTH(${column})`],
+  sameText: (column, param) => `(${column} = ${param} AND LENGTH(${column}) = LENGTH(${param}))`,
 
   rows: (m) => new ValuesRows(m, mysql, onDuplicateKeyStatement),
   updatesChangedColumnsOnly: false,

@@ -70,6 +70,8 @@ export const postgres: SqlDialect = {
   // a plain cast would group by local day; `AT TIME ZONE 'UTC'` gives the UTC wall time
   utcDay: (column) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
   sumInt: (column) => `SUM(${column})`,
+  textGroupKeys: (column) => [column],
+  sameText: (column, param) => `${column} = ${param}`,
 
   rows: (m) => new UnnestRows(m, postgres),
   updatesChangedColumnsOnly: false,

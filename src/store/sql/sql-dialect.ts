@@ -151,6 +151,15 @@ export interface SqlDialect extends ColumnTypes {
   utcDay(column: string): string;
   /** SQL summing an int column without overflowing 32 bits (token totals pass two billion). */
   sumInt(column: string): string;
+  /**
+   * What to group a text column by so values that differ only in trailing spaces stay apart
+   * (`'coder'` and `'coder '` are two agents). SQL Server and MySQL/MariaDB (PAD SPACE
+   * collations) compare them equal: there the byte length is grouped by too, which, with a binary
+   * collation, leaves byte-identical values in each group.
+   */
+  textGroupKeys(column: string): string[];
+  /** SQL that a text column equals a parameter exactly, trailing spaces included. */
+  sameText(column: string, param: string): string;
 
   // --- the store's rows ---
   rows(m: EntityManager): RowStore;

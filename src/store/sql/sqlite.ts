@@ -60,6 +60,8 @@ export const sqlite: SqlDialect = {
   instant: (value) => value,
   utcDay: (column) => `substr(${column}, 1, 10)`, // TypeORM stores 'YYYY-MM-DD HH:MM:SS.SSS' in UTC
   sumInt: (column) => `SUM(${column})`,
+  textGroupKeys: (column) => [column],
+  sameText: (column, param) => `${column} = ${param}`,
 
   rows: (m) => new SqliteRowStore(m, sqlite),
   updatesChangedColumnsOnly: true,
