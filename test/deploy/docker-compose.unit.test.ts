@@ -41,6 +41,21 @@ describe('docker-compose.yml', () => {
     expect(values('RETENTION_BATCH_SIZE')).toEqual(['${RETENTION_BATCH_SIZE:-400}']);
   });
 
+  it('runs a SQL Server edition licensed for production unless told otherwise', () => {
+    expect(values('MSSQL_PID')).toEqual(['${MSSQL_PID:-Express}']);
+    expect(compose).not.toMatch(/MSSQL_PID: Developer/);
+  });
+
+  it('gives SQL Server and Redis time to shut down cleanly and restarts them', () => {
+    const service = (name: string) => compose.split(/\n  (?=[a-z-]+:\n)/).find((b) => b.startsWith(`${name}:`))!;
+    for (const name of ['mssql', 'redis', 'worker']) {
+      expect(service(name)).toMatch(/\n    stop_grace_period: \d+s\n/);
+      expect(service(name)).toMatch(/\n    restart: unless-stopped\n/);
+    }
+    // past docker's default 10 s: a killed SQL Server replays its log before it takes logins again
+    expect(Number(service('mssql').match(/stop_grace_period: (\d+)s/)![1])).toBeGreaterThanOrEqual(60);
+  });
+
   it('sets SQL Server up with sqlcmd -b (stop at the first error) and gives the worker no DDL rights', () => {
     expect(initSh).toMatch(/sqlcmd -b -C -S mssql -U sa /);
     expect(initSql).toMatch(/ALTER ROLE db_datareader ADD MEMBER plan_ledger_worker/);
