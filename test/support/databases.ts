@@ -30,8 +30,15 @@ const START_HINT: Record<TestDb, string> = {
 
 export interface ThrowawayDb {
   kind: TestDb;
+  /** A login that owns the database (migrations, DDL). */
   url: string;
   target: DatabaseTarget;
+  /**
+   * The login the worker and the CLI have in production: on SQL Server one that reads and writes
+   * rows only (db_datareader + db_datawriter), as docker/mssql-init.sql sets it up; elsewhere `url`.
+   */
+  workerUrl: string;
+  workerTarget: DatabaseTarget;
   /** Drops the schema / database / file. */
   drop(): Promise<void>;
 }
@@ -58,6 +65,7 @@ async function adminQuery(url: string, kind: TestDb, sql: string): Promise<void>
 export async function createThrowawayDb(kind: TestDb): Promise<ThrowawayDb> {
   const name = uniqueName('pl');
   let url: string;
+  let workerUrl: string | undefined;
   let drop: () => Promise<void>;
   switch (kind) {
     case 'sqlite': {
@@ -83,33 +91,65 @@ export async function createThrowawayDb(kind: TestDb): Promise<ThrowawayDb> {
       break;
     }
     case 'mssql': {
+      // as production runs it: READ_COMMITTED_SNAPSHOT on, the worker a login without DDL rights
       const admin = MSSQL_ADMIN_URL;
       if (!admin) throw new Error(MSSQL_HOW_TO);
+      const login = `${name}_worker`;
+      const password = `Pl1-${randomBytes(12).toString('hex')}`;
       await adminQuery(admin, kind, `CREATE DATABASE [${name}]`);
+      await adminQuery(admin, kind, `ALTER DATABASE [${name}] SET READ_COMMITTED_SNAPSHOT ON WITH ROLLBACK IMMEDIATE`);
+      await adminQuery(
+        admin,
+        kind,
+        `CREATE LOGIN [${login}] WITH PASSWORD = N'${password}', DEFAULT_DATABASE = [${name}], CHECK_POLICY = OFF`,
+      );
       const u = new URL(admin);
       u.pathname = `/${name}`;
       url = u.toString();
-      drop = () =>
-        adminQuery(
+      await adminQuery(
+        url,
+        kind,
+        `CREATE USER [${login}] FOR LOGIN [${login}]; ALTER ROLE db_datareader ADD MEMBER [${login}]; ALTER ROLE db_datawriter ADD MEMBER [${login}]`,
+      );
+      u.username = login;
+      u.password = password;
+      workerUrl = u.toString();
+      drop = async () => {
+        await adminQuery(
           admin,
           kind,
           `IF DB_ID('${name}') IS NOT NULL BEGIN ALTER DATABASE [${name}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE; DROP DATABASE [${name}] END`,
         );
+        await adminQuery(admin, kind, `IF SUSER_ID('${login}') IS NOT NULL DROP LOGIN [${login}]`);
+      };
       break;
     }
   }
   const keep = process.env.KEEP_TEST_DB === '1';
-  return { kind, url, target: parseDatabaseUrl(url), drop: keep ? async () => undefined : drop };
+  const target = parseDatabaseUrl(url);
+  return {
+    kind,
+    url,
+    target,
+    workerUrl: workerUrl ?? url,
+    workerTarget: workerUrl ? parseDatabaseUrl(workerUrl) : target,
+    drop: keep ? async () => undefined : drop,
+  };
 }
 
-/** A throwaway database with the schema migrated, and an open DataSource on it. */
+/** A throwaway database with the schema migrated (by its owner), and a DataSource on it as the worker's login. */
 export async function createMigratedDb(
   kind: TestDb,
   extras: DataSourceExtras = {},
 ): Promise<{ db: ThrowawayDb; ds: DataSource; close(): Promise<void> }> {
   const db = await createThrowawayDb(kind);
-  const ds = await openDataSource(db.target, extras);
+  let ds = await openDataSource(db.target, extras);
   await runMigrations(ds);
+  if (db.workerTarget !== db.target) {
+    // migrated by the owner; used by the worker's login, as in production
+    await ds.destroy();
+    ds = await openDataSource(db.workerTarget, extras);
+  }
   return {
     db,
     ds,
