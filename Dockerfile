@@ -5,6 +5,8 @@ RUN apt-get update && apt-get install -y --no-install-recommends python3 make g+
 COPY package.json package-lock.json ./
 COPY tsconfig.json tsconfig.build.json ormconfig.ts ./
 COPY bin ./bin
+COPY scripts ./scripts
+COPY console ./console
 COPY src ./src
 COPY migrations ./migrations
 RUN npm ci && npm prune --omit=dev

@@ -34,6 +34,7 @@ export function compileWorker(): { main?: string; dir: string; note: string } {
   }
   const main = path.join(out, 'src', 'cli', 'main.js');
   if (!fs.existsSync(main)) return { dir: out, note: 'tsc emitted no build; the worker runs from the sources (tsx)' };
+  execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'copy-lua.js'), out], { stdio: 'pipe', cwd: ROOT });
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(out, 'node_modules'));
   fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(out, 'package.json'));
   fs.writeFileSync(path.join(out, 'run-cli.js'), `require(${JSON.stringify(main)}).main(process.argv);\n`);

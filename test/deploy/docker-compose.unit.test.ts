@@ -69,3 +69,15 @@ describe('docker-compose.yml', () => {
     expect(out).toBe("it''s a p''ss");
   });
 });
+
+describe('Dockerfile', () => {
+  const dockerfile = fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+  const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \.\/?\S*$/gm)].flatMap((m) => m[1].split(/\s+/));
+
+  it('copies what `npm ci` builds from (the build script and its helper) and what `serve` serves', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+    for (const file of String(pkg.scripts.build).match(/\b(?:scripts|src)\/[\w./-]+/g) ?? [])
+      expect(copied.some((c) => file.startsWith(c.replace(/\/$/, '')))).toBe(true);
+    for (const dir of ['bin', 'src', 'migrations', 'console', 'scripts']) expect(copied).toContain(dir);
+  });
+});
