@@ -1,0 +1,300 @@
+import {
+  ALLOWED_CONSTRUCTS,
+  FORBIDDEN_CONSTRUCTS,
+  judge,
+  outsideLiterals,
+  passes,
+  TsqlParser,
+  UNPARSED_STATEMENTS,
+  type Verdict,
+} from '../support/tsql-gate';
+import { recordWorkload, type Section } from '../support/tsql-workload';
+import * as queries from '../../src/queries';
+import * as eventStatusQueries from '../../src/queries/event-status.query';
+
+/**
+ * No SQL Server runs here. Every statement a realistic workload sends to SQL Server is recorded on
+ * DataSources that never connect (test/support/tsql-workload.ts), and each distinct one must parse
+ * as T-SQL (sqlparser-rs's SQL Server dialect, after the allow-list's rewrites of documented
+ * T-SQL it lacks) and contain no construct of another database.
+ */
+
+/** What the recording DataSource writes for a transaction: the driver begins and ends one without SQL text. */
+const TRANSACTION_MARKERS = new Set(['BEGIN TRANSACTION', 'COMMIT', 'ROLLBACK']);
+
+/** A verdict as the failure messages show it. */
+const summary = (v: Verdict) => ({ sql: v.sql, parseError: v.parseError, forbidden: v.forbidden });
+
+const show = (v: Verdict) =>
+  `${v.sql.slice(0, 200)}${v.sql.length > 200 ? '...' : ''}\n  -> ${v.parseError ?? `forbidden: ${v.forbidden.join(', ')}`}`;
+
+describe('T-SQL syntax gate over the statements sent to SQL Server', () => {
+  let parser: TsqlParser;
+  const failedChecks: string[] = [];
+  let sections: Section[];
+  let distinct: string[];
+  let verdicts: Verdict[];
+
+  beforeAll(async () => {
+    parser = new TsqlParser();
+    sections = await recordWorkload((what, ok) => {
+      if (!ok) failedChecks.push(what);
+    });
+    distinct = [...new Set(sections.flatMap((s) => s.statements.map((r) => r.sql)))].filter(
+      (sql) => !TRANSACTION_MARKERS.has(sql),
+    );
+    verdicts = await judge(parser, distinct);
+  });
+
+  afterAll(() => parser.close());
+
+  it('records a workload that took every path it means to', () => {
+    expect(failedChecks).toEqual([]);
+  });
+
+  it('calls every read-side query: every async function src/queries exports', () => {
+    const reads = Object.entries({ ...queries, ...eventStatusQueries })
+      .filter(([, f]) => typeof f === 'function' && f.constructor.name === 'AsyncFunction')
+      .map(([name]) => name)
+      .sort();
+    expect(reads.length).toBeGreaterThan(10);
+    expect(sections.find((s) => s.name === 'reads')?.calls?.sort()).toEqual(reads);
+  });
+
+  it('records many distinct statements from every part of the workload, of every kind', () => {
+    expect(distinct.length).toBeGreaterThanOrEqual(300);
+    for (const s of sections) {
+      const own = new Set(s.statements.map((r) => r.sql).filter((sql) => !TRANSACTION_MARKERS.has(sql)));
+      expect({ section: s.name, enough: own.size >= 20 }).toEqual({ section: s.name, enough: true });
+    }
+    const kinds: Record<string, RegExp> = {
+      'MERGE from OPENJSON': /^MERGE INTO "\w+"( WITH \(HOLDLOCK\))? AS t USING OPENJSON\(@0\)/,
+      'INSERT from OPENJSON': /^INSERT INTO "\w+" \(.*\) SELECT .* FROM OPENJSON\(@0\)/,
+      'an id list from OPENJSON': / IN \(SELECT v FROM OPENJSON\(@0\) WITH \(v nvarchar\(\d+\) '\$'\)\)/,
+      DELETE: /^DELETE FROM /,
+      UPDATE: /^UPDATE /,
+      'the heads lock': /^UPDATE "plan_heads" SET "version" = "version" \+ 1 WHERE "plan_id" IN \(@0/,
+      'a log page seek': /"e"\."seq" >= @1 AND \("e"\."seq" > @1 OR/,
+      'OFFSET/FETCH paging': /ORDER BY .* OFFSET \d+ ROWS FETCH NEXT \d+ ROWS ONLY$/,
+      EXISTS: /EXISTS \(SELECT 1 FROM /,
+      'GROUP BY': / GROUP BY /,
+      'retention: purge scan': /FROM "execution_plans" "p" WHERE "p"\."deleted_at" <= @0 ORDER BY "p"\."id" ASC OFFSET/,
+      'retention: retire scan': /"p"\."completed_at" AS "endedAt" FROM "execution_plans" "p" LEFT JOIN "plan_heads"/,
+      'retention: orphan scan': /"p"\."id" AS "planRow" FROM "plan_heads" "h" LEFT JOIN "execution_plans"/,
+      'retention: DAG scan': /AS "dagDeletedAt".* FROM "workflow_dags" "d" INNER JOIN "execution_plans"/,
+      'retention: soft delete':
+        /^UPDATE "\w+" SET "deleted_at" = @0 WHERE \("\w+" IN \(@1.*\) AND "deleted_at" IS NULL\)$/,
+      restore: /^UPDATE "\w+" SET "deleted_at" = @0 WHERE \("\w+" IN \(@1\) AND NOT\("deleted_at" IS NULL\)\)$/,
+      'the migration lock': /sp_getapplock/,
+      'CREATE TABLE': /^CREATE TABLE /,
+      'ALTER TABLE': /^ALTER TABLE /,
+      'CREATE INDEX': /^CREATE (CLUSTERED )?INDEX /,
+      'DROP TABLE': /^DROP TABLE /,
+    };
+    const missing = Object.entries(kinds)
+      .filter(([, re]) => !distinct.some((sql) => re.test(sql)))
+      .map(([kind]) => kind);
+    expect(missing).toEqual([]);
+  });
+
+  it('parses every statement as T-SQL, with no construct of another database', () => {
+    expect(verdicts.filter((v) => !passes(v)).map(show)).toEqual([]);
+  });
+
+  it('keeps no allow-list entry that no statement needs', () => {
+    const used = new Set(verdicts.flatMap((v) => v.allowed));
+    expect(ALLOWED_CONSTRUCTS.map((a) => a.name).filter((name) => !used.has(name))).toEqual([]);
+  });
+
+  it('keeps no unparsed statement listed that no longer occurs', () => {
+    const used = new Set(verdicts.map((v) => v.unparsed));
+    expect(UNPARSED_STATEMENTS.map((u) => u.name).filter((name) => !used.has(name))).toEqual([]);
+  });
+
+  describe('forbidden constructs (the parser accepts each of them)', () => {
+    /** A statement with the construct, and the T-SQL that says the same. */
+    const examples: Array<{ rule: string; bad: string; good: string }> = [
+      {
+        rule: 'LIMIT',
+        bad: 'SELECT "id" FROM "sessions" ORDER BY "id" LIMIT 10',
+        good: 'SELECT TOP (10) "id" FROM "sessions" ORDER BY "id"',
+      },
+      {
+        rule: 'upsert clause on INSERT',
+        bad: 'INSERT INTO "sessions" ("id") VALUES (@0) ON CONFLICT ("id") DO NOTHING',
+        good: 'MERGE INTO "sessions" AS t USING (SELECT @0 AS "id") AS s ON t."id" = s."id" WHEN NOT MATCHED THEN INSERT ("id") VALUES (s."id");',
+      },
+      {
+        rule: 'upsert clause on INSERT',
+        bad: 'INSERT INTO "sessions" ("id") VALUES (@0) ON DUPLICATE KEY UPDATE "id" = "id"',
+        good: 'INSERT INTO "sessions" ("id") SELECT @0 WHERE NOT EXISTS (SELECT 1 FROM "sessions" WHERE "id" = @0)',
+      },
+      {
+        rule: 'upsert clause on INSERT',
+        bad: 'INSERT OR IGNORE INTO "sessions" ("id") VALUES (@0)',
+        good: 'INSERT INTO "sessions" ("id") SELECT @0 WHERE NOT EXISTS (SELECT 1 FROM "sessions" WHERE "id" = @0)',
+      },
+      {
+        rule: 'positional or colon placeholder',
+        bad: 'SELECT "id" FROM "sessions" WHERE "id" = $1',
+        good: 'SELECT "id" FROM "sessions" WHERE "id" = @0',
+      },
+      {
+        rule: 'positional or colon placeholder',
+        bad: 'SELECT "id" FROM "sessions" WHERE "id" = ?',
+        good: 'SELECT "id" FROM "sessions" WHERE "id" = @p1',
+      },
+      {
+        rule: 'ANY/ALL over an array',
+        bad: 'SELECT "event_id" FROM "plan_events" WHERE "plan_id" = ANY(@0)',
+        good: `SELECT "event_id" FROM "plan_events" WHERE "plan_id" IN (SELECT v FROM OPENJSON(@0) WITH (v nvarchar(64) '$'))`,
+      },
+      {
+        rule: 'RETURNING',
+        bad: 'DELETE FROM "sessions" WHERE "id" = @0 RETURNING "id"',
+        good: 'DELETE FROM "sessions" OUTPUT deleted."id" WHERE "id" = @0',
+      },
+      {
+        rule: 'RETURNING',
+        bad: 'MERGE INTO "sessions" AS t USING (SELECT @0 AS "id") AS s ON t."id" = s."id" WHEN NOT MATCHED THEN INSERT ("id") VALUES (s."id") RETURNING "id";',
+        good: 'MERGE INTO "sessions" AS t USING (SELECT @0 AS "id") AS s ON t."id" = s."id" WHEN NOT MATCHED THEN INSERT ("id") VALUES (s."id") OUTPUT inserted."id";',
+      },
+      {
+        rule: 'ILIKE',
+        bad: 'SELECT "id" FROM "execution_plans" WHERE "query" ILIKE @0',
+        good: 'SELECT "id" FROM "execution_plans" WHERE "query" LIKE @0',
+      },
+      {
+        rule: ':: cast',
+        bad: 'SELECT "created_at"::date AS "day" FROM "execution_plans"',
+        good: 'SELECT CAST("created_at" AS DATE) AS "day" FROM "execution_plans"',
+      },
+      {
+        rule: 'FOR UPDATE / FOR SHARE',
+        bad: 'SELECT "version" FROM "plan_heads" WHERE "plan_id" = @0 FOR UPDATE',
+        good: 'SELECT "version" FROM "plan_heads" WITH (UPDLOCK, ROWLOCK) WHERE "plan_id" = @0',
+      },
+      {
+        rule: 'TRUE/FALSE literal',
+        bad: 'SELECT "id" FROM "execution_plans" WHERE "requires_approval" = TRUE',
+        good: 'SELECT "id" FROM "execution_plans" WHERE "requires_approval" = 1',
+      },
+      {
+        rule: 'TRUE/FALSE literal',
+        bad: 'SELECT "id" FROM "execution_plans" WHERE "requires_approval" IS FALSE',
+        good: 'SELECT "id" FROM "execution_plans" WHERE "requires_approval" = 0',
+      },
+      {
+        rule: '|| concatenation',
+        bad: `SELECT "plan_id" || ':' || "step_key" AS "ref" FROM "plan_steps"`,
+        good: `SELECT CONCAT("plan_id", ':', "step_key") AS "ref" FROM "plan_steps"`,
+      },
+      {
+        rule: 'OFFSET without ORDER BY',
+        bad: 'SELECT "id" FROM "sessions" OFFSET 0 ROWS FETCH NEXT 5 ROWS ONLY',
+        good: 'SELECT "id" FROM "sessions" ORDER BY "id" OFFSET 0 ROWS FETCH NEXT 5 ROWS ONLY',
+      },
+      {
+        rule: 'OFFSET without ROWS',
+        bad: 'SELECT "id" FROM "sessions" ORDER BY "id" OFFSET 5',
+        good: 'SELECT "id" FROM "sessions" ORDER BY "id" OFFSET 5 ROWS',
+      },
+      {
+        rule: 'FETCH without OFFSET',
+        bad: 'SELECT "id" FROM "sessions" ORDER BY "id" FETCH NEXT 5 ROWS ONLY',
+        good: 'SELECT "id" FROM "sessions" ORDER BY "id" OFFSET 0 ROWS FETCH NEXT 5 ROWS ONLY',
+      },
+      {
+        rule: 'NULLS FIRST / NULLS LAST',
+        bad: 'SELECT "plan_id" FROM "plan_heads" ORDER BY "gap_since" ASC NULLS LAST',
+        good: 'SELECT "plan_id" FROM "plan_heads" ORDER BY CASE WHEN "gap_since" IS NULL THEN 1 ELSE 0 END, "gap_since" ASC',
+      },
+    ];
+
+    it('has a wrong statement for every rule', () => {
+      expect(FORBIDDEN_CONSTRUCTS.map((r) => r.name).filter((name) => !examples.some((e) => e.rule === name))).toEqual(
+        [],
+      );
+    });
+
+    it.each(examples)('$rule: the wrong statement parses and fails on that rule alone; the T-SQL passes', async (e) => {
+      const [bad, good] = await judge(parser, [e.bad, e.good]);
+      expect(bad.parseError).toBeUndefined();
+      expect(bad.forbidden).toEqual([e.rule]);
+      expect(summary(good)).toEqual({ sql: e.good, parseError: undefined, forbidden: [] });
+    });
+
+    it("finds nothing in string literals and identifiers that spell another database's syntax", async () => {
+      const verdicts = await judge(parser, [
+        `SELECT N'LIMIT 10 ON CONFLICT $1 || ::int RETURNING' AS [limit], "true" AS [false] FROM "returning" WHERE [ilike] = 'FOR UPDATE NULLS FIRST'`,
+      ]);
+      expect(verdicts.map(summary)).toEqual(
+        verdicts.map((v) => ({ sql: v.sql, parseError: undefined, forbidden: [] })),
+      );
+    });
+
+    it('leaves backtick identifiers to the parser, which refuses them', async () => {
+      const [v] = await judge(parser, ['SELECT `id` FROM `sessions`']);
+      expect(v.parseError).toMatch(/sql parser error/);
+    });
+  });
+
+  describe('the allow-list', () => {
+    it('rewrites constructs, never inside string literals or bracketed identifiers', () => {
+      const sql = `SELECT N'MERGE INTO "t" WITH (HOLDLOCK) AS ; EXEC @r = p' AS [EXEC @r = p]`;
+      for (const a of ALLOWED_CONSTRUCTS) expect(outsideLiterals(sql, a.rewrite)).toBe(sql);
+      const exec = ALLOWED_CONSTRUCTS.find((a) => a.name === "EXEC's return code into a variable")!;
+      expect(outsideLiterals(`EXEC @r = p @a = N'EXEC @r = q'`, exec.rewrite)).toBe(`EXEC p @a = N'EXEC @r = q'`);
+    });
+
+    it('parses the rest of a rewritten statement: a mistake after the construct still fails', async () => {
+      const cases = [
+        {
+          ok: 'MERGE INTO "sessions" WITH (HOLDLOCK) AS t USING OPENJSON(@0) WITH ("id" nvarchar(64) \'$.id\') AS s ON t."id" = s."id" WHEN NOT MATCHED THEN INSERT ("id") VALUES (s."id");',
+          wrong:
+            'MERGE INTO "sessions" WITH (HOLDLOCK) AS t USING OPENJSON(@0) WITH ("id" nvarchar(64) \'$.id\') AS s ON t."id" = s."id" WHEN NOT MATCHED THEN INSERT ("id") VALUES (s."id") RETURNING "id";',
+        },
+        {
+          ok: 'ALTER TABLE "sessions" ALTER COLUMN "id" nvarchar(64) COLLATE Latin1_General_100_BIN2 NOT NULL',
+          wrong: 'ALTER TABLE "sessions" ALTER COLUMN "id" nvarchar(64) COLLATE Latin1_General_100_BIN2 NOT NUL',
+        },
+        {
+          ok: 'ALTER TABLE "plan_heads" ADD "a" int NULL, "b" datetime2(3) NULL',
+          wrong: 'ALTER TABLE "plan_heads" ADD "a" int NULL, "b" datetime2(3) NULL,',
+        },
+      ];
+      for (const c of cases) {
+        const [ok, wrong] = await judge(parser, [c.ok, c.wrong]);
+        expect(ok.allowed).toHaveLength(1);
+        expect(wrong.allowed).toEqual(ok.allowed);
+        expect(summary(ok)).toEqual({ sql: c.ok, parseError: undefined, forbidden: [] });
+        expect(passes(wrong)).toBe(false);
+      }
+    });
+  });
+
+  describe('the gate is not vacuous', () => {
+    it.each([
+      ['PostgreSQL paging', 'SELECT "id" FROM "execution_plans" ORDER BY "created_at" DESC LIMIT 10', 'LIMIT'],
+      [
+        'PostgreSQL upsert',
+        'INSERT INTO "sessions" ("id") VALUES (@0) ON CONFLICT ("id") DO NOTHING',
+        'upsert clause on INSERT',
+      ],
+      ['a typo', 'SELEC "id" FROM "sessions"', undefined],
+    ])('fails %s', async (_, sql, rule) => {
+      const [v] = await judge(parser, [sql]);
+      expect(passes(v)).toBe(false);
+      if (rule) expect(v.forbidden).toEqual([rule]);
+      else expect(v.parseError).toMatch(/Expected: an SQL statement, found: SELEC/);
+    });
+
+    it('fails a recorded statement changed to page with LIMIT', async () => {
+      const paged = distinct.find((sql) => / OFFSET 40 ROWS FETCH NEXT 20 ROWS ONLY$/.test(sql))!;
+      const [v] = await judge(parser, [
+        paged.replace(/ OFFSET 40 ROWS FETCH NEXT 20 ROWS ONLY$/, ' LIMIT 20 OFFSET 40'),
+      ]);
+      expect(v.forbidden).toContain('LIMIT');
+    });
+  });
+});

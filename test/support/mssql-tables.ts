@@ -1,0 +1,164 @@
+import type { DataSource } from 'typeorm';
+import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
+import { paramValue, type Answer } from './recording-mssql';
+
+/** A stored row, by column name, with the values a SQL Server driver returns (Dates for datetime2). */
+export type Row = Record<string, unknown>;
+
+/**
+ * The event store's tables in memory, behind a recording SQL Server DataSource: an `Answer` that
+ * carries out the statements the store sends on SQL Server (MERGE and INSERT from one OPENJSON
+ * parameter, the heads' version bump, DELETE by an OPENJSON id list) and answers its reads (rows by
+ * an OPENJSON id list, a plan's log page, the gap scans), so that a recorded workload takes the
+ * store's real paths: redeliveries find their events, a late event finds the plan's rows and log.
+ * Only the statement shapes the store sends are known: any other is answered with no rows and
+ * kept in `unknown`, for the caller to fail on. There are no transactions: the writes of one that
+ * rolls back stay (a conflict is thrown before any row of the refused event is written).
+ */
+export class MssqlTables {
+  /** Statements of a shape these tables do not model. */
+  readonly unknown: string[] = [];
+  private readonly tables = new Map<string, Row[]>();
+  private ds?: DataSource;
+
+  /** The DataSource whose entity metadata maps the JSON parameters' properties to columns. */
+  bind(ds: DataSource): void {
+    this.ds = ds;
+  }
+
+  rows(table: string): Row[] {
+    let rows = this.tables.get(table);
+    if (!rows) this.tables.set(table, (rows = []));
+    return rows;
+  }
+
+  readonly answer: Answer = (sql, params) => {
+    const p = (i: number) => paramValue(params[i]);
+    let m: RegExpMatchArray | null;
+    if (
+      (m = sql.match(
+        /^MERGE INTO "(\w+)"(?: WITH \(HOLDLOCK\))? AS t USING OPENJSON\(@0\) .*? ON t\."(\w+)" = s\."\w+" WHEN MATCHED THEN UPDATE SET (.*?) WHEN NOT MATCHED/,
+      ))
+    ) {
+      const [, table, key, sets] = m;
+      const copied = [...sets.matchAll(/"(\w+)" = s\."\1"/g)].map((s) => s[1]);
+      for (const row of this.fromJson(table, p(0))) {
+        const stored = this.rows(table).find((r) => r[key] === row[key]);
+        if (!stored) this.rows(table).push(row);
+        else for (const c of copied) stored[c] = row[c];
+      }
+      return [];
+    }
+    if ((m = sql.match(/^INSERT INTO "(\w+)" \(.*\) SELECT .* FROM OPENJSON\(@0\) WITH \(/))) {
+      const table = m[1];
+      const rows = this.fromJson(table, p(0));
+      const key = this.meta(table).primaryColumns.map((c) => c.databaseName);
+      const same = (a: Row, b: Row) => key.every((k) => a[k] === b[k]);
+      // the statement fails whole on a stored key, as SQL Server's 2627 does
+      if (rows.some((r) => this.rows(table).some((stored) => same(r, stored))))
+        throw Object.assign(new Error(`Violation of PRIMARY KEY constraint on ${table}`), { number: 2627 });
+      for (const row of rows) this.rows(table).push(row);
+      return [];
+    }
+    if (
+      /^UPDATE "plan_heads" SET "version" = "version" \+ 1 WHERE "plan_id" IN \(SELECT v FROM OPENJSON\(@0\)/.test(sql)
+    ) {
+      const ids = idSet(p(0));
+      for (const r of this.rows('plan_heads')) if (ids.has(r.plan_id as string)) r.version = Number(r.version) + 1;
+      return [];
+    }
+    if ((m = sql.match(/^DELETE FROM "(\w+)" WHERE "(\w+)" IN \(SELECT v FROM OPENJSON\(@0\)/))) {
+      const [, table, column] = m;
+      const ids = idSet(p(0));
+      this.tables.set(
+        table,
+        this.rows(table).filter((r) => !ids.has(r[column] as string)),
+      );
+      return [];
+    }
+    if (
+      /^SELECT "event_id", "plan_id" FROM "plan_events" WHERE "event_id" IN \(SELECT v FROM OPENJSON\(@0\)/.test(sql)
+    ) {
+      const ids = idSet(p(0));
+      return this.rows('plan_events')
+        .filter((r) => ids.has(r.event_id as string))
+        .map((r) => ({ event_id: r.event_id, plan_id: r.plan_id }));
+    }
+    if (!sql.startsWith('SELECT ')) return this.unmodelled(sql);
+    // a read by an id list: the RowStore's findIn
+    if ((m = sql.match(/ FROM "(\w+)" "(\w+)" WHERE "?\2"?\."(\w+)" IN \(SELECT v FROM OPENJSON\(@0\)/))) {
+      const [, table, , column] = m;
+      const ids = idSet(p(0));
+      return project(
+        sql,
+        this.rows(table).filter((r) => ids.has(r[column] as string)),
+      );
+    }
+    // a page of one plan's log, or its defining plan.created
+    if (/ FROM "plan_events" "e" WHERE "e"\."plan_id" = @0/.test(sql)) {
+      let rows = this.rows('plan_events').filter((r) => r.plan_id === p(0));
+      if (/"e"\."type" = @1/.test(sql)) rows = rows.filter((r) => r.type === p(1));
+      if (/"e"\."seq" >= @1 AND/.test(sql)) {
+        const [seq, id] = [Number(p(1)), String(p(2))];
+        rows = rows.filter((r) => Number(r.seq) > seq || (Number(r.seq) === seq && String(r.event_id) > id));
+      } else if (/"e"\."seq" > @1/.test(sql)) rows = rows.filter((r) => Number(r.seq) > Number(p(1)));
+      rows = [...rows].sort(
+        (a, b) => Number(a.seq) - Number(b.seq) || (String(a.event_id) < String(b.event_id) ? -1 : 1),
+      );
+      return project(sql, rows.slice(0, fetchNext(sql)));
+    }
+    if (/ FROM "plan_heads" "h" WHERE "h"\."gap_since" <= @0/.test(sql)) {
+      const cutoff = p(0) as Date;
+      const rows = this.rows('plan_heads')
+        .filter((r) => r.gap_since instanceof Date && r.gap_since <= cutoff)
+        .sort((a, b) => (a.gap_since as Date).getTime() - (b.gap_since as Date).getTime());
+      return project(sql, rows.slice(0, fetchNext(sql)));
+    }
+    if (/^SELECT COUNT\(\*\) AS "n" FROM "plan_heads" "h" WHERE "h"\."gap_since" IS NOT NULL/.test(sql))
+      return [{ n: this.rows('plan_heads').filter((r) => r.gap_since !== null).length }];
+    return this.unmodelled(sql);
+  };
+
+  private unmodelled(sql: string): Row[] {
+    this.unknown.push(sql.slice(0, 160));
+    return [];
+  }
+
+  private meta(table: string) {
+    const meta = this.ds!.entityMetadatas.find((e) => e.tableName === table);
+    if (!meta) throw new Error(`MssqlTables: no entity for table ${table}`);
+    return meta;
+  }
+
+  /** The rows of an OPENJSON parameter (keyed by property, instants as ISO text without a zone), by column. */
+  private fromJson(table: string, json: unknown): Row[] {
+    const meta = this.meta(table);
+    return (JSON.parse(String(json)) as Array<Record<string, unknown>>).map((item) => {
+      const row: Row = {};
+      for (const c of meta.columns) row[c.databaseName] = fromJsonValue(c, item[c.propertyName]);
+      return row;
+    });
+  }
+}
+
+function fromJsonValue(c: ColumnMetadata, value: unknown): unknown {
+  if (value === undefined || value === null) return null;
+  if (c.type === 'datetime2' && typeof value === 'string') return new Date(`${value}Z`);
+  return value;
+}
+
+function idSet(json: unknown): Set<string> {
+  return new Set(JSON.parse(String(json)) as string[]);
+}
+
+/** `OFFSET 0 ROWS FETCH NEXT n ROWS ONLY`'s n; every row without one. */
+function fetchNext(sql: string): number {
+  const m = sql.match(/FETCH NEXT (\d+) ROWS ONLY$/);
+  return m ? Number(m[1]) : Infinity;
+}
+
+/** The rows as a SELECT list of `"alias"."column" AS "name"` items returns them. */
+function project(sql: string, rows: Row[]): Row[] {
+  const items = [...sql.slice(0, sql.indexOf(' FROM ')).matchAll(/"\w+"\."(\w+)" AS "(\w+)"/g)];
+  return rows.map((r) => Object.fromEntries(items.map(([, column, name]) => [name, r[column]])));
+}

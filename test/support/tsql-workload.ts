@@ -1,0 +1,367 @@
+import type { PlanEvent } from '../../src/contracts';
+import { parseDatabaseUrl } from '../../src/config/database-url';
+import * as queries from '../../src/queries';
+import { awaitEventStatuses, eventStatuses } from '../../src/queries/event-status.query';
+import { eraseSession } from '../../src/retention/session-erasure';
+import { restorePlan } from '../../src/retention/plan-restore';
+import { retentionPolicy } from '../../src/retention/retention-config';
+import { runRetention } from '../../src/retention/retention.service';
+import { assertSchema } from '../../src/store/data-source';
+import { knownMigrations, migrationStatus } from '../../src/store/migration-status';
+import { migrationSql, revertAllMigrations, runMigrations } from '../../src/store/migrator';
+import { PlanEventStore } from '../../src/store/plan-event-store';
+import { voidedSeqEvent } from '../../src/store/projection/voided-seq';
+import { manyPlanRuns, planRun, shuffled } from './event-factory';
+import { MssqlTables, type Row } from './mssql-tables';
+import { type Answer, paramValue, type Recorded, recordingMssql } from './recording-mssql';
+
+const TARGET = parseDatabaseUrl('mssql://sa:x@127.0.0.1:1/none');
+const DAY = 86_400_000;
+
+/** What one part of the workload sent, in order. */
+export interface Section {
+  name: string;
+  statements: Recorded[];
+  /** The functions it called, where it calls a list of them. */
+  calls?: string[];
+}
+
+type Check = (what: string, ok: boolean) => void;
+
+/** Recording DataSources for one section: what each records becomes the section's, in order. */
+class SectionRecorder {
+  private readonly parts: Recorded[][] = [];
+  calls?: string[];
+
+  async open(answer: Answer) {
+    const recording = await recordingMssql(answer);
+    this.parts.push(recording.statements);
+    return recording.ds;
+  }
+
+  add(statements: Recorded[]): void {
+    this.parts.push(statements);
+  }
+
+  get statements(): Recorded[] {
+    return this.parts.flat();
+  }
+}
+
+/**
+ * Every kind of statement plan-ledger sends to SQL Server, recorded on DataSources that never
+ * connect: the store's writes and reads under a realistic event stream (with the dead-letter
+ * paths' SQL: a refused event's voided seq is persisted, a replay asks which events are stored),
+ * the gap sweeper's, every read-side query,
+ * retention (a dry run and a run in which every phase acts), session erasure, plan restore, and
+ * the migrations (their DDL as `migrate --print-sql` prints it, then a run and a revert with
+ * TypeORM's own bookkeeping statements). `check` is told what each part did, so a workload that
+ * stopped taking a path fails where it stopped; a part that throws is reported through `check`
+ * too, and what it sent until then is kept.
+ */
+export async function recordWorkload(check: Check): Promise<Section[]> {
+  const sections: Section[] = [];
+  const run = async (name: string, body: (rec: SectionRecorder) => Promise<void>) => {
+    const rec = new SectionRecorder();
+    try {
+      await body(rec);
+    } catch (err) {
+      check(`${name} ran to its end (it threw ${(err as Error).message})`, false);
+    }
+    sections.push({ name, statements: rec.statements, ...(rec.calls ? { calls: rec.calls } : {}) });
+  };
+  const tables = new MssqlTables();
+  // a plan with an approval edit, handoffs and checkpoints, still executing: the reads' plan
+  const edited = planRun({ seed: 21, steps: 3, requiresApproval: true, edit: true, finalize: false });
+  await run('store', (rec) => recordStore(rec, tables, edited, check));
+  await run('reads', (rec) => recordReads(rec, tables, edited[0], check));
+  await run('retention', (rec) => recordRetention(rec, check));
+  await run('erasure and restore', (rec) => recordErasureAndRestore(rec, check));
+  await run('migrate', (rec) => recordMigrations(rec, check));
+  return sections;
+}
+
+/** The store under a stream of events as the worker sees it, `edited` among them. */
+async function recordStore(
+  rec: SectionRecorder,
+  tables: MssqlTables,
+  edited: PlanEvent[],
+  check: Check,
+): Promise<void> {
+  const ds = await rec.open(tables.answer);
+  tables.bind(ds);
+  // no row cache: every stored plan's rows are read back, as after a worker restart
+  const store = new PlanEventStore(ds, undefined, { rowCacheBytes: 0 });
+  const totals = { inserted: 0, duplicates: 0, rebuilt: 0, gapWaits: 0, voided: 0, applied: 0 };
+  const persist = async (events: PlanEvent[]) => {
+    const o = await store.persist(events);
+    for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += o[k];
+    return o;
+  };
+
+  // many plans, their events out of order across batches: plans wait on gaps and resume from the log
+  const stream = shuffled(manyPlanRuns(400, { seed: 11, steps: 5 }), 3);
+  for (let i = 0; i < stream.length; i += 40) await persist(stream.slice(i, i + 40));
+  check('the shuffled stream left plans waiting on gaps and applied them later', totals.gapWaits > 0);
+
+  // an edit after the plan was stored replaces its steps
+  await persist(edited.slice(0, 1));
+  await persist(edited.slice(1));
+
+  // redelivery of stored events, with a copy repeated in the batch
+  const o = await persist([...stream.slice(0, 5), stream[0]]);
+  check('a redelivered batch is all duplicates', o.duplicates === 6 && o.inserted === 0);
+
+  // a copy that differs from the stored event, and an id stored for another plan: conflicts
+  const changed = { ...stream[1], payload: { ...(stream[1].payload as object), feedback: 'changed' } };
+  check('a changed copy of a stored event is refused', await refused(persist([changed as PlanEvent])));
+  const other = planRun({ seed: 22, steps: 2 });
+  const reused = { ...other[0], eventId: edited[0].eventId };
+  check('an event id stored for another plan is refused', await refused(persist([reused])));
+
+  // a gap skipped after the timeout, then its late event: the plan is rebuilt from its log
+  const late = planRun({ seed: 23, steps: 3 });
+  await persist(late.filter((e) => e.seq !== 4));
+  check('one plan waits on its gap', (await store.waitingPlans()) === 1);
+  const swept = await store.applyOverdueGaps(new Date(Date.now() + DAY));
+  check('the overdue gap is skipped', swept.plans === 1);
+  await persist(late.filter((e) => e.seq === 4));
+  check('the late event rebuilt its plan', totals.rebuilt === 1);
+
+  // voided seqs: one fills a gap; one past the plan's last event is dropped when its gap is skipped
+  const voidedRun = planRun({ seed: 24, steps: 3 });
+  const hole = voidedRun[3];
+  await persist(voidedRun.filter((e) => e !== hole));
+  const refusal = (seq: number) =>
+    voidedSeqEvent(
+      { planId: hole.planId, sessionId: hole.sessionId, seq, eventId: null },
+      'invalid',
+      'dl-1',
+      new Date(),
+    );
+  await persist([refusal(hole.seq)]);
+  await persist([refusal(voidedRun.length + 2)]);
+  check('voided seqs were recorded', totals.voided === 2);
+  const dropped = await store.applyOverdueGaps(new Date(Date.now() + DAY));
+  check('the gap a voided seq opened is skipped', dropped.plans === 1 && (await store.waitingPlans()) === 0);
+
+  // a plan whose plan.created comes last, behind more waiting events than one log page holds
+  const long = planRun({ seed: 25, steps: 420 });
+  await persist(long.slice(1));
+  const applied = totals.applied;
+  await persist(long.slice(0, 1));
+  check('a plan behind a long wait applied from its log page by page', totals.applied - applied === long.length);
+
+  check('an operator rebuild rebuilt both plans', (await store.rebuildPlans([late[0].planId, long[0].planId])) === 2);
+  check(
+    'stored event ids are found',
+    (await store.storedEventIds(edited.map((e) => e.eventId))).size === edited.length,
+  );
+  check(
+    `the in-memory tables model every statement the store sent: ${tables.unknown.join(' | ')}`,
+    tables.unknown.length === 0,
+  );
+}
+
+async function refused(p: Promise<unknown>): Promise<boolean> {
+  return p.then(
+    () => false,
+    (err: Error) => /Conflict/.test(err.name),
+  );
+}
+
+/**
+ * Rows for any SELECT, made up from stored rows: each `"alias"."column" AS "name"` item takes the
+ * column's value in the row `rowOf` gives for the alias's table, COUNT and SUM are small numbers.
+ * Enough for every read to go on to its next statement; `none` makes a statement find nothing.
+ */
+function madeUpRows(rowOf: (table: string) => Row | undefined, none: (sql: string) => boolean = () => false): Answer {
+  return (sql) => {
+    if (!/^SELECT /.test(sql) || none(sql)) return [];
+    const aliases = new Map([...sql.matchAll(/(?:FROM|JOIN) "(\w+)" "(\w+)"/g)].map((m) => [m[2], m[1]]));
+    const list = sql.slice('SELECT '.length, sql.indexOf(' FROM '));
+    const row: Row = {};
+    for (const [, expr, name] of list.matchAll(/((?:[^,(]|\([^()]*(?:\([^()]*\)[^()]*)*\))+?) AS "(\w+)"/g)) {
+      const ref = expr.match(/"(\w+)"\."(\w+)"/);
+      if (/^\s*(COUNT|SUM)\(/.test(expr)) row[name] = 2;
+      else if (ref) row[name] = rowOf(aliases.get(ref[1]) ?? '')?.[ref[2]] ?? null;
+      else row[name] = 1;
+    }
+    return [row];
+  };
+}
+
+/**
+ * Every read-side query (every async function `src/queries` exports, and the event statuses), on
+ * rows the store wrote for `plan`'s plan.
+ */
+async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: PlanEvent, check: Check): Promise<void> {
+  const { planId, sessionId, eventId } = plan;
+  const rowOf = (table: string) => {
+    const rows = tables.rows(table);
+    return rows.find((row) => [row.id, row.plan_id, row.workflow_id].includes(planId)) ?? rows[0];
+  };
+  const on = (none?: (sql: string) => boolean) => rec.open(madeUpRows(rowOf, none));
+  const ds = await on();
+  const range = { from: new Date('2026-01-01T00:00:00Z'), to: new Date('2026-02-01T00:00:00Z') };
+  const ranges = [{}, range];
+  const reads: Record<string, () => Promise<unknown>> = {
+    listPlans: async () => {
+      await queries.listPlans(ds, { limit: 20 });
+      const filters = { sessionId, statuses: ['completed', 'failed'] as const, created: range, agentId: 'coder' };
+      await queries.listPlans(ds, { ...filters, statuses: [...filters.statuses], limit: 20, offset: 40 });
+    },
+    getPlanView: async () => {
+      const view = await queries.getPlanView(ds, planId);
+      check(
+        'the plan view compared an edit with the created steps',
+        view.decisions.some((d) => d.stepChanges),
+      );
+    },
+    getActivePlan: async () =>
+      check('the session has an active plan', (await queries.getActivePlan(ds, sessionId)).activePlan !== null),
+    getPlanHistory: () => queries.getPlanHistory(ds, sessionId, 5),
+    getResumePoint: async () => {
+      check('an executing workflow resumes', (await queries.getResumePoint(ds, planId)).resumable);
+      // a plan retention deleted: only the fact that it existed is read
+      const deleted = await on((sql) => /FROM "execution_plans"/.test(sql) && /"deleted_at" IS NULL/.test(sql));
+      check('a deleted plan does not resume', !(await queries.getResumePoint(deleted, planId)).resumable);
+    },
+    getNextSeq: () => queries.getNextSeq(ds, planId),
+    getStepOutput: async () => {
+      await queries.getStepOutput(ds, planId, 's1');
+      // a step given by its index, after no step has that stepId
+      await queries.getStepOutput(await on((sql) => /"step_key" = @/.test(sql)), planId, '0');
+    },
+    exportPlanTemplate: () => queries.exportPlanTemplate(ds, planId),
+    plansPerDay: async () => {
+      for (const range of ranges) await queries.plansPerDay(ds, range);
+    },
+    agentUsage: async () => {
+      for (const range of ranges) await queries.agentUsage(ds, range);
+    },
+    handoffPatterns: async () => {
+      for (const range of ranges) await queries.handoffPatterns(ds, range);
+    },
+    tokenUsage: async () => {
+      for (const range of ranges) await queries.tokenUsage(ds, range);
+    },
+    eventStatuses: async () =>
+      check('an applied event is reported applied', (await eventStatuses(ds, [eventId])).applied.length === 1),
+    awaitEventStatuses: () => awaitEventStatuses(ds, [eventId], 0),
+  };
+  rec.calls = Object.keys(reads);
+  for (const read of Object.values(reads)) await read();
+}
+
+const NOW = new Date('2030-06-01T00:00:00.000Z');
+const PLANS = ['plan-a', 'plan-b', 'plan-c', 'plan-d'];
+
+/**
+ * What retention's reads find, so that every phase acts: a scan's first page is full (two plans
+ * at a batch size of two), the page after it too, then nothing; a re-check under the head locks
+ * (the ids as an IN list) finds every id it was given. Each DAG page has a workflow to stamp and
+ * expire and one to purge; each heads page has orphans. UPDATE and DELETE report one row.
+ */
+function retentionAnswer(): Answer {
+  const pages = new Map<string, number>();
+  const old = new Date(NOW.getTime() - 400 * DAY);
+  return (sql, params) => {
+    if (/^(UPDATE|DELETE) /.test(sql)) return [{}];
+    if (!sql.startsWith('SELECT ')) return [];
+    if (/AS "n"/.test(sql)) return [{ n: 3 }];
+    const given = params.map(paramValue).filter((v): v is string => PLANS.includes(v as string));
+    const recheck = / IN \(@/.test(sql);
+    const page = pages.get(sql) ?? 0;
+    pages.set(sql, page + 1);
+    if (!recheck && page > 0) return [];
+    // a keyset page (after plan-b) finds the next two plans
+    const ids = recheck ? given : given.length > 0 ? PLANS.slice(2) : PLANS.slice(0, 2);
+    if (/AS "dagDeletedAt"/.test(sql))
+      return ids.map((id, i) => ({
+        id,
+        dagDeletedAt: i % 2 === 0 ? null : old,
+        expiresAt: null,
+        status: 'completed',
+        completedAt: old,
+        planDeletedAt: null,
+      }));
+    if (/AS "planRow"/.test(sql)) return ids.map((id) => ({ id, deletedAt: null, updatedAt: old, planRow: null }));
+    return ids.map((id) => ({ id, endedAt: old }));
+  };
+}
+
+/** A dry run, then a run in which every phase acts. */
+async function recordRetention(rec: SectionRecorder, check: Check): Promise<void> {
+  const policy = retentionPolicy({ batchSize: 2, dagTtlMinutes: 60, orphanDays: 30 });
+  const wouldDo = await runRetention(await rec.open(retentionAnswer()), policy, { now: NOW, dryRun: true });
+  check('a dry run counts what it would do', wouldDo.plans.softDeleted > 0 && wouldDo.plans.purged > 0);
+  const r = await runRetention(await rec.open(retentionAnswer()), policy, { now: NOW });
+  const acted = {
+    'plans soft-deleted': r.plans.softDeleted,
+    'plans purged': r.plans.purged,
+    'orphans soft-deleted': r.orphans.softDeleted,
+    'orphans purged': r.orphans.purged,
+    'DAGs stamped': r.dags.stamped,
+    'DAGs expired': r.dags.expired,
+    'DAGs purged': r.dags.purged,
+    'sessions purged': r.sessions.purged,
+  };
+  for (const [what, n] of Object.entries(acted)) check(`retention: ${what}`, n > 0);
+}
+
+/** Erasure of a session (dry run, then for real) and the restore of a soft-deleted plan. */
+async function recordErasureAndRestore(rec: SectionRecorder, check: Check): Promise<void> {
+  const dry = await rec.open(retentionAnswer());
+  check('an erasure dry run finds plans', (await eraseSession(dry, 'sess-1', { dryRun: true })).plans > 0);
+  const erased = await eraseSession(await rec.open(retentionAnswer()), 'sess-1', { batchSize: 2 });
+  check('an erasure deletes its plans and the session row', erased.plans > 0 && erased.tables.sessions > 0);
+  const deletedAt = new Date(NOW.getTime() - DAY);
+  const restore = await rec.open((sql) =>
+    /^UPDATE /.test(sql) ? [{}] : /AS "deletedAt"/.test(sql) ? [{ deletedAt }] : [],
+  );
+  const outcome = await restorePlan(restore, 'plan-a', { graceDays: 7 }, { now: NOW });
+  check('a soft-deleted plan is restored', outcome.status === 'restored');
+}
+
+/**
+ * The migrations table as TypeORM and the migrator read and write it, so that a run applies every
+ * migration and a revert undoes them all, on one connection holding the migration lock.
+ */
+function migrationsAnswer(): Answer {
+  const applied: Array<{ id: number; timestamp: number; name: string }> = [];
+  let created = false;
+  return (sql, params) => {
+    const p = (i: number) => paramValue(params[i]);
+    if (sql.includes('sp_getapplock')) return [{ ok: 0 }];
+    if (/^SELECT SCHEMA_NAME\(\)/.test(sql)) return [{ schema_name: 'dbo' }];
+    if (/^SELECT DB_NAME\(\)/.test(sql)) return [{ db_name: 'none' }];
+    if (/INFORMATION_SCHEMA"\."TABLES"/.test(sql)) return created ? [{ TABLE_NAME: 'migrations' }] : [];
+    if (/^CREATE TABLE .*"migrations"/.test(sql)) created = true;
+    if (/^INSERT INTO .*"migrations"/.test(sql))
+      applied.push({ id: applied.length + 1, timestamp: Number(p(0)), name: String(p(1)) });
+    if (/^DELETE FROM .*"migrations"/.test(sql))
+      applied.splice(
+        applied.findIndex((m) => m.name === p(1)),
+        1,
+      );
+    if (/^SELECT .* FROM .*"migrations"/.test(sql))
+      return [...applied].reverse().map((m) => ({ ...m, ts: m.timestamp }));
+    return [];
+  };
+}
+
+/** `migrate --print-sql`'s DDL, a `migrate` and a `migrate --revert-all`, the schema checks of a starting process. */
+async function recordMigrations(rec: SectionRecorder, check: Check): Promise<void> {
+  const printed = (await migrationSql(TARGET)).flatMap((m) => m.statements);
+  check('migrate --print-sql prints DDL', printed.length > 50);
+  rec.add(printed.map((sql) => ({ sql, params: [] })));
+  const ds = await rec.open(migrationsAnswer());
+  const { applied } = await runMigrations(ds);
+  check('a migrate applies every migration', applied.length === knownMigrations().length);
+  check('the schema is up to date after it', (await migrationStatus(ds)).pending.length === 0);
+  await assertSchema(ds, TARGET, 'the worker');
+  await ds.query('SELECT 1'); // the worker's database probe
+  const { reverted } = await revertAllMigrations(ds);
+  check('a revert undoes every migration', reverted.length === applied.length);
+}
