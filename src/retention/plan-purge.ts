@@ -2,7 +2,7 @@ import type { EntityManager } from 'typeorm';
 import { ENTITY } from '../store/entities';
 import { inBatch, lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
 import { addTableCounts } from './retention-report';
-import { deleteSessions, emptySessions, sessionsOfPlans } from './empty-sessions';
+import { deleteEmptySessions, emptySessions, sessionsOfPlans } from './empty-sessions';
 import { affected, countRows, deleteRows, instant, ORPHAN_TABLES, PLAN_TABLES, PlanTableSpec } from './retention-sql';
 
 const DAY_MS = 86_400_000;
@@ -141,11 +141,11 @@ async function deleteAll(
       ? await countRows(m, spec, ids, 'all')
       : affected(await deleteRows(m, spec, ids).execute());
   }
-  // a session whose last plan went with this batch goes too (a plan created for it meanwhile has
-  // a row, so the session is not empty)
-  const empty = await emptySessions(m, sessions, ctx.dryRun ? purgeCutoff(ctx) : undefined);
-  if (!ctx.dryRun) counts.sessions = await deleteSessions(m, empty);
+  // a session whose last plan went with this batch goes too; one a worker is writing a plan of
+  // is locked by it, and seen not empty once the lock is granted (lockSessions)
+  if (!ctx.dryRun) counts.sessions = await deleteEmptySessions(m, sessions);
   else {
+    const empty = await emptySessions(m, sessions, purgeCutoff(ctx));
     const fresh = empty.filter((id) => !ctx.wouldPurgeSessions.has(id));
     for (const id of fresh) ctx.wouldPurgeSessions.add(id);
     counts.sessions = fresh.length;

@@ -71,17 +71,30 @@ export async function underHeadLocks<T>(
   work: (m: EntityManager) => Promise<T>,
   logger?: Logger,
 ): Promise<T> {
+  return inTransaction(
+    ds,
+    async (m) => {
+      await lockHeads(m, lockOrder(ids)).execute();
+      return work(m);
+    },
+    logger,
+    { plans: ids.length },
+  );
+}
+
+/** `work` in one write transaction (see `transaction`), retried whole on a deadlock or lock time-out. */
+export async function inTransaction<T>(
+  ds: DataSource,
+  work: (m: EntityManager) => Promise<T>,
+  logger?: Logger,
+  logFields: Record<string, unknown> = {},
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await runSerialized(ds, () =>
-        transaction(ds, async (m) => {
-          await lockHeads(m, lockOrder(ids)).execute();
-          return work(m);
-        }),
-      );
+      return await runSerialized(ds, () => transaction(ds, work));
     } catch (err) {
       if (!isRetryableDbError(err) || attempt >= ATTEMPTS) throw err;
-      logger?.warn({ attempt, code: dbErrorCode(err), plans: ids.length }, 'batch hit a lock conflict; retrying');
+      logger?.warn({ attempt, code: dbErrorCode(err), ...logFields }, 'batch hit a lock conflict; retrying');
       await sleep(BACKOFF_MS * 2 ** (attempt - 1) * (0.5 + Math.random()));
     }
   }

@@ -4,9 +4,12 @@ import { NotFoundError } from '../queries/query-errors';
 import type { Logger } from '../shared/logger';
 import { ENTITY } from '../store/entities';
 import { sqlDialectOf } from '../store/sql/dialects';
-import { lockOrder, underHeadLocks } from './retention-batch';
+import { inTransaction, lockOrder, underHeadLocks } from './retention-batch';
 import { affected, countRows, deleteRows, maxIdsPerStatement, PLAN_TABLES, PlanTable } from './retention-sql';
-import { deleteSessions } from './empty-sessions';
+import { deleteSessions, lockSessions } from './empty-sessions';
+
+/** Rounds of erasure while workers keep writing new plans of the session, before giving up. */
+const MAX_ROUNDS = 5;
 
 export interface EraseSessionOptions {
   /** Count what would be removed; change nothing, lock nothing. @defaultValue false */
@@ -59,30 +62,41 @@ export async function eraseSession(
     for (const [t, n] of Object.entries(counts) as Array<[PlanTable, number]>) tables[t] += n;
   };
 
-  // a plan created for the session meanwhile shows up in the next scan; a dry run looks once
-  for (let pass = 0; pass < 3; pass++) {
-    const fresh = (await planIdsOf(ds.manager, sessionId)).filter((id) => !done.has(id));
-    if (fresh.length === 0) break;
-    for (let i = 0; i < fresh.length; i += batchSize) {
-      const ids = lockOrder(fresh.slice(i, i + batchSize));
+  // a plan written for the session meanwhile is found by the check under the session's lock, and
+  // erased in one more round; a dry run looks once
+  let ids = await planIdsOf(ds.manager, sessionId);
+  for (let round = 1; ; round++) {
+    for (let i = 0; i < ids.length; i += batchSize) {
+      const batch = lockOrder(ids.slice(i, i + batchSize));
       add(
         dryRun
-          ? await countAll(ds.manager, ids)
-          : await underHeadLocks(ds, ids, (m) => deleteAll(m, ids), options.logger),
+          ? await countAll(ds.manager, batch)
+          : await underHeadLocks(ds, batch, (m) => deleteAll(m, batch), options.logger),
       );
-      for (const id of ids) done.add(id);
+      for (const id of batch) done.add(id);
     }
-    if (dryRun) break;
+    if (dryRun) {
+      tables.sessions = await countSession(ds.manager, sessionId);
+      break;
+    }
+    const end = await inTransaction(ds, (m) => deleteSessionIfEmpty(m, sessionId), options.logger);
+    if (end.left.length === 0) {
+      tables.sessions = end.deleted;
+      break;
+    }
+    if (round >= MAX_ROUNDS)
+      throw new Error(
+        `session ${sessionId}: plans still being written for it after ${MAX_ROUNDS} rounds of erasure (${end.left.length} left); stop its producers and erase it again`,
+      );
+    ids = end.left;
   }
-  const sessionRows = await countSession(ds.manager, sessionId);
-  tables.sessions = dryRun ? sessionRows : await ds.transaction((m) => deleteSessions(m, [sessionId]));
 
   let deadLetters: number | null = null;
   if (options.deadLetters) {
     const result = await options.deadLetters.purgeSession(sessionId, done, { dryRun });
     deadLetters = result.deadLetters.length;
   }
-  if (done.size === 0 && sessionRows === 0 && !deadLetters)
+  if (done.size === 0 && tables.sessions === 0 && !deadLetters)
     throw new NotFoundError('session', sessionId, ': no plan, session row or dead letter of it');
   const report: SessionErasureReport = {
     sessionId,
@@ -116,6 +130,19 @@ async function planIdsOf(m: EntityManager, sessionId: string): Promise<string[]>
     .where('h.sessionId = :sessionId', { sessionId })
     .getRawMany();
   return lockOrder([...plans, ...heads].map((r) => r.id));
+}
+
+/**
+ * The session's row goes only when no plan of it is left, checked under the row's lock: a worker
+ * writing a plan of the session holds that lock from its upsert of the row until it commits (see
+ * lockSessions), so its plan is seen here and erased in one more round instead of being taken by
+ * the row's ON DELETE CASCADE, uncounted, its events and head left behind.
+ */
+async function deleteSessionIfEmpty(m: EntityManager, sessionId: string): Promise<{ left: string[]; deleted: number }> {
+  const locked = await lockSessions(m, [sessionId]);
+  const left = await planIdsOf(m, sessionId);
+  if (left.length > 0) return { left, deleted: 0 };
+  return { left, deleted: await deleteSessions(m, locked) };
 }
 
 async function deleteAll(m: EntityManager, ids: string[]): Promise<Partial<Record<PlanTable, number>>> {
