@@ -4,7 +4,9 @@ import { NotFoundError } from '../queries/query-errors';
 import type { Logger } from '../shared/logger';
 import { ENTITY } from '../store/entities';
 import { sqlDialectOf } from '../store/sql/dialects';
-import { inTransaction, lockOrder, underHeadLocks } from './retention-batch';
+import { inTransaction, lockOrder } from './retention-batch';
+import { DEFAULT_RETENTION_POLICY } from './retention-config';
+import { BatchContext, changePlans, PlanChange, planSizes } from './row-batches';
 import { affected, countRows, deleteRows, maxIdsPerStatement, PLAN_TABLES, PlanTable } from './retention-sql';
 import { deleteSessions, lockSessions } from './empty-sessions';
 
@@ -18,6 +20,16 @@ export interface EraseSessionOptions {
   deadLetters?: DeadLetterService;
   /** Plans per transaction. @defaultValue 1000 (capped per database like retention's) */
   batchSize?: number;
+  /**
+   * Rows per transaction at most; a plan with more is erased in chunks of this many rows, one
+   * transaction each (retention's RETENTION_MAX_ROWS). @defaultValue 5000
+   */
+  maxRowsPerTransaction?: number;
+  /**
+   * Seconds each statement may run on SQL Server, instead of the connection's request timeout
+   * (retention's RETENTION_REQUEST_TIMEOUT); 0: no limit. @defaultValue 300
+   */
+  requestTimeoutSeconds?: number;
   logger?: Logger;
 }
 
@@ -41,16 +53,23 @@ export interface SessionErasureReport {
  * Erasure: removes everything of one session for good, whatever its plans' status or retention
  * state: every row its plans own (PLAN_TABLES: steps, handoffs, decisions, checkpoints, DAGs,
  * events, plan rows, heads), the `sessions` row, and its dead letters. Each batch of plans is one
- * transaction under their head locks, as the store and retention take them, so a worker applying
- * an event of one of these plans either finished before (and its rows are deleted) or waits and
- * then finds nothing to add to. Plans written for the session while this runs are picked up by a
- * final re-scan. Throws NotFoundError when neither the database nor Redis knows the session.
+ * transaction of at most `maxRowsPerTransaction` rows under their head locks, as the store and
+ * retention take them (a larger plan in chunks, its plan row and head with the last), so a worker
+ * applying an event of one of these plans either finished before (and its rows are deleted) or
+ * waits and then finds nothing to add to. Plans written for the session while this runs are found
+ * under the session row's lock before it is deleted, and erased first. Throws NotFoundError when
+ * neither the database nor Redis knows the session.
  */
 export async function eraseSession(
   ds: DataSource,
   sessionId: string,
   options: EraseSessionOptions = {},
 ): Promise<SessionErasureReport> {
+  const timeoutS = options.requestTimeoutSeconds ?? DEFAULT_RETENTION_POLICY.requestTimeoutSeconds;
+  return sqlDialectOf(ds).withRequestTimeout(timeoutS * 1000, () => erase(ds, sessionId, options));
+}
+
+async function erase(ds: DataSource, sessionId: string, options: EraseSessionOptions): Promise<SessionErasureReport> {
   const started = Date.now();
   const dryRun = options.dryRun ?? false;
   const batchSize = Math.min(options.batchSize ?? 1000, maxIdsPerStatement(sqlDialectOf(ds)));
@@ -61,19 +80,32 @@ export async function eraseSession(
   const add = (counts: Partial<Record<PlanTable, number>>) => {
     for (const [t, n] of Object.entries(counts) as Array<[PlanTable, number]>) tables[t] += n;
   };
+  const bc: BatchContext = {
+    ds,
+    dryRun,
+    maxRows: options.maxRowsPerTransaction ?? DEFAULT_RETENTION_POLICY.maxRowsPerTransaction,
+    batchSize,
+    logger: options.logger,
+    proceed: () => true,
+    counted: () => undefined,
+  };
+  const change: PlanChange = {
+    tables: PLAN_TABLES,
+    tail: 2, // execution_plans, plan_heads
+    dropsEmptySessions: false, // the session row goes last, below
+    whole: (m, ids) => (dryRun ? countAll(m, ids) : deleteAll(m, ids)),
+    stillDue: async () => true,
+    add,
+  };
 
   // a plan written for the session meanwhile is found by the check under the session's lock, and
   // erased in one more round; a dry run looks once
   let ids = await planIdsOf(ds.manager, sessionId);
   for (let round = 1; ; round++) {
     for (let i = 0; i < ids.length; i += batchSize) {
-      const batch = lockOrder(ids.slice(i, i + batchSize));
-      add(
-        dryRun
-          ? await countAll(ds.manager, batch)
-          : await underHeadLocks(ds, batch, (m) => deleteAll(m, batch), options.logger),
-      );
-      for (const id of batch) done.add(id);
+      const page = ids.slice(i, i + batchSize);
+      await changePlans(bc, change, await planSizes(ds.manager, PLAN_TABLES, page, 'all'));
+      for (const id of page) done.add(id);
     }
     if (dryRun) {
       tables.sessions = await countSession(ds.manager, sessionId);
