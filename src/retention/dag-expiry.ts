@@ -1,6 +1,7 @@
 import { In, IsNull, type EntityManager, type SelectQueryBuilder } from 'typeorm';
 import { ENTITY } from '../store/entities';
-import { inBatch, lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
+import { lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
+import { batchContext, packByRows, planSizes, runBatch } from './row-batches';
 import { addTableCounts } from './retention-report';
 import { affected, countRows, DAG_TABLES, deleteRows, stampRows, toDate } from './retention-sql';
 import { purgeCutoff } from './plan-purge';
@@ -30,6 +31,14 @@ interface DagRow {
  * per statement (no index says "expirable"), and acts on the rows that qualify.
  */
 export async function expireDags(ctx: RunContext): Promise<void> {
+  const bc = batchContext(ctx);
+  const add = ({ soft, hard, stamped }: { soft: TableCountMap; hard: TableCountMap; stamped: number }) => {
+    ctx.report.dags.stamped += stamped;
+    addTableCounts(ctx.report, 'softDeleted', soft);
+    addTableCounts(ctx.report, 'purged', hard);
+    ctx.report.dags.expired += soft.workflow_dags ?? 0;
+    ctx.report.dags.purged += hard.workflow_dags ?? 0;
+  };
   let after: string | null = null;
   while (!shouldStop(ctx)) {
     const q = dagQuery(ctx.ds.manager, after);
@@ -40,13 +49,12 @@ export async function expireDags(ctx: RunContext): Promise<void> {
     const ids = lockOrder(
       page.filter((r) => expirable(ctx, r) || stampable(ctx, r) || purgeable(ctx, r)).map((r) => r.id),
     );
-    if (ids.length > 0) {
-      const { soft, hard, stamped } = await inBatch(ctx, ids, (m) => dagBatch(ctx, m, ids));
-      ctx.report.dags.stamped += stamped;
-      addTableCounts(ctx.report, 'softDeleted', soft);
-      addTableCounts(ctx.report, 'purged', hard);
-      ctx.report.dags.expired += soft.workflow_dags ?? 0;
-      ctx.report.dags.purged += hard.workflow_dags ?? 0;
+    // transactions of at most maxRows rows; a workflow with more checkpoints than that goes alone, whole
+    const sizes = await planSizes(ctx.ds.manager, DAG_TABLES, ids, 'all');
+    for (const unit of packByRows(sizes, ctx.maxRows, ctx.batchSize)) {
+      if (!bc.proceed()) return;
+      const batch = 'batch' in unit ? unit.batch : [unit.large.id];
+      await runBatch(bc, batch, (m, part) => dagBatch(ctx, m, part), add);
     }
     if (page.length < ctx.batchSize) return;
   }

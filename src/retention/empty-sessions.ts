@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { ENTITY } from '../store/entities';
+import { sqlDialectOf } from '../store/sql/dialects';
 import { instant } from './retention-sql';
 
 /** The sessions these plans belong to (from their plan row or, for orphans, their head). */
@@ -46,7 +47,42 @@ export async function emptySessions(m: EntityManager, sessionIds: string[], surv
   return rows.map((r) => r.id).sort();
 }
 
-/** Deletes these session rows; the number deleted. */
+/**
+ * Locks these session rows (the ones that exist) for the rest of the transaction, in key order,
+ * and returns their ids. A worker that writes a plan of a session upserts the session row first,
+ * then inserts the plan row, in one transaction (PlanWrites.write): once this lock is granted, such
+ * a worker has committed, or it waits for this transaction to end before it writes the plan. Under
+ * READ COMMITTED (SQL Server's snapshot flavour included) a statement that starts after the grant
+ * sees what the worker committed, so `emptySessions` run next cannot miss its plan. A plain read
+ * would not wait: a snapshot shows no uncommitted plan, and the DELETE that then waits for the
+ * worker's lock on the session row deletes it anyway, the new plan with it (ON DELETE CASCADE).
+ * `FOR UPDATE` on PostgreSQL and MySQL, `WITH (UPDLOCK, ROWLOCK)` on SQL Server; SQLite runs one
+ * writer at a time, so no worker is half-way there.
+ */
+export async function lockSessions(m: EntityManager, sessionIds: string[]): Promise<string[]> {
+  if (sessionIds.length === 0) return [];
+  if (sqlDialectOf(m).serializesWrites) return [...sessionIds].sort();
+  const rows: Array<{ id: string }> = await m
+    .createQueryBuilder()
+    .select('s.id', 'id')
+    .from(ENTITY.session, 's')
+    .where('s.id IN (:...sids)', { sids: sessionIds })
+    .orderBy('s.id', 'ASC')
+    .setLock('pessimistic_write')
+    .getRawMany();
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Deletes the sessions among these that have no plan row left, and returns how many: they are
+ * locked first, then checked in a statement of their own, then deleted (see lockSessions).
+ */
+export async function deleteEmptySessions(m: EntityManager, sessionIds: string[]): Promise<number> {
+  const locked = await lockSessions(m, sessionIds);
+  return deleteSessions(m, await emptySessions(m, locked));
+}
+
+/** Deletes these session rows; the number deleted. Lock and check them first (deleteEmptySessions). */
 export async function deleteSessions(m: EntityManager, sessionIds: string[]): Promise<number> {
   if (sessionIds.length === 0) return 0;
   const result = await m

@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { ENTITY } from '../store/entities';
-import { inBatch, lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
+import { lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
+import { batchContext, changePlans, PlanChange, planSizes } from './row-batches';
 import { addTableCounts } from './retention-report';
 import { affected, countRows, instant, ORPHAN_TABLES, stampRows, toDate } from './retention-sql';
 
@@ -19,6 +20,19 @@ export function orphanCutoff(ctx: Pick<RunContext, 'now' | 'policy'>): Date | nu
 export async function retireOrphans(ctx: RunContext): Promise<void> {
   const cutoff = orphanCutoff(ctx);
   if (!cutoff) return;
+  const bc = batchContext(ctx);
+  const change: PlanChange = {
+    tables: ORPHAN_TABLES,
+    tail: 1, // plan_heads: stamped last, so a half-retired orphan is still found by the next run
+    stamp: ctx.now,
+    dropsEmptySessions: false,
+    whole: (m, ids) => retireOrphanBatch(ctx, m, ids, cutoff),
+    stillDue: async (m, id) => (await stillOrphans(m, [id], cutoff)).length > 0,
+    add: (counts) => {
+      addTableCounts(ctx.report, 'softDeleted', counts);
+      ctx.report.orphans.softDeleted += counts.plan_heads ?? 0;
+    },
+  };
   let after: string | null = null;
   while (!shouldStop(ctx)) {
     const page = await scanHeads(ctx.ds.manager, after, ctx.batchSize);
@@ -28,10 +42,13 @@ export async function retireOrphans(ctx: RunContext): Promise<void> {
       (h) => h.planRow === null && h.deletedAt === null && (toDate(h.updatedAt) ?? cutoff) <= cutoff,
     );
     if (orphans.length > 0) {
-      const ids = lockOrder(orphans.map((h) => h.id));
-      const counts = await inBatch(ctx, ids, (m) => retireOrphanBatch(ctx, m, ids, cutoff));
-      addTableCounts(ctx.report, 'softDeleted', counts);
-      ctx.report.orphans.softDeleted += counts.plan_heads ?? 0;
+      const sizes = await planSizes(
+        ctx.ds.manager,
+        ORPHAN_TABLES,
+        orphans.map((h) => h.id),
+        'live',
+      );
+      if (!(await changePlans(bc, change, sizes))) return;
     }
     if (page.length < ctx.batchSize) return;
   }
@@ -65,6 +82,19 @@ async function retireOrphanBatch(
   ids: string[],
   cutoff: Date,
 ): Promise<TableCountMap> {
+  const eligible = await stillOrphans(m, ids, cutoff);
+  const counts: TableCountMap = {};
+  if (eligible.length === 0) return counts;
+  for (const spec of ORPHAN_TABLES) {
+    counts[spec.table] = ctx.dryRun
+      ? await countRows(m, spec, eligible, 'live')
+      : affected(await stampRows(m, spec, eligible, ctx.now).execute());
+  }
+  return counts;
+}
+
+/** Of these plans, the ones still live orphans idle since `cutoff` (under the head locks), in lock order. */
+async function stillOrphans(m: EntityManager, ids: string[], cutoff: Date): Promise<string[]> {
   const rows: Array<{ id: string }> = await m
     .createQueryBuilder()
     .select('h.planId', 'id')
@@ -74,13 +104,5 @@ async function retireOrphanBatch(
     .where('h.planId IN (:...ids)', { ids })
     .andWhere('p.id IS NULL AND h.deletedAt IS NULL AND h.updatedAt <= :cutoff', { cutoff: instant(m, cutoff) })
     .getRawMany();
-  const eligible = lockOrder(rows.map((r) => r.id));
-  const counts: TableCountMap = {};
-  if (eligible.length === 0) return counts;
-  for (const spec of ORPHAN_TABLES) {
-    counts[spec.table] = ctx.dryRun
-      ? await countRows(m, spec, eligible, 'live')
-      : affected(await stampRows(m, spec, eligible, ctx.now).execute());
-  }
-  return counts;
+  return lockOrder(rows.map((r) => r.id));
 }

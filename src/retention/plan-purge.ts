@@ -1,8 +1,9 @@
 import type { EntityManager } from 'typeorm';
 import { ENTITY } from '../store/entities';
-import { inBatch, lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
+import { lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
+import { batchContext, changePlans, PlanChange, planSizes } from './row-batches';
 import { addTableCounts } from './retention-report';
-import { deleteSessions, emptySessions, sessionsOfPlans } from './empty-sessions';
+import { deleteEmptySessions, emptySessions, sessionsOfPlans } from './empty-sessions';
 import { affected, countRows, deleteRows, instant, ORPHAN_TABLES, PLAN_TABLES, PlanTableSpec } from './retention-sql';
 
 const DAY_MS = 86_400_000;
@@ -14,19 +15,24 @@ export function purgeCutoff(ctx: Pick<RunContext, 'now' | 'policy'>): Date {
 
 /**
  * Hard-deletes plans soft-deleted longer ago than the grace period: every row they own, children
- * first, one transaction per batch. Idempotent: a batch re-checks under lock what is still there,
- * so an interrupted or concurrent run only leaves whole batches done, and the next run goes on.
+ * first, in transactions of at most `maxRows` rows (row-batches.ts), a plan with more rows than
+ * that in chunks. Idempotent: each transaction re-checks under the head locks what is still there,
+ * and a plan's row goes with its last rows, so an interrupted or concurrent run leaves only whole
+ * transactions done, and the next run goes on (a half-purged plan is still soft-deleted past grace).
  */
 export async function purgePlans(ctx: RunContext): Promise<void> {
-  await walk(
-    ctx,
-    (m, after) => scanDeletedPlans(m, purgeCutoff(ctx), after, ctx.batchSize),
-    async (ids) => {
-      const counts = await inBatch(ctx, ids, (m) => purgePlanBatch(ctx, m, ids));
+  const cutoff = purgeCutoff(ctx);
+  await walk(ctx, (m, after) => scanDeletedPlans(m, cutoff, after, ctx.batchSize), {
+    tables: PLAN_TABLES,
+    tail: 2, // execution_plans, plan_heads
+    dropsEmptySessions: true,
+    whole: (m, ids) => purgePlanBatch(ctx, m, ids),
+    stillDue: async (m, id) => (await duePlans(m, [id], cutoff)).length > 0,
+    add: (counts) => {
       addTableCounts(ctx.report, 'purged', counts);
       ctx.report.plans.purged += counts.execution_plans ?? 0;
     },
-  );
+  });
 }
 
 /**
@@ -34,29 +40,34 @@ export async function purgePlans(ctx: RunContext): Promise<void> {
  * grace period, found through IX_plan_events_deleted: by now only orphans' events are left there.
  */
 export async function purgeOrphans(ctx: RunContext): Promise<void> {
-  await walk(
-    ctx,
-    (m, after) => scanDeletedEventPlans(m, purgeCutoff(ctx), after, ctx.batchSize),
-    async (ids) => {
-      const counts = await inBatch(ctx, ids, (m) => purgeOrphanBatch(ctx, m, ids));
+  const cutoff = purgeCutoff(ctx);
+  await walk(ctx, (m, after) => scanDeletedEventPlans(m, cutoff, after, ctx.batchSize), {
+    tables: ORPHAN_TABLES,
+    tail: 1, // plan_heads
+    dropsEmptySessions: true,
+    whole: (m, ids) => purgeOrphanBatch(ctx, m, ids),
+    stillDue: async (m, id) => (await dueOrphans(m, [id], cutoff)).length > 0,
+    add: (counts) => {
       addTableCounts(ctx.report, 'purged', counts);
       ctx.report.orphans.purged += counts.plan_heads ?? 0;
     },
-  );
+  });
 }
 
-/** Keyset walk over plan ids: pages of `batchSize`, each handed to `handle`, until done or stopped. */
+/** Keyset walk over plan ids: pages of `batchSize`, counted and purged (changePlans), until done or stopped. */
 async function walk(
   ctx: RunContext,
   scan: (m: EntityManager, after: string | null) => Promise<string[]>,
-  handle: (ids: string[]) => Promise<void>,
+  change: PlanChange,
 ): Promise<void> {
+  const bc = batchContext(ctx);
   let after: string | null = null;
   while (!shouldStop(ctx)) {
     const page = await scan(ctx.ds.manager, after);
     if (page.length === 0) return;
     after = page[page.length - 1];
-    await handle(lockOrder(page));
+    const sizes = await planSizes(ctx.ds.manager, change.tables, page, 'all');
+    if (!(await changePlans(bc, change, sizes))) return;
     if (page.length < ctx.batchSize) return;
   }
 }
@@ -98,19 +109,28 @@ async function scanDeletedEventPlans(
 
 async function purgePlanBatch(ctx: RunContext, m: EntityManager, ids: string[]): Promise<TableCountMap> {
   // under the head locks: a plan restored since the scan is no longer past its grace period
+  return deleteAll(ctx, m, PLAN_TABLES, await duePlans(m, ids, purgeCutoff(ctx)));
+}
+
+/** Of these plans, the ones soft-deleted at or before `cutoff`, in lock order. */
+async function duePlans(m: EntityManager, ids: string[], cutoff: Date): Promise<string[]> {
   const rows: Array<{ id: string }> = await m
     .createQueryBuilder()
     .select('p.id', 'id')
     .from(ENTITY.plan, 'p')
     .withDeleted()
     .where('p.id IN (:...ids)', { ids })
-    .andWhere('p.deletedAt <= :cutoff', { cutoff: instant(m, purgeCutoff(ctx)) })
+    .andWhere('p.deletedAt <= :cutoff', { cutoff: instant(m, cutoff) })
     .getRawMany();
-  return deleteAll(ctx, m, PLAN_TABLES, lockOrder(rows.map((r) => r.id)));
+  return lockOrder(rows.map((r) => r.id));
 }
 
 async function purgeOrphanBatch(ctx: RunContext, m: EntityManager, ids: string[]): Promise<TableCountMap> {
-  // still an orphan (plan.created may have arrived since), and its head (if any) past grace
+  return deleteAll(ctx, m, ORPHAN_TABLES, await dueOrphans(m, ids, purgeCutoff(ctx)));
+}
+
+/** Of these plans, the ones still orphans (plan.created may have arrived since) whose head, if any, is past grace. */
+async function dueOrphans(m: EntityManager, ids: string[], cutoff: Date): Promise<string[]> {
   const rows: Array<{ id: string }> = await m
     .createQueryBuilder()
     .select('e.planId', 'id')
@@ -120,10 +140,10 @@ async function purgeOrphanBatch(ctx: RunContext, m: EntityManager, ids: string[]
     .leftJoin(ENTITY.head, 'h', 'h.planId = e.planId')
     .where('e.planId IN (:...ids)', { ids })
     .andWhere('p.id IS NULL')
-    .andWhere('(h.planId IS NULL OR h.deletedAt <= :cutoff)', { cutoff: instant(m, purgeCutoff(ctx)) })
+    .andWhere('(h.planId IS NULL OR h.deletedAt <= :cutoff)', { cutoff: instant(m, cutoff) })
     .groupBy('e.planId')
     .getRawMany();
-  return deleteAll(ctx, m, ORPHAN_TABLES, lockOrder(rows.map((r) => r.id)));
+  return lockOrder(rows.map((r) => r.id));
 }
 
 /** Delete (dry run: count) every row of these plans in `tables`, in the order given. */
@@ -141,11 +161,11 @@ async function deleteAll(
       ? await countRows(m, spec, ids, 'all')
       : affected(await deleteRows(m, spec, ids).execute());
   }
-  // a session whose last plan went with this batch goes too (a plan created for it meanwhile has
-  // a row, so the session is not empty)
-  const empty = await emptySessions(m, sessions, ctx.dryRun ? purgeCutoff(ctx) : undefined);
-  if (!ctx.dryRun) counts.sessions = await deleteSessions(m, empty);
+  // a session whose last plan went with this batch goes too; one a worker is writing a plan of
+  // is locked by it, and seen not empty once the lock is granted (lockSessions)
+  if (!ctx.dryRun) counts.sessions = await deleteEmptySessions(m, sessions);
   else {
+    const empty = await emptySessions(m, sessions, purgeCutoff(ctx));
     const fresh = empty.filter((id) => !ctx.wouldPurgeSessions.has(id));
     for (const id of fresh) ctx.wouldPurgeSessions.add(id);
     counts.sessions = fresh.length;

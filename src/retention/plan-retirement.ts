@@ -1,6 +1,7 @@
 import type { EntityManager, SelectQueryBuilder } from 'typeorm';
 import { ENTITY } from '../store/entities';
-import { inBatch, Keyset, lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
+import { Keyset, lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
+import { batchContext, changePlans, PlanChange, planSizes } from './row-batches';
 import { addTableCounts } from './retention-report';
 import { affected, countRows, instant, PLAN_TABLES, stampRows } from './retention-sql';
 
@@ -26,19 +27,40 @@ export function retirementCutoff(ctx: Pick<RunContext, 'now' | 'policy'>, status
   return new Date(ctx.now.getTime() - days * DAY_MS);
 }
 
-/** Soft-deletes, plan by plan, every terminal plan older than its status's retention. */
+/**
+ * Soft-deletes every terminal plan older than its status's retention, with every row it owns, in
+ * transactions of at most `maxRows` rows; a plan with more live rows than that is stamped in
+ * chunks, its plan row and head last, so until then it is still live and still retirable: a run
+ * stopped half-way is finished by the next.
+ */
 export async function retirePlans(ctx: RunContext): Promise<void> {
+  const bc = batchContext(ctx);
   for (const status of TERMINAL_STATUSES) {
     for (const mode of ['ended', 'undated'] as const) {
+      const change: PlanChange = {
+        tables: PLAN_TABLES,
+        tail: 2, // execution_plans, plan_heads
+        stamp: ctx.now,
+        dropsEmptySessions: false,
+        whole: (m, ids) => retireBatch(ctx, m, ids, status, mode),
+        stillDue: async (m, id) => (await stillRetirable(ctx, m, [id], status, mode)).length > 0,
+        add: (counts) => {
+          addTableCounts(ctx.report, 'softDeleted', counts);
+          ctx.report.plans.softDeleted += counts.execution_plans ?? 0;
+        },
+      };
       let after: Keyset | null = null;
       while (!shouldStop(ctx)) {
         const page = await scanPage(ctx.ds.manager, status, retirementCutoff(ctx, status), mode, after, ctx.batchSize);
         if (page.length === 0) break;
         after = { at: page[page.length - 1].endedAt, id: page[page.length - 1].id };
-        const ids = lockOrder(page.map((r) => r.id));
-        const counts = await inBatch(ctx, ids, (m) => retireBatch(ctx, m, ids, status, mode));
-        addTableCounts(ctx.report, 'softDeleted', counts);
-        ctx.report.plans.softDeleted += counts.execution_plans ?? 0;
+        const sizes = await planSizes(
+          ctx.ds.manager,
+          PLAN_TABLES,
+          page.map((r) => r.id),
+          'live',
+        );
+        if (!(await changePlans(bc, change, sizes))) return;
         if (page.length < ctx.batchSize) break;
       }
     }
@@ -101,14 +123,7 @@ async function retireBatch(
   mode: Mode,
 ): Promise<TableCountMap> {
   // under the head locks: a plan restored or written to since the scan no longer qualifies
-  const rows: Array<{ id: string }> = await retirable(
-    m,
-    plansWithHeads(m).select('p.id', 'id').where('p.id IN (:...ids)', { ids }),
-    status,
-    retirementCutoff(ctx, status),
-    mode,
-  ).getRawMany();
-  const eligible = lockOrder(rows.map((r) => r.id));
+  const eligible = await stillRetirable(ctx, m, ids, status, mode);
   const counts: TableCountMap = {};
   if (eligible.length === 0) return counts;
   if (ctx.dryRun) for (const id of eligible) ctx.wouldRetire.add(id);
@@ -118,4 +133,22 @@ async function retireBatch(
       : affected(await stampRows(m, spec, eligible, ctx.now).execute());
   }
   return counts;
+}
+
+/** Of these plans, the ones that still qualify, in lock order. */
+async function stillRetirable(
+  ctx: RunContext,
+  m: EntityManager,
+  ids: string[],
+  status: TerminalStatus,
+  mode: Mode,
+): Promise<string[]> {
+  const rows: Array<{ id: string }> = await retirable(
+    m,
+    plansWithHeads(m).select('p.id', 'id').where('p.id IN (:...ids)', { ids }),
+    status,
+    retirementCutoff(ctx, status),
+    mode,
+  ).getRawMany();
+  return lockOrder(rows.map((r) => r.id));
 }

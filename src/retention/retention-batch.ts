@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Logger } from '../shared/logger';
-import { isRetryableDbError, dbErrorCode } from '../store/db-errors';
+import { dbErrorCode, isRetryableDbError, isTooManyLocksError } from '../store/db-errors';
 import { runSerialized } from '../store/sql/serial-queue';
 import type { SqlDialect } from '../store/sql/sql-dialect';
 import type { RetentionPolicy } from './retention-config';
@@ -17,6 +17,8 @@ export interface RunContext {
   dryRun: boolean;
   /** Plan ids per batch: the policy's, capped for the database. */
   batchSize: number;
+  /** Rows one transaction changes at most (the policy's maxRowsPerTransaction). */
+  maxRows: number;
   report: RetentionReport;
   logger?: Logger;
   signal?: AbortSignal;
@@ -48,20 +50,6 @@ export function shouldStop(ctx: RunContext): boolean {
 }
 
 /**
- * Runs one batch of plans in its own transaction: first the plans' `plan_heads` locks (the lock
- * every writer takes first, in key order: no deadlock between retention runs, and a worker rebuild
- * of these plans waits or has committed), then `work`, which re-checks what still qualifies under
- * those locks and changes only that. All or nothing, so an interrupted run leaves whole batches
- * done and the rest untouched. A dry run reads only: no transaction, no lock. `work` may run more
- * than once (retried), so it must not touch the report: its caller adds what it returns.
- */
-export async function inBatch<T>(ctx: RunContext, ids: string[], work: (m: EntityManager) => Promise<T>): Promise<T> {
-  ctx.report.batches++;
-  if (ctx.dryRun) return work(ctx.ds.manager);
-  return underHeadLocks(ctx.ds, ids, work, ctx.logger);
-}
-
-/**
  * `work` in one READ COMMITTED transaction that first takes these plans' `plan_heads` locks in key
  * order, retried whole on a deadlock or lock time-out. Shared by retention and session erasure.
  */
@@ -71,17 +59,34 @@ export async function underHeadLocks<T>(
   work: (m: EntityManager) => Promise<T>,
   logger?: Logger,
 ): Promise<T> {
+  return inTransaction(
+    ds,
+    async (m) => {
+      await lockHeads(m, lockOrder(ids)).execute();
+      return work(m);
+    },
+    logger,
+    { plans: ids.length },
+  );
+}
+
+/**
+ * `work` in one write transaction (see `transaction`), retried whole on a deadlock or lock time-out.
+ * A transaction refused for holding too many locks is not retried as it was: it would fail again
+ * (row-batches.ts runs it again over fewer rows).
+ */
+export async function inTransaction<T>(
+  ds: DataSource,
+  work: (m: EntityManager) => Promise<T>,
+  logger?: Logger,
+  logFields: Record<string, unknown> = {},
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await runSerialized(ds, () =>
-        transaction(ds, async (m) => {
-          await lockHeads(m, lockOrder(ids)).execute();
-          return work(m);
-        }),
-      );
+      return await runSerialized(ds, () => transaction(ds, work));
     } catch (err) {
-      if (!isRetryableDbError(err) || attempt >= ATTEMPTS) throw err;
-      logger?.warn({ attempt, code: dbErrorCode(err), plans: ids.length }, 'batch hit a lock conflict; retrying');
+      if (isTooManyLocksError(err) || !isRetryableDbError(err) || attempt >= ATTEMPTS) throw err;
+      logger?.warn({ attempt, code: dbErrorCode(err), ...logFields }, 'batch hit a lock conflict; retrying');
       await sleep(BACKOFF_MS * 2 ** (attempt - 1) * (0.5 + Math.random()));
     }
   }

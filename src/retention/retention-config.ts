@@ -43,13 +43,34 @@ export interface RetentionPolicy {
    */
   orphanDays: number;
   /**
-   * RETENTION_BATCH_SIZE: plans per transaction (each statement carries at most this many ids);
-   * capped per database: SQL Server 2,000 (2,100 parameters per statement). 1,000 plans of 10
-   * steps keep every statement near 0.25 s on PostgreSQL (BENCHMARKS.md); lower it for much longer
-   * plans. SQL Server escalates a statement's row locks to a table lock past ~5,000 rows, blocking
-   * the workers meanwhile: there keep batch x steps per plan under that (e.g. 400). @defaultValue 1000
+   * RETENTION_BATCH_SIZE: plans per transaction at most (each statement carries at most this many
+   * ids), and plans per scan; capped per database: SQL Server 2,000 (2,100 parameters per
+   * statement). Transactions are bounded by rows too (maxRowsPerTransaction), whichever is reached
+   * first. @defaultValue 1000
    */
   batchSize: number;
+  /**
+   * RETENTION_MAX_ROWS: rows of plan tables one retention or erasure transaction changes at most
+   * (deletes, or stamps for a soft delete), besides the session rows a purge leaves with no plan.
+   * Each scanned page's plans are counted per table and cut into transactions whose rows add up to
+   * this at most; a plan with more rows is changed alone, in chunks of this many rows, each chunk
+   * its own transaction under the plan's head lock, the plan row and head with the last (soft
+   * delete, purge, erasure; a DAG expiry goes whole). A changed row keeps its locks (on SQL Server a
+   * key lock per index) until its transaction commits, so the budget bounds the locks one
+   * transaction holds: with lock escalation off, SQL Server's lock memory; with it on, no statement
+   * passes the ~5,000 rows at which SQL Server tries to lock the whole table, workers' writes
+   * included. Rows are counted when a page is scanned: a late event stored before the batch takes
+   * its locks adds its rows to that batch. Lower it when the lock memory is short; raise it for
+   * fewer, longer transactions. @defaultValue 5000
+   */
+  maxRowsPerTransaction: number;
+  /**
+   * RETENTION_REQUEST_TIMEOUT: seconds one statement of retention or erasure may run on SQL Server
+   * before the driver cancels it (the transaction is then retried or the run fails), instead of the
+   * DATABASE_URL's `requestTimeout` (15 s by default), which stays the worker's. 0 = no limit. Only
+   * SQL Server's driver has a request timeout. @defaultValue 300
+   */
+  requestTimeoutSeconds: number;
   /**
    * RETENTION_CRON: when the scheduler runs, a cron pattern in UTC; `off` = no schedule. @defaultValue `0 3 * * *`
    * (daily 03:00 UTC)
@@ -65,9 +86,16 @@ export const DEFAULT_RETENTION_POLICY: Readonly<RetentionPolicy> = Object.freeze
   dagTtlMinutes: 1440,
   orphanDays: 90,
   batchSize: 1000,
+  maxRowsPerTransaction: 5000,
+  requestTimeoutSeconds: 300,
   cron: '0 3 * * *',
 });
 
+/** Rows per transaction: a plan's last chunk also changes its plan row and head. */
+const MIN_ROWS = 100;
+const MAX_ROWS = 1_000_000;
+/** One day. */
+const MAX_TIMEOUT_S = 86_400;
 /** 100 years. */
 const MAX_DAG_TTL_MINUTES = 52_560_000;
 const TTL_UNIT_MINUTES: Record<string, number> = { m: 1, h: 60, d: 1_440 };
@@ -101,7 +129,15 @@ export const RETENTION_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ],
   ['RETENTION_DAG_TTL_HOURS', 'the same in whole hours (older name; RETENTION_DAG_TTL wins when both are set)'],
   ['RETENTION_ORPHAN_DAYS', 'days before events of a plan with no plan.created are retired; 0 = never (default 90)'],
-  ['RETENTION_BATCH_SIZE', 'plans per transaction, 1-50000, capped at 2000 on SQL Server (default 1000)'],
+  ['RETENTION_BATCH_SIZE', 'plans per transaction at most, 1-50000, capped at 2000 on SQL Server (default 1000)'],
+  [
+    'RETENTION_MAX_ROWS',
+    'rows per transaction at most, 100-1000000; a larger plan goes alone, in chunks of this many rows (default 5000)',
+  ],
+  [
+    'RETENTION_REQUEST_TIMEOUT',
+    "seconds a retention or erasure statement may run on SQL Server (the worker's is the DATABASE_URL's), 0-86400, 0 = no limit (default 300)",
+  ],
   ['RETENTION_CRON', 'schedule, cron pattern in UTC, or off (default "0 3 * * *" = daily 03:00 UTC)'],
 ];
 
@@ -133,6 +169,8 @@ export function retentionPolicy(overrides: Partial<RetentionPolicy> = {}): Reado
     ['dagTtlMinutes', 0, MAX_DAG_TTL_MINUTES],
     ['orphanDays', 0, 36_500],
     ['batchSize', 1, 50_000],
+    ['maxRowsPerTransaction', MIN_ROWS, MAX_ROWS],
+    ['requestTimeoutSeconds', 0, MAX_TIMEOUT_S],
   ];
   for (const [key, min, max] of ranges) {
     const v = policy[key] as number;
@@ -146,18 +184,7 @@ export function retentionPolicy(overrides: Partial<RetentionPolicy> = {}): Reado
 export function loadRetentionPolicy(env: Env = process.env): Readonly<RetentionPolicy> {
   const problems: string[] = [];
   const d = DEFAULT_RETENTION_POLICY;
-  const check = <T>(name: string, fallback: T, parse: (raw: string) => T): T => {
-    const raw = read(env, name);
-    if (raw === undefined) return fallback;
-    try {
-      return parse(raw);
-    } catch (err) {
-      problems.push(`${name}: ${(err as Error).message}`);
-      return fallback;
-    }
-  };
-  const num = (name: string, fallback: number, min: number, max: number) =>
-    check(name, fallback, (raw) => integer(raw, min, max));
+  const { check, num } = readers(env, problems);
   const policy: RetentionPolicy = {
     completedDays: num('RETENTION_COMPLETED_DAYS', d.completedDays, 1, 36_500),
     failedDays: num('RETENTION_FAILED_DAYS', d.failedDays, 1, 36_500),
@@ -170,8 +197,51 @@ export function loadRetentionPolicy(env: Env = process.env): Readonly<RetentionP
     ),
     orphanDays: num('RETENTION_ORPHAN_DAYS', d.orphanDays, 0, 36_500),
     batchSize: num('RETENTION_BATCH_SIZE', d.batchSize, 1, 50_000),
+    ...transactionLimits(num),
     cron: check('RETENTION_CRON', d.cron, parseCron),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(policy);
+}
+
+/** How big one transaction may be and how long one statement may run: what session erasure takes from retention. */
+export type TransactionLimits = Pick<RetentionPolicy, 'maxRowsPerTransaction' | 'requestTimeoutSeconds'>;
+
+/**
+ * RETENTION_MAX_ROWS and RETENTION_REQUEST_TIMEOUT only, checked as loadRetentionPolicy checks
+ * them: `sessions purge` bounds its transactions as retention does, whatever the rest of the policy.
+ */
+export function loadTransactionLimits(env: Env = process.env): TransactionLimits {
+  const problems: string[] = [];
+  const limits = transactionLimits(readers(env, problems).num);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return limits;
+}
+
+function transactionLimits(num: Readers['num']): TransactionLimits {
+  const d = DEFAULT_RETENTION_POLICY;
+  return {
+    maxRowsPerTransaction: num('RETENTION_MAX_ROWS', d.maxRowsPerTransaction, MIN_ROWS, MAX_ROWS),
+    requestTimeoutSeconds: num('RETENTION_REQUEST_TIMEOUT', d.requestTimeoutSeconds, 0, MAX_TIMEOUT_S),
+  };
+}
+
+interface Readers {
+  check<T>(name: string, fallback: T, parse: (raw: string) => T): T;
+  num(name: string, fallback: number, min: number, max: number): number;
+}
+
+/** Readers of `env` that note what is wrong with a variable in `problems` and fall back to its default. */
+function readers(env: Env, problems: string[]): Readers {
+  const check = <T>(name: string, fallback: T, parse: (raw: string) => T): T => {
+    const raw = read(env, name);
+    if (raw === undefined) return fallback;
+    try {
+      return parse(raw);
+    } catch (err) {
+      problems.push(`${name}: ${(err as Error).message}`);
+      return fallback;
+    }
+  };
+  return { check, num: (name, fallback, min, max) => check(name, fallback, (raw) => integer(raw, min, max)) };
 }

@@ -43,6 +43,8 @@ export interface RetentionReport {
   tables: Record<PlanTable, TableCounts>;
   /** Plan ids per statement after the per-database cap. */
   batchSize: number;
+  /** Rows one transaction changes at most (a plan with more: in chunks of this many). */
+  maxRowsPerTransaction: number;
   /** Transactions run (dry run: batches examined). */
   batches: number;
   complete: boolean;
@@ -54,6 +56,7 @@ export function emptyReport(
   dryRun: boolean,
   now: Date,
   batchSize: number,
+  maxRowsPerTransaction: number,
   cutoffs: RetentionReport['cutoffs'],
 ): RetentionReport {
   const tables = Object.fromEntries(PLAN_TABLES.map((t) => [t.table, { softDeleted: 0, purged: 0 }])) as Record<
@@ -70,6 +73,7 @@ export function emptyReport(
     dags: { expired: 0, purged: 0, stamped: 0 },
     tables,
     batchSize,
+    maxRowsPerTransaction,
     batches: 0,
     complete: true,
     durationMs: 0,
@@ -105,7 +109,7 @@ export function formatReport(r: RetentionReport): string[] {
   );
   const end = r.complete ? 'complete' : `stopped early (${r.stoppedBy}); the next run continues`;
   lines.push(
-    `${r.dryRun ? 'dry run, nothing changed' : 'done'}: ${r.batches} batches of up to ${r.batchSize} plans in ${r.durationMs} ms, ${end}`,
+    `${r.dryRun ? 'dry run, nothing changed' : 'done'}: ${r.batches} batches of up to ${r.batchSize} plans and ${r.maxRowsPerTransaction} rows in ${r.durationMs} ms, ${end}`,
   );
   return lines;
 }

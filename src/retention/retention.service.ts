@@ -30,9 +30,10 @@ export interface RetentionRunOptions {
  *  3. soft-delete orphan plans (events, no plan.created) idle for RETENTION_ORPHAN_DAYS;
  *  4. expire DAGs/checkpoints of finished workflows, and purge expired ones past the grace period.
  * Purging first means a plan soft-deleted today is purged by a run at least `graceDays` later,
- * never by this one. Every batch is one transaction under the plans' head locks, so two runs at
- * once (or a worker rebuilding a plan) neither double-delete nor deadlock, and a run stopped at any
- * point is finished by the next.
+ * never by this one. Every batch is one transaction under the plans' head locks, of at most
+ * `batchSize` plans and `maxRowsPerTransaction` rows (a larger plan in chunks: row-batches.ts), so
+ * two runs at once (or a worker rebuilding a plan) neither double-delete nor deadlock, and a run
+ * stopped at any point is finished by the next.
  */
 export async function runRetention(
   ds: DataSource,
@@ -45,7 +46,7 @@ export async function runRetention(
   const batchSize = Math.min(policy.batchSize, maxIdsPerStatement(dialect));
   const clock = { now, policy };
   const iso = (d: Date | null) => (d ? d.toISOString() : null);
-  const report = emptyReport(options.dryRun ?? false, now, batchSize, {
+  const report = emptyReport(options.dryRun ?? false, now, batchSize, policy.maxRowsPerTransaction, {
     completed: retirementCutoff(clock, 'completed').toISOString(),
     failed: retirementCutoff(clock, 'failed').toISOString(),
     cancelled: retirementCutoff(clock, 'cancelled').toISOString(),
@@ -60,6 +61,7 @@ export async function runRetention(
     now,
     dryRun: report.dryRun,
     batchSize,
+    maxRows: policy.maxRowsPerTransaction,
     report,
     logger: options.logger,
     signal: options.signal,
@@ -69,7 +71,10 @@ export async function runRetention(
   };
   // a failure propagates as is: the caller reports it once (the CLI as one line, the scheduler's worker as a failed
   // job)
-  for (const phase of [purgePlans, purgeOrphans, retirePlans, retireOrphans, expireDags]) await phase(ctx);
+  // every statement of the run gets retention's request timeout (SQL Server), not the worker's
+  await dialect.withRequestTimeout(policy.requestTimeoutSeconds * 1000, async () => {
+    for (const phase of [purgePlans, purgeOrphans, retirePlans, retireOrphans, expireDags]) await phase(ctx);
+  });
   report.durationMs = Date.now() - started;
   options.logger?.info(
     {

@@ -4,9 +4,14 @@ import { NotFoundError } from '../queries/query-errors';
 import type { Logger } from '../shared/logger';
 import { ENTITY } from '../store/entities';
 import { sqlDialectOf } from '../store/sql/dialects';
-import { lockOrder, underHeadLocks } from './retention-batch';
+import { inTransaction, lockOrder } from './retention-batch';
+import { DEFAULT_RETENTION_POLICY } from './retention-config';
+import { BatchContext, changePlans, PlanChange, planSizes } from './row-batches';
 import { affected, countRows, deleteRows, maxIdsPerStatement, PLAN_TABLES, PlanTable } from './retention-sql';
-import { deleteSessions } from './empty-sessions';
+import { deleteSessions, lockSessions } from './empty-sessions';
+
+/** Rounds of erasure while workers keep writing new plans of the session, before giving up. */
+const MAX_ROUNDS = 5;
 
 export interface EraseSessionOptions {
   /** Count what would be removed; change nothing, lock nothing. @defaultValue false */
@@ -15,6 +20,16 @@ export interface EraseSessionOptions {
   deadLetters?: DeadLetterService;
   /** Plans per transaction. @defaultValue 1000 (capped per database like retention's) */
   batchSize?: number;
+  /**
+   * Rows per transaction at most; a plan with more is erased in chunks of this many rows, one
+   * transaction each (retention's RETENTION_MAX_ROWS). @defaultValue 5000
+   */
+  maxRowsPerTransaction?: number;
+  /**
+   * Seconds each statement may run on SQL Server, instead of the connection's request timeout
+   * (retention's RETENTION_REQUEST_TIMEOUT); 0: no limit. @defaultValue 300
+   */
+  requestTimeoutSeconds?: number;
   logger?: Logger;
 }
 
@@ -38,16 +53,23 @@ export interface SessionErasureReport {
  * Erasure: removes everything of one session for good, whatever its plans' status or retention
  * state: every row its plans own (PLAN_TABLES: steps, handoffs, decisions, checkpoints, DAGs,
  * events, plan rows, heads), the `sessions` row, and its dead letters. Each batch of plans is one
- * transaction under their head locks, as the store and retention take them, so a worker applying
- * an event of one of these plans either finished before (and its rows are deleted) or waits and
- * then finds nothing to add to. Plans written for the session while this runs are picked up by a
- * final re-scan. Throws NotFoundError when neither the database nor Redis knows the session.
+ * transaction of at most `maxRowsPerTransaction` rows under their head locks, as the store and
+ * retention take them (a larger plan in chunks, its plan row and head with the last), so a worker
+ * applying an event of one of these plans either finished before (and its rows are deleted) or
+ * waits and then finds nothing to add to. Plans written for the session while this runs are found
+ * under the session row's lock before it is deleted, and erased first. Throws NotFoundError when
+ * neither the database nor Redis knows the session.
  */
 export async function eraseSession(
   ds: DataSource,
   sessionId: string,
   options: EraseSessionOptions = {},
 ): Promise<SessionErasureReport> {
+  const timeoutS = options.requestTimeoutSeconds ?? DEFAULT_RETENTION_POLICY.requestTimeoutSeconds;
+  return sqlDialectOf(ds).withRequestTimeout(timeoutS * 1000, () => erase(ds, sessionId, options));
+}
+
+async function erase(ds: DataSource, sessionId: string, options: EraseSessionOptions): Promise<SessionErasureReport> {
   const started = Date.now();
   const dryRun = options.dryRun ?? false;
   const batchSize = Math.min(options.batchSize ?? 1000, maxIdsPerStatement(sqlDialectOf(ds)));
@@ -58,31 +80,55 @@ export async function eraseSession(
   const add = (counts: Partial<Record<PlanTable, number>>) => {
     for (const [t, n] of Object.entries(counts) as Array<[PlanTable, number]>) tables[t] += n;
   };
+  const bc: BatchContext = {
+    ds,
+    dryRun,
+    maxRows: options.maxRowsPerTransaction ?? DEFAULT_RETENTION_POLICY.maxRowsPerTransaction,
+    batchSize,
+    logger: options.logger,
+    proceed: () => true,
+    counted: () => undefined,
+  };
+  const change: PlanChange = {
+    tables: PLAN_TABLES,
+    tail: 2, // execution_plans, plan_heads
+    dropsEmptySessions: false, // the session row goes last, below
+    whole: (m, ids) => (dryRun ? countAll(m, ids) : deleteAll(m, ids)),
+    stillDue: async () => true,
+    add,
+  };
 
-  // a plan created for the session meanwhile shows up in the next scan; a dry run looks once
-  for (let pass = 0; pass < 3; pass++) {
-    const fresh = (await planIdsOf(ds.manager, sessionId)).filter((id) => !done.has(id));
-    if (fresh.length === 0) break;
-    for (let i = 0; i < fresh.length; i += batchSize) {
-      const ids = lockOrder(fresh.slice(i, i + batchSize));
-      add(
-        dryRun
-          ? await countAll(ds.manager, ids)
-          : await underHeadLocks(ds, ids, (m) => deleteAll(m, ids), options.logger),
-      );
-      for (const id of ids) done.add(id);
+  // a plan written for the session meanwhile is found by the check under the session's lock, and
+  // erased in one more round; a dry run looks once
+  let ids = await planIdsOf(ds.manager, sessionId);
+  for (let round = 1; ; round++) {
+    for (let i = 0; i < ids.length; i += batchSize) {
+      const page = ids.slice(i, i + batchSize);
+      await changePlans(bc, change, await planSizes(ds.manager, PLAN_TABLES, page, 'all'));
+      for (const id of page) done.add(id);
     }
-    if (dryRun) break;
+    if (dryRun) {
+      tables.sessions = await countSession(ds.manager, sessionId);
+      break;
+    }
+    const end = await inTransaction(ds, (m) => deleteSessionIfEmpty(m, sessionId), options.logger);
+    if (end.left.length === 0) {
+      tables.sessions = end.deleted;
+      break;
+    }
+    if (round >= MAX_ROUNDS)
+      throw new Error(
+        `session ${sessionId}: plans still being written for it after ${MAX_ROUNDS} rounds of erasure (${end.left.length} left); stop its producers and erase it again`,
+      );
+    ids = end.left;
   }
-  const sessionRows = await countSession(ds.manager, sessionId);
-  tables.sessions = dryRun ? sessionRows : await ds.transaction((m) => deleteSessions(m, [sessionId]));
 
   let deadLetters: number | null = null;
   if (options.deadLetters) {
     const result = await options.deadLetters.purgeSession(sessionId, done, { dryRun });
     deadLetters = result.deadLetters.length;
   }
-  if (done.size === 0 && sessionRows === 0 && !deadLetters)
+  if (done.size === 0 && tables.sessions === 0 && !deadLetters)
     throw new NotFoundError('session', sessionId, ': no plan, session row or dead letter of it');
   const report: SessionErasureReport = {
     sessionId,
@@ -116,6 +162,19 @@ async function planIdsOf(m: EntityManager, sessionId: string): Promise<string[]>
     .where('h.sessionId = :sessionId', { sessionId })
     .getRawMany();
   return lockOrder([...plans, ...heads].map((r) => r.id));
+}
+
+/**
+ * The session's row goes only when no plan of it is left, checked under the row's lock: a worker
+ * writing a plan of the session holds that lock from its upsert of the row until it commits (see
+ * lockSessions), so its plan is seen here and erased in one more round instead of being taken by
+ * the row's ON DELETE CASCADE, uncounted, its events and head left behind.
+ */
+async function deleteSessionIfEmpty(m: EntityManager, sessionId: string): Promise<{ left: string[]; deleted: number }> {
+  const locked = await lockSessions(m, [sessionId]);
+  const left = await planIdsOf(m, sessionId);
+  if (left.length > 0) return { left, deleted: 0 };
+  return { left, deleted: await deleteSessions(m, locked) };
 }
 
 async function deleteAll(m: EntityManager, ids: string[]): Promise<Partial<Record<PlanTable, number>>> {

@@ -67,6 +67,24 @@ export function isRetryableDbError(err: unknown, depth = 0): boolean {
   return Array.isArray(errors) && depth < 3 && errors.some((e) => isRetryableDbError(e, depth + 1));
 }
 
+/** Codes, server errors (SQL Server numbers) and MySQL errnos saying a transaction holds more locks than the server can keep. */
+const TOO_MANY_LOCK_CODES = new Set<string>(dialects.flatMap((d) => d.transient.tooManyLocks?.codes ?? []));
+const TOO_MANY_LOCK_NUMBERS = new Set<number>(dialects.flatMap((d) => [...(d.transient.tooManyLocks?.numbers ?? [])]));
+const TOO_MANY_LOCK_ERRNOS = new Set<number>(dialects.flatMap((d) => [...(d.transient.tooManyLocks?.errnos ?? [])]));
+
+/**
+ * The transaction took more locks than the server can keep (SQL Server 1204, InnoDB's lock table
+ * full): running it again as it was fails again; a transaction over fewer rows may succeed.
+ */
+export function isTooManyLocksError(err: unknown, depth = 0): boolean {
+  const f = fields(err);
+  if (f.code && TOO_MANY_LOCK_CODES.has(f.code)) return true;
+  if (f.number !== undefined && TOO_MANY_LOCK_NUMBERS.has(f.number)) return true;
+  if (f.errno !== undefined && TOO_MANY_LOCK_ERRNOS.has(f.errno) && /mysql|maria/i.test(f.message + (f.code ?? '')))
+    return true;
+  return f.cause !== undefined && depth < 3 && isTooManyLocksError(f.cause, depth + 1);
+}
+
 /** A unique/primary key violation: for an idempotent insert, the row is already there. */
 export function isDuplicateKeyError(err: unknown): boolean {
   const f = fields(err);

@@ -17,6 +17,8 @@ describe('retention policy from the environment', () => {
       dagTtlMinutes: 1440,
       orphanDays: 90,
       batchSize: 1000,
+      maxRowsPerTransaction: 5000,
+      requestTimeoutSeconds: 300,
       cron: '0 3 * * *',
     });
     expect(DEFAULT_RETENTION_POLICY.failedDays).toBeGreaterThan(DEFAULT_RETENTION_POLICY.completedDays);
@@ -32,6 +34,8 @@ describe('retention policy from the environment', () => {
       RETENTION_DAG_TTL_HOURS: '1',
       RETENTION_ORPHAN_DAYS: '0',
       RETENTION_BATCH_SIZE: '500',
+      RETENTION_MAX_ROWS: '2000',
+      RETENTION_REQUEST_TIMEOUT: '0',
       RETENTION_CRON: '*/15  *  * * *',
     };
     expect(loadRetentionPolicy(env)).toEqual({
@@ -42,6 +46,8 @@ describe('retention policy from the environment', () => {
       dagTtlMinutes: 90,
       orphanDays: 0,
       batchSize: 500,
+      maxRowsPerTransaction: 2000,
+      requestTimeoutSeconds: 0,
       cron: '*/15 * * * *',
     });
     expect(RETENTION_ENV_HELP.map(([name]) => name).sort()).toEqual(Object.keys(env).sort());
@@ -80,6 +86,23 @@ describe('retention policy from the environment', () => {
       'RETENTION_BATCH_SIZE: 100000 is outside 1-50000',
       'RETENTION_CRON: "daily" has 1 field; expected 5 (m h dom mon dow) or 6, or off',
     ]);
+  });
+
+  it('bounds the rows per transaction and the request timeout, one line per bad value', () => {
+    expect(() => loadRetentionPolicy({ RETENTION_MAX_ROWS: '99', RETENTION_REQUEST_TIMEOUT: '5m' })).toThrow(
+      expect.objectContaining({
+        problems: [
+          'RETENTION_MAX_ROWS: 99 is outside 100-1000000',
+          'RETENTION_REQUEST_TIMEOUT: "5m" is not an integer',
+        ],
+      }),
+    );
+    expect(() => loadRetentionPolicy({ RETENTION_REQUEST_TIMEOUT: '86401' })).toThrow(
+      'RETENTION_REQUEST_TIMEOUT: 86401 is outside 0-86400',
+    );
+    expect(() => retentionPolicy({ maxRowsPerTransaction: 0 })).toThrow(
+      'maxRowsPerTransaction: 0 is not an integer in 100-1000000',
+    );
   });
 
   it('accepts 5- and 6-field cron patterns and rejects anything else', () => {

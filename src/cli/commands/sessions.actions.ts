@@ -6,6 +6,7 @@ import { formatInt, renderTable } from '../../queries/text-output';
 import { parseArgs, printJson, withReadSource } from './read-command';
 import { openDeadLetterService } from '../../dead-letters/dead-letter-connections';
 import { eraseSession, formatErasureReport } from '../../retention/session-erasure';
+import { loadTransactionLimits } from '../../retention/retention-config';
 import { withDataSource } from '../with-data-source';
 
 export async function activeCommand(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
@@ -55,11 +56,17 @@ export async function purgeCommand(
   opts: { dryRun?: boolean; json?: boolean },
 ): Promise<void> {
   const sessionId = parseArgs(() => requireId('sessionId', rawId));
+  const limits = loadTransactionLimits(ctx.env);
   // Redis first: when it is unreachable, nothing is erased
   const redis = await openDeadLetterService(ctx.config, ctx.logger);
   try {
     const report = await withDataSource(ctx, (ds) =>
-      eraseSession(ds, sessionId, { dryRun: opts.dryRun ?? false, deadLetters: redis.service, logger: ctx.logger }),
+      eraseSession(ds, sessionId, {
+        dryRun: opts.dryRun ?? false,
+        deadLetters: redis.service,
+        logger: ctx.logger,
+        ...limits,
+      }),
     );
     if (opts.json) return printJson(ctx, report);
     for (const line of formatErasureReport(report)) ctx.out(line);

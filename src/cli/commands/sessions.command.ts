@@ -1,10 +1,18 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
+import { RETENTION_ENV_HELP } from '../../retention/retention-config';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const actions = () => require('./sessions.actions') as typeof import('./sessions.actions');
+
+/** What `sessions purge` reads of retention's settings: its transactions are bounded alike. */
+const ERASURE_ENV_TEXT = `\nTransactions, as retention's (environment):\n${RETENTION_ENV_HELP.filter(([name]) =>
+  ['RETENTION_MAX_ROWS', 'RETENTION_REQUEST_TIMEOUT'].includes(name),
+)
+  .map(([name, help]) => `  ${name.padEnd(26)}${help}`)
+  .join('\n')}`;
 
 /** `sessions active|history`: what a chat application restores after a restart. */
 export function registerSessions(program: Command, context: () => CliContext): Command {
@@ -40,7 +48,7 @@ export function registerSessions(program: Command, context: () => CliContext): C
     .option('--json', 'print { sessionId, dryRun, plans, tables, deadLetters, durationMs } as JSON')
     .addHelpText(
       'after',
-      "\nNo undo (unlike retention's soft delete). Needs the database and Redis (REDIS_URL, QUEUE_PREFIX).\nExit code 1 with one line when neither knows the session.\n\nExamples:\n  plan-ledger sessions purge sess-42 --dry-run\n  plan-ledger sessions purge sess-42 --json",
+      `\nNo undo (unlike retention's soft delete). Needs the database and Redis (REDIS_URL, QUEUE_PREFIX).\nExit code 1 with one line when neither knows the session.\n${ERASURE_ENV_TEXT}\n\nExamples:\n  plan-ledger sessions purge sess-42 --dry-run\n  plan-ledger sessions purge sess-42 --json`,
     )
     .action(async (sessionId: string, opts: { dryRun?: boolean; json?: boolean }) =>
       actions().purgeCommand(context(), sessionId, opts),

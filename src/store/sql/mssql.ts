@@ -1,8 +1,10 @@
 import { DataSource, DataSourceOptions, EntityManager, MssqlParameter } from 'typeorm';
 import type { DatabaseTarget } from '../../config/database-url';
 import { appendEventRows } from './ledger-rows';
+import { limitedTarget, runLimited } from './limited-changes';
 import { bumpHeadsJson, eventPlansJson, JsonRows, lockHeadsJson } from './mssql-json';
 import { typeMssqlParameters } from './mssql-parameters';
+import { scopeRequestTimeouts, withRequestTimeout } from './mssql-request-timeout';
 import type { SqlDialect } from './sql-dialect';
 
 const MIGRATION_LOCK_NAME = 'plan-ledger:migrate';
@@ -65,8 +67,9 @@ export const mssql: SqlDialect = {
       },
     } as DataSourceOptions;
   },
-  // declared parameter types that do not vary with the values (mssql-parameters.ts)
-  prepareDataSource: (ds) => typeMssqlParameters(ds),
+  // declared parameter types that do not vary with the values (mssql-parameters.ts); retention's
+  // own request timeout (mssql-request-timeout.ts)
+  prepareDataSource: (ds) => scopeRequestTimeouts(typeMssqlParameters(ds)),
   afterOpen: async () => undefined,
   serializesWrites: false,
   transaction: <T>(ds: DataSource, work: (m: EntityManager) => Promise<T>) => ds.transaction('READ COMMITTED', work),
@@ -78,6 +81,18 @@ export const mssql: SqlDialect = {
   sumInt: (column) => `SUM(CAST(${column} AS BIGINT))`,
   textGroupKeys: (column) => [column, `DATALENGTH(${column})`],
   sameText: (column, param) => `(${column} = ${param} AND DATALENGTH(${column}) = DATALENGTH(${param}))`,
+
+  changeSome(m, c) {
+    const t = limitedTarget(m, c);
+    return c.stamp === undefined
+      ? runLimited(m, `DELETE TOP (@1) FROM ${t.table} WHERE ${t.key} = @0`, [c.planId, c.limit])
+      : runLimited(
+          m,
+          `UPDATE TOP (@1) ${t.table} SET ${t.deletedAt} = @2 WHERE ${t.key} = @0 AND ${t.deletedAt} IS NULL`,
+          [c.planId, c.limit, t.stamp],
+        );
+  },
+  withRequestTimeout,
 
   rows: (m) => new JsonRows(m),
   updatesChangedColumnsOnly: false,
@@ -141,6 +156,8 @@ export const mssql: SqlDialect = {
       [10928, 'Azure SQL: resource limit reached (requests, sessions)'],
       [10929, 'Azure SQL: minimum resource guarantee not available'],
     ]),
+    // a transaction with fewer rows takes fewer locks (retention and erasure retry with fewer)
+    tooManyLocks: { numbers: new Set([1204]) },
   },
   isDuplicateKey: (f) => f.number === 2627 || f.number === 2601, // primary key / unique index
 };

@@ -1,5 +1,6 @@
 import type { DataSource, DataSourceOptions, EntityManager, QueryRunner } from 'typeorm';
 import { appendEventRows, bumpHeadsByUpdate, eventPlansByFind, lockHeadsByUpsert } from './ledger-rows';
+import { limitedTarget, runLimited } from './limited-changes';
 import { ValuesRows } from './row-stores';
 import type { SqlDialect, Upsert } from './sql-dialect';
 import { columnOf, insertStatement, setList, Statement } from './values-statements';
@@ -65,6 +66,18 @@ export const mysql: SqlDialect = {
   textGroupKeys: (column) => [column, `LENGTH(${column})`],
   sameText: (column, param) => `(${column} = ${param} AND LENGTH(${column}) = LENGTH(${param}))`,
 
+  changeSome(m, c) {
+    const t = limitedTarget(m, c);
+    return c.stamp === undefined
+      ? runLimited(m, `DELETE FROM ${t.table} WHERE ${t.key} = ? LIMIT ?`, [c.planId, c.limit])
+      : runLimited(
+          m,
+          `UPDATE ${t.table} SET ${t.deletedAt} = ? WHERE ${t.key} = ? AND ${t.deletedAt} IS NULL LIMIT ?`,
+          [t.stamp, c.planId, c.limit],
+        );
+  },
+  withRequestTimeout: (_timeoutMs, work) => work(),
+
   rows: (m) => new ValuesRows(m, mysql, onDuplicateKeyStatement),
   updatesChangedColumnsOnly: false,
   lockHeads: (m, sorted) => lockHeadsByUpsert(m, mysql, sorted),
@@ -99,6 +112,8 @@ export const mysql: SqlDialect = {
       'ER_SERVER_SHUTDOWN',
     ],
     errnos: new Set([1213, 1205, 1040, 1053]),
+    // ER_LOCK_TABLE_FULL: the transaction's row locks filled the buffer pool's lock table
+    tooManyLocks: { codes: ['ER_LOCK_TABLE_FULL'], errnos: new Set([1206]) },
   },
   isDuplicateKey: (f) => f.code === 'ER_DUP_ENTRY' || f.errno === 1062,
 };

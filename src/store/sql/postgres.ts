@@ -4,6 +4,7 @@ import { chunk } from './batch-limits';
 import { pgArrayLiteral } from './postgres-array';
 import { unnestInsertStatement } from './postgres-statements';
 import { bumpHeadsByUpdate } from './ledger-rows';
+import { limitedTarget, runLimited } from './limited-changes';
 import { UnnestRows } from './row-stores';
 import type { LockedHead, SqlDialect } from './sql-dialect';
 
@@ -73,9 +74,6 @@ export const postgres: SqlDialect = {
   textGroupKeys: (column) => [column],
   sameText: (column, param) => `${column} = ${param}`,
 
-  rows: (m) => new UnnestRows(m, postgres),
-  updatesChangedColumnsOnly: false,
-
   /**
    * ON CONFLICT DO UPDATE ... WHERE false locks the stored rows without writing them (a write
    * here would only be overwritten when the heads are written); RETURNING names the rows it
@@ -132,6 +130,20 @@ export const postgres: SqlDialect = {
     );
     return rows.map(renamed);
   },
+
+  /** No LIMIT on DELETE or UPDATE: the rows are picked by their address (ctid), read by a sub-select. */
+  changeSome(m, c) {
+    const t = limitedTarget(m, c);
+    const live = c.stamp === undefined ? '' : ` AND ${t.deletedAt} IS NULL`;
+    const rows = `ctid = ANY (ARRAY(SELECT ctid FROM ${t.table} WHERE ${t.key} = $1${live} LIMIT $2))`;
+    return c.stamp === undefined
+      ? runLimited(m, `DELETE FROM ${t.table} WHERE ${rows}`, [c.planId, c.limit])
+      : runLimited(m, `UPDATE ${t.table} SET ${t.deletedAt} = $3 WHERE ${rows}`, [c.planId, c.limit, t.stamp]);
+  },
+  withRequestTimeout: (_timeoutMs, work) => work(),
+
+  rows: (m) => new UnnestRows(m, postgres),
+  updatesChangedColumnsOnly: false,
 
   migrations: {
     lock: {

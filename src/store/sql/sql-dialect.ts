@@ -98,6 +98,25 @@ export interface TransientErrors {
   errnos?: ReadonlySet<number>;
   /** Messages of errors that arrive with no code or number saying what they are. */
   messages?: readonly RegExp[];
+  /**
+   * Errors that say the transaction holds more locks than the server can keep (SQL Server's lock
+   * memory, InnoDB's lock table): the same transaction fails again, a smaller one may not.
+   */
+  tooManyLocks?: { codes?: readonly string[]; numbers?: ReadonlySet<number>; errnos?: ReadonlySet<number> };
+}
+
+/**
+ * A change of at most `limit` rows of one plan in one table: a chunk of a plan too large for one
+ * transaction (retention, erasure). Which rows is the database's choice.
+ */
+export interface LimitedChange {
+  entity: string;
+  /** The property that holds the plan id. */
+  planKey: string;
+  planId: string;
+  limit: number;
+  /** Soft delete: stamp `deleted_at` with this instant on rows not stamped yet. Absent: DELETE. */
+  stamp?: Date;
 }
 
 /**
@@ -192,6 +211,19 @@ export interface SqlDialect extends ColumnTypes {
     m: EntityManager,
     plans: Array<{ planId: string; aboveSeq: number | null }>,
   ): Promise<PlanEventRow[]>;
+
+  // --- retention ---
+  /**
+   * DELETE (or stamp) at most `change.limit` rows of one plan in one table, in the transaction of
+   * `m`; the number changed. SQL Server `TOP (n)`, MySQL `LIMIT n`; PostgreSQL and SQLite pick the
+   * rows by their address (ctid, rowid) in a sub-select.
+   */
+  changeSome(m: EntityManager, change: LimitedChange): Promise<number>;
+  /**
+   * Runs `work` with every statement it sends given `timeoutMs` to run (0: no limit) instead of the
+   * connection's request timeout, where the driver has one (SQL Server); elsewhere just runs it.
+   */
+  withRequestTimeout<T>(timeoutMs: number, work: () => Promise<T>): Promise<T>;
 
   // --- migrations ---
   readonly migrations: {

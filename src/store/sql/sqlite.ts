@@ -1,6 +1,7 @@
 import type { DataSource, DataSourceOptions, EntityManager } from 'typeorm';
 import { ENTITY, PlanHeadRow } from '../entities';
 import { appendEventRows, bumpHeadsByUpdate } from './ledger-rows';
+import { limitedTarget, runLimited } from './limited-changes';
 import { SqliteRowStore } from './row-stores';
 import type { LockedHead, SqlDialect } from './sql-dialect';
 import { SqliteRows } from './sqlite-rows';
@@ -62,6 +63,20 @@ export const sqlite: SqlDialect = {
   sumInt: (column) => `SUM(${column})`,
   textGroupKeys: (column) => [column],
   sameText: (column, param) => `${column} = ${param}`,
+
+  /**
+   * The rows are picked by rowid through a sub-select: a LIMIT on DELETE or UPDATE exists only in
+   * SQLite builds compiled with SQLITE_ENABLE_UPDATE_DELETE_LIMIT.
+   */
+  changeSome(m, c) {
+    const t = limitedTarget(m, c);
+    const live = c.stamp === undefined ? '' : ` AND ${t.deletedAt} IS NULL`;
+    const rows = `rowid IN (SELECT rowid FROM ${t.table} WHERE ${t.key} = ?${live} LIMIT ?)`;
+    return c.stamp === undefined
+      ? runLimited(m, `DELETE FROM ${t.table} WHERE ${rows}`, [c.planId, c.limit])
+      : runLimited(m, `UPDATE ${t.table} SET ${t.deletedAt} = ? WHERE ${rows}`, [t.stamp, c.planId, c.limit]);
+  },
+  withRequestTimeout: (_timeoutMs, work) => work(),
 
   rows: (m) => new SqliteRowStore(m, sqlite),
   updatesChangedColumnsOnly: true,
