@@ -33,12 +33,12 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('pins SQL Server to a cumulative update, bounds its memory and Redis memory, sizes retention for row locks', () => {
+  it('pins SQL Server to a cumulative update, bounds its memory and Redis memory, bounds the row locks of a retention transaction', () => {
     expect(compose).not.toMatch(/:latest\b|-latest\b/);
     expect(compose).toMatch(/image: &mssql-image mcr\.microsoft\.com\/mssql\/server:2022-CU\d+-ubuntu-22\.04/);
     expect(values('MSSQL_MEMORY_LIMIT_MB')).toEqual(['${MSSQL_MEMORY_LIMIT_MB:-2048}']);
     expect(compose).toContain('"--maxmemory", "${REDIS_MAXMEMORY:-1gb}", "--maxmemory-policy", "noeviction"');
-    expect(values('RETENTION_BATCH_SIZE')).toEqual(['${RETENTION_BATCH_SIZE:-400}']);
+    expect(values('RETENTION_MAX_ROWS')).toEqual(['${RETENTION_MAX_ROWS:-5000}']);
   });
 
   it('runs a SQL Server edition licensed for production unless told otherwise', () => {
@@ -47,10 +47,10 @@ describe('docker-compose.yml', () => {
   });
 
   it('gives SQL Server and Redis time to shut down cleanly and restarts them', () => {
-    const service = (name: string) => compose.split(/\n  (?=[a-z-]+:\n)/).find((b) => b.startsWith(`${name}:`))!;
+    const service = (name: string) => compose.split(/\n {2}(?=[a-z-]+:\n)/).find((b) => b.startsWith(`${name}:`))!;
     for (const name of ['mssql', 'redis', 'worker']) {
-      expect(service(name)).toMatch(/\n    stop_grace_period: \d+s\n/);
-      expect(service(name)).toMatch(/\n    restart: unless-stopped\n/);
+      expect(service(name)).toMatch(/\n {4}stop_grace_period: \d+s\n/);
+      expect(service(name)).toMatch(/\n {4}restart: unless-stopped\n/);
     }
     // past docker's default 10 s: a killed SQL Server replays its log before it takes logins again
     expect(Number(service('mssql').match(/stop_grace_period: (\d+)s/)![1])).toBeGreaterThanOrEqual(60);
