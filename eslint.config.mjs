@@ -36,7 +36,7 @@ export default tseslint.config(
   },
   {
     // CommonJS entry points and hooks: require() is how they load
-    files: ['bin/**/*.js', 'test/**/*.js', '*.cjs', 'jest*.config.js'],
+    files: ['bin/**/*.js', 'scripts/**/*.js', 'test/**/*.js', '*.cjs', 'jest*.config.js'],
     languageOptions: { globals: globals.node, sourceType: 'commonjs' },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
