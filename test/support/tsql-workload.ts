@@ -271,8 +271,7 @@ function retentionAnswer(): Answer {
     if (!sql.startsWith('SELECT ')) return [];
     if (/AS "n"/.test(sql)) return [{ n: 3 }];
     // the session rows a purge or an erasure locks before it checks them: they exist
-    if (/FROM "sessions" "s" WITH \(UPDLOCK, ROWLOCK\)/.test(sql))
-      return params.map(paramValue).map((id) => ({ id }));
+    if (/FROM "sessions" "s" WITH \(UPDLOCK, ROWLOCK\)/.test(sql)) return params.map(paramValue).map((id) => ({ id }));
     const given = params.map(paramValue).filter((v): v is string => PLANS.includes(v as string));
     const recheck = / IN \(@/.test(sql);
     const page = pages.get(sql) ?? 0;
