@@ -92,6 +92,7 @@ describe('dead-letter Lua scripts in the package', () => {
       'bin',
       'console',
       'schemas',
+      'scripts',
       'package.json',
       'tsconfig.json',
       'tsconfig.build.json',

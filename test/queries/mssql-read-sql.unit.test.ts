@@ -51,7 +51,7 @@ describe('read queries on SQL Server (generated SQL)', () => {
       }),
     );
     expect(sql).toContain(
-      'EXISTS (SELECT 1 FROM "plan_steps" "s" WHERE ( "s"."plan_id" = "p"."id" AND "s"."agent_id" = @2 ) AND ( "s"."deleted_at" IS NULL ))',
+      'EXISTS (SELECT 1 FROM "plan_steps" "s" WHERE ( "s"."plan_id" = "p"."id" AND ("s"."agent_id" = @2 AND DATALENGTH("s"."agent_id") = DATALENGTH(@2)) ) AND ( "s"."deleted_at" IS NULL ))',
     );
     expect(sql).toContain('"p"."created_at" >= @');
     expect(sql).toContain('"p"."created_at" < @');
@@ -103,7 +103,7 @@ describe('read queries on SQL Server (generated SQL)', () => {
     );
     expect(sqlOf(buildSessionTokensQuery(ds, {}))[0]).toContain('SUM(CAST("p"."total_output_tokens" AS BIGINT))');
     expect(sqlOf(buildHandoffPatternsQuery(ds, {}))[0]).toContain(
-      'GROUP BY "h"."from_agent_id", "h"."to_agent_id", "h"."reason"',
+      'GROUP BY "h"."from_agent_id", DATALENGTH("h"."from_agent_id"), "h"."to_agent_id", DATALENGTH("h"."to_agent_id"), "h"."reason", DATALENGTH("h"."reason")',
     );
   });
 });
