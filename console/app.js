@@ -2,8 +2,12 @@
  * The plan-ledger console: plain browser JavaScript, no build step, no third-party code.
  * Every value that comes from an event reaches the page through textContent or an SVG text node,
  * never through innerHTML: markup in an agent id, a query or a step's output is shown, not run.
- * The server's Content-Security-Policy forbids inline scripts; this file is the only script.
+ * Control characters and bidirectional overrides in those values are shown escaped (text.js).
+ * The server's Content-Security-Policy forbids inline scripts; the console's scripts are ES modules
+ * served from this server.
  */
+import { visibleText } from './text.js';
+
 (function () {
   'use strict';
 
@@ -33,8 +37,10 @@
     Object.keys(attrs).forEach(function (k) {
       var v = attrs[k];
       if (v === null || v === undefined || v === false) return;
-      if (k === 'onclick' || k === 'onsubmit' || k === 'onchange') el.addEventListener(k.slice(2), v);
-      else if (k === 'text') el.textContent = String(v);
+      if (k === 'onclick' || k === 'onsubmit' || k === 'onchange' || k === 'onkeydown' || k === 'oninput')
+        el.addEventListener(k.slice(2), v);
+      else if (k === 'text') el.textContent = visibleText(v);
+      else if (k === 'aria-label' || k === 'title') el.setAttribute(k, visibleText(v));
       else el.setAttribute(k, String(v));
     });
   }
@@ -45,7 +51,7 @@
       return child.forEach(function (c) {
         append(el, c);
       });
-    el.appendChild(typeof child === 'object' ? child : document.createTextNode(String(child)));
+    el.appendChild(typeof child === 'object' ? child : document.createTextNode(visibleText(child)));
   }
 
   function show() {
@@ -65,8 +71,20 @@
   function fmtTime(iso) {
     return iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '–';
   }
+  /** The CSS class of a status: a step the API calls in_progress is drawn in the running colour. */
+  function statusClass(status) {
+    return status === 'in_progress' ? 'running' : String(status).replace(/[^a-z_-]/gi, '');
+  }
   function badge(status) {
-    return h('span', { class: 'badge ' + status, text: status });
+    return h('span', { class: 'badge ' + statusClass(status), text: status });
+  }
+  /** A duration in seconds as an operator reads it: 45 s, 12 min, 3.5 h, 2.1 d. */
+  function fmtAge(seconds) {
+    if (seconds === null || seconds === undefined) return '–';
+    if (seconds < 120) return Math.round(seconds) + ' s';
+    if (seconds < 7200) return Math.round(seconds / 60) + ' min';
+    if (seconds < 172800) return (seconds / 3600).toFixed(1) + ' h';
+    return (seconds / 86400).toFixed(1) + ' d';
   }
   function link(href, text) {
     return h('a', { href: href, text: text });
@@ -168,6 +186,7 @@
       out,
     );
     show(form);
+    announcePage();
   }
 
   function drawNav(active) {
@@ -219,15 +238,27 @@
     var done;
     if (page === 'plans' && parts[1]) done = planPage(parts[1]);
     else if (page === 'plans') done = plansPage(q);
-    else if (page === 'sessions' && parts[1]) done = sessionPage(parts[1]);
+    else if (page === 'sessions' && parts[1]) done = sessionPage(parts[1], q);
     else if (page === 'dead-letters' && parts[1]) done = deadLetterPage(parts[1]);
     else if (page === 'dead-letters') done = deadLettersPage(q);
     else if (page === 'health') done = healthPage();
-    else if (page === 'analytics') done = analyticsPage();
+    else if (page === 'analytics') done = analyticsPage(q);
     else done = Promise.resolve(show(h('p', { class: 'error', text: 'No such page: ' + hash })));
-    done.catch(function (err) {
-      if (session) show(errorBox(err));
-    });
+    done
+      .catch(function (err) {
+        if (session) show(errorBox(err));
+      })
+      .then(announcePage);
+  }
+
+  /** Every route change: the page's title names it, and focus moves to its heading (screen readers read it). */
+  function announcePage() {
+    var heading = app.querySelector('h1');
+    document.title = (heading ? heading.textContent + ' · ' : '') + 'plan-ledger console';
+    if (heading) {
+      heading.setAttribute('tabindex', '-1');
+      heading.focus({ preventScroll: true });
+    }
   }
 
   function toQuery(q) {
@@ -333,7 +364,7 @@
           h('h1', { text: 'Plans' }),
           searchForm,
           form,
-          h(
+          wrapTable(
             'table',
             { id: 'plans' },
             h(
@@ -392,13 +423,15 @@
           card('skipped', p.skippedSteps),
           card('input tokens', fmtNum(p.inputTokens)),
           card('output tokens', fmtNum(p.outputTokens)),
-          card('duration', fmtMs(p.durationMs)),
+          p.status === 'executing' || p.status === 'planning'
+            ? card('running for', fmtMs(Math.max(0, Date.now() - Date.parse(p.createdAt))))
+            : card('duration', fmtMs(p.durationMs)),
         ),
         h('h2', { text: 'DAG' }),
         h(
           'div',
           { class: 'legend' },
-          ['completed', 'failed', 'running', 'pending', 'skipped'].map(function (st) {
+          ['completed', 'failed', 'in_progress', 'pending', 'skipped'].map(function (st) {
             return h('span', null, badge(st));
           }),
           h('span', { text: '▭ dashed: resume point (next layer to run)' }),
@@ -581,10 +614,23 @@
       var g = s(
         'g',
         {
-          class: 'dag-node ' + status + (next[id] ? ' resume' : ''),
+          class: 'dag-node ' + statusClass(status) + (next[id] ? ' resume' : ''),
           'data-step': id,
           'data-status': status,
           transform: 'translate(' + pos[id].x + ',' + pos[id].y + ')',
+          // reachable from the keyboard: Tab moves between steps, Enter or Space opens the step's row
+          tabindex: 0,
+          role: 'button',
+          'aria-label': 'step ' + label + ', ' + status,
+          onclick: function () {
+            openStepRow(id);
+          },
+          onkeydown: function (e) {
+            if (e.key === 'Enter' || e.key === ' ') {
+              e.preventDefault();
+              openStepRow(id);
+            }
+          },
         },
         s('title', { text: label + ' (' + status + ')' + (st && st.title ? ': ' + st.title : '') }),
         s('rect', { width: W, height: H, rx: 5 }),
@@ -594,6 +640,21 @@
       append(svg, g);
     });
     return svg;
+  }
+
+  /** The steps table's row of a step: scrolled to, marked and focused. */
+  function openStepRow(stepId) {
+    var rows = document.querySelectorAll('#steps tr[data-step]');
+    for (var i = 0; i < rows.length; i++) {
+      var row = rows[i];
+      var mine = row.getAttribute('data-step') === stepId;
+      row.classList.toggle('selected', mine);
+      if (mine) {
+        row.setAttribute('tabindex', '-1');
+        row.scrollIntoView({ block: 'center' });
+        row.focus({ preventScroll: true });
+      }
+    }
   }
 
   function clip(text, n) {
@@ -621,6 +682,9 @@
           return Math.max(a, b);
         })
       : t0 + 1;
+    var running = plan.status === 'executing' || plan.status === 'planning';
+    // a running plan's axis ends now: its running steps' bars reach the present
+    if (running) t1 = Math.max(t1, Date.now());
     if (t1 <= t0) t1 = t0 + 1;
     var LEFT = 170,
       WIDTH = 900,
@@ -646,11 +710,24 @@
       role: 'img',
       'aria-label': 'steps per agent over time',
     });
-    append(svg, s('text', { x: LEFT, y: 14, class: 'dag-layer-label', text: fmtTime(new Date(t0).toISOString()) }));
-    append(
-      svg,
-      s('text', { x: LEFT + WIDTH - 140, y: 14, class: 'dag-layer-label', text: fmtTime(new Date(t1).toISOString()) }),
-    );
+    // the axis: the start as a time, then four ticks as the time elapsed since it
+    for (var k = 0; k <= 4; k++) {
+      var tx = LEFT + (k * WIDTH) / 4;
+      append(svg, s('line', { class: 'gantt-tick', x1: tx, x2: tx, y1: 18, y2: height - 6 }));
+      append(
+        svg,
+        s('text', {
+          class: 'dag-layer-label gantt-tick-label',
+          x: k === 4 ? tx - 40 : tx + 2,
+          y: 14,
+          text: k === 0 ? fmtTime(new Date(t0).toISOString()) : '+' + fmtMs(Math.round(((t1 - t0) * k) / 4)),
+        }),
+      );
+    }
+    if (running) {
+      append(svg, s('line', { class: 'gantt-now', x1: LEFT + WIDTH, x2: LEFT + WIDTH, y1: 18, y2: height - 6 }));
+      append(svg, s('text', { class: 'gantt-now-label', x: LEFT + WIDTH + 4, y: 28, text: 'now' }));
+    }
     agents.forEach(function (a) {
       append(svg, s('text', { x: 4, y: TOP + rowsPerAgent[a].first * ROW + 16, text: clip(a, 24) }));
     });
@@ -664,7 +741,7 @@
       var bar = s(
         'rect',
         {
-          class: 'gantt-bar ' + (start === null ? 'pending' : st.status),
+          class: 'gantt-bar ' + (start === null ? 'pending' : statusClass(st.status)),
           'data-step': st.stepId,
           x: x,
           y: y,
@@ -698,7 +775,7 @@
 
   function table(id, head, rows, empty) {
     if (rows.length === 0) return h('p', { class: 'muted', id: id, text: empty });
-    return h(
+    return wrapTable(
       'table',
       { id: id },
       h(
@@ -714,6 +791,11 @@
       ),
       h('tbody', null, rows),
     );
+  }
+
+  /** A table in a box of its own that scrolls sideways when the screen is narrower than the table. */
+  function wrapTable() {
+    return h('div', { class: 'table-wrap' }, h.apply(null, arguments));
   }
 
   function decisionsTable(decisions) {
@@ -773,7 +855,7 @@
     var latest = resume && resume.resumable && resume.latestCheckpoint ? resume.latestCheckpoint.checkpointId : null;
     return table(
       'checkpoints',
-      ['When', 'Checkpoint', 'Layer', ''],
+      ['When', 'Checkpoint', 'Layer', 'Resume'],
       checkpoints.map(function (c) {
         return h(
           'tr',
@@ -791,7 +873,7 @@
   function stepsTable(planId, steps, outputBox) {
     return table(
       'steps',
-      ['#', 'Step', 'Agent', 'Status', 'Model', 'Tokens in/out', 'Duration', 'Result / error', ''],
+      ['#', 'Step', 'Agent', 'Status', 'Model', 'Tokens in/out', 'Duration', 'Result / error', 'Output'],
       steps.map(function (st) {
         return h(
           'tr',
@@ -843,12 +925,17 @@
 
   // ---- sessions -----------------------------------------------------------------------------------
 
-  function sessionPage(sessionId) {
+  var SESSION_PAGE = 50;
+
+  function sessionPage(sessionId, q) {
+    var offset = Math.max(0, Number(q.offset) || 0);
     return Promise.all([
       api('/v1/sessions/' + enc(sessionId) + '/active'),
-      api('/v1/sessions/' + enc(sessionId) + '/history?limit=50'),
+      api('/v1/plans?' + toQuery({ sessionId: sessionId, limit: SESSION_PAGE, offset: offset })),
     ]).then(function (r) {
       var active = r[0].activePlan;
+      var history = r[1];
+      var here = '#/sessions/' + enc(sessionId) + '?offset=';
       show(
         h('h1', { text: 'Session ' + sessionId }),
         h('h2', { text: 'Active plan (what the application restores)' }),
@@ -864,11 +951,26 @@
               active.query,
             )
           : h('p', { class: 'muted', id: 'active-plan', text: 'No plan in progress.' }),
-        h('h2', { text: 'History' }),
+        h('h2', { text: 'Plans of the session, newest first' }),
+        h(
+          'p',
+          { id: 'history-pager' },
+          offset > 0 ? link(here + Math.max(0, offset - SESSION_PAGE), '← newer') : null,
+          ' ',
+          h('span', {
+            class: 'muted',
+            text:
+              history.total === 0
+                ? 'no plans'
+                : offset + 1 + '–' + (offset + history.plans.length) + ' of ' + fmtNum(history.total),
+          }),
+          ' ',
+          offset + SESSION_PAGE < history.total ? link(here + (offset + SESSION_PAGE), 'older →') : null,
+        ),
         table(
           'history',
           ['Plan', 'Status', 'Steps', 'Ended', 'Query'],
-          r[1].plans.map(function (p) {
+          history.plans.map(function (p) {
             return h(
               'tr',
               null,
@@ -879,7 +981,7 @@
               h('td', { text: p.query }),
             );
           }),
-          'No finished plans.',
+          'No plans.',
         ),
       );
     });
@@ -937,7 +1039,7 @@
               h('td', null, link('#/dead-letters/' + enc(d.id), d.id)),
               h('td', null, badge(d.kind)),
               h('td', { text: d.type || '–' }),
-              h('td', { text: d.planId || '–' }),
+              h('td', null, d.planId ? link('#/plans/' + enc(d.planId), d.planId) : '–'),
               h('td', { text: fmtTime(d.lastFailedAt) }),
               h('td', { text: d.error.message }),
             );
@@ -960,6 +1062,8 @@
         out.textContent = '';
         api('/v1/dead-letters/' + enc(id) + '/' + verb, { method: 'POST' }).then(
           function (r) {
+            // the dead letter is gone either way: nothing is left to replay or purge from this page
+            if (actions.parentNode) actions.parentNode.removeChild(actions);
             append(
               out,
               h('p', {
@@ -1023,20 +1127,21 @@
         h('h2', { text: 'Reason' }),
         h('pre', {
           id: 'reason',
+          // each violation's message names its path, and the error's message joins them all: one line each
           text:
-            d.error.message +
-            (d.error.violations
-              ? '\n' +
-                d.error.violations
+            (d.error.violations && d.error.violations.length
+              ? d.error.violations
                   .map(function (v) {
-                    return v.path + ': ' + v.message;
+                    return v.message;
                   })
                   .join('\n')
-              : '') +
-            (d.error.code ? '\ncode ' + d.error.code : ''),
+              : d.error.message) + (d.error.code ? '\ncode ' + d.error.code : ''),
         }),
         h('h2', { text: 'Original event' }),
-        h('pre', { id: 'event', text: JSON.stringify(d.event, null, 2) }),
+        typeof d.event === 'string'
+          ? h('p', { class: 'muted', text: 'The event arrived as a JSON string, not an object; its text:' })
+          : null,
+        h('pre', { id: 'event', text: typeof d.event === 'string' ? d.event : JSON.stringify(d.event, null, 2) }),
         actions,
         out,
       );
@@ -1057,9 +1162,9 @@
           card('waiting jobs', q ? fmtNum(q.waiting) : '–'),
           card('active jobs', q ? fmtNum(q.active) : '–'),
           card('failed jobs', q ? fmtNum(q.failed) : '–'),
-          card('oldest waiting', q && q.oldestWaitingAgeSeconds !== null ? q.oldestWaitingAgeSeconds + ' s' : '–'),
+          card('oldest waiting', q ? fmtAge(q.oldestWaitingAgeSeconds) : '–'),
           card('dead letters', dl ? fmtNum(dl.total) : '–'),
-          card('oldest dead letter', dl && dl.oldestAgeSeconds !== null ? dl.oldestAgeSeconds + ' s' : '–'),
+          card('oldest dead letter', dl ? fmtAge(dl.oldestAgeSeconds) : '–'),
         ),
         h('h2', { text: 'Dead letters by kind' }),
         barChart(
@@ -1088,14 +1193,39 @@
     });
   }
 
-  function analyticsPage() {
+  function analyticsPage(q) {
+    var range = toQuery({ from: q.from, to: q.to });
+    var sep = range ? '&' + range : '';
     return Promise.all([
-      api('/v1/analytics/daily'),
-      api('/v1/analytics/agents'),
-      api('/v1/analytics/tokens?by=model'),
+      api('/v1/analytics/daily?' + range),
+      api('/v1/analytics/agents?' + range),
+      api('/v1/analytics/tokens?by=model' + sep),
     ]).then(function (r) {
+      var from = h('input', { name: 'from', value: q.from || '', placeholder: '2026-01-01' });
+      var to = h('input', { name: 'to', value: q.to || '', placeholder: '2026-02-01' });
+      var agents = r[1].agents;
+      var ranAgents = agents.filter(function (a) {
+        return a.successRate !== null;
+      });
+      var idle = agents.filter(function (a) {
+        return a.successRate === null;
+      });
       show(
         h('h1', { text: 'Analytics' }),
+        h(
+          'form',
+          {
+            class: 'filters',
+            id: 'analytics-range',
+            onsubmit: function (e) {
+              e.preventDefault();
+              location.hash = '#/analytics?' + toQuery({ from: from.value.trim(), to: to.value.trim() });
+            },
+          },
+          h('label', null, 'From (ISO)', from),
+          h('label', null, 'to (exclusive)', to),
+          h('button', { type: 'submit', text: 'Show' }),
+        ),
         h('h2', { text: 'Plans per day' }),
         barChart(
           'plans-per-day',
@@ -1103,18 +1233,37 @@
             return [d.day, d.totalPlans, d.completed + ' completed, ' + d.failed + ' failed'];
           }),
         ),
-        h('h2', { text: 'Success rate per agent' }),
+        h('h2', { text: 'Success rate per agent (completed of the steps that ran: completed + failed)' }),
         barChart(
           'agent-success',
-          r[1].agents.map(function (a) {
+          ranAgents.map(function (a) {
             return [
               a.agentId,
-              a.successRate === null ? 0 : Math.round(a.successRate * 1000) / 10,
-              a.completed + '/' + a.totalSteps + ' steps',
+              Math.round(a.successRate * 1000) / 10,
+              a.completed +
+                '/' +
+                (a.completed + a.failed) +
+                ' ran' +
+                (a.totalSteps > a.completed + a.failed
+                  ? ', ' + (a.totalSteps - a.completed - a.failed) + ' not run'
+                  : ''),
             ];
           }),
           100,
+          'success rate per agent',
         ),
+        idle.length
+          ? h(
+              'p',
+              { class: 'muted', id: 'agents-not-run' },
+              'No step ran (no rate): ' +
+                idle
+                  .map(function (a) {
+                    return a.agentId + ' (' + a.totalSteps + ' not run)';
+                  })
+                  .join(', '),
+            )
+          : null,
         h('h2', { text: 'Tokens per model' }),
         barChart(
           'tokens-per-model',
@@ -1131,7 +1280,7 @@
   }
 
   /** Horizontal bars with the number beside each: rows of [label, value, note]. */
-  function barChart(id, rows, max) {
+  function barChart(id, rows, max, label) {
     if (rows.length === 0) return h('p', { class: 'muted', id: id, text: 'Nothing yet.' });
     var top =
       max ||
@@ -1142,7 +1291,17 @@
     var LEFT = 190,
       W = 420,
       ROW = 22;
-    var svg = s('svg', { id: id, width: LEFT + W + 320, height: rows.length * ROW + 6, role: 'img' });
+    var width = LEFT + W + 320;
+    var height = rows.length * ROW + 6;
+    var svg = s('svg', {
+      id: id,
+      class: 'chart',
+      width: width,
+      height: height,
+      viewBox: '0 0 ' + width + ' ' + height,
+      role: 'img',
+      'aria-label': label || id.replace(/-/g, ' '),
+    });
     rows.forEach(function (r, i) {
       var y = i * ROW + 3;
       append(svg, s('text', { x: 4, y: y + 13, text: clip(r[0], 28) }));
@@ -1162,11 +1321,11 @@
         s('text', {
           x: LEFT + Math.max(1, (r[1] / top) * W) + 6,
           y: y + 13,
-          text: fmtNum(r[1]) + (max === 100 ? ' %' : '') + (r[2] ? '  (' + r[2] + ')' : ''),
+          text: clip(fmtNum(r[1]) + (max === 100 ? ' %' : '') + (r[2] ? '  (' + r[2] + ')' : ''), 48),
         }),
       );
     });
-    return h('div', { class: 'scroll' }, svg);
+    return svg;
   }
 
   // ---- start ----------------------------------------------------------------------------------------

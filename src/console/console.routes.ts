@@ -9,11 +9,14 @@ import { ApiKeys } from '../shared/api-keys';
 import type { RedisClient } from '../queue/connect-redis';
 import { storedEventsPerMinute } from '../queue/stored-event-rate';
 import { ConsoleSessions, CSRF_HEADER, SESSION_TTL_MS, sessionCookie } from './console-sessions';
+import { SignInThrottle } from './sign-in-throttle';
 
 /** The console's files, shipped in the package's `console/` folder (no CDN: it works offline). */
 const ASSETS: Record<string, string> = {
   'app.js': 'text/javascript; charset=utf-8',
   'app.css': 'text/css; charset=utf-8',
+  'text.js': 'text/javascript; charset=utf-8',
+  'favicon.svg': 'image/svg+xml',
 };
 
 /**
@@ -43,6 +46,8 @@ export interface ConsoleDeps {
   eventsQueue?: Queue;
   redis?: RedisClient;
   queuePrefix?: string;
+  /** Refused sign-ins per client address. @defaultValue 10 a minute */
+  signInThrottle?: SignInThrottle;
 }
 
 type Q = Record<string, string | undefined>;
@@ -70,12 +75,28 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
     return reply.type(ASSETS[name]).header('cache-control', 'no-cache').send(body);
   });
 
+  // browsers ask for /favicon.ico on their own: answer with the console's icon, not a 404
+  app.get('/favicon.ico', { schema: hide }, async (_req, reply) =>
+    reply.type(ASSETS['favicon.svg']).header('cache-control', 'public, max-age=86400').send(files.get('favicon.svg')),
+  );
+
+  const throttle = deps.signInThrottle ?? new SignInThrottle();
   app.post('/console/session', { schema: hide }, async (req, reply) => {
+    const wait = throttle.retryAfterSeconds(req.ip);
+    if (wait > 0)
+      return reply
+        .code(429)
+        .header('retry-after', String(wait))
+        .send({ error: `too many refused sign-ins from this address: try again in ${wait} s` });
     const key = (req.body as { key?: unknown } | undefined)?.key;
     if (typeof key !== 'string' || key.trim() === '')
       return reply.code(400).send({ error: 'send {"key": "<API key>"}' });
     const scopes = deps.keys.scopesOf(key.trim());
-    if (scopes === null) return reply.code(401).send({ error: 'unknown API key' });
+    if (scopes === null) {
+      throttle.failed(req.ip);
+      return reply.code(401).send({ error: 'unknown API key' });
+    }
+    throttle.succeeded(req.ip);
     if (!scopes.has('read'))
       return reply
         .code(403)

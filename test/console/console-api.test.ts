@@ -140,4 +140,29 @@ describe('console routes', () => {
       await untrusted.close();
     }
   });
+
+  it('GET /favicon.ico answers the console icon without a key (no 404 on a first visit)', async () => {
+    const res = await fetch(`${stack.server.url}/favicon.ico`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('image/svg+xml');
+    expect(await res.text()).toMatch(/^<svg /);
+  });
+
+  // last: it leaves this server refusing sign-ins from 127.0.0.1 for a minute
+  it('sign-in is throttled: after 10 refused keys from one address, 429 with Retry-After, even for a right key', async () => {
+    const post = (key: string) =>
+      fetch(`${stack.server.url}/console/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ key }),
+      });
+    for (let i = 0; i < 10; i++) expect((await post(`wrong-key-${i}-000000000000000000`)).status).toBe(401);
+    const refused = await post(READ_KEY);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(((await refused.json()) as { error: string }).error).toMatch(
+      /^too many refused sign-ins from this address: try again in \d+ s$/,
+    );
+    expect(refused.headers.get('set-cookie')).toBeNull();
+  });
 });
