@@ -11,13 +11,16 @@ import { storedEventsPerMinute } from '../queue/stored-event-rate';
 import { ConsoleSessions, CSRF_HEADER, SESSION_TTL_MS, sessionCookie } from './console-sessions';
 import { SignInThrottle } from './sign-in-throttle';
 
-/** The console's files, shipped in the package's `console/` folder (no CDN: it works offline). */
-const ASSETS: Record<string, string> = {
-  'app.js': 'text/javascript; charset=utf-8',
-  'app.css': 'text/css; charset=utf-8',
-  'text.js': 'text/javascript; charset=utf-8',
-  'favicon.svg': 'image/svg+xml',
+/**
+ * The console's files, shipped in the package's `console/` folder (no CDN: it works offline): its
+ * ES modules, its stylesheet and its icon, read once at start.
+ */
+const ASSET_TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
 };
+const ASSET_NAME = /^[a-z0-9][a-z0-9-]*\.(js|css|svg)$/;
 
 /**
  * The console's Content-Security-Policy: scripts and styles from this server only (no inline
@@ -59,7 +62,12 @@ type Q = Record<string, string | undefined>;
  */
 export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const dir = consoleDir();
-  const files = new Map(Object.keys(ASSETS).map((name) => [name, fs.readFileSync(path.join(dir, name))]));
+  const files = new Map(
+    fs
+      .readdirSync(dir)
+      .filter((name) => ASSET_NAME.test(name))
+      .map((name) => [name, fs.readFileSync(path.join(dir, name))]),
+  );
   const index = fs.readFileSync(path.join(dir, 'index.html'));
   const read = { config: { scope: 'read' } } as const;
   const admin = { config: { scope: 'admin' } } as const;
@@ -72,12 +80,12 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
     const name = (req.params as Record<string, string>).file;
     const body = files.get(name);
     if (!body) return reply.code(404).send({ error: `no console file "${name}"` });
-    return reply.type(ASSETS[name]).header('cache-control', 'no-cache').send(body);
+    return reply.type(ASSET_TYPES[path.extname(name)]).header('cache-control', 'no-cache').send(body);
   });
 
   // browsers ask for /favicon.ico on their own: answer with the console's icon, not a 404
   app.get('/favicon.ico', { schema: hide }, async (_req, reply) =>
-    reply.type(ASSETS['favicon.svg']).header('cache-control', 'public, max-age=86400').send(files.get('favicon.svg')),
+    reply.type(ASSET_TYPES['.svg']).header('cache-control', 'public, max-age=86400').send(files.get('favicon.svg')),
   );
 
   const throttle = deps.signInThrottle ?? new SignInThrottle();

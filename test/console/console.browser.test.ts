@@ -75,6 +75,10 @@ async function openPage(key: string | null): Promise<{ page: Page; dialogs: stri
   return { page, dialogs };
 }
 
+function auth(key: string): Record<string, string> {
+  return { authorization: `Bearer ${key}` };
+}
+
 /** A figure measured in the browser: printed and kept beside the screenshots, never asserted on. */
 function report(name: string, value: number): void {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
@@ -223,6 +227,19 @@ describe('the web console in headless Chromium', () => {
     await page.waitForSelector('#dag[data-render-ms]');
     expect(await page.locator('#dag .dag-node').count()).toBe(120);
     expect(await page.locator('#dag .dag-layer-label').count()).toBe(8);
+    // the columns are the server's layers (the resume point's), not a layering of the page's own
+    const api = (await (
+      await fetch(`${stack.server.url}/v1/plans/${plan.planId}`, { headers: auth(READ_KEY) })
+    ).json()) as {
+      layers: string[][];
+    };
+    expect(api.layers).toHaveLength(8);
+    const drawn = await page
+      .locator('#dag .dag-node')
+      .evaluateAll((els) => els.map((e) => [e.getAttribute('data-step'), Number(e.getAttribute('data-layer'))]));
+    expect(new Map(drawn as Array<[string, number]>)).toEqual(
+      new Map(api.layers.flatMap((ids, layer) => ids.map((id): [string, number] => [id, layer]))),
+    );
     // measured in the page: from the route's first request to the DAG in the DOM
     report('dag-120 render ms', Number(await page.getAttribute('#dag', 'data-render-ms')));
     await shot(page, 'dag-120');

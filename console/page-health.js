@@ -1,0 +1,49 @@
+/*
+ * Health: queue depth, dead letters by kind, events stored per minute.
+ */
+import { api } from './api.js';
+import { card, fmtAge, fmtNum, h, show } from './dom.js';
+import { barChart } from './charts.js';
+
+export function healthPage() {
+  return api('/v1/health?minutes=30').then(function (hv) {
+    var q = hv.queue;
+    var dl = hv.deadLetters;
+    show(
+      h('h1', { text: 'Health' }),
+      h(
+        'div',
+        { class: 'cards' },
+        card('waiting jobs', q ? fmtNum(q.waiting) : '–'),
+        card('active jobs', q ? fmtNum(q.active) : '–'),
+        card('failed jobs', q ? fmtNum(q.failed) : '–'),
+        card('oldest waiting', q ? fmtAge(q.oldestWaitingAgeSeconds) : '–'),
+        card('dead letters', dl ? fmtNum(dl.total) : '–'),
+        card('oldest dead letter', dl ? fmtAge(dl.oldestAgeSeconds) : '–'),
+      ),
+      h('h2', { text: 'Dead letters by kind' }),
+      barChart(
+        'dlq-kinds',
+        dl
+          ? Object.keys(dl.byKind).map(function (k) {
+              return [k, dl.byKind[k]];
+            })
+          : [],
+      ),
+      h('h2', { text: 'Events stored per minute (last 30 min, UTC)' }),
+      barChart(
+        'events-per-minute',
+        hv.eventsPerMinute.map(function (m) {
+          return [m.minute.slice(11, 16), m.events];
+        }),
+      ),
+      h(
+        'p',
+        null,
+        'Prometheus metrics: ',
+        h('a', { href: '/metrics', text: '/metrics' }),
+        ' (this server); each worker serves its own on HEALTH_PORT.',
+      ),
+    );
+  });
+}
