@@ -2,7 +2,7 @@
  * The plan's DAG, drawn by the layers the server computes (the ones an executor resumes by):
  * a column per layer, a box per step, an edge per dependency.
  */
-import { append, clip, s, statusClass } from './dom.js';
+import { append, clip, h, s, statusClass } from './dom.js';
 
 /**
  * Fewer crossing edges: each layer after the first is sorted by the mean row of its steps'
@@ -175,4 +175,129 @@ export function openStepRow(stepId) {
       row.focus({ preventScroll: true });
     }
   }
+}
+
+/**
+ * The DAG in a viewport an operator can move: drag to pan, Ctrl+wheel or the buttons to zoom,
+ * "Fit" to see it all, "Resume point" to center the next layer to run. A step reached with Tab is
+ * brought into view. Returns the toolbar and the viewport, to put on the page.
+ */
+export function dagViewer(svg, resumeStepId) {
+  var vb = svg.getAttribute('viewBox').split(' ').map(Number);
+  var contentW = vb[2];
+  var contentH = vb[3];
+  var height = Math.min(contentH, 560);
+  var view = { x: 0, y: 0, scale: 1 };
+  var viewport = h('div', { class: 'dag-viewport', id: 'dag-viewport', style: null });
+  viewport.style.height = height + 'px';
+  svg.setAttribute('width', '100%');
+  svg.setAttribute('height', '100%');
+  svg.setAttribute('preserveAspectRatio', 'xMinYMin meet');
+  append(viewport, svg);
+
+  function width() {
+    return viewport.clientWidth || contentW;
+  }
+  function apply() {
+    var w = width() / view.scale;
+    var hh = height / view.scale;
+    svg.setAttribute('viewBox', [view.x, view.y, w, hh].map(Math.round).join(' '));
+    svg.setAttribute('data-scale', view.scale.toFixed(3));
+  }
+  function fit() {
+    view.scale = Math.min(1, width() / contentW, height / contentH);
+    view.x = 0;
+    view.y = 0;
+    apply();
+  }
+  function zoom(factor) {
+    var cx = view.x + width() / view.scale / 2;
+    var cy = view.y + height / view.scale / 2;
+    view.scale = Math.max(0.05, Math.min(4, view.scale * factor));
+    view.x = cx - width() / view.scale / 2;
+    view.y = cy - height / view.scale / 2;
+    apply();
+  }
+  function centerOn(stepId) {
+    var node = svg.querySelector('.dag-node[data-step="' + cssEscape(stepId) + '"]');
+    if (!node) return false;
+    var t = /translate\(([-\d.]+),([-\d.]+)\)/.exec(node.getAttribute('transform'));
+    if (view.scale < 0.6) view.scale = 1;
+    view.x = Number(t[1]) + 85 - width() / view.scale / 2;
+    view.y = Number(t[2]) + 20 - height / view.scale / 2;
+    apply();
+    return true;
+  }
+  var drag = null;
+  viewport.addEventListener('pointerdown', function (e) {
+    if (e.target.closest && e.target.closest('.dag-node')) return;
+    drag = { x: e.clientX, y: e.clientY, vx: view.x, vy: view.y };
+    viewport.setPointerCapture(e.pointerId);
+  });
+  viewport.addEventListener('pointermove', function (e) {
+    if (!drag) return;
+    view.x = drag.vx - (e.clientX - drag.x) / view.scale;
+    view.y = drag.vy - (e.clientY - drag.y) / view.scale;
+    apply();
+  });
+  viewport.addEventListener('pointerup', function () {
+    drag = null;
+  });
+  viewport.addEventListener(
+    'wheel',
+    function (e) {
+      if (!e.ctrlKey && !e.metaKey) return;
+      e.preventDefault();
+      zoom(e.deltaY < 0 ? 1.2 : 1 / 1.2);
+    },
+    { passive: false },
+  );
+  // a step reached from the keyboard is brought into view
+  svg.addEventListener('focusin', function (e) {
+    var node = e.target.closest && e.target.closest('.dag-node');
+    if (node) centerOn(node.getAttribute('data-step'));
+  });
+  var toolbar = h(
+    'div',
+    { class: 'dag-toolbar', role: 'toolbar', 'aria-label': 'DAG view' },
+    h('button', { type: 'button', id: 'dag-fit', text: 'Fit', onclick: fit }),
+    h('button', {
+      type: 'button',
+      id: 'dag-zoom-in',
+      text: 'Zoom in',
+      onclick: function () {
+        zoom(1.25);
+      },
+    }),
+    h('button', {
+      type: 'button',
+      id: 'dag-zoom-out',
+      text: 'Zoom out',
+      onclick: function () {
+        zoom(0.8);
+      },
+    }),
+    resumeStepId
+      ? h('button', {
+          type: 'button',
+          id: 'dag-resume',
+          text: 'Go to resume point',
+          onclick: function () {
+            centerOn(resumeStepId);
+          },
+        })
+      : null,
+    h('span', { class: 'muted', text: 'drag to move · Ctrl+wheel to zoom' }),
+  );
+  // first view: everything when it stays legible, else the start of the plan at full size
+  requestAnimationFrame(function () {
+    if (Math.min(width() / contentW, height / contentH) >= 0.6) fit();
+    else apply();
+  });
+  apply();
+  return { toolbar: toolbar, viewport: viewport, fit: fit, centerOn: centerOn };
+}
+
+function cssEscape(text) {
+  return window.CSS && CSS.escape ? CSS.escape(text) : String(text).replace(/["\\]/g, '\\$&');
 }

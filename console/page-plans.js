@@ -19,7 +19,7 @@ import {
   toQuery,
   wrapTable,
 } from './dom.js';
-import { dagSvg } from './dag.js';
+import { dagSvg, dagViewer } from './dag.js';
 import { ganttSvg } from './timeline.js';
 
 var PAGE = 20;
@@ -145,6 +145,36 @@ export function planPage(planId) {
     var p = view.plan;
     var steps = view.steps;
     var outputBox = h('div', { id: 'step-output' });
+    var dagView = dagViewer(
+      dagSvg(steps, view.layers, resume, view.checkpoints),
+      resume && resume.resumable && resume.nextSteps && resume.nextSteps.length ? resume.nextSteps[0].stepId : null,
+    );
+    // a long plan's timeline starts collapsed to a row per agent
+    var timelineBox = h('div', { class: 'scroll', id: 'timeline-box' });
+    var mode = h(
+      'select',
+      {
+        id: 'timeline-mode',
+        'aria-label': 'timeline rows',
+        onchange: function () {
+          drawTimeline(mode.value);
+        },
+      },
+      [
+        ['step', 'a row per step'],
+        ['agent', 'a row per agent'],
+        ['layer', 'a row per layer'],
+      ].map(function (o) {
+        return h('option', { value: o[0], text: o[1] });
+      }),
+    );
+    mode.value = steps.length > 100 ? 'agent' : 'step';
+    function drawTimeline(m) {
+      timelineBox.textContent = '';
+      append(timelineBox, ganttSvg(steps, p, m, view.layers));
+    }
+    var rest = h('div', { id: 'plan-rest', 'aria-busy': 'true' });
+    var timelineControls = h('div', { class: 'timeline-controls' }, h('label', null, 'Rows ', mode));
     show(
       h('h1', { text: 'Plan ' + p.planId }),
       h(
@@ -183,23 +213,40 @@ export function planPage(planId) {
         h('span', { text: '▭ dashed: resume point (next layer to run)' }),
         h('span', { text: '⚑ last checkpoint' }),
       ),
-      h('div', { class: 'scroll' }, dagSvg(steps, view.layers, resume, view.checkpoints)),
-      h('h2', { text: 'Timeline (per agent)' }),
-      h('div', { class: 'scroll' }, ganttSvg(steps, p)),
-      h('h2', { text: 'Decisions' }),
-      decisionsTable(view.decisions),
-      h('h2', { text: 'Handoffs' }),
-      handoffsTable(view.handoffs),
-      h('h2', { text: 'Checkpoints' }),
-      checkpointsTable(view.checkpoints, resume),
-      h('h2', { text: 'Steps' }),
-      stepsTable(p.planId, steps, outputBox),
-      outputBox,
+      dagView.toolbar,
+      dagView.viewport,
+      rest,
     );
     var ms = Math.round(performance.now() - started);
     var dag = document.getElementById('dag');
     if (dag) dag.setAttribute('data-render-ms', String(ms));
     performance.mark('plan-rendered');
+    // the first frame after the DOM is built: the DAG has been laid out and painted
+    // the rest of the page (timeline, tables: thousands of rows in a long plan) is built after
+    // that frame, so the DAG shows first
+    requestAnimationFrame(function () {
+      setTimeout(function () {
+        if (dag) dag.setAttribute('data-paint-ms', String(Math.round(performance.now() - started)));
+        drawTimeline(mode.value);
+        append(rest, [
+          h('h2', { text: 'Timeline' }),
+          timelineControls,
+          timelineBox,
+          h('h2', { text: 'Decisions' }),
+          decisionsTable(view.decisions),
+          h('h2', { text: 'Handoffs' }),
+          handoffsTable(view.handoffs),
+          h('h2', { text: 'Checkpoints' }),
+          checkpointsTable(view.checkpoints, resume),
+          h('h2', { text: 'Steps' }),
+          stepFilter(steps),
+          stepsTable(p.planId, steps, outputBox),
+          outputBox,
+        ]);
+        rest.removeAttribute('aria-busy');
+        rest.setAttribute('data-ready', 'true');
+      }, 0);
+    });
   });
 }
 
@@ -275,6 +322,59 @@ function checkpointsTable(checkpoints, resume) {
   );
 }
 
+/**
+ * Filters the steps table and dims the DAG's other steps: by text (step id, title, agent, model,
+ * result or error) and by status.
+ */
+function stepFilter(steps) {
+  var text = h('input', { id: 'step-filter', type: 'search', placeholder: 'step, agent, model, error…' });
+  var status = h(
+    'select',
+    { id: 'step-status-filter', 'aria-label': 'step status' },
+    ['', 'pending', 'in_progress', 'completed', 'failed', 'skipped'].map(function (st) {
+      return h('option', { value: st, text: st || 'any status' });
+    }),
+  );
+  var count = h('span', { class: 'muted', id: 'step-filter-count', text: steps.length + ' steps' });
+  var haystack = {};
+  steps.forEach(function (st) {
+    haystack[st.stepId] = [st.stepId, st.title, st.agentId, st.model, st.error, st.result]
+      .filter(Boolean)
+      .join(' ')
+      .toLowerCase();
+  });
+  var statusOf = {};
+  steps.forEach(function (st) {
+    statusOf[st.stepId] = st.status;
+  });
+  function apply() {
+    var needle = text.value.trim().toLowerCase();
+    var wanted = status.value;
+    var shown = 0;
+    function keep(id) {
+      return (!needle || haystack[id].indexOf(needle) >= 0) && (!wanted || statusOf[id] === wanted);
+    }
+    document.querySelectorAll('#steps tr[data-step]').forEach(function (row) {
+      var ok = keep(row.getAttribute('data-step'));
+      row.hidden = !ok;
+      if (ok) shown++;
+    });
+    document.querySelectorAll('#dag .dag-node').forEach(function (node) {
+      node.classList.toggle('dimmed', !!(needle || wanted) && !keep(node.getAttribute('data-step')));
+    });
+    count.textContent = needle || wanted ? shown + ' of ' + steps.length + ' steps' : steps.length + ' steps';
+  }
+  text.addEventListener('input', apply);
+  status.addEventListener('change', apply);
+  return h(
+    'div',
+    { class: 'step-filter', role: 'search' },
+    h('label', null, 'Filter ', text),
+    h('label', null, 'Status ', status),
+    count,
+  );
+}
+
 function stepsTable(planId, steps, outputBox) {
   return table(
     'steps',
@@ -312,6 +412,8 @@ function stepsTable(planId, steps, outputBox) {
                           text: o.outputContent === null ? '(no stored output)' : o.outputContent,
                         }),
                       ]);
+                      // the output sits below the steps table: bring it into view
+                      outputBox.scrollIntoView({ block: 'start' });
                     },
                     function (err) {
                       outputBox.textContent = '';

@@ -1,10 +1,12 @@
 /*
- * The plan's timeline: one bar per step, a row per step grouped by agent, on an axis from the
- * first start to the last end (to now while the plan runs).
+ * The plan's timeline: one bar per step on an axis from the first start to the last end (to now
+ * while the plan runs). Rows: one per step grouped by agent (`step`), or collapsed to one per agent
+ * (`agent`) or per DAG layer (`layer`), where a row's bars may overlap.
  */
 import { append, clip, fmtMs, fmtTime, s, statusClass } from './dom.js';
 
-export function ganttSvg(steps, plan) {
+export function ganttSvg(steps, plan, mode, layers) {
+  mode = mode || 'step';
   var agents = [];
   steps.forEach(function (st) {
     if (agents.indexOf(st.agentId) < 0) agents.push(st.agentId);
@@ -32,25 +34,38 @@ export function ganttSvg(steps, plan) {
     WIDTH = 900,
     ROW = 26,
     TOP = 24;
-  var rowsPerAgent = {};
+  var labels = []; // [row, text]
   var rowOf = {};
   var row = 0;
-  agents.forEach(function (a) {
-    var mine = steps.filter(function (st) {
-      return st.agentId === a;
+  if (mode === 'layer') {
+    (layers || []).forEach(function (ids, li) {
+      labels.push([row, 'layer ' + li]);
+      ids.forEach(function (id) {
+        rowOf[id] = row;
+      });
+      row++;
     });
-    rowsPerAgent[a] = { first: row, count: mine.length };
-    mine.forEach(function (st) {
-      rowOf[st.stepId] = row++;
+  } else {
+    agents.forEach(function (a) {
+      var mine = steps.filter(function (st) {
+        return st.agentId === a;
+      });
+      labels.push([row, a]);
+      mine.forEach(function (st) {
+        rowOf[st.stepId] = row;
+        if (mode === 'step') row++;
+      });
+      if (mode === 'agent') row++;
     });
-  });
+  }
   var height = TOP + row * ROW + 10;
   var svg = s('svg', {
     id: 'timeline',
     width: LEFT + WIDTH + 80,
     height: height,
     role: 'img',
-    'aria-label': 'steps per agent over time',
+    'data-mode': mode,
+    'aria-label': mode === 'layer' ? 'steps per layer over time' : 'steps per agent over time',
   });
   // the axis: the start as a time, then four ticks as the time elapsed since it
   for (var k = 0; k <= 4; k++) {
@@ -70,11 +85,12 @@ export function ganttSvg(steps, plan) {
     append(svg, s('line', { class: 'gantt-now', x1: LEFT + WIDTH, x2: LEFT + WIDTH, y1: 18, y2: height - 6 }));
     append(svg, s('text', { class: 'gantt-now-label', x: LEFT + WIDTH + 4, y: 28, text: 'now' }));
   }
-  agents.forEach(function (a) {
-    append(svg, s('text', { x: 4, y: TOP + rowsPerAgent[a].first * ROW + 16, text: clip(a, 24) }));
+  labels.forEach(function (l) {
+    append(svg, s('text', { class: 'gantt-row-label', x: 4, y: TOP + l[0] * ROW + 16, text: clip(l[1], 24) }));
   });
   var scale = WIDTH / (t1 - t0);
   steps.forEach(function (st) {
+    if (rowOf[st.stepId] === undefined) return;
     var y = TOP + rowOf[st.stepId] * ROW + 4;
     var start = st.startedAt ? Date.parse(st.startedAt) : null;
     var end = st.completedAt ? Date.parse(st.completedAt) : start !== null ? t1 : null;
@@ -103,6 +119,8 @@ export function ganttSvg(steps, plan) {
       }),
     );
     append(svg, bar);
+    // collapsed rows hold many bars: no label beside each
+    if (mode !== 'step') return;
     append(
       svg,
       s('text', {

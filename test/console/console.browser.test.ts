@@ -6,6 +6,7 @@
  * shown, never run; sign-in and scopes enforced by the server; a replay from the console stored
  * exactly once. Screenshots go to test-artifacts/console/ (git-ignored).
  */
+import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -15,7 +16,8 @@ import { demoScenario } from '../../src/demo/demo-scenario';
 import { PlanEventPublisher } from '../../src/publisher';
 import { EVENTS_QUEUE } from '../../src/queue/queue-names';
 import { ENTITY } from '../../src/store/entities';
-import type { StepSpec } from '../../src/contracts';
+import type { PlanEvent, StepSpec } from '../../src/contracts';
+import { PlanEventStore } from '../../src/store/plan-event-store';
 import { ApiStack, READ_KEY, startApiStack } from '../http/http-harness';
 import { openRedis, REDIS_URL, silentLogger } from '../worker/helpers/queue-harness';
 
@@ -174,7 +176,7 @@ describe('the web console in headless Chromium', () => {
 
     const { page } = await openPage(READ_KEY);
     await page.goto(`${stack.server.url}/#/plans/${ids.planId}`);
-    await page.waitForSelector('#dag .dag-node');
+    await page.waitForSelector('#plan-rest[data-ready]');
     expect(await page.locator('#dag .dag-node').count()).toBe(steps.length);
     const failed = steps.filter((s) => s.status === 'failed').map((s) => s.stepKey);
     expect(failed).toHaveLength(1);
@@ -270,13 +272,13 @@ describe('the web console in headless Chromium', () => {
 
     const { page, dialogs } = await openPage(READ_KEY);
     await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
-    await page.waitForSelector('#dag .dag-node');
+    await page.waitForSelector('#plan-rest[data-ready]');
     await page.click('button.show-output[data-step=s1]');
     await page.waitForSelector('#output-text');
     await page.goto(`${stack.server.url}/#/plans`);
     await page.waitForSelector('#plans tbody tr');
     await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
-    await page.waitForSelector('#dag .dag-node');
+    await page.waitForSelector('#plan-rest[data-ready]');
     await page.click('button.show-output[data-step=s1]');
     await page.waitForSelector('#output-text');
     await sleep(300); // an image error handler would have fired by now
@@ -374,7 +376,7 @@ describe('the web console in headless Chromium', () => {
     });
     const { page } = await openPage(READ_KEY);
     await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
-    await page.waitForSelector('#dag .dag-node');
+    await page.waitForSelector('#plan-rest[data-ready]');
     const colours = await page.evaluate(() => {
       const style = (sel: string, prop: string) =>
         getComputedStyle(document.querySelector(sel) as Element).getPropertyValue(prop);
@@ -432,7 +434,7 @@ describe('the web console in headless Chromium', () => {
 
     const pages: Array<[string, string, string]> = [
       ['plans', '#/plans', '#plans'],
-      ['plan', `#/plans/${plan.planId}`, '#dag .dag-node'],
+      ['plan', `#/plans/${plan.planId}`, '#plan-rest[data-ready]'],
       ['session', `#/sessions/${plan.sessionId}`, '#history'],
       ['dead-letters', '#/dead-letters', '#dead-letters'],
       ['dead-letter', `#/dead-letters/${dl.id}`, '#event'],
@@ -589,6 +591,99 @@ describe('the web console in headless Chromium', () => {
     expect(await page.textContent('#agent-success')).toBe('Nothing yet.');
     await page.context().close();
   });
+
+  it('a 2,000-step, 50-layer plan written through the store: DAG with fit, zoom and go-to-resume-point, a collapsed timeline, a step filter; first paint reported', async () => {
+    const plan = { planId: 'plan-2000', sessionId: 'session-2000' };
+    const steps = layeredSteps(50, 40);
+    const events: PlanEvent[] = [];
+    let at = Date.parse('2026-11-01T09:00:00Z');
+    const emit = (type: string, payload: Record<string, unknown>) =>
+      events.push({
+        specVersion: 1,
+        eventId: randomUUID(),
+        type,
+        ...plan,
+        seq: events.length + 1,
+        occurredAt: new Date((at += 500)).toISOString(),
+        payload,
+      } as unknown as PlanEvent);
+    emit('plan.created', { query: 'a very long workflow', steps });
+    for (let layer = 0; layer < 25; layer++) {
+      for (const st of steps.filter((x) => x.stepId.startsWith(`t${layer}-`))) {
+        emit('step.started', { stepId: st.stepId });
+        emit('step.completed', {
+          stepId: st.stepId,
+          inputTokens: 10,
+          outputTokens: 5,
+          outputContent: `out ${st.stepId}`,
+        });
+      }
+      emit('checkpoint.saved', { checkpointId: `cp${layer}`, layer, state: { layer } });
+    }
+    const store = new PlanEventStore(stack.db.ds);
+    for (let i = 0; i < events.length; i += 500) await store.persist(events.slice(i, i + 500));
+    expect(
+      await stack.db.ds
+        .getRepository(ENTITY.step)
+        .count({ where: { planId: plan.planId, status: 'completed' } as never }),
+    ).toBe(1_000);
+
+    const { page } = await openPage(READ_KEY);
+    await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
+    await page.waitForSelector('#dag[data-render-ms]');
+    report('dag-2000 (50 layers) render ms', Number(await page.getAttribute('#dag', 'data-render-ms')));
+    await page.waitForSelector('#dag[data-paint-ms]');
+    report('dag-2000 (50 layers) first paint ms', Number(await page.getAttribute('#dag', 'data-paint-ms')));
+    await page.waitForSelector('#plan-rest[data-ready]');
+    expect(await page.locator('#dag .dag-node').count()).toBe(2_000);
+    expect(await page.locator('#dag .dag-layer-label').count()).toBe(50);
+    // the page stays a page: the DAG moves inside its viewport, the timeline is a row per agent
+    expect(await overflowX(page)).toBe(0);
+    const viewportBox = (await page.locator('#dag-viewport').boundingBox())!;
+    expect(viewportBox.height).toBeLessThanOrEqual(560);
+    expect(await page.inputValue('#timeline-mode')).toBe('agent');
+    expect(await page.locator('#timeline .gantt-row-label').count()).toBe(6);
+    expect((await page.locator('#timeline').boundingBox())!.height).toBeLessThan(400);
+
+    await page.click('#dag-fit');
+    expect(Number(await page.getAttribute('#dag', 'data-scale'))).toBeLessThan(0.2);
+    await page.click('#dag-zoom-in');
+    expect(Number(await page.getAttribute('#dag', 'data-scale'))).toBeGreaterThan(0.1);
+    // the resume point: layer 25's first step comes into the middle of the viewport
+    await page.click('#dag-resume');
+    const resumePoint = (await (
+      await fetch(`${stack.server.url}/v1/workflows/${plan.planId}/resume-point`, { headers: auth(READ_KEY) })
+    ).json()) as { nextLayer: number; nextSteps: Array<{ stepId: string }> };
+    expect(resumePoint.nextLayer).toBe(25);
+    const resumeNode = page.locator(`#dag .dag-node.resume[data-step="${resumePoint.nextSteps[0].stepId}"]`);
+    expect(await resumeNode.getAttribute('data-layer')).toBe('25');
+    const box = (await resumeNode.boundingBox())!;
+    const vp = (await page.locator('#dag-viewport').boundingBox())!;
+    expect(box.x).toBeGreaterThanOrEqual(vp.x);
+    expect(box.x + box.width).toBeLessThanOrEqual(vp.x + vp.width);
+    expect(box.y).toBeGreaterThanOrEqual(vp.y);
+    expect(box.y + box.height).toBeLessThanOrEqual(vp.y + vp.height);
+
+    await page.selectOption('#timeline-mode', 'layer');
+    expect(await page.locator('#timeline .gantt-row-label').count()).toBe(50);
+    await page.fill('#step-filter', 't49-');
+    expect(await page.locator('#steps tr[data-step]:visible').count()).toBe(40);
+    expect(await page.textContent('#step-filter-count')).toBe('40 of 2000 steps');
+    expect(await page.locator('#dag .dag-node:not(.dimmed)').count()).toBe(40);
+    await page.fill('#step-filter', '');
+    await page.selectOption('#step-status-filter', 'completed');
+    expect(await page.textContent('#step-filter-count')).toBe('1000 of 2000 steps');
+    await page.selectOption('#step-status-filter', '');
+    // an output far down the page is brought into view
+    await page.click('button.show-output[data-step="t24-39"]');
+    await page.waitForSelector('#output-text');
+    expect(await page.textContent('#output-text')).toBe('out t24-39');
+    const out = (await page.locator('#step-output').boundingBox())!;
+    expect(out.y).toBeLessThan(900);
+    expect(out.y + 20).toBeGreaterThan(0);
+    await shot(page, 'plan-2000');
+    await page.context().close();
+  }, 120_000);
 });
 
 async function writeDeadLetters(
