@@ -6,19 +6,32 @@
 /** The signed-in session ({ scopes, csrf }) or null, and what to do when it starts or ends. */
 export var state = { session: null, onExpired: null, onSignedIn: null };
 
+/** The ETag of the last answer of each GET path: what a live page asks "changed since?" with. */
+var etags = {};
+
+export function etagOf(path) {
+  return etags[path] || null;
+}
+
 export function api(path, opts) {
   opts = opts || {};
   var headers = { accept: 'application/json' };
+  var method = opts.method || 'GET';
+  if (opts.ifNoneMatch) headers['if-none-match'] = opts.ifNoneMatch;
   if (opts.method && opts.method !== 'GET') {
     headers['x-csrf-token'] = state.session ? state.session.csrf : '';
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
   }
   return fetch(path, {
-    method: opts.method || 'GET',
+    method: method,
     headers: headers,
     credentials: 'same-origin',
+    // conditional requests are this module's business: the browser's cache would answer a 304 with its own copy
+    cache: 'no-store',
     body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
   }).then(function (res) {
+    if (method === 'GET' && res.headers.get('etag')) etags[path] = res.headers.get('etag');
+    if (res.status === 304) return { notModified: true };
     return res.text().then(function (text) {
       var body;
       try {

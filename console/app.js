@@ -8,6 +8,7 @@
  */
 import { api, state } from './api.js';
 import { parseHash } from './router.js';
+import { stop } from './live.js';
 import { errorBox, h, show } from './dom.js';
 import { announcePage, drawNav, signIn } from './shell.js';
 import { planPage, plansPage } from './page-plans.js';
@@ -22,6 +23,7 @@ function route() {
   var page = where.page;
   var parts = where.parts;
   var q = where.q;
+  stop(); // a page watches its own data: the previous page's stops here
   drawNav(page === 'sessions' ? 'plans' : page);
   show(h('p', { class: 'muted', text: 'Loading…' }));
   var done;

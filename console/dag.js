@@ -3,6 +3,7 @@
  * a column per layer, a box per step, an edge per dependency.
  */
 import { append, clip, h, s, statusClass } from './dom.js';
+import { visibleText } from './text.js';
 
 /**
  * Fewer crossing edges: each layer after the first is sorted by the mean row of its steps'
@@ -152,14 +153,51 @@ export function dagSvg(steps, serverLayers, resume, checkpoints) {
           }
         },
       },
-      s('title', { text: label + ' (' + status + ')' + (st && st.title ? ': ' + st.title : '') }),
+      s('title', { text: nodeTitle(st, id, status) }),
       s('rect', { width: W, height: H, rx: 5 }),
       s('text', { x: 8, y: 16, text: clip(st ? st.stepId : id, 24) }),
-      s('text', { x: 8, y: 31, text: clip((st ? st.agentId : '') + ' · ' + status, 26) }),
+      s('text', { class: 'dag-node-status', x: 8, y: 31, text: nodeLine(st, status) }),
     );
     append(svg, g);
   });
   return svg;
+}
+
+function nodeTitle(st, id, status) {
+  return (st ? st.stepId + ' · ' + st.agentId : id) + ' (' + status + ')' + (st && st.title ? ': ' + st.title : '');
+}
+
+function nodeLine(st, status) {
+  return clip((st ? st.agentId : '') + ' · ' + status, 26);
+}
+
+/** A live update: each step's box takes its new status and resume mark, in place (the view stays). */
+export function updateDag(svg, steps, resume) {
+  if (!svg) return;
+  var next = {};
+  if (resume && resume.resumable && resume.nextSteps)
+    resume.nextSteps.forEach(function (st) {
+      next[st.stepId] = true;
+    });
+  var byId = {};
+  steps.forEach(function (st) {
+    byId[st.stepId] = st;
+  });
+  svg.querySelectorAll('.dag-node').forEach(function (g) {
+    var id = g.getAttribute('data-step');
+    var st = byId[id];
+    var status = st ? st.status : 'pending';
+    if (g.getAttribute('data-status') === status && g.classList.contains('resume') === !!next[id]) return;
+    var dimmed = g.classList.contains('dimmed');
+    g.setAttribute(
+      'class',
+      'dag-node ' + statusClass(status) + (next[id] ? ' resume' : '') + (dimmed ? ' dimmed' : ''),
+    );
+    g.setAttribute('data-status', status);
+    g.setAttribute('aria-label', visibleText('step ' + (st ? st.stepId + ' · ' + st.agentId : id) + ', ' + status));
+    g.querySelector('title').textContent = visibleText(nodeTitle(st, id, status));
+    g.querySelector('.dag-node-status').textContent = visibleText(nodeLine(st, status));
+  });
 }
 
 /** The steps table's row of a step: scrolled to, marked and focused. */

@@ -4,9 +4,16 @@
 import { api } from './api.js';
 import { card, fmtAge, fmtNum, h, show } from './dom.js';
 import { barChart } from './charts.js';
+import { watch } from './live.js';
+
+var HEALTH_PATH = '/v1/health?minutes=30';
 
 export function healthPage() {
-  return api('/v1/health?minutes=30').then(function (hv) {
+  return api(HEALTH_PATH).then(function (hv) {
+    // the counters move by themselves: the page redraws when they change
+    watch([HEALTH_PATH], function () {
+      return healthPage();
+    });
     var q = hv.queue;
     var dl = hv.deadLetters;
     show(

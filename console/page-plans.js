@@ -19,7 +19,8 @@ import {
   toQuery,
   wrapTable,
 } from './dom.js';
-import { dagSvg, dagViewer } from './dag.js';
+import { dagSvg, dagViewer, updateDag } from './dag.js';
+import { stop, watch } from './live.js';
 import { ganttSvg } from './timeline.js';
 
 var PAGE = 20;
@@ -134,12 +135,8 @@ export function plansPage(q) {
 
 export function planPage(planId) {
   var started = performance.now();
-  return Promise.all([
-    api('/v1/plans/' + enc(planId)),
-    api('/v1/workflows/' + enc(planId) + '/resume-point').catch(function () {
-      return null;
-    }),
-  ]).then(function (r) {
+  var planPath = '/v1/plans/' + enc(planId);
+  return Promise.all([api(planPath), resumePointOf(planId)]).then(function (r) {
     var view = r[0];
     var resume = r[1];
     var p = view.plan;
@@ -157,7 +154,7 @@ export function planPage(planId) {
         id: 'timeline-mode',
         'aria-label': 'timeline rows',
         onchange: function () {
-          drawTimeline(mode.value);
+          drawTimeline();
         },
       },
       [
@@ -169,40 +166,35 @@ export function planPage(planId) {
       }),
     );
     mode.value = steps.length > 100 ? 'agent' : 'step';
-    function drawTimeline(m) {
+    function drawTimeline() {
       timelineBox.textContent = '';
-      append(timelineBox, ganttSvg(steps, p, m, view.layers));
+      append(timelineBox, ganttSvg(steps, p, mode.value, view.layers));
+    }
+    var summary = h('div', { id: 'plan-summary' }, planSummary(p));
+    var tables = h('div', { id: 'plan-tables' });
+    var filter = stepFilter(function () {
+      return steps;
+    });
+    var stepsBox = h('div', { id: 'steps-box' });
+    function drawTables() {
+      tables.textContent = '';
+      append(tables, [
+        h('h2', { text: 'Decisions' }),
+        decisionsTable(view.decisions),
+        h('h2', { text: 'Handoffs' }),
+        handoffsTable(view.handoffs),
+        h('h2', { text: 'Checkpoints' }),
+        checkpointsTable(view.checkpoints, resume),
+      ]);
+      stepsBox.textContent = '';
+      append(stepsBox, stepsTable(p.planId, steps, outputBox));
+      filter.apply();
     }
     var rest = h('div', { id: 'plan-rest', 'aria-busy': 'true' });
     var timelineControls = h('div', { class: 'timeline-controls' }, h('label', null, 'Rows ', mode));
     show(
       h('h1', { text: 'Plan ' + p.planId }),
-      h(
-        'p',
-        null,
-        badge(p.status),
-        ' ',
-        'session ',
-        link('#/sessions/' + enc(p.sessionId), p.sessionId),
-        ' · created ',
-        fmtTime(p.createdAt),
-        p.completedAt ? ' · ended ' + fmtTime(p.completedAt) : '',
-      ),
-      h('p', { class: 'query', text: p.query }),
-      p.failureReason ? h('p', { class: 'error', text: 'Failure: ' + p.failureReason }) : null,
-      h(
-        'div',
-        { class: 'cards' },
-        card('steps', p.totalSteps),
-        card('completed', p.completedSteps),
-        card('failed', p.failedSteps),
-        card('skipped', p.skippedSteps),
-        card('input tokens', fmtNum(p.inputTokens)),
-        card('output tokens', fmtNum(p.outputTokens)),
-        p.status === 'executing' || p.status === 'planning'
-          ? card('running for', fmtMs(Math.max(0, Date.now() - Date.parse(p.createdAt))))
-          : card('duration', fmtMs(p.durationMs)),
-      ),
+      summary,
       h('h2', { text: 'DAG' }),
       h(
         'div',
@@ -221,33 +213,97 @@ export function planPage(planId) {
     var dag = document.getElementById('dag');
     if (dag) dag.setAttribute('data-render-ms', String(ms));
     performance.mark('plan-rendered');
-    // the first frame after the DOM is built: the DAG has been laid out and painted
-    // the rest of the page (timeline, tables: thousands of rows in a long plan) is built after
-    // that frame, so the DAG shows first
+    // the first frame after the DOM is built: the DAG has been laid out and painted; the rest of
+    // the page (timeline, tables: thousands of rows in a long plan) is built after that frame
     requestAnimationFrame(function () {
       setTimeout(function () {
         if (dag) dag.setAttribute('data-paint-ms', String(Math.round(performance.now() - started)));
-        drawTimeline(mode.value);
+        drawTimeline();
         append(rest, [
           h('h2', { text: 'Timeline' }),
           timelineControls,
           timelineBox,
-          h('h2', { text: 'Decisions' }),
-          decisionsTable(view.decisions),
-          h('h2', { text: 'Handoffs' }),
-          handoffsTable(view.handoffs),
-          h('h2', { text: 'Checkpoints' }),
-          checkpointsTable(view.checkpoints, resume),
+          tables,
           h('h2', { text: 'Steps' }),
-          stepFilter(steps),
-          stepsTable(p.planId, steps, outputBox),
+          filter.element,
+          stepsBox,
           outputBox,
         ]);
+        drawTables();
         rest.removeAttribute('aria-busy');
         rest.setAttribute('data-ready', 'true');
       }, 0);
     });
+
+    // a running plan updates by itself: the DAG's boxes, the cards, the tables and the timeline
+    // change in place (the view, the filter and the scroll stay); a changed step list redraws all
+    if (!isRunning(p)) return;
+    watch([planPath], function (bodies) {
+      var next = bodies[0];
+      if (!sameShape(view, next)) return planPage(planId);
+      return resumePointOf(planId).then(function (nextResume) {
+        view = next;
+        resume = nextResume;
+        p = next.plan;
+        steps = next.steps;
+        summary.textContent = '';
+        append(summary, planSummary(p));
+        updateDag(dag, steps, resume);
+        if (rest.hasAttribute('data-ready')) {
+          drawTimeline();
+          drawTables();
+        }
+        document.getElementById('app').setAttribute('data-updated', String(Date.now()));
+        if (!isRunning(p)) stop();
+      });
+    });
   });
+}
+
+function resumePointOf(planId) {
+  return api('/v1/workflows/' + enc(planId) + '/resume-point').catch(function () {
+    return null;
+  });
+}
+
+function isRunning(p) {
+  return p.status === 'executing' || p.status === 'planning';
+}
+
+/** The same steps in the same layers: the DAG can be updated in place. */
+function sameShape(a, b) {
+  return JSON.stringify(a.layers) === JSON.stringify(b.layers);
+}
+
+function planSummary(p) {
+  return [
+    h(
+      'p',
+      { id: 'plan-status' },
+      badge(p.status),
+      ' ',
+      'session ',
+      link('#/sessions/' + enc(p.sessionId), p.sessionId),
+      ' · created ',
+      fmtTime(p.createdAt),
+      p.completedAt ? ' · ended ' + fmtTime(p.completedAt) : '',
+    ),
+    h('p', { class: 'query', text: p.query }),
+    p.failureReason ? h('p', { class: 'error', text: 'Failure: ' + p.failureReason }) : null,
+    h(
+      'div',
+      { class: 'cards' },
+      card('steps', p.totalSteps),
+      card('completed', p.completedSteps),
+      card('failed', p.failedSteps),
+      card('skipped', p.skippedSteps),
+      card('input tokens', fmtNum(p.inputTokens)),
+      card('output tokens', fmtNum(p.outputTokens)),
+      isRunning(p)
+        ? card('running for', fmtMs(Math.max(0, Date.now() - Date.parse(p.createdAt))))
+        : card('duration', fmtMs(p.durationMs)),
+    ),
+  ];
 }
 
 function decisionsTable(decisions) {
@@ -326,7 +382,7 @@ function checkpointsTable(checkpoints, resume) {
  * Filters the steps table and dims the DAG's other steps: by text (step id, title, agent, model,
  * result or error) and by status.
  */
-function stepFilter(steps) {
+function stepFilter(getSteps) {
   var text = h('input', { id: 'step-filter', type: 'search', placeholder: 'step, agent, model, error…' });
   var status = h(
     'select',
@@ -335,25 +391,24 @@ function stepFilter(steps) {
       return h('option', { value: st, text: st || 'any status' });
     }),
   );
-  var count = h('span', { class: 'muted', id: 'step-filter-count', text: steps.length + ' steps' });
-  var haystack = {};
-  steps.forEach(function (st) {
-    haystack[st.stepId] = [st.stepId, st.title, st.agentId, st.model, st.error, st.result]
-      .filter(Boolean)
-      .join(' ')
-      .toLowerCase();
-  });
-  var statusOf = {};
-  steps.forEach(function (st) {
-    statusOf[st.stepId] = st.status;
-  });
+  var count = h('span', { class: 'muted', id: 'step-filter-count', text: getSteps().length + ' steps' });
   function apply() {
+    var steps = getSteps();
     var needle = text.value.trim().toLowerCase();
     var wanted = status.value;
-    var shown = 0;
+    var byId = {};
+    steps.forEach(function (st) {
+      byId[st.stepId] = st;
+    });
     function keep(id) {
-      return (!needle || haystack[id].indexOf(needle) >= 0) && (!wanted || statusOf[id] === wanted);
+      var st = byId[id];
+      if (!st) return false;
+      if (wanted && st.status !== wanted) return false;
+      if (!needle) return true;
+      var hay = [st.stepId, st.title, st.agentId, st.model, st.error, st.result].filter(Boolean).join(' ');
+      return hay.toLowerCase().indexOf(needle) >= 0;
     }
+    var shown = 0;
     document.querySelectorAll('#steps tr[data-step]').forEach(function (row) {
       var ok = keep(row.getAttribute('data-step'));
       row.hidden = !ok;
@@ -366,13 +421,16 @@ function stepFilter(steps) {
   }
   text.addEventListener('input', apply);
   status.addEventListener('change', apply);
-  return h(
-    'div',
-    { class: 'step-filter', role: 'search' },
-    h('label', null, 'Filter ', text),
-    h('label', null, 'Status ', status),
-    count,
-  );
+  return {
+    apply: apply,
+    element: h(
+      'div',
+      { class: 'step-filter', role: 'search' },
+      h('label', null, 'Filter ', text),
+      h('label', null, 'Status ', status),
+      count,
+    ),
+  };
 }
 
 function stepsTable(planId, steps, outputBox) {

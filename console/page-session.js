@@ -2,16 +2,26 @@
  * One session: the plan an application restores (the active one) and every plan of the session, paged.
  */
 import { api } from './api.js';
+import { watch } from './live.js';
 import { badge, enc, fmtNum, fmtTime, h, link, show, table, toQuery } from './dom.js';
 
 var SESSION_PAGE = 50;
 
 export function sessionPage(sessionId, q) {
   var offset = Math.max(0, Number(q.offset) || 0);
-  return Promise.all([
-    api('/v1/sessions/' + enc(sessionId) + '/active'),
-    api('/v1/plans?' + toQuery({ sessionId: sessionId, limit: SESSION_PAGE, offset: offset })),
-  ]).then(function (r) {
+  var paths = [
+    '/v1/sessions/' + enc(sessionId) + '/active',
+    '/v1/plans?' + toQuery({ sessionId: sessionId, limit: SESSION_PAGE, offset: offset }),
+  ];
+  return Promise.all(
+    paths.map(function (path) {
+      return api(path);
+    }),
+  ).then(function (r) {
+    // the active plan moves on and new plans arrive: the page redraws when either changes
+    watch(paths, function () {
+      return sessionPage(sessionId, q);
+    });
     var active = r[0].activePlan;
     var history = r[1];
     var here = '#/sessions/' + enc(sessionId) + '?offset=';

@@ -3,8 +3,10 @@
  */
 import { api, state } from './api.js';
 import { append, errorBox, h, show } from './dom.js';
+import { liveSwitch, stop } from './live.js';
 
 export function signIn(message) {
+  stop();
   document.getElementById('nav').textContent = '';
   var input = h('input', {
     type: 'password',
@@ -61,6 +63,7 @@ export function drawNav(active) {
   ].forEach(function (p) {
     append(nav, h('a', { href: '#/' + p[0], class: active === p[0] ? 'active' : null, text: p[1] }));
   });
+  append(nav, liveSwitch());
   append(
     nav,
     h('button', {

@@ -148,6 +148,60 @@ describe('console routes', () => {
     expect(await res.text()).toMatch(/^<svg /);
   });
 
+  it('many open consoles cost the database one read per second: concurrent and repeated reads share one answer, 304 when unchanged; API clients read fresh', async () => {
+    const consoles: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const res = await fetch(`${stack.server.url}/console/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ key: READ_KEY }),
+      });
+      consoles.push(res.headers.get('set-cookie')!.split(';')[0]);
+    }
+    const reads = async () => {
+      const text = await (await fetch(`${stack.server.url}/metrics`)).text();
+      const count = (result: string) =>
+        Number(
+          new RegExp(`^plan_ledger_http_console_reads_total\\{result="${result}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0,
+        );
+      return { computed: count('computed'), shared: count('shared'), notModified: count('not_modified') };
+    };
+    const before = await reads();
+    const path = '/v1/plans?limit=5&status=executing';
+    // 20 consoles at once, 5 times within the sharing window: one computation
+    const answers = await Promise.all(
+      consoles.map((cookie) => fetch(`${stack.server.url}${path}`, { headers: { cookie } })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(consoles.map(() => 200));
+    const etags = new Set(answers.map((a) => a.headers.get('etag')));
+    expect(etags.size).toBe(1);
+    const [etag] = [...etags];
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{27}"$/);
+    const again = await Promise.all(
+      consoles.map((cookie) => fetch(`${stack.server.url}${path}`, { headers: { cookie, 'if-none-match': etag! } })),
+    );
+    expect(again.map((a) => a.status)).toEqual(consoles.map(() => 304));
+    expect(await again[0].text()).toBe('');
+    const after = await reads();
+    expect(after.computed - before.computed).toBe(1);
+    expect(after.shared - before.shared).toBe(19);
+    expect(after.notModified - before.notModified).toBe(20);
+
+    // past the window, one more computation serves everyone again
+    await new Promise((r) => setTimeout(r, 1_100));
+    await Promise.all(consoles.map((cookie) => fetch(`${stack.server.url}${path}`, { headers: { cookie } })));
+    expect((await reads()).computed - after.computed).toBe(1);
+
+    // a Bearer client: an ETag and 304 too, but never another's answer
+    const api = await call(stack, 'GET', path);
+    expect(api.status).toBe(200);
+    const bearer = await fetch(`${stack.server.url}${path}`, {
+      headers: { authorization: `Bearer ${READ_KEY}`, 'if-none-match': etag! },
+    });
+    expect(bearer.status).toBe(304);
+    expect((await reads()).computed - after.computed).toBe(1);
+  });
+
   // last: it leaves this server refusing sign-ins from 127.0.0.1 for a minute
   it('sign-in is throttled: after 10 refused keys from one address, 429 with Retry-After, even for a right key', async () => {
     const post = (key: string) =>

@@ -684,6 +684,78 @@ describe('the web console in headless Chromium', () => {
     await shot(page, 'plan-2000');
     await page.context().close();
   }, 120_000);
+
+  it('live: a running plan updates by itself (DAG, steps, cards) without a reload; paused, it does not; health is live too', async () => {
+    const plan = { planId: 'plan-live', sessionId: 'session-live' };
+    publisher.planCreated(plan, {
+      query: 'watch me',
+      steps: [
+        { stepId: 'l1', index: 0, agentId: 'live-agent', task: 'one' },
+        { stepId: 'l2', index: 1, agentId: 'live-agent', task: 'two', dependsOn: ['l1'] },
+      ],
+    });
+    await publisher.flush(10_000);
+    await waitFor('the live plan', async () => (await planStatus(plan.planId)) !== undefined);
+    const stepStatus = async (stepKey: string) =>
+      (
+        await stack.db.ds
+          .getRepository<{ status: string }>(ENTITY.step)
+          .findOne({ where: { planId: plan.planId, stepKey } as never })
+      )?.status;
+
+    const { page } = await openPage(READ_KEY);
+    await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
+    await page.waitForSelector('#plan-rest[data-ready]');
+    expect(await page.isVisible('#live-toggle')).toBe(true);
+    expect(await page.textContent('#live-toggle')).toBe('live');
+    await page.fill('#step-filter', 'l1');
+    await page.locator('#step-filter').blur();
+    const navigations: string[] = [];
+    page.on('framenavigated', (f) => navigations.push(f.url()));
+
+    publisher.stepStarted(plan, { stepId: 'l1' });
+    publisher.stepCompleted(plan, { stepId: 'l1', inputTokens: 7, outputTokens: 3 });
+    await publisher.flush(10_000);
+    await waitFor('l1 stored', async () => (await stepStatus('l1')) === 'completed');
+    await page.waitForSelector('#dag .dag-node[data-step=l1][data-status=completed]', { timeout: 15_000 });
+    await page.waitForFunction(
+      () => document.querySelector('#steps tr[data-step=l1] .badge')?.textContent === 'completed',
+    );
+    expect(await page.textContent('#plan-summary .cards')).toMatch(/1completed/);
+    // the page was updated in place: no navigation, the filter kept
+    expect(navigations).toEqual([]);
+    expect(await page.inputValue('#step-filter')).toBe('l1');
+    expect(await page.locator('#steps tr[data-step]:visible').count()).toBe(1);
+
+    // paused: a change stays off the page
+    await page.fill('#step-filter', '');
+    await page.locator('#step-filter').blur();
+    await page.click('#live-toggle');
+    expect(await page.textContent('#live-toggle')).toBe('paused');
+    expect(await page.getAttribute('#live-toggle', 'aria-pressed')).toBe('false');
+    publisher.stepStarted(plan, { stepId: 'l2' });
+    await publisher.flush(10_000);
+    await waitFor('l2 stored', async () => (await stepStatus('l2')) === 'in_progress');
+    await sleep(5_000); // two polling intervals and more
+    expect(await page.getAttribute('#dag .dag-node[data-step=l2]', 'data-status')).toBe('pending');
+    await page.click('#live-toggle');
+    await page.waitForSelector('#dag .dag-node[data-step=l2][data-status=in_progress]', { timeout: 15_000 });
+
+    // a finished plan has nothing left to watch
+    publisher.stepCompleted(plan, { stepId: 'l2', inputTokens: 1, outputTokens: 1 });
+    publisher.planFinalized(plan, { status: 'completed' });
+    await publisher.flush(10_000);
+    await waitFor('the plan completed', async () => (await planStatus(plan.planId)) === 'completed');
+    await page.waitForFunction(() => document.querySelector('#plan-status .badge')?.textContent === 'completed', null, {
+      timeout: 15_000,
+    });
+    expect(await page.isVisible('#live-toggle')).toBe(false);
+
+    await page.goto(`${stack.server.url}/#/health`);
+    await page.waitForSelector('#events-per-minute');
+    expect(await page.isVisible('#live-toggle')).toBe(true);
+    await page.context().close();
+  }, 90_000);
 });
 
 async function writeDeadLetters(
