@@ -66,6 +66,7 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
       redisUrl: config.redisUrl,
       redisClusterNodes: config.redisClusterNodes,
       queuePrefix: config.queuePrefix,
+      queueShards: config.queueShards,
       journalDir: settings.journalDir,
       maxJournalBytes: settings.maxJournalBytes,
       maxBufferedEvents: settings.maxBufferedEvents,
