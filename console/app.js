@@ -1061,6 +1061,24 @@
           card('dead letters', dl ? fmtNum(dl.total) : '–'),
           card('oldest dead letter', dl && dl.oldestAgeSeconds !== null ? dl.oldestAgeSeconds + ' s' : '–'),
         ),
+        h('h2', { text: 'Events queue by shard' }),
+        table(
+          'queue-shards',
+          ['Shard', 'Waiting', 'Active', 'Delayed', 'Failed', 'Oldest waiting'],
+          (hv.shards || []).map(function (s) {
+            return h(
+              'tr',
+              null,
+              h('td', { text: s.shard }),
+              h('td', { text: fmtNum(s.waiting) }),
+              h('td', { text: fmtNum(s.active) }),
+              h('td', { text: fmtNum(s.delayed) }),
+              h('td', { text: fmtNum(s.failed) }),
+              h('td', { text: s.oldestWaitingAgeSeconds !== null ? s.oldestWaitingAgeSeconds + ' s' : '–' }),
+            );
+          }),
+          'no queue access',
+        ),
         h('h2', { text: 'Dead letters by kind' }),
         barChart(
           'dlq-kinds',

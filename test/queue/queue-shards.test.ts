@@ -12,6 +12,9 @@ import { PlanEventPublisher } from '../../src/publisher';
 import { EVENTS_QUEUE, EventBatchJobData } from '../../src/queue/queue-names';
 import { layoutsKey, queueShards, shardOfPlan } from '../../src/queue/queue-shards';
 import { startWorker, WorkerHandle } from '../../src/worker';
+import { buildDeadLetter, DeadLetterWriter } from '../../src/dead-letters/dead-letter-writer';
+import { openDeadLetterService } from '../../src/dead-letters/dead-letter-connections';
+import { parseFilter } from '../../src/dead-letters/dead-letter-filter';
 import { createMigratedDb } from '../support/databases';
 import { manyPlanRuns } from '../support/event-factory';
 import { countRows, openRedis, REDIS_URL, silentLogger, uniquePrefix, waitFor } from '../worker/helpers/queue-harness';
@@ -151,6 +154,60 @@ describe('queue shards on one Redis', () => {
     await newWorker({ QUEUE_PREFIX: prefix, QUEUE_SHARDS: '3', WORKER_SHARDS: '0,2' });
     expect(await publisher.stored(60_000)).toBe(true);
     expect(await countRows(db.ds, 'plan_events')).toBe(events.length);
+  });
+
+  it('dead letters of every shard are in one place: listed, filtered by shard, replayed to the shard of their plan', async () => {
+    const prefix = prefixFor('sh-dlq');
+    const events = manyPlanRuns(600, { seed: 13 });
+    const writer = new DeadLetterWriter(redis, prefix);
+    cleanups.push(() => writer.close());
+    const at = new Date();
+    await writer.write(
+      events.map((event, index) =>
+        buildDeadLetter(
+          'retries-exhausted',
+          event,
+          { message: 'database down' },
+          {
+            queue: EVENTS_QUEUE,
+            prefix: queueShards(prefix, 3)[shardOfPlan(event.planId, 3)].prefix,
+            jobId: 'j',
+            index,
+            attempts: 3,
+            firstFailedAt: at,
+            lastFailedAt: at,
+            workerVersion: 't',
+            replayCount: 0,
+          },
+        ),
+      ),
+    );
+    const config = loadConfig({ REDIS_URL, QUEUE_PREFIX: prefix, QUEUE_SHARDS: '3', DATABASE_URL: db.db.url });
+    const opened = await openDeadLetterService(config, silentLogger(), { events: true });
+    cleanups.push(() => opened.close());
+    const { service } = opened;
+    expect((await service.listSummaries({})).total).toBe(events.length);
+    expect((await service.stats()).total).toBe(events.length);
+    for (const shard of [0, 1, 2]) {
+      const listed = await service.listSummaries(parseFilter({ shard: String(shard) }, 3));
+      expect(listed.total).toBe(events.filter((e) => shardOfPlan(e.planId, 3) === shard).length);
+      for (const dl of listed.deadLetters) expect(shardOfPlan(dl.planId!, 3)).toBe(shard);
+    }
+    expect(() => parseFilter({ shard: '3' }, 3)).toThrow('--shard: "3" is not a shard of QUEUE_SHARDS=3; give 0-2');
+    const summary = await service.replay({ filter: {} });
+    expect(summary.replayed).toBe(events.length);
+    let queued = 0;
+    for (const shard of queueShards(prefix, 3))
+      for (const job of await jobsOn(shard.prefix))
+        for (const e of job.data.events as Array<{ planId: string }>) {
+          expect(shardOfPlan(e.planId, 3)).toBe(shard.index);
+          queued++;
+        }
+    expect(queued).toBe(events.length);
+    const worker = await newWorker({ QUEUE_PREFIX: prefix, QUEUE_SHARDS: '3' });
+    expect(await worker.idle(60_000)).toBe(true);
+    expect(await countRows(db.ds, 'plan_events')).toBe(events.length);
+    expect((await service.stats()).total).toBe(0);
   });
 
   it('changing QUEUE_SHARDS from 6 to 2 under load loses nothing: the new workers drain the old layout too', async () => {
