@@ -64,6 +64,11 @@ export interface StartWorkerOptions {
   onDeadLetter?(letter: DeadLetter): void;
   /** While migrations are pending the worker consumes nothing; it looks again this often. @defaultValue 5000 ms */
   schemaPollMs?: number;
+  /**
+   * How often a worker of every shard (no WORKER_SHARDS) looks for layouts that publishers with
+   * another QUEUE_SHARDS registered, to consume their shards too. @defaultValue 10000 ms
+   */
+  layoutPollMs?: number;
 }
 
 export interface WorkerHandle {
@@ -188,9 +193,15 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
   });
   const { gate, batcher, sweeper } = pipeline;
   // the job concurrency is the process's: each shard's worker gets its share
-  const perShard = (n: number) => Math.max(1, Math.ceil(n / shards.length));
+  const runtimes: ShardRuntime[] = [];
+  const workers: EventsWorker[] = [];
+  const queues: Queue[] = [];
+  const perShard = (n: number) => Math.max(1, Math.ceil(n / Math.max(1, workers.length)));
   const logs: RepeatedLog[] = [deadLetterQueueErrors];
-  const runtimes: ShardRuntime[] = shards.map((shard) => {
+  let fetching = false;
+  const run = (worker: EventsWorker) =>
+    void worker.run().catch((err) => logger.error({ err }, 'worker stopped with an error'));
+  const addShard = (shard: QueueShard): ShardRuntime => {
     const queue = opened.closable(new Queue(EVENTS_QUEUE, { connection, prefix: shard.prefix }));
     const label = shardLabel(shard, shardCount);
     // while Redis is unreachable every reconnection attempt fails: one line per kind per 10 s
@@ -207,15 +218,21 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
       prefix: shard.prefix,
       settings,
       processor: pipeline.processor,
-      concurrency: perShard(pipeline.concurrency.concurrency),
+      concurrency: 1,
     });
     logs.push(wireWorkerEvents(worker, state, logger, pipeline.writeDeadLetters, shard.prefix));
     const relief = new RedisRelief({ queue, connection, logger, eventStreamKey: queue.keys.events });
     worker.on('error', relief.onError);
     logs.push(relief.failures);
-    return { shard, label, queue, worker };
-  });
-  const workers = runtimes.map((r) => r.worker);
+    const runtime = { shard, label, queue, worker };
+    runtimes.push(runtime);
+    workers.push(worker);
+    queues.push(queue);
+    for (const w of workers) w.concurrency = perShard(pipeline.concurrency.concurrency);
+    if (fetching) run(worker);
+    return runtime;
+  };
+  for (const shard of shards) addShard(shard);
   // the pipeline decides, the BullMQ workers follow: paused while the database is down, sized to the jobs
   gate.onChange((up) => {
     for (const worker of workers) {
@@ -231,11 +248,26 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
   void schema.current.then(() => {
     if (closing.signal.aborted) return;
     sweeper.start();
-    for (const worker of workers)
-      void worker.run().catch((err) => logger.error({ err }, 'worker stopped with an error'));
+    fetching = true;
+    for (const worker of workers) run(worker);
   });
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
-  const queues = runtimes.map((r) => r.queue);
+  if (!pinned) {
+    // a publisher started later with another QUEUE_SHARDS registers its layout: drain its shards too
+    const refresh = async () => {
+      const known = new Set(runtimes.map((r) => r.shard.prefix));
+      const layouts = await registeredLayouts(connection, prefix).catch(() => [] as number[]);
+      if (closing.signal.aborted) return;
+      for (const shard of consumedShards(prefix, shardCount, null, layouts)) {
+        if (known.has(shard.prefix)) continue;
+        const added = addShard(shard);
+        logger.info({ shard: added.label, prefix: shard.prefix }, 'worker consumes a shard of another QUEUE_SHARDS');
+      }
+    };
+    const timer = setInterval(() => void refresh(), options.layoutPollMs ?? 10_000);
+    timer.unref();
+    opened.closable({ close: async () => clearInterval(timer) });
+  }
   const readiness = () =>
     readinessOf({ connection, ds, queues, gate, schema, state, stallMs: settings.readyStallSeconds * 1000 });
   const health =
@@ -252,7 +284,9 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     {
       queue: EVENTS_QUEUE,
       prefix,
-      ...(shards.length > 1 || shardCount > 1 ? { queueShards: shardCount, shards: runtimes.map((r) => r.label) } : {}),
+      ...(runtimes.length > 1 || shardCount > 1
+        ? { queueShards: shardCount, shards: runtimes.map((r) => r.label) }
+        : {}),
       concurrency: settings.concurrency,
       maxEventsInFlight: settings.maxEventsInFlight,
       batchSize: settings.batchSize,

@@ -65,12 +65,13 @@ describe('queue shards on one Redis', () => {
     });
     return publisher;
   };
-  const newWorker = async (env: Record<string, string>) => {
+  const newWorker = async (env: Record<string, string>, layoutPollMs?: number) => {
     const worker: WorkerHandle = await startWorker({
       config: loadConfig({ REDIS_URL, DATABASE_URL: db.db.url, ...env }),
       dataSource: db.ds,
       logger: silentLogger(),
       settings: { healthPort: null },
+      layoutPollMs,
     });
     cleanups.push(() => worker.close(10_000));
     return worker;
@@ -154,6 +155,19 @@ describe('queue shards on one Redis', () => {
     await newWorker({ QUEUE_PREFIX: prefix, QUEUE_SHARDS: '3', WORKER_SHARDS: '0,2' });
     expect(await publisher.stored(60_000)).toBe(true);
     expect(await countRows(db.ds, 'plan_events')).toBe(events.length);
+  });
+
+  it('a running worker finds the layout of a publisher started later with another QUEUE_SHARDS and drains it', async () => {
+    const prefix = prefixFor('sh-later');
+    const worker = await newWorker({ QUEUE_PREFIX: prefix, QUEUE_SHARDS: '2' }, 100);
+    const events = manyPlanRuns(3_000, { seed: 17 });
+    const publisher = newPublisher(prefix, 5);
+    for (const e of events) publisher.publish(e);
+    expect(await publisher.stored(60_000)).toBe(true);
+    expect(await countRows(db.ds, 'plan_events')).toBe(events.length);
+    const metrics = await worker.metrics.text();
+    for (const label of ['0', '1', '1/5', '2/5', '3/5', '4/5'])
+      expect(metrics).toContain(`plan_ledger_queue_jobs{shard="${label}",state="wait"} 0`);
   });
 
   it('dead letters of every shard are in one place: listed, filtered by shard, replayed to the shard of their plan', async () => {
