@@ -2,7 +2,7 @@
  * Health: queue depth, dead letters by kind, events stored per minute.
  */
 import { api } from './api.js';
-import { card, fmtAge, fmtNum, h, show } from './dom.js';
+import { card, fmtAge, fmtNum, h, show, table } from './dom.js';
 import { barChart } from './charts.js';
 import { watch } from './live.js';
 
@@ -27,6 +27,24 @@ export function healthPage() {
         card('oldest waiting', q ? fmtAge(q.oldestWaitingAgeSeconds) : '–'),
         card('dead letters', dl ? fmtNum(dl.total) : '–'),
         card('oldest dead letter', dl ? fmtAge(dl.oldestAgeSeconds) : '–'),
+      ),
+      h('h2', { text: 'Events queue by shard' }),
+      table(
+        'queue-shards',
+        ['Shard', 'Waiting', 'Active', 'Delayed', 'Failed', 'Oldest waiting'],
+        (hv.shards || []).map(function (sh) {
+          return h(
+            'tr',
+            { 'data-shard': sh.shard },
+            h('td', { class: 'num', text: sh.shard }),
+            h('td', { class: 'num', text: fmtNum(sh.waiting) }),
+            h('td', { class: 'num', text: fmtNum(sh.active) }),
+            h('td', { class: 'num', text: fmtNum(sh.delayed) }),
+            h('td', { class: 'num', text: fmtNum(sh.failed) }),
+            h('td', { class: 'num', text: fmtAge(sh.oldestWaitingAgeSeconds) }),
+          );
+        }),
+        'No queue access.',
       ),
       h('h2', { text: 'Dead letters by kind' }),
       barChart(

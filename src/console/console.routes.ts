@@ -47,6 +47,11 @@ export interface ConsoleDeps {
   deadLetters?: DeadLetterService;
   deadLetterQueue?: Queue;
   eventsQueue?: Queue;
+  /**
+   * With QUEUE_SHARDS above 1: every shard's events queue, by `shard` label; the health view then has a
+   * row per shard and `queue` sums them. @defaultValue the eventsQueue alone, as shard "0"
+   */
+  eventShards?: Array<{ shard: string; queue: Queue }>;
   redis?: RedisClient;
   queuePrefix?: string;
   /** Refused sign-ins per client address. @defaultValue 10 a minute */
@@ -145,14 +150,18 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
     async (req) => {
       const q = req.query as Q;
       // a bad filter is a usage error (400), an unknown id not-found (404): see http-errors.ts
-      const filter = parseFilter({
-        type: q.type,
-        kind: q.kind,
-        plan: q.plan,
-        since: q.since,
-        until: q.until,
-        limit: q.limit ?? '100',
-      });
+      const filter = parseFilter(
+        {
+          type: q.type,
+          kind: q.kind,
+          plan: q.plan,
+          shard: q.shard,
+          since: q.since,
+          until: q.until,
+          limit: q.limit ?? '100',
+        },
+        deps.eventShards?.length ?? 1,
+      );
       return service().listSummaries(filter);
     },
   );
@@ -211,32 +220,53 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
   );
 }
 
+/** Job counts of the events queue (or one shard of it). */
+export interface QueueHealth {
+  waiting: number;
+  active: number;
+  delayed: number;
+  failed: number;
+  oldestWaitingAgeSeconds: number | null;
+}
+
 /** What the console's Health page shows. */
 export interface HealthView {
-  queue: {
-    waiting: number;
-    active: number;
-    delayed: number;
-    failed: number;
-    oldestWaitingAgeSeconds: number | null;
-  } | null;
+  /** Every shard together. */
+  queue: QueueHealth | null;
+  /** One row per shard of the events queue (QUEUE_SHARDS; one row, shard "0", without). */
+  shards: Array<QueueHealth & { shard: string }>;
   deadLetters: { total: number; byKind: Record<string, number>; oldestAgeSeconds: number | null } | null;
   /** Events the workers stored per minute, oldest minute first (UTC, `minute` ISO). */
   eventsPerMinute: Array<{ minute: string; events: number }>;
 }
 
+async function queueHealth(queue: Queue, now: number): Promise<QueueHealth> {
+  const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed');
+  const [oldest] = await queue.getJobs(['waiting'], 0, 0, true); // asc: the oldest first
+  return {
+    waiting: counts.waiting ?? 0,
+    active: counts.active ?? 0,
+    delayed: counts.delayed ?? 0,
+    failed: counts.failed ?? 0,
+    oldestWaitingAgeSeconds: oldest ? Math.max(0, Math.round((now - oldest.timestamp) / 1000)) : null,
+  };
+}
+
 async function health(deps: ConsoleDeps, minutes: number): Promise<HealthView> {
   const now = Date.now();
   let queue: HealthView['queue'] = null;
-  if (deps.eventsQueue) {
-    const counts = await deps.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'failed');
-    const [oldest] = await deps.eventsQueue.getJobs(['waiting'], 0, 0, true); // asc: the oldest first
+  const sources = deps.eventShards ?? (deps.eventsQueue ? [{ shard: '0', queue: deps.eventsQueue }] : []);
+  const shards = await Promise.all(
+    sources.map(async (s) => ({ shard: s.shard, ...(await queueHealth(s.queue, now)) })),
+  );
+  if (shards.length > 0) {
+    const ages = shards.map((s) => s.oldestWaitingAgeSeconds).filter((a): a is number => a !== null);
     queue = {
-      waiting: counts.waiting ?? 0,
-      active: counts.active ?? 0,
-      delayed: counts.delayed ?? 0,
-      failed: counts.failed ?? 0,
-      oldestWaitingAgeSeconds: oldest ? Math.max(0, Math.round((now - oldest.timestamp) / 1000)) : null,
+      waiting: shards.reduce((n, s) => n + s.waiting, 0),
+      active: shards.reduce((n, s) => n + s.active, 0),
+      delayed: shards.reduce((n, s) => n + s.delayed, 0),
+      failed: shards.reduce((n, s) => n + s.failed, 0),
+      oldestWaitingAgeSeconds: ages.length > 0 ? Math.max(...ages) : null,
     };
   }
   let deadLetters: HealthView['deadLetters'] = null;
@@ -252,5 +282,5 @@ async function health(deps: ConsoleDeps, minutes: number): Promise<HealthView> {
   const eventsPerMinute = deps.redis
     ? await storedEventsPerMinute(deps.redis, deps.queuePrefix ?? '', minutes, now)
     : [];
-  return { queue, deadLetters, eventsPerMinute };
+  return { queue, shards, deadLetters, eventsPerMinute };
 }

@@ -32,6 +32,11 @@ export interface DeadLetterServiceDeps {
   deadLetters: Queue;
   /** The EVENTS_QUEUE queue; needed by `replay` only. */
   events?: Queue;
+  /**
+   * With QUEUE_SHARDS above 1: the events queue of each shard, shard 0 first; a replayed event goes to
+   * the shard of its plan id. @defaultValue [events]
+   */
+  eventShards?: Queue[];
   /** Lets `replay` report events already stored; without it `alreadyStored` is null. */
   storedEvents?: StoredEventLookup;
   logger: Logger;
@@ -76,7 +81,9 @@ export function summarize(dl: DeadLetter): DeadLetterSummary {
 }
 
 function isUnfiltered(filter: DeadLetterFilter): boolean {
-  return !filter.types && !filter.kinds && filter.planId === undefined && !filter.since && !filter.until;
+  return (
+    !filter.types && !filter.kinds && filter.planId === undefined && !filter.shard && !filter.since && !filter.until
+  );
 }
 
 /** Stats key for an entry whose event carried no usable type. */
@@ -189,6 +196,7 @@ export class DeadLetterService {
         repository: this.repository,
         deadLetters: this.deps.deadLetters,
         events: this.deps.events,
+        eventShards: this.deps.eventShards,
         storedEvents: this.deps.storedEvents,
         jobOptions: this.deps.replayJobOptions ?? DEFAULT_REPLAY_JOB_OPTIONS,
         logger: this.deps.logger,

@@ -53,6 +53,8 @@ describe('console routes', () => {
       expect(health.json.queue).toMatchObject({ waiting: 2, active: 0 });
       // the job added with a time 90 s ago
       expect(health.json.queue.oldestWaitingAgeSeconds).toBeGreaterThanOrEqual(89);
+      // one shard without QUEUE_SHARDS: its row is the whole queue
+      expect(health.json.shards).toEqual([{ shard: '0', ...health.json.queue }]);
       expect(health.json.deadLetters).toMatchObject({ total: 1, byKind: { invalid: 1 } });
       expect(health.json.eventsPerMinute).toHaveLength(3);
       expect(health.json.eventsPerMinute[2].events + health.json.eventsPerMinute[1].events).toBe(12);
