@@ -2,7 +2,14 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
-import { parseFilter, parsePositiveInt } from '../dead-letters/dead-letter-filter';
+import {
+  DeadLetterInputError,
+  DeadLetterSelection,
+  parseFilter,
+  parsePositiveInt,
+  RawFilterOptions,
+} from '../dead-letters/dead-letter-filter';
+import type { ReplaySummary } from '../dead-letters/dead-letter-replayer';
 import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
 import type { DeadLetterService } from '../dead-letters/dead-letter.service';
 import { ApiKeys } from '../shared/api-keys';
@@ -145,25 +152,62 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
     '/v1/dead-letters',
     {
       ...read,
-      schema: { summary: 'dead letters, oldest first, without events (CLI: dlq list --json)', tags: ['dead letters'] },
+      schema: {
+        summary:
+          'dead letters without events, oldest first or ?order=newest, ?offset= for the next page (CLI: dlq list --json)',
+        tags: ['dead letters'],
+      },
     },
     async (req) => {
       const q = req.query as Q;
       // a bad filter is a usage error (400), an unknown id not-found (404): see http-errors.ts
-      const filter = parseFilter(
-        {
-          type: q.type,
-          kind: q.kind,
-          plan: q.plan,
-          shard: q.shard,
-          since: q.since,
-          until: q.until,
-          limit: q.limit ?? '100',
-        },
-        deps.eventShards?.length ?? 1,
-      );
-      return service().listSummaries(filter);
+      const filter = parseFilter({ ...filterFlags(q), limit: q.limit ?? '100' }, deps.eventShards?.length ?? 1);
+      const order = q.order ?? 'oldest';
+      if (order !== 'oldest' && order !== 'newest')
+        throw new DeadLetterInputError(`order: "${order}" is not one of oldest, newest`);
+      const offset = q.offset === undefined ? 0 : parseNonNegativeInt('offset', q.offset);
+      const list = await service().listSummaries(filter, { newestFirst: order === 'newest', offset });
+      return { ...list, order, offset, limit: filter.limit };
     },
+  );
+  // many at once: the ids an operator ticked, or every dead letter a filter matches (`all: true`)
+  const bulkSelection = (body: unknown): DeadLetterSelection => {
+    const b = (body ?? {}) as Record<string, unknown>;
+    if (Array.isArray(b.ids)) {
+      if (b.ids.length === 0 || b.ids.length > 1_000 || !b.ids.every((id) => typeof id === 'string'))
+        throw new DeadLetterInputError('ids: give 1 to 1000 dead-letter ids (strings)');
+      return { ids: b.ids as string[] };
+    }
+    if (b.all !== true)
+      throw new DeadLetterInputError(
+        'send {"ids": [...]} or {"all": true} with the filter (type, kind, plan, shard, since, until)',
+      );
+    const raw: Q = {};
+    for (const k of ['type', 'kind', 'plan', 'shard', 'since', 'until'])
+      if (b[k] !== undefined) raw[k] = typeof b[k] === 'string' ? (b[k] as string) : String(b[k]);
+    return { filter: parseFilter(filterFlags(raw), deps.eventShards?.length ?? 1) };
+  };
+  app.post(
+    '/v1/dead-letters/replay',
+    {
+      ...admin,
+      schema: {
+        summary: 'replay the dead letters named by ids, or all a filter matches (admin scope; CLI: dlq replay)',
+        tags: ['dead letters'],
+      },
+    },
+    async (req) => replayAnswer(await service().replay(bulkSelection(req.body))),
+  );
+  app.post(
+    '/v1/dead-letters/purge',
+    {
+      ...admin,
+      schema: {
+        summary: 'remove for good the dead letters named by ids, or all a filter matches (admin scope; CLI: dlq purge)',
+        tags: ['dead letters'],
+      },
+    },
+    async (req) => ({ removed: (await service().purge(bulkSelection(req.body))).deadLetters.length }),
   );
   app.get(
     '/v1/dead-letters/:id',
@@ -179,15 +223,7 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
       ...admin,
       schema: { summary: 'replay one dead letter (admin scope; CLI: dlq replay <id>)', tags: ['dead letters'] },
     },
-    async (req) => {
-      const summary = await service().replay({ ids: [(req.params as Record<string, string>).id] });
-      return {
-        replayed: summary.replayed,
-        alreadyStored: summary.alreadyStored,
-        vanished: summary.vanished,
-        jobIds: summary.jobIds,
-      };
-    },
+    async (req) => replayAnswer(await service().replay({ ids: [(req.params as Record<string, string>).id] })),
   );
   app.post(
     '/v1/dead-letters/:id/purge',
@@ -218,6 +254,27 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
       return health(deps, minutes);
     },
   );
+}
+
+function filterFlags(q: Q): RawFilterOptions {
+  return { type: q.type, kind: q.kind, plan: q.plan, shard: q.shard, since: q.since, until: q.until };
+}
+
+function parseNonNegativeInt(name: string, raw: string): number {
+  if (!/^\d{1,9}$/.test(raw.trim())) throw new DeadLetterInputError(`${name}: "${raw}" is not a whole number >= 0`);
+  return Number(raw.trim());
+}
+
+/** What a replay did, as the console and API clients read it (the CLI prints the same counts). */
+function replayAnswer(summary: ReplaySummary) {
+  return {
+    selected: summary.selected,
+    replayed: summary.replayed,
+    alreadyStored: summary.alreadyStored,
+    vanished: summary.vanished,
+    kept: summary.kept,
+    jobIds: summary.jobIds,
+  };
 }
 
 /** Job counts of the events queue (or one shard of it). */

@@ -110,12 +110,19 @@ export class DeadLetterService {
 
   /**
    * Like `list`, without events, stacks or violations (what a table shows): no payload is read.
-   * Unfiltered, the total is the queue's length and only the first `limit` entries are read.
+   * Unfiltered, the total is the queue's length and only the entries shown are read. `page`: the
+   * newest first (what an operator on call looks for) and an offset into the matches.
    */
-  async listSummaries(filter: DeadLetterFilter = {}): Promise<DeadLetterList<DeadLetterSummary>> {
+  async listSummaries(
+    filter: DeadLetterFilter = {},
+    page: { newestFirst?: boolean; offset?: number } = {},
+  ): Promise<DeadLetterList<DeadLetterSummary>> {
+    const offset = page.offset ?? 0;
+    const end = filter.limit === undefined ? Infinity : offset + filter.limit;
+    const ids = await this.repository.ids();
+    if (page.newestFirst) ids.reverse();
     if (isUnfiltered(filter)) {
-      const ids = await this.repository.ids();
-      const shown = filter.limit === undefined ? ids : ids.slice(0, filter.limit);
+      const shown = ids.slice(offset, end);
       const deadLetters: DeadLetterSummary[] = [];
       for (let i = 0; i < shown.length; i += 1_000)
         pushAll(deadLetters, await this.repository.summaries(shown.slice(i, i + 1_000)));
@@ -123,11 +130,11 @@ export class DeadLetterService {
     }
     const deadLetters: DeadLetterSummary[] = [];
     let total = 0;
-    for await (const page of this.repository.scan()) {
-      for (const dl of page) {
+    for await (const scanned of this.repository.scanIds(ids)) {
+      for (const dl of scanned) {
         if (!matchesFilter(dl, filter)) continue;
+        if (total >= offset && total < end) deadLetters.push(dl);
         total += 1;
-        if (filter.limit === undefined || deadLetters.length < filter.limit) deadLetters.push(dl);
       }
     }
     return { total, deadLetters };

@@ -204,6 +204,63 @@ describe('console routes', () => {
     expect((await reads()).computed - after.computed).toBe(1);
   });
 
+  it('dead letters: newest first and offset paging; bulk replay and purge need the admin scope and an explicit selection', async () => {
+    const redis = openRedis();
+    const writer = new DeadLetterWriter(redis, stack.prefix);
+    const at = new Date();
+    const letters = Array.from({ length: 5 }, (_, i) =>
+      buildDeadLetter(
+        'invalid',
+        { type: 'x', planId: 'bulk-plan', n: i },
+        { message: 'bad' },
+        {
+          queue: EVENTS_QUEUE,
+          prefix: stack.prefix,
+          jobId: `bulk-${i}`,
+          index: 0,
+          attempts: 1,
+          firstFailedAt: at,
+          lastFailedAt: at,
+          workerVersion: 't',
+          replayCount: 0,
+        },
+      ),
+    );
+    try {
+      await writer.write(letters);
+    } finally {
+      await writer.close();
+      redis.disconnect();
+    }
+    const ids = (path: string) =>
+      call(stack, 'GET', path).then((r) => (r.json.deadLetters as Array<{ id: string }>).map((d) => d.id));
+    expect(await ids('/v1/dead-letters?plan=bulk-plan&order=newest&limit=2')).toEqual([letters[4].id, letters[3].id]);
+    expect(await ids('/v1/dead-letters?plan=bulk-plan&order=newest&limit=2&offset=2')).toEqual([
+      letters[2].id,
+      letters[1].id,
+    ]);
+    expect(await ids('/v1/dead-letters?order=oldest&limit=1')).toEqual([letters[0].id]);
+    const page = await call(stack, 'GET', '/v1/dead-letters?order=newest&limit=2&offset=4');
+    expect(page.json).toMatchObject({ total: 5, order: 'newest', offset: 4, limit: 2 });
+    expect((await call(stack, 'GET', '/v1/dead-letters?order=sideways')).json.error).toBe(
+      'order: "sideways" is not one of oldest, newest',
+    );
+    expect((await call(stack, 'GET', '/v1/dead-letters?offset=-1')).status).toBe(400);
+
+    const post = (path: string, body: unknown, key = ADMIN_KEY) => call(stack, 'POST', path, { key, body });
+    expect((await post('/v1/dead-letters/purge', { all: true }, READ_KEY)).status).toBe(403);
+    const empty = await post('/v1/dead-letters/purge', {});
+    expect(empty.status).toBe(400);
+    expect(empty.json.error).toMatch(/^send \{"ids": \[\.\.\.\]\} or \{"all": true\}/);
+    expect((await post('/v1/dead-letters/purge', { ids: [] })).status).toBe(400);
+    expect((await post('/v1/dead-letters/purge', { ids: ['dl-nope'] })).status).toBe(404);
+    expect((await post('/v1/dead-letters/purge', { ids: [letters[0].id, letters[1].id] })).json).toEqual({
+      removed: 2,
+    });
+    expect((await post('/v1/dead-letters/purge', { all: true, plan: 'bulk-plan' })).json).toEqual({ removed: 3 });
+    expect((await call(stack, 'GET', '/v1/dead-letters')).json.total).toBe(0);
+  });
+
   // last: it leaves this server refusing sign-ins from 127.0.0.1 for a minute
   it('sign-in is throttled: after 10 refused keys from one address, 429 with Retry-After, even for a right key', async () => {
     const post = (key: string) =>

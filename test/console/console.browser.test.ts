@@ -756,6 +756,53 @@ describe('the web console in headless Chromium', () => {
     expect(await page.isVisible('#live-toggle')).toBe(true);
     await page.context().close();
   }, 90_000);
+
+  it('dead letters: newest first with paging and a total; ticked ones replayed and all matching purged with an admin key, after a confirmation naming the count', async () => {
+    const planId = 'plan-dlq-many';
+    const letters = await writeDeadLetters(
+      Array.from({ length: 60 }, (_, i) => ({ type: 'step.started', planId, seq: i + 1, note: `letter ${i}` })),
+    );
+    const newest = letters[letters.length - 1];
+    const { page: reader } = await openPage(READ_KEY);
+    await reader.goto(`${stack.server.url}/#/dead-letters?plan=${planId}`);
+    await reader.waitForSelector('#dead-letters tbody tr');
+    expect(await reader.locator('#dead-letters tbody tr').count()).toBe(50);
+    expect(await reader.getAttribute('#dead-letters tbody tr >> nth=0', 'data-id')).toBe(newest.id);
+    expect(await reader.textContent('#dlq-pager')).toContain('newest first: 1–50 of 60');
+    expect(await reader.locator('#replay-all, #purge-all, #replay-selected, input.tick').count()).toBe(0);
+    await reader.click('#dlq-pager a:has-text("next")');
+    await reader.waitForFunction(() => document.querySelector('#dlq-pager')?.textContent?.includes('51–60 of 60'));
+    expect(await reader.getAttribute('#dead-letters tbody tr >> nth=-1', 'data-id')).toBe(letters[0].id);
+    await reader.click('#dlq-pager a:has-text("oldest first")');
+    await reader.waitForFunction(() =>
+      document.querySelector('#dlq-pager')?.textContent?.includes('oldest first: 1–50'),
+    );
+    expect(await reader.getAttribute('#dead-letters tbody tr >> nth=0', 'data-id')).toBe(letters[0].id);
+    await reader.context().close();
+
+    const { page, dialogs } = await openPage(ADMIN_KEY);
+    await page.goto(`${stack.server.url}/#/dead-letters?plan=${planId}`);
+    await page.waitForSelector('#dead-letters tbody tr');
+    const picked = [letters[59].id, letters[58].id];
+    for (const id of picked) await page.check(`input.tick[value="${id}"]`);
+    await page.click('#replay-selected');
+    await page.waitForSelector('#bulk-result .notice');
+    expect(await page.textContent('#bulk-result')).toContain('Replayed: 2 event(s) queued.');
+    expect(dialogs[0]).toBe('Put 2 dead letter(s) back on the queue? The worker stores each event at most once.');
+    const redis = openRedis();
+    try {
+      for (const id of picked) expect(await redis.exists(`${stack.prefix}:plan-events-dead:${id}`)).toBe(0);
+      expect(await redis.exists(`${stack.prefix}:plan-events-dead:${letters[57].id}`)).toBe(1);
+      await page.click('#purge-all');
+      await page.waitForFunction(() => document.querySelector('#bulk-result')?.textContent?.startsWith('Purged'));
+      expect(dialogs[1]).toMatch(/^Remove \d+ dead letter\(s\) for good\? Their events are not stored\.$/);
+      for (const dl of letters.slice(0, 58))
+        expect(await redis.exists(`${stack.prefix}:plan-events-dead:${dl.id}`)).toBe(0);
+    } finally {
+      redis.disconnect();
+    }
+    await page.context().close();
+  }, 90_000);
 });
 
 async function writeDeadLetters(
