@@ -81,7 +81,8 @@ export function dagSvg(steps, serverLayers, resume, checkpoints) {
     width: width,
     height: height,
     viewBox: '0 0 ' + width + ' ' + height,
-    role: 'img',
+    // a group, not an image: its steps are buttons of their own
+    role: 'group',
     'aria-label': 'plan DAG by layer',
   });
   layers.forEach(function (ids, li) {
@@ -130,7 +131,6 @@ export function dagSvg(steps, serverLayers, resume, checkpoints) {
   Object.keys(pos).forEach(function (id) {
     var st = byId[id];
     var status = st ? st.status : 'pending';
-    var label = st ? st.stepId + ' · ' + st.agentId : id;
     var g = s(
       'g',
       {
@@ -142,7 +142,6 @@ export function dagSvg(steps, serverLayers, resume, checkpoints) {
         // reachable from the keyboard: Tab moves between steps, Enter or Space opens the step's row
         tabindex: 0,
         role: 'button',
-        'aria-label': 'step ' + label + ', ' + status,
         onclick: function () {
           openStepRow(id);
         },
@@ -155,6 +154,7 @@ export function dagSvg(steps, serverLayers, resume, checkpoints) {
       },
       s('title', { text: nodeTitle(st, id, status) }),
       s('rect', { width: W, height: H, rx: 5 }),
+      // the box's accessible name is its title (the whole id, agent and status; the lines are clipped)
       s('text', { x: 8, y: 16, text: clip(st ? st.stepId : id, 24) }),
       s('text', { class: 'dag-node-status', x: 8, y: 31, text: nodeLine(st, status) }),
     );
@@ -194,7 +194,6 @@ export function updateDag(svg, steps, resume) {
       'dag-node ' + statusClass(status) + (next[id] ? ' resume' : '') + (dimmed ? ' dimmed' : ''),
     );
     g.setAttribute('data-status', status);
-    g.setAttribute('aria-label', visibleText('step ' + (st ? st.stepId + ' · ' + st.agentId : id) + ', ' + status));
     g.querySelector('title').textContent = visibleText(nodeTitle(st, id, status));
     g.querySelector('.dag-node-status').textContent = visibleText(nodeLine(st, status));
   });
