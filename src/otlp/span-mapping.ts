@@ -43,6 +43,12 @@ const WORKFLOW_OPERATIONS = new Set(['invoke_workflow', 'workflow', 'create_plan
 const AGENT_OPERATIONS = new Set(['invoke_agent']);
 const TOOL_OPERATIONS = new Set(['execute_tool']);
 const LLM_OPERATIONS = new Set(['chat', 'text_completion', 'generate_content', 'embeddings']);
+/**
+ * Span times are only as fine as the exporter's clock: the OpenTelemetry JS SDK stamps a span's
+ * start to the millisecond and its end finer, so a step that starts right after its sibling ended
+ * can appear to start up to a millisecond before that end.
+ */
+const CLOCK_GRAIN_NS = 1_000_000n;
 /** A captured text is cut at this many characters, so one plan's events stay well under the event size limit. */
 const MAX_CAPTURED_CHARS = 32_000;
 
@@ -368,14 +374,15 @@ function mapPlan(
   }
   const index = new Map(ordered.map((st, i) => [st.span.spanId, i]));
   const byStepId = new Map(ordered.map((st) => [st.stepId, st]));
+  // b ran after a: a ended before b started, within the clock's grain
+  const precedes = (a: Step, b: Step) =>
+    index.get(a.span.spanId)! < index.get(b.span.spanId)! && a.span.endNs <= b.span.startNs + CLOCK_GRAIN_NS;
   const parentKey = (st: Step) => stepAbove(st.span)?.spanId ?? '';
 
   const specs: StepSpec[] = ordered.map((st, i) => {
     const deps = new Set<string>();
-    const siblings = ordered.filter(
-      (o, j) => j < i && parentKey(o) === parentKey(st) && o.span.endNs <= st.span.startNs,
-    );
-    for (const c of siblings) if (!siblings.some((d) => d !== c && d.span.startNs >= c.span.endNs)) deps.add(c.stepId);
+    const siblings = ordered.filter((o, j) => j < i && parentKey(o) === parentKey(st) && precedes(o, st));
+    for (const c of siblings) if (!siblings.some((d) => d !== c && precedes(c, d))) deps.add(c.stepId);
     for (const link of st.span.links) {
       const target = ordered.find((o) => o.span.spanId === link.spanId);
       if (target && index.get(target.span.spanId)! < i) deps.add(target.stepId);
