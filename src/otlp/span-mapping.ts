@@ -295,7 +295,9 @@ function mapPlan(
   const isStepSpan = (s: OtlpSpan) => {
     const role = roles.get(s.spanId);
     if (role === 'agent' || role === 'tool') return true;
-    if (role === 'chain') return s.attributes[OVERRIDE.role] === 'step' || ctx.parentOf(s) === planSpan;
+    // graph nodes; LangGraph's own __start__ / __end__ nodes are not steps of the run
+    if (role === 'chain')
+      return s.attributes[OVERRIDE.role] === 'step' || (ctx.parentOf(s) === planSpan && !/^__.*__$/.test(s.name));
     return false;
   };
   const steps = new Map<string, Step>();
@@ -460,6 +462,28 @@ function mapPlan(
         });
     }
   }
+  // graph nodes that called a model are agents: control passing from one to the next is a handoff
+  const agentNodes = ordered.filter(
+    (st) => st.role === 'chain' && llms.some((l) => [...ancestors(l)].includes(st.span)),
+  );
+  agentNodes.forEach((st, i) => {
+    const before = agentNodes.slice(0, i).filter((o) => precedes(o, st));
+    const from = before.at(-1);
+    if (from && from.agentId !== st.agentId)
+      drafts.push({
+        type: 'handoff.recorded',
+        ns: st.span.startNs,
+        rank: 1,
+        key: st.span.spanId,
+        payload: {
+          handoffId: `handoff-${st.span.spanId}`,
+          stepId: st.stepId,
+          fromAgentId: from.agentId,
+          toAgentId: st.agentId,
+          reason: 'graph_edge',
+        },
+      });
+  });
   drafts.sort((x, y) =>
     x.ns < y.ns ? -1 : x.ns > y.ns ? 1 : x.rank - y.rank || (x.key < y.key ? -1 : x.key > y.key ? 1 : 0),
   );

@@ -94,6 +94,46 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('OTLP exporters into pl
     },
   );
 
+  it('a LangGraph JS run instrumented by OpenInference (scripted model) becomes a plan with its handoffs, tool failure and tokens', async () => {
+    const thread = `thread-${kind}`;
+    const { stdout } = await run(
+      process.execPath,
+      ['-r', 'tsx/cjs', path.join(__dirname, 'support', 'langgraph-agents.ts'), thread],
+      {
+        env: {
+          ...process.env,
+          OTEL_EXPORTER_OTLP_ENDPOINT: stack.server.url,
+          OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer ${INGEST_KEY}`,
+        },
+      },
+    );
+    const view = await storedPlan(stack, `otlp-${stdout.trim()}`);
+    expect(view.plan).toMatchObject({
+      sessionId: thread,
+      totalSteps: 5,
+      completedSteps: 4,
+      failedSteps: 1,
+      inputTokens: 620,
+      outputTokens: 480,
+    });
+    expect(
+      view.steps.map((s: { agentId: string; title: string; status: string }) => [s.agentId, s.title, s.status]),
+    ).toEqual([
+      ['planner', 'planner', 'completed'],
+      ['researcher', 'researcher', 'completed'],
+      ['researcher', 'search_flights', 'completed'],
+      ['researcher', 'book_hotel', 'failed'],
+      ['writer', 'writer', 'completed'],
+    ]);
+    expect(view.steps[3].error).toMatch(/^no rooms left/);
+    expect(view.steps[0].model).toBe('scripted-model');
+    expect(view.steps[4].dependsOn).toEqual([view.steps[1].stepId]);
+    expect(view.handoffs.map((h: { fromAgentId: string; toAgentId: string }) => [h.fromAgentId, h.toAgentId])).toEqual([
+      ['planner', 'researcher'],
+      ['researcher', 'writer'],
+    ]);
+  });
+
   it('shuffled, split and duplicated export batches store the same rows as the mapping of the whole trace', async () => {
     const memory = new InMemorySpanExporter();
     const tp = new BasicTracerProvider({
