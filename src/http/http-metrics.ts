@@ -29,6 +29,18 @@ export class HttpMetrics {
     labelNames: ['result'],
     registers: [this.registry],
   });
+  readonly otlpSpans = new Counter({
+    name: 'plan_ledger_otlp_spans_total',
+    help: 'spans received by POST /v1/traces, by outcome (accepted, rejected: no GenAI/OpenInference attributes or late, unmapped: not part of a plan)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+  readonly otlpEvents = new Counter({
+    name: 'plan_ledger_otlp_events_total',
+    help: 'events mapped from OTLP spans, by outcome (accepted, invalid, dropped)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
   readonly refusals = new Counter({
     name: 'plan_ledger_http_auth_refusals_total',
     help: 'requests refused for a missing, unknown or under-scoped API key',
