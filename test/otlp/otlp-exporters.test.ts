@@ -134,6 +134,45 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('OTLP exporters into pl
     ]);
   });
 
+  it('a Vercel AI SDK run (its own telemetry, scripted models) becomes a plan: agents called through tools are handoffs', async () => {
+    const session = `ai-sdk-${kind}`;
+    const { stdout } = await run(
+      process.execPath,
+      ['-r', 'tsx/cjs', path.join(__dirname, 'support', 'ai-sdk-agents.ts'), session],
+      {
+        env: {
+          ...process.env,
+          OTEL_EXPORTER_OTLP_ENDPOINT: stack.server.url,
+          OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer ${INGEST_KEY}`,
+        },
+      },
+    );
+    const view = await storedPlan(stack, `otlp-${stdout.trim()}`);
+    expect(view.plan).toMatchObject({
+      sessionId: session,
+      totalSteps: 9,
+      completedSteps: 8,
+      failedSteps: 1,
+      inputTokens: 790,
+      outputTokens: 515,
+    });
+    const failed = view.steps.filter((s: { status: string }) => s.status === 'failed');
+    expect(failed.map((s: { title: string; agentId: string; error: string }) => [s.title, s.agentId, s.error])).toEqual(
+      [['book_hotel', 'researcher', 'no rooms left']],
+    );
+    const agents = view.steps.filter((s: { task: string }) => s.task === 'ai.generateText');
+    expect(
+      agents.map((s: { agentId: string; inputTokens: number; model: string }) => [s.agentId, s.inputTokens, s.model]),
+    ).toEqual([
+      ['researcher', 300, 'scripted-small'],
+      ['writer', 300, 'scripted-large'],
+    ]);
+    expect(view.handoffs.map((h: { fromAgentId: string; toAgentId: string }) => [h.fromAgentId, h.toAgentId])).toEqual([
+      ['planner', 'researcher'],
+      ['planner', 'writer'],
+    ]);
+  });
+
   it('shuffled, split and duplicated export batches store the same rows as the mapping of the whole trace', async () => {
     const memory = new InMemorySpanExporter();
     const tp = new BasicTracerProvider({
