@@ -380,6 +380,14 @@
           ' · created ',
           fmtTime(p.createdAt),
           p.completedAt ? ' · ended ' + fmtTime(p.completedAt) : '',
+          ' · source ',
+          h('span', {
+            id: 'plan-source',
+            text:
+              view.source && view.source.kind === 'opentelemetry'
+                ? 'OpenTelemetry trace' + (view.source.traceId ? ' ' + view.source.traceId : '')
+                : 'events',
+          }),
         ),
         h('p', { class: 'query', text: p.query }),
         p.failureReason ? h('p', { class: 'error', text: 'Failure: ' + p.failureReason }) : null,

@@ -87,6 +87,7 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('OTLP exporters into pl
       const view = await storedPlan(stack, `otlp-${traceId}`);
       expectTheRun(view);
       expect(view.plan.sessionId).toBe(conversation);
+      expect(view.source).toEqual({ kind: 'opentelemetry', traceId });
       const history = await call(stack, 'GET', `/v1/sessions/${conversation}/history`);
       expect(JSON.stringify(history.json)).toContain(`otlp-${traceId}`);
       const metrics = await (await fetch(`${stack.server.url}/metrics`)).text();
