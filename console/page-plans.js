@@ -170,7 +170,7 @@ export function planPage(planId) {
       timelineBox.textContent = '';
       append(timelineBox, ganttSvg(steps, p, mode.value, view.layers));
     }
-    var summary = h('div', { id: 'plan-summary' }, planSummary(p));
+    var summary = h('div', { id: 'plan-summary' }, planSummary(p, view.source));
     var tables = h('div', { id: 'plan-tables' });
     var filter = stepFilter(function () {
       return steps;
@@ -247,7 +247,7 @@ export function planPage(planId) {
         p = next.plan;
         steps = next.steps;
         summary.textContent = '';
-        append(summary, planSummary(p));
+        append(summary, planSummary(p, view.source));
         updateDag(dag, steps, resume);
         if (rest.hasAttribute('data-ready')) {
           drawTimeline();
@@ -275,7 +275,7 @@ function sameShape(a, b) {
   return JSON.stringify(a.layers) === JSON.stringify(b.layers);
 }
 
-function planSummary(p) {
+function planSummary(p, source) {
   return [
     h(
       'p',
@@ -287,6 +287,14 @@ function planSummary(p) {
       ' · created ',
       fmtTime(p.createdAt),
       p.completedAt ? ' · ended ' + fmtTime(p.completedAt) : '',
+      ' · source ',
+      h('span', {
+        id: 'plan-source',
+        text:
+          source && source.kind === 'opentelemetry'
+            ? 'OpenTelemetry trace' + (source.traceId ? ' ' + source.traceId : '')
+            : 'events',
+      }),
     ),
     h('p', { class: 'query', text: p.query }),
     p.failureReason ? h('p', { class: 'error', text: 'Failure: ' + p.failureReason }) : null,

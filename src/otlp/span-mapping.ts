@@ -43,6 +43,8 @@ const WORKFLOW_OPERATIONS = new Set(['invoke_workflow', 'workflow', 'create_plan
 const AGENT_OPERATIONS = new Set(['invoke_agent']);
 const TOOL_OPERATIONS = new Set(['execute_tool']);
 const LLM_OPERATIONS = new Set(['chat', 'text_completion', 'generate_content', 'embeddings']);
+const AI_SDK_AGENT = /^ai\.(generateText|streamText|generateObject|streamObject)$/;
+const AI_SDK_LLM = /^ai\.(generateText|streamText|generateObject|streamObject)\.(doGenerate|doStream)$/;
 /**
  * Span times are only as fine as the exporter's clock: the OpenTelemetry JS SDK stamps a span's
  * start to the millisecond and its end finer, so a step that starts right after its sibling ended
@@ -83,6 +85,13 @@ export function roleOf(span: OtlpSpan): SpanRole {
   if (override === 'step') return 'chain';
   const op = str(a['gen_ai.operation.name']);
   const kind = str(a['openinference.span.kind'])?.toUpperCase();
+  const aiSdk = str(a['ai.operationId']);
+  if (aiSdk !== undefined && op === undefined && kind === undefined) {
+    // the Vercel AI SDK's telemetry: a generate/stream call is an agent, its provider calls LLM calls
+    if (AI_SDK_LLM.test(aiSdk)) return 'llm';
+    if (aiSdk === 'ai.toolCall') return 'tool';
+    if (AI_SDK_AGENT.test(aiSdk)) return 'agent';
+  }
   if ((op && WORKFLOW_OPERATIONS.has(op)) || a['gen_ai.workflow.name'] !== undefined) return 'plan';
   if ((op && AGENT_OPERATIONS.has(op)) || kind === 'AGENT') return 'agent';
   if ((op && TOOL_OPERATIONS.has(op)) || kind === 'TOOL') return 'tool';
@@ -97,7 +106,7 @@ export function isRecognised(span: OtlpSpan): boolean {
 }
 
 function agentNameOf(span: OtlpSpan): string | undefined {
-  return first(span.attributes, 'gen_ai.agent.name', 'agent.name', 'gen_ai.workflow.name');
+  return first(span.attributes, 'gen_ai.agent.name', 'agent.name', 'gen_ai.workflow.name', 'ai.telemetry.functionId');
 }
 
 function clip(text: string, max: number): string {
@@ -107,7 +116,7 @@ function clip(text: string, max: number): string {
 function inputOf(span: OtlpSpan): string | undefined {
   const a = span.attributes;
   const text =
-    first(a, 'gen_ai.input.messages', 'input.value', 'gen_ai.prompt', 'gen_ai.tool.call.arguments') ??
+    first(a, 'gen_ai.input.messages', 'input.value', 'gen_ai.prompt', 'gen_ai.tool.call.arguments', 'ai.prompt') ??
     span.events
       .map((e) => (e.name === 'gen_ai.content.prompt' ? str(e.attributes['gen_ai.prompt']) : undefined))
       .find(Boolean);
@@ -117,7 +126,15 @@ function inputOf(span: OtlpSpan): string | undefined {
 function outputOf(span: OtlpSpan): string | undefined {
   const a = span.attributes;
   const text =
-    first(a, 'gen_ai.output.messages', 'output.value', 'gen_ai.completion', 'gen_ai.tool.call.result') ??
+    first(
+      a,
+      'gen_ai.output.messages',
+      'output.value',
+      'gen_ai.completion',
+      'gen_ai.tool.call.result',
+      'ai.response.text',
+      'ai.toolCall.result',
+    ) ??
     span.events
       .map((e) => (e.name === 'gen_ai.content.completion' ? str(e.attributes['gen_ai.completion']) : undefined))
       .find(Boolean);
@@ -198,7 +215,7 @@ interface Step {
   inputTokens: number;
   outputTokens: number;
   model?: string;
-  /** Tokens were reported (by the span or an LLM span under it). */
+  /** An LLM span under it reported tokens. */
   counted: boolean;
 }
 
@@ -287,7 +304,9 @@ function mapPlan(
       : `otlp-${planSpan.traceId}`;
   const sessionSource =
     str(planSpan.attributes[OVERRIDE.sessionId]) ??
-    [planSpan, ...members].map((s) => first(s.attributes, 'gen_ai.conversation.id', 'session.id')).find(Boolean);
+    [planSpan, ...members]
+      .map((s) => first(s.attributes, 'gen_ai.conversation.id', 'session.id', 'ai.telemetry.metadata.sessionId'))
+      .find(Boolean);
   const sessionId = sessionSource ? externalId(sessionSource, 'otlp') : `otlp-${planSpan.traceId}`;
   const planAgent = agentNameOf(planSpan) ?? first(planSpan.attributes, 'service.name') ?? 'agent';
 
@@ -334,33 +353,47 @@ function mapPlan(
   for (const s of members) if (isStepSpan(s)) steps.set(s.spanId, newStep(s, roles.get(s.spanId)!));
   const llms = members.filter((s) => roles.get(s.spanId) === 'llm');
   for (const s of llms) if (!stepAbove(s)) steps.set(s.spanId, newStep(s, 'llm'));
-  for (const s of [...steps.values()].map((st) => st.span).concat(llms)) {
+  // LLM spans' usage adds up on their step; a step's own usage counts only when no LLM span under it reported any
+  const usageOf = (s: OtlpSpan) => {
+    const a = s.attributes;
+    return {
+      input: tokens(a, 'gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens', 'llm.token_count.prompt'),
+      output: tokens(a, 'gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens', 'llm.token_count.completion'),
+      model: first(a, 'gen_ai.response.model', 'gen_ai.request.model', 'llm.model_name'),
+    };
+  };
+  const add = (step: Step, usage: ReturnType<typeof usageOf>) => {
+    step.inputTokens = Math.min(step.inputTokens + (usage.input ?? 0), 2_147_483_647);
+    step.outputTokens = Math.min(step.outputTokens + (usage.output ?? 0), 2_147_483_647);
+  };
+  for (const s of llms) {
     const own = steps.get(s.spanId);
     const above = own ? undefined : stepAbove(s);
     const step = own ?? (above ? steps.get(above.spanId) : undefined);
     if (!step) continue;
-    const a = s.attributes;
-    const input = tokens(a, 'gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens', 'llm.token_count.prompt');
-    const output = tokens(
-      a,
-      'gen_ai.usage.output_tokens',
-      'gen_ai.usage.completion_tokens',
-      'llm.token_count.completion',
-    );
-    const model = first(a, 'gen_ai.response.model', 'gen_ai.request.model', 'llm.model_name');
-    // an LLM span's usage adds to its step; a step span's own usage is taken when no LLM span reported any
-    const isLlm = roles.get(s.spanId) === 'llm';
-    if (input !== undefined || output !== undefined) {
-      if (isLlm || !step.counted) {
-        if (!isLlm) step.counted = true;
-        step.inputTokens = Math.min(step.inputTokens + (input ?? 0), 2_147_483_647);
-        step.outputTokens = Math.min(step.outputTokens + (output ?? 0), 2_147_483_647);
-      }
+    const usage = usageOf(s);
+    if (usage.input !== undefined || usage.output !== undefined) {
+      add(step, usage);
+      step.counted = true;
     }
-    if (model && (isLlm || !step.model)) step.model = clip(model, 100);
+    if (usage.model) step.model = clip(usage.model, 100);
+  }
+  for (const step of steps.values()) {
+    if (step.role === 'llm') continue;
+    const usage = usageOf(step.span);
+    if (!step.counted && (usage.input !== undefined || usage.output !== undefined)) add(step, usage);
+    if (usage.model && !step.model) step.model = clip(usage.model, 100);
   }
 
-  let ordered = [...steps.values()].sort((x, y) => byStart(x.span, y.span));
+  // by start; of spans started in the same instant, the caller before the callee
+  const depth = new Map(members.map((m) => [m.spanId, [...ancestors(m)].length]));
+  const depthOf = (s: OtlpSpan) => depth.get(s.spanId) ?? 0;
+  let ordered = [...steps.values()].sort(
+    (x, y) =>
+      (x.span.startNs < y.span.startNs ? -1 : x.span.startNs > y.span.startNs ? 1 : 0) ||
+      depthOf(x.span) - depthOf(y.span) ||
+      byStart(x.span, y.span),
+  );
   const uniqueIds = new Set<string>();
   ordered = ordered.filter((st) => {
     if (uniqueIds.has(st.stepId)) {
@@ -395,7 +428,7 @@ function mapPlan(
       const target = raw === undefined ? undefined : byStepId.get(raw.trim());
       if (target && index.get(target.span.spanId)! < i) deps.add(target.stepId);
     }
-    const tool = first(st.span.attributes, 'gen_ai.tool.name', 'tool.name');
+    const tool = first(st.span.attributes, 'gen_ai.tool.name', 'tool.name', 'ai.toolCall.name');
     const spec: StepSpec = {
       stepId: st.stepId,
       index: i,
@@ -484,8 +517,14 @@ function mapPlan(
         },
       });
   });
+  // in one instant: handoffs, then starts (callers first), then ends (callees first)
+  const nesting = (d: Draft) => (d.rank >= 3 ? -1 : 1) * (depth.get(d.key) ?? 0);
   drafts.sort((x, y) =>
-    x.ns < y.ns ? -1 : x.ns > y.ns ? 1 : x.rank - y.rank || (x.key < y.key ? -1 : x.key > y.key ? 1 : 0),
+    x.ns < y.ns
+      ? -1
+      : x.ns > y.ns
+        ? 1
+        : x.rank - y.rank || nesting(x) - nesting(y) || (x.key < y.key ? -1 : x.key > y.key ? 1 : 0),
   );
   const query = (options.captureContent ? inputOf(planSpan) : undefined) ?? (planSpan.name || `${planAgent} run`);
   const finalStatus = planSpan.statusCode === 2 ? 'failed' : 'completed';

@@ -18,7 +18,8 @@ import { EVENTS_QUEUE } from '../../src/queue/queue-names';
 import { ENTITY } from '../../src/store/entities';
 import type { PlanEvent, StepSpec } from '../../src/contracts';
 import { PlanEventStore } from '../../src/store/plan-event-store';
-import { ApiStack, READ_KEY, startApiStack } from '../http/http-harness';
+import { ApiStack, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
+import { genAiRun, otlpJsonRequest } from '../otlp/otlp-fixtures';
 import { openRedis, REDIS_URL, silentLogger } from '../worker/helpers/queue-harness';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -197,6 +198,7 @@ describe('the web console in headless Chromium', () => {
     expect(await page.textContent('#decisions tr[data-decision=edit]')).toContain(
       'added quotes; changed style, build; style was "Choose a citation style and the section layout"; build was "Rebuild the thesis PDF" (6 steps after)',
     );
+    expect(await page.textContent('#plan-source')).toBe('events');
     expect(await page.locator('#checkpoints tbody tr').count()).toBe(3);
     expect(await page.getAttribute('#dag .dag-checkpoint', 'data-checkpoint-layer')).toBe('2');
     await shot(page, 'demo-plan');
@@ -219,6 +221,27 @@ describe('the web console in headless Chromium', () => {
     await page.goto(`${stack.server.url}/#/plans?status=failed`);
     await page.waitForSelector('#plans tbody tr');
     expect(await page.locator(`#plans tr[data-plan="${ids.planId}"]`).count()).toBe(1);
+    await page.context().close();
+  });
+
+  it('shows a plan mapped from an OpenTelemetry trace like any other, with its source', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const res = await fetch(`${stack.server.url}/v1/traces`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${INGEST_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify(otlpJsonRequest(genAiRun(traceId))),
+    });
+    expect(res.status).toBe(200);
+    const planId = `otlp-${traceId}`;
+    await waitFor('the traced plan to be stored', async () => (await planStatus(planId)) === 'completed');
+    const { page } = await openPage(READ_KEY);
+    await page.goto(`${stack.server.url}/#/plans/${planId}`);
+    await page.waitForSelector('#plan-rest[data-ready]');
+    expect(await page.textContent('#plan-source')).toBe(`OpenTelemetry trace ${traceId}`);
+    expect(await page.locator('#dag .dag-node').count()).toBe(5);
+    expect(await page.locator('#dag .dag-node[data-status=failed]').count()).toBe(1);
+    expect(await page.textContent('#handoffs')).toContain('researcher');
+    await shot(page, 'otlp-plan');
     await page.context().close();
   });
 

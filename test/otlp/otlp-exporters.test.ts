@@ -87,6 +87,7 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('OTLP exporters into pl
       const view = await storedPlan(stack, `otlp-${traceId}`);
       expectTheRun(view);
       expect(view.plan.sessionId).toBe(conversation);
+      expect(view.source).toEqual({ kind: 'opentelemetry', traceId });
       const history = await call(stack, 'GET', `/v1/sessions/${conversation}/history`);
       expect(JSON.stringify(history.json)).toContain(`otlp-${traceId}`);
       const metrics = await (await fetch(`${stack.server.url}/metrics`)).text();
@@ -131,6 +132,45 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('OTLP exporters into pl
     expect(view.handoffs.map((h: { fromAgentId: string; toAgentId: string }) => [h.fromAgentId, h.toAgentId])).toEqual([
       ['planner', 'researcher'],
       ['researcher', 'writer'],
+    ]);
+  });
+
+  it('a Vercel AI SDK run (its own telemetry, scripted models) becomes a plan: agents called through tools are handoffs', async () => {
+    const session = `ai-sdk-${kind}`;
+    const { stdout } = await run(
+      process.execPath,
+      ['-r', 'tsx/cjs', path.join(__dirname, 'support', 'ai-sdk-agents.ts'), session],
+      {
+        env: {
+          ...process.env,
+          OTEL_EXPORTER_OTLP_ENDPOINT: stack.server.url,
+          OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer ${INGEST_KEY}`,
+        },
+      },
+    );
+    const view = await storedPlan(stack, `otlp-${stdout.trim()}`);
+    expect(view.plan).toMatchObject({
+      sessionId: session,
+      totalSteps: 9,
+      completedSteps: 8,
+      failedSteps: 1,
+      inputTokens: 790,
+      outputTokens: 515,
+    });
+    const failed = view.steps.filter((s: { status: string }) => s.status === 'failed');
+    expect(failed.map((s: { title: string; agentId: string; error: string }) => [s.title, s.agentId, s.error])).toEqual(
+      [['book_hotel', 'researcher', 'no rooms left']],
+    );
+    const agents = view.steps.filter((s: { task: string }) => s.task === 'ai.generateText');
+    expect(
+      agents.map((s: { agentId: string; inputTokens: number; model: string }) => [s.agentId, s.inputTokens, s.model]),
+    ).toEqual([
+      ['researcher', 300, 'scripted-small'],
+      ['writer', 300, 'scripted-large'],
+    ]);
+    expect(view.handoffs.map((h: { fromAgentId: string; toAgentId: string }) => [h.fromAgentId, h.toAgentId])).toEqual([
+      ['planner', 'researcher'],
+      ['planner', 'writer'],
     ]);
   });
 

@@ -223,3 +223,34 @@ export function openInferenceRun(traceId: string): OtlpSpan[] {
   ];
   return sketches.map((s) => span(traceId, s));
 }
+
+/** An OTLP/JSON ExportTraceServiceRequest holding `spans`. */
+export function otlpJsonRequest(spans: OtlpSpan[]): object {
+  return {
+    resourceSpans: [
+      {
+        resource: { attributes: [] },
+        scopeSpans: [
+          {
+            spans: spans.map((s) => ({
+              traceId: s.traceId,
+              spanId: s.spanId,
+              ...(s.parentSpanId ? { parentSpanId: s.parentSpanId } : {}),
+              name: s.name,
+              startTimeUnixNano: String(s.startNs),
+              endTimeUnixNano: String(s.endNs),
+              attributes: otlpAttributes(s.attributes),
+              status: { code: s.statusCode, message: s.statusMessage },
+              events: s.events.map((e) => ({
+                name: e.name,
+                timeUnixNano: String(e.timeNs),
+                attributes: otlpAttributes(e.attributes),
+              })),
+              links: s.links,
+            })),
+          },
+        ],
+      },
+    ],
+  };
+}

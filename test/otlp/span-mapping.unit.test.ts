@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import { checkStoredEvent, PlanEvent } from '../../src/contracts';
 import { decodeTraces, encodeRequest, encodeResponse } from '../../src/otlp/otlp-codec';
-import { mapTrace, OVERRIDE } from '../../src/otlp/span-mapping';
+import { derivedEventId, mapTrace, OVERRIDE } from '../../src/otlp/span-mapping';
+import { planSourceOf } from '../../src/otlp/trace-source';
+import { eventIdV7 } from '../../src/publisher/event-id';
 import { TraceAssembler } from '../../src/otlp/trace-assembler';
 import type { OtlpSpan } from '../../src/otlp/otlp-span';
 import { genAiRun, hexId, openInferenceRun, otlpAttributes, span } from './otlp-fixtures';
@@ -203,6 +205,21 @@ describe('span mapping: order, duplicates and batches change nothing', () => {
     expect(assembler.add(genAiRun(TRACE)).ok).toBe(true);
     expect(assembler.add(openInferenceRun(TRACE.replace('0', '2')))).toMatchObject({ ok: false });
     expect(assembler.heldSpans).toBe(9);
+  });
+});
+
+describe('plan source', () => {
+  it('tells plans mapped from a trace (version 8 event ids) from plans sent as events', () => {
+    expect(planSourceOf(`otlp-${TRACE}`, derivedEventId('p', 'plan.created', 's'))).toEqual({
+      kind: 'opentelemetry',
+      traceId: TRACE,
+    });
+    expect(planSourceOf('trip-2026', derivedEventId('p', 'plan.created', 's'))).toEqual({
+      kind: 'opentelemetry',
+      traceId: null,
+    });
+    expect(planSourceOf(`otlp-${TRACE}`, eventIdV7())).toEqual({ kind: 'events', traceId: null });
+    expect(planSourceOf('plan-1', undefined)).toEqual({ kind: 'events', traceId: null });
   });
 });
 
