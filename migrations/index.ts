@@ -3,6 +3,7 @@ import { IndexHandoffStep1795219300000 } from './1795219300000-index-handoff-ste
 import { IncrementalStore1795219400000 } from './1795219400000-incremental-store';
 import { DatabasesAlike1795219500000 } from './1795219500000-databases-alike';
 import { PlanRestoredAt1795219600000 } from './1795219600000-plan-restored-at';
+import { StepCost1795219700000 } from './1795219700000-step-cost';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -11,4 +12,5 @@ export const MIGRATIONS = [
   IncrementalStore1795219400000,
   DatabasesAlike1795219500000,
   PlanRestoredAt1795219600000,
+  StepCost1795219700000,
 ];

@@ -31,6 +31,7 @@ export const mssql: SqlDialect = {
     boolean: { type: 'bit' },
     int: { type: 'int' },
     bigint: { type: 'bigint' },
+    money: { type: 'decimal', precision: 24, scale: 12 },
   },
   boundedText: 'nvarchar',
   entityBoolean: 'bit',

@@ -30,6 +30,7 @@ export const mysql: SqlDialect = {
     boolean: { type: 'tinyint' },
     int: { type: 'int' },
     bigint: { type: 'bigint' },
+    money: { type: 'decimal', precision: 24, scale: 12 },
   },
   boundedText: 'varchar',
   entityBoolean: 'boolean',

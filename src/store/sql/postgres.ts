@@ -36,6 +36,7 @@ export const postgres: SqlDialect = {
     boolean: { type: 'boolean' },
     int: { type: 'int' },
     bigint: { type: 'bigint' },
+    money: { type: 'numeric', precision: 24, scale: 12 },
   },
   boundedText: 'varchar',
   entityBoolean: 'boolean',

@@ -26,6 +26,9 @@ export const sqlite: SqlDialect = {
     boolean: { type: 'boolean' },
     int: { type: 'integer' },
     bigint: { type: 'integer' }, // SQLite's integers are 64-bit
+    // a DECIMAL column would have numeric affinity and turn '0.006000000000' into a binary float:
+    // text keeps the exact 12-decimal form, and sums go through integers (sumMoney)
+    money: { type: 'text' },
   },
   boundedText: 'varchar',
   entityBoolean: 'boolean',
