@@ -1,4 +1,4 @@
-import { bigint, bool, deletedAt, defineEntity, ext, int, money, str, text, ts } from './define-entity';
+import { bigint, bool, count, deletedAt, defineEntity, ext, int, moneyTotal, str, text, ts } from './define-entity';
 
 export type PlanStatus = 'planning' | 'executing' | 'completed' | 'failed' | 'cancelled';
 export type ApprovalStatus = 'pending' | 'approved' | 'edited' | 'rejected';
@@ -43,8 +43,8 @@ export const ExecutionPlanEntity = defineEntity<ExecutionPlanRow>('ExecutionPlan
   skippedSteps: int('skipped_steps'),
   totalInputTokens: bigint('total_input_tokens'),
   totalOutputTokens: bigint('total_output_tokens'),
-  totalCost: money('total_cost', false),
-  unpricedSteps: int('unpriced_steps'),
+  totalCost: moneyTotal('total_cost'),
+  unpricedSteps: count('unpriced_steps'),
   requiresApproval: bool('requires_approval'),
   approvalStatus: str('approval_status', 20, true),
   complexity: int('complexity', true),

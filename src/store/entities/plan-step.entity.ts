@@ -1,5 +1,5 @@
 import type { CostSource } from '../../pricing';
-import { deletedAt, defineEntity, ext, int, money, str, text, ts, uuid } from './define-entity';
+import { count, deletedAt, defineEntity, ext, int, money, str, text, ts, uuid } from './define-entity';
 
 export type StepStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'skipped';
 
@@ -64,9 +64,9 @@ export const PlanStepEntity = defineEntity<PlanStepRow>('PlanStep', 'plan_steps'
   inputTokens: int('input_tokens'),
   outputTokens: int('output_tokens'),
   provider: str('provider', 100, true),
-  cacheReadTokens: int('cache_read_tokens'),
-  cacheWriteTokens: int('cache_write_tokens'),
-  reasoningTokens: int('reasoning_tokens'),
+  cacheReadTokens: count('cache_read_tokens'),
+  cacheWriteTokens: count('cache_write_tokens'),
+  reasoningTokens: count('reasoning_tokens'),
   reportedCost: money('reported_cost'),
   cost: money('cost'),
   costSource: str('cost_source', 20, true),
