@@ -56,9 +56,18 @@ export function displayMoney(units: bigint): string {
  * except a few that are binary fractions of such a price (0.18000000000000002), which this restores.
  */
 export function picoPerTokenOfMtokPrice(price: number): bigint {
-  if (!Number.isFinite(price) || price < 0) throw new Error(`not a price: ${price}`);
-  return decimalToScaled(price, 6);
+  let pico = PICO_PER_TOKEN.get(price);
+  if (pico === undefined) {
+    if (!Number.isFinite(price) || price < 0) throw new Error(`not a price: ${price}`);
+    pico = decimalToScaled(price, 6);
+    if (PICO_PER_TOKEN.size >= 10_000) PICO_PER_TOKEN.clear();
+    PICO_PER_TOKEN.set(price, pico);
+  }
+  return pico;
 }
+
+/** A price table has a few hundred distinct prices: each is converted once. */
+const PICO_PER_TOKEN = new Map<number, bigint>();
 
 /** A non-negative finite number's decimal value scaled by 10^scale, rounded half-up. */
 export function decimalToScaled(value: number, scale: number): bigint {
