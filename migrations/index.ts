@@ -4,6 +4,7 @@ import { IncrementalStore1795219400000 } from './1795219400000-incremental-store
 import { DatabasesAlike1795219500000 } from './1795219500000-databases-alike';
 import { PlanRestoredAt1795219600000 } from './1795219600000-plan-restored-at';
 import { StepCost1795219700000 } from './1795219700000-step-cost';
+import { PriceOverrides1795219800000 } from './1795219800000-price-overrides';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   DatabasesAlike1795219500000,
   PlanRestoredAt1795219600000,
   StepCost1795219700000,
+  PriceOverrides1795219800000,
 ];

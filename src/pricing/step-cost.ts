@@ -27,7 +27,7 @@ export interface StepUsage {
  * Prices are USD per million tokens as decimal strings (at most 6 decimals).
  */
 export interface PriceOverride {
-  id: number;
+  id: string;
   modelPattern: string;
   provider: string | null;
   effectiveFrom: Date;

@@ -131,7 +131,7 @@ describe('priceStep with the bundled table', () => {
 
 describe('priceStep with overrides', () => {
   const override = (over: Partial<PriceOverride> = {}): PriceOverride => ({
-    id: 1,
+    id: 'o1',
     modelPattern: 'gpt-4o*',
     provider: null,
     effectiveFrom: at('2025-03-01T00:00:00Z'),
@@ -149,18 +149,18 @@ describe('priceStep with overrides', () => {
     expect(priceStep(usage(), at('2025-03-01T00:00:00Z'), o)).toEqual({
       cost: usd('0.0048'), // 1,200 x $2 + 300 x $8 per Mtok
       source: 'override',
-      priceRef: 'override:1',
+      priceRef: 'override:o1',
     });
   });
 
   it('the newest effective date wins, a provider restricts it, a reported cost still wins', () => {
     const o = [
-      override({ id: 1 }),
-      override({ id: 2, effectiveFrom: at('2025-04-01T00:00:00Z'), inputPerMtok: '1' }),
-      override({ id: 3, effectiveFrom: at('2025-05-01T00:00:00Z'), provider: 'azure', inputPerMtok: '0.5' }),
+      override({ id: 'o1' }),
+      override({ id: 'o2', effectiveFrom: at('2025-04-01T00:00:00Z'), inputPerMtok: '1' }),
+      override({ id: 'o3', effectiveFrom: at('2025-05-01T00:00:00Z'), provider: 'azure', inputPerMtok: '0.5' }),
     ];
-    expect(priceStep(usage(), at('2025-06-01T00:00:00Z'), o).priceRef).toBe('override:2');
-    expect(priceStep(usage({ provider: 'Azure' }), at('2025-06-01T00:00:00Z'), o).priceRef).toBe('override:3');
+    expect(priceStep(usage(), at('2025-06-01T00:00:00Z'), o).priceRef).toBe('override:o2');
+    expect(priceStep(usage({ provider: 'Azure' }), at('2025-06-01T00:00:00Z'), o).priceRef).toBe('override:o3');
     expect(priceStep(usage({ reportedCost: '1' }), at('2025-06-01T00:00:00Z'), o).source).toBe('reported');
   });
 

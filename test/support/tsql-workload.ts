@@ -246,6 +246,9 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
     tokenUsage: async () => {
       for (const range of ranges) await queries.tokenUsage(ds, range);
     },
+    costUsage: async () => {
+      for (const range of ranges) for (const by of queries.COST_DIMENSIONS) await queries.costUsage(ds, range, by);
+    },
     eventStatuses: async () =>
       check('an applied event is reported applied', (await eventStatuses(ds, [eventId])).applied.length === 1),
     awaitEventStatuses: () => awaitEventStatuses(ds, [eventId], 0),
