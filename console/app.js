@@ -392,6 +392,7 @@
           card('skipped', p.skippedSteps),
           card('input tokens', fmtNum(p.inputTokens)),
           card('output tokens', fmtNum(p.outputTokens)),
+          card('cost (USD)', costText(p)),
           card('duration', fmtMs(p.durationMs)),
         ),
         h('h2', { text: 'DAG' }),
@@ -791,7 +792,7 @@
   function stepsTable(planId, steps, outputBox) {
     return table(
       'steps',
-      ['#', 'Step', 'Agent', 'Status', 'Model', 'Tokens in/out', 'Duration', 'Result / error', ''],
+      ['#', 'Step', 'Agent', 'Status', 'Model', 'Tokens in/out', 'Cost (USD)', 'Duration', 'Result / error', ''],
       steps.map(function (st) {
         return h(
           'tr',
@@ -802,6 +803,16 @@
           h('td', null, badge(st.status)),
           h('td', { text: st.model || '–' }),
           h('td', { class: 'num', text: fmtNum(st.inputTokens) + ' / ' + fmtNum(st.outputTokens) }),
+          h('td', {
+            class: 'num step-cost',
+            title: st.priceRef || st.costSource || '',
+            text:
+              st.cost !== null && st.cost !== undefined
+                ? '$' + st.cost
+                : st.costSource === 'unpriced'
+                  ? 'unpriced'
+                  : '–',
+          }),
           h('td', { class: 'num', text: fmtMs(st.durationMs) }),
           h('td', { text: st.error || st.result || '' }),
           h(
@@ -1093,6 +1104,8 @@
       api('/v1/analytics/daily'),
       api('/v1/analytics/agents'),
       api('/v1/analytics/tokens?by=model'),
+      api('/v1/analytics/cost?by=model'),
+      api('/v1/analytics/cost?by=agent'),
     ]).then(function (r) {
       show(
         h('h1', { text: 'Analytics' }),
@@ -1126,11 +1139,33 @@
             ];
           }),
         ),
+        h('h2', { text: 'Cost per model (USD)' }),
+        barChart('cost-per-model', costBars(r[3])),
+        h('h2', { text: 'Cost per agent (USD)' }),
+        barChart('cost-per-agent', costBars(r[4])),
       );
     });
   }
 
-  /** Horizontal bars with the number beside each: rows of [label, value, note]. */
+  /** A plan's cost, and its steps no price is known for: never shown as a silent zero. */
+  function costText(p) {
+    if (p.cost === undefined || p.cost === null) return '–';
+    return '$' + p.cost + (p.unpricedSteps ? ' + ' + p.unpricedSteps + ' unpriced' : '');
+  }
+
+  /** Bars of an analytics cost answer: the exact amount as text, unpriced steps named. */
+  function costBars(answer) {
+    return (answer.lines || []).map(function (l) {
+      return [
+        l.key || '(none)',
+        Number(l.cost),
+        l.pricedSteps + ' priced steps' + (l.unpricedSteps ? ', ' + l.unpricedSteps + ' unpriced' : ''),
+        '$' + l.cost,
+      ];
+    });
+  }
+
+  /** Horizontal bars with the number beside each: rows of [label, value, note, shown instead of the value]. */
   function barChart(id, rows, max) {
     if (rows.length === 0) return h('p', { class: 'muted', id: id, text: 'Nothing yet.' });
     var top =
@@ -1162,7 +1197,8 @@
         s('text', {
           x: LEFT + Math.max(1, (r[1] / top) * W) + 6,
           y: y + 13,
-          text: fmtNum(r[1]) + (max === 100 ? ' %' : '') + (r[2] ? '  (' + r[2] + ')' : ''),
+          text:
+            (r[3] !== undefined ? r[3] : fmtNum(r[1]) + (max === 100 ? ' %' : '')) + (r[2] ? '  (' + r[2] + ')' : ''),
         }),
       );
     });
