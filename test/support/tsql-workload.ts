@@ -270,9 +270,9 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
  */
 async function recordPrices(rec: SectionRecorder, check: Check): Promise<void> {
   const at = new Date('2030-01-02T00:00:00.000Z');
-  let override: Row | undefined;
+  const overrides: Row[] = [];
   const ds = await rec.open((sql) => {
-    if (/^SELECT .* FROM "price_overrides"/.test(sql)) return override ? [override] : [];
+    if (/^SELECT .* FROM "price_overrides"/.test(sql)) return overrides;
     if (/^SELECT .* FROM "plan_steps" "s" INNER JOIN "execution_plans" "p"/.test(sql)) {
       const step: Record<string, unknown> = {
         id: '00000000-0000-5000-8000-000000000001',
@@ -317,7 +317,7 @@ async function recordPrices(rec: SectionRecorder, check: Check): Promise<void> {
     cacheWritePerMtok: null,
     currency: 'USD',
   });
-  override = {
+  overrides.push({
     PriceOverride_id: row.id,
     PriceOverride_model_pattern: 'gpt-4o*',
     PriceOverride_provider: null,
@@ -328,7 +328,7 @@ async function recordPrices(rec: SectionRecorder, check: Check): Promise<void> {
     PriceOverride_cache_write_per_mtok: null,
     PriceOverride_currency: 'USD',
     PriceOverride_created_at: row.createdAt,
-  };
+  });
   check('prices list reads the override back', (await listPriceOverrides(ds)).length === 1);
   await getPriceOverride(ds, row.id);
   const range = { from: new Date('2030-01-01T00:00:00.000Z'), to: new Date('2030-02-01T00:00:00.000Z') };
