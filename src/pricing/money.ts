@@ -18,12 +18,14 @@ export function parseMoney(text: string): bigint | undefined {
 }
 
 /**
- * Pico-dollars of a value read back from a database: a decimal string (PostgreSQL, MySQL, SQL Server
- * drivers), possibly with fewer or more zero decimals, or a plain decimal string (SQLite keeps text).
+ * Pico-dollars of a value read back from a database: a decimal string (PostgreSQL, MySQL drivers),
+ * possibly with fewer or more zero decimals, a plain decimal string (SQLite keeps text), or a JS
+ * number (SQL Server's driver reads DECIMAL so: exact to about 15 significant digits, rounded to 12
+ * decimals here).
  */
 export function moneyFromColumn(value: unknown): bigint | null {
   if (value === null || value === undefined) return null;
-  const text = String(value).trim();
+  const text = typeof value === 'number' ? value.toFixed(MONEY_SCALE) : String(value).trim();
   const m = /^(-)?(\d+)(?:\.(\d*))?$/.exec(text);
   if (!m) throw new Error(`not a decimal amount: ${JSON.stringify(text.slice(0, 40))}`);
   const decimals = (m[3] ?? '').replace(/0+$/, '');

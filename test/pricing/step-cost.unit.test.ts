@@ -179,6 +179,8 @@ describe('money', () => {
     expect(moneyFromColumn('0.006000000000')).toBe(6_000_000_000n);
     expect(moneyFromColumn('0.006')).toBe(6_000_000_000n);
     expect(moneyFromColumn(null)).toBeNull();
+    expect(moneyFromColumn(1e-7)).toBe(100_000n); // SQL Server's driver reads DECIMAL as a number
+    expect(moneyFromColumn(0.006)).toBe(6_000_000_000n);
     expect(displayMoney(0n)).toBe('0.00');
     expect(displayMoney(usd('12.5'))).toBe('12.50');
   });

@@ -1,5 +1,5 @@
 import { EntitySchema, EntitySchemaColumnOptions } from 'typeorm';
-import { formatMoney, MONEY_SCALE, moneyFromColumn } from '../../pricing';
+import { formatMoney, moneyFromColumn } from '../../pricing';
 import { ColumnKind, columnType, ColumnTypes } from '../sql/column-kinds';
 
 /**
@@ -67,7 +67,7 @@ const BIGINT_AS_NUMBER = {
 const MONEY_AS_TEXT = {
   from: (v: unknown) => {
     if (v === null || v === undefined) return null;
-    return formatMoney(moneyFromColumn(typeof v === 'number' ? v.toFixed(MONEY_SCALE) : v)!);
+    return formatMoney(moneyFromColumn(v)!);
   },
   to: (v: unknown) => v,
 };
