@@ -146,6 +146,11 @@ describe('read side: identical answers on SQLite, PostgreSQL and MariaDB', () =>
       'total,0.0552788,55,22',
     ]);
     expect(json('analytics cost --by session --json')).toMatchObject({ by: 'session', total: { cost: '0.0552788' } });
+    // a session's cost: every live plan of it, its unpriced steps counted apart
+    expect(json('sessions history sess-alpha --json')).toMatchObject({ cost: '0.01018', unpricedSteps: 2 });
+    expect(get('sessions history sess-alpha').stdout).toContain(
+      'session cost: $0.01018 USD + 2 steps unpriced (every plan of the session)',
+    );
     expect(get('sessions history sess-alpha').stdout).toMatch(
       /plan-a1\s+completed\s+3\/3\s+4,000\/2,000\s+\$0\.01 \+ 1 unpriced/,
     );

@@ -182,7 +182,9 @@ class SessionHistory(_Result):
     raw: JsonObject = field(repr=False)
     session_id: str
     plans: List[PlanSummary]
-    _nested = {"plans": _list_of(PlanSummary)}
+    cost: Optional[Decimal]
+    unpriced_steps: Optional[int]
+    _nested = {"plans": _list_of(PlanSummary), "cost": Decimal}
 
 
 @dataclass(frozen=True, eq=False)

@@ -49,6 +49,8 @@ export async function historyCommand(
   ]);
   const headers = ['PLAN', 'STATUS', 'DONE', 'TOKENS in/out', 'COST USD', 'CREATED', 'ENDED', 'QUERY'];
   for (const line of renderTable(headers, rows, 50)) ctx.out(line);
+  const unpriced = result.unpricedSteps > 0 ? ` + ${result.unpricedSteps} steps unpriced` : '';
+  ctx.out(`session cost: $${result.cost} USD${unpriced} (every plan of the session)`);
 }
 
 export async function purgeCommand(
