@@ -54,7 +54,7 @@ export interface E2eFigures {
 /** --cluster: per traffic and worker count, 6 shards against 1 (`grouped1w`...). */
 function shardPairs(runs: SustainedResult[] = []) {
   const pairs: Record<string, { one: SustainedResult; six: SustainedResult }> = {};
-  for (const six of runs.filter((r) => r.queueShards === 6)) {
+  for (const six of runs.filter((r) => r.queueShards === 6 && !r.workerShards)) {
     const one = runs.find((r) => r.queueShards === 1 && r.traffic === six.traffic && r.workers === six.workers);
     if (one) pairs[`${six.traffic}${six.workers}w`] = { one, six };
   }
