@@ -147,7 +147,7 @@ async function mastersOfShards(prefix: string): Promise<number[]> {
 }
 
 describe(`QUEUE_SHARDS=${SHARDS} on a 3-master Redis Cluster`, () => {
-  it('the shards land on every master; 100k events through the publisher and two worker processes are stored exactly once', async () => {
+  it('the shards land on every master; 100k events through the publisher and two worker processes are stored exactly once; one retention schedule', async () => {
     const prefix = clusterPrefix();
     dropShardsAfter(prefix);
     const masters = await mastersOfShards(prefix);
@@ -179,6 +179,14 @@ describe(`QUEUE_SHARDS=${SHARDS} on a 3-master Redis Cluster`, () => {
     );
     expect(await storedExactlyOnce(ds)).toEqual({ n: 100_000, distinct: 100_000 });
     expect(publisher.stats()).toMatchObject({ published: 100_000, dropped: 0, redisReady: true });
+    // retention stays one schedule on QUEUE_PREFIX, however many workers and shards
+    const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: admin, prefix });
+    try {
+      expect((await maintenance.getJobSchedulers()).map((s) => s.key)).toEqual(['retention']);
+      expect(await maintenance.getDelayedCount()).toBe(1);
+    } finally {
+      await maintenance.close();
+    }
     expect(await stopAll(workers)).toEqual([0, 0]);
     const inserted = workers
       .flatMap((w) => w.logs())
