@@ -232,9 +232,12 @@ describe(`QUEUE_SHARDS=${SHARDS} on a 3-master Redis Cluster`, () => {
     const masters = await mastersOfShards(prefix);
     const restarted = masters[1];
     const events = exactlyEvents(15_000, { seed: 41 });
+    // the master goes down and comes back while events keep being published and consumed
+    let restarting: Promise<void> | undefined;
     await publishPaced(publisher, events, async (i) => {
-      if (i === 5_000) await cluster.restartMaster(restarted);
+      if (i === 5_000) restarting = cluster.restartMaster(restarted);
     });
+    await restarting;
     expect(await publisher.flush(90_000)).toBe(true);
     await waitFor(
       'every event stored',
