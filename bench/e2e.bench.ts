@@ -129,8 +129,8 @@ function shardKeyBalance(events: number, shards: number) {
     events,
     plans: plans.length,
     sessions,
-    busiestShareByPlan: round(Math.max(...byPlan) / events),
-    busiestShareBySession: round(Math.max(...bySession) / events),
+    busiestShareByPlan: round(byPlan.reduce((a, b) => Math.max(a, b)) / events),
+    busiestShareBySession: round(bySession.reduce((a, b) => Math.max(a, b)) / events),
   };
 }
 

@@ -250,7 +250,9 @@ export async function sustained(
       redis: cluster ? `cluster of ${cluster.ports.length} masters` : 'single',
       queueShards,
       traffic: opts.interleaved ? 'interleaved' : 'grouped',
-      ...(cluster && mastersTotal > 0 ? { busiestMasterCpuShare: round(Math.max(...masters) / mastersTotal) } : {}),
+      ...(cluster && mastersTotal > 0
+        ? { busiestMasterCpuShare: round(masters.reduce((a, b) => Math.max(a, b)) / mastersTotal) }
+        : {}),
       workers: workers.length,
       events: count,
       seconds: round(seconds),

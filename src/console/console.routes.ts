@@ -237,7 +237,7 @@ async function health(deps: ConsoleDeps, minutes: number): Promise<HealthView> {
       active: shards.reduce((n, s) => n + s.active, 0),
       delayed: shards.reduce((n, s) => n + s.delayed, 0),
       failed: shards.reduce((n, s) => n + s.failed, 0),
-      oldestWaitingAgeSeconds: ages.length > 0 ? Math.max(...ages) : null,
+      oldestWaitingAgeSeconds: ages.length > 0 ? ages.reduce((a, b) => Math.max(a, b)) : null,
     };
   }
   let deadLetters: HealthView['deadLetters'] = null;

@@ -59,7 +59,8 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
       queue: new Queue(EVENTS_QUEUE, { ...queueOpts, prefix: s.prefix }),
     }));
     const eventsQueue = eventShards[0].queue;
-    queues.push(deadLetterQueue, ...eventShards.map((s) => s.queue));
+    queues.push(deadLetterQueue);
+    for (const s of eventShards) queues.push(s.queue);
     const queueErrors = new RepeatedLog(logger, 'console queue connection error', { level: 'warn' });
     for (const q of queues) q.on('error', (err) => queueErrors.report(err));
     const deadLetters = new DeadLetterService({
