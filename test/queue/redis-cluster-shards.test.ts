@@ -105,13 +105,18 @@ function dropShardsAfter(prefix: string): void {
     }
 }
 
-async function publishPaced(publisher: PlanEventPublisher, events: PlanEvent[], during?: (i: number) => Promise<void>) {
+async function publishPaced(
+  publisher: PlanEventPublisher,
+  events: PlanEvent[],
+  during?: (i: number) => Promise<void>,
+  pauseMs = 5,
+) {
   for (let i = 0; i < events.length; i += 1_000) {
     for (const event of events.slice(i, i + 1_000)) {
       const r = publisher.publish(event);
       if (!r.ok) throw new Error(`publish refused ${event.eventId}: ${r.reason}`);
     }
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, pauseMs));
     await during?.(i);
   }
 }
@@ -234,9 +239,15 @@ describe(`QUEUE_SHARDS=${SHARDS} on a 3-master Redis Cluster`, () => {
     const events = exactlyEvents(15_000, { seed: 41 });
     // the master goes down and comes back while events keep being published and consumed
     let restarting: Promise<void> | undefined;
-    await publishPaced(publisher, events, async (i) => {
-      if (i === 5_000) restarting = cluster.restartMaster(restarted);
-    });
+    // 10 of the 15 chunks are published after the master went down: ~1.5 s, past its restart
+    await publishPaced(
+      publisher,
+      events,
+      async (i) => {
+        if (i === 5_000) restarting = cluster.restartMaster(restarted);
+      },
+      150,
+    );
     await restarting;
     expect(await publisher.flush(90_000)).toBe(true);
     await waitFor(
