@@ -21,15 +21,18 @@ import { DeadLetterService } from '../src/dead-letters';
 import type { DeadLetter } from '../src/dead-letters/dead-letter';
 import { DeadLetterWriter } from '../src/dead-letters/dead-letter-writer';
 import { DEAD_LETTER_QUEUE, EVENTS_QUEUE } from '../src/queue/queue-names';
+import { queueShards } from '../src/queue/queue-shards';
 import { createLogger } from '../src/shared/logger';
 import { RedisProcess } from '../test/publisher/support/redis-process';
 import { BenchOptions } from './support/cli-options';
 
 const options = new BenchOptions('npm run bench:dlq -- [options]', [
   { name: 'count', value: 'n', help: 'dead letters to fill (default 100k)' },
+  { name: 'shards', value: 'n', help: 'QUEUE_SHARDS of the replay: events go to the shard of their plan (default 1)' },
   { name: 'json', help: 'print the results as JSON' },
 ]);
 const N = options.number('count', 100_000);
+const SHARDS = options.number('shards', 1);
 const JSON_OUT = options.flag('json');
 const ROOT = path.join(__dirname, '..');
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -173,6 +176,7 @@ async function main(): Promise<void> {
     const env = {
       REDIS_URL: server.url,
       QUEUE_PREFIX: prefix,
+      QUEUE_SHARDS: String(SHARDS),
       DATABASE_URL: `sqlite:${path.join(server.dir, 'bench.sqlite')}`,
     };
     if ((await runCli(['migrate'], env)).code !== 0) throw new Error('migrate failed');
@@ -186,11 +190,15 @@ async function main(): Promise<void> {
       `replay: exit ${replay.code}, ${Math.round(replay.ms)} ms, peak RSS ${replay.maxRssMb} MB, replayed ${summary.replayed}`,
     );
     const left = await service.listSummaries({ limit: 1 });
-    const events = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
-    const queued = await events.count();
+    // every shard's events queue (one without --shards)
+    const shardQueues = queueShards(prefix, SHARDS).map(
+      (s) => new Queue(EVENTS_QUEUE, { connection: redis, prefix: s.prefix }),
+    );
+    const queuedByShard = await Promise.all(shardQueues.map((q) => q.count()));
+    const queued = queuedByShard.reduce((a, b) => a + b, 0);
 
     // then N more, and the live queue (another process): its baseline, then a replay beside it
-    await events.obliterate({ force: true });
+    for (const q of shardQueues) await q.obliterate({ force: true });
     await fill(redis, prefix, N);
     live = startLive(server.url, 'bench-live');
     await sleep(3_000);
@@ -205,10 +213,11 @@ async function main(): Promise<void> {
     log(
       `replay beside the live queue: exit ${beside.code}, ${Math.round(beside.ms)} ms, peak RSS ${beside.maxRssMb} MB, replayed ${besideSummary.replayed}`,
     );
-    await events.close();
+    for (const q of shardQueues) await q.close();
 
     const results = {
       count: N,
+      queueShards: SHARDS,
       statsMs: Math.round(statsMs),
       listMs: Math.round(listMs),
       dryRunMs: Math.round(dry.ms),
@@ -222,6 +231,7 @@ async function main(): Promise<void> {
       replayedBesideLive: besideSummary.replayed,
       deadLettersLeft: left.total,
       eventJobsQueued: queued,
+      ...(SHARDS > 1 ? { eventJobsQueuedByShard: queuedByShard } : {}),
       liveJobsPerSecBaseline: Math.round(baseline),
       liveJobsPerSecDuringReplay: Math.round(during),
       liveRatio: +(during / baseline).toFixed(2),

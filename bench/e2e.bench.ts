@@ -129,13 +129,20 @@ function shardKeyBalance(events: number, shards: number) {
     events,
     plans: plans.length,
     sessions,
-    busiestShareByPlan: round(byPlan.reduce((a, b) => Math.max(a, b), 0) / events),
-    busiestShareBySession: round(bySession.reduce((a, b) => Math.max(a, b), 0) / events),
+    busiestShareByPlan: round(byPlan.reduce((a, b) => Math.max(a, b)) / events),
+    busiestShareBySession: round(bySession.reduce((a, b) => Math.max(a, b)) / events),
   };
 }
 
 function log(line: string): void {
   if (!json) process.stdout.write(`${line}\n`);
+}
+
+function logShardRun(r: SustainedResult): void {
+  const who = `${r.workers} worker${r.workers > 1 ? 's' : ''}${r.workerShards ? ` pinned (WORKER_SHARDS ${r.workerShards.join(' / ')})` : ''}`;
+  log(
+    `  3-master cluster, ${r.traffic}, ${who}, QUEUE_SHARDS=${r.queueShards}: ${r.eventsPerSec} events/s (${r.batches} transactions of ~${r.eventsPerBatch} events, gap waits ${r.gapWaits}, plans rebuilt ${r.rebuilt}); busiest master ${r.busiestMasterCpuShare} of Redis CPU; CPU us/event: ${cpuLine(r.cpuUsPerEvent)}`,
+  );
 }
 
 const cpuLine = (u: Record<string, number>) =>
@@ -313,10 +320,20 @@ async function main(): Promise<void> {
                 interleaved: traffic === 'interleaved',
               });
               runs.push(r);
-              log(
-                `  3-master cluster, ${traffic}, ${workers} worker${workers > 1 ? 's' : ''}, QUEUE_SHARDS=${queueShards}: ${r.eventsPerSec} events/s; busiest master ${r.busiestMasterCpuShare} of Redis CPU; CPU us/event: ${cpuLine(r.cpuUsPerEvent)}`,
-              );
+              logShardRun(r);
             }
+        // two workers pinned to three shards each: a plan's events never reach both processes
+        for (const traffic of ['grouped', 'interleaved'] as const) {
+          const r = await sustained(ctx, 'postgres', N_CLUSTER, 916, {
+            cluster,
+            workers: 2,
+            queueShards: 6,
+            interleaved: traffic === 'interleaved',
+            workerShards: ['0-2', '3-5'],
+          });
+          runs.push(r);
+          logShardRun(r);
+        }
         f.clusterShards = runs;
         f.e2ePostgresOnCluster = runs.find((r) => r.traffic === 'grouped' && r.workers === 1 && r.queueShards === 1);
       } finally {

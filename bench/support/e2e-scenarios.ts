@@ -172,6 +172,11 @@ export interface SustainedResult {
   eventsPerSec: number;
   batches: number;
   eventsPerBatch: number;
+  /** Plans whose events waited on a gap, and plans rebuilt, summed over the commits (store outcome). */
+  gapWaits: number;
+  rebuilt: number;
+  /** WORKER_SHARDS of each worker, when pinned. */
+  workerShards?: string[];
   workerRssPeakMb: number;
   rowsStored: number;
   /** CPU microseconds per event: worker, publisher (this process), redis, postgres (all sessions). */
@@ -196,6 +201,8 @@ export async function sustained(
     /** QUEUE_SHARDS. @defaultValue 1 */
     queueShards?: number;
     interleaved?: boolean;
+    /** WORKER_SHARDS of each worker process, by index. @defaultValue every shard for each */
+    workerShards?: string[];
   } = {},
 ): Promise<SustainedResult> {
   const queueShards = opts.queueShards ?? 1;
@@ -215,7 +222,11 @@ export async function sustained(
   };
   const workers = await Promise.all(
     Array.from({ length: opts.workers ?? 1 }, (_, i) =>
-      startWorkerChild({ main: ctx.workerMain, env, cpuProfileDir: i === 0 ? profileDir : undefined }),
+      startWorkerChild({
+        main: ctx.workerMain,
+        env: opts.workerShards?.[i] ? { ...env, WORKER_SHARDS: opts.workerShards[i] } : env,
+        cpuProfileDir: i === 0 ? profileDir : undefined,
+      }),
     ),
   );
   const worker = workers[0];
@@ -240,7 +251,7 @@ export async function sustained(
       queueShards,
       traffic: opts.interleaved ? 'interleaved' : 'grouped',
       ...(cluster && mastersTotal > 0
-        ? { busiestMasterCpuShare: round(masters.reduce((a, b) => Math.max(a, b), 0) / mastersTotal) }
+        ? { busiestMasterCpuShare: round(masters.reduce((a, b) => Math.max(a, b)) / mastersTotal) }
         : {}),
       workers: workers.length,
       events: count,
@@ -248,6 +259,9 @@ export async function sustained(
       eventsPerSec: Math.round(count / seconds),
       batches: committed.batches,
       eventsPerBatch: Math.round(count / committed.batches),
+      gapWaits: committed.gapWaits,
+      rebuilt: committed.rebuilt,
+      ...(opts.workerShards ? { workerShards: opts.workerShards } : {}),
       workerRssPeakMb: mb(rss.stop().peakBytes),
       rowsStored: Number(n),
       cpuUsPerEvent: cpuUse.usPerEvent,

@@ -54,7 +54,7 @@ export interface E2eFigures {
 /** --cluster: per traffic and worker count, 6 shards against 1 (`grouped1w`...). */
 function shardPairs(runs: SustainedResult[] = []) {
   const pairs: Record<string, { one: SustainedResult; six: SustainedResult }> = {};
-  for (const six of runs.filter((r) => r.queueShards === 6)) {
+  for (const six of runs.filter((r) => r.queueShards === 6 && !r.workerShards)) {
     const one = runs.find((r) => r.queueShards === 1 && r.traffic === six.traffic && r.workers === six.workers);
     if (one) pairs[`${six.traffic}${six.workers}w`] = { one, six };
   }
@@ -84,6 +84,16 @@ export function ratiosAndTargets(f: E2eFigures, run: { quick: boolean; plans: nu
       Object.entries(shardPairs(f.clusterShards)).map(([k, p]) => [`shards6VsShards1_${k}`, ratio(p.six, p.one)]),
     ),
   };
+  // two workers pinned to three shards each (WORKER_SHARDS), against the same traffic on one shard
+  for (const pinned of (f.clusterShards ?? []).filter((r) => r.workerShards)) {
+    const one = f.clusterShards!.find(
+      (r) => r.queueShards === 1 && r.traffic === pinned.traffic && r.workers === pinned.workers,
+    );
+    (ratios as Record<string, number | null>)[`shards6PinnedVsShards1_${pinned.traffic}${pinned.workers}w`] = ratio(
+      pinned,
+      one,
+    );
+  }
   const busiest = Object.entries(shardPairs(f.clusterShards)).map(
     ([k, p]) => [k, p.six.busiestMasterCpuShare ?? null] as const,
   );

@@ -152,7 +152,7 @@ export class DeliveryPump {
    */
   private sendWhatIsWaiting(): void {
     while (this.inFlight < this.cfg.maxInFlightBulks) {
-      const batches = this.memory.take(
+      const batches = this.memory.takeForSend(
         this.cfg.jobsPerBulk,
         this.cfg.eventsPerJob,
         this.inFlight === 0,

@@ -107,6 +107,58 @@ export class MemoryBuffer {
   }
 
   /**
+   * What the pump sends: with one shard, `take` (a partial batch only when `idle`, i.e. nothing is
+   * in flight). With several, one shard per call, so that a bulk is one `addBulk` on one shard:
+   * retried batches first, else full batches of the fullest shard; when `idle` and no shard has a
+   * full batch, every shard's events if all of them together fill less than a job (a quiet
+   * publisher: no wait), else the fullest shard's. A busy publisher thus sends full jobs, a shard
+   * per round trip, instead of N small ones each time nothing is in flight (smaller jobs and more
+   * round trips cost Redis, the workers and the publisher more per event), and an `idle` call always
+   * sends something.
+   */
+  takeForSend(maxJobs: number, eventsPerJob: number, idle: boolean, maxJobBytes = Number.MAX_SAFE_INTEGER): Batch[] {
+    if (this.lanes.length === 1) return this.take(maxJobs, eventsPerJob, idle, maxJobBytes);
+    if (this.retry.length > 0) return this.retry.splice(0, maxJobs);
+    if (this.queued === 0) return [];
+    let fullest = 0;
+    for (let i = 1; i < this.lanes.length; i++) if (this.waiting(i) > this.waiting(fullest)) fullest = i;
+    if (this.waiting(fullest) >= eventsPerJob || !idle)
+      return this.takeLane(fullest, maxJobs, eventsPerJob, false, maxJobBytes);
+    if (this.queued < eventsPerJob) return this.take(maxJobs, eventsPerJob, true, maxJobBytes);
+    return this.takeLane(fullest, 1, eventsPerJob, true, maxJobBytes);
+  }
+
+  /** Up to `maxJobs` batches of one shard's events (a partial one only if `partial`). */
+  private takeLane(
+    shard: number,
+    maxJobs: number,
+    eventsPerJob: number,
+    partial: boolean,
+    maxJobBytes: number,
+  ): Batch[] {
+    const lane = this.lanes[shard];
+    const batches: Batch[] = [];
+    while (batches.length < maxJobs) {
+      const waiting = lane.events.length - lane.head;
+      if (waiting === 0 || (!partial && waiting < eventsPerJob)) break;
+      const end = this.batchEnd(lane, eventsPerJob, maxJobBytes);
+      const events = lane.events.slice(lane.head, end);
+      let size = 0;
+      for (const e of events) size += e.length;
+      batches.push({ id: newBatchId(), events, size, order: this.nextOrder++, shard });
+      this.queued -= end - lane.head;
+      lane.head = end;
+    }
+    this.compact(lane);
+    return batches;
+  }
+
+  private waiting(shard: number): number {
+    const lane = this.lanes[shard];
+    return lane.events.length - lane.head;
+  }
+
+  /**
    * End of the next batch: `eventsPerJob` events, fewer when their job data would pass
    * `maxJobBytes` (ContractLimits; at least one event, each within `maxEventBytes`). Counted in
    * characters, exact UTF-8 bytes only once the characters could pass the limit (3 bytes each).

@@ -229,7 +229,10 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     workers.push(worker);
     queues.push(queue);
     for (const w of workers) w.concurrency = perShard(pipeline.concurrency.concurrency);
-    if (fetching) run(worker);
+    if (fetching) {
+      run(worker);
+      if (!gate.isUp) void worker.pause(true); // as the others while the database is down
+    }
     return runtime;
   };
   for (const shard of shards) addShard(shard);

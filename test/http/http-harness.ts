@@ -41,6 +41,8 @@ export async function startApiStack(
   kind: TestDb,
   options: {
     env?: Record<string, string>;
+    /** More of the application's environment (e.g. QUEUE_SHARDS), for serve and the worker. */
+    appEnv?: Record<string, string>;
     worker?: boolean;
     redisUrl?: string;
     workerSettings?: Partial<WorkerConfig>;
@@ -56,7 +58,12 @@ export async function startApiStack(
       done();
     },
   });
-  const env = { REDIS_URL: options.redisUrl ?? REDIS_URL, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url };
+  const env = {
+    REDIS_URL: options.redisUrl ?? REDIS_URL,
+    QUEUE_PREFIX: prefix,
+    DATABASE_URL: db.db.url,
+    ...options.appEnv,
+  };
   const serve = (port: string) =>
     startHttpServer({
       config: loadConfig(env),
@@ -102,6 +109,9 @@ export async function startApiStack(
       await worker?.close(10_000).catch(() => undefined);
       const redis = openRedis();
       await dropPrefix(redis, prefix).catch(() => undefined);
+      // the keys of QUEUE_SHARDS' other shards (`<prefix>-s<i>of<N>:...`)
+      const shardKeys = await redis.keys(`${prefix}-s*`).catch(() => [] as string[]);
+      if (shardKeys.length > 0) await redis.del(...shardKeys).catch(() => undefined);
       redis.disconnect();
       await db.close();
       fs.rmSync(journalDir, { recursive: true, force: true });

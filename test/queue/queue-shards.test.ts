@@ -170,7 +170,7 @@ describe('queue shards on one Redis', () => {
       expect(metrics).toContain(`plan_ledger_queue_jobs{shard="${label}",state="wait"} 0`);
   });
 
-  it('dead letters of every shard are in one place: listed, filtered by shard, replayed to the shard of their plan', async () => {
+  it('dead letters of every shard are in one place: listed, filtered by shard, erased by session, replayed to the shard of their plan', async () => {
     const prefix = prefixFor('sh-dlq');
     const events = manyPlanRuns(600, { seed: 13 });
     const writer = new DeadLetterWriter(redis, prefix);
@@ -208,8 +208,14 @@ describe('queue shards on one Redis', () => {
       for (const dl of listed.deadLetters) expect(shardOfPlan(dl.planId!, 3)).toBe(shard);
     }
     expect(() => parseFilter({ shard: '3' }, 3)).toThrow('--shard: "3" is not a shard of QUEUE_SHARDS=3; give 0-2');
+    // erasure of a session finds its dead letters whatever shard they came from
+    const erased = events.find((e) => shardOfPlan(e.planId, 3) === 2)!;
+    const ofSession = events.filter((e) => e.sessionId === erased.sessionId);
+    const purged = await service.purgeSession(erased.sessionId, new Set([erased.planId]));
+    expect(purged.deadLetters.map((d) => d.eventId).sort()).toEqual(ofSession.map((e) => e.eventId).sort());
+    const kept = events.filter((e) => e.sessionId !== erased.sessionId);
     const summary = await service.replay({ filter: {} });
-    expect(summary.replayed).toBe(events.length);
+    expect(summary.replayed).toBe(kept.length);
     let queued = 0;
     for (const shard of queueShards(prefix, 3))
       for (const job of await jobsOn(shard.prefix))
@@ -217,10 +223,10 @@ describe('queue shards on one Redis', () => {
           expect(shardOfPlan(e.planId, 3)).toBe(shard.index);
           queued++;
         }
-    expect(queued).toBe(events.length);
+    expect(queued).toBe(kept.length);
     const worker = await newWorker({ QUEUE_PREFIX: prefix, QUEUE_SHARDS: '3' });
     expect(await worker.idle(60_000)).toBe(true);
-    expect(await countRows(db.ds, 'plan_events')).toBe(events.length);
+    expect(await countRows(db.ds, 'plan_events')).toBe(kept.length);
     expect((await service.stats()).total).toBe(0);
   });
 

@@ -152,6 +152,36 @@ describe('the publisher buffer with shards', () => {
     expect(buffer.take(10, 5, true).map((b) => [b.shard, b.events.length])).toEqual([[0, 1]]);
   });
 
+  it('the pump sends one shard per call: full jobs of the fullest; when idle, all lanes if they hold less than a job, else the fullest', () => {
+    const buffer = new MemoryBuffer(10_000, 10_000_000, 3);
+    const push = (shard: number, n: number) => {
+      for (let i = 0; i < n; i++) buffer.push(`{"s":${shard}}`, shard);
+    };
+    const sent = (idle: boolean) => buffer.takeForSend(10, 10, idle).map((b) => [b.shard, b.events.length]);
+    push(0, 2);
+    push(1, 3);
+    expect(sent(false)).toEqual([]);
+    expect(sent(true)).toEqual([
+      [0, 2],
+      [1, 3],
+    ]);
+    push(0, 12);
+    push(1, 25);
+    push(2, 7);
+    expect(sent(false)).toEqual([
+      [1, 10],
+      [1, 10],
+    ]);
+    expect(sent(false)).toEqual([[0, 10]]);
+    expect(sent(false)).toEqual([]);
+    expect(sent(true)).toEqual([[2, 7]]);
+    expect(sent(true)).toEqual([
+      [0, 2],
+      [1, 5],
+    ]);
+    expect(buffer.idle).toBe(true);
+  });
+
   it('a journal record is routed to its shard, and split by shard when it holds several', () => {
     const events = ['a', 'b', 'c', 'd', 'e', 'f'].map((p) => ({ planId: `plan-${p}`, seq: 1 }));
     const record = (list: unknown[]): JournalRecord =>

@@ -105,13 +105,18 @@ function dropShardsAfter(prefix: string): void {
     }
 }
 
-async function publishPaced(publisher: PlanEventPublisher, events: PlanEvent[], during?: (i: number) => Promise<void>) {
+async function publishPaced(
+  publisher: PlanEventPublisher,
+  events: PlanEvent[],
+  during?: (i: number) => Promise<void>,
+  pauseMs = 5,
+) {
   for (let i = 0; i < events.length; i += 1_000) {
     for (const event of events.slice(i, i + 1_000)) {
       const r = publisher.publish(event);
       if (!r.ok) throw new Error(`publish refused ${event.eventId}: ${r.reason}`);
     }
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, pauseMs));
     await during?.(i);
   }
 }
@@ -147,7 +152,7 @@ async function mastersOfShards(prefix: string): Promise<number[]> {
 }
 
 describe(`QUEUE_SHARDS=${SHARDS} on a 3-master Redis Cluster`, () => {
-  it('the shards land on every master; 100k events through the publisher and two worker processes are stored exactly once', async () => {
+  it('the shards land on every master; 100k events through the publisher and two worker processes are stored exactly once; one retention schedule', async () => {
     const prefix = clusterPrefix();
     dropShardsAfter(prefix);
     const masters = await mastersOfShards(prefix);
@@ -179,6 +184,14 @@ describe(`QUEUE_SHARDS=${SHARDS} on a 3-master Redis Cluster`, () => {
     );
     expect(await storedExactlyOnce(ds)).toEqual({ n: 100_000, distinct: 100_000 });
     expect(publisher.stats()).toMatchObject({ published: 100_000, dropped: 0, redisReady: true });
+    // retention stays one schedule on QUEUE_PREFIX, however many workers and shards
+    const maintenance = new Queue(MAINTENANCE_QUEUE, { connection: admin, prefix });
+    try {
+      expect((await maintenance.getJobSchedulers()).map((s) => s.key)).toEqual(['retention']);
+      expect(await maintenance.getDelayedCount()).toBe(1);
+    } finally {
+      await maintenance.close();
+    }
     expect(await stopAll(workers)).toEqual([0, 0]);
     const inserted = workers
       .flatMap((w) => w.logs())
@@ -224,9 +237,18 @@ describe(`QUEUE_SHARDS=${SHARDS} on a 3-master Redis Cluster`, () => {
     const masters = await mastersOfShards(prefix);
     const restarted = masters[1];
     const events = exactlyEvents(15_000, { seed: 41 });
-    await publishPaced(publisher, events, async (i) => {
-      if (i === 5_000) await cluster.restartMaster(restarted);
-    });
+    // the master goes down and comes back while events keep being published and consumed
+    let restarting: Promise<void> | undefined;
+    // 10 of the 15 chunks are published after the master went down: ~1.5 s, past its restart
+    await publishPaced(
+      publisher,
+      events,
+      async (i) => {
+        if (i === 5_000) restarting = cluster.restartMaster(restarted);
+      },
+      150,
+    );
+    await restarting;
     expect(await publisher.flush(90_000)).toBe(true);
     await waitFor(
       'every event stored',
