@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { checkStoredEvent, PlanEvent } from '../../src/contracts';
 import { decodeTraces, encodeRequest, encodeResponse } from '../../src/otlp/otlp-codec';
-import { derivedEventId, mapTrace, OVERRIDE } from '../../src/otlp/span-mapping';
+import { derivedEventIds, mapTrace, OVERRIDE } from '../../src/otlp/span-mapping';
 import { planSourceOf } from '../../src/otlp/trace-source';
 import { eventIdV7 } from '../../src/publisher/event-id';
 import { TraceAssembler } from '../../src/otlp/trace-assembler';
@@ -210,11 +210,11 @@ describe('span mapping: order, duplicates and batches change nothing', () => {
 
 describe('plan source', () => {
   it('tells plans mapped from a trace (version 8 event ids) from plans sent as events', () => {
-    expect(planSourceOf(`otlp-${TRACE}`, derivedEventId('p', 'plan.created', 's'))).toEqual({
+    expect(planSourceOf(`otlp-${TRACE}`, derivedEventIds('p', 's')('plan.created'))).toEqual({
       kind: 'opentelemetry',
       traceId: TRACE,
     });
-    expect(planSourceOf('trip-2026', derivedEventId('p', 'plan.created', 's'))).toEqual({
+    expect(planSourceOf('trip-2026', derivedEventIds('p', 's')('plan.created'))).toEqual({
       kind: 'opentelemetry',
       traceId: null,
     });
