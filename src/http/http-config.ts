@@ -47,6 +47,11 @@ export interface HttpConfig {
   maxBufferedEvents: number;
   /** HTTP_RETRY_AFTER_SECONDS: the `Retry-After` of a 503. @defaultValue 5 */
   retryAfterSeconds: number;
+  /**
+   * HTTP_CONSOLE_SHARE_MS: how long one computed answer of a live route (a plan, the plans list,
+   * health, dead letters) serves every open console; 0 turns sharing off. @defaultValue 1000
+   */
+  consoleShareMs: number;
   /** SHUTDOWN_TIMEOUT_MS: SIGTERM deadline (answer in-flight requests, flush the publisher). @defaultValue 8000 */
   shutdownTimeoutMs: number;
   /**
@@ -88,6 +93,10 @@ export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   [
     'HTTP_TRUST_PROXY',
     'comma-separated addresses/CIDRs of your reverse proxies (or loopback); their X-Forwarded-Proto/-For are believed, e.g. for a Secure console cookie behind TLS (default none)',
+  ],
+  [
+    'HTTP_CONSOLE_SHARE_MS',
+    'ms one answer of a plan, the plans list, health or dead letters serves every open console (0 = off; default 1000); API clients always read fresh',
   ],
   ['SHUTDOWN_TIMEOUT_MS', 'SIGTERM deadline in ms (default 8000)'],
   [
@@ -186,6 +195,7 @@ export function loadHttpConfig(env: Env): Readonly<HttpConfig> {
     maxJournalBytes: int('HTTP_MAX_JOURNAL_BYTES', 1024 * 1024 * 1024, 1024, Number.MAX_SAFE_INTEGER),
     maxBufferedEvents: int('HTTP_MAX_BUFFERED_EVENTS', 100_000, 1, 10_000_000),
     retryAfterSeconds: int('HTTP_RETRY_AFTER_SECONDS', 5, 1, 3600),
+    consoleShareMs: int('HTTP_CONSOLE_SHARE_MS', 1_000, 0, 60_000),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),
     trustProxy: check('HTTP_TRUST_PROXY', [], () => proxies(read(env, 'HTTP_TRUST_PROXY'))),
     otlpCaptureContent: check('OTLP_CAPTURE_CONTENT', false, () => flag(read(env, 'OTLP_CAPTURE_CONTENT'))),

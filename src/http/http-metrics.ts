@@ -23,6 +23,12 @@ export class HttpMetrics {
     labelNames: ['outcome'],
     registers: [this.registry],
   });
+  readonly consoleReads = new Counter({
+    name: 'plan_ledger_http_console_reads_total',
+    help: "console reads of live routes by how they were answered: computed, shared (another console's answer), not_modified (304)",
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
   readonly otlpSpans = new Counter({
     name: 'plan_ledger_otlp_spans_total',
     help: 'spans received by POST /v1/traces, by outcome (accepted, rejected: no GenAI/OpenInference attributes or late, unmapped: not part of a plan)',

@@ -13,6 +13,7 @@ import type { TraceAssembler } from '../otlp/trace-assembler';
 import { registerReadRoutes } from './read.routes';
 import { CONSOLE_CSP, ConsoleDeps, registerConsoleRoutes } from '../console/console.routes';
 import { ConsoleSessions, CSRF_HEADER } from '../console/console-sessions';
+import { registerSharedReads } from '../console/shared-reads';
 
 export interface HttpServerDeps {
   settings: Readonly<HttpConfig>;
@@ -116,6 +117,12 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
       metrics.refusals.inc({ status: String(verdict.status) });
       return reply.code(verdict.status).header('www-authenticate', 'Bearer').send({ error: verdict.message });
     }
+  });
+  registerSharedReads(app, {
+    shareMs: settings.consoleShareMs,
+    counter: metrics.consoleReads,
+    isConsole: (req) =>
+      req.headers.authorization === undefined && sessions.fromCookie(req.headers.cookie) !== undefined,
   });
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url ?? 'unknown';

@@ -10,6 +10,7 @@ import {
   WorkflowCheckpointRow,
 } from '../store/entities';
 import { pushAll } from '../shared/arrays';
+import { dagLayers } from '../store/projection/dag-layers';
 import { NotFoundError } from './query-errors';
 import { PlanSummary, StepView, toPlanSummary, toStepView } from './plan-rows';
 import { compareText, parseJson, toIso } from './row-normalize';
@@ -141,6 +142,11 @@ export interface PlanView {
   handoffs: HandoffView[];
   decisions: DecisionView[];
   checkpoints: CheckpointView[];
+  /**
+   * The steps' topological layers (layer 0: no dependency), by the function the resume point and
+   * the stored DAG use, so what the console draws is what an executor resumes by.
+   */
+  layers: string[][];
   timeline: TimelineEntry[];
   /** Sent as events, or mapped from an OpenTelemetry trace (POST /v1/traces). */
   source: PlanSource;
@@ -201,6 +207,7 @@ export async function getPlanView(ds: DataSource, planId: string): Promise<PlanV
     handoffs,
     decisions: decisionViews,
     checkpoints,
+    layers: dagLayers(steps.map((st) => ({ stepId: st.stepId, index: st.index, dependsOn: st.dependsOn }))),
     timeline: buildTimeline(summary, steps, handoffs, decisionViews, checkpoints),
     source: planSourceOf(planId, created?.eventId.toLowerCase()),
   };
