@@ -58,8 +58,8 @@ function traces(n: number, run: string): OtlpSpan[][] {
 }
 
 /** Protobuf bodies of 512 spans each, spans in the order given. */
-function protobufBodies(spans: OtlpSpan[]): Uint8Array[] {
-  const bodies: Uint8Array[] = [];
+function protobufBodies(spans: OtlpSpan[]): Uint8Array<ArrayBuffer>[] {
+  const bodies: Uint8Array<ArrayBuffer>[] = [];
   for (let i = 0; i < spans.length; i += SPANS_PER_REQUEST) {
     const request = JSON.parse(
       JSON.stringify(otlpJsonRequest(spans.slice(i, i + SPANS_PER_REQUEST))),
@@ -68,7 +68,7 @@ function protobufBodies(spans: OtlpSpan[]): Uint8Array[] {
           ? Buffer.from(v, 'hex')
           : v,
     );
-    bodies.push(encodeRequest(request));
+    bodies.push(new Uint8Array(encodeRequest(request)));
   }
   return bodies;
 }
@@ -96,7 +96,11 @@ async function serve(
   });
 }
 
-async function post(url: string, bodies: readonly (Uint8Array | string)[], contentType: string): Promise<void> {
+async function post(
+  url: string,
+  bodies: readonly (Uint8Array<ArrayBuffer> | string)[],
+  contentType: string,
+): Promise<void> {
   let next = 0;
   const lane = async () => {
     while (next < bodies.length) {
@@ -118,7 +122,7 @@ async function otlpEventsPublished(server: HttpServerHandle): Promise<number> {
   return metric.values.reduce((sum, v) => sum + v.value, 0);
 }
 
-async function otlpIngest(redis: RedisProcess, bodies: Uint8Array[], events: number): Promise<number> {
+async function otlpIngest(redis: RedisProcess, bodies: Uint8Array<ArrayBuffer>[], events: number): Promise<number> {
   const dir = tmpDir('otlp');
   const server = await serve(redis, dir, 2_000);
   try {
