@@ -1,6 +1,9 @@
 import { gzipSync } from 'node:zlib';
+import { loadConfig } from '../../src/config/config';
+import { startWorker } from '../../src/worker';
 import { ApiStack, call, INGEST_KEY, startApiStack } from '../http/http-harness';
-import { waitFor } from '../worker/helpers/queue-harness';
+import { RedisProcess } from '../publisher/support/redis-process';
+import { silentLogger, waitFor } from '../worker/helpers/queue-harness';
 import { genAiRun, otlpJsonRequest } from './otlp-fixtures';
 
 jest.setTimeout(90_000);
@@ -91,5 +94,44 @@ describe('POST /v1/traces when the publisher journal is near its bound', () => {
     expect(((await res.json()) as { error: string }).error).toMatch(
       /cannot hold more events until Redis takes its backlog/,
     );
+  });
+});
+
+describe('POST /v1/traces while Redis is down', () => {
+  it('answers the exporter, keeps the mapped events in its publisher, and they are stored once Redis is back', async () => {
+    const redis = await RedisProcess.create();
+    const stack = await startApiStack('sqlite', {
+      worker: false,
+      redisUrl: redis.url,
+      env: { OTLP_TRACE_QUIET_MS: '200' },
+    });
+    try {
+      expect((await postTraces(stack, otlpJsonRequest(genAiRun(trace(4))))).status).toBe(200);
+      await waitFor('the trace mapped', () => stack.server.server.traces.heldSpans === 0);
+      expect(await stack.server.flush(500)).toBe(false);
+      await redis.start();
+      expect(await stack.server.flush(30_000)).toBe(true);
+      const worker = await startWorker({
+        config: loadConfig({ REDIS_URL: redis.url, QUEUE_PREFIX: stack.prefix, DATABASE_URL: stack.db.db.url }),
+        dataSource: stack.db.ds,
+        logger: silentLogger(),
+        settings: { healthPort: null },
+      });
+      try {
+        await waitFor('the plan stored', async () => {
+          const res = await call(stack, 'GET', `/v1/plans/otlp-${trace(4)}`);
+          return res.status === 200 && res.json.plan.status === 'completed';
+        });
+        expect((await call(stack, 'GET', `/v1/plans/otlp-${trace(4)}`)).json.plan).toMatchObject({
+          totalSteps: 5,
+          failedSteps: 1,
+        });
+      } finally {
+        await worker.close(10_000);
+      }
+    } finally {
+      await stack.close();
+      await redis.destroy();
+    }
   });
 });
