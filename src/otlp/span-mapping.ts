@@ -21,6 +21,10 @@ export const OVERRIDE = Object.freeze({
   dependsOn: 'plan_ledger.depends_on',
   /** On the plan span: the session id, instead of the conversation id or the trace. */
   sessionId: 'plan_ledger.session_id',
+  /** On a step span: the agent that handed the work to this step's agent (a handoff, whatever the tree says). */
+  handoffFrom: 'plan_ledger.handoff_from',
+  /** With handoff_from: a short reason code (at most 50 characters). @defaultValue `handoff` */
+  handoffReason: 'plan_ledger.handoff_reason',
 });
 
 export type SpanRole = 'plan' | 'agent' | 'tool' | 'chain' | 'llm' | 'none';
@@ -517,7 +521,22 @@ function mapPlan(
         payload: { stepId: st.stepId, ...content, ...usage },
       });
     }
-    if (st.role === 'agent') {
+    const declared = str(s.attributes[OVERRIDE.handoffFrom]);
+    if (declared !== undefined) {
+      drafts.push({
+        type: 'handoff.recorded',
+        ns: s.startNs,
+        rank: 1,
+        key: s.spanId,
+        payload: {
+          handoffId: `handoff-${s.spanId}`,
+          stepId: st.stepId,
+          fromAgentId: clip(declared, 100),
+          toAgentId: st.agentId,
+          reason: clip(str(s.attributes[OVERRIDE.handoffReason]) ?? 'handoff', 50),
+        },
+      });
+    } else if (st.role === 'agent') {
       const from = callerAgent(s);
       if (from !== undefined && from !== st.agentId)
         drafts.push({
@@ -541,7 +560,7 @@ function mapPlan(
   agentNodes.forEach((st, i) => {
     const before = agentNodes.slice(0, i).filter((o) => precedes(o, st));
     const from = before.at(-1);
-    if (from && from.agentId !== st.agentId)
+    if (from && from.agentId !== st.agentId && st.span.attributes[OVERRIDE.handoffFrom] === undefined)
       drafts.push({
         type: 'handoff.recorded',
         ns: st.span.startNs,

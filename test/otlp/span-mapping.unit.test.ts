@@ -120,6 +120,31 @@ describe('span mapping: OpenInference and overrides', () => {
     expect(steps[2].dependsOn).toEqual(['plan-the-trip']);
   });
 
+  it('records a handoff declared by plan_ledger.handoff_from instead of the one the tree implies', () => {
+    const spans = genAiRun(TRACE).map((s) =>
+      s.spanId === hexId('writer')
+        ? {
+            ...s,
+            attributes: {
+              ...s.attributes,
+              [OVERRIDE.handoffFrom]: 'researcher',
+              [OVERRIDE.handoffReason]: 'draft_ready',
+            },
+          }
+        : s,
+    );
+    const handoffs = byType(mapTrace(spans, opts).plans[0].events, 'handoff.recorded').map((e) => e.payload);
+    expect(handoffs).toEqual([
+      expect.objectContaining({ fromAgentId: 'planner', toAgentId: 'researcher', reason: 'delegation' }),
+      expect.objectContaining({
+        fromAgentId: 'researcher',
+        toAgentId: 'writer',
+        reason: 'draft_ready',
+        stepId: hexId('writer'),
+      }),
+    ]);
+  });
+
   it('maps a trace with nothing GenAI to no plan, counting its spans', () => {
     const plain = [span(TRACE, { id: 'a', name: 'GET /', start: 0, end: 5 })];
     const result = mapTrace(plain, opts);
