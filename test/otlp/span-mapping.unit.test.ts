@@ -3,6 +3,7 @@ import { checkStoredEvent, PlanEvent } from '../../src/contracts';
 import { decodeTraces, encodeRequest, encodeResponse } from '../../src/otlp/otlp-codec';
 import { derivedEventIds, mapTrace, OVERRIDE } from '../../src/otlp/span-mapping';
 import { planSourceOf } from '../../src/otlp/trace-source';
+import { formatPlanHeader } from '../../src/queries/plan-timeline.format';
 import { eventIdV7 } from '../../src/publisher/event-id';
 import { TraceAssembler } from '../../src/otlp/trace-assembler';
 import type { OtlpSpan } from '../../src/otlp/otlp-span';
@@ -245,6 +246,22 @@ describe('plan source', () => {
     });
     expect(planSourceOf(`otlp-${TRACE}`, eventIdV7())).toEqual({ kind: 'events', traceId: null });
     expect(planSourceOf('plan-1', undefined)).toEqual({ kind: 'events', traceId: null });
+    const plan = {
+      planId: `otlp-${TRACE}`,
+      status: 'completed',
+      sessionId: 's',
+      query: 'q',
+      totalSteps: 0,
+      completedSteps: 0,
+      failedSteps: 0,
+      skippedSteps: 0,
+      inputTokens: 0,
+      outputTokens: 0,
+    } as never;
+    expect(formatPlanHeader(plan, { steps: [], source: { kind: 'opentelemetry', traceId: TRACE } })[2]).toBe(
+      `source:    OpenTelemetry trace ${TRACE}`,
+    );
+    expect(formatPlanHeader(plan, { steps: [], source: { kind: 'events', traceId: null } })[2]).toMatch(/^steps:/);
   });
 });
 
