@@ -22,7 +22,7 @@ describe('POST /v1/traces: back-pressure, content capture, encodings', () => {
   let stack: ApiStack;
   beforeAll(async () => {
     stack = await startApiStack('sqlite', {
-      env: { OTLP_MAX_HELD_SPANS: '12', OTLP_TRACE_QUIET_MS: '300', OTLP_CAPTURE_CONTENT: 'true' },
+      env: { OTLP_MAX_HELD_SPANS: '12', OTLP_TRACE_QUIET_MS: '2000', OTLP_CAPTURE_CONTENT: 'true' },
     });
   });
   afterAll(async () => {
