@@ -1,6 +1,6 @@
 /**
  * The arrows point down: `npm run lint:deps` (and CI) fail on an import cycle, or on an import
- * from a lower layer to a higher one. Layers, bottom up: shared -> contracts -> config -> store
+ * from a lower layer to a higher one. Layers, bottom up: shared -> contracts -> config -> pricing -> store
  * -> everything else (queue, publisher, dead-letters, retention, queries, health, worker, http,
  * console, cli, demo). Type-only imports count: a cycle of types is a cycle a reader follows too.
  */
@@ -35,11 +35,18 @@ module.exports = {
       to: { path: '^src/', pathNot: '^src/(config|contracts|shared)/' },
     },
     {
+      name: 'pricing-below-store',
+      comment: 'pricing is pure arithmetic over the bundled price table: it imports only shared',
+      severity: 'error',
+      from: { path: '^src/pricing/' },
+      to: { path: '^src/', pathNot: '^src/(pricing|shared)/' },
+    },
+    {
       name: 'store-below-the-rest',
       severity: 'error',
       comment: 'the store knows the database and the contract, nothing of queues, workers, HTTP or the CLI',
       from: { path: '^src/store/' },
-      to: { path: '^src/', pathNot: '^src/(store|contracts|shared|config)/' },
+      to: { path: '^src/', pathNot: '^src/(store|pricing|contracts|shared|config)/' },
     },
   ],
   options: {

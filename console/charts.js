@@ -3,7 +3,7 @@
  */
 import { append, clip, fmtNum, h, s } from './dom.js';
 
-/** Horizontal bars with the number beside each: rows of [label, value, note]. */
+/** Horizontal bars with the number beside each: rows of [label, value, note, shown instead of the value]. */
 export function barChart(id, rows, max, label) {
   if (rows.length === 0) return h('p', { class: 'muted', id: id, text: 'Nothing yet.' });
   var top =
@@ -45,7 +45,11 @@ export function barChart(id, rows, max, label) {
       s('text', {
         x: LEFT + Math.max(1, (r[1] / top) * W) + 6,
         y: y + 13,
-        text: clip(fmtNum(r[1]) + (max === 100 ? ' %' : '') + (r[2] ? '  (' + r[2] + ')' : ''), 48),
+        // r[3]: the value as it should be read (an exact amount), shown instead of the rounded number
+        text: clip(
+          (r[3] !== undefined ? r[3] : fmtNum(r[1]) + (max === 100 ? ' %' : '')) + (r[2] ? '  (' + r[2] + ')' : ''),
+          48,
+        ),
       }),
     );
   });

@@ -1,5 +1,6 @@
 /*
- * Analytics: plans per day, success rate per agent (over the steps that ran), tokens per model.
+ * Analytics: plans per day, success rate per agent (over the steps that ran), tokens per model, cost
+ * per model and per agent (exact amounts; unpriced steps counted, never as zero).
  */
 import { api } from './api.js';
 import { fmtNum, h, show, toQuery } from './dom.js';
@@ -12,6 +13,8 @@ export function analyticsPage(q) {
     api('/v1/analytics/daily?' + range),
     api('/v1/analytics/agents?' + range),
     api('/v1/analytics/tokens?by=model' + sep),
+    api('/v1/analytics/cost?by=model' + sep),
+    api('/v1/analytics/cost?by=agent' + sep),
   ]).then(function (r) {
     var from = h('input', { name: 'from', value: q.from || '', placeholder: '2026-01-01' });
     var to = h('input', { name: 'to', value: q.to || '', placeholder: '2026-02-01' });
@@ -87,6 +90,22 @@ export function analyticsPage(q) {
           ];
         }),
       ),
+      h('h2', { text: 'Cost per model (USD)' }),
+      barChart('cost-per-model', costBars(r[3]), undefined, 'cost per model'),
+      h('h2', { text: 'Cost per agent (USD)' }),
+      barChart('cost-per-agent', costBars(r[4]), undefined, 'cost per agent'),
     );
+  });
+}
+
+/** Bars of an analytics cost answer: the exact amount as text, unpriced steps named. */
+function costBars(answer) {
+  return (answer.lines || []).map(function (l) {
+    return [
+      l.key || '(none)',
+      Number(l.cost),
+      l.pricedSteps + ' priced steps' + (l.unpricedSteps ? ', ' + l.unpricedSteps + ' unpriced' : ''),
+      '$' + l.cost,
+    ];
   });
 }

@@ -266,6 +266,12 @@ function resumePointOf(planId) {
   });
 }
 
+/** A plan's cost, and its steps no price is known for: never shown as a silent zero. */
+function costText(p) {
+  if (p.cost === undefined || p.cost === null) return '–';
+  return '$' + p.cost + (p.unpricedSteps ? ' + ' + p.unpricedSteps + ' unpriced' : '');
+}
+
 function isRunning(p) {
   return p.status === 'executing' || p.status === 'planning';
 }
@@ -307,6 +313,7 @@ function planSummary(p, source) {
       card('skipped', p.skippedSteps),
       card('input tokens', fmtNum(p.inputTokens)),
       card('output tokens', fmtNum(p.outputTokens)),
+      card('cost (USD)', costText(p)),
       isRunning(p)
         ? card('running for', fmtMs(Math.max(0, Date.now() - Date.parse(p.createdAt))))
         : card('duration', fmtMs(p.durationMs)),
@@ -444,7 +451,7 @@ function stepFilter(getSteps) {
 function stepsTable(planId, steps, outputBox) {
   return table(
     'steps',
-    ['#', 'Step', 'Agent', 'Status', 'Model', 'Tokens in/out', 'Duration', 'Result / error', 'Output'],
+    ['#', 'Step', 'Agent', 'Status', 'Model', 'Tokens in/out', 'Cost (USD)', 'Duration', 'Result / error', 'Output'],
     steps.map(function (st) {
       return h(
         'tr',
@@ -455,6 +462,12 @@ function stepsTable(planId, steps, outputBox) {
         h('td', null, badge(st.status)),
         h('td', { text: st.model || '–' }),
         h('td', { class: 'num', text: fmtNum(st.inputTokens) + ' / ' + fmtNum(st.outputTokens) }),
+        h('td', {
+          class: 'num step-cost',
+          title: st.priceRef || st.costSource || '',
+          text:
+            st.cost !== null && st.cost !== undefined ? '$' + st.cost : st.costSource === 'unpriced' ? 'unpriced' : '–',
+        }),
         h('td', { class: 'num', text: fmtMs(st.durationMs) }),
         h('td', { text: st.error || st.result || '' }),
         h(

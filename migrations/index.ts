@@ -3,6 +3,8 @@ import { IndexHandoffStep1795219300000 } from './1795219300000-index-handoff-ste
 import { IncrementalStore1795219400000 } from './1795219400000-incremental-store';
 import { DatabasesAlike1795219500000 } from './1795219500000-databases-alike';
 import { PlanRestoredAt1795219600000 } from './1795219600000-plan-restored-at';
+import { StepCost1795219700000 } from './1795219700000-step-cost';
+import { PriceOverrides1795219800000 } from './1795219800000-price-overrides';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -11,4 +13,6 @@ export const MIGRATIONS = [
   IncrementalStore1795219400000,
   DatabasesAlike1795219500000,
   PlanRestoredAt1795219600000,
+  StepCost1795219700000,
+  PriceOverrides1795219800000,
 ];

@@ -17,6 +17,7 @@ import { registerAnalytics } from './commands/analytics.command';
 import { registerRetention } from './commands/retention.command';
 import { registerPlansRestore } from './commands/plans-restore.command';
 import { registerServe } from './commands/serve.command';
+import { registerPrices } from './commands/prices.command';
 import { redactUrl } from '../config/database-url';
 import { escapeControl } from '../shared/terminal-text';
 
@@ -47,6 +48,7 @@ export function buildProgram(io: CliIo): Command {
   const plans = registerPlans(program, context);
   registerPlansRestore(plans, context);
   registerSessions(program, context);
+  registerPrices(program, context);
   registerWorkflows(program, context);
   registerSteps(program, context);
   registerAnalytics(program, context);

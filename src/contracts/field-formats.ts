@@ -63,3 +63,8 @@ export function utcTimestampProblem(s: string): string | undefined {
   if (Number(match[3]) > (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1])) return TIMESTAMP_FORMAT_RULE;
   return year < EARLIEST_YEAR ? TIMESTAMP_RANGE_RULE : undefined;
 }
+
+/** A non-negative amount of money as a decimal string: up to 12 digits before and after the point. */
+export const DECIMAL_AMOUNT_PATTERN = /^[0-9]{1,12}(\.[0-9]{1,12})?$/;
+export const DECIMAL_AMOUNT_RULE =
+  'must be a decimal string of at most 12 digits before and 12 after the point, e.g. "0.0123"';

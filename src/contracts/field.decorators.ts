@@ -11,7 +11,13 @@
  */
 import { Transform, Type } from 'class-transformer';
 import { IS_DEFINED, IsArray, IsObject, ValidateBy, ValidateIf, ValidateNested } from 'class-validator';
-import { isExternalId, isUuid, utcTimestampProblem } from './field-formats';
+import {
+  DECIMAL_AMOUNT_PATTERN,
+  DECIMAL_AMOUNT_RULE,
+  isExternalId,
+  isUuid,
+  utcTimestampProblem,
+} from './field-formats';
 import { WithinLimit } from './limits';
 
 type DtoClass = new () => object;
@@ -87,6 +93,12 @@ export const IntInRange = (min: number, max: number): PropertyDecorator =>
         : v > max
           ? `must be at most ${max}`
           : undefined,
+  );
+
+/** An exact amount (a provider-reported cost) as a decimal string: JSON numbers are binary floats. */
+export const DecimalAmount = (): PropertyDecorator =>
+  field('decimalAmount', (v) =>
+    typeof v !== 'string' ? 'must be a string' : DECIMAL_AMOUNT_PATTERN.test(v) ? undefined : DECIMAL_AMOUNT_RULE,
   );
 
 export const Bool = (): PropertyDecorator =>

@@ -25,6 +25,7 @@ export type {
   PlanEventOf,
   PlanFinalizedPayload,
   StepCompletedPayload,
+  StepUsageFields,
   StepFailedPayload,
   StepSkippedPayload,
   StepSpec,

@@ -10,7 +10,7 @@
  * in UTF-16 units (JSON Schema counts code points: they differ only for characters beyond U+FFFF).
  */
 import { DECISION_KINDS, FINAL_STATUSES, PLAN_EVENT_TYPES, PlanEventTypeName, SPEC_VERSION } from './event-types';
-import { EXTERNAL_ID_PATTERN } from './field-formats';
+import { DECIMAL_AMOUNT_PATTERN, EXTERNAL_ID_PATTERN } from './field-formats';
 import { DEFAULT_LIMITS } from './limits';
 
 type Schema = Record<string, unknown>;
@@ -67,6 +67,19 @@ const stepSpec = object(['stepId', 'index', 'agentId', 'task'], {
 });
 const stepList: Schema = { type: 'array', items: { $ref: '#/$defs/stepSpec' }, maxItems: DEFAULT_LIMITS.maxSteps };
 
+/** What a model call used and cost beyond input and output tokens (types.ts, StepUsageFields). */
+const usageFields: Record<string, Schema> = {
+  provider: text(1, 100),
+  cacheReadTokens: int(0, INT32),
+  cacheWriteTokens: int(0, INT32),
+  reasoningTokens: int(0, INT32),
+  reportedCost: {
+    type: 'string',
+    pattern: DECIMAL_AMOUNT_PATTERN.source,
+    description: "the provider's own cost in USD, as a decimal string; it wins over any price",
+  },
+};
+
 export const PAYLOAD_SCHEMAS: Readonly<Record<PlanEventTypeName, Schema>> = Object.freeze({
   'plan.created': object(['query', 'steps'], {
     query: longText(true),
@@ -92,6 +105,7 @@ export const PAYLOAD_SCHEMAS: Readonly<Record<PlanEventTypeName, Schema>> = Obje
     inputTokens: int(0, INT32),
     outputTokens: int(0, INT32),
     model: text(1, 100),
+    ...usageFields,
   }),
   'step.failed': object(['stepId', 'error'], {
     stepId: externalId,
@@ -99,6 +113,7 @@ export const PAYLOAD_SCHEMAS: Readonly<Record<PlanEventTypeName, Schema>> = Obje
     inputTokens: int(0, INT32),
     outputTokens: int(0, INT32),
     model: text(1, 100),
+    ...usageFields,
   }),
   'step.skipped': object(['stepId'], { stepId: externalId, reason: longText() }),
   'handoff.recorded': object(['handoffId', 'fromAgentId', 'toAgentId', 'reason'], {

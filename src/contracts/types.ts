@@ -40,7 +40,21 @@ export interface StepStartedPayload {
   agentId?: string;
 }
 
-export interface StepCompletedPayload {
+/**
+ * What a model call used and cost, beyond input and output tokens (all optional; an older worker
+ * refuses them as unknown fields: upgrade workers before publishers). `inputTokens` counts every
+ * input token, cache reads and writes included; `outputTokens` every output token, reasoning
+ * included. `reportedCost` is the provider's own figure in USD and wins over any price.
+ */
+export interface StepUsageFields {
+  provider?: string;
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+  reasoningTokens?: number;
+  reportedCost?: string;
+}
+
+export interface StepCompletedPayload extends StepUsageFields {
   stepId: string;
   result?: string;
   outputContent?: string;
@@ -49,7 +63,7 @@ export interface StepCompletedPayload {
   model?: string;
 }
 
-export interface StepFailedPayload {
+export interface StepFailedPayload extends StepUsageFields {
   stepId: string;
   error: string;
   inputTokens?: number;

@@ -8,7 +8,7 @@ import type { AppConfig } from '../config/config';
 import type { DeadLetter } from '../dead-letters/dead-letter';
 import { connectRedis, describeRedis, redisVariable } from '../queue/connect-redis';
 import { PlanEventPublisher } from '../publisher';
-import { formatPlanView, getPlanView } from '../queries';
+import { formatPlanCost, formatPlanView, getPlanView } from '../queries';
 import { EVENT_BATCH_JOB, EVENTS_QUEUE, EventBatchJobData } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
 import { openDataSource } from '../store/data-source';
@@ -156,6 +156,7 @@ async function printReport(
     `  plan               ${p.status}; ${p.completedSteps} completed, ${p.failedSteps} failed, ${p.skippedSteps} skipped of ${p.totalSteps} steps`,
   );
   out(`  tokens             ${p.inputTokens} in, ${p.outputTokens} out`);
+  out(`  cost               ${formatPlanCost(p)}, each step at the price in force when it ran`);
   out(
     `  handoffs           ${view.handoffs.length}; decisions ${view.decisions.length}; checkpoints ${view.checkpoints.length}`,
   );

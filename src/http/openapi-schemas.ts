@@ -98,23 +98,28 @@ export const readRouteSchemas = {
     ),
   },
   analytics: {
-    summary: 'analytics reports (CLI: analytics daily|agents|handoffs|tokens --json)',
+    summary: 'analytics reports (CLI: analytics daily|agents|handoffs|tokens|cost --json)',
     tags: ['read'],
     security,
     params: {
       type: 'object',
       required: ['report'],
-      properties: { report: { type: 'string', enum: ['daily', 'agents', 'handoffs', 'tokens'] } },
+      properties: { report: { type: 'string', enum: ['daily', 'agents', 'handoffs', 'tokens', 'cost'] } },
     },
     querystring: {
       type: 'object',
       properties: {
         from: { type: 'string', description: 'ISO instant, inclusive' },
         to: { type: 'string', description: 'ISO instant, exclusive' },
-        by: { type: 'string', description: 'tokens only: session|plan|agent|model' },
+        by: {
+          type: 'string',
+          description: 'tokens: session|plan|agent|model; cost: model|agent|session|plan (default model)',
+        },
       },
     },
-    response: readResponses('{ from, to, days | agents | handoffs | bySession/byPlan/byAgent/byModel/total }'),
+    response: readResponses(
+      '{ from, to, days | agents | handoffs | bySession/byPlan/byAgent/byModel/total | by/lines/total (cost) }',
+    ),
   },
 };
 

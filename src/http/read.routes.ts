@@ -4,7 +4,15 @@ import { agentUsage, echoRange, handoffPatterns, plansPerDay } from '../queries/
 import { exportPlanTemplate } from '../queries/plan-export.query';
 import { listPlans } from '../queries/plan-list.query';
 import { getPlanView } from '../queries/plan-timeline.query';
-import { parseDateRange, parseLimit, parseOffset, parsePlanStatus, requireId } from '../queries/query-args';
+import { costUsage } from '../queries/cost-usage.query';
+import {
+  parseCostDimension,
+  parseDateRange,
+  parseLimit,
+  parseOffset,
+  parsePlanStatus,
+  requireId,
+} from '../queries/query-args';
 import { QueryArgumentError } from '../queries/query-errors';
 import { getActivePlan, getPlanHistory } from '../queries/session-plans.query';
 import { getStepOutput } from '../queries/step-output.query';
@@ -86,10 +94,12 @@ export function registerReadRoutes(app: FastifyInstance, ds: DataSource): void {
         const dims = q.by === undefined ? TOKEN_DIMENSIONS : [parseDimension(q.by)];
         return { ...echoRange(range), ...(await tokenUsage(ds, range, dims)) };
       }
+      case 'cost':
+        return { ...echoRange(range), ...(await costUsage(ds, range, parseCostDimension(q.by ?? 'model', 'by'))) };
       default:
         return notFound(
           reply,
-          `no analytics report "${(req.params as P).report}"; reports: daily, agents, handoffs, tokens`,
+          `no analytics report "${(req.params as P).report}"; reports: daily, agents, handoffs, tokens, cost`,
         );
     }
   });

@@ -16,4 +16,5 @@ export * from './step-output.query';
 export * from './plan-export.query';
 export * from './analytics.query';
 export * from './token-usage.query';
+export * from './cost-usage.query';
 export * from './text-output';

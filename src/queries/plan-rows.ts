@@ -1,3 +1,4 @@
+import { displayMoney, moneyFromColumn, type CostSource } from '../pricing';
 import type { ExecutionPlanRow, PlanStepRow } from '../store/entities';
 import { durationMs, parseJson, toIso, toNum } from './row-normalize';
 
@@ -20,6 +21,10 @@ export interface PlanSummary {
   skippedSteps: number;
   inputTokens: number;
   outputTokens: number;
+  /** What the plan's priced steps cost, in USD as an exact decimal string ("0.0215"). */
+  cost: string;
+  /** Steps that used tokens at no known price: `cost` leaves them out. */
+  unpricedSteps: number;
   createdAt: string;
   completedAt: string | null;
   /** From creation to finalization; null while the plan runs. */
@@ -45,6 +50,8 @@ export function toPlanSummary(row: ExecutionPlanRow): PlanSummary {
     skippedSteps: toNum(row.skippedSteps),
     inputTokens: toNum(row.totalInputTokens),
     outputTokens: toNum(row.totalOutputTokens),
+    cost: displayMoney(moneyFromColumn(row.totalCost) ?? 0n),
+    unpricedSteps: toNum(row.unpricedSteps ?? 0),
     createdAt,
     completedAt,
     durationMs: durationMs(createdAt, completedAt),
@@ -65,6 +72,11 @@ export interface StepView {
   model: string | null;
   inputTokens: number;
   outputTokens: number;
+  /** USD as an exact decimal string; null when unpriced or with nothing to price (see costSource). */
+  cost: string | null;
+  costSource: CostSource | null;
+  /** The price used: `genai-prices@<version>:<provider>/<model>` or `override:<id>`. */
+  priceRef: string | null;
   startedAt: string | null;
   completedAt: string | null;
   durationMs: number | null;
@@ -89,6 +101,9 @@ export function toStepView(row: PlanStepRow): StepView {
     model: row.model ?? null,
     inputTokens: toNum(row.inputTokens),
     outputTokens: toNum(row.outputTokens),
+    cost: costText(row.cost),
+    costSource: row.costSource ?? null,
+    priceRef: row.priceRef ?? null,
     startedAt,
     completedAt,
     durationMs: durationMs(startedAt, completedAt),
@@ -96,4 +111,10 @@ export function toStepView(row: PlanStepRow): StepView {
     error: row.error ?? null,
     hasOutput: row.outputContent !== null && row.outputContent !== undefined,
   };
+}
+
+/** A cost column's value for a reader: an exact decimal string without trailing zeros past the cents. */
+export function costText(value: unknown): string | null {
+  const units = moneyFromColumn(value);
+  return units === null ? null : displayMoney(units);
 }

@@ -23,6 +23,7 @@ export function formatPlanHeader(
       : []),
     `steps:     ${plan.totalSteps} total, ${plan.completedSteps} completed, ${plan.failedSteps} failed, ${plan.skippedSteps} skipped, ${pending} not finished`,
     `tokens:    ${formatInt(plan.inputTokens)} in / ${formatInt(plan.outputTokens)} out`,
+    `cost:      ${formatPlanCost(plan)}`,
   ];
   if (plan.approvalStatus) lines.push(`approval:  ${plan.approvalStatus}`);
   const ended = plan.completedAt
@@ -55,9 +56,17 @@ export function formatTimeline(timeline: TimelineEntry[]): string[] {
     e.stepIndex !== null && e.kind.startsWith('step.') ? `#${e.stepIndex} ${WHAT[e.kind]}` : WHAT[e.kind],
     e.agentId ?? '',
     e.inputTokens !== null ? `${formatInt(e.inputTokens)}/${formatInt(e.outputTokens ?? 0)}` : '',
+    e.cost !== null ? `$${e.cost}` : e.inputTokens ? 'unpriced' : '',
     e.durationMs !== null ? formatDuration(e.durationMs) : '',
     e.error ? `ERROR: ${e.error} (${e.detail})` : e.detail,
   ]);
   // the last column is not clipped: an error message is what the reader came for
-  return renderTable(['TIME', 'WHAT', 'AGENT', 'TOKENS in/out', 'DURATION', 'DETAIL'], rows, 10_000);
+  return renderTable(['TIME', 'WHAT', 'AGENT', 'TOKENS in/out', 'COST USD', 'DURATION', 'DETAIL'], rows, 10_000);
+}
+
+/** "$0.0215", and how many steps it leaves out for want of a price: never a silent zero. */
+export function formatPlanCost(plan: Pick<PlanSummary, 'cost' | 'unpricedSteps'>): string {
+  if (plan.unpricedSteps === 0) return `$${plan.cost} USD`;
+  const steps = plan.unpricedSteps === 1 ? '1 step' : `${plan.unpricedSteps} steps`;
+  return `$${plan.cost} USD + ${steps} unpriced (no known price for its model)`;
 }

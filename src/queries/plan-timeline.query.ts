@@ -131,6 +131,8 @@ export interface TimelineEntry {
   agentId: string | null;
   inputTokens: number | null;
   outputTokens: number | null;
+  /** USD as an exact decimal string, for a finished step or the finalized plan; null when not priced. */
+  cost: string | null;
   durationMs: number | null;
   error: string | null;
   detail: string;
@@ -240,6 +242,7 @@ const blank = {
   agentId: null,
   inputTokens: null,
   outputTokens: null,
+  cost: null,
   durationMs: null,
   error: null,
 };
@@ -290,7 +293,12 @@ export function buildTimeline(
   for (const c of checkpoints)
     out.push({ ...blank, at: c.at, kind: 'checkpoint', detail: `layer ${c.layer} saved (${c.checkpointId})` });
   if (plan.completedAt) {
-    const totals = { inputTokens: plan.inputTokens, outputTokens: plan.outputTokens, durationMs: plan.durationMs };
+    const totals = {
+      inputTokens: plan.inputTokens,
+      outputTokens: plan.outputTokens,
+      cost: plan.cost,
+      durationMs: plan.durationMs,
+    };
     out.push({
       ...blank,
       ...totals,
@@ -314,7 +322,7 @@ function stepEntries(s: StepView): TimelineEntry[] {
   const name = s.title ?? s.task;
   const out: TimelineEntry[] = [];
   if (s.startedAt) out.push({ ...base, at: s.startedAt, kind: 'step.started', detail: name });
-  const tokens = { inputTokens: s.inputTokens, outputTokens: s.outputTokens, durationMs: s.durationMs };
+  const tokens = { inputTokens: s.inputTokens, outputTokens: s.outputTokens, cost: s.cost, durationMs: s.durationMs };
   const model = s.model ? ` [${s.model}]` : '';
   if (s.status === 'completed')
     out.push({ ...base, ...tokens, at: s.completedAt, kind: 'step.completed', detail: `${name}${model}` });

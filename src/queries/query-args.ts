@@ -12,6 +12,16 @@ export const PLAN_STATUS_VALUES: readonly PlanStatus[] = ['planning', 'executing
 /** The breakdowns of `analytics tokens` (`--by`). */
 export const TOKEN_DIMENSIONS = ['session', 'plan', 'agent', 'model'] as const;
 export type TokenDimension = (typeof TOKEN_DIMENSIONS)[number];
+export const COST_DIMENSIONS = ['model', 'agent', 'session', 'plan'] as const;
+export type CostDimension = (typeof COST_DIMENSIONS)[number];
+
+/** `--by` of `analytics cost` (`by` over HTTP): model, agent, session or plan. */
+export function parseCostDimension(raw: string, argument = '--by'): CostDimension {
+  const value = raw.trim().toLowerCase();
+  if (!(COST_DIMENSIONS as readonly string[]).includes(value))
+    throw new QueryArgumentError(argument, `"${raw}" is not one of ${COST_DIMENSIONS.join(', ')}`);
+  return value as CostDimension;
+}
 
 export const ACTIVE_STATUSES: readonly PlanStatus[] = ['planning', 'executing'];
 /** Statuses of a finished plan (a session's plan history). */

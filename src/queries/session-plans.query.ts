@@ -1,5 +1,7 @@
 import type { DataSource } from 'typeorm';
-import { ENTITY, PlanStepRow, SessionRow } from '../store/entities';
+import { displayMoney } from '../pricing';
+import { ENTITY, ExecutionPlanRow, PlanStepRow, SessionRow } from '../store/entities';
+import { sqlDialectOf } from '../store/sql/dialects';
 import { ACTIVE_STATUSES, FINISHED_STATUSES } from './query-args';
 import { NotFoundError } from './query-errors';
 import { getNextSeq } from './next-seq.query';
@@ -34,6 +36,10 @@ export interface SessionHistory {
   sessionId: string;
   /** Finished plans (completed, failed, cancelled), newest first. */
   plans: PlanSummary[];
+  /** What every live plan of the session cost (not only those listed), USD as an exact decimal string. */
+  cost: string;
+  /** Steps of those plans at no known price: `cost` leaves them out. */
+  unpricedSteps: number;
 }
 
 /**
@@ -71,8 +77,23 @@ export async function getActivePlan(ds: DataSource, sessionId: string): Promise<
 /** Seed 001's `plan_history`: the session's finished plans, newest first. @defaultValue limit 10 */
 export async function getPlanHistory(ds: DataSource, sessionId: string, limit = 10): Promise<SessionHistory> {
   await requireSession(ds, sessionId);
-  const rows = await buildPlanListQuery(ds, { sessionId, statuses: FINISHED_STATUSES, limit }).getMany();
-  return { sessionId, plans: rows.map(toPlanSummary) };
+  const d = sqlDialectOf(ds);
+  const [rows, totals] = await Promise.all([
+    buildPlanListQuery(ds, { sessionId, statuses: FINISHED_STATUSES, limit }).getMany(),
+    ds
+      .getRepository<ExecutionPlanRow>(ENTITY.plan)
+      .createQueryBuilder('p')
+      .select(d.sumMoney('p.totalCost'), 'cost')
+      .addSelect(d.sumInt('p.unpricedSteps'), 'unpriced')
+      .where('p.sessionId = :sessionId', { sessionId })
+      .getRawOne<Record<string, unknown>>(),
+  ]);
+  return {
+    sessionId,
+    plans: rows.map(toPlanSummary),
+    cost: displayMoney(d.summedMoney(totals?.cost)),
+    unpricedSteps: toNum(totals?.unpriced ?? 0),
+  };
 }
 
 /**

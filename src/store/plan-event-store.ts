@@ -1,5 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { PlanEvent } from '../contracts';
+import type { PriceOverride } from '../pricing';
 import type { Logger } from '../shared/logger';
 import { ApplyStats, PlanApplier } from './apply/plan-applier';
 import { CacheStage, DEFAULT_ROW_CACHE_BYTES, PlanRowCache } from './apply/plan-row-cache';
@@ -9,6 +10,7 @@ import { firstCopies } from './ledger/event-conflict';
 import { EventLog } from './ledger/event-log';
 import { overdueGapsStatement, waitingPlansStatement } from './ledger/log-statements';
 import { lockHeads, lockStoredHeads, newHead } from './ledger/plan-heads';
+import { PriceOverrideCache } from './price-overrides';
 import { isVoidedSeq } from './projection/voided-seq';
 import { sqlDialectOf } from './sql/dialects';
 import { chunk } from './sql/batch-limits';
@@ -45,6 +47,8 @@ export interface PlanEventStoreOptions {
    * @defaultValue 64 MiB
    */
   rowCacheBytes?: number;
+  /** How long the price overrides read are used before they are read again. @defaultValue 5,000 ms */
+  overridesRefreshMs?: number;
 }
 
 /**
@@ -66,6 +70,8 @@ export class PlanEventStore {
   private readonly dialect: SqlDialect;
   /** Rows of the plans this store wrote last (README, "Store"). */
   readonly rowCache: PlanRowCache;
+  /** Price overrides in force, read again every few seconds. */
+  private readonly prices: PriceOverrideCache;
 
   constructor(
     private readonly ds: DataSource,
@@ -74,10 +80,12 @@ export class PlanEventStore {
   ) {
     this.dialect = sqlDialectOf(ds);
     this.rowCache = new PlanRowCache(options.rowCacheBytes ?? DEFAULT_ROW_CACHE_BYTES);
+    this.prices = new PriceOverrideCache(ds, options.overridesRefreshMs);
   }
 
   async persist(events: PlanEvent[]): Promise<PersistOutcome> {
-    return this.write((m, stage) => this.persistIn(m, stage, events), events.length);
+    const overrides = await this.prices.current();
+    return this.write((m, stage) => this.persistIn(m, stage, events, overrides), events.length);
   }
 
   /** Event ids among `eventIds` already stored (replay summaries: "already stored"). */
@@ -97,11 +105,12 @@ export class PlanEventStore {
    * (a plan without plan.created has no rows to rebuild).
    */
   async rebuildPlans(planIds: string[]): Promise<number> {
+    const overrides = await this.prices.current();
     let rebuilt = 0;
     for (const part of chunk([...new Set(planIds)].sort(), 100)) {
       rebuilt += await this.write(async (m, stage) => {
         const heads = await lockStoredHeads(m, this.dialect, part);
-        const applier = new PlanApplier(m, this.dialect, heads, new Date(), { rows: this.rowCache, stage });
+        const applier = new PlanApplier(m, this.dialect, heads, new Date(), { rows: this.rowCache, stage }, overrides);
         for (const head of heads.values()) if (head.appliedSeq !== null) await applier.rebuild(head);
         await applier.finish();
         return applier.stats.rebuilt;
@@ -123,15 +132,20 @@ export class PlanEventStore {
       limit,
     ).getRawMany();
     const sweep: GapSweep = { plans: 0, events: 0 };
+    const overrides = rows.length > 0 ? await this.prices.current() : [];
     for (const { planId } of rows) {
       const done = await this.write(async (m, stage) => {
         const head = (await lockStoredHeads(m, this.dialect, [planId])).get(planId);
         // re-checked under the lock: another worker may have applied or skipped it meanwhile
         if (!head || head.appliedSeq === null || !head.gapSince || new Date(head.gapSince) > cutoff) return undefined;
-        const applier = new PlanApplier(m, this.dialect, new Map([[planId, head]]), new Date(), {
-          rows: this.rowCache,
-          stage,
-        });
+        const applier = new PlanApplier(
+          m,
+          this.dialect,
+          new Map([[planId, head]]),
+          new Date(),
+          { rows: this.rowCache, stage },
+          overrides,
+        );
         await applier.skipGap(head);
         await applier.finish();
         return applier.stats;
@@ -180,7 +194,12 @@ export class PlanEventStore {
     return this.dialect.transaction(this.ds, work);
   }
 
-  private async persistIn(m: EntityManager, stage: CacheStage, events: PlanEvent[]): Promise<PersistOutcome> {
+  private async persistIn(
+    m: EntityManager,
+    stage: CacheStage,
+    events: PlanEvent[],
+    overrides: readonly PriceOverride[],
+  ): Promise<PersistOutcome> {
     // one copy per id; copies that differ are a conflict (EventConflictError), never a silent pick
     const unique = firstCopies(events);
     const now = new Date();
@@ -205,7 +224,7 @@ export class PlanEventStore {
       cacheHits: 0,
     };
     if (fresh.length === 0) return outcome;
-    const applier = new PlanApplier(m, this.dialect, heads, now, { rows: this.rowCache, stage });
+    const applier = new PlanApplier(m, this.dialect, heads, now, { rows: this.rowCache, stage }, overrides);
     await applier.applyNew(fresh);
     await applier.finish();
     return { ...outcome, ...applier.stats, plans: applier.plans };

@@ -3,6 +3,7 @@ import IORedis from 'ioredis';
 import { DataSource } from 'typeorm';
 import { parseDatabaseUrl } from '../../src/config/database-url';
 import { openDataSource } from '../../src/store/data-source';
+import { moneyFromColumn } from '../../src/pricing';
 import { runCli } from '../support/cli';
 import { createThrowawayDb, ThrowawayDb } from '../support/databases';
 
@@ -66,6 +67,15 @@ describe('plan-ledger demo', () => {
         planId,
       ]);
       expect(write.output_content).toContain('## Bibliography');
+      // what the plan cost, as printed and as stored: every step of the demo has a known price
+      const [cost] = await ds.query(`SELECT total_cost, unpriced_steps FROM execution_plans WHERE id = ?`, [planId]);
+      expect(cost.unpriced_steps).toBe(0);
+      const printed = /^ {2}cost {15}\$(\d+\.\d+) USD, each step at the price in force when it ran$/m.exec(
+        result.stdout,
+      );
+      expect(printed).not.toBeNull();
+      expect(moneyFromColumn(printed![1])).toBe(moneyFromColumn(cost.total_cost));
+      expect(moneyFromColumn(cost.total_cost)).toBeGreaterThan(0n);
     } finally {
       await ds.destroy();
     }

@@ -18,6 +18,8 @@ const ALL = [
   'IncrementalStore1795219400000',
   'DatabasesAlike1795219500000',
   'PlanRestoredAt1795219600000',
+  'StepCost1795219700000',
+  'PriceOverrides1795219800000',
 ];
 
 /** Holds the migration lock from this process until `release()` is called. */

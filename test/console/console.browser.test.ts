@@ -16,6 +16,7 @@ import { demoScenario } from '../../src/demo/demo-scenario';
 import { PlanEventPublisher } from '../../src/publisher';
 import { EVENTS_QUEUE } from '../../src/queue/queue-names';
 import { ENTITY } from '../../src/store/entities';
+import { displayMoney, moneyFromColumn } from '../../src/pricing';
 import type { PlanEvent, StepSpec } from '../../src/contracts';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { ApiStack, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
@@ -201,6 +202,12 @@ describe('the web console in headless Chromium', () => {
     expect(await page.textContent('#plan-source')).toBe('events');
     expect(await page.locator('#checkpoints tbody tr').count()).toBe(3);
     expect(await page.getAttribute('#dag .dag-checkpoint', 'data-checkpoint-layer')).toBe('2');
+    // what the plan and each step cost, fixed when stored: the console shows the stored figures
+    const [plan] = await stack.db.ds.query(`SELECT total_cost FROM execution_plans WHERE id = '${ids.planId}'`);
+    const planCost = displayMoney(moneyFromColumn(plan.total_cost)!);
+    expect(await page.textContent('.cards')).toContain(`$${planCost}`);
+    expect(await page.textContent('#steps tr[data-step=review] .step-cost')).toMatch(/^\$0\.\d+$/);
+    expect(await page.textContent('#steps tr[data-step=build] .step-cost')).toBe('–'); // skipped: nothing to price
     await shot(page, 'demo-plan');
 
     await page.click('button.show-output[data-step=write]');
@@ -213,6 +220,11 @@ describe('the web console in headless Chromium', () => {
     await shot(page, 'session');
     await page.goto(`${stack.server.url}/#/analytics`);
     await page.waitForSelector('#plans-per-day');
+    // a cost chart by model and by agent, each bar labelled with the exact amount
+    expect(await page.locator('#cost-per-model .chart-bar').count()).toBeGreaterThan(0);
+    expect(await page.textContent('#cost-per-model')).toContain('gpt-4o');
+    expect(await page.textContent('#cost-per-agent')).toContain('fact-checker');
+    expect(await page.textContent('#cost-per-model')).toMatch(/\$0\.\d+/);
     await shot(page, 'analytics');
     await page.goto(`${stack.server.url}/#/health`);
     await page.waitForSelector('#events-per-minute');

@@ -56,6 +56,21 @@ describe('parsePlanEvent: valid events', () => {
         outputTokens: 2_147_483_647,
       }),
     ],
+    [
+      'step.completed with usage and a reported cost',
+      completed({
+        model: 'claude-sonnet-4-5',
+        provider: 'anthropic',
+        cacheReadTokens: 5,
+        cacheWriteTokens: 2,
+        reasoningTokens: 0,
+        reportedCost: '999999999999.999999999999',
+      }),
+    ],
+    [
+      'step.failed with usage',
+      envelope('step.failed', { stepId: 's1', error: 'x', provider: 'openai', cacheReadTokens: 1, reportedCost: '0' }),
+    ],
     ['step.failed minimal', envelope('step.failed', { stepId: 's1', error: '' })],
     [
       'step.failed full',
@@ -167,6 +182,26 @@ describe('parsePlanEvent: field violations', () => {
       'missing required payload field',
       completed({ inputTokens: undefined }),
       [['payload.inputTokens', 'payload.inputTokens is required']],
+    ],
+    [
+      'reported cost as a JSON number',
+      completed({ reportedCost: 0.01 }),
+      [['payload.reportedCost', 'payload.reportedCost must be a string']],
+    ],
+    [
+      'reported cost not a plain decimal',
+      envelope('step.failed', { stepId: 's1', error: 'x', reportedCost: '1e-3' }),
+      [
+        [
+          'payload.reportedCost',
+          'payload.reportedCost must be a decimal string of at most 12 digits before and 12 after the point, e.g. "0.0123"',
+        ],
+      ],
+    ],
+    [
+      'negative cache tokens',
+      completed({ cacheReadTokens: -1 }),
+      [['payload.cacheReadTokens', 'payload.cacheReadTokens must be at least 0']],
     ],
     [
       'negative tokens',

@@ -117,6 +117,7 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
       [`/v1/plans/${planId}`, ['plans', 'show', planId, '--json']],
       [`/v1/workflows/${planId}/resume-point`, ['workflows', 'resume-point', planId, '--json']],
       [`/v1/analytics/tokens?from=2026-01-01`, ['analytics', 'tokens', '--from', '2026-01-01', '--json']],
+      [`/v1/analytics/cost?by=agent`, ['analytics', 'cost', '--by', 'agent', '--json']],
     ] as const;
     // each CLI run costs seconds (a fresh tsx process): every route once on SQLite, one on PostgreSQL
     for (const [route, args] of kind === 'sqlite' ? pairs : pairs.slice(0, 1)) {
@@ -126,6 +127,11 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
     }
     const active = await call(stack, 'GET', `/v1/sessions/${sessionId}/active`);
     expect(active.json.activePlan.nextSeq).toBe(events.length);
+    const cost = await call(stack, 'GET', '/v1/analytics/cost?by=model');
+    expect(cost.json).toMatchObject({ by: 'model', total: { cost: expect.stringMatching(/^\d+\.\d{2,12}$/) } });
+    const badBy = await call(stack, 'GET', '/v1/analytics/cost?by=color');
+    expect(badBy.status).toBe(400);
+    expect(badBy.json.error).toContain('"color" is not one of model, agent, session, plan');
 
     const completed = events.find((e) => e.type === 'step.completed')!;
     const stepId = (completed.payload as { stepId: string }).stepId;

@@ -140,6 +140,15 @@ describe.each<TestDb>(['sqlite', 'postgres'])(
         page: { total: 1, plans: [`${session}-plan`] },
         resume: { next_seq: 4, resumable: true },
         output: 'A',
+        // gpt-4o at $2.50/$10 per Mtok: 3 in, 4 out; exact, as a Decimal
+        cost: {
+          plan: '0.0000475',
+          is_decimal: true,
+          step: [
+            ['a', '0.0000475', 'table'],
+            ['b', null, null],
+          ],
+        },
       });
     });
   },

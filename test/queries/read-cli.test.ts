@@ -186,8 +186,10 @@ describe('read commands: exit codes and one-line errors', () => {
     const lines = stdout.split('\n');
     expect(lines[0]).toBe('plan plan-a2  FAILED  (session sess-alpha)');
     expect(lines).toContain('failed:    step #1 search (researcher): timeout calling search API after 30s');
+    // gpt-4o-mini at $0.15/$0.60 per Mtok: 500/100 + 300/0 tokens
+    expect(lines).toContain('cost:      $0.00018 USD');
     expect(stdout).toMatch(
-      /2026-02-03T10:00:52\.000Z\s+#1 FAILED\s+researcher\s+300\/0\s+30\.0s\s+ERROR: timeout calling search API after 30s/,
+      /2026-02-03T10:00:52\.000Z\s+#1 FAILED\s+researcher\s+300\/0\s+\$0\.000045\s+30\.0s\s+ERROR: timeout calling search API after 30s/,
     );
     expect(stdout).toMatch(/#2 skipped\s+writer\s+Write the summary: upstream step search failed/);
   });

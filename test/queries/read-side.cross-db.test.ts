@@ -48,6 +48,13 @@ const COMMANDS: string[][] = [
   ['analytics', 'handoffs', '--to', '2026-02-04T00:00:00.000Z', '--csv'],
   ['analytics', 'tokens', '--by', 'model', '--csv'],
   ['analytics', 'tokens', '--from', '2026-02-03', '--to', '2026-02-05', '--by', 'session', '--json'],
+  ['analytics', 'cost', '--json'],
+  ['analytics', 'cost', '--by', 'model', '--csv'],
+  ['analytics', 'cost', '--by', 'agent', '--csv'],
+  ['analytics', 'cost', '--by', 'session', '--json'],
+  ['analytics', 'cost', '--by', 'plan', '--from', '2026-02-03', '--to', '2026-02-05', '--csv'],
+  ['analytics', 'cost', '--by', 'plan'],
+  ['sessions', 'history', 'sess-alpha'],
 ];
 
 interface Output {
@@ -130,5 +137,22 @@ describe('read side: identical answers on SQLite, PostgreSQL and MariaDB', () =>
       'model,gpt-4o-mini,1240,238,1478',
       'total,,14380,6643,21023',
     ]);
+    // costs fixed when stored, summed exactly; claude-sonnet has no known price: counted, never as zero
+    expect(get('analytics cost --by model --csv').stdout.split('\n')).toEqual([
+      'model,cost_usd,priced_steps,unpriced_steps',
+      'gpt-4o,0.05495,49,0',
+      'gpt-4o-mini,0.0003288,6,0',
+      'claude-sonnet,0.00,0,22',
+      'total,0.0552788,55,22',
+    ]);
+    expect(json('analytics cost --by session --json')).toMatchObject({ by: 'session', total: { cost: '0.0552788' } });
+    // a session's cost: every live plan of it, its unpriced steps counted apart
+    expect(json('sessions history sess-alpha --json')).toMatchObject({ cost: '0.01018', unpricedSteps: 2 });
+    expect(get('sessions history sess-alpha').stdout).toContain(
+      'session cost: $0.01018 USD + 2 steps unpriced (every plan of the session)',
+    );
+    expect(get('sessions history sess-alpha').stdout).toMatch(
+      /plan-a1\s+completed\s+3\/3\s+4,000\/2,000\s+\$0\.01 \+ 1 unpriced/,
+    );
   });
 });

@@ -18,6 +18,8 @@ const EXPECTED_COLUMNS: Record<string, string[]> = {
     'failed_steps',
     'total_input_tokens',
     'total_output_tokens',
+    'total_cost',
+    'unpriced_steps',
     'created_at',
     'updated_at',
     'completed_at',
@@ -40,6 +42,9 @@ const EXPECTED_COLUMNS: Record<string, string[]> = {
     'created_at',
     'output_content',
     'deleted_at',
+    'cost',
+    'cost_source',
+    'price_ref',
   ],
   plan_handoffs: [
     'id',
@@ -57,6 +62,16 @@ const EXPECTED_COLUMNS: Record<string, string[]> = {
   workflow_dags: ['workflow_id', 'dag', 'intent', 'created_at', 'expires_at', 'deleted_at'],
   workflow_checkpoints: ['id', 'workflow_id', 'layer', 'state', 'created_at', 'deleted_at'],
   plan_events: ['event_id', 'plan_id', 'session_id', 'type', 'seq', 'occurred_at', 'payload', 'deleted_at'],
+  price_overrides: [
+    'id',
+    'model_pattern',
+    'provider',
+    'effective_from',
+    'input_per_mtok',
+    'output_per_mtok',
+    'currency',
+  ],
+  price_reprices: ['id', 'ran_at', 'from_at', 'to_at', 'model', 'steps', 'plans', 'old_total', 'new_total', 'diff'],
   plan_heads: [
     'plan_id',
     'version',
@@ -76,6 +91,8 @@ const ALL_MIGRATIONS = [
   'IncrementalStore1795219400000',
   'DatabasesAlike1795219500000',
   'PlanRestoredAt1795219600000',
+  'StepCost1795219700000',
+  'PriceOverrides1795219800000',
 ];
 
 /** Seed 000, section 6, verbatim. */
@@ -217,9 +234,7 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
   });
 
   it('upgrades stored plans: a plan with rows has every stored event applied, a handoff gets its step key', async () => {
-    await ds.undoLastMigration({ transaction: 'each' });
-    await ds.undoLastMigration({ transaction: 'each' });
-    await ds.undoLastMigration({ transaction: 'each' });
+    for (let i = 0; i < 5; i++) await ds.undoLastMigration({ transaction: 'each' });
     const at = kind === 'sqlite' ? "'2026-01-01 00:00:00.000'" : "'2026-01-01 00:00:00'";
     await ds.query(`INSERT INTO sessions (id) VALUES ('up_s')`);
     await ds.query(
@@ -238,6 +253,20 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
       'IncrementalStore1795219400000',
       'DatabasesAlike1795219500000',
       'PlanRestoredAt1795219600000',
+      'StepCost1795219700000',
+      'PriceOverrides1795219800000',
+    ]);
+    // a plan stored before costs existed: no cost is made up for it
+    const [plan] = await ds.query(`SELECT total_cost, unpriced_steps FROM execution_plans WHERE id = 'up_p'`);
+    expect([Number(plan.total_cost), Number(plan.unpriced_steps)]).toEqual([0, 0]);
+    const [step] = await ds.query(
+      `SELECT cost, cost_source, price_ref, cache_read_tokens FROM plan_steps WHERE plan_id = 'up_p'`,
+    );
+    expect([step.cost, step.cost_source, step.price_ref, Number(step.cache_read_tokens)]).toEqual([
+      null,
+      null,
+      null,
+      0,
     ]);
     const heads = await ds.query(
       `SELECT plan_id, applied_seq, pending_events, gap_since FROM plan_heads WHERE plan_id LIKE 'up_%' ORDER BY plan_id`,

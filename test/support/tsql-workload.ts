@@ -10,6 +10,8 @@ import { assertSchema } from '../../src/store/data-source';
 import { knownMigrations, migrationStatus } from '../../src/store/migration-status';
 import { migrationSql, revertAllMigrations, runMigrations } from '../../src/store/migrator';
 import { PlanEventStore } from '../../src/store/plan-event-store';
+import { addPriceOverride, getPriceOverride, listPriceOverrides } from '../../src/store/price-overrides';
+import { repriceSteps } from '../../src/store/price-reprice';
 import { voidedSeqEvent } from '../../src/store/projection/voided-seq';
 import { manyPlanRuns, planRun, shuffled } from './event-factory';
 import { MssqlTables, type Row } from './mssql-tables';
@@ -53,7 +55,8 @@ class SectionRecorder {
  * connect: the store's writes and reads under a realistic event stream (with the dead-letter
  * paths' SQL: a refused event's voided seq is persisted, a replay asks which events are stored),
  * the gap sweeper's, every read-side query,
- * retention (a dry run and a run in which every phase acts), session erasure, plan restore, and
+ * retention (a dry run and a run in which every phase acts), session erasure, plan restore, price
+ * overrides and a reprice, and
  * the migrations (their DDL as `migrate --print-sql` prints it, then a run and a revert with
  * TypeORM's own bookkeeping statements). `check` is told what each part did, so a workload that
  * stopped taking a path fails where it stopped; a part that throws is reported through `check`
@@ -76,7 +79,11 @@ export async function recordWorkload(check: Check): Promise<Section[]> {
   await run('store', (rec) => recordStore(rec, tables, edited, check));
   await run('reads', (rec) => recordReads(rec, tables, edited[0], check));
   await run('retention', (rec) => recordRetention(rec, check));
-  await run('erasure and restore', (rec) => recordErasureAndRestore(rec, check));
+  // the operator's writes: erasure, restore, and price overrides with a reprice
+  await run('erasure, restore and prices', async (rec) => {
+    await recordErasureAndRestore(rec, check);
+    await recordPrices(rec, check);
+  });
   await run('migrate', (rec) => recordMigrations(rec, check));
   return sections;
 }
@@ -246,12 +253,89 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
     tokenUsage: async () => {
       for (const range of ranges) await queries.tokenUsage(ds, range);
     },
+    costUsage: async () => {
+      for (const range of ranges) for (const by of queries.COST_DIMENSIONS) await queries.costUsage(ds, range, by);
+    },
     eventStatuses: async () =>
       check('an applied event is reported applied', (await eventStatuses(ds, [eventId])).applied.length === 1),
     awaitEventStatuses: () => awaitEventStatuses(ds, [eventId], 0),
   };
   rec.calls = Object.keys(reads);
   for (const read of Object.values(reads)) await read();
+}
+
+/**
+ * `prices set|list|show|reprice`: an override stored and read back, and a reprice (a dry run, then
+ * one applied) over one stored gpt-4o step priced by the table, which the override reprices.
+ */
+async function recordPrices(rec: SectionRecorder, check: Check): Promise<void> {
+  const at = new Date('2030-01-02T00:00:00.000Z');
+  const overrides: Row[] = [];
+  const ds = await rec.open((sql) => {
+    if (/^SELECT .* FROM "price_overrides"/.test(sql)) return overrides;
+    if (/^SELECT .* FROM "plan_steps" "s" INNER JOIN "execution_plans" "p"/.test(sql)) {
+      const step: Record<string, unknown> = {
+        id: '00000000-0000-5000-8000-000000000001',
+        plan_id: 'plan-p',
+        step_key: 's1',
+        step_index: 0,
+        agent_id: 'coder',
+        task: 't',
+        status: 'completed',
+        model: 'gpt-4o',
+        input_tokens: 1200,
+        output_tokens: 300,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+        cost: 0.006,
+        cost_source: 'table',
+        price_ref: 'genai-prices:openai/gpt-4o',
+        completed_at: at,
+        created_at: at,
+      };
+      return [Object.fromEntries(Object.entries(step).map(([k, v]) => [`s_${k}`, v]))];
+    }
+    if (/^SELECT .* FROM "plan_steps" "PlanStep" WHERE/.test(sql))
+      return [
+        {
+          PlanStep_id: '00000000-0000-5000-8000-000000000001',
+          PlanStep_plan_id: 'plan-p',
+          PlanStep_cost: 0.0048,
+          PlanStep_cost_source: 'override',
+        },
+      ];
+    return undefined;
+  });
+  const row = await addPriceOverride(ds, {
+    modelPattern: 'gpt-4o*',
+    provider: null,
+    effectiveFrom: new Date('2030-01-01T00:00:00.000Z'),
+    inputPerMtok: '2',
+    outputPerMtok: '8',
+    cacheReadPerMtok: null,
+    cacheWritePerMtok: null,
+    currency: 'USD',
+  });
+  overrides.push({
+    PriceOverride_id: row.id,
+    PriceOverride_model_pattern: 'gpt-4o*',
+    PriceOverride_provider: null,
+    PriceOverride_effective_from: row.effectiveFrom,
+    PriceOverride_input_per_mtok: 2,
+    PriceOverride_output_per_mtok: 8,
+    PriceOverride_cache_read_per_mtok: null,
+    PriceOverride_cache_write_per_mtok: null,
+    PriceOverride_currency: 'USD',
+    PriceOverride_created_at: row.createdAt,
+  });
+  check('prices list reads the override back', (await listPriceOverrides(ds)).length === 1);
+  await getPriceOverride(ds, row.id);
+  const range = { from: new Date('2030-01-01T00:00:00.000Z'), to: new Date('2030-02-01T00:00:00.000Z') };
+  const dry = await repriceSteps(ds, { ...range, model: 'gpt-4o', apply: false });
+  check('a dry-run reprice finds the step the override changes', dry.changedSteps === 1);
+  const applied = await repriceSteps(ds, { ...range, apply: true });
+  check('an applied reprice writes its audit row', applied.applied && applied.auditId !== null);
 }
 
 const NOW = new Date('2030-06-01T00:00:00.000Z');

@@ -49,7 +49,13 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
    * Publishes one job of `events`: all are stored but `bad`, which is one invalid dead letter with
    * this message, and whose seq is voided: every later event of its plan is applied.
    */
-  async function expectOnlyInvalid(events: PlanEvent[], bad: PlanEvent, tag: string, message: string): Promise<void> {
+  async function expectOnlyInvalid(
+    events: PlanEvent[],
+    bad: PlanEvent,
+    tag: string,
+    message: string,
+    path = 'payload.result',
+  ): Promise<void> {
     const rowsBefore = await countRows(db.ds, 'plan_events');
     const [jobId] = await publish(redis, prefix, [{ v: 1, events }], tag);
     expect(await worker.idle(30_000)).toBe(true);
@@ -65,7 +71,7 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
       planId: bad.planId,
       attempts: 1,
     });
-    expect(letters[0].error.violations).toEqual([{ path: 'payload.result', message }]);
+    expect(letters[0].error.violations).toEqual([{ path, message }]);
     const [voided] = await db.ds.query(
       `SELECT seq, payload FROM plan_events WHERE plan_id = '${bad.planId}' AND type = 'seq.voided'`,
     );
@@ -156,6 +162,28 @@ describe.each(KINDS)('worker on %s: poison isolation', (kind) => {
       `SELECT result FROM plan_steps WHERE plan_id = '${smile.planId}' AND step_key = '${smile.payload.stepId}'`,
     );
     expect(row.result).toBe('done \u{1F600} \u{20000}');
+  });
+
+  // A rolling upgrade done backwards: a publisher already sends a field of a newer contract (as
+  // provider, cacheReadTokens or reportedCost were to a worker older than them) to a worker that
+  // does not know it. The worker refuses that one event as a dead letter naming the field, voids its
+  // seq so the plan goes on, and keeps working; once the workers are upgraded, `dlq replay` stores it.
+  it('rolling upgrade: an event with a field of a newer contract is one clear dead letter, not a crash', async () => {
+    const run = planRun({ seed: 23, steps: 3 });
+    const at = run.findIndex((e) => e.type === 'step.completed');
+    const done = run[at] as Extract<PlanEvent, { type: 'step.completed' }>;
+    const newer = { ...done, payload: { ...done.payload, audioInputTokens: 120 } } as PlanEvent;
+    const events = run.map((e, i) => (i === at ? newer : e));
+    await expectOnlyInvalid(
+      events,
+      newer,
+      'newer',
+      'payload.audioInputTokens is not an allowed field',
+      'payload.audioInputTokens',
+    );
+    // the plan's other events were applied: its other steps completed
+    const [plan] = await db.ds.query(`SELECT completed_steps FROM execution_plans WHERE id = '${newer.planId}'`);
+    expect(Number(plan.completed_steps)).toBe(run.filter((e) => e.type === 'step.completed').length - 1);
   });
 
   it('never retries an invalid event: the job completes on its first attempt', async () => {

@@ -389,6 +389,27 @@ STEP_SPEC: Spec = {
 
 _tokens = int_in_range(0, SQL_INT_MAX)
 
+_DECIMAL_AMOUNT = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?\Z", re.ASCII).match
+DECIMAL_AMOUNT_RULE = 'must be a decimal string of at most 12 digits before and 12 after the point, e.g. "0.0123"'
+
+
+def decimal_amount(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
+    """An exact amount (a provider-reported cost) as a decimal string."""
+    if not isinstance(value, str):
+        return _report_value(out, parent, key, value, MUST_BE_STRING)
+    if not _DECIMAL_AMOUNT(value):
+        _report(out, parent, key, DECIMAL_AMOUNT_RULE)
+
+
+# What a model call used and cost beyond input and output tokens (all optional).
+_USAGE_FIELDS: Spec = {
+    "provider": (False, text(1, 100)),
+    "cacheReadTokens": (False, _tokens),
+    "cacheWriteTokens": (False, _tokens),
+    "reasoningTokens": (False, _tokens),
+    "reportedCost": (False, decimal_amount),
+}
+
 PAYLOAD_SPECS: Dict[str, Spec] = {
     "plan.created": {
         "query": (True, long_text(non_empty=True)),
@@ -410,6 +431,7 @@ PAYLOAD_SPECS: Dict[str, Spec] = {
         "inputTokens": (True, _tokens),
         "outputTokens": (True, _tokens),
         "model": (False, text(1, 100)),
+        **_USAGE_FIELDS,
     },
     "step.failed": {
         "stepId": (True, external_id),
@@ -417,6 +439,7 @@ PAYLOAD_SPECS: Dict[str, Spec] = {
         "inputTokens": (False, _tokens),
         "outputTokens": (False, _tokens),
         "model": (False, text(1, 100)),
+        **_USAGE_FIELDS,
     },
     "step.skipped": {"stepId": (True, external_id), "reason": (False, long_text())},
     "handoff.recorded": {

@@ -215,11 +215,15 @@ class _EventHelpers:
     def step_started(self, plan: Plan, step_id: str, agent_id: Optional[str] = None, seq: Optional[int] = None) -> PublishResult:
         return self._typed("step.started", plan, {"stepId": step_id, "agentId": agent_id}, seq, None)
 
-    def step_completed(self, plan: Plan, step_id: str, input_tokens: int, output_tokens: int, result: Optional[str] = None, output_content: Optional[str] = None, model: Optional[str] = None, seq: Optional[int] = None) -> PublishResult:
-        return self._typed("step.completed", plan, {"stepId": step_id, "inputTokens": input_tokens, "outputTokens": output_tokens, "result": result, "outputContent": output_content, "model": model}, seq, None)
+    def step_completed(self, plan: Plan, step_id: str, input_tokens: int, output_tokens: int, result: Optional[str] = None, output_content: Optional[str] = None, model: Optional[str] = None, seq: Optional[int] = None, *, provider: Optional[str] = None, cache_read_tokens: Optional[int] = None, cache_write_tokens: Optional[int] = None, reasoning_tokens: Optional[int] = None, reported_cost: Optional[str] = None) -> PublishResult:
+        """``input_tokens`` counts cache reads and writes too, ``output_tokens`` reasoning too; ``reported_cost``
+        (USD, a decimal string such as ``"0.0123"``) is the provider's own figure and wins over any price."""
+        payload = {"stepId": step_id, "inputTokens": input_tokens, "outputTokens": output_tokens, "result": result, "outputContent": output_content, "model": model}
+        return self._typed("step.completed", plan, {**payload, **_usage(provider, cache_read_tokens, cache_write_tokens, reasoning_tokens, reported_cost)}, seq, None)
 
-    def step_failed(self, plan: Plan, step_id: str, error: str, input_tokens: Optional[int] = None, output_tokens: Optional[int] = None, model: Optional[str] = None, seq: Optional[int] = None) -> PublishResult:
-        return self._typed("step.failed", plan, {"stepId": step_id, "error": error, "inputTokens": input_tokens, "outputTokens": output_tokens, "model": model}, seq, None)
+    def step_failed(self, plan: Plan, step_id: str, error: str, input_tokens: Optional[int] = None, output_tokens: Optional[int] = None, model: Optional[str] = None, seq: Optional[int] = None, *, provider: Optional[str] = None, cache_read_tokens: Optional[int] = None, cache_write_tokens: Optional[int] = None, reasoning_tokens: Optional[int] = None, reported_cost: Optional[str] = None) -> PublishResult:
+        payload = {"stepId": step_id, "error": error, "inputTokens": input_tokens, "outputTokens": output_tokens, "model": model}
+        return self._typed("step.failed", plan, {**payload, **_usage(provider, cache_read_tokens, cache_write_tokens, reasoning_tokens, reported_cost)}, seq, None)
 
     def step_skipped(self, plan: Plan, step_id: str, reason: Optional[str] = None, seq: Optional[int] = None) -> PublishResult:
         return self._typed("step.skipped", plan, {"stepId": step_id, "reason": reason}, seq, None)
@@ -1067,3 +1071,8 @@ def _uuid7() -> str:
 
 def _q(part: str) -> str:
     return urllib.parse.quote(part, safe="")
+
+
+def _usage(provider: Optional[str], cache_read: Optional[int], cache_write: Optional[int], reasoning: Optional[int], reported_cost: Optional[str]) -> JsonObject:
+    """The optional usage fields of step.completed / step.failed."""
+    return {"provider": provider, "cacheReadTokens": cache_read, "cacheWriteTokens": cache_write, "reasoningTokens": reasoning, "reportedCost": reported_cost}

@@ -4,12 +4,14 @@ Each result is a frozen dataclass with snake_case attributes (``result.active_pl
 also a read-only mapping of the server's JSON (``result["activePlan"]["nextSeq"]``): indexing gives
 the JSON value as the server sent it (dicts and lists), so code written against the dict answers
 of version 0.1 keeps working. ``result.raw`` is that JSON. Fields a server does not send are None.
+Costs (``cost``) are ``Decimal`` (USD, exact: the server sends them as decimal strings).
 """
 from __future__ import annotations
 
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Type, TypeVar
 
 JsonObject = Dict[str, Any]
@@ -112,11 +114,14 @@ class PlanSummary(_Result):
     skipped_steps: int
     input_tokens: int
     output_tokens: int
+    cost: Optional[Decimal]
+    unpriced_steps: Optional[int]
     created_at: str
     completed_at: Optional[str]
     duration_ms: Optional[int]
     summary: Optional[str]
     failure_reason: Optional[str]
+    _nested = {"cost": Decimal}
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,6 +152,8 @@ class ActivePlan(_Result):
     skipped_steps: int
     input_tokens: int
     output_tokens: int
+    cost: Optional[Decimal]
+    unpriced_steps: Optional[int]
     created_at: str
     completed_at: Optional[str]
     duration_ms: Optional[int]
@@ -154,7 +161,7 @@ class ActivePlan(_Result):
     failure_reason: Optional[str]
     steps: List[ActivePlanStep]
     next_seq: int
-    _nested = {"steps": _list_of(ActivePlanStep)}
+    _nested = {"steps": _list_of(ActivePlanStep), "cost": Decimal}
 
 
 @dataclass(frozen=True, eq=False)
@@ -175,7 +182,9 @@ class SessionHistory(_Result):
     raw: JsonObject = field(repr=False)
     session_id: str
     plans: List[PlanSummary]
-    _nested = {"plans": _list_of(PlanSummary)}
+    cost: Optional[Decimal]
+    unpriced_steps: Optional[int]
+    _nested = {"plans": _list_of(PlanSummary), "cost": Decimal}
 
 
 @dataclass(frozen=True, eq=False)
@@ -204,12 +213,16 @@ class StepView(_Result):
     model: Optional[str]
     input_tokens: int
     output_tokens: int
+    cost: Optional[Decimal]
+    cost_source: Optional[str]
+    price_ref: Optional[str]
     started_at: Optional[str]
     completed_at: Optional[str]
     duration_ms: Optional[int]
     result: Optional[str]
     error: Optional[str]
     has_output: bool
+    _nested = {"cost": Decimal}
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,9 +255,11 @@ class TimelineEntry(_Result):
     agent_id: Optional[str]
     input_tokens: Optional[int]
     output_tokens: Optional[int]
+    cost: Optional[Decimal]
     duration_ms: Optional[int]
     error: Optional[str]
     detail: str
+    _nested = {"cost": Decimal}
 
 
 @dataclass(frozen=True, eq=False)

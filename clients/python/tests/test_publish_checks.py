@@ -91,6 +91,17 @@ class Encoding(unittest.TestCase):
         self.assertEqual(self.client.stats().unencodable, 4)
         self.assertEqual(self.client.step_started(PLAN, "s1").seq, 0)
 
+    def test_usage_fields_and_a_reported_cost(self) -> None:
+        ok = self.client.step_completed(PLAN, "s1", 1200, 300, model="gpt-4o", provider="openai", cache_read_tokens=1024, reasoning_tokens=0, reported_cost="0.0123")
+        self.assertTrue(ok.ok)
+        r = self.client.step_failed(PLAN, "s1", error="x", reported_cost=0.01)  # type: ignore[arg-type]
+        self.assertEqual([v.message for v in r.violations], ["payload.reportedCost must be a string"])
+        r = self.client.step_failed(PLAN, "s1", error="x", reported_cost="1e-3")
+        self.assertEqual(
+            [v.message for v in r.violations],
+            ['payload.reportedCost must be a decimal string of at most 12 digits before and 12 after the point, e.g. "0.0123"'],
+        )
+
     def test_no_value_is_converted(self) -> None:
         r = self.client.publish({"type": "step.started", "planId": "p", "sessionId": "s", "payload": {"stepId": "x"}, "extra": (1, 2)})
         self.assertEqual([v.message for v in r.violations], ["extra is not an allowed field"])

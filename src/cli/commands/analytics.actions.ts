@@ -1,7 +1,8 @@
 import type { CliContext } from '../cli-context';
 import { agentUsage, echoRange, handoffPatterns, plansPerDay } from '../../queries/analytics.query';
 import { TOKEN_DIMENSIONS, TokenDimension, tokenUsage, TokenUsage } from '../../queries/token-usage.query';
-import { DateRange, parseDateRange } from '../../queries/query-args';
+import { costUsage } from '../../queries/cost-usage.query';
+import { DateRange, parseCostDimension, parseDateRange } from '../../queries/query-args';
 import { QueryArgumentError } from '../../queries/query-errors';
 import { Cell, formatInt, formatPercent, renderTable, toCsv } from '../../queries/text-output';
 import { outputFormat, parseArgs, printJson, withReadSource } from './read-command';
@@ -21,13 +22,13 @@ interface Report {
   json: Record<string, unknown>;
 }
 
-export type ReportName = 'daily' | 'agents' | 'handoffs' | 'tokens';
+export type ReportName = 'daily' | 'agents' | 'handoffs' | 'tokens' | 'cost';
 
 export async function runReport(ctx: CliContext, name: ReportName, opts: AnalyticsOptions): Promise<void> {
   const build = REPORTS[name];
   const format = outputFormat(opts);
   const range = parseArgs(() => {
-    if (opts.by !== undefined) parseDimension(opts.by);
+    if (opts.by !== undefined) (name === 'cost' ? parseCostDimension : parseDimension)(opts.by);
     return parseDateRange(opts.from, opts.to);
   });
   const report = await build(ctx, range, opts);
@@ -124,9 +125,27 @@ function tokenRows(u: TokenUsage, csv: boolean): Cell[][] {
   ];
 }
 
+async function cost(ctx: CliContext, range: DateRange, opts: AnalyticsOptions): Promise<Report> {
+  const by = opts.by === undefined ? 'model' : parseCostDimension(opts.by);
+  const usage = await withReadSource(ctx, 'analytics cost', (ds) => costUsage(ds, range, by));
+  const csv = Boolean(opts.csv);
+  const none = by === 'model' ? '(no model)' : '';
+  return {
+    headers: [by, 'cost_usd', 'priced_steps', 'unpriced_steps'],
+    rows: [
+      ...usage.lines.map((l) => [l.key ?? (csv ? null : none), l.cost, l.pricedSteps, l.unpricedSteps]),
+      ...(usage.lines.length === 0
+        ? []
+        : [[csv ? 'total' : 'TOTAL', usage.total.cost, usage.total.pricedSteps, usage.total.unpricedSteps]]),
+    ],
+    json: { ...usage },
+  };
+}
+
 const REPORTS: Record<ReportName, (ctx: CliContext, range: DateRange, opts: AnalyticsOptions) => Promise<Report>> = {
   daily,
   agents,
   handoffs,
   tokens,
+  cost,
 };

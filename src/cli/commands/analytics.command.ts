@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
-import { TOKEN_DIMENSIONS } from '../../queries/query-args';
+import { COST_DIMENSIONS, TOKEN_DIMENSIONS } from '../../queries/query-args';
 import type { AnalyticsOptions, ReportName } from './analytics.actions';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
@@ -16,7 +16,7 @@ midnight UTC (--from 2026-02-01 --to 2026-03-01 is February). Every report count
 export function registerAnalytics(program: Command, context: () => CliContext): Command {
   const analytics = program
     .command('analytics')
-    .description('plans per day, agent usage, handoff patterns, tokens for billing');
+    .description('plans per day, agent usage, handoff patterns, tokens and cost for billing');
   const add = (name: ReportName, description: string) =>
     analytics
       .command(name)
@@ -38,5 +38,17 @@ export function registerAnalytics(program: Command, context: () => CliContext): 
     '--by <dimension>',
     `only one breakdown: ${TOKEN_DIMENSIONS.join('|')} (default: all four)`,
   );
+  add(
+    'cost',
+    'cost in USD per model, agent, session or plan: each step at the price in force when it was stored; unpriced steps counted apart',
+  )
+    .option('--by <dimension>', `the breakdown: ${COST_DIMENSIONS.join('|')} (default: model)`)
+    .addHelpText(
+      'after',
+      `
+A step's cost was fixed when it was stored: the provider's reported cost, else a price override
+(plan-ledger prices), else the bundled price table at the step's time. A step whose model has no
+known price is "unpriced": counted in unpriced_steps, never as zero.`,
+    );
   return analytics;
 }

@@ -42,12 +42,15 @@ export async function historyCommand(
     p.status,
     `${p.completedSteps}/${p.totalSteps}`,
     `${formatInt(p.inputTokens)}/${formatInt(p.outputTokens)}`,
+    p.unpricedSteps > 0 ? `$${p.cost} + ${p.unpricedSteps} unpriced` : `$${p.cost}`,
     p.createdAt,
     p.completedAt,
     p.query,
   ]);
-  for (const line of renderTable(['PLAN', 'STATUS', 'DONE', 'TOKENS in/out', 'CREATED', 'ENDED', 'QUERY'], rows, 50))
-    ctx.out(line);
+  const headers = ['PLAN', 'STATUS', 'DONE', 'TOKENS in/out', 'COST USD', 'CREATED', 'ENDED', 'QUERY'];
+  for (const line of renderTable(headers, rows, 50)) ctx.out(line);
+  const unpriced = result.unpricedSteps > 0 ? ` + ${result.unpricedSteps} steps unpriced` : '';
+  ctx.out(`session cost: $${result.cost} USD${unpriced} (every plan of the session)`);
 }
 
 export async function purgeCommand(

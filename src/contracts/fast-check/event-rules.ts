@@ -22,6 +22,7 @@ import {
   Rule,
   bool,
   checkObject,
+  decimalAmount,
   exactly,
   externalId,
   externalIdList,
@@ -40,6 +41,14 @@ import { jsonState } from './json-state.rule';
 
 const SQL_INT_MAX = 2_147_483_647;
 const tokens = intInRange(0, SQL_INT_MAX);
+
+const USAGE_FIELDS: Record<string, [required: boolean, rule: Rule]> = {
+  provider: [false, text(1, 100)],
+  cacheReadTokens: [false, tokens],
+  cacheWriteTokens: [false, tokens],
+  reasoningTokens: [false, tokens],
+  reportedCost: [false, decimalAmount],
+};
 
 const STEP_SPEC: ObjectSpec = objectSpec({
   stepId: [true, externalId],
@@ -74,6 +83,7 @@ const PAYLOAD_SPECS: ReadonlyMap<unknown, ObjectSpec> = new Map<PlanEventTypeNam
       inputTokens: [true, tokens],
       outputTokens: [true, tokens],
       model: [false, text(1, 100)],
+      ...USAGE_FIELDS,
     }),
     'step.failed': objectSpec({
       stepId: [true, externalId],
@@ -81,6 +91,7 @@ const PAYLOAD_SPECS: ReadonlyMap<unknown, ObjectSpec> = new Map<PlanEventTypeNam
       inputTokens: [false, tokens],
       outputTokens: [false, tokens],
       model: [false, text(1, 100)],
+      ...USAGE_FIELDS,
     }),
     'step.skipped': objectSpec({ stepId: [true, externalId], reason: [false, longText()] }),
     'handoff.recorded': objectSpec({

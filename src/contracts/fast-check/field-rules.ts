@@ -10,7 +10,13 @@
  * guard refuses: the formats and enums exclude them, and `text` and `longText` ask storable-text.ts,
  * as the guard does.
  */
-import { isExternalId, isUuid, utcTimestampProblem } from '../field-formats';
+import {
+  DECIMAL_AMOUNT_PATTERN,
+  DECIMAL_AMOUNT_RULE,
+  isExternalId,
+  isUuid,
+  utcTimestampProblem,
+} from '../field-formats';
 import type { Violation } from '../invalid-event.error';
 import type { ContractLimits } from '../limits';
 import { textProblem } from '../storable-text';
@@ -124,6 +130,12 @@ export function intInRange(min: number, max: number): Rule {
     else if (value > max) report(ctx, parent, key, `must be at most ${max}`);
   };
 }
+
+/** `DecimalAmount()`: a decimal string (a provider-reported cost). */
+export const decimalAmount: Rule = (value, parent, key, ctx) => {
+  if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
+  if (!DECIMAL_AMOUNT_PATTERN.test(value)) report(ctx, parent, key, DECIMAL_AMOUNT_RULE);
+};
 
 export const bool: Rule = (value, parent, key, ctx) => {
   if (typeof value !== 'boolean') report(ctx, parent, key, 'must be a boolean');

@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import type { PriceOverride } from '../../pricing';
 import type { PlanEvent } from '../../contracts';
 import { ENTITY, PlanHeadRow } from '../entities';
 import { LockedHead, writeHeads } from '../ledger/plan-heads';
@@ -68,6 +69,8 @@ export class PlanApplier {
     private readonly now: Date,
     /** Rows of plans this process wrote last, and where this transaction stages what it writes. */
     private readonly cache?: { rows: PlanRowCache; stage: CacheStage },
+    /** Price overrides in force (price_overrides), for the steps this transaction prices. */
+    private readonly overrides: readonly PriceOverride[] = [],
   ) {
     this.reader = new PlanReader(manager, dialect);
     this.keepStored = dialect.updatesChangedColumnsOnly;
@@ -136,7 +139,7 @@ export class PlanApplier {
         const created = definingCreated(events)!;
         const run = new SeqRun(created.seq);
         const admitted = events.filter((e) => run.admits(e.seq));
-        const projection = PlanProjection.create(created);
+        const projection = PlanProjection.create(created).usePrices(this.overrides);
         for (const e of admitted) if (e !== created) projection.apply(e);
         this.recordApplied(head, projection, admitted.length, run.watermark);
         continue;
@@ -146,7 +149,7 @@ export class PlanApplier {
       const projection = hit
         ? this.resumeCached(head.planId, hit, events)
         : row
-          ? PlanProjection.resume(row, this.keepStored)
+          ? PlanProjection.resume(row, this.keepStored).usePrices(this.overrides)
           : undefined;
       if (!projection) {
         missing.push(head);
@@ -169,7 +172,7 @@ export class PlanApplier {
    */
   private resumeCached(planId: string, hit: CachedPlanRows, events: readonly PlanEvent[]): PlanProjection {
     const { plan, steps } = this.cache!.rows.copyOf(hit, PlanProjection.needs(events).stepKeys);
-    const projection = PlanProjection.resume(plan, this.keepStored);
+    const projection = PlanProjection.resume(plan, this.keepStored).usePrices(this.overrides);
     projection.provide(
       steps,
       steps.map((s) => s.stepKey),
@@ -188,12 +191,12 @@ export class PlanApplier {
     let run: SeqRun;
     if (head.appliedSeq === null) {
       created = await this.definingCreated(head.planId);
-      projection = PlanProjection.create(created);
+      projection = PlanProjection.create(created).usePrices(this.overrides);
       run = new SeqRun(created.seq, skipGaps);
     } else {
       const row = (await this.reader.plans([head.planId])).get(head.planId);
       if (!row) return false;
-      projection = PlanProjection.resume(row, this.keepStored);
+      projection = PlanProjection.resume(row, this.keepStored).usePrices(this.overrides);
       run = new SeqRun(head.appliedSeq, skipGaps);
     }
     const replayed = await this.replay(projection, run, created, head.appliedSeq ?? undefined);
@@ -224,7 +227,7 @@ export class PlanApplier {
   async rebuild(head: LockedHead): Promise<void> {
     const created = await this.definingCreated(head.planId);
     const run = new SeqRun(head.appliedSeq ?? created.seq);
-    const projection = PlanProjection.create(created);
+    const projection = PlanProjection.create(created).usePrices(this.overrides);
     const applied = (await this.replay(projection, run, created)).admitted;
     this.writes.addRebuilt(projection.rows(), head.deletedAt);
     this.cache?.stage.forget(head.planId);

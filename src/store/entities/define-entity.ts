@@ -1,4 +1,5 @@
 import { EntitySchema, EntitySchemaColumnOptions } from 'typeorm';
+import { formatMoney, moneyFromColumn } from '../../pricing';
 import { ColumnKind, columnType, ColumnTypes } from '../sql/column-kinds';
 
 /**
@@ -12,6 +13,8 @@ export interface ColumnSpec {
   kind: ColumnKind | { varchar: number };
   primary?: boolean;
   nullable?: boolean;
+  /** The column's database default (columns added later with one), used by inserts that leave it out. */
+  default?: string | number;
   /** The soft-delete column: finds and QueryBuilder selects skip rows where it is set. */
   deleteDate?: boolean;
 }
@@ -43,17 +46,29 @@ function toColumnOptions(types: ColumnTypes, spec: ColumnSpec): EntitySchemaColu
     ...(type.length && type.length !== 'MAX' ? { length: Number(type.length) } : {}),
     ...(type.length === 'MAX' ? { length: 'MAX' } : {}),
     ...(typeof type.precision === 'number' ? { precision: type.precision } : {}),
+    ...(typeof type.scale === 'number' ? { scale: type.scale } : {}),
     primary: spec.primary ?? false,
     nullable: spec.nullable ?? false,
     ...(spec.deleteDate ? { deleteDate: true } : {}),
+    ...(spec.default !== undefined ? { default: spec.default } : {}),
     // PostgreSQL, MySQL/MariaDB and SQL Server drivers return 64-bit integers as strings; these
     // counts stay far below 2^53, so a number is exact (and `+=` adds instead of concatenating)
     ...(spec.kind === 'bigint' ? { transformer: BIGINT_AS_NUMBER } : {}),
+    // every driver's form of a DECIMAL (string, or a number from SQL Server's) read as the column form
+    ...(spec.kind === 'money' ? { transformer: MONEY_AS_TEXT } : {}),
   };
 }
 
 const BIGINT_AS_NUMBER = {
   from: (v: unknown) => (v === null || v === undefined ? v : Number(v)),
+  to: (v: unknown) => v,
+};
+
+const MONEY_AS_TEXT = {
+  from: (v: unknown) => {
+    if (v === null || v === undefined) return null;
+    return formatMoney(moneyFromColumn(v)!);
+  },
   to: (v: unknown) => v,
 };
 
@@ -78,3 +93,8 @@ export const bigint = (column: string): ColumnSpec => ({ column, kind: 'bigint' 
 export const bool = (column: string): ColumnSpec => ({ column, kind: 'boolean' });
 export const ts = (column: string, nullable = false): ColumnSpec => ({ column, kind: 'timestamp', nullable });
 export const deletedAt: ColumnSpec = { column: 'deleted_at', kind: 'timestamp', nullable: true, deleteDate: true };
+export const money = (column: string, nullable = true): ColumnSpec => ({ column, kind: 'money', nullable });
+/** A count added after the first schema: NOT NULL DEFAULT 0. */
+export const count = (column: string): ColumnSpec => ({ column, kind: 'int', default: 0 });
+/** A total added after the first schema: NOT NULL DEFAULT 0. */
+export const moneyTotal = (column: string): ColumnSpec => ({ column, kind: 'money', default: 0 });

@@ -1,4 +1,4 @@
-import { bigint, bool, deletedAt, defineEntity, ext, int, str, text, ts } from './define-entity';
+import { bigint, bool, count, deletedAt, defineEntity, ext, int, moneyTotal, str, text, ts } from './define-entity';
 
 export type PlanStatus = 'planning' | 'executing' | 'completed' | 'failed' | 'cancelled';
 export type ApprovalStatus = 'pending' | 'approved' | 'edited' | 'rejected';
@@ -17,6 +17,10 @@ export interface ExecutionPlanRow {
   skippedSteps: number;
   totalInputTokens: number;
   totalOutputTokens: number;
+  /** Sum of the steps' costs (USD, 12 decimals); unpriced steps are counted in unpricedSteps, not here. */
+  totalCost: string;
+  /** Steps that used tokens at a price nobody knows: the total leaves them out. */
+  unpricedSteps: number;
   requiresApproval: boolean;
   approvalStatus: ApprovalStatus | null;
   complexity: number | null;
@@ -39,6 +43,8 @@ export const ExecutionPlanEntity = defineEntity<ExecutionPlanRow>('ExecutionPlan
   skippedSteps: int('skipped_steps'),
   totalInputTokens: bigint('total_input_tokens'),
   totalOutputTokens: bigint('total_output_tokens'),
+  totalCost: moneyTotal('total_cost'),
+  unpricedSteps: count('unpriced_steps'),
   requiresApproval: bool('requires_approval'),
   approvalStatus: str('approval_status', 20, true),
   complexity: int('complexity', true),

@@ -9,6 +9,7 @@ import { WorkflowDagEntity } from './workflow-dag.entity';
 import { WorkflowCheckpointEntity } from './workflow-checkpoint.entity';
 import { PlanHeadEntity } from './plan-head.entity';
 import { PlanEventEntity } from './plan-event.entity';
+import { PriceOverrideEntity, PriceRepriceEntity } from './price-override.entity';
 
 export * from './session.entity';
 export * from './execution-plan.entity';
@@ -19,6 +20,7 @@ export * from './workflow-dag.entity';
 export * from './workflow-checkpoint.entity';
 export * from './plan-head.entity';
 export * from './plan-event.entity';
+export * from './price-override.entity';
 
 /** Entity names, for `dataSource.getRepository(ENTITY.plan)`. */
 export const ENTITY = {
@@ -31,6 +33,8 @@ export const ENTITY = {
   checkpoint: 'WorkflowCheckpoint',
   head: 'PlanHead',
   event: 'PlanEvent',
+  priceOverride: 'PriceOverride',
+  priceReprice: 'PriceReprice',
 } as const;
 
 export function buildEntitySchemas(types: ColumnTypes): EntitySchema[] {
@@ -44,5 +48,7 @@ export function buildEntitySchemas(types: ColumnTypes): EntitySchema[] {
     WorkflowCheckpointEntity,
     PlanHeadEntity,
     PlanEventEntity,
+    PriceOverrideEntity,
+    PriceRepriceEntity,
   ].map((factory) => factory(types));
 }

@@ -1,4 +1,5 @@
-import { deletedAt, defineEntity, ext, int, str, text, ts, uuid } from './define-entity';
+import type { CostSource } from '../../pricing';
+import { count, deletedAt, defineEntity, ext, int, money, str, text, ts, uuid } from './define-entity';
 
 export type StepStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'skipped';
 
@@ -24,6 +25,21 @@ export interface PlanStepRow {
   model: string | null;
   inputTokens: number;
   outputTokens: number;
+  /** The model's provider, as the step's event said. */
+  provider: string | null;
+  /** Parts of inputTokens: read from and written to the provider's prompt cache. */
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  /** Part of outputTokens. */
+  reasoningTokens: number;
+  /** The provider's own cost (USD, 12 decimals), as the step's event said. */
+  reportedCost: string | null;
+  /** What the step cost (USD, 12 decimals), fixed when stored; null when unpriced or nothing to price. */
+  cost: string | null;
+  /** Where the cost comes from; null while the step has nothing to price. */
+  costSource: CostSource | null;
+  /** The price used: `genai-prices@<version>:<provider>/<model>` or `override:<id>`. */
+  priceRef: string | null;
   startedAt: Date | null;
   completedAt: Date | null;
   createdAt: Date;
@@ -47,6 +63,14 @@ export const PlanStepEntity = defineEntity<PlanStepRow>('PlanStep', 'plan_steps'
   model: str('model', 100, true),
   inputTokens: int('input_tokens'),
   outputTokens: int('output_tokens'),
+  provider: str('provider', 100, true),
+  cacheReadTokens: count('cache_read_tokens'),
+  cacheWriteTokens: count('cache_write_tokens'),
+  reasoningTokens: count('reasoning_tokens'),
+  reportedCost: money('reported_cost'),
+  cost: money('cost'),
+  costSource: str('cost_source', 20, true),
+  priceRef: str('price_ref', 200, true),
   startedAt: ts('started_at', true),
   completedAt: ts('completed_at', true),
   createdAt: ts('created_at'),

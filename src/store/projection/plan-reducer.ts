@@ -1,4 +1,5 @@
-import type { PlanEvent, StepSpec } from '../../contracts';
+import type { PlanEvent, StepSpec, StepUsageFields } from '../../contracts';
+import { costColumn, formatMoney, moneyFromColumn, type PriceOverride, priceStep } from '../../pricing';
 import type {
   ExecutionPlanRow,
   PlanDecisionRow,
@@ -25,6 +26,7 @@ export interface PlanRows {
   checkpoints: WorkflowCheckpointRow[];
 }
 
+const ZERO_COST = formatMoney(0n);
 const TERMINAL_PLAN = new Set(['completed', 'failed', 'cancelled']);
 
 /** A plan that ended (finalized, or rejected): later events of it are rare. */
@@ -53,6 +55,8 @@ export class PlanReducer {
   protected readonly checkpoints = new Map<string, WorkflowCheckpointRow>();
   protected readonly decisions: PlanDecisionRow[] = [];
   protected dag: WorkflowDagRow | null = null;
+  /** Negotiated prices in force for the steps this reducer prices (usePrices). */
+  protected overrides: readonly PriceOverride[] = [];
   /** Latest plan-level event applied (see PlanRows.sessionActivity). */
   protected sessionActivity: Date | null = null;
   /** What the applied events changed: step and handoff keys, and whether an edit replaced the step list. */
@@ -194,6 +198,14 @@ export class PlanReducer {
       model: null,
       inputTokens: 0,
       outputTokens: 0,
+      provider: null,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      reasoningTokens: 0,
+      reportedCost: null,
+      cost: null,
+      costSource: null,
+      priceRef: null,
       startedAt: null,
       completedAt: null,
       createdAt,
@@ -216,6 +228,31 @@ export class PlanReducer {
     else if (step.status === 'skipped') p.skippedSteps += sign;
     p.totalInputTokens += sign * step.inputTokens;
     p.totalOutputTokens += sign * step.outputTokens;
+    if (step.cost !== null)
+      p.totalCost = formatMoney(moneyFromColumn(p.totalCost)! + BigInt(sign) * moneyFromColumn(step.cost)!);
+    if (step.costSource === 'unpriced') p.unpricedSteps += sign;
+  }
+
+  /**
+   * Overrides (negotiated prices) that price the steps this reducer finishes from now on; without
+   * them only reported costs and the bundled table do.
+   */
+  usePrices(overrides: readonly PriceOverride[]): this {
+    this.overrides = overrides;
+    return this;
+  }
+
+  /** The usage a step's event reported, and its cost at the prices in force at `at` (fixed here). */
+  private priceUsage(s: PlanStepRow, p: StepUsageFields, at: Date): void {
+    if (p.provider !== undefined) s.provider = p.provider;
+    if (p.cacheReadTokens !== undefined) s.cacheReadTokens = p.cacheReadTokens;
+    if (p.cacheWriteTokens !== undefined) s.cacheWriteTokens = p.cacheWriteTokens;
+    if (p.reasoningTokens !== undefined) s.reasoningTokens = p.reasoningTokens;
+    if (p.reportedCost !== undefined) s.reportedCost = formatMoney(moneyFromColumn(p.reportedCost)!);
+    const cost = priceStep(s, at, this.overrides);
+    s.cost = costColumn(cost);
+    s.costSource = cost.source;
+    s.priceRef = cost.priceRef;
   }
 
   /** Any step activity means the plan is running, unless it already ended. */
@@ -237,11 +274,13 @@ export class PlanReducer {
           error: null,
         });
         Object.assign(s, { inputTokens: p.inputTokens, outputTokens: p.outputTokens, model: p.model ?? s.model });
+        this.priceUsage(s, p, at);
       } else if (event.type === 'step.failed') {
         const p = event.payload;
         Object.assign(s, { status: 'failed', error: p.error, model: p.model ?? s.model });
         if (p.inputTokens !== undefined) s.inputTokens = p.inputTokens;
         if (p.outputTokens !== undefined) s.outputTokens = p.outputTokens;
+        this.priceUsage(s, p, at);
       } else {
         Object.assign(s, { status: 'skipped', result: event.payload.reason ?? null });
       }
@@ -310,6 +349,8 @@ export class PlanReducer {
       skippedSteps: 0,
       totalInputTokens: 0,
       totalOutputTokens: 0,
+      totalCost: ZERO_COST,
+      unpricedSteps: 0,
     });
     for (const s of steps) this.count(s, 1);
     for (const h of this.handoffs.values()) h.stepId = this.stepIdOf(h.stepKey);
@@ -348,6 +389,8 @@ export function planRowOf(created: CreatedEvent): ExecutionPlanRow {
     skippedSteps: 0,
     totalInputTokens: 0,
     totalOutputTokens: 0,
+    totalCost: ZERO_COST,
+    unpricedSteps: 0,
     requiresApproval,
     approvalStatus: requiresApproval ? 'pending' : null,
     complexity: p.complexity ?? null,

@@ -22,13 +22,16 @@ export type ColumnKind =
   | 'timestamp' // UTC instant, millisecond precision
   | 'boolean'
   | 'int'
-  | 'bigint'; // 64-bit counts (plan token totals: sums of per-step int32 counts)
+  | 'bigint' // 64-bit counts (plan token totals: sums of per-step int32 counts)
+  | 'money'; // an exact amount in USD, 12 decimals (DECIMAL(24,12); SQLite: text, see its dialect)
 
 /** A column type as the migration Table API takes it. */
 export interface KindSpec {
   type: string;
   length?: string;
   precision?: number;
+  /** Digits after the decimal point (DECIMAL(precision, scale)). */
+  scale?: number;
 }
 
 /** How a database names its column types: what migrations and entities need of a dialect. */
@@ -48,5 +51,6 @@ export function columnType(types: ColumnTypes, kind: ColumnKind | { varchar: num
   const out: KindSpec = { type: spec.type };
   if (spec.length !== undefined) out.length = spec.length;
   if (spec.precision !== undefined) out.precision = spec.precision;
+  if (spec.scale !== undefined) out.scale = spec.scale;
   return out;
 }

@@ -38,7 +38,7 @@ export function dialectOf(source: DataSource | QueryRunner | EntityManager): Dia
 export function columnTypeFor(
   dialect: Dialect,
   kind: ColumnKind | { varchar: number },
-): Pick<TableColumnOptions, 'type' | 'length' | 'precision'> {
+): Pick<TableColumnOptions, 'type' | 'length' | 'precision' | 'scale'> {
   return columnType(DIALECTS[dialect], kind);
 }
 

@@ -23,6 +23,7 @@ const JSON_ROWS = 1_000;
 /** The declared type of a column, as OPENJSON's WITH clause names it. */
 function sqlType(c: ColumnMetadata): string {
   if (c.type === 'datetime2') return `datetime2(${c.precision ?? 3})`;
+  if (c.type === 'decimal') return `decimal(${c.precision ?? 18}, ${c.scale ?? 0})`;
   return c.length ? `${String(c.type)}(${c.length})` : String(c.type);
 }
 

@@ -6,6 +6,7 @@ import { bumpHeadsJson, eventPlansJson, JsonRows, lockHeadsJson } from './mssql-
 import { typeMssqlParameters } from './mssql-parameters';
 import { scopeRequestTimeouts, withRequestTimeout } from './mssql-request-timeout';
 import type { SqlDialect } from './sql-dialect';
+import { moneyFromColumn } from '../../pricing';
 
 const MIGRATION_LOCK_NAME = 'plan-ledger:migrate';
 
@@ -31,6 +32,7 @@ export const mssql: SqlDialect = {
     boolean: { type: 'bit' },
     int: { type: 'int' },
     bigint: { type: 'bigint' },
+    money: { type: 'decimal', precision: 24, scale: 12 },
   },
   boundedText: 'nvarchar',
   entityBoolean: 'bit',
@@ -79,6 +81,9 @@ export const mssql: SqlDialect = {
   utcDay: (column) => `CAST(${column} AS DATE)`, // the mssql driver runs with useUTC: a Date at UTC midnight
   // SQL Server sums `int` into `int` and overflows past 2^31 (two billion tokens is a plausible billing total)
   sumInt: (column) => `SUM(CAST(${column} AS BIGINT))`,
+  // the driver reads DECIMAL as a JS number (a binary float): the sum travels as text
+  sumMoney: (column) => `CAST(SUM(${column}) AS NVARCHAR(50))`,
+  summedMoney: (value) => moneyFromColumn(value) ?? 0n,
   textGroupKeys: (column) => [column, `DATALENGTH(${column})`],
   sameText: (column, param) => `(${column} = ${param} AND DATALENGTH(${column}) = DATALENGTH(${param}))`,
 

@@ -4,6 +4,7 @@ import { limitedTarget, runLimited } from './limited-changes';
 import { ValuesRows } from './row-stores';
 import type { SqlDialect, Upsert } from './sql-dialect';
 import { columnOf, insertStatement, setList, Statement } from './values-statements';
+import { moneyFromColumn } from '../../pricing';
 
 /**
  * GET_LOCK's wait in seconds: long enough to outlast any migration; a negative value is not portable across MySQL and
@@ -30,6 +31,7 @@ export const mysql: SqlDialect = {
     boolean: { type: 'tinyint' },
     int: { type: 'int' },
     bigint: { type: 'bigint' },
+    money: { type: 'decimal', precision: 24, scale: 12 },
   },
   boundedText: 'varchar',
   entityBoolean: 'boolean',
@@ -63,6 +65,8 @@ export const mysql: SqlDialect = {
   instant: (value) => value,
   utcDay: (column) => `DATE_FORMAT(${column}, '%Y-%m-%d')`, // stored as UTC wall time (timezone 'Z')
   sumInt: (column) => `SUM(${column})`,
+  sumMoney: (column) => `SUM(${column})`,
+  summedMoney: (value) => moneyFromColumn(value) ?? 0n,
   textGroupKeys: (column) => [column, `LENGTH(${column})`],
   sameText: (column, param) => `(${column} = ${param} AND LENGTH(${column}) = LENGTH(${param}))`,
 

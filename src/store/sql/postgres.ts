@@ -7,6 +7,7 @@ import { bumpHeadsByUpdate } from './ledger-rows';
 import { limitedTarget, runLimited } from './limited-changes';
 import { UnnestRows } from './row-stores';
 import type { LockedHead, SqlDialect } from './sql-dialect';
+import { moneyFromColumn } from '../../pricing';
 
 /** PostgreSQL advisory locks take (int, int): a fixed first key for "plan-ledger migrate". */
 const PG_LOCK_CLASS = 0x504c_4d47; // "PLMG"
@@ -36,6 +37,7 @@ export const postgres: SqlDialect = {
     boolean: { type: 'boolean' },
     int: { type: 'int' },
     bigint: { type: 'bigint' },
+    money: { type: 'numeric', precision: 24, scale: 12 },
   },
   boundedText: 'varchar',
   entityBoolean: 'boolean',
@@ -71,6 +73,8 @@ export const postgres: SqlDialect = {
   // a plain cast would group by local day; `AT TIME ZONE 'UTC'` gives the UTC wall time
   utcDay: (column) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
   sumInt: (column) => `SUM(${column})`,
+  sumMoney: (column) => `SUM(${column})`,
+  summedMoney: (value) => moneyFromColumn(value) ?? 0n,
   textGroupKeys: (column) => [column],
   sameText: (column, param) => `${column} = ${param}`,
 

@@ -171,6 +171,12 @@ export interface SqlDialect extends ColumnTypes {
   /** SQL summing an int column without overflowing 32 bits (token totals pass two billion). */
   sumInt(column: string): string;
   /**
+   * SQL summing a money column (DECIMAL(24,12); SQLite text) exactly, and the pico-dollars of the
+   * value it yields (0 for the NULL of no rows): `summedMoney(row.x)`.
+   */
+  sumMoney(column: string): string;
+  summedMoney(value: unknown): bigint;
+  /**
    * What to group a text column by so values that differ only in trailing spaces stay apart
    * (`'coder'` and `'coder '` are two agents). SQL Server and MySQL/MariaDB (PAD SPACE
    * collations) compare them equal: there the byte length is grouped by too, which, with a binary

@@ -26,6 +26,9 @@ export const sqlite: SqlDialect = {
     boolean: { type: 'boolean' },
     int: { type: 'integer' },
     bigint: { type: 'integer' }, // SQLite's integers are 64-bit
+    // a DECIMAL column would have numeric affinity and turn '0.006000000000' into a binary float:
+    // text keeps the exact 12-decimal form, and sums go through integers (sumMoney)
+    money: { type: 'text' },
   },
   boundedText: 'varchar',
   entityBoolean: 'boolean',
@@ -61,6 +64,10 @@ export const sqlite: SqlDialect = {
   instant: (value) => value,
   utcDay: (column) => `substr(${column}, 1, 10)`, // TypeORM stores 'YYYY-MM-DD HH:MM:SS.SSS' in UTC
   sumInt: (column) => `SUM(${column})`,
+  // the column holds text with exactly 12 decimals: without its point it is an integer of pico-dollars,
+  // and SQLite sums integers exactly (to 2^63 pico-dollars, 9.2 million USD)
+  sumMoney: (column) => `SUM(CAST(REPLACE(${column}, '.', '') AS INTEGER))`,
+  summedMoney: (value) => (value === null || value === undefined ? 0n : BigInt(value as number | string)),
   textGroupKeys: (column) => [column],
   sameText: (column, param) => `${column} = ${param}`,
 

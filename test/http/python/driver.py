@@ -254,7 +254,7 @@ def main():
             {"step_id": "b", "index": 1, "agent_id": "y", "task": "second, by y", "depends_on": ["a"]},
         ])
         c.step_started(plan, "a")
-        c.step_completed(plan, "a", input_tokens=3, output_tokens=4, output_content="A")
+        c.step_completed(plan, "a", input_tokens=3, output_tokens=4, output_content="A", model="gpt-4o", provider="openai")
         stored = c.flush(60, stored=True)
         active = c.active_plan(session)  # read at once, no polling
         decision = c.decisions(plan.plan_id)[-1]
@@ -269,6 +269,8 @@ def main():
             page=dict(total=page.total, plans=[p.plan_id for p in page.plans]),
             resume=dict(next_seq=point.next_seq, resumable=point.resumable),
             output=c.step_output(plan.plan_id, "a"),
+            cost=dict(plan=str(active.active_plan.cost), is_decimal=isinstance(active.active_plan.cost, decimal.Decimal),
+                      step=[(st.step_id, None if st.cost is None else str(st.cost), st.cost_source) for st in c.plan(plan.plan_id).steps]),
         )
         c.close(5)
     elif mode == "stream":

@@ -1,0 +1,77 @@
+import type { DataSource, SelectQueryBuilder } from 'typeorm';
+import { displayMoney } from '../pricing';
+import { ENTITY, PlanStepRow } from '../store/entities';
+import { sqlDialectOf } from '../store/sql/dialects';
+import { groupByText, whereCreatedIn } from './analytics.query';
+import { COST_DIMENSIONS, type CostDimension, type DateRange } from './query-args';
+import { compareText, toNum } from './row-normalize';
+
+export { COST_DIMENSIONS, type CostDimension };
+
+/** What a group of steps cost. */
+export interface CostLine {
+  /** The model, agent, session or plan id; null for steps that named no model. */
+  key: string | null;
+  /** USD as an exact decimal string, the sum of the priced steps' costs. */
+  cost: string;
+  /** Steps with a cost (reported, table or override). */
+  pricedSteps: number;
+  /** Steps that used tokens at no known price: `cost` leaves them out. */
+  unpricedSteps: number;
+}
+
+export interface CostUsage {
+  by: CostDimension;
+  lines: CostLine[];
+  total: Omit<CostLine, 'key'>;
+}
+
+const GROUP_COLUMN: Record<CostDimension, string> = {
+  model: 's.model',
+  agent: 's.agentId',
+  session: 'p.sessionId',
+  plan: 'p.id',
+};
+
+/** Steps that have a cost or are unpriced, grouped by one dimension, of plans created in the range. */
+export function buildCostQuery(ds: DataSource, range: DateRange, by: CostDimension): SelectQueryBuilder<PlanStepRow> {
+  const d = sqlDialectOf(ds);
+  const column = GROUP_COLUMN[by];
+  const qb = ds
+    .getRepository<PlanStepRow>(ENTITY.step)
+    .createQueryBuilder('s')
+    .innerJoin(ENTITY.plan, 'p', 'p.id = s.planId AND p.deletedAt IS NULL')
+    .select(column, 'key')
+    .addSelect(d.sumMoney('s.cost'), 'cost')
+    .addSelect(`SUM(CASE WHEN s.cost IS NOT NULL THEN 1 ELSE 0 END)`, 'priced')
+    .addSelect(`SUM(CASE WHEN s.costSource = 'unpriced' THEN 1 ELSE 0 END)`, 'unpriced')
+    .where('s.costSource IS NOT NULL');
+  return whereCreatedIn(ds, groupByText(ds, qb, [column]), range);
+}
+
+/**
+ * Cost per model, agent, session or plan, most expensive first: sums of the costs fixed when each
+ * step was stored, exact (decimal arithmetic in the database, bigint here). Unpriced steps are
+ * counted per line, never as zero cost.
+ */
+export async function costUsage(ds: DataSource, range: DateRange, by: CostDimension): Promise<CostUsage> {
+  const d = sqlDialectOf(ds);
+  const raw = await buildCostQuery(ds, range, by).getRawMany<Record<string, unknown>>();
+  const rows = raw.map((r) => ({
+    key: r.key === null || r.key === undefined ? null : String(r.key),
+    units: d.summedMoney(r.cost),
+    pricedSteps: toNum(r.priced),
+    unpricedSteps: toNum(r.unpriced),
+  }));
+  rows.sort((a, b) => (b.units > a.units ? 1 : b.units < a.units ? -1 : compareText(a.key, b.key)));
+  const total = rows.reduce(
+    (t, r) => ({
+      units: t.units + r.units,
+      pricedSteps: t.pricedSteps + r.pricedSteps,
+      unpricedSteps: t.unpricedSteps + r.unpricedSteps,
+    }),
+    { units: 0n, pricedSteps: 0, unpricedSteps: 0 },
+  );
+  const line = <T extends { units: bigint }>({ units, ...rest }: T) => ({ ...rest, cost: displayMoney(units) });
+  return { by, lines: rows.map(line), total: line(total) };
+}
