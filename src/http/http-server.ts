@@ -9,6 +9,7 @@ import type { HttpConfig } from './http-config';
 import { HttpMetrics } from './http-metrics';
 import { registerIngestRoutes } from './ingest.routes';
 import { registerOtlpRoutes } from './otlp.routes';
+import type { TraceAssembler } from '../otlp/trace-assembler';
 import { registerReadRoutes } from './read.routes';
 import { CONSOLE_CSP, ConsoleDeps, registerConsoleRoutes } from '../console/console.routes';
 import { ConsoleSessions, CSRF_HEADER } from '../console/console-sessions';
@@ -28,6 +29,8 @@ export interface HttpServerDeps {
 export interface BuiltHttpServer {
   app: FastifyInstance;
   metrics: HttpMetrics;
+  /** The spans POST /v1/traces holds until their traces complete (`flushDue(true)` maps them all now). */
+  traces: TraceAssembler;
   /** Makes POST /v1/events answer 503 (shutdown started). */
   beginClosing(): void;
 }
@@ -155,13 +158,14 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
     closing: () => closing,
     closingSignal: closingSignal.signal,
   });
-  registerOtlpRoutes(app, { publisher: deps.publisher, settings, metrics, closing: () => closing });
+  const traces = registerOtlpRoutes(app, { publisher: deps.publisher, settings, metrics, closing: () => closing });
   registerReadRoutes(app, deps.dataSource);
   registerConsoleRoutes(app, { keys, sessions, ...deps.queues });
   await app.ready();
   return {
     app,
     metrics,
+    traces,
     beginClosing: () => {
       closing = true;
       closingSignal.abort();

@@ -21,6 +21,10 @@ export const OVERRIDE = Object.freeze({
   dependsOn: 'plan_ledger.depends_on',
   /** On the plan span: the session id, instead of the conversation id or the trace. */
   sessionId: 'plan_ledger.session_id',
+  /** On a step span: the agent that handed the work to this step's agent (a handoff, whatever the tree says). */
+  handoffFrom: 'plan_ledger.handoff_from',
+  /** With handoff_from: a short reason code (at most 50 characters). @defaultValue `handoff` */
+  handoffReason: 'plan_ledger.handoff_reason',
 });
 
 export type SpanRole = 'plan' | 'agent' | 'tool' | 'chain' | 'llm' | 'none';
@@ -159,19 +163,51 @@ function externalId(value: string, prefix: string): string {
     : `${prefix}-${createHash('sha256').update(value).digest('hex').slice(0, 40)}`;
 }
 
-/** A UUID (version 8, RFC 9562) from a digest of the event's identity: a retried span gives the same id. */
-export function derivedEventId(...parts: string[]): string {
-  const h = createHash('sha256').update(parts.join('\u0000')).digest();
-  h[6] = (h[6] & 0x0f) | 0x80;
-  h[8] = (h[8] & 0x3f) | 0x80;
-  const x = h.toString('hex', 0, 16);
-  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+/** The event kinds of one span: each takes its own 16 bytes of the span's digest. */
+const SLOT: Record<PlanEvent['type'], number> = {
+  'plan.created': 0,
+  'step.started': 0,
+  'plan.finalized': 1,
+  'step.completed': 1,
+  'step.failed': 1,
+  'step.skipped': 1,
+  'handoff.recorded': 2,
+  'plan.decision': 3,
+  'checkpoint.saved': 3,
+};
+
+/**
+ * The ids of one span's events: UUIDs (version 8, RFC 9562) cut from one SHA-512 digest of the
+ * plan and span ids, 16 bytes per kind of event, so a retried span gives the same ids.
+ */
+export function derivedEventIds(planId: string, spanKey: string): (type: PlanEvent['type']) => string {
+  const h = createHash('sha512').update(planId).update('\u0000').update(spanKey).digest();
+  return (type) => {
+    const at = SLOT[type] * 16;
+    let x = '';
+    for (let i = 0; i < 16; i++) {
+      const byte = i === 6 ? (h[at + i] & 0x0f) | 0x80 : i === 8 ? (h[at + i] & 0x3f) | 0x80 : h[at + i];
+      x += HEX[byte];
+      if (i === 3 || i === 5 || i === 7 || i === 9) x += '-';
+    }
+    return x;
+  };
 }
 
-function isoOf(ns: bigint): string {
-  const ms = Number(ns / 1_000_000n);
-  const date = new Date(Math.min(Math.max(ms, Date.UTC(1000, 0, 1)), Date.UTC(9999, 11, 31, 23, 59, 59, 999)));
-  return date.toISOString();
+const EARLIEST_MS = Date.UTC(1000, 0, 1);
+const LATEST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/** ISO-8601 of a time in ns, in the range every database stores; a run's events share a few instants. */
+function isoOf(ns: bigint, memo: Map<number, string>): string {
+  const ms = Math.min(Math.max(Number(ns / 1_000_000n), EARLIEST_MS), LATEST_MS);
+  let iso = memo.get(ms);
+  if (iso === undefined) {
+    iso = new Date(ms).toISOString();
+    memo.set(ms, iso);
+  }
+  return iso;
 }
 
 /** Spans in a fixed order whatever order they came in: by start, then span id. */
@@ -241,28 +277,35 @@ export function mapTrace(input: readonly OtlpSpan[], options: MappingOptions): M
   const unmapped = new Map<string, number>();
   const skip = (reason: string, n = 1) => unmapped.set(reason, (unmapped.get(reason) ?? 0) + n);
   const parentOf = (s: OtlpSpan): OtlpSpan | undefined => (s.parentSpanId ? byId.get(s.parentSpanId) : undefined);
-  const ancestors = function* (s: OtlpSpan): Generator<OtlpSpan> {
+  // each span's ancestors, nearest first, computed once (a cycle of parent ids ends the chain)
+  const chains = new Map<string, OtlpSpan[]>();
+  const ancestors = (s: OtlpSpan): OtlpSpan[] => {
+    let chain = chains.get(s.spanId);
+    if (chain) return chain;
+    chain = [];
     const seen = new Set<string>([s.spanId]);
     for (let p = parentOf(s); p && !seen.has(p.spanId); p = parentOf(p)) {
       seen.add(p.spanId);
-      yield p;
+      chain.push(p);
     }
+    chains.set(s.spanId, chain);
+    return chain;
   };
   const isRoot = (s: OtlpSpan) => parentOf(s) === undefined;
   const planLike = (s: OtlpSpan) => {
     const role = roles.get(s.spanId);
     return role === 'plan' || (role === 'chain' && isRoot(s) && s.attributes[OVERRIDE.role] === undefined);
   };
-  let planSpans = spans.filter((s) => planLike(s) && ![...ancestors(s)].some(planLike));
+  let planSpans = spans.filter((s) => planLike(s) && !ancestors(s).some(planLike));
   if (planSpans.length === 0) {
     const agent = (s: OtlpSpan) => roles.get(s.spanId) === 'agent';
-    planSpans = spans.filter((s) => agent(s) && ![...ancestors(s)].some(agent));
+    planSpans = spans.filter((s) => agent(s) && !ancestors(s).some(agent));
   }
   const planOf = new Map<string, OtlpSpan>();
   const planIds = new Set(planSpans.map((p) => p.spanId));
   for (const s of spans) {
     if (planIds.has(s.spanId)) continue;
-    const plan = [...ancestors(s)].find((a) => planIds.has(a.spanId));
+    const plan = ancestors(s).find((a) => planIds.has(a.spanId));
     if (plan) planOf.set(s.spanId, plan);
   }
 
@@ -283,7 +326,7 @@ export function mapTrace(input: readonly OtlpSpan[], options: MappingOptions): M
 interface PlanContext {
   roles: Map<string, SpanRole>;
   planOf: Map<string, OtlpSpan>;
-  ancestors: (s: OtlpSpan) => Generator<OtlpSpan>;
+  ancestors: (s: OtlpSpan) => OtlpSpan[];
   parentOf: (s: OtlpSpan) => OtlpSpan | undefined;
   options: MappingOptions;
   skip: (reason: string, n?: number) => void;
@@ -320,7 +363,7 @@ function mapPlan(
     return false;
   };
   const steps = new Map<string, Step>();
-  const stepAbove = (s: OtlpSpan) => [...ancestors(s)].find((a) => steps.has(a.spanId));
+  const stepAbove = (s: OtlpSpan) => ancestors(s).find((a) => steps.has(a.spanId));
   const agentAbove = (s: OtlpSpan): string => {
     for (const a of ancestors(s)) {
       if (a === planSpan) return planAgent;
@@ -386,7 +429,7 @@ function mapPlan(
   }
 
   // by start; of spans started in the same instant, the caller before the callee
-  const depth = new Map(members.map((m) => [m.spanId, [...ancestors(m)].length]));
+  const depth = new Map(members.map((m) => [m.spanId, ancestors(m).length]));
   const depthOf = (s: OtlpSpan) => depth.get(s.spanId) ?? 0;
   let ordered = [...steps.values()].sort(
     (x, y) =>
@@ -412,7 +455,8 @@ function mapPlan(
   // b ran after a: a ended before b started, within the clock's grain
   const precedes = (a: Step, b: Step) =>
     index.get(a.span.spanId)! < index.get(b.span.spanId)! && a.span.endNs <= b.span.startNs + CLOCK_GRAIN_NS;
-  const parentKey = (st: Step) => stepAbove(st.span)?.spanId ?? '';
+  const parents = new Map(ordered.map((st) => [st, stepAbove(st.span)?.spanId ?? '']));
+  const parentKey = (st: Step) => parents.get(st)!;
 
   const specs: StepSpec[] = ordered.map((st, i) => {
     const deps = new Set<string>();
@@ -477,7 +521,22 @@ function mapPlan(
         payload: { stepId: st.stepId, ...content, ...usage },
       });
     }
-    if (st.role === 'agent') {
+    const declared = str(s.attributes[OVERRIDE.handoffFrom]);
+    if (declared !== undefined) {
+      drafts.push({
+        type: 'handoff.recorded',
+        ns: s.startNs,
+        rank: 1,
+        key: s.spanId,
+        payload: {
+          handoffId: `handoff-${s.spanId}`,
+          stepId: st.stepId,
+          fromAgentId: clip(declared, 100),
+          toAgentId: st.agentId,
+          reason: clip(str(s.attributes[OVERRIDE.handoffReason]) ?? 'handoff', 50),
+        },
+      });
+    } else if (st.role === 'agent') {
       const from = callerAgent(s);
       if (from !== undefined && from !== st.agentId)
         drafts.push({
@@ -495,14 +554,13 @@ function mapPlan(
         });
     }
   }
+  const calledModel = new Set(llms.flatMap((l) => ancestors(l).map((a) => a.spanId)));
   // graph nodes that called a model are agents: control passing from one to the next is a handoff
-  const agentNodes = ordered.filter(
-    (st) => st.role === 'chain' && llms.some((l) => [...ancestors(l)].includes(st.span)),
-  );
+  const agentNodes = ordered.filter((st) => st.role === 'chain' && calledModel.has(st.span.spanId));
   agentNodes.forEach((st, i) => {
     const before = agentNodes.slice(0, i).filter((o) => precedes(o, st));
     const from = before.at(-1);
-    if (from && from.agentId !== st.agentId)
+    if (from && from.agentId !== st.agentId && st.span.attributes[OVERRIDE.handoffFrom] === undefined)
       drafts.push({
         type: 'handoff.recorded',
         ns: st.span.startNs,
@@ -546,19 +604,22 @@ function mapPlan(
         finalStatus === 'failed' ? { status: 'failed', failureReason: errorOf(planSpan) } : { status: 'completed' },
     },
   ];
-  const events = all.map(
-    (d, seq) =>
-      ({
-        specVersion: 1,
-        eventId: derivedEventId(planId, d.type, d.key),
-        type: d.type,
-        planId,
-        sessionId,
-        seq,
-        occurredAt: isoOf(d.ns),
-        payload: d.payload,
-      }) as unknown as PlanEvent,
-  );
+  const idsOf = new Map<string, (type: PlanEvent['type']) => string>();
+  const times = new Map<number, string>();
+  const events = all.map((d, seq) => {
+    let ids = idsOf.get(d.key);
+    if (!ids) idsOf.set(d.key, (ids = derivedEventIds(planId, d.key)));
+    return {
+      specVersion: 1,
+      eventId: ids(d.type),
+      type: d.type,
+      planId,
+      sessionId,
+      seq,
+      occurredAt: isoOf(d.ns, times),
+      payload: d.payload,
+    } as unknown as PlanEvent;
+  });
   const llmsMapped = llms.filter((s) => !steps.has(s.spanId)).length;
   const others = members.length - steps.size - llmsMapped;
   if (others > 0) skip('inside a plan but neither an agent, tool nor LLM span', others);

@@ -10,11 +10,17 @@ export function formatPlanView(view: PlanView): string[] {
   return [...formatPlanHeader(view.plan, view), '', ...formatTimeline(view.timeline)];
 }
 
-export function formatPlanHeader(plan: PlanSummary, view?: Pick<PlanView, 'steps'>): string[] {
+export function formatPlanHeader(
+  plan: PlanSummary,
+  view?: Pick<PlanView, 'steps'> & Partial<Pick<PlanView, 'source'>>,
+): string[] {
   const pending = plan.totalSteps - plan.completedSteps - plan.failedSteps - plan.skippedSteps;
   const lines = [
     `plan ${plan.planId}  ${plan.status.toUpperCase()}  (session ${plan.sessionId})`,
     `query:     ${plan.query}`,
+    ...(view?.source?.kind === 'opentelemetry'
+      ? [`source:    OpenTelemetry trace${view.source.traceId ? ` ${view.source.traceId}` : ''}`]
+      : []),
     `steps:     ${plan.totalSteps} total, ${plan.completedSteps} completed, ${plan.failedSteps} failed, ${plan.skippedSteps} skipped, ${pending} not finished`,
     `tokens:    ${formatInt(plan.inputTokens)} in / ${formatInt(plan.outputTokens)} out`,
     `cost:      ${formatPlanCost(plan)}`,

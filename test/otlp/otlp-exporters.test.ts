@@ -61,7 +61,7 @@ function expectTheRun(view: any) {
 describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('OTLP exporters into plan-ledger serve on %s', (kind) => {
   let stack: ApiStack;
   beforeAll(async () => {
-    stack = await startApiStack(kind, { env: { OTLP_TRACE_QUIET_MS: '300', OTLP_TRACE_ROOTLESS_MS: '2000' } });
+    stack = await startApiStack(kind, { env: { OTLP_TRACE_QUIET_MS: '1000', OTLP_TRACE_ROOTLESS_MS: '5000' } });
   });
   afterAll(async () => {
     await stack?.close();

@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { checkStoredEvent, PlanEvent } from '../../src/contracts';
 import { decodeTraces, encodeRequest, encodeResponse } from '../../src/otlp/otlp-codec';
-import { derivedEventId, mapTrace, OVERRIDE } from '../../src/otlp/span-mapping';
+import { derivedEventIds, mapTrace, OVERRIDE } from '../../src/otlp/span-mapping';
 import { planSourceOf } from '../../src/otlp/trace-source';
+import { formatPlanHeader } from '../../src/queries/plan-timeline.format';
 import { eventIdV7 } from '../../src/publisher/event-id';
 import { TraceAssembler } from '../../src/otlp/trace-assembler';
 import type { OtlpSpan } from '../../src/otlp/otlp-span';
@@ -120,6 +121,31 @@ describe('span mapping: OpenInference and overrides', () => {
     expect(steps[2].dependsOn).toEqual(['plan-the-trip']);
   });
 
+  it('records a handoff declared by plan_ledger.handoff_from instead of the one the tree implies', () => {
+    const spans = genAiRun(TRACE).map((s) =>
+      s.spanId === hexId('writer')
+        ? {
+            ...s,
+            attributes: {
+              ...s.attributes,
+              [OVERRIDE.handoffFrom]: 'researcher',
+              [OVERRIDE.handoffReason]: 'draft_ready',
+            },
+          }
+        : s,
+    );
+    const handoffs = byType(mapTrace(spans, opts).plans[0].events, 'handoff.recorded').map((e) => e.payload);
+    expect(handoffs).toEqual([
+      expect.objectContaining({ fromAgentId: 'planner', toAgentId: 'researcher', reason: 'delegation' }),
+      expect.objectContaining({
+        fromAgentId: 'researcher',
+        toAgentId: 'writer',
+        reason: 'draft_ready',
+        stepId: hexId('writer'),
+      }),
+    ]);
+  });
+
   it('maps a trace with nothing GenAI to no plan, counting its spans', () => {
     const plain = [span(TRACE, { id: 'a', name: 'GET /', start: 0, end: 5 })];
     const result = mapTrace(plain, opts);
@@ -210,16 +236,32 @@ describe('span mapping: order, duplicates and batches change nothing', () => {
 
 describe('plan source', () => {
   it('tells plans mapped from a trace (version 8 event ids) from plans sent as events', () => {
-    expect(planSourceOf(`otlp-${TRACE}`, derivedEventId('p', 'plan.created', 's'))).toEqual({
+    expect(planSourceOf(`otlp-${TRACE}`, derivedEventIds('p', 's')('plan.created'))).toEqual({
       kind: 'opentelemetry',
       traceId: TRACE,
     });
-    expect(planSourceOf('trip-2026', derivedEventId('p', 'plan.created', 's'))).toEqual({
+    expect(planSourceOf('trip-2026', derivedEventIds('p', 's')('plan.created'))).toEqual({
       kind: 'opentelemetry',
       traceId: null,
     });
     expect(planSourceOf(`otlp-${TRACE}`, eventIdV7())).toEqual({ kind: 'events', traceId: null });
     expect(planSourceOf('plan-1', undefined)).toEqual({ kind: 'events', traceId: null });
+    const plan = {
+      planId: `otlp-${TRACE}`,
+      status: 'completed',
+      sessionId: 's',
+      query: 'q',
+      totalSteps: 0,
+      completedSteps: 0,
+      failedSteps: 0,
+      skippedSteps: 0,
+      inputTokens: 0,
+      outputTokens: 0,
+    } as never;
+    expect(formatPlanHeader(plan, { steps: [], source: { kind: 'opentelemetry', traceId: TRACE } })[2]).toBe(
+      `source:    OpenTelemetry trace ${TRACE}`,
+    );
+    expect(formatPlanHeader(plan, { steps: [], source: { kind: 'events', traceId: null } })[2]).toMatch(/^steps:/);
   });
 });
 
