@@ -40,5 +40,5 @@ export default tseslint.config(
     languageOptions: { globals: globals.node, sourceType: 'commonjs' },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
-  { files: ['console/**/*.js'], languageOptions: { globals: globals.browser, sourceType: 'script' } },
+  { files: ['console/**/*.js'], languageOptions: { globals: globals.browser, sourceType: 'module' } },
 );

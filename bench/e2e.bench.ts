@@ -17,9 +17,10 @@
  * - publish-to-commit latency p50/p99 at 1k events/s (PostgreSQL);
  * - the worker's RSS with a backlog of 1M events (100k with --quick), with the worker's default
  *   settings and with V8's own heap growth (WORKER_HEAP_GROWING_PERCENT=0) for comparison;
- * - cluster (`--cluster` runs it alone, or add it with --only): the grouped PostgreSQL run
- *   on the single redis-server, then on a 3-master Redis Cluster started for the run (same
- *   {hash tag} prefix shape, size and seed), alternating, twice each; the ratio uses each one's best.
+ * - cluster (`--cluster` runs it alone, or add it with --only): the grouped PostgreSQL run on the
+ *   single redis-server, then on a 3-master Redis Cluster started for the run: QUEUE_SHARDS=1
+ *   against 6, grouped and interleaved traffic, 1 and 2 worker processes (same {hash tag} prefix
+ *   shape, size and seed), with each master's CPU.
  * Targets: (grouped PG >= 5x plain BullMQ and >= 50% of raw inserts; p99 <= 250 ms at
  * 1k/s; worker RSS <= 250 MB with a 1M backlog) and the store's (see e2e-targets.ts).
  */
@@ -28,6 +29,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { RedisProcess } from '../test/publisher/support/redis-process';
 import { RedisCluster } from '../test/support/redis-cluster';
+import { exactlyEvents } from '../test/support/event-factory';
+import { shardOfPlan } from '../src/queue/queue-shards';
 import { BenchOptions } from './support/cli-options';
 import { postgresServer, rerunOnPrivatePostgres } from './support/private-postgres';
 import { round } from './support/latency';
@@ -98,6 +101,38 @@ const PLANS = opts.number('plans', quick ? 1_000 : 10_000);
 const MIXED_SECONDS = opts.number('mixed-seconds', quick ? 10 : 30);
 const MIXED_STORED = opts.number('mixed-stored', quick ? 5_000 : 20_000);
 const N_CLUSTER = opts.number('cluster-events', quick ? 50_000 : 200_000);
+
+/**
+ * What routing by plan id or by session id does to the busiest shard: the bench's events (one plan
+ * per session as the factory makes them) regrouped into sessions whose plan counts follow Zipf's
+ * law (s = 1.1 over 2,000 sessions: a few long sessions, many short ones), as agent traffic has.
+ */
+function shardKeyBalance(events: number, shards: number) {
+  const plans = [...new Set(exactlyEvents(events, { seed: 916 }).map((e) => e.planId))];
+  const sessions = 2_000;
+  const weights = Array.from({ length: sessions }, (_, i) => 1 / (i + 1) ** 1.1);
+  const total = weights.reduce((a, b) => a + b, 0);
+  const sessionOf: string[] = [];
+  let next = 0;
+  weights.forEach((w, i) => {
+    const n = i === sessions - 1 ? plans.length - next : Math.round((w / total) * plans.length);
+    for (let k = 0; k < n && next < plans.length; k++) sessionOf[next++] = `sess-${i}`;
+  });
+  const byPlan = new Array<number>(shards).fill(0);
+  const bySession = new Array<number>(shards).fill(0);
+  const perPlan = events / plans.length;
+  plans.forEach((plan, i) => {
+    byPlan[shardOfPlan(plan, shards)] += perPlan;
+    bySession[shardOfPlan(sessionOf[i] ?? plan, shards)] += perPlan;
+  });
+  return {
+    events,
+    plans: plans.length,
+    sessions,
+    busiestShareByPlan: round(byPlan.reduce((a, b) => Math.max(a, b), 0) / events),
+    busiestShareBySession: round(bySession.reduce((a, b) => Math.max(a, b), 0) / events),
+  };
+}
 
 function log(line: string): void {
   if (!json) process.stdout.write(`${line}\n`);
@@ -257,26 +292,33 @@ async function main(): Promise<void> {
     if (only.has('cluster')) {
       const cluster = await RedisCluster.start();
       try {
-        // alternating runs, the best of two each: a machine shared with other work is noisy
-        const single: SustainedResult[] = [];
-        const onCluster: SustainedResult[] = [];
-        for (let round = 0; round < 2; round++) {
-          single.push(await sustained(ctx, 'postgres', N_CLUSTER, 915 + round, { hashTag: true }));
-          onCluster.push(await sustained(ctx, 'postgres', N_CLUSTER, 915 + round, { cluster }));
-        }
-        const best = (runs: SustainedResult[]) => runs.reduce((a, b) => (b.eventsPerSec > a.eventsPerSec ? b : a));
-        f.clusterRunsEventsPerSec = {
-          single: single.map((r) => r.eventsPerSec),
-          cluster: onCluster.map((r) => r.eventsPerSec),
-        };
-        const s = (f.clusterBaselineSingleRedis = best(single));
-        const c = (f.e2ePostgresOnCluster = best(onCluster));
+        // the grouped run on the single redis-server first: the baseline of the cluster's cost
+        const single = (f.clusterBaselineSingleRedis = await sustained(ctx, 'postgres', N_CLUSTER, 915, {
+          hashTag: true,
+        }));
+        log(`cluster: single redis-server ${single.eventsPerSec} events/s (grouped, 1 worker, ${N_CLUSTER} events)`);
+        const key = (f.clusterShardKey = shardKeyBalance(N_CLUSTER, 6));
         log(
-          `cluster: single redis-server ${single.map((r) => r.eventsPerSec).join(' / ')} events/s; 3-master Redis Cluster ${onCluster.map((r) => r.eventsPerSec).join(' / ')} events/s (${N_CLUSTER} events per run, PostgreSQL, 1 worker)`,
+          `  shard key over ${key.events} events of ${key.plans} plans in ${key.sessions} sessions (Zipf): busiest of 6 shards holds ${key.busiestShareByPlan} of the events by plan id, ${key.busiestShareBySession} by session id (even: ${round(1 / 6)})`,
         );
-        log(
-          `  best: single ${s.eventsPerSec}/s, cluster ${c.eventsPerSec}/s = ${Math.round((c.eventsPerSec / s.eventsPerSec) * 100) / 100}x; CPU us/event single: ${cpuLine(s.cpuUsPerEvent)}; cluster: ${cpuLine(c.cpuUsPerEvent)}`,
-        );
+        const runs: SustainedResult[] = [];
+        for (const traffic of ['grouped', 'interleaved'] as const)
+          for (const workers of [1, 2])
+            // 1 and 6 shards back to back, same seed: the pair is compared
+            for (const queueShards of [1, 6]) {
+              const r = await sustained(ctx, 'postgres', N_CLUSTER, 916, {
+                cluster,
+                workers,
+                queueShards,
+                interleaved: traffic === 'interleaved',
+              });
+              runs.push(r);
+              log(
+                `  3-master cluster, ${traffic}, ${workers} worker${workers > 1 ? 's' : ''}, QUEUE_SHARDS=${queueShards}: ${r.eventsPerSec} events/s; busiest master ${r.busiestMasterCpuShare} of Redis CPU; CPU us/event: ${cpuLine(r.cpuUsPerEvent)}`,
+              );
+            }
+        f.clusterShards = runs;
+        f.e2ePostgresOnCluster = runs.find((r) => r.traffic === 'grouped' && r.workers === 1 && r.queueShards === 1);
       } finally {
         await cluster.destroy();
       }

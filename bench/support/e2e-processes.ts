@@ -321,7 +321,14 @@ export class CpuMeter {
   private read(): Record<string, number> {
     const sum = (pids: number[]) => pids.reduce((n, pid) => n + cpuSeconds(pid), 0);
     const own = process.cpuUsage();
+    const ports = [this.parties.redisPort ?? []].flat();
+    // a cluster's masters one by one too (`redis:<port>`), for the busiest one's share
+    const perMaster =
+      ports.length > 1
+        ? Object.fromEntries(ports.map((port) => [`redis:${port}`, sum(pidsOf('redis-server', String(port)))]))
+        : {};
     return {
+      ...perMaster,
       worker: sum(this.parties.workers),
       publisher: (own.user + own.system) / 1e6,
       // a cluster's servers count together
@@ -339,7 +346,7 @@ export class CpuMeter {
     let total = 0;
     for (const key of Object.keys(end)) {
       const used = Math.max(0, end[key] - this.start[key]);
-      total += used;
+      if (!key.startsWith('redis:')) total += used; // counted in `redis` too
       usPerEvent[key] = Math.round((used * 1e6) / events);
     }
     usPerEvent.total = Math.round((total * 1e6) / events);

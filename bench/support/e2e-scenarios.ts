@@ -12,6 +12,7 @@ import pino from 'pino';
 import type { PlanEventInput } from '../../src/contracts';
 import { PlanEventPublisher, PublisherOptions } from '../../src/publisher';
 import { EVENTS_QUEUE } from '../../src/queue/queue-names';
+import { queueShards as shardsOf } from '../../src/queue/queue-shards';
 import { createRedis } from '../../src/queue/connect-redis';
 import { parseClusterNodes } from '../../src/config/redis-cluster-nodes';
 import { createMigratedDb, TestDb } from '../../test/support/databases';
@@ -52,15 +53,32 @@ function chunkOfInputs(count: number, done: number, seed: number, chunk: number)
   return inputs(Math.min(10_000, count - done), seed * 1_000 + chunk);
 }
 
-/** The chunks publishStream would generate, made ahead so a timed run does not pay for them. */
-function pregenerate(count: number, seed: number): PlanEventInput[][] {
+/**
+ * The chunks publishStream would generate, made ahead so a timed run does not pay for them;
+ * `interleaved`: each chunk's plans (~600 in 10k events) published round-robin, one event of each
+ * plan in turn, instead of plan by plan.
+ */
+function pregenerate(count: number, seed: number, interleaved = false): PlanEventInput[][] {
   const chunks: PlanEventInput[][] = [];
   for (let done = 0, chunk = 0; done < count; chunk++) {
     const part = chunkOfInputs(count, done, seed, chunk);
-    chunks.push(part);
+    chunks.push(interleaved ? roundRobin(part) : part);
     done += part.length;
   }
   return chunks;
+}
+
+function roundRobin(events: PlanEventInput[]): PlanEventInput[] {
+  const byPlan = new Map<string, PlanEventInput[]>();
+  for (const e of events) {
+    const list = byPlan.get(e.planId);
+    if (list) list.push(e);
+    else byPlan.set(e.planId, [e]);
+  }
+  const plans = [...byPlan.values()];
+  const out: PlanEventInput[] = [];
+  for (let i = 0; out.length < events.length; i++) for (const plan of plans) if (i < plan.length) out.push(plan[i]);
+  return out;
 }
 
 export function newPublisher(redis: RedisProcess, prefix: string, options: PublisherOptions = {}) {
@@ -141,6 +159,12 @@ export interface SustainedResult {
   database: TestDb;
   /** `single` (the bench's redis-server) or `cluster of N masters` (--cluster). */
   redis: string;
+  /** QUEUE_SHARDS of the publisher and the workers. */
+  queueShards: number;
+  /** Events published plan by plan (`grouped`) or round-robin over the plans of each 10k chunk. */
+  traffic: 'grouped' | 'interleaved';
+  /** On a cluster: the busiest master's share of the masters' CPU (1 when one master does all the work). */
+  busiestMasterCpuShare?: number;
   /** Worker processes (the RSS and CPU profile are the first one's). */
   workers: number;
   events: number;
@@ -169,8 +193,12 @@ export async function sustained(
     workerEnv?: Record<string, string>;
     cluster?: RedisCluster;
     hashTag?: boolean;
+    /** QUEUE_SHARDS. @defaultValue 1 */
+    queueShards?: number;
+    interleaved?: boolean;
   } = {},
 ): Promise<SustainedResult> {
+  const queueShards = opts.queueShards ?? 1;
   const { redis } = ctx;
   const { cluster } = opts;
   const db = await createMigratedDb(database);
@@ -178,7 +206,13 @@ export async function sustained(
   const prefix = cluster || opts.hashTag ? `{${newPrefix(database)}}` : newPrefix(database);
   const profileDir = opts.profile ? tempDir('prof') : undefined;
   const redisEnv: Record<string, string> = cluster ? { REDIS_CLUSTER_NODES: cluster.nodes } : { REDIS_URL: redis.url };
-  const env = { DATABASE_URL: db.db.url, ...redisEnv, QUEUE_PREFIX: prefix, ...opts.workerEnv };
+  const env = {
+    DATABASE_URL: db.db.url,
+    ...redisEnv,
+    QUEUE_PREFIX: prefix,
+    QUEUE_SHARDS: String(queueShards),
+    ...opts.workerEnv,
+  };
   const workers = await Promise.all(
     Array.from({ length: opts.workers ?? 1 }, (_, i) =>
       startWorkerChild({ main: ctx.workerMain, env, cpuProfileDir: i === 0 ? profileDir : undefined }),
@@ -186,8 +220,8 @@ export async function sustained(
   );
   const worker = workers[0];
   const rss = sampleRss(worker.pid);
-  const pub = newPublisher(redis, prefix, cluster ? { redisClusterNodes: cluster.nodes } : {});
-  const source = pregenerate(count, seed);
+  const pub = newPublisher(redis, prefix, { queueShards, ...(cluster ? { redisClusterNodes: cluster.nodes } : {}) });
+  const source = pregenerate(count, seed, opts.interleaved);
   try {
     const cpu = new CpuMeter({ workers: workers.map((w) => w.pid), redisPort: cluster ? cluster.ports : redis.port });
     const t0 = Date.now();
@@ -198,9 +232,16 @@ export async function sustained(
     const cpuUse = cpu.stop(count);
     await Promise.all(workers.map((w) => w.stop()));
     const [{ n }] = await db.ds.query('SELECT COUNT(*) AS n FROM plan_events');
+    const masters = cluster ? cluster.ports.map((port) => cpuUse.usPerEvent[`redis:${port}`] ?? 0) : [];
+    const mastersTotal = masters.reduce((a, b) => a + b, 0);
     return {
       database,
       redis: cluster ? `cluster of ${cluster.ports.length} masters` : 'single',
+      queueShards,
+      traffic: opts.interleaved ? 'interleaved' : 'grouped',
+      ...(cluster && mastersTotal > 0
+        ? { busiestMasterCpuShare: round(masters.reduce((a, b) => Math.max(a, b), 0) / mastersTotal) }
+        : {}),
       workers: workers.length,
       events: count,
       seconds: round(seconds),
@@ -217,7 +258,7 @@ export async function sustained(
     rss.stop();
     await Promise.all(workers.map((w) => w.stop('SIGKILL')));
     await pub.close();
-    await obliterate(redis, prefix, EVENTS_QUEUE, cluster);
+    for (const shard of shardsOf(prefix, queueShards)) await obliterate(redis, shard.prefix, EVENTS_QUEUE, cluster);
     await db.close();
     if (profileDir && !process.env.KEEP_PROFILE) fs.rmSync(profileDir, { recursive: true, force: true });
   }

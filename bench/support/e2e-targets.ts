@@ -9,6 +9,8 @@
  * baseline); mixed commit lag p99 <= 1 s (all events, and the long plan's alone); checkpoints
  * written once (workflow_checkpoints rows written per checkpoint event <= 1, PostgreSQL).
  * Issue 17: grouped PG on a 3-master Redis Cluster >= 0.8x the same on the single redis-server.
+ * Issue 34: on the cluster, with QUEUE_SHARDS=6 the busiest master's share of the masters' CPU
+ * <= 0.5, and events/s >= 0.9x the QUEUE_SHARDS=1 run of the same traffic and workers.
  */
 import { execFileSync } from 'node:child_process';
 import * as os from 'node:os';
@@ -37,8 +39,26 @@ export interface E2eFigures {
    */
   clusterBaselineSingleRedis?: SustainedResult;
   e2ePostgresOnCluster?: SustainedResult;
-  /** --cluster: events/s of every run, in the order they ran (single, cluster, single, cluster). */
-  clusterRunsEventsPerSec?: { single: number[]; cluster: number[] };
+  /** --cluster: QUEUE_SHARDS 1 and 6, grouped and interleaved, 1 and 2 workers, in the order they ran. */
+  clusterShards?: SustainedResult[];
+  /** --cluster: the busiest of 6 shards' share of the events, routed by plan id and by session id. */
+  clusterShardKey?: {
+    events: number;
+    plans: number;
+    sessions: number;
+    busiestShareByPlan: number;
+    busiestShareBySession: number;
+  };
+}
+
+/** --cluster: per traffic and worker count, 6 shards against 1 (`grouped1w`...). */
+function shardPairs(runs: SustainedResult[] = []) {
+  const pairs: Record<string, { one: SustainedResult; six: SustainedResult }> = {};
+  for (const six of runs.filter((r) => r.queueShards === 6)) {
+    const one = runs.find((r) => r.queueShards === 1 && r.traffic === six.traffic && r.workers === six.workers);
+    if (one) pairs[`${six.traffic}${six.workers}w`] = { one, six };
+  }
+  return pairs;
 }
 
 const ratio = (a?: { eventsPerSec: number }, b?: { eventsPerSec: number }) =>
@@ -60,7 +80,13 @@ export function ratiosAndTargets(f: E2eFigures, run: { quick: boolean; plans: nu
     interleavedSqliteVsPlainBullmq: ratio(f.interleavedSqlite, f.plainBullmq),
     interleavedTwoWorkersVsOneWorker: ratio(f.interleavedPostgresTwoWorkers, f.interleavedPostgres),
     clusterVsSingleRedis: ratio(f.e2ePostgresOnCluster, f.clusterBaselineSingleRedis),
+    ...Object.fromEntries(
+      Object.entries(shardPairs(f.clusterShards)).map(([k, p]) => [`shards6VsShards1_${k}`, ratio(p.six, p.one)]),
+    ),
   };
+  const busiest = Object.entries(shardPairs(f.clusterShards)).map(
+    ([k, p]) => [k, p.six.busiestMasterCpuShare ?? null] as const,
+  );
   const targets = {
     pgAtLeast5xPlainBullmq: atLeast(ratios.pgVsPlainBullmq, 5),
     pgAtLeastHalfOfRawInsert: atLeast(ratios.pgVsRawInsert, 0.5),
@@ -75,6 +101,13 @@ export function ratiosAndTargets(f: E2eFigures, run: { quick: boolean; plans: nu
     mixedLongPlanLagP99AtMost1s: atMost(f.mixed?.lagLongPlan.p99Ms, 1_000),
     checkpointsWrittenOnce: atMost(f.interleavedPostgres?.writes?.checkpointRowsPerCheckpointEvent, 1),
     clusterAtLeast0_8xSingleRedis: atLeast(ratios.clusterVsSingleRedis, 0.8),
+    ...Object.fromEntries(
+      Object.keys(shardPairs(f.clusterShards)).map((k) => [
+        `shards6AtLeast0_9xShards1_${k}`,
+        atLeast((ratios as Record<string, number | null>)[`shards6VsShards1_${k}`], 0.9),
+      ]),
+    ),
+    ...Object.fromEntries(busiest.map(([k, share]) => [`shards6BusiestMasterAtMostHalf_${k}`, atMost(share, 0.5)])),
   };
   // End states: every interleaved plan completed with its steps, every event stored once.
   const checks = {

@@ -2,6 +2,7 @@ import { parseDatabaseUrl, DatabaseTarget, DEFAULT_SQLITE_FILE, redactUrl, withP
 import { type Env, read } from './env-readers';
 import { ClusterSeeds, clusterPrefixProblem, parseClusterNodes } from './redis-cluster-nodes';
 import { PlanLedgerError } from '../shared/errors';
+import { MAX_QUEUE_SHARDS, parseQueueShards, parseWorkerShards } from './queue-shard-settings';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -22,6 +23,13 @@ export interface AppConfig {
    * `plan-ledger`
    */
   queuePrefix: string;
+  /**
+   * QUEUE_SHARDS: the events queue is split into this many BullMQ queues, an event going to the shard
+   * of its plan id (src/queue/queue-shards.ts). @defaultValue 1 (the unsharded key layout)
+   */
+  queueShards: number;
+  /** WORKER_SHARDS: the shards a worker consumes, e.g. [0, 2]. @defaultValue null (every shard) */
+  workerShards: number[] | null;
   /** LOG_LEVEL. @defaultValue `info` */
   logLevel: LogLevel;
 }
@@ -42,6 +50,11 @@ export const ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
     'QUEUE_PREFIX',
     'BullMQ key prefix, letters/digits/-_.{} (default plan-ledger; on a cluster a {hash tag}, e.g. {plan-ledger})',
   ],
+  [
+    'QUEUE_SHARDS',
+    `1-${MAX_QUEUE_SHARDS}: events queues, an event going to the one of its plan id; each its own {hash tag} (default 1)`,
+  ],
+  ['WORKER_SHARDS', 'shards of QUEUE_SHARDS a worker consumes, e.g. 0,2 or 0-2 (default all, and older layouts)'],
   ['LOG_LEVEL', `${LOG_LEVELS.join('|')} (default info)`],
 ];
 
@@ -107,6 +120,11 @@ export function loadConfig(env: Env = process.env): Readonly<AppConfig> {
       if (problem) throw new Error(problem);
     });
   }
+  const queueShards = c.check('QUEUE_SHARDS', () => parseQueueShards(read(env, 'QUEUE_SHARDS')));
+  const workerShards =
+    queueShards === undefined
+      ? undefined
+      : c.check('WORKER_SHARDS', () => parseWorkerShards(read(env, 'WORKER_SHARDS'), queueShards));
   const logLevel = c.check('LOG_LEVEL', () => {
     const v = (read(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
     if (!(LOG_LEVELS as readonly string[]).includes(v))
@@ -119,6 +137,8 @@ export function loadConfig(env: Env = process.env): Readonly<AppConfig> {
     redisUrl: redisUrl!,
     redisClusterNodes: redisClusterNodes!,
     queuePrefix: queuePrefix!,
+    queueShards: queueShards!,
+    workerShards: workerShards ?? null,
     logLevel: logLevel!,
   });
 }

@@ -2,19 +2,32 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
-import { parseFilter, parsePositiveInt } from '../dead-letters/dead-letter-filter';
+import {
+  DeadLetterInputError,
+  DeadLetterSelection,
+  parseFilter,
+  parsePositiveInt,
+  RawFilterOptions,
+} from '../dead-letters/dead-letter-filter';
+import type { ReplaySummary } from '../dead-letters/dead-letter-replayer';
 import { DeadLetterRepository } from '../dead-letters/dead-letter.repository';
 import type { DeadLetterService } from '../dead-letters/dead-letter.service';
 import { ApiKeys } from '../shared/api-keys';
 import type { RedisClient } from '../queue/connect-redis';
 import { storedEventsPerMinute } from '../queue/stored-event-rate';
 import { ConsoleSessions, CSRF_HEADER, SESSION_TTL_MS, sessionCookie } from './console-sessions';
+import { SignInThrottle } from './sign-in-throttle';
 
-/** The console's files, shipped in the package's `console/` folder (no CDN: it works offline). */
-const ASSETS: Record<string, string> = {
-  'app.js': 'text/javascript; charset=utf-8',
-  'app.css': 'text/css; charset=utf-8',
+/**
+ * The console's files, shipped in the package's `console/` folder (no CDN: it works offline): its
+ * ES modules, its stylesheet and its icon, read once at start.
+ */
+const ASSET_TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
 };
+const ASSET_NAME = /^[a-z0-9][a-z0-9-]*\.(js|css|svg)$/;
 
 /**
  * The console's Content-Security-Policy: scripts and styles from this server only (no inline
@@ -41,8 +54,15 @@ export interface ConsoleDeps {
   deadLetters?: DeadLetterService;
   deadLetterQueue?: Queue;
   eventsQueue?: Queue;
+  /**
+   * With QUEUE_SHARDS above 1: every shard's events queue, by `shard` label; the health view then has a
+   * row per shard and `queue` sums them. @defaultValue the eventsQueue alone, as shard "0"
+   */
+  eventShards?: Array<{ shard: string; queue: Queue }>;
   redis?: RedisClient;
   queuePrefix?: string;
+  /** Refused sign-ins per client address. @defaultValue 10 a minute */
+  signInThrottle?: SignInThrottle;
 }
 
 type Q = Record<string, string | undefined>;
@@ -54,7 +74,12 @@ type Q = Record<string, string | undefined>;
  */
 export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const dir = consoleDir();
-  const files = new Map(Object.keys(ASSETS).map((name) => [name, fs.readFileSync(path.join(dir, name))]));
+  const files = new Map(
+    fs
+      .readdirSync(dir)
+      .filter((name) => ASSET_NAME.test(name))
+      .map((name) => [name, fs.readFileSync(path.join(dir, name))]),
+  );
   const index = fs.readFileSync(path.join(dir, 'index.html'));
   const read = { config: { scope: 'read' } } as const;
   const admin = { config: { scope: 'admin' } } as const;
@@ -67,15 +92,31 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
     const name = (req.params as Record<string, string>).file;
     const body = files.get(name);
     if (!body) return reply.code(404).send({ error: `no console file "${name}"` });
-    return reply.type(ASSETS[name]).header('cache-control', 'no-cache').send(body);
+    return reply.type(ASSET_TYPES[path.extname(name)]).header('cache-control', 'no-cache').send(body);
   });
 
+  // browsers ask for /favicon.ico on their own: answer with the console's icon, not a 404
+  app.get('/favicon.ico', { schema: hide }, async (_req, reply) =>
+    reply.type(ASSET_TYPES['.svg']).header('cache-control', 'public, max-age=86400').send(files.get('favicon.svg')),
+  );
+
+  const throttle = deps.signInThrottle ?? new SignInThrottle();
   app.post('/console/session', { schema: hide }, async (req, reply) => {
+    const wait = throttle.retryAfterSeconds(req.ip);
+    if (wait > 0)
+      return reply
+        .code(429)
+        .header('retry-after', String(wait))
+        .send({ error: `too many refused sign-ins from this address: try again in ${wait} s` });
     const key = (req.body as { key?: unknown } | undefined)?.key;
     if (typeof key !== 'string' || key.trim() === '')
       return reply.code(400).send({ error: 'send {"key": "<API key>"}' });
     const scopes = deps.keys.scopesOf(key.trim());
-    if (scopes === null) return reply.code(401).send({ error: 'unknown API key' });
+    if (scopes === null) {
+      throttle.failed(req.ip);
+      return reply.code(401).send({ error: 'unknown API key' });
+    }
+    throttle.succeeded(req.ip);
     if (!scopes.has('read'))
       return reply
         .code(403)
@@ -111,21 +152,62 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
     '/v1/dead-letters',
     {
       ...read,
-      schema: { summary: 'dead letters, oldest first, without events (CLI: dlq list --json)', tags: ['dead letters'] },
+      schema: {
+        summary:
+          'dead letters without events, oldest first or ?order=newest, ?offset= for the next page (CLI: dlq list --json)',
+        tags: ['dead letters'],
+      },
     },
     async (req) => {
       const q = req.query as Q;
       // a bad filter is a usage error (400), an unknown id not-found (404): see http-errors.ts
-      const filter = parseFilter({
-        type: q.type,
-        kind: q.kind,
-        plan: q.plan,
-        since: q.since,
-        until: q.until,
-        limit: q.limit ?? '100',
-      });
-      return service().listSummaries(filter);
+      const filter = parseFilter({ ...filterFlags(q), limit: q.limit ?? '100' }, deps.eventShards?.length ?? 1);
+      const order = q.order ?? 'oldest';
+      if (order !== 'oldest' && order !== 'newest')
+        throw new DeadLetterInputError(`order: "${order}" is not one of oldest, newest`);
+      const offset = q.offset === undefined ? 0 : parseNonNegativeInt('offset', q.offset);
+      const list = await service().listSummaries(filter, { newestFirst: order === 'newest', offset });
+      return { ...list, order, offset, limit: filter.limit };
     },
+  );
+  // many at once: the ids an operator ticked, or every dead letter a filter matches (`all: true`)
+  const bulkSelection = (body: unknown): DeadLetterSelection => {
+    const b = (body ?? {}) as Record<string, unknown>;
+    if (Array.isArray(b.ids)) {
+      if (b.ids.length === 0 || b.ids.length > 1_000 || !b.ids.every((id) => typeof id === 'string'))
+        throw new DeadLetterInputError('ids: give 1 to 1000 dead-letter ids (strings)');
+      return { ids: b.ids as string[] };
+    }
+    if (b.all !== true)
+      throw new DeadLetterInputError(
+        'send {"ids": [...]} or {"all": true} with the filter (type, kind, plan, shard, since, until)',
+      );
+    const raw: Q = {};
+    for (const k of ['type', 'kind', 'plan', 'shard', 'since', 'until'])
+      if (b[k] !== undefined) raw[k] = typeof b[k] === 'string' ? (b[k] as string) : String(b[k]);
+    return { filter: parseFilter(filterFlags(raw), deps.eventShards?.length ?? 1) };
+  };
+  app.post(
+    '/v1/dead-letters/replay',
+    {
+      ...admin,
+      schema: {
+        summary: 'replay the dead letters named by ids, or all a filter matches (admin scope; CLI: dlq replay)',
+        tags: ['dead letters'],
+      },
+    },
+    async (req) => replayAnswer(await service().replay(bulkSelection(req.body))),
+  );
+  app.post(
+    '/v1/dead-letters/purge',
+    {
+      ...admin,
+      schema: {
+        summary: 'remove for good the dead letters named by ids, or all a filter matches (admin scope; CLI: dlq purge)',
+        tags: ['dead letters'],
+      },
+    },
+    async (req) => ({ removed: (await service().purge(bulkSelection(req.body))).deadLetters.length }),
   );
   app.get(
     '/v1/dead-letters/:id',
@@ -141,15 +223,7 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
       ...admin,
       schema: { summary: 'replay one dead letter (admin scope; CLI: dlq replay <id>)', tags: ['dead letters'] },
     },
-    async (req) => {
-      const summary = await service().replay({ ids: [(req.params as Record<string, string>).id] });
-      return {
-        replayed: summary.replayed,
-        alreadyStored: summary.alreadyStored,
-        vanished: summary.vanished,
-        jobIds: summary.jobIds,
-      };
-    },
+    async (req) => replayAnswer(await service().replay({ ids: [(req.params as Record<string, string>).id] })),
   );
   app.post(
     '/v1/dead-letters/:id/purge',
@@ -182,32 +256,74 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
   );
 }
 
+function filterFlags(q: Q): RawFilterOptions {
+  return { type: q.type, kind: q.kind, plan: q.plan, shard: q.shard, since: q.since, until: q.until };
+}
+
+function parseNonNegativeInt(name: string, raw: string): number {
+  if (!/^\d{1,9}$/.test(raw.trim())) throw new DeadLetterInputError(`${name}: "${raw}" is not a whole number >= 0`);
+  return Number(raw.trim());
+}
+
+/** What a replay did, as the console and API clients read it (the CLI prints the same counts). */
+function replayAnswer(summary: ReplaySummary) {
+  return {
+    selected: summary.selected,
+    replayed: summary.replayed,
+    alreadyStored: summary.alreadyStored,
+    vanished: summary.vanished,
+    kept: summary.kept,
+    jobIds: summary.jobIds,
+  };
+}
+
+/** Job counts of the events queue (or one shard of it). */
+export interface QueueHealth {
+  waiting: number;
+  active: number;
+  delayed: number;
+  failed: number;
+  oldestWaitingAgeSeconds: number | null;
+}
+
 /** What the console's Health page shows. */
 export interface HealthView {
-  queue: {
-    waiting: number;
-    active: number;
-    delayed: number;
-    failed: number;
-    oldestWaitingAgeSeconds: number | null;
-  } | null;
+  /** Every shard together. */
+  queue: QueueHealth | null;
+  /** One row per shard of the events queue (QUEUE_SHARDS; one row, shard "0", without). */
+  shards: Array<QueueHealth & { shard: string }>;
   deadLetters: { total: number; byKind: Record<string, number>; oldestAgeSeconds: number | null } | null;
   /** Events the workers stored per minute, oldest minute first (UTC, `minute` ISO). */
   eventsPerMinute: Array<{ minute: string; events: number }>;
 }
 
+async function queueHealth(queue: Queue, now: number): Promise<QueueHealth> {
+  const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed');
+  const [oldest] = await queue.getJobs(['waiting'], 0, 0, true); // asc: the oldest first
+  return {
+    waiting: counts.waiting ?? 0,
+    active: counts.active ?? 0,
+    delayed: counts.delayed ?? 0,
+    failed: counts.failed ?? 0,
+    oldestWaitingAgeSeconds: oldest ? Math.max(0, Math.round((now - oldest.timestamp) / 1000)) : null,
+  };
+}
+
 async function health(deps: ConsoleDeps, minutes: number): Promise<HealthView> {
   const now = Date.now();
   let queue: HealthView['queue'] = null;
-  if (deps.eventsQueue) {
-    const counts = await deps.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'failed');
-    const [oldest] = await deps.eventsQueue.getJobs(['waiting'], 0, 0, true); // asc: the oldest first
+  const sources = deps.eventShards ?? (deps.eventsQueue ? [{ shard: '0', queue: deps.eventsQueue }] : []);
+  const shards = await Promise.all(
+    sources.map(async (s) => ({ shard: s.shard, ...(await queueHealth(s.queue, now)) })),
+  );
+  if (shards.length > 0) {
+    const ages = shards.map((s) => s.oldestWaitingAgeSeconds).filter((a): a is number => a !== null);
     queue = {
-      waiting: counts.waiting ?? 0,
-      active: counts.active ?? 0,
-      delayed: counts.delayed ?? 0,
-      failed: counts.failed ?? 0,
-      oldestWaitingAgeSeconds: oldest ? Math.max(0, Math.round((now - oldest.timestamp) / 1000)) : null,
+      waiting: shards.reduce((n, s) => n + s.waiting, 0),
+      active: shards.reduce((n, s) => n + s.active, 0),
+      delayed: shards.reduce((n, s) => n + s.delayed, 0),
+      failed: shards.reduce((n, s) => n + s.failed, 0),
+      oldestWaitingAgeSeconds: ages.length > 0 ? ages.reduce((a, b) => Math.max(a, b)) : null,
     };
   }
   let deadLetters: HealthView['deadLetters'] = null;
@@ -223,5 +339,5 @@ async function health(deps: ConsoleDeps, minutes: number): Promise<HealthView> {
   const eventsPerMinute = deps.redis
     ? await storedEventsPerMinute(deps.redis, deps.queuePrefix ?? '', minutes, now)
     : [];
-  return { queue, deadLetters, eventsPerMinute };
+  return { queue, shards, deadLetters, eventsPerMinute };
 }

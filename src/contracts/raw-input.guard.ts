@@ -61,7 +61,7 @@ export function guardRawInput(input: unknown, limits: ContractLimits): GuardResu
     try {
       value = JSON.parse(input);
     } catch {
-      return fail('must be valid JSON');
+      return fail('must be a JSON object; got a string that is not JSON text');
     }
   }
   if (!isPlainObject(value)) return fail('must be a JSON object');

@@ -12,6 +12,7 @@ import { assertSchema, openDataSource } from '../store/data-source';
 import { PlanEventStore } from '../store/plan-event-store';
 import { DeadLetterService } from './dead-letter.service';
 import { connectRedis, RedisClient } from '../queue/connect-redis';
+import { queueShards } from '../queue/queue-shards';
 
 export { connectRedis };
 
@@ -57,10 +58,17 @@ export async function openDeadLetterService(
   }
   const queueOpts = { connection: redis, prefix: config.queuePrefix };
   const deadLetters = new Queue(DEAD_LETTER_QUEUE, queueOpts);
-  const events = opts.events ? new Queue(EVENTS_QUEUE, queueOpts) : undefined;
+  // replay sends each event to the shard of its plan (QUEUE_SHARDS); shard 0 is QUEUE_PREFIX's own queue
+  const eventShards = opts.events
+    ? queueShards(config.queuePrefix, config.queueShards ?? 1).map(
+        (s) => new Queue(EVENTS_QUEUE, { ...queueOpts, prefix: s.prefix }),
+      )
+    : [];
+  const events = eventShards[0];
   const service = new DeadLetterService({
     deadLetters,
     events,
+    eventShards,
     storedEvents: ds ? new PlanEventStore(ds, logger) : undefined,
     logger,
   });
@@ -68,7 +76,7 @@ export async function openDeadLetterService(
     service,
     async close() {
       // each step on its own: one failing close must not leave the others open
-      await Promise.allSettled([deadLetters.close(), events?.close()]);
+      await Promise.allSettled([deadLetters.close(), ...eventShards.map((q) => q.close())]);
       await redis.quit().catch(() => redis.disconnect());
       if (ds?.isInitialized) await ds.destroy().catch(() => undefined);
     },

@@ -6,6 +6,7 @@
 import { PlanLedgerError } from '../shared/errors';
 import { parseInstant } from '../shared/iso-instant';
 import { DEAD_LETTER_KINDS, DeadLetter, DeadLetterKind } from './dead-letter';
+import { shardOfPlan } from '../queue/queue-shards';
 
 /** Bad input from the caller (a malformed flag, conflicting flags): nothing was done. */
 export class DeadLetterInputError extends PlanLedgerError {
@@ -33,6 +34,11 @@ export interface DeadLetterFilter {
   planId?: string;
   since?: Date;
   until?: Date;
+  /**
+   * With QUEUE_SHARDS: only dead letters of this shard, i.e. whose plan id routes there (shardOfPlan;
+   * an event without a plan id counts as shard 0, where the publisher sends it).
+   */
+  shard?: { index: number; count: number };
   /** Stop after this many matches, oldest first. @defaultValue unlimited */
   limit?: number;
 }
@@ -48,6 +54,7 @@ export interface RawFilterOptions {
   since?: string;
   until?: string;
   limit?: string;
+  shard?: string;
 }
 
 export interface RawSelectionOptions extends RawFilterOptions {
@@ -103,9 +110,17 @@ function parseKinds(raw: string): DeadLetterKind[] {
   return kinds as DeadLetterKind[];
 }
 
-/** The filter flags shared by list, replay and purge. */
-export function parseFilter(raw: RawFilterOptions): DeadLetterFilter {
+/** The filter flags shared by list, replay and purge; `queueShards` is QUEUE_SHARDS (what --shard refers to). */
+export function parseFilter(raw: RawFilterOptions, queueShards = 1): DeadLetterFilter {
   const filter: DeadLetterFilter = {};
+  if (raw.shard !== undefined) {
+    const index = /^\d+$/.test(raw.shard.trim()) ? Number(raw.shard.trim()) : NaN;
+    if (!Number.isSafeInteger(index) || index >= queueShards)
+      throw new DeadLetterInputError(
+        `--shard: "${raw.shard}" is not a shard of QUEUE_SHARDS=${queueShards}; give 0${queueShards > 1 ? `-${queueShards - 1}` : ''}`,
+      );
+    filter.shard = { index, count: queueShards };
+  }
   if (raw.type !== undefined) {
     filter.types = splitList(raw.type);
     if (filter.types.length === 0) throw new DeadLetterInputError('--type: give an event type, e.g. step.completed');
@@ -125,22 +140,34 @@ export function parseFilter(raw: RawFilterOptions): DeadLetterFilter {
 }
 
 function hasFilterFlag(raw: RawSelectionOptions, withLimit = true): boolean {
-  return [raw.type, raw.kind, raw.plan, raw.since, raw.until, raw.olderThan, withLimit ? raw.limit : undefined].some(
-    (v) => v !== undefined,
-  );
+  return [
+    raw.type,
+    raw.kind,
+    raw.plan,
+    raw.shard,
+    raw.since,
+    raw.until,
+    raw.olderThan,
+    withLimit ? raw.limit : undefined,
+  ].some((v) => v !== undefined);
 }
 
 /**
  * Ids, `--all`, or filters (with `--older-than` as one more filter, for purge): exactly one of the
  * three, else a usage error. `now` anchors `--older-than`.
  */
-export function parseSelection(raw: RawSelectionOptions, verb: string, now: Date = new Date()): DeadLetterSelection {
+export function parseSelection(
+  raw: RawSelectionOptions,
+  verb: string,
+  now: Date = new Date(),
+  queueShards = 1,
+): DeadLetterSelection {
   const ids = [...new Set((raw.ids ?? []).map((id) => id.trim()).filter((id) => id.length > 0))];
   const filtered = hasFilterFlag(raw);
   if (ids.length > 0 && raw.all) throw new DeadLetterInputError(`${verb}: give dead-letter ids or --all, not both`);
   if (ids.length > 0 && filtered)
     throw new DeadLetterInputError(
-      `${verb}: give dead-letter ids or filters (--type, --kind, --plan, --since, --until, --limit, --older-than), not both`,
+      `${verb}: give dead-letter ids or filters (--type, --kind, --plan, --shard, --since, --until, --limit, --older-than), not both`,
     );
   // `--all --limit 10` reads naturally ("the first 10 of all"); --all with a real filter does not
   if (raw.all && hasFilterFlag(raw, false))
@@ -148,7 +175,7 @@ export function parseSelection(raw: RawSelectionOptions, verb: string, now: Date
   if (ids.length > 0) return { ids };
   if (!raw.all && !filtered)
     throw new DeadLetterInputError(`${verb}: say which dead letters: ids, --all, or filters (see --help)`);
-  const filter = parseFilter(raw);
+  const filter = parseFilter(raw, queueShards);
   if (raw.olderThan !== undefined) {
     const cutoff = new Date(now.getTime() - parseDuration('--older-than', raw.olderThan));
     filter.until = filter.until && filter.until < cutoff ? filter.until : cutoff;
@@ -175,6 +202,7 @@ export function matchesFilter(
   if (filter.kinds && !filter.kinds.includes(dl.kind)) return false;
   if (filter.types && (dl.type === null || !filter.types.includes(dl.type))) return false;
   if (filter.planId !== undefined && dl.planId !== filter.planId) return false;
+  if (filter.shard && shardOfPlan(dl.planId ?? '', filter.shard.count) !== filter.shard.index) return false;
   if (filter.since || filter.until) {
     const at = deadLetteredAt(dl, fallbackMs);
     if (filter.since && at < filter.since.getTime()) return false;

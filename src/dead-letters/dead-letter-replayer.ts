@@ -19,6 +19,8 @@ import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
 import { encodeBatch } from '../queue/batch-encoding';
 import { EVENT_BATCH_JOB } from '../queue/queue-names';
+import { shardOfPlan } from '../queue/queue-shards';
+import type { ClaimedLetter } from './dead-letter-codec';
 import { addRawJobs, RawJobData } from '../queue/raw-batch-queue';
 import { writeDeadLetters } from './dead-letter-writer';
 import type { DeadLetterRepository } from './dead-letter.repository';
@@ -102,6 +104,8 @@ export interface ReplayContext {
   /** DEAD_LETTER_QUEUE, where the replay writes what it dead-letters itself. */
   deadLetters: Queue;
   events: Queue;
+  /** The events queue of each shard (QUEUE_SHARDS above 1), shard 0 first. @defaultValue [events] */
+  eventShards?: Queue[];
   storedEvents?: StoredEventLookup;
   jobOptions: JobsOptions;
   logger: Logger;
@@ -191,6 +195,8 @@ interface Run {
   maxJobBytes: number;
   /** The replayed events' ids, to find those dead-lettered again: only when waiting for the outcome. */
   replayedEventIds: Set<string> | undefined;
+  /** The queue each replay job went to (its shard's). */
+  jobQueues: Map<string, Queue>;
 }
 
 function newRun(ctx: ReplayContext, opts: ReplayOptions): Run {
@@ -216,6 +222,7 @@ function newRun(ctx: ReplayContext, opts: ReplayOptions): Run {
     token: `replay-${randomUUID()}`,
     maxJobBytes: opts.maxJobBytes ?? DEFAULT_LIMITS.maxJobBytes,
     replayedEventIds,
+    jobQueues: new Map(),
   };
 }
 
@@ -237,7 +244,7 @@ export async function replayDeadLetters(
   if (opts.waitMs !== undefined && !summary.dryRun && summary.jobIds.length > 0) {
     const outcome = await waitForOutcome(
       ctx.repository,
-      ctx.events,
+      (id) => run.jobQueues.get(id) ?? ctx.events,
       summary.jobIds,
       run.replayedEventIds!,
       run.started,
@@ -330,18 +337,25 @@ async function replayChunk(run: Run, chunk: ReplayRef[]): Promise<void> {
  */
 async function sendPlan(run: Run, plan: ReplayPlan): Promise<string[]> {
   const { ctx } = run;
-  const jobs = packJobs(plan.send, run.maxJobBytes).map((letters) => ({
-    name: EVENT_BATCH_JOB,
-    // EventBatchJobData, laid out from the events' stored bytes: nothing parsed or encoded again
-    data: new RawJobData(
-      encodeBatch(
-        letters.map((dl) => dl.eventJson),
-        letters.map((dl) => dl.replayCount + 1),
+  const shards = ctx.eventShards && ctx.eventShards.length > 1 ? ctx.eventShards : [ctx.events];
+  const jobIds: string[] = [];
+  // each event to the queue of its plan's shard, so a plan's events stay on one queue
+  for (const [shard, letters] of byShard(plan.send, shards.length)) {
+    const jobs = packJobs(letters, run.maxJobBytes).map((group) => ({
+      name: EVENT_BATCH_JOB,
+      // EventBatchJobData, laid out from the events' stored bytes: nothing parsed or encoded again
+      data: new RawJobData(
+        encodeBatch(
+          group.map((dl) => dl.eventJson),
+          group.map((dl) => dl.replayCount + 1),
+        ),
       ),
-    ),
-    opts: { ...ctx.jobOptions, jobId: `replay-${randomUUID()}` },
-  }));
-  const jobIds = jobs.length > 0 ? await addRawJobs(ctx.events, jobs) : [];
+      opts: { ...ctx.jobOptions, jobId: `replay-${randomUUID()}` },
+    }));
+    const added = jobs.length > 0 ? await addRawJobs(shards[shard], jobs) : [];
+    for (const id of added) run.jobQueues.set(id, shards[shard]);
+    pushAll(jobIds, added);
+  }
   await writeDeadLetters(ctx.deadLetters, plan.deadLetter);
   if (plan.remove.length > 0) await ctx.repository.remove(plan.remove);
   if (plan.keep.length > 0)
@@ -350,4 +364,23 @@ async function sendPlan(run: Run, plan: ReplayPlan): Promise<string[]> {
       run.token,
     );
   return jobIds;
+}
+
+/** Letters by the shard of their event's plan id (all on shard 0 with one shard); an event without one: shard 0. */
+function byShard(letters: readonly ClaimedLetter[], shards: number): Map<number, ClaimedLetter[]> {
+  if (shards <= 1) return new Map([[0, [...letters]]]);
+  const groups = new Map<number, ClaimedLetter[]>();
+  for (const letter of letters) {
+    let shard = 0;
+    try {
+      const planId = (JSON.parse(letter.eventJson.toString('utf8')) as { planId?: unknown } | null)?.planId;
+      if (typeof planId === 'string') shard = shardOfPlan(planId, shards);
+    } catch {
+      // not JSON: the worker dead-letters it again, from shard 0
+    }
+    const group = groups.get(shard);
+    if (group) group.push(letter);
+    else groups.set(shard, [letter]);
+  }
+  return groups;
 }

@@ -32,6 +32,11 @@ export interface DeadLetterServiceDeps {
   deadLetters: Queue;
   /** The EVENTS_QUEUE queue; needed by `replay` only. */
   events?: Queue;
+  /**
+   * With QUEUE_SHARDS above 1: the events queue of each shard, shard 0 first; a replayed event goes to
+   * the shard of its plan id. @defaultValue [events]
+   */
+  eventShards?: Queue[];
   /** Lets `replay` report events already stored; without it `alreadyStored` is null. */
   storedEvents?: StoredEventLookup;
   logger: Logger;
@@ -76,7 +81,9 @@ export function summarize(dl: DeadLetter): DeadLetterSummary {
 }
 
 function isUnfiltered(filter: DeadLetterFilter): boolean {
-  return !filter.types && !filter.kinds && filter.planId === undefined && !filter.since && !filter.until;
+  return (
+    !filter.types && !filter.kinds && filter.planId === undefined && !filter.shard && !filter.since && !filter.until
+  );
 }
 
 /** Stats key for an entry whose event carried no usable type. */
@@ -103,12 +110,19 @@ export class DeadLetterService {
 
   /**
    * Like `list`, without events, stacks or violations (what a table shows): no payload is read.
-   * Unfiltered, the total is the queue's length and only the first `limit` entries are read.
+   * Unfiltered, the total is the queue's length and only the entries shown are read. `page`: the
+   * newest first (what an operator on call looks for) and an offset into the matches.
    */
-  async listSummaries(filter: DeadLetterFilter = {}): Promise<DeadLetterList<DeadLetterSummary>> {
+  async listSummaries(
+    filter: DeadLetterFilter = {},
+    page: { newestFirst?: boolean; offset?: number } = {},
+  ): Promise<DeadLetterList<DeadLetterSummary>> {
+    const offset = page.offset ?? 0;
+    const end = filter.limit === undefined ? Infinity : offset + filter.limit;
+    const ids = await this.repository.ids();
+    if (page.newestFirst) ids.reverse();
     if (isUnfiltered(filter)) {
-      const ids = await this.repository.ids();
-      const shown = filter.limit === undefined ? ids : ids.slice(0, filter.limit);
+      const shown = ids.slice(offset, end);
       const deadLetters: DeadLetterSummary[] = [];
       for (let i = 0; i < shown.length; i += 1_000)
         pushAll(deadLetters, await this.repository.summaries(shown.slice(i, i + 1_000)));
@@ -116,11 +130,11 @@ export class DeadLetterService {
     }
     const deadLetters: DeadLetterSummary[] = [];
     let total = 0;
-    for await (const page of this.repository.scan()) {
-      for (const dl of page) {
+    for await (const scanned of this.repository.scanIds(ids)) {
+      for (const dl of scanned) {
         if (!matchesFilter(dl, filter)) continue;
+        if (total >= offset && total < end) deadLetters.push(dl);
         total += 1;
-        if (filter.limit === undefined || deadLetters.length < filter.limit) deadLetters.push(dl);
       }
     }
     return { total, deadLetters };
@@ -189,6 +203,7 @@ export class DeadLetterService {
         repository: this.repository,
         deadLetters: this.deps.deadLetters,
         events: this.deps.events,
+        eventShards: this.deps.eventShards,
         storedEvents: this.deps.storedEvents,
         jobOptions: this.deps.replayJobOptions ?? DEFAULT_REPLAY_JOB_OPTIONS,
         logger: this.deps.logger,

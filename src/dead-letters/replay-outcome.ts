@@ -20,10 +20,14 @@ export interface ReplayOutcome {
 }
 
 /** Jobs removed on completion read as 'unknown': finished as well. */
-async function waitForJobs(events: Queue, jobIds: readonly string[], deadline: number): Promise<number> {
+async function waitForJobs(
+  queueOf: (jobId: string) => Queue,
+  jobIds: readonly string[],
+  deadline: number,
+): Promise<number> {
   let pending = jobIds;
   while (pending.length > 0 && Date.now() < deadline) {
-    const states = await Promise.all(pending.map((id) => events.getJobState(id)));
+    const states = await Promise.all(pending.map((id) => queueOf(id).getJobState(id)));
     pending = pending.filter((_, i) => !['completed', 'failed', 'unknown'].includes(states[i]));
     if (pending.length > 0) await sleep(POLL_MS);
   }
@@ -56,16 +60,19 @@ async function findFailedAgain(
   return found;
 }
 
-/** Waits until `deadline` for the replay's jobs (`jobIds`, sending `eventIds`, begun at `startedMs`). */
+/**
+ * Waits until `deadline` for the replay's jobs (`jobIds`, each on the queue `queueOf` names, sending
+ * `eventIds`, begun at `startedMs`).
+ */
 export async function waitForOutcome(
   repository: DeadLetterRepository,
-  events: Queue,
+  queueOf: (jobId: string) => Queue,
   jobIds: readonly string[],
   eventIds: Set<string>,
   startedMs: number,
   deadline: number,
 ): Promise<ReplayOutcome> {
-  const pending = await waitForJobs(events, jobIds, deadline);
+  const pending = await waitForJobs(queueOf, jobIds, deadline);
   const ours = new Set(jobIds);
   // A worker may write a dead letter just after the job's state turns final: wait for a still count.
   let found = await findFailedAgain(repository, ours, eventIds, startedMs);

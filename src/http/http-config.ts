@@ -47,6 +47,11 @@ export interface HttpConfig {
   maxBufferedEvents: number;
   /** HTTP_RETRY_AFTER_SECONDS: the `Retry-After` of a 503. @defaultValue 5 */
   retryAfterSeconds: number;
+  /**
+   * HTTP_CONSOLE_SHARE_MS: how long one computed answer of a live route (a plan, the plans list,
+   * health, dead letters) serves every open console; 0 turns sharing off. @defaultValue 1000
+   */
+  consoleShareMs: number;
   /** SHUTDOWN_TIMEOUT_MS: SIGTERM deadline (answer in-flight requests, flush the publisher). @defaultValue 8000 */
   shutdownTimeoutMs: number;
   /**
@@ -56,6 +61,17 @@ export interface HttpConfig {
    * @defaultValue none: forwarded headers are ignored (anyone could send them)
    */
   trustProxy: string[];
+  /**
+   * OTLP_CAPTURE_CONTENT: store prompts and outputs found on spans (`true`/`false`); spans may
+   * carry personal data, so it is off unless turned on. @defaultValue false
+   */
+  otlpCaptureContent: boolean;
+  /** OTLP_TRACE_QUIET_MS: a trace whose root span arrived becomes plans after this long without a new span. @defaultValue 2000 */
+  otlpQuietMs: number;
+  /** OTLP_TRACE_ROOTLESS_MS: a trace whose root span never arrived becomes plans after this long without a new span. @defaultValue 30000 */
+  otlpRootlessMs: number;
+  /** OTLP_MAX_HELD_SPANS: spans held while their traces complete; past it POST /v1/traces answers 503. @defaultValue 200000 */
+  otlpMaxHeldSpans: number;
 }
 
 export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
@@ -78,7 +94,27 @@ export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
     'HTTP_TRUST_PROXY',
     'comma-separated addresses/CIDRs of your reverse proxies (or loopback); their X-Forwarded-Proto/-For are believed, e.g. for a Secure console cookie behind TLS (default none)',
   ],
+  [
+    'HTTP_CONSOLE_SHARE_MS',
+    'ms one answer of a plan, the plans list, health or dead letters serves every open console (0 = off; default 1000); API clients always read fresh',
+  ],
   ['SHUTDOWN_TIMEOUT_MS', 'SIGTERM deadline in ms (default 8000)'],
+  [
+    'OTLP_CAPTURE_CONTENT',
+    'true: store prompts and outputs found on OTLP spans (default false: they may hold personal data)',
+  ],
+  [
+    'OTLP_TRACE_QUIET_MS',
+    'POST /v1/traces: a trace with its root span becomes plans after this quiet time (default 2000)',
+  ],
+  [
+    'OTLP_TRACE_ROOTLESS_MS',
+    'POST /v1/traces: a trace without its root span becomes plans after this quiet time (default 30000)',
+  ],
+  [
+    'OTLP_MAX_HELD_SPANS',
+    'POST /v1/traces: spans held while traces complete; past it 503 + Retry-After (default 200000)',
+  ],
 ];
 
 const MIN_KEY_LENGTH = 16;
@@ -95,6 +131,14 @@ function keys(env: Env, name: string): string[] {
   if (short > 0) throw new Error(`${short} key(s) shorter than ${MIN_KEY_LENGTH} characters`);
   if (list.some((k) => /\s/.test(k))) throw new Error('keys may not contain whitespace');
   return list;
+}
+
+function flag(raw: string | undefined): boolean {
+  if (raw === undefined) return false;
+  const value = raw.trim().toLowerCase();
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0' || value === '') return false;
+  throw new Error(`must be true or false (got ${JSON.stringify(raw.slice(0, 40))})`);
 }
 
 const PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal'];
@@ -151,8 +195,13 @@ export function loadHttpConfig(env: Env): Readonly<HttpConfig> {
     maxJournalBytes: int('HTTP_MAX_JOURNAL_BYTES', 1024 * 1024 * 1024, 1024, Number.MAX_SAFE_INTEGER),
     maxBufferedEvents: int('HTTP_MAX_BUFFERED_EVENTS', 100_000, 1, 10_000_000),
     retryAfterSeconds: int('HTTP_RETRY_AFTER_SECONDS', 5, 1, 3600),
+    consoleShareMs: int('HTTP_CONSOLE_SHARE_MS', 1_000, 0, 60_000),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),
     trustProxy: check('HTTP_TRUST_PROXY', [], () => proxies(read(env, 'HTTP_TRUST_PROXY'))),
+    otlpCaptureContent: check('OTLP_CAPTURE_CONTENT', false, () => flag(read(env, 'OTLP_CAPTURE_CONTENT'))),
+    otlpQuietMs: int('OTLP_TRACE_QUIET_MS', 2_000, 1, 3_600_000),
+    otlpRootlessMs: int('OTLP_TRACE_ROOTLESS_MS', 30_000, 1, 3_600_000),
+    otlpMaxHeldSpans: int('OTLP_MAX_HELD_SPANS', 200_000, 1, 100_000_000),
   };
   if (
     problems.length === 0 &&

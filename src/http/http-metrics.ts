@@ -23,6 +23,24 @@ export class HttpMetrics {
     labelNames: ['outcome'],
     registers: [this.registry],
   });
+  readonly consoleReads = new Counter({
+    name: 'plan_ledger_http_console_reads_total',
+    help: "console reads of live routes by how they were answered: computed, shared (another console's answer), not_modified (304)",
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
+  readonly otlpSpans = new Counter({
+    name: 'plan_ledger_otlp_spans_total',
+    help: 'spans received by POST /v1/traces, by outcome (accepted, rejected: no GenAI/OpenInference attributes or late, unmapped: not part of a plan)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+  readonly otlpEvents = new Counter({
+    name: 'plan_ledger_otlp_events_total',
+    help: 'events mapped from OTLP spans, by outcome (accepted, invalid, dropped)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
   readonly refusals = new Counter({
     name: 'plan_ledger_http_auth_refusals_total',
     help: 'requests refused for a missing, unknown or under-scoped API key',

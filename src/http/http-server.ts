@@ -8,9 +8,11 @@ import { ApiKeys, KeyVerdict, Scope, verdict as scopeVerdict } from '../shared/a
 import type { HttpConfig } from './http-config';
 import { HttpMetrics } from './http-metrics';
 import { registerIngestRoutes } from './ingest.routes';
+import { registerOtlpRoutes } from './otlp.routes';
 import { registerReadRoutes } from './read.routes';
 import { CONSOLE_CSP, ConsoleDeps, registerConsoleRoutes } from '../console/console.routes';
 import { ConsoleSessions, CSRF_HEADER } from '../console/console-sessions';
+import { registerSharedReads } from '../console/shared-reads';
 
 export interface HttpServerDeps {
   settings: Readonly<HttpConfig>;
@@ -76,7 +78,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
           apiKey: {
             type: 'http',
             scheme: 'bearer',
-            description: 'HTTP_INGEST_KEYS (POST /v1/events) or HTTP_READ_KEYS (GET /v1/...)',
+            description: 'HTTP_INGEST_KEYS (POST /v1/events, /v1/traces) or HTTP_READ_KEYS (GET /v1/...)',
           },
         },
       },
@@ -113,6 +115,12 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
       return reply.code(verdict.status).header('www-authenticate', 'Bearer').send({ error: verdict.message });
     }
   });
+  registerSharedReads(app, {
+    shareMs: settings.consoleShareMs,
+    counter: metrics.consoleReads,
+    isConsole: (req) =>
+      req.headers.authorization === undefined && sessions.fromCookie(req.headers.cookie) !== undefined,
+  });
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url ?? 'unknown';
     metrics.requests.inc({ route, method: req.method, status: String(reply.statusCode) });
@@ -147,6 +155,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
     closing: () => closing,
     closingSignal: closingSignal.signal,
   });
+  registerOtlpRoutes(app, { publisher: deps.publisher, settings, metrics, closing: () => closing });
   registerReadRoutes(app, deps.dataSource);
   registerConsoleRoutes(app, { keys, sessions, ...deps.queues });
   await app.ready();

@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import { DeadLetterService } from '../dead-letters/dead-letter.service';
 import { createRedis, RedisClient } from '../queue/connect-redis';
 import { DEAD_LETTER_QUEUE, EVENTS_QUEUE } from '../queue/queue-names';
+import { queueShards } from '../queue/queue-shards';
 import { PlanEventStore } from '../store/plan-event-store';
 import type { AppConfig } from '../config/config';
 import { PlanEventPublisher } from '../publisher';
@@ -52,13 +53,20 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
     redis.on('error', () => undefined);
     const queueOpts = { connection: redis, prefix: config.queuePrefix };
     const deadLetterQueue = new Queue(DEAD_LETTER_QUEUE, queueOpts);
-    const eventsQueue = new Queue(EVENTS_QUEUE, queueOpts);
-    queues.push(deadLetterQueue, eventsQueue);
+    // one queue per shard (QUEUE_SHARDS): health counts each, replay sends to the shard of a plan
+    const eventShards = queueShards(config.queuePrefix, config.queueShards).map((s) => ({
+      shard: String(s.index),
+      queue: new Queue(EVENTS_QUEUE, { ...queueOpts, prefix: s.prefix }),
+    }));
+    const eventsQueue = eventShards[0].queue;
+    queues.push(deadLetterQueue);
+    for (const s of eventShards) queues.push(s.queue);
     const queueErrors = new RepeatedLog(logger, 'console queue connection error', { level: 'warn' });
     for (const q of queues) q.on('error', (err) => queueErrors.report(err));
     const deadLetters = new DeadLetterService({
       deadLetters: deadLetterQueue,
       events: eventsQueue,
+      eventShards: eventShards.map((s) => s.queue),
       storedEvents: new PlanEventStore(ds, logger, { rowCacheBytes: 0 }),
       logger: logger.child({ component: 'console' }),
     });
@@ -66,6 +74,7 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
       redisUrl: config.redisUrl,
       redisClusterNodes: config.redisClusterNodes,
       queuePrefix: config.queuePrefix,
+      queueShards: config.queueShards,
       journalDir: settings.journalDir,
       maxJournalBytes: settings.maxJournalBytes,
       maxBufferedEvents: settings.maxBufferedEvents,
@@ -77,7 +86,7 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
       publisher,
       logger,
       version: workerVersion(),
-      queues: { deadLetters, deadLetterQueue, eventsQueue, redis, queuePrefix: config.queuePrefix },
+      queues: { deadLetters, deadLetterQueue, eventsQueue, eventShards, redis, queuePrefix: config.queuePrefix },
     });
     await server.app.listen({ host: settings.host, port: settings.port });
     const address = server.app.server.address();

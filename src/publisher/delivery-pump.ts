@@ -1,7 +1,8 @@
 import { encodeBatch, encodeRecord } from '../queue/batch-encoding';
 import type { JournalReader, JournalRecord } from './journal-reader';
 import type { Batch, MemoryBuffer } from './memory-buffer';
-import type { RedisLink } from './redis-link';
+import type { OutgoingJob, RedisLink } from './redis-link';
+import { shardOfPlan } from '../queue/queue-shards';
 import type { SpillJournal } from './spill-journal';
 
 export interface DeliveryPumpConfig {
@@ -12,6 +13,43 @@ export interface DeliveryPumpConfig {
   maxJobBytes: number;
   /** While Redis is unreachable, memory is written to the journal at least this often (group commit). */
   journalCommitMs: number;
+  /** QUEUE_SHARDS: journal records are routed (and split) by their events' plan ids. @defaultValue 1 */
+  queueShards?: number;
+}
+
+/**
+ * The jobs of one journal record: itself, on the shard of its events' plans; split into one job
+ * per shard (ids `<record id>.s<shard>`) when its events belong to several shards, as a record
+ * written before a restart with another QUEUE_SHARDS, or of events appended one by one, may. A
+ * record that is not JSON goes to shard 0 as it is, where the worker dead-letters it.
+ */
+export function recordJobs(record: JournalRecord, shards: number): OutgoingJob[] {
+  if (shards <= 1) return [{ id: record.id, data: encodeRecord(record.events), shard: 0 }];
+  let events: unknown[];
+  try {
+    const parsed: unknown = JSON.parse(record.events.toString('utf8'));
+    if (!Array.isArray(parsed)) throw new TypeError('not an array');
+    events = parsed;
+  } catch {
+    return [{ id: record.id, data: encodeRecord(record.events), shard: 0 }];
+  }
+  const groups = new Map<number, unknown[]>();
+  for (const event of events) {
+    const planId = (event as { planId?: unknown } | null)?.planId;
+    const shard = typeof planId === 'string' ? shardOfPlan(planId, shards) : 0;
+    const group = groups.get(shard);
+    if (group) group.push(event);
+    else groups.set(shard, [event]);
+  }
+  if (groups.size === 1) {
+    const [shard] = groups.keys();
+    return [{ id: record.id, data: encodeRecord(record.events), shard }];
+  }
+  return [...groups].map(([shard, group]) => ({
+    id: `${record.id}.s${shard}`,
+    data: encodeBatch(group.map((e) => JSON.stringify(e))),
+    shard,
+  }));
 }
 
 /** Job ids `stored()` can wait for: 100k jobs are up to 50M events at 500 a job, ~6 MB of ids. */
@@ -46,7 +84,7 @@ export class DeliveryPump {
    * Ids of jobs Redis took, oldest first, until `stored()` sees them finished; at most
    * MAX_TRACKED_JOBS (past it the oldest are forgotten: long finished, as a rule).
    */
-  private readonly sentJobs = new Set<string>();
+  private readonly sentJobs = new Map<string, number>();
 
   constructor(
     private readonly memory: MemoryBuffer,
@@ -135,14 +173,14 @@ export class DeliveryPump {
   private sendBatches(batches: Batch[]): void {
     this.inFlight++;
     this.inFlightBatches.add(batches);
-    const jobs = batches.map((b) => ({ id: b.id, data: encodeBatch(b.events) }));
+    const jobs = batches.map((b) => ({ id: b.id, data: encodeBatch(b.events), shard: b.shard }));
     this.link.send(jobs).then(
       () => {
         if (!this.inFlightBatches.delete(batches)) return; // spilled by close(): the journal owns them now
         this.memory.release(batches);
         for (const b of batches) {
           this.published += b.events.length;
-          this.track(b.id);
+          this.track(b.id, b.shard);
         }
         this.succeeded();
       },
@@ -156,10 +194,11 @@ export class DeliveryPump {
 
   private sendRecords(records: JournalRecord[]): void {
     this.inFlight++;
-    this.link.send(records.map((r) => ({ id: r.id, data: encodeRecord(r.events) }))).then(
+    const jobs = records.flatMap((r) => recordJobs(r, this.cfg.queueShards ?? 1));
+    this.link.send(jobs).then(
       () => {
         const events = records.reduce((n, r) => n + r.count, 0);
-        for (const r of records) this.track(r.id);
+        for (const job of jobs) this.track(job.id, job.shard ?? 0);
         this.published += events;
         this.recovered += events;
         this.reader.done(records);
@@ -172,14 +211,14 @@ export class DeliveryPump {
     );
   }
 
-  private track(jobId: string): void {
-    this.sentJobs.add(jobId);
-    if (this.sentJobs.size > MAX_TRACKED_JOBS) this.sentJobs.delete(this.sentJobs.values().next().value!);
+  private track(jobId: string, shard: number): void {
+    this.sentJobs.set(jobId, shard);
+    if (this.sentJobs.size > MAX_TRACKED_JOBS) this.sentJobs.delete(this.sentJobs.keys().next().value!);
   }
 
-  /** Jobs Redis took whose finish nobody has seen yet (see `stored()` of the publisher). */
-  sentJobIds(): string[] {
-    return [...this.sentJobs];
+  /** Jobs Redis took whose finish nobody has seen yet (see `stored()` of the publisher), with their shards. */
+  sentJobList(): Array<{ id: string; shard: number }> {
+    return [...this.sentJobs].map(([id, shard]) => ({ id, shard }));
   }
 
   /** These jobs are finished: forget them. */

@@ -14,6 +14,14 @@ export interface Batch {
   size: number;
   /** Position in publish order, so failed batches are retried in order whatever order they failed in. */
   order: number;
+  /** The queue shard of its events (all of one shard: QUEUE_SHARDS routes by plan id). */
+  shard: number;
+}
+
+/** The events of one shard waiting to form batches, oldest first from `head`. */
+interface Lane {
+  events: string[];
+  head: number;
 }
 
 /** `{"v":1,"events":[` and `]}`, with room to spare. */
@@ -33,8 +41,11 @@ export function newBatchId(): string {
  * every string on the caller's path. The journal, which writes bytes, counts them exactly.
  */
 export class MemoryBuffer {
-  private events: string[] = [];
-  private head = 0;
+  private readonly lanes: Lane[];
+  /** The lane take() starts from, rotated so that no shard waits behind the others. */
+  private cursor = 0;
+  /** Events queued in lanes (not yet in a batch). */
+  private queued = 0;
   private readonly retry: Batch[] = [];
   private nextOrder = 0;
   /** Events held: queued, waiting for retry, or in flight. */
@@ -44,21 +55,25 @@ export class MemoryBuffer {
   constructor(
     private readonly maxEvents: number,
     private readonly maxSize: number,
-  ) {}
+    shards = 1,
+  ) {
+    this.lanes = Array.from({ length: shards }, () => ({ events: [], head: 0 }));
+  }
 
   fits(size: number): boolean {
     return this.count < this.maxEvents && this.size + size <= this.maxSize;
   }
 
-  push(json: string): void {
-    this.events.push(json);
+  push(json: string, shard = 0): void {
+    this.lanes[shard].events.push(json);
+    this.queued++;
     this.count++;
     this.size += json.length;
   }
 
   /** Nothing waits to be sent (batches in flight may remain). */
   get idle(): boolean {
-    return this.retry.length === 0 && this.head === this.events.length;
+    return this.retry.length === 0 && this.queued === 0;
   }
 
   /**
@@ -67,16 +82,27 @@ export class MemoryBuffer {
    */
   take(maxJobs: number, eventsPerJob: number, partial = true, maxJobBytes = Number.MAX_SAFE_INTEGER): Batch[] {
     const batches = this.retry.splice(0, maxJobs);
-    while (batches.length < maxJobs && this.head < this.events.length) {
-      if (!partial && this.events.length - this.head < eventsPerJob) break;
-      const end = this.batchEnd(eventsPerJob, maxJobBytes);
-      const events = this.events.slice(this.head, end);
+    const lanes = this.lanes.length;
+    // one batch per shard in turn, so a busy shard does not hold the others' events back
+    for (let idle = 0; batches.length < maxJobs && this.queued > 0 && idle < lanes;) {
+      const shard = this.cursor;
+      this.cursor = (this.cursor + 1) % lanes;
+      const lane = this.lanes[shard];
+      const waiting = lane.events.length - lane.head;
+      if (waiting === 0 || (!partial && waiting < eventsPerJob)) {
+        idle++;
+        continue;
+      }
+      idle = 0;
+      const end = this.batchEnd(lane, eventsPerJob, maxJobBytes);
+      const events = lane.events.slice(lane.head, end);
       let size = 0;
       for (const e of events) size += e.length;
-      batches.push({ id: newBatchId(), events, size, order: this.nextOrder++ });
-      this.head = end;
+      batches.push({ id: newBatchId(), events, size, order: this.nextOrder++, shard });
+      this.queued -= end - lane.head;
+      lane.head = end;
+      this.compact(lane);
     }
-    this.compact();
     return batches;
   }
 
@@ -85,15 +111,16 @@ export class MemoryBuffer {
    * `maxJobBytes` (ContractLimits; at least one event, each within `maxEventBytes`). Counted in
    * characters, exact UTF-8 bytes only once the characters could pass the limit (3 bytes each).
    */
-  private batchEnd(eventsPerJob: number, maxJobBytes: number): number {
-    const last = Math.min(this.head + eventsPerJob, this.events.length);
+  private batchEnd(lane: Lane, eventsPerJob: number, maxJobBytes: number): number {
+    const { events, head } = lane;
+    const last = Math.min(head + eventsPerJob, events.length);
     let chars = JOB_ENVELOPE_BYTES;
-    for (let i = this.head; i < last; i++) chars += this.events[i].length + 1;
+    for (let i = head; i < last; i++) chars += events[i].length + 1;
     if (chars * 3 <= maxJobBytes) return last; // the common case: cannot reach the limit
     let bytes = JOB_ENVELOPE_BYTES;
-    for (let i = this.head; i < last; i++) {
-      bytes += Buffer.byteLength(this.events[i], 'utf8') + 1;
-      if (bytes > maxJobBytes) return Math.max(i, this.head + 1);
+    for (let i = head; i < last; i++) {
+      bytes += Buffer.byteLength(events[i], 'utf8') + 1;
+      if (bytes > maxJobBytes) return Math.max(i, head + 1);
     }
     return last;
   }
@@ -137,13 +164,13 @@ export class MemoryBuffer {
     return spilled;
   }
 
-  private compact(): void {
-    if (this.head === this.events.length) {
-      this.events = [];
-      this.head = 0;
-    } else if (this.head > 4096 && this.head * 2 > this.events.length) {
-      this.events = this.events.slice(this.head);
-      this.head = 0;
+  private compact(lane: Lane): void {
+    if (lane.head === lane.events.length) {
+      lane.events = [];
+      lane.head = 0;
+    } else if (lane.head > 4096 && lane.head * 2 > lane.events.length) {
+      lane.events = lane.events.slice(lane.head);
+      lane.head = 0;
     }
   }
 }

@@ -16,6 +16,7 @@ import type { CloseResult, EventStamps, PlanRef, PublishResult, PublisherStats }
 import { RateLimitedLog } from './rate-limited-log';
 import { RedisLink } from './redis-link';
 import { SpillJournal } from './spill-journal';
+import { shardOfPlan } from '../queue/queue-shards';
 import { TypedHelpers } from './typed-helpers';
 
 /** How often `stored()` looks whether the jobs it waits for are finished. */
@@ -103,7 +104,7 @@ export class PlanEventPublisher extends TypedHelpers {
     this.checkContext = { limits: this.limits, out: [] };
     this.logger = options.logger ?? createLogger({ base: { component: 'publisher' } });
     this.stamper = new EventStamper(this.opts.maxTrackedPlans);
-    this.memory = new MemoryBuffer(this.opts.maxBufferedEvents, this.opts.maxBufferedBytes);
+    this.memory = new MemoryBuffer(this.opts.maxBufferedEvents, this.opts.maxBufferedBytes, this.opts.queueShards);
     this.dropLog = new RateLimitedLog(this.logger, 'error', 'events dropped');
     this.rejectLog = new RateLimitedLog(this.logger, 'warn', 'events rejected: they break the event contract');
     this.journal = this.openJournal();
@@ -118,6 +119,7 @@ export class PlanEventPublisher extends TypedHelpers {
       target: { redisUrl: this.opts.redisUrl, redisClusterNodes: this.opts.redisClusterNodes },
       connection: this.opts.connection,
       queuePrefix: this.opts.queuePrefix,
+      queueShards: this.opts.queueShards,
       commandTimeoutMs: this.opts.redisCommandTimeoutMs,
       jobOptions: this.opts.jobOptions,
       logger: this.logger,
@@ -126,6 +128,7 @@ export class PlanEventPublisher extends TypedHelpers {
     this.pump = new DeliveryPump(this.memory, this.journal, reader, this.link, {
       ...this.opts,
       maxJobBytes: this.limits.maxJobBytes,
+      queueShards: this.opts.queueShards,
       onSpilled: (events) => (this.counts.spilled += events),
     });
     // registered last: nothing below can throw, so a failed constructor leaves the registry as it was
@@ -183,7 +186,7 @@ export class PlanEventPublisher extends TypedHelpers {
     this.stamper.commit(event);
     const eventId = event.eventId as string;
     const seq = event.seq as number;
-    return this.enqueue(json)
+    return this.enqueue(json, shardOfPlan(event.planId as string, this.opts.queueShards))
       ? { ok: true, eventId, seq }
       : { ok: false, reason: 'dropped', eventId, seq, violations: [] };
   }
@@ -234,11 +237,11 @@ export class PlanEventPublisher extends TypedHelpers {
    */
   forwardRefused(json: string): boolean {
     if (this.closing !== undefined) return false;
-    return this.enqueue(
+    const event =
       Buffer.byteLength(json, 'utf8') > this.limits.maxEventBytes
         ? refusedStandIn(json, this.limits.maxEventBytes)
-        : json,
-    );
+        : json;
+    return this.enqueue(event, this.opts.queueShards > 1 ? shardOfJson(event, this.opts.queueShards) : 0);
   }
 
   /**
@@ -246,9 +249,9 @@ export class PlanEventPublisher extends TypedHelpers {
    * order. Memory counts JSON text length (what the string costs the heap, and UTF-8 bytes for
    * ASCII); the journal counts exact UTF-8 bytes, as it writes them.
    */
-  private enqueue(json: string): boolean {
+  private enqueue(json: string, shard: number): boolean {
     if (!this.journal.backlog && this.memory.fits(json.length)) {
-      this.memory.push(json);
+      this.memory.push(json, shard);
     } else if (this.journal.append(json, Buffer.byteLength(json, 'utf8'))) {
       this.counts.spilled++;
     } else {
@@ -330,14 +333,14 @@ export class PlanEventPublisher extends TypedHelpers {
   async stored(timeoutMs = 30_000): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     if (!(await this.pump.waitSettled(timeoutMs))) return false;
-    let pending = this.pump.sentJobIds();
+    let pending = this.pump.sentJobList();
     for (;;) {
       try {
         const unfinished = new Set<string>();
         for (let i = 0; i < pending.length; i += 1_000)
           for (const id of await this.link.unfinishedJobs(pending.slice(i, i + 1_000))) unfinished.add(id);
-        this.pump.forgetJobs(pending.filter((id) => !unfinished.has(id)));
-        pending = [...unfinished];
+        this.pump.forgetJobs(pending.filter((job) => !unfinished.has(job.id)).map((job) => job.id));
+        pending = pending.filter((job) => unfinished.has(job.id));
       } catch {
         // Redis unreachable or a command failed: look again
       }
@@ -382,6 +385,16 @@ export class PlanEventPublisher extends TypedHelpers {
  * a payload saying what was left out. The worker refuses the stand-in too (its payload breaks the
  * contract); the dead letter then shows the note.
  */
+/** The shard of an event given as JSON text: its plan id's, or 0 when it has none (it is dead-lettered). */
+function shardOfJson(json: string, shards: number): number {
+  try {
+    const planId = (JSON.parse(json) as { planId?: unknown } | null)?.planId;
+    return typeof planId === 'string' ? shardOfPlan(planId, shards) : 0;
+  } catch {
+    return 0;
+  }
+}
+
 export function refusedStandIn(json: string, maxEventBytes: number): string {
   let event: unknown;
   try {

@@ -6,6 +6,7 @@ import type { Logger } from '../shared/logger';
 import { ClusterSeeds, clusterPrefixProblem, parseClusterNodes } from '../config/redis-cluster-nodes';
 import type { RedisClient } from '../queue/connect-redis';
 import { DEFAULT_JOB_OPTIONS } from '../queue/batch-job-options';
+import { MAX_QUEUE_SHARDS } from '../queue/queue-shards';
 import { PlanLedgerError } from '../shared/errors';
 
 /**
@@ -36,6 +37,11 @@ export interface PublisherOptions {
   connection?: RedisClient;
   /** BullMQ key prefix, the same as the workers' QUEUE_PREFIX. @defaultValue `plan-ledger` */
   queuePrefix?: string;
+  /**
+   * QUEUE_SHARDS: events go to one of this many queues by a hash of their plan id (the workers'
+   * QUEUE_SHARDS; src/queue/queue-shards.ts). @defaultValue `1` (one queue, the unsharded layout)
+   */
+  queueShards?: number;
   /** Events held in memory waiting for Redis (queued + in flight) before spilling. @defaultValue `100_000` */
   maxBufferedEvents?: number;
   /** Event JSON held in memory before spilling, in characters (= UTF-8 bytes for ASCII). @defaultValue `64 MiB` */
@@ -154,6 +160,9 @@ export function resolveOptions(options: PublisherOptions): ResolvedOptions {
       problems.push(`${key} must be a positive integer (got ${String(value)})`);
     else numbers[key] = value;
   }
+  const queueShards = options.queueShards ?? 1;
+  if (!Number.isSafeInteger(queueShards) || queueShards < 1 || queueShards > MAX_QUEUE_SHARDS)
+    problems.push(`queueShards must be a whole number from 1 to ${MAX_QUEUE_SHARDS} (got ${String(queueShards)})`);
   const validation = options.validation ?? 'fast';
   if (validation !== 'fast' && validation !== 'contract')
     problems.push(`validation must be "fast" or "contract" (got ${String(validation)})`);
@@ -178,6 +187,7 @@ export function resolveOptions(options: PublisherOptions): ResolvedOptions {
     redisClusterNodes,
     connection: options.connection,
     queuePrefix,
+    queueShards,
     journalDir: path.resolve(options.journalDir ?? path.join('data', 'plan-ledger-journal')),
     jobOptions: { ...DEFAULT_JOB_OPTIONS, ...options.jobOptions },
     validation,

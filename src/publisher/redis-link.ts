@@ -4,6 +4,7 @@ import { EVENTS_QUEUE, EVENT_BATCH_JOB } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
 import { RateLimitedLog } from './rate-limited-log';
 import { RawBatchQueue, RawJobData } from '../queue/raw-batch-queue';
+import { queueShards, registerLayout } from '../queue/queue-shards';
 
 export interface RedisLinkConfig {
   /** REDIS_URL or REDIS_CLUSTER_NODES. */
@@ -11,6 +12,8 @@ export interface RedisLinkConfig {
   /** A connection owned by the caller, used instead of opening one from `target` (close() leaves it open). */
   connection?: RedisClient;
   queuePrefix: string;
+  /** QUEUE_SHARDS: one queue per shard (src/queue/queue-shards.ts). @defaultValue 1 */
+  queueShards?: number;
   commandTimeoutMs: number;
   jobOptions: JobsOptions;
   logger: Logger;
@@ -22,6 +25,8 @@ export interface RedisLinkConfig {
 export interface OutgoingJob {
   id: string;
   data: Buffer;
+  /** The queue shard it goes to. @defaultValue 0 */
+  shard?: number;
 }
 
 /**
@@ -42,7 +47,9 @@ export interface OutgoingJob {
 export class RedisLink {
   private readonly redis: RedisClient;
   private readonly ownsRedis: boolean;
-  private queue: RawBatchQueue | undefined;
+  /** One queue per shard, all built together (undefined until the first `ready`). */
+  private queues: RawBatchQueue[] | undefined;
+  private readonly prefixes: string[];
   private queueReady = false;
   /** The last command on the queue (probe or send) succeeded. */
   private commandsOk = false;
@@ -56,6 +63,7 @@ export class RedisLink {
       'warn',
       'redis unavailable; events wait in memory, then in the spill journal',
     );
+    this.prefixes = queueShards(cfg.queuePrefix, cfg.queueShards ?? 1).map((s) => s.prefix);
     this.ownsRedis = cfg.connection === undefined;
     this.redis = cfg.connection ?? createRedis(cfg.target, 'publisher', { commandTimeoutMs: cfg.commandTimeoutMs });
     this.redis.on('error', (err: Error) => this.errors.note(1, { err: err.message }));
@@ -81,67 +89,90 @@ export class RedisLink {
 
   private onRedisReady(): void {
     if (this.closed) return;
-    this.queue ??= this.createQueue();
-    const queue = this.queue;
-    queue.waitUntilReady().then(
-      () => this.probe(queue),
+    this.queues ??= this.prefixes.map((prefix) => this.createQueue(prefix));
+    const queues = this.queues;
+    Promise.all(queues.map((q) => q.waitUntilReady())).then(
+      () => this.probe(queues),
       (err: Error) => {
-        // Redis went away during initialisation: this Queue would stay broken; the next `ready` builds another.
+        // Redis went away during initialisation: these Queues would stay broken; the next `ready` builds others.
         this.errors.note(1, { err: err.message });
-        if (this.queue === queue) this.queue = undefined;
-        queue.close().catch(() => undefined);
+        if (this.queues === queues) this.queues = undefined;
+        for (const q of queues) q.close().catch(() => undefined);
       },
     );
   }
 
   /**
-   * One command on the queue's own slot. Until it answers nothing is sent and the publisher is not
-   * ready; it is retried every second while the connection stays up.
+   * One command on each shard's own slot (and, with several shards, the layout's registration, so
+   * workers of another QUEUE_SHARDS drain these shards too). Until they answer nothing is sent and
+   * the publisher is not ready; they are retried every second while the connection stays up.
    */
-  private probe(queue: RawBatchQueue): void {
+  private probe(queues: RawBatchQueue[]): void {
     clearTimeout(this.probeTimer);
     this.probeTimer = undefined;
-    if (this.queue !== queue || this.closed || this.redis.status !== 'ready') return;
-    this.redis.exists(queue.toKey('meta')).then(
+    if (this.queues !== queues || this.closed || this.redis.status !== 'ready') return;
+    const count = queues.length;
+    Promise.all([
+      ...queues.map((q) => this.redis.exists(q.toKey('meta'))),
+      count > 1 ? registerLayout(this.redis, this.cfg.queuePrefix, count) : undefined,
+    ]).then(
       () => {
-        if (this.queue !== queue || this.closed) return;
+        if (this.queues !== queues || this.closed) return;
         this.queueReady = true;
         this.commandsOk = true;
         this.errors.flush();
-        this.cfg.logger.info({ redis: 'ready', queue: EVENTS_QUEUE }, 'publisher connected to redis');
+        this.cfg.logger.info(
+          { redis: 'ready', queue: EVENTS_QUEUE, ...(count > 1 ? { shards: count } : {}) },
+          'publisher connected to redis',
+        );
         this.cfg.onReady();
       },
       (err: Error) => {
         this.commandsOk = false;
         this.errors.note(1, { err: err.message });
         if (this.closed) return;
-        this.probeTimer = setTimeout(() => this.probe(queue), 1_000);
+        this.probeTimer = setTimeout(() => this.probe(queues), 1_000);
         this.probeTimer.unref();
       },
     );
   }
 
-  private createQueue(): RawBatchQueue {
+  private createQueue(prefix: string): RawBatchQueue {
     const queue = new RawBatchQueue(EVENTS_QUEUE, {
       connection: this.redis,
-      prefix: this.cfg.queuePrefix,
+      prefix,
       skipVersionCheck: true,
     });
     queue.on('error', (err: Error) => this.errors.note(1, { err: err.message }));
     return queue;
   }
 
-  /** One atomic addBulk; rejects at once when Redis is not connected. */
+  /**
+   * One atomic addBulk per shard the jobs go to, sent together; rejects at once when Redis is not
+   * connected, and when any shard's addBulk fails (the caller resends all with the same job ids:
+   * a shard that took them ignores them as duplicates while the jobs exist).
+   */
   async send(jobs: readonly OutgoingJob[]): Promise<void> {
-    const queue = this.queue;
-    if (queue === undefined || !this.ready) throw new Error('redis is not ready');
+    const queues = this.queues;
+    if (queues === undefined || !this.ready) throw new Error('redis is not ready');
+    const byShard = new Map<number, OutgoingJob[]>();
+    for (const job of jobs) {
+      const shard = job.shard ?? 0;
+      const list = byShard.get(shard);
+      if (list) list.push(job);
+      else byShard.set(shard, [job]);
+    }
     try {
-      await queue.addBulk(
-        jobs.map((job) => ({
-          name: EVENT_BATCH_JOB,
-          data: new RawJobData(job.data),
-          opts: { ...this.cfg.jobOptions, jobId: job.id },
-        })),
+      await Promise.all(
+        [...byShard].map(([shard, list]) =>
+          queues[shard].addBulk(
+            list.map((job) => ({
+              name: EVENT_BATCH_JOB,
+              data: new RawJobData(job.data),
+              opts: { ...this.cfg.jobOptions, jobId: job.id },
+            })),
+          ),
+        ),
       );
     } catch (err) {
       this.commandsOk = false;
@@ -151,22 +182,31 @@ export class RedisLink {
   }
 
   /**
-   * Of these job ids, those whose job still waits or runs: its hash exists (every job hash has a
+   * Of these jobs, those that still wait or run: its hash exists (every job hash has a
    * `timestamp`) and has no `finishedOn`. A job the worker finished is removed (removeOnComplete)
    * or marked finished: its events are stored or dead-lettered. Rejects when Redis is not ready.
    */
-  async unfinishedJobs(ids: readonly string[]): Promise<string[]> {
-    const queue = this.queue;
-    if (queue === undefined || !this.ready) throw new Error('redis is not ready');
-    const pipeline = this.redis.pipeline();
-    for (const id of ids) pipeline.hmget(queue.toKey(id), 'finishedOn', 'timestamp');
-    const replies = (await pipeline.exec()) ?? [];
+  async unfinishedJobs(jobs: ReadonlyArray<{ id: string; shard: number }>): Promise<string[]> {
+    const queues = this.queues;
+    if (queues === undefined || !this.ready) throw new Error('redis is not ready');
+    // a pipeline per shard: on a cluster one pipeline's keys must live on one node
+    const byShard = new Map<number, string[]>();
+    for (const job of jobs) {
+      const list = byShard.get(job.shard);
+      if (list) list.push(job.id);
+      else byShard.set(job.shard, [job.id]);
+    }
     const unfinished: string[] = [];
-    replies.forEach(([err, value], i) => {
-      if (err) throw err;
-      const [finishedOn, timestamp] = value as [string | null, string | null];
-      if (timestamp !== null && finishedOn === null) unfinished.push(ids[i]);
-    });
+    for (const [shard, ids] of byShard) {
+      const pipeline = this.redis.pipeline();
+      for (const id of ids) pipeline.hmget(queues[shard].toKey(id), 'finishedOn', 'timestamp');
+      const replies = (await pipeline.exec()) ?? [];
+      replies.forEach(([err, value], i) => {
+        if (err) throw err;
+        const [finishedOn, timestamp] = value as [string | null, string | null];
+        if (timestamp !== null && finishedOn === null) unfinished.push(ids[i]);
+      });
+    }
     return unfinished;
   }
 
@@ -181,7 +221,7 @@ export class RedisLink {
     clearTimeout(this.probeTimer);
     this.errors.flush();
     const closing = (async () => {
-      await this.queue?.close().catch(() => undefined);
+      await Promise.all((this.queues ?? []).map((q) => q.close().catch(() => undefined)));
       if (this.ownsRedis) await this.redis.quit().catch(() => undefined);
     })();
     let timer: NodeJS.Timeout | undefined;

@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { planSourceOf, type PlanSource } from '../otlp/trace-source';
 import {
   ENTITY,
   ExecutionPlanRow,
@@ -9,6 +10,7 @@ import {
   WorkflowCheckpointRow,
 } from '../store/entities';
 import { pushAll } from '../shared/arrays';
+import { dagLayers } from '../store/projection/dag-layers';
 import { NotFoundError } from './query-errors';
 import { PlanSummary, StepView, toPlanSummary, toStepView } from './plan-rows';
 import { compareText, parseJson, toIso } from './row-normalize';
@@ -142,18 +144,30 @@ export interface PlanView {
   handoffs: HandoffView[];
   decisions: DecisionView[];
   checkpoints: CheckpointView[];
+  /**
+   * The steps' topological layers (layer 0: no dependency), by the function the resume point and
+   * the stored DAG use, so what the console draws is what an executor resumes by.
+   */
+  layers: string[][];
   timeline: TimelineEntry[];
+  /** Sent as events, or mapped from an OpenTelemetry trace (POST /v1/traces). */
+  source: PlanSource;
 }
 
 /** Everything stored about one plan, and its timeline. Soft-deleted plans are not found. */
 export async function getPlanView(ds: DataSource, planId: string): Promise<PlanView> {
   const plan = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOne({ where: { id: planId } });
   if (!plan) throw new NotFoundError('plan', planId);
-  const [stepRows, handoffRows, decisionRows, checkpointRows] = await Promise.all([
+  const [stepRows, handoffRows, decisionRows, checkpointRows, created] = await Promise.all([
     ds.getRepository<PlanStepRow>(ENTITY.step).find({ where: { planId }, order: { stepIndex: 'ASC' } }),
     ds.getRepository<PlanHandoffRow>(ENTITY.handoff).find({ where: { planId } }),
     ds.getRepository<PlanDecisionRow>(ENTITY.decision).find({ where: { planId } }),
     ds.getRepository<WorkflowCheckpointRow>(ENTITY.checkpoint).find({ where: { workflowId: planId } }),
+    ds.getRepository<PlanEventRow>(ENTITY.event).findOne({
+      select: { eventId: true },
+      where: { planId, type: 'plan.created' },
+      order: { seq: 'ASC', eventId: 'ASC' },
+    }),
   ]);
   const steps = stepRows.map(toStepView);
   const stepKeyByRowId = new Map(stepRows.map((s) => [s.id, s.stepKey]));
@@ -195,7 +209,9 @@ export async function getPlanView(ds: DataSource, planId: string): Promise<PlanV
     handoffs,
     decisions: decisionViews,
     checkpoints,
+    layers: dagLayers(steps.map((st) => ({ stepId: st.stepId, index: st.index, dependsOn: st.dependsOn }))),
     timeline: buildTimeline(summary, steps, handoffs, decisionViews, checkpoints),
+    source: planSourceOf(planId, created?.eventId.toLowerCase()),
   };
 }
 

@@ -195,7 +195,8 @@ export function createJobProcessor(deps: JobProcessorDeps) {
   ): DeadLetter {
     const dl = buildDeadLetter(kind, raw, reason, {
       queue: deps.queueName,
-      prefix: deps.prefix,
+      // the job's own prefix: with QUEUE_SHARDS it names the shard the job came from
+      prefix: job.prefix || deps.prefix,
       jobId: String(job.id),
       index,
       attempts,

@@ -33,13 +33,15 @@ import { Opened } from './opened-resources';
 import { shutdown, ShutdownResult, waitIdle, wireWorkerEvents } from './worker-lifecycle';
 import { RedisRelief } from './redis-relief';
 import { RepeatedLog } from '../shared/repeated-log';
+import { consumedShards, QueueShard, registeredLayouts, shardLabel } from '../queue/queue-shards';
 
 export interface StartWorkerOptions {
   /**
    * REDIS_URL (or REDIS_CLUSTER_NODES), QUEUE_PREFIX and DATABASE_URL (the latter only when `dataSource` is not
    * given).
    */
-  config: Pick<AppConfig, 'redisUrl' | 'queuePrefix' | 'database'> & { redisClusterNodes?: ClusterSeeds | null };
+  config: Pick<AppConfig, 'redisUrl' | 'queuePrefix' | 'database'> &
+    Partial<Pick<AppConfig, 'queueShards' | 'workerShards'>> & { redisClusterNodes?: ClusterSeeds | null };
   logger: Logger;
   /** Any subset of the worker settings. @defaultValue DEFAULT_WORKER_CONFIG (see worker-config.ts) */
   settings?: Partial<WorkerConfig>;
@@ -62,6 +64,11 @@ export interface StartWorkerOptions {
   onDeadLetter?(letter: DeadLetter): void;
   /** While migrations are pending the worker consumes nothing; it looks again this often. @defaultValue 5000 ms */
   schemaPollMs?: number;
+  /**
+   * How often a worker of every shard (no WORKER_SHARDS) looks for layouts that publishers with
+   * another QUEUE_SHARDS registered, to consume their shards too. @defaultValue 10000 ms
+   */
+  layoutPollMs?: number;
 }
 
 export interface WorkerHandle {
@@ -142,21 +149,27 @@ interface Opening {
   schema: SchemaWatch;
 }
 
+/** One consumed shard of the events queue: its Queue (counts, cleaning) and its BullMQ worker. */
+interface ShardRuntime {
+  shard: QueueShard;
+  label: string;
+  queue: Queue;
+  worker: EventsWorker;
+}
+
 async function assemble(o: Opening): Promise<WorkerHandle> {
   const { options, settings, connection, ds, opened, schema } = o;
   const { logger, config } = options;
   const prefix = config.queuePrefix;
+  const shardCount = config.queueShards ?? 1;
+  const pinned = config.workerShards ?? null;
+  // a worker of every shard also drains the shards that publishers with another QUEUE_SHARDS used
+  const layouts = pinned ? [] : await registeredLayouts(connection, prefix);
+  const shards = consumedShards(prefix, shardCount, pinned, layouts);
   const metrics = options.metrics ?? new WorkerMetrics();
   const state = new WorkerState();
   const closing = new AbortController();
-  const eventsQueue = opened.closable(new Queue(EVENTS_QUEUE, { connection, prefix }));
-  // while Redis is unreachable every reconnection attempt fails: one line per kind per 10 s
-  const eventsQueueErrors = RepeatedLog.of(eventsQueue, logger, 'events queue connection error', { level: 'warn' });
-  metrics.observeQueue({
-    getJobCounts: (...types) => eventsQueue.getJobCounts(...(types as never[])),
-    oldestWaitingTimestamp: async () => (await eventsQueue.getWaiting(0, 0))[0]?.timestamp,
-  });
-  // read at scrape time only: dead letters by kind and the oldest one's age
+  // read at scrape time only: dead letters by kind and the oldest one's age (one queue for every shard)
   const deadLetterQueue = opened.closable(new Queue(DEAD_LETTER_QUEUE, { connection, prefix }));
   const deadLetterQueueErrors = RepeatedLog.of(deadLetterQueue, logger, 'dead-letter queue connection error', {
     level: 'warn',
@@ -179,32 +192,84 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     onDeadLetter: options.onDeadLetter,
   });
   const { gate, batcher, sweeper } = pipeline;
-  const worker = createEventsWorker({
-    connection,
-    prefix,
-    settings,
-    processor: pipeline.processor,
-    concurrency: pipeline.concurrency.concurrency,
+  // the job concurrency is the process's: each shard's worker gets its share
+  const runtimes: ShardRuntime[] = [];
+  const workers: EventsWorker[] = [];
+  const queues: Queue[] = [];
+  const perShard = (n: number) => Math.max(1, Math.ceil(n / Math.max(1, workers.length)));
+  const logs: RepeatedLog[] = [deadLetterQueueErrors];
+  let fetching = false;
+  const run = (worker: EventsWorker) =>
+    void worker.run().catch((err) => logger.error({ err }, 'worker stopped with an error'));
+  const addShard = (shard: QueueShard): ShardRuntime => {
+    const queue = opened.closable(new Queue(EVENTS_QUEUE, { connection, prefix: shard.prefix }));
+    const label = shardLabel(shard, shardCount);
+    // while Redis is unreachable every reconnection attempt fails: one line per kind per 10 s
+    logs.push(RepeatedLog.of(queue, logger, 'events queue connection error', { level: 'warn' }));
+    metrics.observeQueue(
+      {
+        getJobCounts: (...types) => queue.getJobCounts(...(types as never[])),
+        oldestWaitingTimestamp: async () => (await queue.getWaiting(0, 0))[0]?.timestamp,
+      },
+      label,
+    );
+    const worker = createEventsWorker({
+      connection,
+      prefix: shard.prefix,
+      settings,
+      processor: pipeline.processor,
+      concurrency: 1,
+    });
+    logs.push(wireWorkerEvents(worker, state, logger, pipeline.writeDeadLetters, shard.prefix));
+    const relief = new RedisRelief({ queue, connection, logger, eventStreamKey: queue.keys.events });
+    worker.on('error', relief.onError);
+    logs.push(relief.failures);
+    const runtime = { shard, label, queue, worker };
+    runtimes.push(runtime);
+    workers.push(worker);
+    queues.push(queue);
+    for (const w of workers) w.concurrency = perShard(pipeline.concurrency.concurrency);
+    if (fetching) run(worker);
+    return runtime;
+  };
+  for (const shard of shards) addShard(shard);
+  // the pipeline decides, the BullMQ workers follow: paused while the database is down, sized to the jobs
+  gate.onChange((up) => {
+    for (const worker of workers) {
+      if (up) {
+        if (!closing.signal.aborted) worker.resume();
+      } else void worker.pause(true);
+    }
   });
-  // the pipeline decides, the BullMQ worker follows: paused while the database is down, sized to the jobs
-  gate.onChange((up) => (up ? (closing.signal.aborted ? undefined : worker.resume()) : worker.pause(true)));
-  pipeline.concurrency.onChange((n) => (worker.concurrency = n));
-  const workerErrors = wireWorkerEvents(worker, state, logger, pipeline.writeDeadLetters, prefix);
-  const relief = new RedisRelief({ queue: eventsQueue, connection, logger, eventStreamKey: eventsQueue.keys.events });
-  worker.on('error', relief.onError);
+  pipeline.concurrency.onChange((n) => workers.forEach((worker) => (worker.concurrency = perShard(n))));
   // the counts of the last window of each repeated-error log, even if the worker's close never ends
-  opened.afterClose(() =>
-    [workerErrors, relief.failures, eventsQueueErrors, deadLetterQueueErrors].forEach((log) => log.flush()),
-  );
+  opened.afterClose(() => logs.forEach((log) => log.flush()));
   // Fetch (and sweep gaps) only on the schema this code expects: until then nothing is written.
   void schema.current.then(() => {
     if (closing.signal.aborted) return;
     sweeper.start();
-    void worker.run().catch((err) => logger.error({ err }, 'worker stopped with an error'));
+    fetching = true;
+    for (const worker of workers) run(worker);
   });
-  await worker.waitUntilReady();
+  await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+  if (!pinned) {
+    // a publisher started later with another QUEUE_SHARDS registers its layout: drain its shards too
+    const refresh = async () => {
+      const known = new Set(runtimes.map((r) => r.shard.prefix));
+      const layouts = await registeredLayouts(connection, prefix).catch(() => [] as number[]);
+      if (closing.signal.aborted) return;
+      for (const shard of consumedShards(prefix, shardCount, null, layouts)) {
+        if (known.has(shard.prefix)) continue;
+        const added = addShard(shard);
+        logger.info({ shard: added.label, prefix: shard.prefix }, 'worker consumes a shard of another QUEUE_SHARDS');
+      }
+    };
+    const timer = setInterval(() => void refresh(), options.layoutPollMs ?? 10_000);
+    timer.unref();
+    opened.closable({ close: async () => clearInterval(timer) });
+  }
   const readiness = () =>
-    readinessOf({ connection, ds, eventsQueue, gate, schema, state, stallMs: settings.readyStallSeconds * 1000 });
+    readinessOf({ connection, ds, queues, gate, schema, state, stallMs: settings.readyStallSeconds * 1000 });
   const health =
     settings.healthPort === null
       ? undefined
@@ -219,6 +284,9 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     {
       queue: EVENTS_QUEUE,
       prefix,
+      ...(runtimes.length > 1 || shardCount > 1
+        ? { queueShards: shardCount, shards: runtimes.map((r) => r.label) }
+        : {}),
       concurrency: settings.concurrency,
       maxEventsInFlight: settings.maxEventsInFlight,
       batchSize: settings.batchSize,
@@ -236,9 +304,9 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     metrics,
     stats: () => state.snapshot(gate.isUp, batcher.size),
     readiness,
-    idle: (timeoutMs = 60_000) => waitIdle(eventsQueue, batcher, timeoutMs),
+    idle: (timeoutMs = 60_000) => waitIdle(queues, batcher, timeoutMs),
     close: (deadlineMs = settings.shutdownTimeoutMs) =>
-      (closed ??= shutdown({ worker, batcher, gate, sweeper, health, opened, closing, logger, deadlineMs })),
+      (closed ??= shutdown({ workers, batcher, gate, sweeper, health, opened, closing, logger, deadlineMs })),
   };
 }
 
@@ -268,7 +336,7 @@ function createEventsWorker(w: {
 function readinessOf(r: {
   connection: RedisClient;
   ds: DataSource;
-  eventsQueue: Queue;
+  queues: Queue[];
   gate: DatabaseGate;
   schema: SchemaWatch;
   state: WorkerState;
@@ -277,12 +345,12 @@ function readinessOf(r: {
   return checkReadiness({
     // a command on the queue's own keys, not PING: "ready" means the worker's commands succeed
     // (a node that answers PING may still answer MOVED or CLUSTERDOWN to them)
-    pingRedis: () => r.connection.exists(r.eventsQueue.toKey('meta')),
+    pingRedis: () => Promise.all(r.queues.map((q) => r.connection.exists(q.toKey('meta')))),
     pingDatabase: () => r.ds.query('SELECT 1'),
     databaseGateUp: () => r.gate.isUp,
     waitingJobs: async () => {
-      const c = await r.eventsQueue.getJobCounts('wait', 'prioritized');
-      return (c.wait ?? 0) + (c.prioritized ?? 0);
+      const counts = await Promise.all(r.queues.map((q) => q.getJobCounts('wait', 'prioritized')));
+      return counts.reduce((n, c) => n + (c.wait ?? 0) + (c.prioritized ?? 0), 0);
     },
     schema: () => r.schema.check(),
     lastProgressAt: () => r.state.lastProgressAt,

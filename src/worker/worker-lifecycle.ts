@@ -71,22 +71,26 @@ async function lastResortDeadLetters(job: Job<WorkerJobData>, err: Error, prefix
 }
 
 export async function waitIdle(
-  queue: Queue,
+  queues: readonly Queue[],
   batcher: MicroBatcher<PlanEvent, JobWriteOutcome>,
   timeoutMs: number,
 ): Promise<boolean> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
-    const c = await queue.getJobCounts('wait', 'active', 'delayed', 'prioritized');
-    if ((c.wait ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0) === 0 && batcher.size === 0)
-      return true;
+    let jobs = 0;
+    for (const queue of queues) {
+      const c = await queue.getJobCounts('wait', 'active', 'delayed', 'prioritized');
+      jobs += (c.wait ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0);
+    }
+    if (jobs === 0 && batcher.size === 0) return true;
     await new Promise((r) => setTimeout(r, 50));
   }
   return false;
 }
 
 export interface ShutdownParts {
-  worker: EventsWorker;
+  /** The BullMQ worker of each consumed shard. */
+  workers: EventsWorker[];
   batcher: MicroBatcher<PlanEvent, JobWriteOutcome>;
   gate: DatabaseGate;
   sweeper: GapSweeper;
@@ -114,13 +118,13 @@ export async function shutdown(p: ShutdownParts): Promise<ShutdownResult> {
   p.logger.info({ deadlineMs: p.deadlineMs, inFlightJobs: p.batcher.size }, 'worker closing: finishing in-flight jobs');
   // Jobs waiting out a retry hand themselves back to the queue instead of holding the close.
   p.closing.abort();
-  const stopping = p.worker.close();
+  const stopping = Promise.all(p.workers.map((w) => w.close()));
   void p.batcher.drain();
   const clean = await withTimeout(stopping, p.deadlineMs, 'deadline').then(
     () => true,
     () => false,
   );
-  const unfinishedJobs = clean ? 0 : p.worker.unacknowledgedJobs;
+  const unfinishedJobs = clean ? 0 : p.workers.reduce((n, w) => n + w.unacknowledgedJobs, 0);
   if (unfinishedJobs > 0) {
     p.logger.warn(
       { unfinishedJobs },
@@ -131,7 +135,8 @@ export async function shutdown(p: ShutdownParts): Promise<ShutdownResult> {
       'shutdown deadline reached with no job in flight: the Redis connections did not close (is Redis reachable?); they are dropped',
     );
   }
-  if (!clean) await withTimeout(p.worker.abandonInFlight(), 1_000, 'abandon').catch(() => undefined);
+  if (!clean)
+    await withTimeout(Promise.all(p.workers.map((w) => w.abandonInFlight())), 1_000, 'abandon').catch(() => undefined);
   p.gate.stop();
   await withTimeout(p.sweeper.stop(), 1_000, 'sweeper').catch(() => undefined);
   const left = Math.max(500, p.deadlineMs - (Date.now() - started));

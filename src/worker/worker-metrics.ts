@@ -46,7 +46,8 @@ export class WorkerMetrics {
   readonly gapsSkipped: Counter<never>;
   readonly plansWaitingOnGap: Gauge<never>;
   readonly rowCacheHits: Counter<never>;
-  private queueProbe: QueueProbe | undefined;
+  /** The events queue's shards by `shard` label (`0` alone without QUEUE_SHARDS). */
+  private readonly queueProbes = new Map<string, QueueProbe>();
   private deadLetterProbe: DeadLetterProbe | undefined;
   private deadLetterRead: ReturnType<DeadLetterProbe['depth']> | undefined;
   private readonly now: () => number;
@@ -136,30 +137,35 @@ export class WorkerMetrics {
       registers,
     });
     // prom-client calls collect() with the gauge as `this`: the worker's state is reached through these
-    const probe = () => this.queueProbe;
+    const probes = () => this.queueProbes;
     const now = () => this.now();
     const readDeadLetters = () => this.readDeadLetters();
     new Gauge({
       name: 'plan_ledger_queue_jobs',
-      help: 'Jobs of the events queue by state (each job holds several events)',
-      labelNames: ['state'],
+      help: 'Jobs of the events queue by shard and state (each job holds several events)',
+      labelNames: ['shard', 'state'],
       registers,
       async collect() {
-        const queue = probe();
-        if (!queue) return;
-        const counts = await queue.getJobCounts(...QUEUE_STATES);
-        for (const state of QUEUE_STATES) this.set({ state }, counts[state] ?? 0);
+        await Promise.all(
+          [...probes()].map(async ([shard, queue]) => {
+            const counts = await queue.getJobCounts(...QUEUE_STATES);
+            for (const state of QUEUE_STATES) this.set({ shard, state }, counts[state] ?? 0);
+          }),
+        );
       },
     });
     new Gauge({
       name: 'plan_ledger_queue_oldest_waiting_age_seconds',
-      help: 'Age of the oldest job waiting on the events queue; 0 when none waits',
+      help: 'Age of the oldest job waiting on the events queue, by shard; 0 when none waits',
+      labelNames: ['shard'],
       registers,
       async collect() {
-        const queue = probe();
-        if (!queue) return;
-        const ts = await queue.oldestWaitingTimestamp();
-        this.set(ts === undefined ? 0 : Math.max(0, (now() - ts) / 1000));
+        await Promise.all(
+          [...probes()].map(async ([shard, queue]) => {
+            const ts = await queue.oldestWaitingTimestamp();
+            this.set({ shard }, ts === undefined ? 0 : Math.max(0, (now() - ts) / 1000));
+          }),
+        );
       },
     });
     // the dead-letter queue (`plan-ledger dlq`): nothing consumes it, so its depth only grows until
@@ -209,9 +215,9 @@ export class WorkerMetrics {
     return this.deadLetterRead;
   }
 
-  /** Attach the queue read by the depth and age gauges. */
-  observeQueue(probe: QueueProbe): void {
-    this.queueProbe = probe;
+  /** Attach a queue (shard) read by the depth and age gauges, labelled `shard`. */
+  observeQueue(probe: QueueProbe, shard = '0'): void {
+    this.queueProbes.set(shard, probe);
   }
 
   countByType(counter: Counter<'type'>, types: Iterable<string>): void {

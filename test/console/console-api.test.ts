@@ -53,6 +53,8 @@ describe('console routes', () => {
       expect(health.json.queue).toMatchObject({ waiting: 2, active: 0 });
       // the job added with a time 90 s ago
       expect(health.json.queue.oldestWaitingAgeSeconds).toBeGreaterThanOrEqual(89);
+      // one shard without QUEUE_SHARDS: its row is the whole queue
+      expect(health.json.shards).toEqual([{ shard: '0', ...health.json.queue }]);
       expect(health.json.deadLetters).toMatchObject({ total: 1, byKind: { invalid: 1 } });
       expect(health.json.eventsPerMinute).toHaveLength(3);
       expect(health.json.eventsPerMinute[2].events + health.json.eventsPerMinute[1].events).toBe(12);
@@ -139,5 +141,141 @@ describe('console routes', () => {
     } finally {
       await untrusted.close();
     }
+  });
+
+  it('GET /favicon.ico answers the console icon without a key (no 404 on a first visit)', async () => {
+    const res = await fetch(`${stack.server.url}/favicon.ico`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('image/svg+xml');
+    expect(await res.text()).toMatch(/^<svg /);
+  });
+
+  it('many open consoles cost the database one read per second: concurrent and repeated reads share one answer, 304 when unchanged; API clients read fresh', async () => {
+    const consoles: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const res = await fetch(`${stack.server.url}/console/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ key: READ_KEY }),
+      });
+      consoles.push(res.headers.get('set-cookie')!.split(';')[0]);
+    }
+    const reads = async () => {
+      const text = await (await fetch(`${stack.server.url}/metrics`)).text();
+      const count = (result: string) =>
+        Number(
+          new RegExp(`^plan_ledger_http_console_reads_total\\{result="${result}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0,
+        );
+      return { computed: count('computed'), shared: count('shared'), notModified: count('not_modified') };
+    };
+    const before = await reads();
+    const path = '/v1/plans?limit=5&status=executing';
+    // 20 consoles at once, 5 times within the sharing window: one computation
+    const answers = await Promise.all(
+      consoles.map((cookie) => fetch(`${stack.server.url}${path}`, { headers: { cookie } })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(consoles.map(() => 200));
+    const etags = new Set(answers.map((a) => a.headers.get('etag')));
+    expect(etags.size).toBe(1);
+    const [etag] = [...etags];
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{27}"$/);
+    const again = await Promise.all(
+      consoles.map((cookie) => fetch(`${stack.server.url}${path}`, { headers: { cookie, 'if-none-match': etag! } })),
+    );
+    expect(again.map((a) => a.status)).toEqual(consoles.map(() => 304));
+    expect(await again[0].text()).toBe('');
+    const after = await reads();
+    expect(after.computed - before.computed).toBe(1);
+    expect(after.shared - before.shared).toBe(19);
+    expect(after.notModified - before.notModified).toBe(20);
+
+    // past the window, one more computation serves everyone again
+    await new Promise((r) => setTimeout(r, 1_100));
+    await Promise.all(consoles.map((cookie) => fetch(`${stack.server.url}${path}`, { headers: { cookie } })));
+    expect((await reads()).computed - after.computed).toBe(1);
+
+    // a Bearer client: an ETag and 304 too, but never another's answer
+    const api = await call(stack, 'GET', path);
+    expect(api.status).toBe(200);
+    const bearer = await fetch(`${stack.server.url}${path}`, {
+      headers: { authorization: `Bearer ${READ_KEY}`, 'if-none-match': etag! },
+    });
+    expect(bearer.status).toBe(304);
+    expect((await reads()).computed - after.computed).toBe(1);
+  });
+
+  it('dead letters: newest first and offset paging; bulk replay and purge need the admin scope and an explicit selection', async () => {
+    const redis = openRedis();
+    const writer = new DeadLetterWriter(redis, stack.prefix);
+    const at = new Date();
+    const letters = Array.from({ length: 5 }, (_, i) =>
+      buildDeadLetter(
+        'invalid',
+        { type: 'x', planId: 'bulk-plan', n: i },
+        { message: 'bad' },
+        {
+          queue: EVENTS_QUEUE,
+          prefix: stack.prefix,
+          jobId: `bulk-${i}`,
+          index: 0,
+          attempts: 1,
+          firstFailedAt: at,
+          lastFailedAt: at,
+          workerVersion: 't',
+          replayCount: 0,
+        },
+      ),
+    );
+    try {
+      await writer.write(letters);
+    } finally {
+      await writer.close();
+      redis.disconnect();
+    }
+    const ids = (path: string) =>
+      call(stack, 'GET', path).then((r) => (r.json.deadLetters as Array<{ id: string }>).map((d) => d.id));
+    expect(await ids('/v1/dead-letters?plan=bulk-plan&order=newest&limit=2')).toEqual([letters[4].id, letters[3].id]);
+    expect(await ids('/v1/dead-letters?plan=bulk-plan&order=newest&limit=2&offset=2')).toEqual([
+      letters[2].id,
+      letters[1].id,
+    ]);
+    expect(await ids('/v1/dead-letters?order=oldest&limit=1')).toEqual([letters[0].id]);
+    const page = await call(stack, 'GET', '/v1/dead-letters?order=newest&limit=2&offset=4');
+    expect(page.json).toMatchObject({ total: 5, order: 'newest', offset: 4, limit: 2 });
+    expect((await call(stack, 'GET', '/v1/dead-letters?order=sideways')).json.error).toBe(
+      'order: "sideways" is not one of oldest, newest',
+    );
+    expect((await call(stack, 'GET', '/v1/dead-letters?offset=-1')).status).toBe(400);
+
+    const post = (path: string, body: unknown, key = ADMIN_KEY) => call(stack, 'POST', path, { key, body });
+    expect((await post('/v1/dead-letters/purge', { all: true }, READ_KEY)).status).toBe(403);
+    const empty = await post('/v1/dead-letters/purge', {});
+    expect(empty.status).toBe(400);
+    expect(empty.json.error).toMatch(/^send \{"ids": \[\.\.\.\]\} or \{"all": true\}/);
+    expect((await post('/v1/dead-letters/purge', { ids: [] })).status).toBe(400);
+    expect((await post('/v1/dead-letters/purge', { ids: ['dl-nope'] })).status).toBe(404);
+    expect((await post('/v1/dead-letters/purge', { ids: [letters[0].id, letters[1].id] })).json).toEqual({
+      removed: 2,
+    });
+    expect((await post('/v1/dead-letters/purge', { all: true, plan: 'bulk-plan' })).json).toEqual({ removed: 3 });
+    expect((await call(stack, 'GET', '/v1/dead-letters')).json.total).toBe(0);
+  });
+
+  // last: it leaves this server refusing sign-ins from 127.0.0.1 for a minute
+  it('sign-in is throttled: after 10 refused keys from one address, 429 with Retry-After, even for a right key', async () => {
+    const post = (key: string) =>
+      fetch(`${stack.server.url}/console/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ key }),
+      });
+    for (let i = 0; i < 10; i++) expect((await post(`wrong-key-${i}-000000000000000000`)).status).toBe(401);
+    const refused = await post(READ_KEY);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(((await refused.json()) as { error: string }).error).toMatch(
+      /^too many refused sign-ins from this address: try again in \d+ s$/,
+    );
+    expect(refused.headers.get('set-cookie')).toBeNull();
   });
 });

@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 /**
  * The web console in a real headless Chromium (Debian's, driven by playwright-core), against a
  * real `plan-ledger serve` and worker on a throwaway SQLite database and queue prefix. What a
@@ -5,6 +6,7 @@
  * shown, never run; sign-in and scopes enforced by the server; a replay from the console stored
  * exactly once. Screenshots go to test-artifacts/console/ (git-ignored).
  */
+import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -15,8 +17,10 @@ import { PlanEventPublisher } from '../../src/publisher';
 import { EVENTS_QUEUE } from '../../src/queue/queue-names';
 import { ENTITY } from '../../src/store/entities';
 import { displayMoney, moneyFromColumn } from '../../src/pricing';
-import type { StepSpec } from '../../src/contracts';
-import { ApiStack, READ_KEY, startApiStack } from '../http/http-harness';
+import type { PlanEvent, StepSpec } from '../../src/contracts';
+import { PlanEventStore } from '../../src/store/plan-event-store';
+import { ApiStack, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
+import { genAiRun, otlpJsonRequest } from '../otlp/otlp-fixtures';
 import { openRedis, REDIS_URL, silentLogger } from '../worker/helpers/queue-harness';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -73,6 +77,26 @@ async function openPage(key: string | null): Promise<{ page: Page; dialogs: stri
     await page.waitForSelector('#nav a');
   }
   return { page, dialogs };
+}
+
+interface AxeResults {
+  violations: Array<{ id: string; impact: string | null; nodes: Array<{ target: string[] }> }>;
+}
+
+function auth(key: string): Record<string, string> {
+  return { authorization: `Bearer ${key}` };
+}
+
+/** A figure measured in the browser: printed and kept beside the screenshots, never asserted on. */
+function report(name: string, value: number): void {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  fs.appendFileSync(path.join(ARTIFACTS, 'measured.txt'), `${new Date().toISOString()} ${name}: ${value}\n`);
+  process.stdout.write(`console: ${name}: ${value}\n`);
+}
+
+/** How much wider than the viewport the page is (0 when nothing overflows sideways). */
+async function overflowX(page: Page): Promise<number> {
+  return page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
 }
 
 async function shot(page: Page, name: string): Promise<void> {
@@ -158,7 +182,7 @@ describe('the web console in headless Chromium', () => {
 
     const { page } = await openPage(READ_KEY);
     await page.goto(`${stack.server.url}/#/plans/${ids.planId}`);
-    await page.waitForSelector('#dag .dag-node');
+    await page.waitForSelector('#plan-rest[data-ready]');
     expect(await page.locator('#dag .dag-node').count()).toBe(steps.length);
     const failed = steps.filter((s) => s.status === 'failed').map((s) => s.stepKey);
     expect(failed).toHaveLength(1);
@@ -175,6 +199,7 @@ describe('the web console in headless Chromium', () => {
     expect(await page.textContent('#decisions tr[data-decision=edit]')).toContain(
       'added quotes; changed style, build; style was "Choose a citation style and the section layout"; build was "Rebuild the thesis PDF" (6 steps after)',
     );
+    expect(await page.textContent('#plan-source')).toBe('events');
     expect(await page.locator('#checkpoints tbody tr').count()).toBe(3);
     expect(await page.getAttribute('#dag .dag-checkpoint', 'data-checkpoint-layer')).toBe('2');
     // what the plan and each step cost, fixed when stored: the console shows the stored figures
@@ -211,7 +236,28 @@ describe('the web console in headless Chromium', () => {
     await page.context().close();
   });
 
-  it('renders a 120-task, 8-layer DAG in at most 2 s', async () => {
+  it('shows a plan mapped from an OpenTelemetry trace like any other, with its source', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const res = await fetch(`${stack.server.url}/v1/traces`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${INGEST_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify(otlpJsonRequest(genAiRun(traceId))),
+    });
+    expect(res.status).toBe(200);
+    const planId = `otlp-${traceId}`;
+    await waitFor('the traced plan to be stored', async () => (await planStatus(planId)) === 'completed');
+    const { page } = await openPage(READ_KEY);
+    await page.goto(`${stack.server.url}/#/plans/${planId}`);
+    await page.waitForSelector('#plan-rest[data-ready]');
+    expect(await page.textContent('#plan-source')).toBe(`OpenTelemetry trace ${traceId}`);
+    expect(await page.locator('#dag .dag-node').count()).toBe(5);
+    expect(await page.locator('#dag .dag-node[data-status=failed]').count()).toBe(1);
+    expect(await page.textContent('#handoffs')).toContain('researcher');
+    await shot(page, 'otlp-plan');
+    await page.context().close();
+  });
+
+  it('renders a 120-task, 8-layer DAG (its render time is reported, not asserted)', async () => {
     const plan = { planId: 'plan-dag-120', sessionId: 'session-dag' };
     publisher.planCreated(plan, { query: 'a wide workflow', steps: layeredSteps(8, 15) });
     await publisher.flush(10_000);
@@ -222,9 +268,21 @@ describe('the web console in headless Chromium', () => {
     await page.waitForSelector('#dag[data-render-ms]');
     expect(await page.locator('#dag .dag-node').count()).toBe(120);
     expect(await page.locator('#dag .dag-layer-label').count()).toBe(8);
+    // the columns are the server's layers (the resume point's), not a layering of the page's own
+    const api = (await (
+      await fetch(`${stack.server.url}/v1/plans/${plan.planId}`, { headers: auth(READ_KEY) })
+    ).json()) as {
+      layers: string[][];
+    };
+    expect(api.layers).toHaveLength(8);
+    const drawn = await page
+      .locator('#dag .dag-node')
+      .evaluateAll((els) => els.map((e) => [e.getAttribute('data-step'), Number(e.getAttribute('data-layer'))]));
+    expect(new Map(drawn as Array<[string, number]>)).toEqual(
+      new Map(api.layers.flatMap((ids, layer) => ids.map((id): [string, number] => [id, layer]))),
+    );
     // measured in the page: from the route's first request to the DAG in the DOM
-    const ms = Number(await page.getAttribute('#dag', 'data-render-ms'));
-    expect(ms).toBeLessThanOrEqual(2_000);
+    report('dag-120 render ms', Number(await page.getAttribute('#dag', 'data-render-ms')));
     await shot(page, 'dag-120');
     await page.context().close();
   });
@@ -253,13 +311,13 @@ describe('the web console in headless Chromium', () => {
 
     const { page, dialogs } = await openPage(READ_KEY);
     await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
-    await page.waitForSelector('#dag .dag-node');
+    await page.waitForSelector('#plan-rest[data-ready]');
     await page.click('button.show-output[data-step=s1]');
     await page.waitForSelector('#output-text');
     await page.goto(`${stack.server.url}/#/plans`);
     await page.waitForSelector('#plans tbody tr');
     await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
-    await page.waitForSelector('#dag .dag-node');
+    await page.waitForSelector('#plan-rest[data-ready]');
     await page.click('button.show-output[data-step=s1]');
     await page.waitForSelector('#output-text');
     await sleep(300); // an image error handler would have fired by now
@@ -330,38 +388,523 @@ describe('the web console in headless Chromium', () => {
     expect(await page.textContent('#action-result')).toBe('Replayed: 1 event(s) queued.');
     expect(dialogs).toHaveLength(1);
     await waitFor('the replayed event', async () => (await storedCount(event.eventId)) > 0);
-    // a second click finds no dead letter to replay
-    await page.click('#replay');
-    await page.waitForSelector('#action-result .error');
-    expect(await page.textContent('#action-result')).toContain(`dead letter ${dl.id} not found`);
+    // the dead letter is gone: the page no longer offers to replay or purge it
+    expect(await page.locator('#replay, #purge').count()).toBe(0);
     await sleep(500);
     expect(await storedCount(event.eventId)).toBe(1);
     expect(await planStatus(plan.planId)).toBe('executing');
     await page.context().close();
   });
+
+  it('draws a running step (API status in_progress) in the running colour in the DAG, the timeline and its badge; a running plan shows its elapsed time and "now"', async () => {
+    const plan = { planId: 'plan-running', sessionId: 'session-running' };
+    publisher.planCreated(plan, {
+      query: 'still running',
+      steps: [
+        { stepId: 'r1', index: 0, agentId: 'runner', task: 'run' },
+        { stepId: 'r2', index: 1, agentId: 'runner', task: 'wait', dependsOn: ['r1'] },
+      ],
+    });
+    publisher.stepStarted(plan, { stepId: 'r1' });
+    await publisher.flush(10_000);
+    await waitFor('r1 in progress', async () => {
+      const row = await stack.db.ds
+        .getRepository<{ status: string }>(ENTITY.step)
+        .findOne({ where: { planId: plan.planId, stepKey: 'r1' } as never });
+      return row?.status === 'in_progress';
+    });
+    const { page } = await openPage(READ_KEY);
+    await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
+    await page.waitForSelector('#plan-rest[data-ready]');
+    const colours = await page.evaluate(() => {
+      const style = (sel: string, prop: string) =>
+        getComputedStyle(document.querySelector(sel) as Element).getPropertyValue(prop);
+      return {
+        node: style('#dag .dag-node[data-step=r1] rect', 'fill'),
+        pendingNode: style('#dag .dag-node[data-step=r2] rect', 'fill'),
+        bar: style('#timeline .gantt-bar[data-step=r1]', 'fill'),
+        badge: style('#steps tr[data-step=r1] .badge', 'background-color'),
+        legend: style('.legend .badge.running', 'background-color'),
+      };
+    });
+    expect(colours).toEqual({
+      node: 'rgb(227, 242, 253)',
+      pendingNode: 'rgb(255, 255, 255)',
+      bar: 'rgb(21, 101, 192)',
+      badge: 'rgb(21, 101, 192)',
+      legend: 'rgb(21, 101, 192)',
+    });
+    expect(await page.textContent('#steps tr[data-step=r1] .badge')).toBe('in_progress');
+    expect(await page.textContent('.cards')).toMatch(/running for/);
+    expect(await page.locator('#timeline .gantt-now').count()).toBe(1);
+    expect(await page.locator('#timeline .gantt-tick').count()).toBe(5);
+    await page.context().close();
+  });
+
+  it('hostile long strings and phone width: no page is wider than the screen at 1440 or 390 px; screenshots of every page at both', async () => {
+    const plan = { planId: 'plan-wide', sessionId: 'session-wide' };
+    const long = 'x'.repeat(3_000);
+    const url = 'https://example.com/' + 'a/'.repeat(800) + '?q=' + 'b'.repeat(400);
+    publisher.planCreated(plan, {
+      query: 'SELECT ' + long,
+      steps: [
+        { stepId: 'w1', index: 0, agentId: 'agent-' + 'y'.repeat(94), task: url, title: long.slice(0, 500) },
+        { stepId: 'w2', index: 1, agentId: 'writer', task: 'z'.repeat(2_000) },
+      ],
+    });
+    publisher.stepStarted(plan, { stepId: 'w1' });
+    publisher.stepFailed(plan, { stepId: 'w1', error: 'Error:' + 'Q'.repeat(3_000) });
+    publisher.stepStarted(plan, { stepId: 'w2' });
+    publisher.stepCompleted(plan, {
+      stepId: 'w2',
+      inputTokens: 3,
+      outputTokens: 4,
+      result: 'base64:' + 'QUJD'.repeat(800),
+      outputContent: long,
+    });
+    await publisher.flush(10_000);
+    await waitFor('the wide plan', async () => {
+      const rows = await stack.db.ds
+        .getRepository<{ status: string }>(ENTITY.step)
+        .find({ where: { planId: plan.planId } as never });
+      return rows.length === 2 && rows.every((r) => r.status === 'completed' || r.status === 'failed');
+    });
+    const [dl] = await writeDeadLetters([{ type: 'step.failed', planId: plan.planId, blob: long }]);
+
+    const pages: Array<[string, string, string]> = [
+      ['plans', '#/plans', '#plans'],
+      ['plan', `#/plans/${plan.planId}`, '#plan-rest[data-ready]'],
+      ['session', `#/sessions/${plan.sessionId}`, '#history'],
+      ['dead-letters', '#/dead-letters', '#dead-letters'],
+      ['dead-letter', `#/dead-letters/${dl.id}`, '#event'],
+      ['health', '#/health', '#events-per-minute'],
+      ['analytics', '#/analytics', '#plans-per-day'],
+    ];
+    for (const [width, height] of [
+      [1440, 900],
+      [390, 844],
+    ]) {
+      const context = await browser.newContext({ viewport: { width, height } });
+      const page = await context.newPage();
+      await page.goto(stack.server.url + '/');
+      await page.fill('#api-key', READ_KEY);
+      await page.click('#signin button[type=submit]');
+      await page.waitForSelector('#nav a');
+      for (const [name, hash, ready] of pages) {
+        await page.goto(`${stack.server.url}/${hash}`);
+        await page.waitForSelector(ready);
+        if (name === 'plan') {
+          await page.click('button.show-output[data-step=w2]');
+          await page.waitForSelector('#output-text');
+        }
+        expect([name, width, await overflowX(page)]).toEqual([name, width, 0]);
+        await shot(page, `${name}-${width}x${height}`);
+      }
+      await context.close();
+    }
+  });
+
+  it('shows bidirectional overrides and control characters escaped, in names, queries and a dead letter, and each violation once', async () => {
+    const plan = { planId: 'plan-bidi', sessionId: 'session-bidi' };
+    publisher.planCreated(plan, {
+      query: 'open \u202Egnp.exe please',
+      steps: [{ stepId: 'b1', index: 0, agentId: 'agent\u202Egnp.exe', task: 'read \u2066isolated\u2069 text' }],
+    });
+    await publisher.flush(10_000);
+    await waitFor('the bidi plan', async () => (await planStatus(plan.planId)) !== undefined);
+    const { page } = await openPage(READ_KEY);
+    await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
+    await page.waitForSelector('#steps');
+    expect(await page.textContent('.query')).toBe('open \\u202egnp.exe please');
+    expect(await page.textContent('#steps tr[data-step=b1]')).toContain('agent\\u202egnp.exe');
+    const raw = await page.evaluate(() => /[\u202a-\u202e\u2066-\u2069]/.test(document.body.innerText));
+    expect(raw).toBe(false);
+
+    const [dl] = await writeDeadLetters(
+      [{ type: 'step.started', planId: plan.planId, name: '\u202Egnp.exe\u001b[2J' }],
+      {
+        message: 'invalid plan event: payload.stepId is required; occurredAt must be an ISO-8601 instant',
+        violations: [
+          { path: 'payload.stepId', message: 'payload.stepId is required' },
+          { path: 'occurredAt', message: 'occurredAt must be an ISO-8601 instant' },
+        ],
+      },
+    );
+    await page.goto(`${stack.server.url}/#/dead-letters/${dl.id}`);
+    await page.waitForSelector('#event');
+    expect(await page.textContent('#event')).toContain('"name": "\\u202egnp.exe\\u001b[2J"');
+    expect(await page.textContent('#reason')).toBe(
+      'payload.stepId is required\noccurredAt must be an ISO-8601 instant',
+    );
+
+    const [asString] = await writeDeadLetters(['{"type": "plan.created"']);
+    await page.goto(`${stack.server.url}/#/dead-letters/${asString.id}`);
+    await page.waitForSelector('#event');
+    expect(await page.textContent('#event')).toBe('{"type": "plan.created"');
+    expect(await page.textContent('main')).toContain('The event arrived as a JSON string, not an object');
+    await page.context().close();
+  });
+
+  it('every route change names the page in the title and moves focus to its heading; DAG steps are reachable from the keyboard', async () => {
+    const { page } = await openPage(READ_KEY);
+    expect(await page.title()).toBe('Plans · plan-ledger console');
+    for (const [hash, title] of [
+      ['#/health', 'Health · plan-ledger console'],
+      ['#/analytics', 'Analytics · plan-ledger console'],
+      ['#/dead-letters', 'Dead letters · plan-ledger console'],
+      ['#/plans/plan-dag-120', 'Plan plan-dag-120 · plan-ledger console'],
+    ]) {
+      await page.goto(`${stack.server.url}/${hash}`);
+      await waitFor(`the title of ${hash}`, async () => (await page.title()) === title);
+      expect(await page.evaluate(() => document.activeElement?.tagName)).toBe('H1');
+    }
+    // Tab from the heading reaches the DAG's first step; Enter opens its row in the steps table
+    await page.focus('#dag .dag-node[data-step="t0-0"]');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-step'))).toBe('t0-0');
+    expect(await page.evaluate(() => document.activeElement?.tagName)).toBe('TR');
+    await page.keyboard.press('Shift+Tab');
+    const names = await page
+      .locator('#dag .dag-node')
+      .evaluateAll((els) =>
+        els
+          .slice(0, 3)
+          .map((e) => [e.getAttribute('tabindex'), e.getAttribute('role'), e.querySelector('title')?.textContent]),
+      );
+    expect(names[0]).toEqual(['0', 'button', 't0-0 · agent-0 (pending)']);
+    expect(await page.locator('thead th:empty').count()).toBe(0);
+    expect(await page.locator('svg[role=img]:not([aria-label])').count()).toBe(0);
+    await page.context().close();
+  });
+
+  it('a session with more plans than a page shows how many and pages through them', async () => {
+    const sessionId = 'session-many';
+    for (let i = 0; i < 60; i++) {
+      publisher.planCreated(
+        { planId: `plan-many-${String(i).padStart(2, '0')}`, sessionId },
+        { query: `plan ${i}`, steps: [{ stepId: 's', index: 0, agentId: 'a', task: 't' }] },
+      );
+    }
+    await publisher.flush(10_000);
+    await waitFor('60 plans', async () => (await planStatus('plan-many-59')) !== undefined);
+    await waitFor('60 plans', async () => (await planStatus('plan-many-00')) !== undefined);
+    const { page } = await openPage(READ_KEY);
+    await page.goto(`${stack.server.url}/#/sessions/${sessionId}`);
+    await page.waitForSelector('#history tbody tr');
+    expect(await page.locator('#history tbody tr').count()).toBe(50);
+    expect(await page.textContent('#history-pager')).toContain('1–50 of 60');
+    await page.click('#history-pager a:has-text("older")');
+    await page.waitForFunction(() => document.querySelector('#history-pager')?.textContent?.includes('51–60 of 60'));
+    expect(await page.locator('#history tbody tr').count()).toBe(10);
+    await page.context().close();
+  });
+
+  it('analytics: an agent whose steps never ran has no rate (not 0 %); rates are over the steps that ran; a date range filters', async () => {
+    const plan = { planId: 'plan-skipped-agent', sessionId: 'session-skipped-agent' };
+    publisher.planCreated(plan, {
+      query: 'one step skipped',
+      steps: [{ stepId: 'k1', index: 0, agentId: 'never-ran-agent', task: 'skip me' }],
+    });
+    publisher.stepSkipped(plan, { stepId: 'k1', reason: 'not needed' });
+    await publisher.flush(10_000);
+    await waitFor('the skipped step', async () => {
+      const row = await stack.db.ds
+        .getRepository<{ status: string }>(ENTITY.step)
+        .findOne({ where: { planId: plan.planId, stepKey: 'k1' } as never });
+      return row?.status === 'skipped';
+    });
+    const { page } = await openPage(READ_KEY);
+    await page.goto(`${stack.server.url}/#/analytics`);
+    await page.waitForSelector('#agent-success');
+    expect(await page.textContent('#agent-success')).not.toContain('never-ran-agent');
+    expect(await page.textContent('#agents-not-run')).toContain('never-ran-agent (1 not run)');
+    const notes = await page.locator('#agent-success text').allTextContents();
+    for (const note of notes.filter((t) => t.includes(' ran'))) {
+      const m = /^([\d.]+) %\s+\((\d+)\/(\d+) ran/.exec(note);
+      expect(m).not.toBeNull();
+      expect(Number(m![1])).toBeCloseTo((100 * Number(m![2])) / Number(m![3]), 1);
+    }
+    await page.fill('#analytics-range input[name=from]', '2001-01-01');
+    await page.fill('#analytics-range input[name=to]', '2001-01-02');
+    await page.click('#analytics-range button');
+    await page.waitForFunction(() => location.hash.includes('from=2001-01-01'));
+    await page.waitForSelector('#agent-success.muted, p#agent-success');
+    expect(await page.textContent('#agent-success')).toBe('Nothing yet.');
+    await page.context().close();
+  });
+
+  it('a 2,000-step, 50-layer plan written through the store: DAG with fit, zoom and go-to-resume-point, a collapsed timeline, a step filter; first paint reported', async () => {
+    const plan = { planId: 'plan-2000', sessionId: 'session-2000' };
+    const steps = layeredSteps(50, 40);
+    const events: PlanEvent[] = [];
+    let at = Date.parse('2026-11-01T09:00:00Z');
+    const emit = (type: string, payload: Record<string, unknown>) =>
+      events.push({
+        specVersion: 1,
+        eventId: randomUUID(),
+        type,
+        ...plan,
+        seq: events.length + 1,
+        occurredAt: new Date((at += 500)).toISOString(),
+        payload,
+      } as unknown as PlanEvent);
+    emit('plan.created', { query: 'a very long workflow', steps });
+    for (let layer = 0; layer < 25; layer++) {
+      for (const st of steps.filter((x) => x.stepId.startsWith(`t${layer}-`))) {
+        emit('step.started', { stepId: st.stepId });
+        emit('step.completed', {
+          stepId: st.stepId,
+          inputTokens: 10,
+          outputTokens: 5,
+          outputContent: `out ${st.stepId}`,
+        });
+      }
+      emit('checkpoint.saved', { checkpointId: `cp${layer}`, layer, state: { layer } });
+    }
+    const store = new PlanEventStore(stack.db.ds);
+    for (let i = 0; i < events.length; i += 500) await store.persist(events.slice(i, i + 500));
+    expect(
+      await stack.db.ds
+        .getRepository(ENTITY.step)
+        .count({ where: { planId: plan.planId, status: 'completed' } as never }),
+    ).toBe(1_000);
+
+    const { page } = await openPage(READ_KEY);
+    await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
+    await page.waitForSelector('#dag[data-render-ms]');
+    report('dag-2000 (50 layers) render ms', Number(await page.getAttribute('#dag', 'data-render-ms')));
+    await page.waitForSelector('#dag[data-paint-ms]');
+    report('dag-2000 (50 layers) first paint ms', Number(await page.getAttribute('#dag', 'data-paint-ms')));
+    await page.waitForSelector('#plan-rest[data-ready]');
+    expect(await page.locator('#dag .dag-node').count()).toBe(2_000);
+    expect(await page.locator('#dag .dag-layer-label').count()).toBe(50);
+    // the page stays a page: the DAG moves inside its viewport, the timeline is a row per agent
+    expect(await overflowX(page)).toBe(0);
+    const viewportBox = (await page.locator('#dag-viewport').boundingBox())!;
+    expect(viewportBox.height).toBeLessThanOrEqual(560);
+    expect(await page.inputValue('#timeline-mode')).toBe('agent');
+    expect(await page.locator('#timeline .gantt-row-label').count()).toBe(6);
+    expect((await page.locator('#timeline').boundingBox())!.height).toBeLessThan(400);
+
+    await page.click('#dag-fit');
+    expect(Number(await page.getAttribute('#dag', 'data-scale'))).toBeLessThan(0.2);
+    await page.click('#dag-zoom-in');
+    expect(Number(await page.getAttribute('#dag', 'data-scale'))).toBeGreaterThan(0.1);
+    // the resume point: layer 25's first step comes into the middle of the viewport
+    await page.click('#dag-resume');
+    const resumePoint = (await (
+      await fetch(`${stack.server.url}/v1/workflows/${plan.planId}/resume-point`, { headers: auth(READ_KEY) })
+    ).json()) as { nextLayer: number; nextSteps: Array<{ stepId: string }> };
+    expect(resumePoint.nextLayer).toBe(25);
+    const resumeNode = page.locator(`#dag .dag-node.resume[data-step="${resumePoint.nextSteps[0].stepId}"]`);
+    expect(await resumeNode.getAttribute('data-layer')).toBe('25');
+    const box = (await resumeNode.boundingBox())!;
+    const vp = (await page.locator('#dag-viewport').boundingBox())!;
+    expect(box.x).toBeGreaterThanOrEqual(vp.x);
+    expect(box.x + box.width).toBeLessThanOrEqual(vp.x + vp.width);
+    expect(box.y).toBeGreaterThanOrEqual(vp.y);
+    expect(box.y + box.height).toBeLessThanOrEqual(vp.y + vp.height);
+
+    await page.selectOption('#timeline-mode', 'layer');
+    expect(await page.locator('#timeline .gantt-row-label').count()).toBe(50);
+    await page.fill('#step-filter', 't49-');
+    expect(await page.locator('#steps tr[data-step]:visible').count()).toBe(40);
+    expect(await page.textContent('#step-filter-count')).toBe('40 of 2000 steps');
+    expect(await page.locator('#dag .dag-node:not(.dimmed)').count()).toBe(40);
+    await page.fill('#step-filter', '');
+    await page.selectOption('#step-status-filter', 'completed');
+    expect(await page.textContent('#step-filter-count')).toBe('1000 of 2000 steps');
+    await page.selectOption('#step-status-filter', '');
+    // an output far down the page is brought into view
+    await page.click('button.show-output[data-step="t24-39"]');
+    await page.waitForSelector('#output-text');
+    expect(await page.textContent('#output-text')).toBe('out t24-39');
+    const out = (await page.locator('#step-output').boundingBox())!;
+    expect(out.y).toBeLessThan(900);
+    expect(out.y + 20).toBeGreaterThan(0);
+    await shot(page, 'plan-2000');
+    await page.context().close();
+  }, 120_000);
+
+  it('live: a running plan updates by itself (DAG, steps, cards) without a reload; paused, it does not; health is live too', async () => {
+    const plan = { planId: 'plan-live', sessionId: 'session-live' };
+    publisher.planCreated(plan, {
+      query: 'watch me',
+      steps: [
+        { stepId: 'l1', index: 0, agentId: 'live-agent', task: 'one' },
+        { stepId: 'l2', index: 1, agentId: 'live-agent', task: 'two', dependsOn: ['l1'] },
+      ],
+    });
+    await publisher.flush(10_000);
+    await waitFor('the live plan', async () => (await planStatus(plan.planId)) !== undefined);
+    const stepStatus = async (stepKey: string) =>
+      (
+        await stack.db.ds
+          .getRepository<{ status: string }>(ENTITY.step)
+          .findOne({ where: { planId: plan.planId, stepKey } as never })
+      )?.status;
+
+    const { page } = await openPage(READ_KEY);
+    await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
+    await page.waitForSelector('#plan-rest[data-ready]');
+    expect(await page.isVisible('#live-toggle')).toBe(true);
+    expect(await page.textContent('#live-toggle')).toBe('live');
+    await page.fill('#step-filter', 'l1');
+    await page.locator('#step-filter').blur();
+    const navigations: string[] = [];
+    page.on('framenavigated', (f) => navigations.push(f.url()));
+
+    publisher.stepStarted(plan, { stepId: 'l1' });
+    publisher.stepCompleted(plan, { stepId: 'l1', inputTokens: 7, outputTokens: 3 });
+    await publisher.flush(10_000);
+    await waitFor('l1 stored', async () => (await stepStatus('l1')) === 'completed');
+    await page.waitForSelector('#dag .dag-node[data-step=l1][data-status=completed]', { timeout: 15_000 });
+    await page.waitForFunction(
+      () => document.querySelector('#steps tr[data-step=l1] .badge')?.textContent === 'completed',
+    );
+    expect(await page.textContent('#plan-summary .cards')).toMatch(/1completed/);
+    // the page was updated in place: no navigation, the filter kept
+    expect(navigations).toEqual([]);
+    expect(await page.inputValue('#step-filter')).toBe('l1');
+    expect(await page.locator('#steps tr[data-step]:visible').count()).toBe(1);
+
+    // paused: a change stays off the page
+    await page.fill('#step-filter', '');
+    await page.locator('#step-filter').blur();
+    await page.click('#live-toggle');
+    expect(await page.textContent('#live-toggle')).toBe('paused');
+    expect(await page.getAttribute('#live-toggle', 'aria-pressed')).toBe('false');
+    publisher.stepStarted(plan, { stepId: 'l2' });
+    await publisher.flush(10_000);
+    await waitFor('l2 stored', async () => (await stepStatus('l2')) === 'in_progress');
+    await sleep(5_000); // two polling intervals and more
+    expect(await page.getAttribute('#dag .dag-node[data-step=l2]', 'data-status')).toBe('pending');
+    await page.click('#live-toggle');
+    await page.waitForSelector('#dag .dag-node[data-step=l2][data-status=in_progress]', { timeout: 15_000 });
+
+    // a finished plan has nothing left to watch
+    publisher.stepCompleted(plan, { stepId: 'l2', inputTokens: 1, outputTokens: 1 });
+    publisher.planFinalized(plan, { status: 'completed' });
+    await publisher.flush(10_000);
+    await waitFor('the plan completed', async () => (await planStatus(plan.planId)) === 'completed');
+    await page.waitForFunction(() => document.querySelector('#plan-status .badge')?.textContent === 'completed', null, {
+      timeout: 15_000,
+    });
+    expect(await page.isVisible('#live-toggle')).toBe(false);
+
+    await page.goto(`${stack.server.url}/#/health`);
+    await page.waitForSelector('#events-per-minute');
+    expect(await page.isVisible('#live-toggle')).toBe(true);
+    await page.context().close();
+  }, 90_000);
+
+  it('dead letters: newest first with paging and a total; ticked ones replayed and all matching purged with an admin key, after a confirmation naming the count', async () => {
+    const planId = 'plan-dlq-many';
+    const letters = await writeDeadLetters(
+      Array.from({ length: 60 }, (_, i) => ({ type: 'step.started', planId, seq: i + 1, note: `letter ${i}` })),
+    );
+    const newest = letters[letters.length - 1];
+    const { page: reader } = await openPage(READ_KEY);
+    await reader.goto(`${stack.server.url}/#/dead-letters?plan=${planId}`);
+    await reader.waitForSelector('#dead-letters tbody tr');
+    expect(await reader.locator('#dead-letters tbody tr').count()).toBe(50);
+    expect(await reader.getAttribute('#dead-letters tbody tr >> nth=0', 'data-id')).toBe(newest.id);
+    expect(await reader.textContent('#dlq-pager')).toContain('newest first: 1–50 of 60');
+    expect(await reader.locator('#replay-all, #purge-all, #replay-selected, input.tick').count()).toBe(0);
+    await reader.click('#dlq-pager a:has-text("next")');
+    await reader.waitForFunction(() => document.querySelector('#dlq-pager')?.textContent?.includes('51–60 of 60'));
+    expect(await reader.getAttribute('#dead-letters tbody tr >> nth=-1', 'data-id')).toBe(letters[0].id);
+    await reader.click('#dlq-pager a:has-text("oldest first")');
+    await reader.waitForFunction(() =>
+      document.querySelector('#dlq-pager')?.textContent?.includes('oldest first: 1–50'),
+    );
+    expect(await reader.getAttribute('#dead-letters tbody tr >> nth=0', 'data-id')).toBe(letters[0].id);
+    await reader.context().close();
+
+    const { page, dialogs } = await openPage(ADMIN_KEY);
+    await page.goto(`${stack.server.url}/#/dead-letters?plan=${planId}`);
+    await page.waitForSelector('#dead-letters tbody tr');
+    const picked = [letters[59].id, letters[58].id];
+    for (const id of picked) await page.check(`input.tick[value="${id}"]`);
+    await page.click('#replay-selected');
+    await page.waitForSelector('#bulk-result .notice');
+    expect(await page.textContent('#bulk-result')).toContain('Replayed: 2 event(s) queued.');
+    expect(dialogs[0]).toBe('Put 2 dead letter(s) back on the queue? The worker stores each event at most once.');
+    const redis = openRedis();
+    try {
+      for (const id of picked) expect(await redis.exists(`${stack.prefix}:plan-events-dead:${id}`)).toBe(0);
+      expect(await redis.exists(`${stack.prefix}:plan-events-dead:${letters[57].id}`)).toBe(1);
+      await page.click('#purge-all');
+      await page.waitForFunction(() => document.querySelector('#bulk-result')?.textContent?.startsWith('Purged'));
+      expect(dialogs[1]).toMatch(/^Remove \d+ dead letter\(s\) for good\? Their events are not stored\.$/);
+      for (const dl of letters.slice(0, 58))
+        expect(await redis.exists(`${stack.prefix}:plan-events-dead:${dl.id}`)).toBe(0);
+    } finally {
+      redis.disconnect();
+    }
+    await page.context().close();
+  }, 90_000);
+
+  it('axe-core (offline, from npm) finds no serious or critical accessibility violation on any page, signed out or in', async () => {
+    const [dl] = await writeDeadLetters([{ type: 'step.started', planId: 'demo-plan-console' }]);
+    // axe is injected as a script of the test's own, so this context lets it past the page's CSP
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, bypassCSP: true });
+    const page = await context.newPage();
+    const audit = async (name: string) => {
+      await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
+      const violations = await page.evaluate(async () => {
+        const axe = (globalThis as unknown as { axe: { run: (ctx: Document) => Promise<AxeResults> } }).axe;
+        const result = await axe.run(document);
+        return result.violations
+          .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+          .map((v) => `${v.id} (${v.impact}): ${v.nodes.length} node(s), e.g. ${v.nodes[0]?.target.join(' ')}`);
+      });
+      expect([name, violations]).toEqual([name, []]);
+    };
+    await page.goto(stack.server.url + '/');
+    await page.waitForSelector('#signin');
+    await audit('sign-in');
+    await page.fill('#api-key', ADMIN_KEY);
+    await page.click('#signin button[type=submit]');
+    await page.waitForSelector('#plans tbody tr');
+    await audit('plans');
+    for (const [name, hash, ready] of [
+      ['plan', '#/plans/demo-plan-console', '#plan-rest[data-ready]'],
+      ['session', '#/sessions/demo-session-console', '#history'],
+      ['dead-letters', '#/dead-letters', '#dead-letters'],
+      ['dead-letter', `#/dead-letters/${dl.id}`, '#event'],
+      ['health', '#/health', '#events-per-minute'],
+      ['analytics', '#/analytics', '#plans-per-day'],
+    ]) {
+      await page.goto(`${stack.server.url}/${hash}`);
+      await page.waitForSelector(ready);
+      await audit(name);
+    }
+    await context.close();
+  });
 });
 
-async function writeDeadLetters(events: unknown[]) {
+async function writeDeadLetters(
+  events: unknown[],
+  error: { message: string; violations?: Array<{ path: string; message: string }> } = {
+    message: 'occurredAt: must be an ISO-8601 instant',
+  },
+) {
   const redis = openRedis();
   const writer = new DeadLetterWriter(redis, stack.prefix);
   try {
     const letters = events.map((event, index) =>
-      buildDeadLetter(
-        'invalid',
-        event,
-        { message: 'occurredAt: must be an ISO-8601 instant' },
-        {
-          queue: EVENTS_QUEUE,
-          prefix: stack.prefix,
-          jobId: `job-${Date.now()}-${index}`,
-          index,
-          attempts: 1,
-          firstFailedAt: new Date(),
-          lastFailedAt: new Date(),
-          workerVersion: 'test',
-          replayCount: 0,
-        },
-      ),
+      buildDeadLetter('invalid', event, error, {
+        queue: EVENTS_QUEUE,
+        prefix: stack.prefix,
+        jobId: `job-${Date.now()}-${index}`,
+        index,
+        attempts: 1,
+        firstFailedAt: new Date(),
+        lastFailedAt: new Date(),
+        workerVersion: 'test',
+        replayCount: 0,
+      }),
     );
     await writer.write(letters);
     return letters;

@@ -36,8 +36,8 @@ describe('parsePlanEvent: raw input', () => {
     ['a class instance', new (class Event {})(), '(root) must be a JSON object'],
     ['JSON text of an array', '[]', '(root) must be a JSON object'],
     ['JSON text of null', 'null', '(root) must be a JSON object'],
-    ['invalid JSON text', '{"specVersion":1,', '(root) must be valid JSON'],
-    ['an empty string', '', '(root) must be valid JSON'],
+    ['invalid JSON text', '{"specVersion":1,', '(root) must be a JSON object; got a string that is not JSON text'],
+    ['an empty string', '', '(root) must be a JSON object; got a string that is not JSON text'],
   ])('rejects %s with one violation', (_name, input, message) => {
     expect(pairs(input)).toEqual([['', message]]);
   });

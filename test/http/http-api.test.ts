@@ -157,6 +157,8 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/v1/analytics/{report}',
       '/v1/dead-letters',
+      '/v1/dead-letters/purge',
+      '/v1/dead-letters/replay',
       '/v1/dead-letters/{id}',
       '/v1/dead-letters/{id}/purge',
       '/v1/dead-letters/{id}/replay',
@@ -169,6 +171,7 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
       '/v1/plans/{planId}/steps/{step}/output',
       '/v1/sessions/{sessionId}/active',
       '/v1/sessions/{sessionId}/history',
+      '/v1/traces',
       '/v1/workflows/{planId}/resume-point',
     ]);
     expect(Object.keys(doc.paths['/v1/events'].post.responses).sort()).toEqual([

@@ -20,19 +20,37 @@ process.once('exit', () => {
   for (const child of started) child.kill('SIGKILL');
 });
 
+export interface RedisClusterOptions {
+  /**
+   * Persist every write (appendonly; a SIGTERM makes the server write what it holds before it exits), so
+   * that a master restarted with restartMaster() comes back with its keys. @defaultValue false (no persistence)
+   */
+  durable?: boolean;
+}
+
 export class RedisCluster {
+  /** The arguments each server was started with, by port, to start it again. */
+  private readonly args = new Map<number, string[]>();
+
   private constructor(
     readonly dir: string,
     readonly ports: number[],
     private readonly children: ChildProcess[],
   ) {}
 
+  private spawnServer(port: number): ChildProcess {
+    const child = spawn('redis-server', this.args.get(port)!, { stdio: 'ignore' });
+    started.add(child);
+    child.once('exit', () => started.delete(child));
+    return child;
+  }
+
   /** `127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3`: what REDIS_CLUSTER_NODES takes. */
   get nodes(): string {
     return this.ports.map((p) => `127.0.0.1:${p}`).join(',');
   }
 
-  static async start(masters = 3): Promise<RedisCluster> {
+  static async start(masters = 3, options: RedisClusterOptions = {}): Promise<RedisCluster> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-cluster-'));
     const ports: number[] = [];
     const children: ChildProcess[] = [];
@@ -41,38 +59,42 @@ export class RedisCluster {
       for (let i = 0; i < masters; i++) {
         const port = await freePort();
         const busPort = await freePort();
-        const child = spawn(
-          'redis-server',
-          [
-            '--port',
-            String(port),
-            '--bind',
-            '127.0.0.1',
-            '--cluster-enabled',
-            'yes',
-            '--cluster-port',
-            String(busPort),
-            '--cluster-config-file',
-            `nodes-${port}.conf`,
-            '--cluster-node-timeout',
-            '5000',
-            '--save',
-            '',
-            '--appendonly',
-            'no',
-            '--dir',
-            dir,
-            '--maxmemory-policy',
-            'noeviction',
-            '--logfile',
-            `redis-${port}.log`,
-          ],
-          { stdio: 'ignore' },
-        );
-        started.add(child);
-        child.once('exit', () => started.delete(child));
+        cluster.args.set(port, [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-port',
+          String(busPort),
+          '--cluster-config-file',
+          `nodes-${port}.conf`,
+          '--cluster-node-timeout',
+          '5000',
+          '--save',
+          '',
+          ...(options.durable
+            ? [
+                '--appendonly',
+                'yes',
+                '--appendfsync',
+                'everysec',
+                '--appendfilename',
+                `appendonly-${port}.aof`,
+                '--appenddirname',
+                `aof-${port}`,
+              ]
+            : ['--appendonly', 'no']),
+          '--dir',
+          dir,
+          '--maxmemory-policy',
+          'noeviction',
+          '--logfile',
+          `redis-${port}.log`,
+        ]);
         ports.push(port);
-        children.push(child);
+        children.push(cluster.spawnServer(port));
       }
       for (const port of ports) await cluster.waitFor(port, async (r) => (await r.ping()) === 'PONG', 'answer PING');
       await run(
@@ -180,6 +202,28 @@ export class RedisCluster {
       target.disconnect();
     }
     return moved;
+  }
+
+  /**
+   * Stops the master on `port` (SIGTERM: it writes what it holds and exits), waits `downMs`, and
+   * starts it again on the same port, cluster config and data; resolves once the cluster reports
+   * cluster_state:ok again. Only a durable cluster (RedisClusterOptions) keeps the master's keys.
+   */
+  async restartMaster(port: number, downMs = 500): Promise<void> {
+    const i = this.ports.indexOf(port);
+    if (i < 0) throw new Error(`no master on port ${port}`);
+    const child = this.children[i];
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+    await sleep(downMs);
+    this.children[i] = this.spawnServer(port);
+    for (const p of this.ports)
+      await this.waitFor(
+        p,
+        async (r) => /cluster_state:ok/.test((await r.cluster('INFO')) as string),
+        'report cluster_state:ok',
+      );
   }
 
   /** Kills every server and removes the directory. */

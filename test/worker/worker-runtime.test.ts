@@ -141,8 +141,8 @@ describe('worker: health, readiness, metrics and shutdown (sqlite)', () => {
     expect(metrics).toMatch(/^plan_ledger_events_persisted_total\{type="plan.created"\} \d+/m);
     expect(metrics).toMatch(/^plan_ledger_events_persisted_total\{type="step.completed"\} \d+/m);
     expect(metrics).toMatch(/^plan_ledger_commit_duration_seconds_bucket\{le="0.1"\} \d+/m);
-    expect(metrics).toMatch(/^plan_ledger_queue_jobs\{state="wait"\} 0/m);
-    expect(metrics).toMatch(/^plan_ledger_queue_oldest_waiting_age_seconds 0/m);
+    expect(metrics).toMatch(/^plan_ledger_queue_jobs\{shard="0",state="wait"\} 0/m);
+    expect(metrics).toMatch(/^plan_ledger_queue_oldest_waiting_age_seconds\{shard="0"\} 0/m);
     expect(metrics).toMatch(/^plan_ledger_worker_process_resident_memory_bytes \d+/m);
     expect(metrics).toContain('# TYPE plan_ledger_events_dead_lettered_total counter');
     expect(metrics).toMatch(/^plan_ledger_events_applied_total [1-9]\d*/m);
@@ -211,7 +211,9 @@ describe('worker: health, readiness, metrics and shutdown (sqlite)', () => {
       detail: expect.stringMatching(/jobs waiting and nothing committed for \d+ s/),
     });
     const metrics = await (await fetch(`${base}/metrics`)).text();
-    expect(Number(/^plan_ledger_queue_oldest_waiting_age_seconds (\S+)/m.exec(metrics)![1])).toBeGreaterThan(0.5);
+    expect(
+      Number(/^plan_ledger_queue_oldest_waiting_age_seconds\{shard="0"\} (\S+)/m.exec(metrics)![1]),
+    ).toBeGreaterThan(0.5);
     release();
     expect(await worker.idle(30_000)).toBe(true);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);

@@ -59,7 +59,7 @@ function printJson(ctx: CliContext, value: unknown): void {
 }
 
 export async function listCommand(context: () => CliContext, opts: ListOptions): Promise<void> {
-  const filter = parsed(() => parseFilter(opts));
+  const filter = parsed(() => parseFilter(opts, context().config.queueShards));
   filter.limit ??= DEFAULT_LIST_LIMIT;
   await withService(context(), {}, async (service) => {
     // the table shows no event: read none (only --json prints the listed entries whole)
@@ -86,7 +86,9 @@ export async function statsCommand(context: () => CliContext, opts: JsonOption):
 }
 
 export async function replayCommand(context: () => CliContext, ids: string[], opts: ReplayCliOptions): Promise<void> {
-  const selection = parsed(() => parseSelection({ ...opts, ids }, 'dlq replay'));
+  const selection = parsed(() =>
+    parseSelection({ ...opts, ids }, 'dlq replay', new Date(), context().config.queueShards),
+  );
   const batch = parsed(() =>
     opts.batch === undefined ? DEFAULT_REPLAY_BATCH : parsePositiveInt('--batch', opts.batch, 10_000),
   );
@@ -125,7 +127,9 @@ export async function replayCommand(context: () => CliContext, ids: string[], op
 }
 
 export async function purgeCommand(context: () => CliContext, ids: string[], opts: PurgeCliOptions): Promise<void> {
-  const selection = parsed(() => parseSelection({ ...opts, ids }, 'dlq purge'));
+  const selection = parsed(() =>
+    parseSelection({ ...opts, ids }, 'dlq purge', new Date(), context().config.queueShards),
+  );
   const ctx = context();
   await withService(ctx, {}, async (service) => {
     const result = await service.purge(selection, { dryRun: !opts.yes });

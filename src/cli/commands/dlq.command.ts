@@ -14,7 +14,9 @@ const FILTER_HELP = `
 Filters (combine freely; all must hold):
   --type, --kind take a comma-separated list; --since/--until compare with the time the event was
   dead-lettered (since inclusive, until exclusive; ISO-8601, UTC unless an offset is given).
-  Entries come oldest first; --limit keeps the first N.
+  Entries come oldest first; --limit keeps the first N. Dead letters of every shard (QUEUE_SHARDS)
+  are kept in one place; --shard n keeps those whose plan id routes to shard n, and replay sends
+  each event to the shard of its plan.
 Kinds: invalid (breaks the event contract; replaying it unchanged fails again), retries-exhausted
   (a transient failure such as the database being down outlasted the retries), unprocessable (the
   database refused a valid event for good), conflict (its id is already stored for a different
@@ -25,6 +27,7 @@ function addFilterOptions(cmd: Command, limitHelp: string): Command {
     .option('--type <types>', 'event type(s), e.g. step.completed,step.failed')
     .option('--kind <kinds>', 'failure kind(s): invalid, retries-exhausted, unprocessable, conflict')
     .option('--plan <id>', 'plan id')
+    .option('--shard <n>', 'with QUEUE_SHARDS: dead letters of shard n (whose plan id routes there)')
     .option('--since <iso>', 'dead-lettered at or after this time')
     .option('--until <iso>', 'dead-lettered before this time')
     .option('--limit <n>', limitHelp);

@@ -8,7 +8,7 @@ import { HTTP_ENV_HELP } from '../../http/http-config';
 const actions = () => require('./serve.actions') as typeof import('./serve.actions');
 
 const HELP = `
-Serve environment (also DATABASE_URL, REDIS_URL, QUEUE_PREFIX, LOG_LEVEL):
+Serve environment (also DATABASE_URL, REDIS_URL, QUEUE_PREFIX, QUEUE_SHARDS, LOG_LEVEL):
 ${HTTP_ENV_HELP.map(([name, help]) => `  ${name.padEnd(26)}${help}`).join('\n')}
 
 Routes: POST /v1/events (ingest scope); GET /v1/plans[/:planId[/export|/steps/:step/output]],

@@ -69,6 +69,9 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
   limitHeapGrowth(settings.heapGrowingPercent);
   // The worker is a service: its logs go to stdout at the configured level (the CLI's own logger is quieter).
   const logger = createLogger({ level: ctx.config.logLevel, base: { component: 'worker', pid: process.pid } });
+  // Listening from the start: a SIGTERM while the worker or retention is still starting (retention
+  // waits on Redis while Redis is down) is a shutdown, not a kill by the default handler.
+  const signalled = waitForSignal();
   // One DataSource for the worker and retention: on SQLite every writer must share its write queue.
   let ds;
   let handle;
@@ -77,7 +80,7 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
     ds = await openDataSource(ctx.config.database, { poolSize: settings.transactions + 3 });
     handle = await startWorker({ config: ctx.config, logger, settings, dataSource: ds });
     const dataSource = ds;
-    retention = await startRetentionWhenRedisHasRoom(
+    const retentionStarting = startRetentionWhenRedisHasRoom(
       () =>
         startRetentionScheduler({
           redisUrl: ctx.config.redisUrl,
@@ -90,12 +93,30 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
         }),
       logger,
     );
+    const first = await Promise.race([
+      retentionStarting.then((started) => ({ started })),
+      signalled.then((signal) => ({ signal })),
+    ]);
+    retention =
+      'started' in first
+        ? first.started
+        : {
+            // signalled while retention was starting: it is closed once started, within the deadline
+            close: () =>
+              Promise.race([
+                retentionStarting.then(
+                  (started) => started.close(),
+                  () => undefined,
+                ),
+                new Promise<void>((r) => setTimeout(r, settings.shutdownTimeoutMs).unref()),
+              ]),
+          };
   } catch (err) {
     await handle?.close(settings.shutdownTimeoutMs).catch(() => undefined);
     if (ds?.isInitialized) await ds.destroy().catch(() => undefined);
     throw new CliError(`worker cannot start: ${(err as Error).message}`);
   }
-  const signal = await waitForSignal();
+  const signal = await signalled;
   logger.info({ signal }, 'signal received: shutting down');
   // Both at once, each within the deadline: a retention worker slow to close must not hold back the
   // events worker (whose jobs would then wait for their locks to expire). The watchdog: close() is

@@ -1,0 +1,55 @@
+/*
+ * The console's calls to its server: JSON in and out, the session cookie (sent by the browser),
+ * the CSRF token on every write. A 401 means the session ended: state.onExpired shows the sign-in.
+ */
+
+/** The signed-in session ({ scopes, csrf }) or null, and what to do when it starts or ends. */
+export var state = { session: null, onExpired: null, onSignedIn: null };
+
+/** The ETag of the last answer of each GET path: what a live page asks "changed since?" with. */
+var etags = {};
+
+export function etagOf(path) {
+  return etags[path] || null;
+}
+
+export function api(path, opts) {
+  opts = opts || {};
+  var headers = { accept: 'application/json' };
+  var method = opts.method || 'GET';
+  if (opts.ifNoneMatch) headers['if-none-match'] = opts.ifNoneMatch;
+  if (opts.method && opts.method !== 'GET') {
+    headers['x-csrf-token'] = state.session ? state.session.csrf : '';
+    if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  }
+  return fetch(path, {
+    method: method,
+    headers: headers,
+    credentials: 'same-origin',
+    // conditional requests are this module's business: the browser's cache would answer a 304 with its own copy
+    cache: 'no-store',
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+  }).then(function (res) {
+    if (method === 'GET' && res.headers.get('etag')) etags[path] = res.headers.get('etag');
+    if (res.status === 304) return { notModified: true };
+    return res.text().then(function (text) {
+      var body;
+      try {
+        body = text ? JSON.parse(text) : null;
+      } catch {
+        body = { error: text };
+      }
+      if (res.status === 401 && path !== '/console/session') {
+        state.session = null;
+        if (state.onExpired) state.onExpired('Your sign-in has expired: sign in again.');
+        throw new Error('not signed in');
+      }
+      if (!res.ok) throw new Error((body && body.error) || res.status + ' ' + res.statusText);
+      return body;
+    });
+  });
+}
+
+export function isAdmin() {
+  return !!state.session && state.session.scopes.indexOf('admin') >= 0;
+}

@@ -1,0 +1,340 @@
+/*
+ * The plan's DAG, drawn by the layers the server computes (the ones an executor resumes by):
+ * a column per layer, a box per step, an edge per dependency.
+ */
+import { append, clip, h, s, statusClass } from './dom.js';
+import { visibleText } from './text.js';
+
+/**
+ * Fewer crossing edges: each layer after the first is sorted by the mean row of its steps'
+ * dependencies in the layer before (the barycenter heuristic of layered drawing), stable for ties.
+ */
+export function orderLayers(layers, byId) {
+  var row = {};
+  return layers.map(function (ids, li) {
+    var keyed = ids.map(function (id, i) {
+      var deps =
+        li === 0
+          ? []
+          : ((byId[id] && byId[id].dependsOn) || []).filter(function (d) {
+              return row[d] !== undefined;
+            });
+      var center = deps.length
+        ? deps.reduce(function (a, d) {
+            return a + row[d];
+          }, 0) / deps.length
+        : i;
+      return { id: id, center: center, i: i };
+    });
+    keyed.sort(function (a, b) {
+      return a.center - b.center || a.i - b.i;
+    });
+    keyed.forEach(function (k, i) {
+      row[k.id] = i;
+    });
+    return keyed.map(function (k) {
+      return k.id;
+    });
+  });
+}
+
+/**
+ * `serverLayers`: the plan's topological layers as the API gives them (GET /v1/plans/:id `layers`,
+ * the same function the resume point uses), drawn left to right with fewer crossings.
+ */
+export function dagSvg(steps, serverLayers, resume, checkpoints) {
+  var byId = {};
+  steps.forEach(function (st) {
+    byId[st.stepId] = st;
+  });
+  var layers = orderLayers(serverLayers, byId);
+  var next = {};
+  if (resume && resume.resumable && resume.nextSteps)
+    resume.nextSteps.forEach(function (st) {
+      next[st.stepId] = true;
+    });
+  // the resume point's checkpoint, else (a plan that cannot resume) the newest one stored
+  var checkpointLayer = resume && resume.resumable && resume.latestCheckpoint ? resume.latestCheckpoint.layer : null;
+  if (checkpointLayer === null && checkpoints && checkpoints.length) {
+    checkpointLayer = checkpoints.reduce(function (a, b) {
+      return a.at > b.at || (a.at === b.at && a.layer > b.layer) ? a : b;
+    }).layer;
+  }
+  var W = 170,
+    H = 40,
+    GX = 60,
+    GY = 14,
+    TOP = 34;
+  var tallest = layers.reduce(function (m, l) {
+    return Math.max(m, l.length);
+  }, 1);
+  var width = layers.length * (W + GX) + GX;
+  var height = TOP + tallest * (H + GY) + 10;
+  var pos = {};
+  layers.forEach(function (ids, li) {
+    ids.forEach(function (id, i) {
+      pos[id] = { x: GX / 2 + li * (W + GX), y: TOP + i * (H + GY), layer: li };
+    });
+  });
+  var svg = s('svg', {
+    id: 'dag',
+    width: width,
+    height: height,
+    viewBox: '0 0 ' + width + ' ' + height,
+    // a group, not an image: its steps are buttons of their own
+    role: 'group',
+    'aria-label': 'plan DAG by layer',
+  });
+  layers.forEach(function (ids, li) {
+    var x = GX / 2 + li * (W + GX);
+    append(svg, s('text', { class: 'dag-layer-label', x: x, y: 14, text: 'layer ' + li }));
+    if (checkpointLayer === li)
+      append(
+        svg,
+        s('text', { class: 'dag-checkpoint', 'data-checkpoint-layer': li, x: x + 60, y: 14, text: '⚑ checkpoint' }),
+      );
+  });
+  steps.forEach(function (st) {
+    var to = pos[st.stepId];
+    (st.dependsOn || []).forEach(function (dep) {
+      var from = pos[dep];
+      if (!from || !to) return;
+      var x1 = from.x + W,
+        y1 = from.y + H / 2,
+        x2 = to.x,
+        y2 = to.y + H / 2;
+      append(
+        svg,
+        s('path', {
+          class: 'dag-edge',
+          d:
+            'M' +
+            x1 +
+            ',' +
+            y1 +
+            ' C' +
+            (x1 + GX / 2) +
+            ',' +
+            y1 +
+            ' ' +
+            (x2 - GX / 2) +
+            ',' +
+            y2 +
+            ' ' +
+            x2 +
+            ',' +
+            y2,
+        }),
+      );
+    });
+  });
+  Object.keys(pos).forEach(function (id) {
+    var st = byId[id];
+    var status = st ? st.status : 'pending';
+    var g = s(
+      'g',
+      {
+        class: 'dag-node ' + statusClass(status) + (next[id] ? ' resume' : ''),
+        'data-step': id,
+        'data-status': status,
+        'data-layer': pos[id].layer,
+        transform: 'translate(' + pos[id].x + ',' + pos[id].y + ')',
+        // reachable from the keyboard: Tab moves between steps, Enter or Space opens the step's row
+        tabindex: 0,
+        role: 'button',
+        onclick: function () {
+          openStepRow(id);
+        },
+        onkeydown: function (e) {
+          if (e.key === 'Enter' || e.key === ' ') {
+            e.preventDefault();
+            openStepRow(id);
+          }
+        },
+      },
+      s('title', { text: nodeTitle(st, id, status) }),
+      s('rect', { width: W, height: H, rx: 5 }),
+      // the box's accessible name is its title (the whole id, agent and status; the lines are clipped)
+      s('text', { x: 8, y: 16, text: clip(st ? st.stepId : id, 24) }),
+      s('text', { class: 'dag-node-status', x: 8, y: 31, text: nodeLine(st, status) }),
+    );
+    append(svg, g);
+  });
+  return svg;
+}
+
+function nodeTitle(st, id, status) {
+  return (st ? st.stepId + ' · ' + st.agentId : id) + ' (' + status + ')' + (st && st.title ? ': ' + st.title : '');
+}
+
+function nodeLine(st, status) {
+  return clip((st ? st.agentId : '') + ' · ' + status, 26);
+}
+
+/** A live update: each step's box takes its new status and resume mark, in place (the view stays). */
+export function updateDag(svg, steps, resume) {
+  if (!svg) return;
+  var next = {};
+  if (resume && resume.resumable && resume.nextSteps)
+    resume.nextSteps.forEach(function (st) {
+      next[st.stepId] = true;
+    });
+  var byId = {};
+  steps.forEach(function (st) {
+    byId[st.stepId] = st;
+  });
+  svg.querySelectorAll('.dag-node').forEach(function (g) {
+    var id = g.getAttribute('data-step');
+    var st = byId[id];
+    var status = st ? st.status : 'pending';
+    if (g.getAttribute('data-status') === status && g.classList.contains('resume') === !!next[id]) return;
+    var dimmed = g.classList.contains('dimmed');
+    g.setAttribute(
+      'class',
+      'dag-node ' + statusClass(status) + (next[id] ? ' resume' : '') + (dimmed ? ' dimmed' : ''),
+    );
+    g.setAttribute('data-status', status);
+    g.querySelector('title').textContent = visibleText(nodeTitle(st, id, status));
+    g.querySelector('.dag-node-status').textContent = visibleText(nodeLine(st, status));
+  });
+}
+
+/** The steps table's row of a step: scrolled to, marked and focused. */
+export function openStepRow(stepId) {
+  var rows = document.querySelectorAll('#steps tr[data-step]');
+  for (var i = 0; i < rows.length; i++) {
+    var row = rows[i];
+    var mine = row.getAttribute('data-step') === stepId;
+    row.classList.toggle('selected', mine);
+    if (mine) {
+      row.setAttribute('tabindex', '-1');
+      row.scrollIntoView({ block: 'center' });
+      row.focus({ preventScroll: true });
+    }
+  }
+}
+
+/**
+ * The DAG in a viewport an operator can move: drag to pan, Ctrl+wheel or the buttons to zoom,
+ * "Fit" to see it all, "Resume point" to center the next layer to run. A step reached with Tab is
+ * brought into view. Returns the toolbar and the viewport, to put on the page.
+ */
+export function dagViewer(svg, resumeStepId) {
+  var vb = svg.getAttribute('viewBox').split(' ').map(Number);
+  var contentW = vb[2];
+  var contentH = vb[3];
+  var height = Math.min(contentH, 560);
+  var view = { x: 0, y: 0, scale: 1 };
+  var viewport = h('div', { class: 'dag-viewport', id: 'dag-viewport', style: null });
+  viewport.style.height = height + 'px';
+  svg.setAttribute('width', '100%');
+  svg.setAttribute('height', '100%');
+  svg.setAttribute('preserveAspectRatio', 'xMinYMin meet');
+  append(viewport, svg);
+
+  function width() {
+    return viewport.clientWidth || contentW;
+  }
+  function apply() {
+    var w = width() / view.scale;
+    var hh = height / view.scale;
+    svg.setAttribute('viewBox', [view.x, view.y, w, hh].map(Math.round).join(' '));
+    svg.setAttribute('data-scale', view.scale.toFixed(3));
+  }
+  function fit() {
+    view.scale = Math.min(1, width() / contentW, height / contentH);
+    view.x = 0;
+    view.y = 0;
+    apply();
+  }
+  function zoom(factor) {
+    var cx = view.x + width() / view.scale / 2;
+    var cy = view.y + height / view.scale / 2;
+    view.scale = Math.max(0.05, Math.min(4, view.scale * factor));
+    view.x = cx - width() / view.scale / 2;
+    view.y = cy - height / view.scale / 2;
+    apply();
+  }
+  function centerOn(stepId) {
+    var node = svg.querySelector('.dag-node[data-step="' + cssEscape(stepId) + '"]');
+    if (!node) return false;
+    var t = /translate\(([-\d.]+),([-\d.]+)\)/.exec(node.getAttribute('transform'));
+    if (view.scale < 0.6) view.scale = 1;
+    view.x = Number(t[1]) + 85 - width() / view.scale / 2;
+    view.y = Number(t[2]) + 20 - height / view.scale / 2;
+    apply();
+    return true;
+  }
+  var drag = null;
+  viewport.addEventListener('pointerdown', function (e) {
+    if (e.target.closest && e.target.closest('.dag-node')) return;
+    drag = { x: e.clientX, y: e.clientY, vx: view.x, vy: view.y };
+    viewport.setPointerCapture(e.pointerId);
+  });
+  viewport.addEventListener('pointermove', function (e) {
+    if (!drag) return;
+    view.x = drag.vx - (e.clientX - drag.x) / view.scale;
+    view.y = drag.vy - (e.clientY - drag.y) / view.scale;
+    apply();
+  });
+  viewport.addEventListener('pointerup', function () {
+    drag = null;
+  });
+  viewport.addEventListener(
+    'wheel',
+    function (e) {
+      if (!e.ctrlKey && !e.metaKey) return;
+      e.preventDefault();
+      zoom(e.deltaY < 0 ? 1.2 : 1 / 1.2);
+    },
+    { passive: false },
+  );
+  // a step reached from the keyboard is brought into view
+  svg.addEventListener('focusin', function (e) {
+    var node = e.target.closest && e.target.closest('.dag-node');
+    if (node) centerOn(node.getAttribute('data-step'));
+  });
+  var toolbar = h(
+    'div',
+    { class: 'dag-toolbar', role: 'toolbar', 'aria-label': 'DAG view' },
+    h('button', { type: 'button', id: 'dag-fit', text: 'Fit', onclick: fit }),
+    h('button', {
+      type: 'button',
+      id: 'dag-zoom-in',
+      text: 'Zoom in',
+      onclick: function () {
+        zoom(1.25);
+      },
+    }),
+    h('button', {
+      type: 'button',
+      id: 'dag-zoom-out',
+      text: 'Zoom out',
+      onclick: function () {
+        zoom(0.8);
+      },
+    }),
+    resumeStepId
+      ? h('button', {
+          type: 'button',
+          id: 'dag-resume',
+          text: 'Go to resume point',
+          onclick: function () {
+            centerOn(resumeStepId);
+          },
+        })
+      : null,
+    h('span', { class: 'muted', text: 'drag to move · Ctrl+wheel to zoom' }),
+  );
+  // first view: everything when it stays legible, else the start of the plan at full size
+  requestAnimationFrame(function () {
+    if (Math.min(width() / contentW, height / contentH) >= 0.6) fit();
+    else apply();
+  });
+  apply();
+  return { toolbar: toolbar, viewport: viewport, fit: fit, centerOn: centerOn };
+}
+
+function cssEscape(text) {
+  return window.CSS && CSS.escape ? CSS.escape(text) : String(text).replace(/["\\]/g, '\\$&');
+}

@@ -1,0 +1,510 @@
+/*
+ * The plans list (filters, paging) and one plan: its DAG, timeline, decisions, handoffs,
+ * checkpoints and steps.
+ */
+import { api } from './api.js';
+import {
+  append,
+  badge,
+  card,
+  enc,
+  errorBox,
+  fmtMs,
+  fmtNum,
+  fmtTime,
+  h,
+  link,
+  show,
+  table,
+  toQuery,
+  wrapTable,
+} from './dom.js';
+import { dagSvg, dagViewer, updateDag } from './dag.js';
+import { stop, watch } from './live.js';
+import { ganttSvg } from './timeline.js';
+
+var PAGE = 20;
+
+export function plansPage(q) {
+  var offset = Number(q.offset || 0);
+  var filter = { sessionId: q.sessionId, status: q.status, agentId: q.agentId, from: q.from, to: q.to };
+  return api('/v1/plans?' + toQuery(Object.assign({}, filter, { limit: PAGE, offset: offset }))).then(function (page) {
+    var fields = {};
+    function field(name, label, attrs) {
+      fields[name] = h('input', Object.assign({ name: name, value: q[name] || '' }, attrs || {}));
+      return h('label', null, label, fields[name]);
+    }
+    var status = h(
+      'select',
+      { name: 'status' },
+      ['', 'planning', 'executing', 'completed', 'failed', 'cancelled'].map(function (st) {
+        return h('option', { value: st, selected: (q.status || '') === st, text: st || 'any status' });
+      }),
+    );
+    var search = h('input', { name: 'planId', placeholder: 'plan id', id: 'plan-search' });
+    var form = h(
+      'form',
+      {
+        class: 'filters',
+        id: 'plan-filters',
+        onsubmit: function (e) {
+          e.preventDefault();
+          var next = {
+            sessionId: fields.sessionId.value.trim(),
+            status: status.value,
+            agentId: fields.agentId.value.trim(),
+            from: fields.from.value.trim(),
+            to: fields.to.value.trim(),
+          };
+          location.hash = '#/plans?' + toQuery(next);
+        },
+      },
+      field('sessionId', 'Session'),
+      h('label', null, 'Status', status),
+      field('agentId', 'Agent'),
+      field('from', 'Created from (ISO)', { placeholder: '2026-01-01' }),
+      field('to', 'to (exclusive)', { placeholder: '2026-02-01' }),
+      h('button', { type: 'submit', text: 'Filter' }),
+    );
+    var searchForm = h(
+      'form',
+      {
+        class: 'filters',
+        id: 'plan-search-form',
+        onsubmit: function (e) {
+          e.preventDefault();
+          if (search.value.trim()) location.hash = '#/plans/' + enc(search.value.trim());
+        },
+      },
+      h('label', null, 'Open a plan by id', search),
+      h('button', { type: 'submit', text: 'Open' }),
+    );
+    var rows = page.plans.map(function (p) {
+      return h(
+        'tr',
+        { 'data-plan': p.planId },
+        h('td', null, link('#/plans/' + enc(p.planId), p.planId)),
+        h('td', null, link('#/sessions/' + enc(p.sessionId), p.sessionId)),
+        h('td', null, badge(p.status)),
+        h('td', { class: 'num', text: p.completedSteps + '/' + p.totalSteps }),
+        h('td', { class: 'num', text: fmtNum(p.inputTokens + p.outputTokens) }),
+        h('td', { text: fmtTime(p.createdAt) }),
+        h('td', { text: p.query.length > 120 ? p.query.slice(0, 119) + '…' : p.query }),
+      );
+    });
+    var pager = h(
+      'p',
+      null,
+      offset > 0
+        ? link('#/plans?' + toQuery(Object.assign({}, filter, { offset: Math.max(0, offset - PAGE) })), '← newer')
+        : null,
+      ' ',
+      h('span', {
+        class: 'muted',
+        text: page.total === 0 ? 'no plans' : offset + 1 + '–' + (offset + page.plans.length) + ' of ' + page.total,
+      }),
+      ' ',
+      offset + PAGE < page.total
+        ? link('#/plans?' + toQuery(Object.assign({}, filter, { offset: offset + PAGE })), 'older →')
+        : null,
+    );
+    show(
+      h('h1', { text: 'Plans' }),
+      searchForm,
+      form,
+      wrapTable(
+        'table',
+        { id: 'plans' },
+        h(
+          'thead',
+          null,
+          h(
+            'tr',
+            null,
+            ['Plan', 'Session', 'Status', 'Steps', 'Tokens', 'Created', 'Query'].map(function (t) {
+              return h('th', { text: t });
+            }),
+          ),
+        ),
+        h('tbody', null, rows),
+      ),
+      pager,
+    );
+  });
+}
+
+export function planPage(planId) {
+  var started = performance.now();
+  var planPath = '/v1/plans/' + enc(planId);
+  return Promise.all([api(planPath), resumePointOf(planId)]).then(function (r) {
+    var view = r[0];
+    var resume = r[1];
+    var p = view.plan;
+    var steps = view.steps;
+    var outputBox = h('div', { id: 'step-output' });
+    var dagView = dagViewer(
+      dagSvg(steps, view.layers, resume, view.checkpoints),
+      resume && resume.resumable && resume.nextSteps && resume.nextSteps.length ? resume.nextSteps[0].stepId : null,
+    );
+    // a long plan's timeline starts collapsed to a row per agent
+    var timelineBox = h('div', { class: 'scroll', id: 'timeline-box' });
+    var mode = h(
+      'select',
+      {
+        id: 'timeline-mode',
+        'aria-label': 'timeline rows',
+        onchange: function () {
+          drawTimeline();
+        },
+      },
+      [
+        ['step', 'a row per step'],
+        ['agent', 'a row per agent'],
+        ['layer', 'a row per layer'],
+      ].map(function (o) {
+        return h('option', { value: o[0], text: o[1] });
+      }),
+    );
+    mode.value = steps.length > 100 ? 'agent' : 'step';
+    function drawTimeline() {
+      timelineBox.textContent = '';
+      append(timelineBox, ganttSvg(steps, p, mode.value, view.layers));
+    }
+    var summary = h('div', { id: 'plan-summary' }, planSummary(p, view.source));
+    var tables = h('div', { id: 'plan-tables' });
+    var filter = stepFilter(function () {
+      return steps;
+    });
+    var stepsBox = h('div', { id: 'steps-box' });
+    function drawTables() {
+      tables.textContent = '';
+      append(tables, [
+        h('h2', { text: 'Decisions' }),
+        decisionsTable(view.decisions),
+        h('h2', { text: 'Handoffs' }),
+        handoffsTable(view.handoffs),
+        h('h2', { text: 'Checkpoints' }),
+        checkpointsTable(view.checkpoints, resume),
+      ]);
+      stepsBox.textContent = '';
+      append(stepsBox, stepsTable(p.planId, steps, outputBox));
+      filter.apply();
+    }
+    var rest = h('div', { id: 'plan-rest', 'aria-busy': 'true' });
+    var timelineControls = h('div', { class: 'timeline-controls' }, h('label', null, 'Rows ', mode));
+    show(
+      h('h1', { text: 'Plan ' + p.planId }),
+      summary,
+      h('h2', { text: 'DAG' }),
+      h(
+        'div',
+        { class: 'legend' },
+        ['completed', 'failed', 'in_progress', 'pending', 'skipped'].map(function (st) {
+          return h('span', null, badge(st));
+        }),
+        h('span', { text: '▭ dashed: resume point (next layer to run)' }),
+        h('span', { text: '⚑ last checkpoint' }),
+      ),
+      dagView.toolbar,
+      dagView.viewport,
+      rest,
+    );
+    var ms = Math.round(performance.now() - started);
+    var dag = document.getElementById('dag');
+    if (dag) dag.setAttribute('data-render-ms', String(ms));
+    performance.mark('plan-rendered');
+    // the first frame after the DOM is built: the DAG has been laid out and painted; the rest of
+    // the page (timeline, tables: thousands of rows in a long plan) is built after that frame
+    requestAnimationFrame(function () {
+      setTimeout(function () {
+        if (dag) dag.setAttribute('data-paint-ms', String(Math.round(performance.now() - started)));
+        drawTimeline();
+        append(rest, [
+          h('h2', { text: 'Timeline' }),
+          timelineControls,
+          timelineBox,
+          tables,
+          h('h2', { text: 'Steps' }),
+          filter.element,
+          stepsBox,
+          outputBox,
+        ]);
+        drawTables();
+        rest.removeAttribute('aria-busy');
+        rest.setAttribute('data-ready', 'true');
+      }, 0);
+    });
+
+    // a running plan updates by itself: the DAG's boxes, the cards, the tables and the timeline
+    // change in place (the view, the filter and the scroll stay); a changed step list redraws all
+    if (!isRunning(p)) return;
+    watch([planPath], function (bodies) {
+      var next = bodies[0];
+      if (!sameShape(view, next)) return planPage(planId);
+      return resumePointOf(planId).then(function (nextResume) {
+        view = next;
+        resume = nextResume;
+        p = next.plan;
+        steps = next.steps;
+        summary.textContent = '';
+        append(summary, planSummary(p, view.source));
+        updateDag(dag, steps, resume);
+        if (rest.hasAttribute('data-ready')) {
+          drawTimeline();
+          drawTables();
+        }
+        document.getElementById('app').setAttribute('data-updated', String(Date.now()));
+        if (!isRunning(p)) stop();
+      });
+    });
+  });
+}
+
+function resumePointOf(planId) {
+  return api('/v1/workflows/' + enc(planId) + '/resume-point').catch(function () {
+    return null;
+  });
+}
+
+function isRunning(p) {
+  return p.status === 'executing' || p.status === 'planning';
+}
+
+/** The same steps in the same layers: the DAG can be updated in place. */
+function sameShape(a, b) {
+  return JSON.stringify(a.layers) === JSON.stringify(b.layers);
+}
+
+function planSummary(p, source) {
+  return [
+    h(
+      'p',
+      { id: 'plan-status' },
+      badge(p.status),
+      ' ',
+      'session ',
+      link('#/sessions/' + enc(p.sessionId), p.sessionId),
+      ' · created ',
+      fmtTime(p.createdAt),
+      p.completedAt ? ' · ended ' + fmtTime(p.completedAt) : '',
+      ' · source ',
+      h('span', {
+        id: 'plan-source',
+        text:
+          source && source.kind === 'opentelemetry'
+            ? 'OpenTelemetry trace' + (source.traceId ? ' ' + source.traceId : '')
+            : 'events',
+      }),
+    ),
+    h('p', { class: 'query', text: p.query }),
+    p.failureReason ? h('p', { class: 'error', text: 'Failure: ' + p.failureReason }) : null,
+    h(
+      'div',
+      { class: 'cards' },
+      card('steps', p.totalSteps),
+      card('completed', p.completedSteps),
+      card('failed', p.failedSteps),
+      card('skipped', p.skippedSteps),
+      card('input tokens', fmtNum(p.inputTokens)),
+      card('output tokens', fmtNum(p.outputTokens)),
+      card('cost (USD)', costText(p)),
+      isRunning(p)
+        ? card('running for', fmtMs(Math.max(0, Date.now() - Date.parse(p.createdAt))))
+        : card('duration', fmtMs(p.durationMs)),
+    ),
+  ];
+}
+
+function decisionsTable(decisions) {
+  return table(
+    'decisions',
+    ['When', 'Decision', 'By', 'What changed', 'Feedback'],
+    decisions.map(function (d) {
+      var changed = '–';
+      if (d.stepChanges) {
+        var c = d.stepChanges;
+        var parts = [];
+        if (c.added.length) parts.push('added ' + c.added.join(', '));
+        if (c.changed.length) parts.push('changed ' + c.changed.join(', '));
+        if (c.removed.length) parts.push('removed ' + c.removed.join(', '));
+        // what the edit replaced: the old task text of each changed or removed step
+        (c.replaced || []).forEach(function (r) {
+          parts.push(r.stepId + ' was "' + (r.task || r.title || '') + '"');
+        });
+        changed = (parts.length ? parts.join('; ') : 'no step changed') + ' (' + d.editedStepCount + ' steps after)';
+      } else if (d.editedStepCount !== null) {
+        changed = d.editedStepCount + ' steps after the edit';
+      }
+      return h(
+        'tr',
+        { 'data-decision': d.decision },
+        h('td', { text: fmtTime(d.at) }),
+        h('td', null, badge(d.decision)),
+        h('td', { text: d.decidedBy || '–' }),
+        h('td', { text: changed }),
+        h('td', { text: d.feedback || '' }),
+      );
+    }),
+    'No decisions recorded.',
+  );
+}
+
+function handoffsTable(handoffs) {
+  return table(
+    'handoffs',
+    ['When', 'From', 'To', 'Step', 'Reason'],
+    handoffs.map(function (x) {
+      return h(
+        'tr',
+        null,
+        h('td', { text: fmtTime(x.at) }),
+        h('td', { text: x.fromAgentId }),
+        h('td', { text: x.toAgentId }),
+        h('td', { text: x.stepId || '–' }),
+        h('td', { text: x.reason + (x.explanation ? ': ' + x.explanation : '') }),
+      );
+    }),
+    'No handoffs.',
+  );
+}
+
+function checkpointsTable(checkpoints, resume) {
+  var latest = resume && resume.resumable && resume.latestCheckpoint ? resume.latestCheckpoint.checkpointId : null;
+  return table(
+    'checkpoints',
+    ['When', 'Checkpoint', 'Layer', 'Resume'],
+    checkpoints.map(function (c) {
+      return h(
+        'tr',
+        null,
+        h('td', { text: fmtTime(c.at) }),
+        h('td', { text: c.checkpointId }),
+        h('td', { class: 'num', text: c.layer }),
+        h('td', { text: c.checkpointId === latest ? 'latest (resume from here)' : '' }),
+      );
+    }),
+    'No checkpoints.',
+  );
+}
+
+/**
+ * Filters the steps table and dims the DAG's other steps: by text (step id, title, agent, model,
+ * result or error) and by status.
+ */
+function stepFilter(getSteps) {
+  var text = h('input', { id: 'step-filter', type: 'search', placeholder: 'step, agent, model, error…' });
+  var status = h(
+    'select',
+    { id: 'step-status-filter', 'aria-label': 'step status' },
+    ['', 'pending', 'in_progress', 'completed', 'failed', 'skipped'].map(function (st) {
+      return h('option', { value: st, text: st || 'any status' });
+    }),
+  );
+  var count = h('span', { class: 'muted', id: 'step-filter-count', text: getSteps().length + ' steps' });
+  function apply() {
+    var steps = getSteps();
+    var needle = text.value.trim().toLowerCase();
+    var wanted = status.value;
+    var byId = {};
+    steps.forEach(function (st) {
+      byId[st.stepId] = st;
+    });
+    function keep(id) {
+      var st = byId[id];
+      if (!st) return false;
+      if (wanted && st.status !== wanted) return false;
+      if (!needle) return true;
+      var hay = [st.stepId, st.title, st.agentId, st.model, st.error, st.result].filter(Boolean).join(' ');
+      return hay.toLowerCase().indexOf(needle) >= 0;
+    }
+    var shown = 0;
+    document.querySelectorAll('#steps tr[data-step]').forEach(function (row) {
+      var ok = keep(row.getAttribute('data-step'));
+      row.hidden = !ok;
+      if (ok) shown++;
+    });
+    document.querySelectorAll('#dag .dag-node').forEach(function (node) {
+      node.classList.toggle('dimmed', !!(needle || wanted) && !keep(node.getAttribute('data-step')));
+    });
+    count.textContent = needle || wanted ? shown + ' of ' + steps.length + ' steps' : steps.length + ' steps';
+  }
+  text.addEventListener('input', apply);
+  status.addEventListener('change', apply);
+  return {
+    apply: apply,
+    element: h(
+      'div',
+      { class: 'step-filter', role: 'search' },
+      h('label', null, 'Filter ', text),
+      h('label', null, 'Status ', status),
+      count,
+    ),
+  };
+}
+
+/** A plan's cost, and its steps no price is known for: never shown as a silent zero. */
+function costText(p) {
+  if (p.cost === undefined || p.cost === null) return '–';
+  return '$' + p.cost + (p.unpricedSteps ? ' + ' + p.unpricedSteps + ' unpriced' : '');
+}
+
+function stepsTable(planId, steps, outputBox) {
+  return table(
+    'steps',
+    ['#', 'Step', 'Agent', 'Status', 'Model', 'Tokens in/out', 'Cost (USD)', 'Duration', 'Result / error', 'Output'],
+    steps.map(function (st) {
+      return h(
+        'tr',
+        { 'data-step': st.stepId },
+        h('td', { class: 'num', text: st.index }),
+        h('td', { text: st.stepId + (st.title ? ' — ' + st.title : '') }),
+        h('td', { text: st.agentId }),
+        h('td', null, badge(st.status)),
+        h('td', { text: st.model || '–' }),
+        h('td', { class: 'num', text: fmtNum(st.inputTokens) + ' / ' + fmtNum(st.outputTokens) }),
+        h('td', {
+          class: 'num step-cost',
+          title: st.priceRef || st.costSource || '',
+          text:
+            st.cost !== null && st.cost !== undefined ? '$' + st.cost : st.costSource === 'unpriced' ? 'unpriced' : '–',
+        }),
+        h('td', { class: 'num', text: fmtMs(st.durationMs) }),
+        h('td', { text: st.error || st.result || '' }),
+        h(
+          'td',
+          null,
+          st.hasOutput
+            ? h('button', {
+                class: 'show-output',
+                'data-step': st.stepId,
+                text: 'output',
+                onclick: function () {
+                  outputBox.textContent = 'Loading…';
+                  api('/v1/plans/' + enc(planId) + '/steps/' + enc(st.stepId) + '/output').then(
+                    function (o) {
+                      outputBox.textContent = '';
+                      // shown as text, whatever it holds (markdown, HTML): never parsed as markup
+                      append(outputBox, [
+                        h('h2', { text: 'Output of ' + o.stepId + ' (shown as text)' }),
+                        h('pre', {
+                          id: 'output-text',
+                          text: o.outputContent === null ? '(no stored output)' : o.outputContent,
+                        }),
+                      ]);
+                      // the output sits below the steps table: bring it into view
+                      outputBox.scrollIntoView({ block: 'start' });
+                    },
+                    function (err) {
+                      outputBox.textContent = '';
+                      append(outputBox, errorBox(err));
+                    },
+                  );
+                },
+              })
+            : null,
+        ),
+      );
+    }),
+    'No steps.',
+  );
+}

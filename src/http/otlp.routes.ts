@@ -1,0 +1,130 @@
+import { createGunzip } from 'node:zlib';
+import type { Transform } from 'node:stream';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { PlanEvent } from '../contracts';
+import { decodeTraces, encodeResponse, OtlpFormat, otlpFormatOf } from '../otlp/otlp-codec';
+import { OtlpDecodeError } from '../otlp/otlp-span';
+import { TraceAssembler } from '../otlp/trace-assembler';
+import type { PlanEventPublisher } from '../publisher';
+import type { HttpConfig } from './http-config';
+import type { HttpMetrics } from './http-metrics';
+
+export interface OtlpDeps {
+  publisher: PlanEventPublisher;
+  settings: Readonly<HttpConfig>;
+  metrics: HttpMetrics;
+  closing: () => boolean;
+}
+
+/** Counts the bytes of a gzip body as they arrive, for Fastify's Content-Length check. */
+type CountedStream = Transform & { receivedEncodedLength: number };
+
+/**
+ * `POST /v1/traces`, the OTLP/HTTP trace path: `OTEL_EXPORTER_OTLP_ENDPOINT=http://host:8080`
+ * works as it is. Protobuf or JSON, gzip or not. Spans are held per trace until the trace is
+ * complete (TraceAssembler), then mapped to plan events (span-mapping.ts) and published like
+ * POST /v1/events' (journal, dead letters). Answers an `ExportTraceServiceResponse` in the
+ * request's format with `partialSuccess` naming the spans it could not use; 503 (shutting down,
+ * journal near its bound) or 429 (too many spans held) with Retry-After, which exporters retry.
+ */
+export function registerOtlpRoutes(app: FastifyInstance, deps: OtlpDeps): TraceAssembler {
+  const { publisher, settings, metrics } = deps;
+  const assembler = new TraceAssembler(
+    {
+      captureContent: settings.otlpCaptureContent,
+      quietMs: settings.otlpQuietMs,
+      rootlessMs: settings.otlpRootlessMs,
+      maxSpans: settings.otlpMaxHeldSpans,
+    },
+    {
+      publish: (events: PlanEvent[]) => {
+        for (const event of events) {
+          const result = publisher.publish(event);
+          if (result.ok) metrics.otlpEvents.inc({ outcome: 'accepted' });
+          else if (result.reason === 'invalid') {
+            // as POST /v1/events: the worker dead-letters it and voids its seq, so the plan goes on
+            metrics.otlpEvents.inc({ outcome: 'invalid' });
+            publisher.forwardRefused(JSON.stringify(event));
+          } else metrics.otlpEvents.inc({ outcome: 'dropped' });
+        }
+      },
+      unmapped: (reason, count) => metrics.otlpSpans.inc({ outcome: 'unmapped' }, count),
+    },
+  );
+  assembler.start();
+  app.addHook('onClose', async () => assembler.close());
+
+  app.register(async (scope) => {
+    scope.addContentTypeParser(
+      ['application/x-protobuf', 'application/protobuf'],
+      { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes },
+      (_req, body, done) => done(null, body),
+    );
+    scope.post(
+      '/v1/traces',
+      {
+        config: { scope: 'ingest' },
+        schema: {
+          summary: 'OTLP/HTTP trace export: spans of agent runs become plans',
+          description:
+            'An ExportTraceServiceRequest (application/x-protobuf or application/json, optionally gzip). ' +
+            'Spans are mapped to plan events once their trace is complete (README, "OpenTelemetry traces").',
+          tags: ['ingest'],
+          security: [{ apiKey: [] }],
+        },
+        validatorCompiler: () => () => true,
+        preParsing: async (req, _reply, payload) => {
+          const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
+          if (encoding === 'identity') return payload;
+          if (encoding !== 'gzip')
+            throw Object.assign(new Error(`Content-Encoding ${encoding} is not supported; send gzip or none`), {
+              statusCode: 415,
+            });
+          const gunzip = createGunzip() as unknown as CountedStream;
+          gunzip.receivedEncodedLength = 0;
+          payload.on('data', (chunk: Buffer) => (gunzip.receivedEncodedLength += chunk.length));
+          payload.on('error', (err) => gunzip.destroy(err));
+          return payload.pipe(gunzip);
+        },
+      },
+      async (req, reply) => {
+        const format = otlpFormatOf(req.headers['content-type']);
+        if (!format)
+          return reply.code(415).send({ error: 'Content-Type must be application/x-protobuf or application/json' });
+        const retryLater = (status: 429 | 503, why: string) =>
+          reply
+            .code(status)
+            .header('retry-after', String(settings.retryAfterSeconds))
+            .send({ error: `${why}; retry after ${settings.retryAfterSeconds} s` });
+        const bodyBytes = Number(req.headers['content-length'] ?? 0);
+        if (deps.closing()) return retryLater(503, 'the server is shutting down');
+        if (publisher.stats().journalBytes + 4 * bodyBytes > settings.maxJournalBytes)
+          return retryLater(503, 'the server cannot hold more events until Redis takes its backlog');
+        let spans;
+        try {
+          spans = decodeTraces(format, req.body);
+        } catch (err) {
+          if (err instanceof OtlpDecodeError) return reply.code(400).send({ error: err.message });
+          throw err;
+        }
+        const added = assembler.add(spans);
+        if (!added.ok)
+          return retryLater(
+            429,
+            `the server holds ${settings.otlpMaxHeldSpans} spans of unfinished traces (OTLP_MAX_HELD_SPANS)`,
+          );
+        if (added.accepted > 0) metrics.otlpSpans.inc({ outcome: 'accepted' }, added.accepted);
+        if (added.rejected > 0) metrics.otlpSpans.inc({ outcome: 'rejected' }, added.rejected);
+        return send(reply, format, added.rejected, added.reasons.join('; '));
+      },
+    );
+  });
+  return assembler;
+}
+
+function send(reply: FastifyReply, format: OtlpFormat, rejected: number, message: string): FastifyReply {
+  const body = encodeResponse(format, rejected, message);
+  return format === 'protobuf'
+    ? reply.code(200).type('application/x-protobuf').send(body)
+    : reply.code(200).type('application/json').send(body);
+}

@@ -1,0 +1,129 @@
+import type { PlanEvent } from '../contracts';
+import type { OtlpSpan } from './otlp-span';
+import { isRecognised, mapTrace, MappingOptions } from './span-mapping';
+
+export interface AssemblerOptions extends MappingOptions {
+  /** A trace whose root span arrived is mapped once no span of it arrived for this long. */
+  quietMs: number;
+  /** A trace without a root span is mapped once no span of it arrived for this long. */
+  rootlessMs: number;
+  /** Most spans held at once; past it, `add` refuses a request (the exporter retries). */
+  maxSpans: number;
+  /** Traces remembered after they were mapped, to count their late spans instead of mapping them twice. */
+  maxMappedTraces?: number;
+}
+
+export interface AddResult {
+  /** false: the buffer is full; nothing of the request was taken. */
+  ok: boolean;
+  /** Spans taken, to be mapped. */
+  accepted: number;
+  /** Spans not used, with why. */
+  rejected: number;
+  reasons: string[];
+}
+
+export interface AssemblerSink {
+  /** A mapped trace's events, in seq order per plan. */
+  publish(events: PlanEvent[]): void;
+  /** Spans that were taken but did not map, by reason. */
+  unmapped(reason: string, count: number): void;
+}
+
+interface Pending {
+  spans: Map<string, OtlpSpan>;
+  hasRoot: boolean;
+  lastAt: number;
+}
+
+/**
+ * Gathers the spans of each trace across requests (exporters send spans as they end, children
+ * first, a trace often split over several requests) and maps a trace once it is complete: its
+ * root span arrived and no span of it came for `quietMs`, or no span came for `rootlessMs`.
+ * Mapping the whole trace at once is what makes the events, their ids and their seqs the same
+ * however the spans were batched, ordered or repeated.
+ */
+export class TraceAssembler {
+  private readonly pending = new Map<string, Pending>();
+  private readonly mapped = new Map<string, true>();
+  private held = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly options: AssemblerOptions,
+    private readonly sink: AssemblerSink,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  get heldSpans(): number {
+    return this.held;
+  }
+
+  start(): void {
+    const every = Math.max(10, Math.min(1_000, Math.floor(this.options.quietMs / 2)));
+    this.timer = setInterval(() => this.flushDue(), every);
+    this.timer.unref();
+  }
+
+  /** Takes a request's spans; refuses the whole request when they would not fit. */
+  add(spans: readonly OtlpSpan[]): AddResult {
+    if (this.held + spans.length > this.options.maxSpans && this.held > 0)
+      return { ok: false, accepted: 0, rejected: 0, reasons: [] };
+    const reasons = new Map<string, number>();
+    const reject = (why: string) => reasons.set(why, (reasons.get(why) ?? 0) + 1);
+    let accepted = 0;
+    const at = this.now();
+    for (const span of spans) {
+      if (span.traceId === '' || span.spanId === '') {
+        reject('a span without a trace id or span id');
+        continue;
+      }
+      if (this.mapped.has(span.traceId)) {
+        reject('its trace was already turned into a plan (raise OTLP_TRACE_QUIET_MS)');
+        continue;
+      }
+      let trace = this.pending.get(span.traceId);
+      if (!trace) {
+        trace = { spans: new Map(), hasRoot: false, lastAt: at };
+        this.pending.set(span.traceId, trace);
+      }
+      trace.lastAt = at;
+      if (span.parentSpanId === '') trace.hasRoot = true;
+      if (!isRecognised(span)) reject('no GenAI or OpenInference attributes');
+      else accepted++;
+      // every span is kept: one without attributes still links its children to their ancestors
+      if (!trace.spans.has(span.spanId)) this.held++;
+      trace.spans.set(span.spanId, span);
+    }
+    const rejected = [...reasons.values()].reduce((a, b) => a + b, 0);
+    return { ok: true, accepted, rejected, reasons: [...reasons].map(([why, n]) => `${n} ${why}`) };
+  }
+
+  /** Maps the traces that are due (or, with `all`, every trace held). */
+  flushDue(all = false): void {
+    const at = this.now();
+    for (const [traceId, trace] of this.pending) {
+      const idle = at - trace.lastAt;
+      if (!all && idle < (trace.hasRoot ? this.options.quietMs : this.options.rootlessMs)) continue;
+      this.pending.delete(traceId);
+      this.held -= trace.spans.size;
+      this.remember(traceId);
+      const result = mapTrace([...trace.spans.values()], this.options);
+      for (const plan of result.plans) this.sink.publish(plan.events);
+      for (const [reason, count] of result.unmapped) this.sink.unmapped(reason, count);
+    }
+  }
+
+  /** Stops the timer and maps everything held. */
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.flushDue(true);
+  }
+
+  private remember(traceId: string): void {
+    this.mapped.set(traceId, true);
+    if (this.mapped.size > (this.options.maxMappedTraces ?? 100_000))
+      this.mapped.delete(this.mapped.keys().next().value!);
+  }
+}
