@@ -45,7 +45,6 @@ export function barChart(id, rows, max, label) {
       s('text', {
         x: LEFT + Math.max(1, (r[1] / top) * W) + 6,
         y: y + 13,
-        // r[3]: the value as it should be read (an exact amount), shown instead of the rounded number
         text: clip(
           (r[3] !== undefined ? r[3] : fmtNum(r[1]) + (max === 100 ? ' %' : '')) + (r[2] ? '  (' + r[2] + ')' : ''),
           48,

@@ -1,6 +1,6 @@
 /*
- * Analytics: plans per day, success rate per agent (over the steps that ran), tokens per model, cost
- * per model and per agent (exact amounts; unpriced steps counted, never as zero).
+ * Analytics: plans per day, success rate per agent (over the steps that ran), tokens per model,
+ * cost per model and per agent.
  */
 import { api } from './api.js';
 import { fmtNum, h, show, toQuery } from './dom.js';
@@ -91,9 +91,9 @@ export function analyticsPage(q) {
         }),
       ),
       h('h2', { text: 'Cost per model (USD)' }),
-      barChart('cost-per-model', costBars(r[3]), undefined, 'cost per model'),
+      barChart('cost-per-model', costBars(r[3]), undefined, 'cost per model in USD'),
       h('h2', { text: 'Cost per agent (USD)' }),
-      barChart('cost-per-agent', costBars(r[4]), undefined, 'cost per agent'),
+      barChart('cost-per-agent', costBars(r[4]), undefined, 'cost per agent in USD'),
     );
   });
 }
@@ -104,7 +104,7 @@ function costBars(answer) {
     return [
       l.key || '(none)',
       Number(l.cost),
-      l.pricedSteps + ' priced steps' + (l.unpricedSteps ? ', ' + l.unpricedSteps + ' unpriced' : ''),
+      l.pricedSteps + ' priced' + (l.unpricedSteps ? ', ' + l.unpricedSteps + ' unpriced' : ''),
       '$' + l.cost,
     ];
   });
