@@ -9,7 +9,8 @@ import { BINARY_COLLATION } from './1795219500000-databases-alike';
  *   from then on with a time at or after `effective_from` are priced by the newest one in force.
  * - `price_reprices`: one audit row per `plan-ledger prices reprice --yes`: what it selected, how
  *   many steps and plans it changed, the totals before and after, the diff per model (JSON).
- * Ids compare byte for byte (the binary collation of every id column on SQL Server and MySQL).
+ * Ids compare byte for byte (the binary collation of every id column on SQL Server and MySQL); on
+ * MariaDB/MySQL both tables are utf8mb4 whatever the database's default character set.
  */
 export class PriceOverrides1795219800000 implements MigrationInterface {
   name = 'PriceOverrides1795219800000';
@@ -20,6 +21,8 @@ export class PriceOverrides1795219800000 implements MigrationInterface {
     const col = (name: string, kind: ColumnKind | { varchar: number }, nullable = false) =>
       `${q(name)} ${type(d, kind)} ${nullable ? 'NULL' : 'NOT NULL'}`;
     const binary = BINARY_COLLATION[d];
+    // MariaDB/MySQL: utf8mb4 like every other table, whatever the database's default (latin1 would lose emoji)
+    const tableOptions = d === 'mysql' ? ' DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci' : '';
     const id = (kind: ColumnKind) =>
       binary ? `${q('id')} ${type(d, kind)} COLLATE ${binary} NOT NULL` : col('id', kind);
     await sql(
@@ -36,7 +39,7 @@ export class PriceOverrides1795219800000 implements MigrationInterface {
         col('currency', { varchar: 3 }),
         col('created_at', 'timestamp'),
         `CONSTRAINT ${q('PK_price_overrides')} PRIMARY KEY (${q('id')})`,
-      ].join(', ')})`,
+      ].join(', ')})${tableOptions}`,
     );
     await sql(
       queryRunner,
@@ -52,7 +55,7 @@ export class PriceOverrides1795219800000 implements MigrationInterface {
         col('new_total', 'money'),
         col('diff', 'longText'),
         `CONSTRAINT ${q('PK_price_reprices')} PRIMARY KEY (${q('id')})`,
-      ].join(', ')})`,
+      ].join(', ')})${tableOptions}`,
     );
   }
 
