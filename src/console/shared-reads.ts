@@ -119,5 +119,9 @@ export function registerSharedReads(app: FastifyInstance, opts: SharedReadsOptio
     flight.done();
   };
   app.addHook('onResponse', land);
+  // a replay or purge changes what the dead-letter and health answers say: none of them is shared past it
+  app.addHook('onResponse', async (req, reply) => {
+    if (req.method !== 'GET' && reply.statusCode < 300 && req.url.startsWith('/v1/dead-letters')) answers.clear();
+  });
   app.addHook('onRequestAbort', land);
 }

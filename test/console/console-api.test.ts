@@ -194,6 +194,18 @@ describe('console routes', () => {
     await Promise.all(consoles.map((cookie) => fetch(`${stack.server.url}${path}`, { headers: { cookie } })));
     expect((await reads()).computed - after.computed).toBe(1);
 
+    // a purge ends the sharing at once: the next console read is computed afresh
+    const computedBefore = (await reads()).computed;
+    await fetch(`${stack.server.url}${path}`, { headers: { cookie: consoles[0] } });
+    expect((await reads()).computed).toBe(computedBefore);
+    const purge = await call(stack, 'POST', '/v1/dead-letters/purge', {
+      key: ADMIN_KEY,
+      body: { all: true, plan: 'none-such' },
+    });
+    expect(purge.status).toBe(200);
+    await fetch(`${stack.server.url}${path}`, { headers: { cookie: consoles[0] } });
+    expect((await reads()).computed).toBe(computedBefore + 1);
+
     // a Bearer client: an ETag and 304 too, but never another's answer
     const api = await call(stack, 'GET', path);
     expect(api.status).toBe(200);
@@ -201,7 +213,7 @@ describe('console routes', () => {
       headers: { authorization: `Bearer ${READ_KEY}`, 'if-none-match': etag! },
     });
     expect(bearer.status).toBe(304);
-    expect((await reads()).computed - after.computed).toBe(1);
+    expect((await reads()).computed).toBe(computedBefore + 1);
   });
 
   it('dead letters: newest first and offset paging; bulk replay and purge need the admin scope and an explicit selection', async () => {
