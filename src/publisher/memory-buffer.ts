@@ -94,13 +94,7 @@ export class MemoryBuffer {
         continue;
       }
       idle = 0;
-      const end = this.batchEnd(lane, eventsPerJob, maxJobBytes);
-      const events = lane.events.slice(lane.head, end);
-      let size = 0;
-      for (const e of events) size += e.length;
-      batches.push({ id: newBatchId(), events, size, order: this.nextOrder++, shard });
-      this.queued -= end - lane.head;
-      lane.head = end;
+      batches.push(this.takeBatch(lane, this.batchEnd(lane, eventsPerJob, maxJobBytes), shard));
       this.compact(lane);
     }
     return batches;
@@ -141,13 +135,7 @@ export class MemoryBuffer {
     while (batches.length < maxJobs) {
       const waiting = lane.events.length - lane.head;
       if (waiting === 0 || (!partial && waiting < eventsPerJob)) break;
-      const end = this.batchEnd(lane, eventsPerJob, maxJobBytes);
-      const events = lane.events.slice(lane.head, end);
-      let size = 0;
-      for (const e of events) size += e.length;
-      batches.push({ id: newBatchId(), events, size, order: this.nextOrder++, shard });
-      this.queued -= end - lane.head;
-      lane.head = end;
+      batches.push(this.takeBatch(lane, this.batchEnd(lane, eventsPerJob, maxJobBytes), shard));
     }
     this.compact(lane);
     return batches;
@@ -163,6 +151,16 @@ export class MemoryBuffer {
    * `maxJobBytes` (ContractLimits; at least one event, each within `maxEventBytes`). Counted in
    * characters, exact UTF-8 bytes only once the characters could pass the limit (3 bytes each).
    */
+  /** The lane's events from its head up to `end` as one batch; they leave the buffer's count. */
+  private takeBatch(lane: Lane, end: number, shard: number): Batch {
+    const events = lane.events.slice(lane.head, end);
+    let size = 0;
+    for (const e of events) size += e.length;
+    this.queued -= end - lane.head;
+    lane.head = end;
+    return { id: newBatchId(), events, size, order: this.nextOrder++, shard };
+  }
+
   private batchEnd(lane: Lane, eventsPerJob: number, maxJobBytes: number): number {
     const { events, head } = lane;
     const last = Math.min(head + eventsPerJob, events.length);

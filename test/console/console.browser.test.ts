@@ -54,6 +54,13 @@ async function planStatus(planId: string): Promise<string | undefined> {
   return row?.status;
 }
 
+async function stepStatus(planId: string, stepKey: string): Promise<string | undefined> {
+  const row = await stack.db.ds
+    .getRepository<{ status: string }>(ENTITY.step)
+    .findOne({ where: { planId, stepKey } as never });
+  return row?.status;
+}
+
 async function storedCount(eventId: string): Promise<number> {
   return stack.db.ds.getRepository(ENTITY.event).count({ where: { eventId } });
 }
@@ -407,12 +414,7 @@ describe('the web console in headless Chromium', () => {
     });
     publisher.stepStarted(plan, { stepId: 'r1' });
     await publisher.flush(10_000);
-    await waitFor('r1 in progress', async () => {
-      const row = await stack.db.ds
-        .getRepository<{ status: string }>(ENTITY.step)
-        .findOne({ where: { planId: plan.planId, stepKey: 'r1' } as never });
-      return row?.status === 'in_progress';
-    });
+    await waitFor('r1 in progress', async () => (await stepStatus(plan.planId, 'r1')) === 'in_progress');
     const { page } = await openPage(READ_KEY);
     await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
     await page.waitForSelector('#plan-rest[data-ready]');
@@ -607,12 +609,7 @@ describe('the web console in headless Chromium', () => {
     });
     publisher.stepSkipped(plan, { stepId: 'k1', reason: 'not needed' });
     await publisher.flush(10_000);
-    await waitFor('the skipped step', async () => {
-      const row = await stack.db.ds
-        .getRepository<{ status: string }>(ENTITY.step)
-        .findOne({ where: { planId: plan.planId, stepKey: 'k1' } as never });
-      return row?.status === 'skipped';
-    });
+    await waitFor('the skipped step', async () => (await stepStatus(plan.planId, 'k1')) === 'skipped');
     const { page } = await openPage(READ_KEY);
     await page.goto(`${stack.server.url}/#/analytics`);
     await page.waitForSelector('#agent-success');
@@ -737,12 +734,6 @@ describe('the web console in headless Chromium', () => {
     });
     await publisher.flush(10_000);
     await waitFor('the live plan', async () => (await planStatus(plan.planId)) !== undefined);
-    const stepStatus = async (stepKey: string) =>
-      (
-        await stack.db.ds
-          .getRepository<{ status: string }>(ENTITY.step)
-          .findOne({ where: { planId: plan.planId, stepKey } as never })
-      )?.status;
 
     const { page } = await openPage(READ_KEY);
     await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
@@ -757,7 +748,7 @@ describe('the web console in headless Chromium', () => {
     publisher.stepStarted(plan, { stepId: 'l1' });
     publisher.stepCompleted(plan, { stepId: 'l1', inputTokens: 7, outputTokens: 3 });
     await publisher.flush(10_000);
-    await waitFor('l1 stored', async () => (await stepStatus('l1')) === 'completed');
+    await waitFor('l1 stored', async () => (await stepStatus(plan.planId, 'l1')) === 'completed');
     await page.waitForSelector('#dag .dag-node[data-step=l1][data-status=completed]', { timeout: 15_000 });
     await page.waitForFunction(
       () => document.querySelector('#steps tr[data-step=l1] .badge')?.textContent === 'completed',
@@ -776,7 +767,7 @@ describe('the web console in headless Chromium', () => {
     expect(await page.getAttribute('#live-toggle', 'aria-pressed')).toBe('false');
     publisher.stepStarted(plan, { stepId: 'l2' });
     await publisher.flush(10_000);
-    await waitFor('l2 stored', async () => (await stepStatus('l2')) === 'in_progress');
+    await waitFor('l2 stored', async () => (await stepStatus(plan.planId, 'l2')) === 'in_progress');
     await sleep(5_000); // two polling intervals and more
     expect(await page.getAttribute('#dag .dag-node[data-step=l2]', 'data-status')).toBe('pending');
     await page.click('#live-toggle');
