@@ -5,6 +5,7 @@ import { DatabasesAlike1795219500000 } from './1795219500000-databases-alike';
 import { PlanRestoredAt1795219600000 } from './1795219600000-plan-restored-at';
 import { StepCost1795219700000 } from './1795219700000-step-cost';
 import { PriceOverrides1795219800000 } from './1795219800000-price-overrides';
+import { PlanLineage1795219900000 } from './1795219900000-plan-lineage';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   PlanRestoredAt1795219600000,
   StepCost1795219700000,
   PriceOverrides1795219800000,
+  PlanLineage1795219900000,
 ];

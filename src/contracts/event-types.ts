@@ -51,5 +51,8 @@ export function isPlanEventType(value: unknown): value is PlanEventTypeName {
 /** What a reviewer decided about a plan that required approval. */
 export const DECISION_KINDS = Object.freeze(['approve', 'edit', 'reject'] as const);
 
+/** How a plan made from a stored one came about (`plan.created`'s `forkOf.kind`). */
+export const FORK_KINDS = Object.freeze(['fork', 'replay'] as const);
+
 /** How a plan ended; mirrors the terminal values of `execution_plans.status`. */
 export const FINAL_STATUSES = Object.freeze(['completed', 'failed', 'cancelled'] as const);

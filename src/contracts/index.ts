@@ -5,6 +5,7 @@
 export {
   DECISION_KINDS,
   FINAL_STATUSES,
+  FORK_KINDS,
   PLAN_EVENT_TYPES,
   PlanEventType,
   SPEC_VERSION,
@@ -18,6 +19,7 @@ export type {
   HandoffRecordedPayload,
   PayloadByType,
   PlanCreatedPayload,
+  ForkOrigin,
   PlanDecisionPayload,
   PlanEvent,
   PlanEventEnvelope,

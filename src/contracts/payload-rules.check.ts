@@ -10,7 +10,12 @@ import { violationAt } from './violation-path';
 export function checkPayloadRules(type: PlanEventTypeName, payload: unknown, out: Violation[]): void {
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return;
   const fields = payload as Record<string, unknown>;
-  if (type === 'plan.created') checkStepGraph(fields.steps, 'payload.steps', out);
+  if (type === 'plan.created') {
+    // a fork's steps may depend on the parent's steps, which only the store knows
+    const forkOf = fields.forkOf;
+    const isFork = typeof forkOf === 'object' && forkOf !== null && !Array.isArray(forkOf);
+    checkStepGraph(fields.steps, 'payload.steps', out, { outsideDependencies: isFork });
+  }
   if (type === 'plan.decision') checkDecision(fields, out);
 }
 

@@ -14,7 +14,16 @@ const MAX_CYCLE_HOPS = 10;
 
 type Item = Record<string, unknown>;
 
-export function checkStepGraph(steps: unknown, path: string, out: Violation[]): void {
+/**
+ * `outsideDependencies`: `dependsOn` may also name steps outside the list (a fork's list adds to its
+ * parent's steps, which are checked where they are known); such ids take no part in the cycle check.
+ */
+export function checkStepGraph(
+  steps: unknown,
+  path: string,
+  out: Violation[],
+  options: { outsideDependencies?: boolean } = {},
+): void {
   if (!Array.isArray(steps)) return;
   // Array.from, not map: the fast check (fast-check/) runs this on unguarded publisher input, where
   // a sparse list's holes would otherwise stay holes and trip findCycle.
@@ -23,7 +32,7 @@ export function checkStepGraph(steps: unknown, path: string, out: Violation[]): 
   );
   const positionById = firstPositions(items, 'stepId', path, out);
   firstPositions(items, 'index', path, out);
-  const edges = dependencyEdges(items, positionById, path, out);
+  const edges = dependencyEdges(items, positionById, path, out, options.outsideDependencies === true);
   const cycle = findCycle(edges);
   if (cycle !== undefined) {
     const shown = cycle.length > MAX_CYCLE_HOPS ? [...cycle.slice(0, MAX_CYCLE_HOPS), '...'] : cycle;
@@ -57,6 +66,7 @@ function dependencyEdges(
   positionById: Map<unknown, number>,
   path: string,
   out: Violation[],
+  outsideAllowed: boolean,
 ): number[][] {
   return items.map((item, i) => {
     const dependsOn = item?.dependsOn;
@@ -66,7 +76,7 @@ function dependencyEdges(
       if (typeof id !== 'string') return;
       const target = positionById.get(id);
       if (target !== undefined) edges.push(target);
-      else
+      else if (!outsideAllowed)
         out.push(
           violationAt(childPath(childPath(childPath(path, i), 'dependsOn'), j), 'must name a step of the same list'),
         );

@@ -2,7 +2,7 @@
  * Plain TypeScript shapes of the events `parsePlanEvent` returns and publishers accept. The DTO
  * classes under `payloads/` implement these interfaces, so the two cannot drift apart.
  */
-import type { DECISION_KINDS, FINAL_STATUSES, PlanEventTypeName } from './event-types';
+import type { DECISION_KINDS, FINAL_STATUSES, FORK_KINDS, PlanEventTypeName } from './event-types';
 
 /** One step of a plan, as the planner wrote it. */
 export interface StepSpec {
@@ -23,6 +23,20 @@ export interface PlanCreatedPayload {
   steps: StepSpec[];
   requiresApproval?: boolean;
   complexity?: number;
+  /** Set on a fork or replay of a stored plan (see ForkOrigin). */
+  forkOf?: ForkOrigin;
+}
+
+/**
+ * Where a forked or replayed plan came from: the parent plan, and the first layer the new plan runs
+ * itself (the parent's steps of earlier layers are inherited, read through the fork, never copied).
+ * `checkpointId`: the parent's checkpoint the fork starts from, if it was forked from one.
+ */
+export interface ForkOrigin {
+  planId: string;
+  kind: (typeof FORK_KINDS)[number];
+  layer: number;
+  checkpointId?: string;
 }
 
 export type DecisionKind = (typeof DECISION_KINDS)[number];

@@ -20,6 +20,7 @@ const ALL = [
   'PlanRestoredAt1795219600000',
   'StepCost1795219700000',
   'PriceOverrides1795219800000',
+  'PlanLineage1795219900000',
 ];
 
 /** Holds the migration lock from this process until `release()` is called. */

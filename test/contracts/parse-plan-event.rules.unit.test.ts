@@ -106,6 +106,29 @@ describe('parsePlanEvent: step lists', () => {
     ]);
   });
 
+  it("a fork's steps may depend on its parent's steps; its origin is checked field by field", () => {
+    const forkOf = { planId: 'plan_parent', kind: 'fork', layer: 2, checkpointId: 'cp_1' };
+    const steps = [step(7, { dependsOn: ['parent_step', 's8'] }), step(8)];
+    expect(accepted(created({ steps, forkOf })).payload).toMatchObject({ forkOf, steps });
+    expect(accepted(created({ steps: [], forkOf: { planId: 'p', kind: 'replay', layer: 0 } })).type).toBe(
+      'plan.created',
+    );
+    // a cycle among the fork's own steps is still one
+    expect(pairs(created({ steps: [step(0, { dependsOn: ['s1'] }), step(1, { dependsOn: ['s0'] })], forkOf }))).toEqual(
+      [['payload.steps[1].dependsOn', 'payload.steps[1].dependsOn forms a cycle: steps[1] -> steps[0] -> steps[1]']],
+    );
+    expect(pairs(created({ forkOf: { planId: '', kind: 'copy', layer: -1, extra: 1 } })).map(([p]) => p)).toEqual([
+      'payload.forkOf.extra',
+      'payload.forkOf.planId',
+      'payload.forkOf.kind',
+      'payload.forkOf.layer',
+    ]);
+    // without forkOf, an unknown dependency stays an error
+    expect(pairs(created({ steps: [step(0, { dependsOn: ['parent_step'] })] }))).toEqual([
+      ['payload.steps[0].dependsOn[0]', 'payload.steps[0].dependsOn[0] must name a step of the same list'],
+    ]);
+  });
+
   it('checks a 500-step chain without recursion trouble', () => {
     expect(accepted(created({ steps: chain(500) })).type).toBe('plan.created');
   });

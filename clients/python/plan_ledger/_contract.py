@@ -389,6 +389,22 @@ STEP_SPEC: Spec = {
 
 _tokens = int_in_range(0, SQL_INT_MAX)
 
+FORK_KINDS = ("fork", "replay")
+
+FORK_ORIGIN: Spec = {
+    "planId": (True, external_id),
+    "kind": (True, one_of(FORK_KINDS)),
+    "layer": (True, int_in_range(0, 100_000)),
+    "checkpointId": (False, external_id),
+}
+
+
+def fork_origin(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
+    """``forkOf`` of a fork or replay: the parent plan and the first layer the fork runs itself."""
+    if not isinstance(value, dict):
+        return _report_value(out, parent, key, value, "must be an object")
+    check_object(value, FORK_ORIGIN, child_path(parent, key), out)
+
 _DECIMAL_AMOUNT = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?\Z", re.ASCII).match
 DECIMAL_AMOUNT_RULE = 'must be a decimal string of at most 12 digits before and 12 after the point, e.g. "0.0123"'
 
@@ -416,6 +432,7 @@ PAYLOAD_SPECS: Dict[str, Spec] = {
         "steps": (True, step_list()),
         "requiresApproval": (False, boolean),
         "complexity": (False, int_in_range(0, 100)),
+        "forkOf": (False, fork_origin),
     },
     "plan.decision": {
         "decision": (True, one_of(DECISIONS)),

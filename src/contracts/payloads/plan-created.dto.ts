@@ -1,6 +1,7 @@
-import { Bool, IntInRange, LongText, NestedList, Optional, Required } from '../field.decorators';
+import { Bool, IntInRange, LongText, NestedList, NestedObject, Optional, Required } from '../field.decorators';
 import { WithinLimit } from '../limits';
 import type { PlanCreatedPayload } from '../types';
+import { ForkOriginDto } from './fork-origin.dto';
 import { StepSpecDto } from './step-spec.dto';
 
 export class PlanCreatedPayloadDto implements PlanCreatedPayload {
@@ -9,4 +10,10 @@ export class PlanCreatedPayloadDto implements PlanCreatedPayload {
   @Required() @NestedList(() => StepSpecDto) @WithinLimit('maxSteps') steps!: StepSpecDto[];
   @Optional() @Bool() requiresApproval?: boolean;
   @Optional() @IntInRange(0, 100) complexity?: number;
+  /**
+   * A fork or replay of a stored plan: its steps are the parent's (those of layers before `layer`
+   * inherited, the others to run), and `steps` lists only the ones the fork adds or changes, whose
+   * `dependsOn` may name the parent's steps.
+   */
+  @Optional() @NestedObject(() => ForkOriginDto) forkOf?: ForkOriginDto;
 }

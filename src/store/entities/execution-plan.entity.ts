@@ -2,6 +2,7 @@ import { bigint, bool, count, deletedAt, defineEntity, ext, int, moneyTotal, str
 
 export type PlanStatus = 'planning' | 'executing' | 'completed' | 'failed' | 'cancelled';
 export type ApprovalStatus = 'pending' | 'approved' | 'edited' | 'rejected';
+export type ForkKind = 'fork' | 'replay';
 
 /** `execution_plans`, as the product's schema names it, plus approval state and soft delete. */
 export interface ExecutionPlanRow {
@@ -24,6 +25,14 @@ export interface ExecutionPlanRow {
   requiresApproval: boolean;
   approvalStatus: ApprovalStatus | null;
   complexity: number | null;
+  /** The plan this one was forked or replayed from; null for a plan an executor created. */
+  parentPlanId: string | null;
+  /** `fork` or `replay` when parentPlanId is set. */
+  forkKind: ForkKind | null;
+  /** The first layer a fork runs itself; the layers before it are inherited from the parent. */
+  forkLayer: number | null;
+  /** The parent's checkpoint the fork started from, if it was forked from one. */
+  forkCheckpoint: string | null;
   createdAt: Date;
   updatedAt: Date;
   completedAt: Date | null;
@@ -48,6 +57,10 @@ export const ExecutionPlanEntity = defineEntity<ExecutionPlanRow>('ExecutionPlan
   requiresApproval: bool('requires_approval'),
   approvalStatus: str('approval_status', 20, true),
   complexity: int('complexity', true),
+  parentPlanId: ext('parent_plan_id', { nullable: true }),
+  forkKind: str('fork_kind', 10, true),
+  forkLayer: int('fork_layer', true),
+  forkCheckpoint: ext('fork_checkpoint', { nullable: true }),
   createdAt: ts('created_at'),
   updatedAt: ts('updated_at'),
   completedAt: ts('completed_at', true),
