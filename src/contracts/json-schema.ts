@@ -9,7 +9,14 @@
  * the same list, no cycle), the 1 MiB event size, the depth of checkpoint state, and lengths counted
  * in UTF-16 units (JSON Schema counts code points: they differ only for characters beyond U+FFFF).
  */
-import { DECISION_KINDS, FINAL_STATUSES, PLAN_EVENT_TYPES, PlanEventTypeName, SPEC_VERSION } from './event-types';
+import {
+  DECISION_KINDS,
+  FINAL_STATUSES,
+  FORK_KINDS,
+  PLAN_EVENT_TYPES,
+  PlanEventTypeName,
+  SPEC_VERSION,
+} from './event-types';
 import { DECIMAL_AMOUNT_PATTERN, EXTERNAL_ID_PATTERN } from './field-formats';
 import { DEFAULT_LIMITS } from './limits';
 
@@ -86,6 +93,12 @@ export const PAYLOAD_SCHEMAS: Readonly<Record<PlanEventTypeName, Schema>> = Obje
     steps: stepList,
     requiresApproval: { type: 'boolean' },
     complexity: int(0, 100),
+    forkOf: object(['planId', 'kind', 'layer'], {
+      planId: externalId,
+      kind: { enum: [...FORK_KINDS] },
+      layer: int(0, 100_000),
+      checkpointId: externalId,
+    }),
   }),
   'plan.decision': object(
     ['decision'],
@@ -141,7 +154,7 @@ export const PAYLOAD_SCHEMAS: Readonly<Record<PlanEventTypeName, Schema>> = Obje
 });
 
 const ALSO_CHECKED = [
-  'step lists: stepId and index unique within the list; dependsOn names steps of the same list; no dependency cycle',
+  "step lists: stepId and index unique within the list; dependsOn names steps of the same list (or, in a fork's plan.created, of its parent); no dependency cycle",
   `the whole event is at most ${DEFAULT_LIMITS.maxEventBytes} bytes of UTF-8 JSON`,
   `checkpoint state is nested at most ${DEFAULT_LIMITS.maxStateDepth} levels deep`,
   'text lengths count UTF-16 code units (a character beyond U+FFFF counts 2)',

@@ -15,7 +15,22 @@ export const BASE_EVENTS: readonly PlanEvent[] = [
   ...planRun({ seed: 2, steps: 3, requiresApproval: true, reject: true }),
   ...planRun({ seed: 3, steps: 4, failAt: 1 }),
   ...planRun({ seed: 4, steps: 2, requiresApproval: true }),
+  forkOfRun(planRun({ seed: 5, steps: 2 })[0]),
 ];
+
+/** A fork's plan.created: forkOf set, a step depending on one of its parent's. */
+function forkOfRun(created: PlanEvent): PlanEvent {
+  if (created.type !== 'plan.created') throw new Error('planRun starts with plan.created');
+  const [first] = created.payload.steps;
+  return {
+    ...created,
+    payload: {
+      ...created.payload,
+      steps: [{ ...first, dependsOn: ['parent_step'] }],
+      forkOf: { planId: 'plan_parent', kind: 'fork', layer: 1, checkpointId: 'cp_parent' },
+    },
+  };
+}
 
 /** Values near every rule's edges: lengths, formats, ranges, enum members, wrong types, non-JSON values. */
 export const TRICKY_VALUES: readonly unknown[] = [
@@ -41,6 +56,8 @@ export const TRICKY_VALUES: readonly unknown[] = [
   'plan.finalized',
   'edit',
   'approve',
+  'fork',
+  'replay',
   'reject',
   'completed',
   'unknown',

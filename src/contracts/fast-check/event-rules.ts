@@ -12,7 +12,7 @@
  * mirror cannot drift silently.
  */
 import { pushAll } from '../../shared/arrays';
-import { DECISION_KINDS, FINAL_STATUSES, PLAN_EVENT_TYPES, SPEC_VERSION } from '../event-types';
+import { DECISION_KINDS, FINAL_STATUSES, FORK_KINDS, PLAN_EVENT_TYPES, SPEC_VERSION } from '../event-types';
 import type { PlanEventTypeName } from '../event-types';
 import { checkPayloadRules } from '../payload-rules.check';
 import { guardRawInput } from '../raw-input.guard';
@@ -30,6 +30,7 @@ import {
   isPlainObject,
   longText,
   nestedList,
+  nestedObject,
   objectSpec,
   oneOf,
   report,
@@ -60,6 +61,12 @@ const STEP_SPEC: ObjectSpec = objectSpec({
   dependsOn: [false, externalIdList],
 });
 const steps = nestedList(() => STEP_SPEC);
+const FORK_ORIGIN: ObjectSpec = objectSpec({
+  planId: [true, externalId],
+  kind: [true, oneOf(FORK_KINDS)],
+  layer: [true, intInRange(0, 100_000)],
+  checkpointId: [false, externalId],
+});
 
 const PAYLOAD_SPECS: ReadonlyMap<unknown, ObjectSpec> = new Map<PlanEventTypeName, ObjectSpec>(
   Object.entries({
@@ -68,6 +75,7 @@ const PAYLOAD_SPECS: ReadonlyMap<unknown, ObjectSpec> = new Map<PlanEventTypeNam
       steps: [true, steps],
       requiresApproval: [false, bool],
       complexity: [false, intInRange(0, 100)],
+      forkOf: [false, nestedObject(() => FORK_ORIGIN)],
     }),
     'plan.decision': objectSpec({
       decision: [true, oneOf(DECISION_KINDS)],

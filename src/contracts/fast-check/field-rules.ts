@@ -191,6 +191,14 @@ export function nestedList(spec: () => ObjectSpec): Rule {
   };
 }
 
+/** NestedObject: an object, checked field by field at its own path. */
+export function nestedObject(spec: () => ObjectSpec): Rule {
+  return (value, parent, key, ctx) => {
+    if (!isPlainObject(value)) return report(ctx, parent, key, 'must be an object');
+    checkObject(value, spec(), childPath(parent, key), ctx);
+  };
+}
+
 /** ExternalIdList + WithinLimit('maxDependsOn'). */
 export const externalIdList: Rule = (value, parent, key, ctx) => {
   const max = ctx.limits.maxDependsOn;
