@@ -101,7 +101,8 @@ export class PlanEventStore {
 
   /**
    * Rebuild these plans' rows from their whole logs (the reference semantics), as a late event
-   * would: for an operator who doubts a plan's rows, and for the tests. Returns the plans rebuilt
+   * would, each stored step keeping its cost (PlanReducer.keepPrices): for an operator who doubts
+   * a plan's rows, and for the tests. Returns the plans rebuilt
    * (a plan without plan.created has no rows to rebuild).
    */
   async rebuildPlans(planIds: string[]): Promise<number> {

@@ -6,10 +6,10 @@ import { formatMoney, moneyFromColumn, PRICE_TABLE_VERSION } from '../../src/pri
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 
-function ev(seq: number, type: string, payload: object, occurredAt: string): PlanEvent {
+function ev(seq: number, type: string, payload: object, occurredAt: string, eventId: string = randomUUID()): PlanEvent {
   const parsed = parsePlanEvent({
     specVersion: 1,
-    eventId: randomUUID(),
+    eventId,
     type,
     planId: 'plan_ovr',
     sessionId: 'sess_ovr',
@@ -30,8 +30,13 @@ const created = ev(
   },
   '2025-03-01T00:00:00.000Z',
 );
-const done = (seq: number, stepId: string, at: string, extra: object = {}) =>
-  ev(seq, 'step.completed', { stepId, inputTokens: 1200, outputTokens: 300, model: 'gpt-4o', ...extra }, at);
+const done = (seq: number, stepId: string, at: string, extra: object = {}, eventId?: string) =>
+  ev(seq, 'step.completed', { stepId, inputTokens: 1200, outputTokens: 300, model: 'gpt-4o', ...extra }, at, eventId);
+/** An event reusing an applied seq (a new event id): it lands behind the watermark, so the plan is rebuilt. */
+const behind = (seq: number, checkpointId: string) =>
+  ev(seq, 'checkpoint.saved', { checkpointId, layer: 0, state: {} }, '2025-03-03T00:00:03.000Z');
+/** Sorts after any random event id: the event applies last among those of its seq. */
+const LAST_ID = 'ffffffff-ffff-4fff-bfff-ffffffffffff';
 
 describe.each(ALL_TEST_DBS)('price overrides and reprice on %s', (kind) => {
   let ds: DataSource;
@@ -72,7 +77,7 @@ describe.each(ALL_TEST_DBS)('price overrides and reprice on %s', (kind) => {
     return formatMoney(moneyFromColumn(p.total_cost)!);
   }
 
-  it('an override added later prices only steps stored after it from its date; older ones only through reprice', async () => {
+  it('an override added later prices only steps stored after it from its date; older ones only through reprice, and a rebuild keeps every stored cost', async () => {
     const store = new PlanEventStore(ds, undefined, { overridesRefreshMs: 0 });
     await store.persist([created, done(1, 'early', '2025-03-02T00:00:00.000Z')]);
     const table = `${PRICE_TABLE_VERSION}:openai/gpt-4o`;
@@ -113,6 +118,12 @@ describe.each(ALL_TEST_DBS)('price overrides and reprice on %s', (kind) => {
       reported: ['0.010000000000', 'reported', null],
       other: [null, 'unpriced', null],
     });
+    expect(await planTotal()).toBe('0.020800000000');
+
+    // a rebuild from the whole log keeps each stored step's cost: the early step is not priced again
+    const before = await steps();
+    expect(await store.persist([behind(1, 'cp-1')])).toMatchObject({ inserted: 1, rebuilt: 1 });
+    expect(await steps()).toEqual(before);
     expect(await planTotal()).toBe('0.020800000000');
 
     // reprice: refused without --dry-run or --yes; the dry run shows the diff and writes nothing
@@ -163,5 +174,33 @@ describe.each(ALL_TEST_DBS)('price overrides and reprice on %s', (kind) => {
     // the next event of the plan starts from the repriced rows (the reprice bumped the plan's head)
     await store.persist([ev(5, 'plan.finalized', { status: 'completed' }, '2025-03-04T00:00:00.000Z')]);
     expect(await planTotal()).toBe('0.019600000000');
+
+    // a newer override added after the reprice: a rebuild keeps the repriced costs all the same
+    const newer = await cli(
+      'prices',
+      'set',
+      '--model',
+      'gpt-4o',
+      '--from',
+      '2025-03-02',
+      '--input',
+      '3',
+      '--output',
+      '10',
+      '--json',
+    );
+    expect(newer.code).toBe(0);
+    const newerRef = `override:${(JSON.parse(newer.stdout) as { id: string }).id}`;
+    const repriced = await steps();
+    expect(await store.persist([behind(2, 'cp-2')])).toMatchObject({ inserted: 1, rebuilt: 1 });
+    expect(await steps()).toEqual(repriced);
+    expect(await planTotal()).toBe('0.019600000000');
+
+    // a late step.completed that changes a step's usage (it applies last of its seq): that step is
+    // priced anew at the prices in force now (2,400 x $3 + 600 x $10 per Mtok), the others keep theirs
+    const redo = done(1, 'early', '2025-03-02T00:00:00.000Z', { inputTokens: 2400, outputTokens: 600 }, LAST_ID);
+    expect(await store.persist([redo])).toMatchObject({ inserted: 1, rebuilt: 1 });
+    expect(await steps()).toEqual({ ...repriced, early: ['0.013200000000', 'override', newerRef] });
+    expect(await planTotal()).toBe('0.028000000000');
   });
 });

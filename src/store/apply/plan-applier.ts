@@ -222,12 +222,15 @@ export class PlanApplier {
 
   /**
    * Rebuild a plan from its whole log: its rows become the fold of every stored event up to its watermark and any run
-   * after it.
+   * after it, except that a step whose usage its stored row already holds keeps the stored cost.
    */
   async rebuild(head: LockedHead): Promise<void> {
     const created = await this.definingCreated(head.planId);
     const run = new SeqRun(head.appliedSeq ?? created.seq);
-    const projection = PlanProjection.create(created).usePrices(this.overrides);
+    // each step keeps the cost stored for it while its usage stays the same: only a reprice changes it
+    const projection = PlanProjection.create(created)
+      .usePrices(this.overrides)
+      .keepPrices(await this.reader.stepPrices(head.planId));
     const applied = (await this.replay(projection, run, created)).admitted;
     this.writes.addRebuilt(projection.rows(), head.deletedAt);
     this.cache?.stage.forget(head.planId);

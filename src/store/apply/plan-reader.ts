@@ -4,7 +4,24 @@ import { ENTITY, ExecutionPlanRow, PlanEventRow, PlanHandoffRow, PlanStepRow } f
 import { definingCreatedStatement, LogCursor, logPageStatement } from '../ledger/log-statements';
 import { derivedId } from '../projection/derived-id';
 import { PlanProjection } from '../projection/plan-projection';
+import type { StoredStepPrice } from '../projection/plan-reducer';
 import type { RowStore, SqlDialect } from '../sql/sql-dialect';
+
+const STEP_PRICE_COLUMNS: Record<keyof StoredStepPrice, true> = {
+  stepKey: true,
+  model: true,
+  provider: true,
+  inputTokens: true,
+  outputTokens: true,
+  cacheReadTokens: true,
+  cacheWriteTokens: true,
+  reasoningTokens: true,
+  reportedCost: true,
+  completedAt: true,
+  cost: true,
+  costSource: true,
+  priceRef: true,
+};
 
 /** Events per page when a plan's log is read (a gap filled after a long wait, a rebuild). */
 export const LOG_PAGE = 1_000;
@@ -23,6 +40,15 @@ export class PlanReader {
   async plans(planIds: string[]): Promise<Map<string, ExecutionPlanRow>> {
     const rows = await this.rows.findIn<ExecutionPlanRow>(ENTITY.plan, 'id', planIds);
     return new Map(rows.map((r) => [r.id, r]));
+  }
+
+  /** The pricing columns of a plan's stored steps (soft-deleted ones included): what a rebuild keeps. */
+  async stepPrices(planId: string): Promise<StoredStepPrice[]> {
+    return this.m.getRepository<PlanStepRow>(ENTITY.step).find({
+      select: STEP_PRICE_COLUMNS,
+      where: { planId },
+      withDeleted: true,
+    });
   }
 
   /**

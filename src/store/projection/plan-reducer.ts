@@ -34,6 +34,25 @@ export function planEnded(plan: Pick<ExecutionPlanRow, 'status'>): boolean {
   return TERMINAL_PLAN.has(plan.status);
 }
 const TERMINAL_STEP = new Set(['completed', 'failed', 'skipped']);
+
+/** What a stored step row says of its usage and the cost fixed for it (PlanReducer.keepPrices). */
+export type StoredStepPrice = Pick<
+  PlanStepRow,
+  | 'stepKey'
+  | 'model'
+  | 'provider'
+  | 'inputTokens'
+  | 'outputTokens'
+  | 'cacheReadTokens'
+  | 'cacheWriteTokens'
+  | 'reasoningTokens'
+  | 'reportedCost'
+  | 'completedAt'
+  | 'cost'
+  | 'costSource'
+  | 'priceRef'
+>;
+
 type Finish = Extract<PlanEvent, { type: 'step.completed' | 'step.failed' | 'step.skipped' }>;
 type Decision = Extract<PlanEvent, { type: 'plan.decision' }>;
 
@@ -57,6 +76,8 @@ export class PlanReducer {
   protected dag: WorkflowDagRow | null = null;
   /** Negotiated prices in force for the steps this reducer prices (usePrices). */
   protected overrides: readonly PriceOverride[] = [];
+  /** Stored steps whose cost stands while their usage is the same (keepPrices), by step key. */
+  protected kept: ReadonlyMap<string, StoredStepPrice> = new Map();
   /** Latest plan-level event applied (see PlanRows.sessionActivity). */
   protected sessionActivity: Date | null = null;
   /** What the applied events changed: step and handoff keys, and whether an edit replaced the step list. */
@@ -242,6 +263,16 @@ export class PlanReducer {
     return this;
   }
 
+  /**
+   * The stored rows of the steps of a plan rebuilt from its log: a step whose event gives the
+   * usage its row holds (sameUsage) keeps the row's cost, source and price reference instead of
+   * being priced again, so a rebuild leaves historic costs as stored (only a reprice changes them).
+   */
+  keepPrices(stored: readonly StoredStepPrice[]): this {
+    this.kept = new Map(stored.map((s) => [s.stepKey, s]));
+    return this;
+  }
+
   /** The usage a step's event reported, and its cost at the prices in force at `at` (fixed here). */
   private priceUsage(s: PlanStepRow, p: StepUsageFields, at: Date): void {
     if (p.provider !== undefined) s.provider = p.provider;
@@ -249,6 +280,14 @@ export class PlanReducer {
     if (p.cacheWriteTokens !== undefined) s.cacheWriteTokens = p.cacheWriteTokens;
     if (p.reasoningTokens !== undefined) s.reasoningTokens = p.reasoningTokens;
     if (p.reportedCost !== undefined) s.reportedCost = formatMoney(moneyFromColumn(p.reportedCost)!);
+    const kept = this.kept.get(s.stepKey);
+    if (kept && kept.costSource !== null && sameUsage(kept, s)) {
+      const cost = moneyFromColumn(kept.cost);
+      s.cost = cost === null ? null : formatMoney(cost);
+      s.costSource = kept.costSource;
+      s.priceRef = kept.priceRef;
+      return;
+    }
     const cost = priceStep(s, at, this.overrides);
     s.cost = costColumn(cost);
     s.costSource = cost.source;
@@ -403,6 +442,26 @@ export function planRowOf(created: CreatedEvent): ExecutionPlanRow {
     completedAt: null,
     deletedAt: null,
   };
+}
+
+/**
+ * Whether a stored step row was priced from the usage a step has now: the same model, provider,
+ * token counts, reported cost (as money) and completion time (to the millisecond).
+ */
+function sameUsage(stored: StoredStepPrice, s: PlanStepRow): boolean {
+  return (
+    stored.model === s.model &&
+    stored.provider === s.provider &&
+    Number(stored.inputTokens) === s.inputTokens &&
+    Number(stored.outputTokens) === s.outputTokens &&
+    Number(stored.cacheReadTokens) === s.cacheReadTokens &&
+    Number(stored.cacheWriteTokens) === s.cacheWriteTokens &&
+    Number(stored.reasoningTokens) === s.reasoningTokens &&
+    moneyFromColumn(stored.reportedCost) === moneyFromColumn(s.reportedCost) &&
+    stored.completedAt !== null &&
+    s.completedAt !== null &&
+    new Date(stored.completedAt).getTime() === s.completedAt.getTime()
+  );
 }
 
 /** The descriptive fields of a step an edit may change. */
