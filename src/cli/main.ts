@@ -15,6 +15,7 @@ import { registerWorkflows } from './commands/workflows.command';
 import { registerSteps } from './commands/steps.command';
 import { registerAnalytics } from './commands/analytics.command';
 import { registerRetention } from './commands/retention.command';
+import { registerPlansFork } from './commands/plans-fork.command';
 import { registerPlansRestore } from './commands/plans-restore.command';
 import { registerServe } from './commands/serve.command';
 import { registerPrices } from './commands/prices.command';
@@ -47,6 +48,7 @@ export function buildProgram(io: CliIo): Command {
   registerDlq(program, context);
   const plans = registerPlans(program, context);
   registerPlansRestore(plans, context);
+  registerPlansFork(plans, context);
   registerSessions(program, context);
   registerPrices(program, context);
   registerWorkflows(program, context);

@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { StepSpec } from '../contracts';
 import { ENTITY, ExecutionPlanRow, PlanStepRow } from '../store/entities';
+import { isFork, loadForkView } from './fork-view.query';
 import { NotFoundError } from './query-errors';
 import { compareText, parseJson, toNum } from './row-normalize';
 
@@ -27,19 +28,22 @@ export interface PlanTemplate {
 export async function exportPlanTemplate(ds: DataSource, planId: string): Promise<PlanTemplate> {
   const plan = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOne({ where: { id: planId } });
   if (!plan) throw new NotFoundError('plan', planId);
-  const rows = await ds.getRepository<PlanStepRow>(ENTITY.step).find({
-    where: { planId },
-    select: {
-      stepKey: true,
-      stepIndex: true,
-      agentId: true,
-      task: true,
-      title: true,
-      expectedOutput: true,
-      dependsOn: true,
-    },
-    order: { stepIndex: 'ASC' },
-  });
+  // a fork's template is its whole step list, its ancestors' steps included
+  const rows = isFork(plan)
+    ? (await loadForkView(ds, plan)).steps
+    : await ds.getRepository<PlanStepRow>(ENTITY.step).find({
+        where: { planId },
+        select: {
+          stepKey: true,
+          stepIndex: true,
+          agentId: true,
+          task: true,
+          title: true,
+          expectedOutput: true,
+          dependsOn: true,
+        },
+        order: { stepIndex: 'ASC' },
+      });
   const steps = rows.map((s): StepSpec => {
     const spec: StepSpec = { stepId: s.stepKey, index: toNum(s.stepIndex), agentId: s.agentId, task: s.task };
     if (s.title) spec.title = s.title;

@@ -1,5 +1,5 @@
 import { displayMoney, moneyFromColumn, type CostSource } from '../pricing';
-import type { ExecutionPlanRow, PlanStepRow } from '../store/entities';
+import type { ExecutionPlanRow, ForkKind, PlanStepRow } from '../store/entities';
 import { durationMs, parseJson, toIso, toNum } from './row-normalize';
 
 /**
@@ -31,6 +31,8 @@ export interface PlanSummary {
   durationMs: number | null;
   summary: string | null;
   failureReason: string | null;
+  /** Where a fork or replay came from (README, "Fork and replay"); null for a plan an executor created. */
+  forkOf: { planId: string; kind: ForkKind; layer: number; checkpointId: string | null } | null;
 }
 
 export function toPlanSummary(row: ExecutionPlanRow): PlanSummary {
@@ -57,6 +59,14 @@ export function toPlanSummary(row: ExecutionPlanRow): PlanSummary {
     durationMs: durationMs(createdAt, completedAt),
     summary: row.summary ?? null,
     failureReason: row.failureReason ?? null,
+    forkOf: row.parentPlanId
+      ? {
+          planId: row.parentPlanId,
+          kind: row.forkKind ?? 'fork',
+          layer: toNum(row.forkLayer ?? 0),
+          checkpointId: row.forkCheckpoint ?? null,
+        }
+      : null,
   };
 }
 
@@ -84,9 +94,11 @@ export interface StepView {
   error: string | null;
   /** Whether `steps output` has content to print for this step. */
   hasOutput: boolean;
+  /** A fork's step it inherits as it ran there: the ancestor plan whose row it is; null for the plan's own. */
+  inheritedFrom: string | null;
 }
 
-export function toStepView(row: PlanStepRow): StepView {
+export function toStepView(row: PlanStepRow & { inheritedFrom?: string | null }): StepView {
   const startedAt = toIso(row.startedAt);
   const completedAt = toIso(row.completedAt);
   return {
@@ -110,6 +122,7 @@ export function toStepView(row: PlanStepRow): StepView {
     result: row.result ?? null,
     error: row.error ?? null,
     hasOutput: row.outputContent !== null && row.outputContent !== undefined,
+    inheritedFrom: row.inheritedFrom ?? null,
   };
 }
 

@@ -11,6 +11,7 @@ import {
 } from '../store/entities';
 import { pushAll } from '../shared/arrays';
 import { dagLayers } from '../store/projection/dag-layers';
+import { isFork, loadForkView } from './fork-view.query';
 import { NotFoundError } from './query-errors';
 import { PlanSummary, StepView, toPlanSummary, toStepView } from './plan-rows';
 import { compareText, parseJson, toIso } from './row-normalize';
@@ -159,7 +160,10 @@ export async function getPlanView(ds: DataSource, planId: string): Promise<PlanV
   const plan = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOne({ where: { id: planId } });
   if (!plan) throw new NotFoundError('plan', planId);
   const [stepRows, handoffRows, decisionRows, checkpointRows, created] = await Promise.all([
-    ds.getRepository<PlanStepRow>(ENTITY.step).find({ where: { planId }, order: { stepIndex: 'ASC' } }),
+    // a fork's steps include those it inherits or has yet to run, read from its ancestors
+    isFork(plan)
+      ? loadForkView(ds, plan).then((v) => v.steps)
+      : ds.getRepository<PlanStepRow>(ENTITY.step).find({ where: { planId }, order: { stepIndex: 'ASC' } }),
     ds.getRepository<PlanHandoffRow>(ENTITY.handoff).find({ where: { planId } }),
     ds.getRepository<PlanDecisionRow>(ENTITY.decision).find({ where: { planId } }),
     ds.getRepository<WorkflowCheckpointRow>(ENTITY.checkpoint).find({ where: { workflowId: planId } }),
@@ -210,7 +214,14 @@ export async function getPlanView(ds: DataSource, planId: string): Promise<PlanV
     decisions: decisionViews,
     checkpoints,
     layers: dagLayers(steps.map((st) => ({ stepId: st.stepId, index: st.index, dependsOn: st.dependsOn }))),
-    timeline: buildTimeline(summary, steps, handoffs, decisionViews, checkpoints),
+    // inherited steps ran in an ancestor, before this plan existed: not part of its timeline
+    timeline: buildTimeline(
+      summary,
+      steps.filter((st) => st.inheritedFrom === null),
+      handoffs,
+      decisionViews,
+      checkpoints,
+    ),
     source: planSourceOf(planId, created?.eventId.toLowerCase()),
   };
 }

@@ -4,6 +4,7 @@ import { ENTITY, ExecutionPlanRow, PlanStepRow, SessionRow } from '../store/enti
 import { sqlDialectOf } from '../store/sql/dialects';
 import { ACTIVE_STATUSES, FINISHED_STATUSES } from './query-args';
 import { NotFoundError } from './query-errors';
+import { isFork, loadForkView } from './fork-view.query';
 import { getNextSeq } from './next-seq.query';
 import { buildPlanListQuery } from './plan-list.query';
 import { PlanSummary, toPlanSummary } from './plan-rows';
@@ -54,7 +55,9 @@ export async function getActivePlan(ds: DataSource, sessionId: string): Promise<
   if (rows.length === 0) return { sessionId, activePlan: null, otherActivePlanIds: [] };
   const [newest, ...others] = rows;
   const [steps, nextSeq] = await Promise.all([
-    ds.getRepository<PlanStepRow>(ENTITY.step).find({ where: { planId: newest.id }, order: { stepIndex: 'ASC' } }),
+    isFork(newest)
+      ? loadForkView(ds, newest).then((v) => v.steps)
+      : ds.getRepository<PlanStepRow>(ENTITY.step).find({ where: { planId: newest.id }, order: { stepIndex: 'ASC' } }),
     getNextSeq(ds, newest.id),
   ]);
   return {

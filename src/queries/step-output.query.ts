@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { ENTITY, ExecutionPlanRow, PlanStepRow } from '../store/entities';
+import { isFork, loadForkView } from './fork-view.query';
 import { NotFoundError } from './query-errors';
 import { toIso, toNum } from './row-normalize';
 
@@ -22,11 +23,19 @@ export interface StepOutput {
  * stepIds are numbers still reads by stepId.
  */
 export async function getStepOutput(ds: DataSource, planId: string, stepRef: string): Promise<StepOutput> {
-  const planExists = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).exists({ where: { id: planId } });
-  if (!planExists) throw new NotFoundError('plan', planId);
+  const plan = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOne({ where: { id: planId } });
+  if (!plan) throw new NotFoundError('plan', planId);
   const steps = ds.getRepository<PlanStepRow>(ENTITY.step);
   let step = await steps.findOne({ where: { planId, stepKey: stepRef } });
   if (!step && /^\d{1,9}$/.test(stepRef)) step = await steps.findOne({ where: { planId, stepIndex: Number(stepRef) } });
+  if (!step && isFork(plan)) {
+    // a step the fork inherits (or has not run yet) is its ancestor's
+    const view = (await loadForkView(ds, plan)).steps;
+    step =
+      view.find((s) => s.stepKey === stepRef) ??
+      (/^\d{1,9}$/.test(stepRef) ? view.find((s) => toNum(s.stepIndex) === Number(stepRef)) : undefined) ??
+      null;
+  }
   if (!step) throw new NotFoundError('step', stepRef, ` in plan "${planId}" (give a stepId or a step index)`);
   return {
     planId,

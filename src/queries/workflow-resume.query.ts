@@ -7,6 +7,7 @@ import {
   WorkflowCheckpointRow,
   WorkflowDagRow,
 } from '../store/entities';
+import { isFork, loadForkView } from './fork-view.query';
 import { NotFoundError } from './query-errors';
 import { getNextSeq } from './next-seq.query';
 import { parseJson, toIso, toNum } from './row-normalize';
@@ -137,13 +138,30 @@ export async function getResumePoint(
       expiresAt: null,
       nextSeq: await getNextSeq(ds, workflowId),
     };
-  const dag = parseJson<WorkflowDag>(dagRow.dag, { steps: [], layers: [] });
-  const [checkpoint, steps, nextSeq] = await Promise.all([
+  const [own, nextSeq] = await Promise.all([
     buildLatestCheckpointQuery(ds, workflowId).getOne(),
-    loadSteps(ds, workflowId),
     getNextSeq(ds, workflowId),
   ]);
-  const lastCompletedLayer = checkpoint ? toNum(checkpoint.layer) : null;
+  let dag: WorkflowDag;
+  let steps: ResumeStep[];
+  let checkpoint = own;
+  if (isFork(plan)) {
+    // a fork's steps and DAG include its ancestors'; before its first checkpoint it resumes from the one it started at
+    const view = await loadForkView(ds, plan);
+    steps = view.steps.map(resumeStep);
+    dag = {
+      steps: steps.map(({ stepId, index, agentId, dependsOn }) => ({ stepId, index, agentId, dependsOn })),
+      layers: view.layers,
+    };
+    checkpoint ??= view.startCheckpoint;
+  } else {
+    dag = parseJson<WorkflowDag>(dagRow.dag, { steps: [], layers: [] });
+    steps = await loadSteps(ds, workflowId);
+  }
+  // a fork that saved no checkpoint yet has run nothing: its inherited layers are the completed ones
+  const forkLayer = isFork(plan) && !own ? toNum(plan.forkLayer ?? 0) : null;
+  const lastCompletedLayer =
+    forkLayer !== null ? (forkLayer > 0 ? forkLayer - 1 : null) : checkpoint ? toNum(checkpoint.layer) : null;
   const next = lastCompletedLayer === null ? 0 : lastCompletedLayer + 1;
   const nextLayer = next < dag.layers.length ? next : null;
   const byKey = new Map(steps.map((s) => [s.stepId, s]));
@@ -221,7 +239,13 @@ async function loadSteps(ds: DataSource, planId: string): Promise<ResumeStep[]> 
     select: { stepKey: true, stepIndex: true, agentId: true, title: true, task: true, dependsOn: true, status: true },
     order: { stepIndex: 'ASC' },
   });
-  return rows.map((s) => ({
+  return rows.map(resumeStep);
+}
+
+function resumeStep(
+  s: Pick<PlanStepRow, 'stepKey' | 'stepIndex' | 'agentId' | 'title' | 'task' | 'dependsOn' | 'status'>,
+): ResumeStep {
+  return {
     stepId: s.stepKey,
     index: toNum(s.stepIndex),
     agentId: s.agentId,
@@ -229,7 +253,7 @@ async function loadSteps(ds: DataSource, planId: string): Promise<ResumeStep[]> 
     task: s.task,
     dependsOn: parseJson<string[]>(s.dependsOn, []),
     status: s.status,
-  }));
+  };
 }
 
 function layerProgress(layer: number, keys: string[], byKey: Map<string, ResumeStep>): LayerProgress {

@@ -94,6 +94,14 @@ export class MssqlTables {
         this.rows(table).filter((r) => ids.has(r[column] as string)),
       );
     }
+    // one plan's rows of a table (a rebuild's stored step prices)
+    if ((m = sql.match(/ FROM "(\w+)" "(\w+)" WHERE \(\("\2"\."(\w+)" = @0\)\)$/))) {
+      const [, table, , column] = m;
+      return project(
+        sql,
+        this.rows(table).filter((r) => r[column] === p(0)),
+      );
+    }
     // a page of one plan's log, or its defining plan.created
     if (/ FROM "plan_events" "e" WHERE "e"\."plan_id" = @0/.test(sql)) {
       let rows = this.rows('plan_events').filter((r) => r.plan_id === p(0));

@@ -13,7 +13,7 @@ import { PlanEventStore } from '../../src/store/plan-event-store';
 import { addPriceOverride, getPriceOverride, listPriceOverrides } from '../../src/store/price-overrides';
 import { repriceSteps } from '../../src/store/price-reprice';
 import { voidedSeqEvent } from '../../src/store/projection/voided-seq';
-import { manyPlanRuns, planRun, shuffled } from './event-factory';
+import { manyPlanRuns, planRun, shuffled, stableUuid } from './event-factory';
 import { MssqlTables, type Row } from './mssql-tables';
 import { type Answer, paramValue, type Recorded, recordingMssql } from './recording-mssql';
 
@@ -135,6 +135,28 @@ async function recordStore(
   await persist(late.filter((e) => e.seq === 4));
   check('the late event rebuilt its plan', totals.rebuilt === 1);
 
+  // forks of a stored plan: a step each runs is looked up among its ancestors' rows (a fork's
+  // parent's, then the grandparent's), and inserted as the fork's own row
+  const forkEvent = (planId: string, seq: number, type: string, payload: object) =>
+    ({ ...late[0], eventId: stableUuid(`${planId}#${seq}`), planId, seq, type, payload }) as PlanEvent;
+  const forkOf = (planId: string, layer: number) => ({
+    query: 'again',
+    steps: [],
+    forkOf: { planId, kind: 'fork', layer },
+  });
+  await persist([forkEvent('fork-1', 0, 'plan.created', forkOf(late[0].planId, 1))]);
+  await persist([forkEvent('fork-1', 1, 'step.completed', { stepId: 's3', inputTokens: 1, outputTokens: 1 })]);
+  await persist([forkEvent('fork-2', 0, 'plan.created', forkOf('fork-1', 0))]);
+  await persist([forkEvent('fork-2', 1, 'step.completed', { stepId: 's1', inputTokens: 1, outputTokens: 1 })]);
+  check(
+    "forks got rows of the steps they ran, from their ancestors' definitions",
+    ['fork-1:s3', 'fork-2:s1'].every((k) =>
+      tables
+        .rows('plan_steps')
+        .some((r) => `${String(r.plan_id)}:${String(r.step_key)}` === k && r.status === 'completed'),
+    ),
+  );
+
   // voided seqs: one fills a gap; one past the plan's last event is dropped when its gap is skipped
   const voidedRun = planRun({ seed: 24, steps: 3 });
   const hole = voidedRun[3];
@@ -210,6 +232,13 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
   };
   const on = (none?: (sql: string) => boolean) => rec.open(madeUpRows(rowOf, none));
   const ds = await on();
+  // rows of the store's fork 'fork-1' (its plan row names its parent)
+  const forkReads = () =>
+    rec.open(
+      madeUpRows((table) =>
+        tables.rows(table).find((row) => [row.id, row.plan_id, row.workflow_id].includes('fork-1')),
+      ),
+    );
   const range = { from: new Date('2026-01-01T00:00:00Z'), to: new Date('2026-02-01T00:00:00Z') };
   const ranges = [{}, range];
   const reads: Record<string, () => Promise<unknown>> = {
@@ -224,6 +253,14 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
         'the plan view compared an edit with the created steps',
         view.decisions.some((d) => d.stepChanges),
       );
+      // a fork's view reads its ancestors' steps and checkpoints too
+      const fork = await forkReads();
+      check(
+        'a fork shows its parent among its origin',
+        (await queries.getPlanView(fork, 'fork-1')).plan.forkOf !== null,
+      );
+      await queries.getResumePoint(fork, 'fork-1');
+      await queries.getStepOutput(fork, 'fork-1', 'not-its-own');
     },
     getActivePlan: async () =>
       check('the session has an active plan', (await queries.getActivePlan(ds, sessionId)).activePlan !== null),

@@ -133,15 +133,22 @@ export class PlanApplier {
     this.stats.cacheHits += cached.size;
     const rows = toRead.length > 0 ? await this.reader.plans(toRead) : new Map();
     const missing: LockedHead[] = [];
-    const resumed: Array<{ head: LockedHead; run: SeqRun; projection: PlanProjection; events: PlanEvent[] }> = [];
+    // `admitted`: the events the watermark takes (for a new plan, its plan.created too); `events`: those to apply
+    const resumed: Array<{
+      head: LockedHead;
+      run: SeqRun;
+      projection: PlanProjection;
+      events: PlanEvent[];
+      admitted: number;
+    }> = [];
     for (const { head, events } of items) {
       if (head.appliedSeq === null) {
         const created = definingCreated(events)!;
         const run = new SeqRun(created.seq);
         const admitted = events.filter((e) => run.admits(e.seq));
         const projection = PlanProjection.create(created).usePrices(this.overrides);
-        for (const e of admitted) if (e !== created) projection.apply(e);
-        this.recordApplied(head, projection, admitted.length, run.watermark);
+        const toApply = admitted.filter((e) => e !== created);
+        resumed.push({ head, run, projection, events: toApply, admitted: admitted.length });
         continue;
       }
       const row = rows.get(head.planId);
@@ -156,12 +163,14 @@ export class PlanApplier {
         continue;
       }
       const run = new SeqRun(head.appliedSeq);
-      resumed.push({ head, run, projection, events: events.filter((e) => run.admits(e.seq)) });
+      const admitted = events.filter((e) => run.admits(e.seq));
+      resumed.push({ head, run, projection, events: admitted, admitted: admitted.length });
     }
+    // the stored steps the events need, and a fork's steps among its ancestors' (new forks too)
     await this.reader.provide(resumed);
-    for (const { head, run, projection, events } of resumed) {
+    for (const { head, run, projection, events, admitted } of resumed) {
       for (const e of events) projection.apply(e);
-      this.recordApplied(head, projection, events.length, run.watermark);
+      this.recordApplied(head, projection, admitted, run.watermark);
     }
     return missing;
   }

@@ -26,6 +26,9 @@ const STEP_PRICE_COLUMNS: Record<keyof StoredStepPrice, true> = {
 /** Events per page when a plan's log is read (a gap filled after a long wait, a rebuild). */
 export const LOG_PAGE = 1_000;
 
+/** How many generations of ancestors a fork's steps are looked up in before the search gives up. */
+export const MAX_FORK_DEPTH = 100;
+
 /** What the store reads of stored plans inside its transaction: rows to apply events to, and logs. */
 export class PlanReader {
   private readonly rows: RowStore;
@@ -60,6 +63,7 @@ export class PlanReader {
     const whole = new Map<string, PlanProjection>();
     const lookedUp = new Map<PlanProjection, string[]>();
     for (const { projection, events } of items) {
+      if (projection.complete) continue;
       const need = projection.missing(PlanProjection.needs(events));
       if (need.everyStep) whole.set(projection.plan.id, projection);
       else if (need.stepKeys.length > 0) {
@@ -67,14 +71,67 @@ export class PlanReader {
         for (const key of need.stepKeys) stepIds.push(derivedId(projection.plan.id, 'step', key));
       }
     }
-    const found = groupBy(await this.rows.findIn<PlanStepRow>(ENTITY.step, 'id', stepIds), (s) => s.planId);
-    for (const [projection, keys] of lookedUp) projection.provide(found.get(projection.plan.id) ?? [], keys);
-    if (whole.size === 0) return;
-    const ids = [...whole.keys()];
-    const steps = groupBy(await this.rows.findIn<PlanStepRow>(ENTITY.step, 'planId', ids), (s) => s.planId);
-    const handoffs = groupBy(await this.rows.findIn<PlanHandoffRow>(ENTITY.handoff, 'planId', ids), (h) => h.planId);
-    for (const [planId, projection] of whole)
-      projection.provide(steps.get(planId) ?? [], [], handoffs.get(planId) ?? []);
+    if (stepIds.length > 0) {
+      const found = groupBy(await this.rows.findIn<PlanStepRow>(ENTITY.step, 'id', stepIds), (s) => s.planId);
+      for (const [projection, keys] of lookedUp) projection.provide(found.get(projection.plan.id) ?? [], keys);
+    }
+    if (whole.size > 0) {
+      const ids = [...whole.keys()];
+      const steps = groupBy(await this.rows.findIn<PlanStepRow>(ENTITY.step, 'planId', ids), (s) => s.planId);
+      const handoffs = groupBy(await this.rows.findIn<PlanHandoffRow>(ENTITY.handoff, 'planId', ids), (h) => h.planId);
+      for (const [planId, projection] of whole)
+        projection.provide(steps.get(planId) ?? [], [], handoffs.get(planId) ?? []);
+    }
+    await this.provideReferences(items);
+  }
+
+  /**
+   * A fork's steps it has no row of, looked up among its ancestors: its parent's rows first, then
+   * the parent's parent's for the keys still missing, and so on (PlanProjection.reference). One
+   * read per generation for all the forks at once.
+   */
+  private async provideReferences(items: Array<{ projection: PlanProjection; events: PlanEvent[] }>): Promise<void> {
+    type Search = { projection: PlanProjection; keys: string[]; ancestor: string; found: PlanStepRow[] };
+    const searches: Search[] = [];
+    for (const { projection, events } of items) {
+      if (projection.complete) continue;
+      const keys = projection.missingReferences(PlanProjection.needs(events));
+      const parent = projection.plan.parentPlanId;
+      if (keys.length > 0) {
+        if (parent) searches.push({ projection, keys, ancestor: parent, found: [] });
+        else projection.reference([], keys);
+      }
+    }
+    if (searches.length === 0) return;
+    const lookedUp = searches.map((s) => ({ search: s, keys: s.keys }));
+    let open = searches;
+    const seen = new Set<string>();
+    for (let depth = 0; open.length > 0 && depth < MAX_FORK_DEPTH; depth++) {
+      const ids = open.flatMap((s) => s.keys.map((k) => derivedId(s.ancestor, 'step', k)));
+      const rows = new Map(
+        (await this.rows.findIn<PlanStepRow>(ENTITY.step, 'id', ids)).map((r) => [`${r.planId}\u0000${r.stepKey}`, r]),
+      );
+      const next: Search[] = [];
+      for (const s of open) {
+        const rest: string[] = [];
+        for (const k of s.keys) {
+          const row = rows.get(`${s.ancestor}\u0000${k}`);
+          if (row) s.found.push(row);
+          else rest.push(k);
+        }
+        seen.add(`${s.projection.plan.id}\u0000${s.ancestor}`);
+        if (rest.length > 0) next.push({ ...s, keys: rest });
+      }
+      const parents = await this.plans([...new Set(next.map((s) => s.ancestor))]);
+      open = [];
+      for (const s of next) {
+        const up = parents.get(s.ancestor)?.parentPlanId;
+        // no further ancestor, or one already searched for this fork (a cycle of forkOf ids): the
+        // rest no ancestor has
+        if (up && !seen.has(`${s.projection.plan.id}\u0000${up}`)) open.push({ ...s, ancestor: up });
+      }
+    }
+    for (const { search, keys } of lookedUp) search.projection.reference(search.found, keys);
   }
 
   /**

@@ -98,7 +98,7 @@ export class PlanWrites {
   /** Rows of a plan rebuilt from its whole log: its stored rows are replaced. */
   addRebuilt(rows: PlanRows, deletedAt: Date | null): void {
     this.rebuilt.push(rows.plan.id);
-    this.addWhole({ ...rows, isNew: true, stepsReplaced: false }, deletedAt);
+    this.addWhole({ ...rows, isNew: true, stepsReplaced: false, newSteps: [] }, deletedAt);
   }
 
   /** What applying new events changed (PlanProjection.changes). */
@@ -117,6 +117,7 @@ export class PlanWrites {
       push(this.insertHandoffs, changes.handoffs.map(s));
       if (changes.dag) this.upsertDags.push(s(changes.dag));
     } else {
+      push(this.insertSteps, changes.newSteps.map(s));
       push(this.updateSteps, changes.steps.map(s));
       push(this.upsertHandoffs, changes.handoffs.map(s));
     }

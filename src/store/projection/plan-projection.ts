@@ -24,8 +24,10 @@ export interface PlanChanges {
   isNew: boolean;
   /** An edit replaced the step list: rewrite every step and handoff row of the plan. */
   stepsReplaced: boolean;
-  /** All steps when isNew or stepsReplaced, else the changed ones. */
+  /** All steps when isNew or stepsReplaced, else the changed ones (those in `newSteps` excepted). */
   steps: PlanStepRow[];
+  /** A stored fork's steps that became its own rows by these events (to insert); empty otherwise. */
+  newSteps: PlanStepRow[];
   /** All handoffs when isNew or stepsReplaced, else the new or changed ones. */
   handoffs: PlanHandoffRow[];
   decisions: PlanDecisionRow[];
@@ -55,6 +57,8 @@ export interface ProjectionNeeds {
 export class PlanProjection extends PlanReducer {
   /** Step keys read from storage (found or not), or 'all': every step and handoff of the plan is here. */
   private known: Set<string> | 'all';
+  /** A fork: steps it has no row of are looked up among its ancestors' (missingReferences, reference). */
+  private readonly isFork: boolean;
   /** The stored rows as read (resume, provide), before any event changed them. */
   private readonly stored: { plan: ExecutionPlanRow; steps: Map<string, PlanStepRow> } | undefined;
 
@@ -66,6 +70,7 @@ export class PlanProjection extends PlanReducer {
   ) {
     super(plan);
     this.known = known;
+    this.isFork = plan.parentPlanId !== null && plan.parentPlanId !== undefined;
     if (keepStored) this.stored = { plan: { ...plan }, steps: new Map() };
   }
 
@@ -105,6 +110,23 @@ export class PlanProjection extends PlanReducer {
     if (this.known === 'all') return { stepKeys: [], everyStep: false };
     const known = this.known;
     return { stepKeys: needs.stepKeys.filter((k) => !known.has(k)), everyStep: needs.everyStep };
+  }
+
+  /** Every row the plan's events could need is here: nothing to read (a new plan that is not a fork). */
+  get complete(): boolean {
+    return this.known === 'all' && !this.isFork;
+  }
+
+  /**
+   * Keys of `needs` a fork must look up among its ancestors' steps: those it has no row of (read
+   * already, or known absent) and has not looked up yet. Empty for a plan that is not a fork.
+   */
+  missingReferences(needs: ProjectionNeeds): string[] {
+    if (!this.isFork) return [];
+    const known = this.known;
+    return needs.stepKeys.filter(
+      (k) => (known === 'all' || known.has(k)) && !this.steps.has(k) && !this.references.has(k),
+    );
   }
 
   /**
@@ -147,7 +169,10 @@ export class PlanProjection extends PlanReducer {
       stored: this.stored,
       isNew: this.isNew,
       stepsReplaced: this.touched.stepsReplaced,
-      steps: all ? this.sortedSteps() : [...this.touched.steps].map((k) => this.steps.get(k)!),
+      steps: all
+        ? this.sortedSteps()
+        : [...this.touched.steps].filter((k) => !this.materialized.has(k)).map((k) => this.steps.get(k)!),
+      newSteps: all ? [] : [...this.materialized].map((k) => this.steps.get(k)!),
       handoffs: byId(all ? [...this.handoffs.values()] : [...this.touched.handoffs].map((k) => this.handoffs.get(k)!)),
       decisions: byId([...this.decisions]),
       dag: all ? this.dag : null,
@@ -155,10 +180,18 @@ export class PlanProjection extends PlanReducer {
     };
   }
 
-  protected override step(key: string): PlanStepRow | undefined {
+  protected override ownStep(key: string): PlanStepRow | undefined {
     if (this.known !== 'all' && !this.known.has(key))
       throw new Error(`plan ${this.plan.id}: step ${key} was not read before its event was applied`);
     return this.steps.get(key);
+  }
+
+  protected override step(key: string): PlanStepRow | undefined {
+    const own = this.ownStep(key);
+    if (own || !this.isFork) return own;
+    if (!this.references.has(key))
+      throw new Error(`plan ${this.plan.id}: step ${key} was not looked up among its ancestors before its event`);
+    return super.step(key);
   }
 
   protected override beforeReplacingSteps(): void {

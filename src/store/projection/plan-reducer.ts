@@ -82,6 +82,13 @@ export class PlanReducer {
   protected sessionActivity: Date | null = null;
   /** What the applied events changed: step and handoff keys, and whether an edit replaced the step list. */
   protected readonly touched = { steps: new Set<string>(), handoffs: new Set<string>(), stepsReplaced: false };
+  /**
+   * A fork's steps it has no row of, as its ancestors define them (`reference`): the row of the
+   * nearest ancestor that has the step, or null when none has it.
+   */
+  protected readonly references = new Map<string, PlanStepRow | null>();
+  /** Steps of a fork that became its own rows from a reference (taken over by their first event). */
+  protected readonly materialized = new Set<string>();
 
   protected constructor(readonly plan: ExecutionPlanRow) {}
 
@@ -167,16 +174,58 @@ export class PlanReducer {
     this.defineSteps();
   }
 
-  /** The step with this key, or undefined when the plan has none. */
+  /**
+   * Ancestors' rows of steps a fork refers to and has no row of: `found` among the `lookedUp` keys
+   * (the others no ancestor has). A fork's first event of such a step makes it the fork's own row.
+   */
+  reference(found: readonly PlanStepRow[], lookedUp: readonly string[]): void {
+    for (const key of lookedUp) if (!this.references.has(key)) this.references.set(key, null);
+    for (const row of found) this.references.set(row.stepKey, row);
+  }
+
+  /**
+   * The step with this key, or undefined when the plan has none. A fork's step that only its
+   * ancestors have becomes its own row here, pending, with the ancestor's definition.
+   */
   protected step(key: string): PlanStepRow | undefined {
+    return this.ownStep(key) ?? this.materialize(key);
+  }
+
+  /** The plan's own row of this step, or undefined. */
+  protected ownStep(key: string): PlanStepRow | undefined {
     return this.steps.get(key);
+  }
+
+  /** A fork's own pending row of a step its ancestors define, or undefined when none does. */
+  private materialize(key: string): PlanStepRow | undefined {
+    const from = this.references.get(key);
+    if (!from) return undefined;
+    // the ancestor's index: `plans fork` gives the steps a fork adds indexes past all of its parent's
+    const row = this.newStep(
+      {
+        stepId: key,
+        index: from.stepIndex,
+        agentId: from.agentId,
+        task: from.task,
+        ...(from.title !== null ? { title: from.title } : {}),
+        ...(from.expectedOutput !== null ? { expectedOutput: from.expectedOutput } : {}),
+        dependsOn: JSON.parse(from.dependsOn ?? '[]') as string[],
+      },
+      this.plan.createdAt,
+    );
+    this.steps.set(key, row);
+    this.materialized.add(key);
+    this.plan.totalSteps++;
+    this.touched.steps.add(key);
+    return row;
   }
 
   /** Called before an edit replaces the step list, which needs every step of the plan. */
   protected beforeReplacingSteps(): void {}
 
+  /** The row id of a step the plan has a row of (a handoff to a fork's referenced step names none). */
   protected stepIdOf(stepKey: string | null): string | null {
-    return stepKey === null ? null : (this.step(stepKey)?.id ?? null);
+    return stepKey === null ? null : (this.ownStep(stepKey)?.id ?? null);
   }
 
   protected sortedSteps(): PlanStepRow[] {

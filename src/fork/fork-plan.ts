@@ -1,0 +1,319 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { In, type DataSource } from 'typeorm';
+import { parsePlanEvent, type ForkOrigin, type PlanEvent, type StepSpec } from '../contracts';
+import { isExternalId } from '../contracts/field-formats';
+import { checkStepGraph } from '../contracts/step-graph.check';
+import type { Violation } from '../contracts/invalid-event.error';
+import { isFork, loadForkView } from '../queries/fork-view.query';
+import { NotFoundError, QueryArgumentError } from '../queries/query-errors';
+import { parseJson, toNum } from '../queries/row-normalize';
+import { PlanLedgerError } from '../shared/errors';
+import {
+  ENTITY,
+  ExecutionPlanRow,
+  PlanHeadRow,
+  PlanStepRow,
+  WorkflowCheckpointRow,
+  WorkflowDagRow,
+} from '../store/entities';
+import { PlanEventStore } from '../store/plan-event-store';
+import { dagLayers, type DagNode } from '../store/projection/dag-layers';
+
+/** Where a fork starts: a layer, a checkpoint of the parent (the layer after it), or the parent's first failed layer. */
+export type ForkStart = { layer: number } | { checkpointId: string } | { failure: true };
+
+export interface ForkRequest {
+  parentPlanId: string;
+  kind: ForkOrigin['kind'];
+  /** Required for a fork; a replay starts at layer 0. */
+  from?: ForkStart;
+  /** The new plan's id (default: the parent's id and a random suffix). */
+  planId?: string;
+  /** The new plan's session (default: the parent's). */
+  sessionId?: string;
+  /**
+   * Steps the fork changes (same stepId as a parent's step of the fork layer or later) or adds (a
+   * new stepId). Their `index` is set here: a changed step keeps its parent's, an added one goes
+   * after every step of the parent.
+   */
+  editSteps?: StepSpec[];
+  now?: Date;
+}
+
+export interface ForkOutcome {
+  planId: string;
+  sessionId: string;
+  kind: ForkOrigin['kind'];
+  parentPlanId: string;
+  /** The first layer the fork runs; the parent's steps of earlier layers are inherited. */
+  layer: number;
+  checkpointId: string | null;
+  /** Steps in the fork's step list: inherited, and to run. */
+  steps: number;
+  inheritedSteps: number;
+  changedSteps: string[];
+  addedSteps: string[];
+  /** Where an executor continues it (as after a restart): this layer's steps, from this seq. */
+  nextLayer: number;
+  nextSteps: string[];
+  nextSeq: number;
+}
+
+/** A fork the parent's shape does not allow: says what and why, in one line. */
+export class ForkRefusedError extends PlanLedgerError {
+  override readonly name = 'ForkRefusedError';
+  readonly kind = 'conflict';
+}
+
+/**
+ * Create a fork (or replay) of a stored plan: one `plan.created` with `forkOf`, stored through the
+ * store as any event, so its rows are the store's. Nothing of the parent is copied: the fork's rows
+ * are its plan row, its DAG of the steps it changes or adds, and those steps; the store makes each
+ * other step the fork's own row when the fork's executor sends its first event (README, "Fork and
+ * replay"). Refused, writing nothing, when the parent is unknown or the start or edits do not fit it.
+ */
+export async function forkPlan(ds: DataSource, request: ForkRequest, store?: PlanEventStore): Promise<ForkOutcome> {
+  const parent = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOne({ where: { id: request.parentPlanId } });
+  if (!parent) throw new NotFoundError('plan', request.parentPlanId);
+  const shape = await parentShape(ds, parent);
+  const start = await startOf(parent, shape, request);
+  const planId = request.planId ?? defaultForkId(parent.id, request.kind);
+  if (!isExternalId(planId))
+    throw new QueryArgumentError('planId', `"${planId}" is not a plan id (1-64 letters, digits, _ . : -)`);
+  if (await ds.getRepository<PlanHeadRow>(ENTITY.head).exists({ where: { planId }, withDeleted: true }))
+    throw new ForkRefusedError(`plan "${planId}" already exists: choose another --plan-id`);
+  const sessionId = request.sessionId ?? parent.sessionId;
+  if (!isExternalId(sessionId))
+    throw new QueryArgumentError('session', `"${sessionId}" is not a session id (1-64 letters, digits, _ . : -)`);
+  const edits = placeEdits(shape, start.layer, await withoutUnchanged(ds, parent, request.editSteps ?? []));
+  const event = forkEvent(
+    parent,
+    { planId, sessionId, layer: start.layer, checkpointId: start.checkpointId },
+    request,
+    edits.specs,
+  );
+  await (store ?? new PlanEventStore(ds, undefined, { rowCacheBytes: 0 })).persist([event]);
+  const inherited = shape.layers.slice(0, start.layer).reduce((n, layer) => n + layer.length, 0);
+  return {
+    planId,
+    sessionId,
+    kind: request.kind,
+    parentPlanId: parent.id,
+    layer: start.layer,
+    checkpointId: start.checkpointId,
+    steps: shape.nodes.length + edits.added.length,
+    inheritedSteps: inherited,
+    changedSteps: edits.changed,
+    addedSteps: edits.added,
+    nextLayer: start.layer,
+    nextSteps: edits.layers[start.layer] ?? [],
+    nextSeq: 1,
+  };
+}
+
+/** The parent's steps as its DAG draws them (for a fork: its whole step list, ancestors' included). */
+interface Shape {
+  nodes: DagNode[];
+  layers: string[][];
+  /** Steps of the parent that failed (for a start at its failure). */
+  failed: () => Promise<string[]>;
+  checkpoint: (key: string) => Promise<WorkflowCheckpointRow | null>;
+}
+
+async function parentShape(ds: DataSource, parent: ExecutionPlanRow): Promise<Shape> {
+  const ownCheckpoint = (key: string) =>
+    ds
+      .getRepository<WorkflowCheckpointRow>(ENTITY.checkpoint)
+      .findOne({ where: { workflowId: parent.id, checkpointKey: key } });
+  if (isFork(parent)) {
+    const view = await loadForkView(ds, parent);
+    return {
+      nodes: view.steps.map(nodeOf),
+      layers: view.layers,
+      failed: async () => view.steps.filter((s) => s.status === 'failed').map((s) => s.stepKey),
+      checkpoint: async (key) =>
+        (await ownCheckpoint(key)) ?? (view.startCheckpoint?.checkpointKey === key ? view.startCheckpoint : null),
+    };
+  }
+  const failed = async () =>
+    (
+      await ds
+        .getRepository<PlanStepRow>(ENTITY.step)
+        .find({ where: { planId: parent.id, status: 'failed' }, select: { stepKey: true } })
+    ).map((s) => s.stepKey);
+  // the DAG row holds every step's place: one row to read, whatever the plan's size
+  const dag = await ds.getRepository<WorkflowDagRow>(ENTITY.dag).findOne({ where: { workflowId: parent.id } });
+  if (dag) {
+    const parsed = parseJson<{ steps: DagNode[]; layers: string[][] }>(dag.dag, { steps: [], layers: [] });
+    return { nodes: parsed.steps, layers: parsed.layers, failed, checkpoint: ownCheckpoint };
+  }
+  const steps = await ds.getRepository<PlanStepRow>(ENTITY.step).find({
+    where: { planId: parent.id },
+    select: { stepKey: true, stepIndex: true, dependsOn: true },
+  });
+  const nodes = steps.map(nodeOf);
+  return { nodes, layers: dagLayers(nodes), failed, checkpoint: ownCheckpoint };
+}
+
+/**
+ * The edits that change something: a step equal to the parent's (agent, task, title, expected
+ * output, dependencies) is no change, so a whole `plans export` template can be given.
+ */
+async function withoutUnchanged(ds: DataSource, parent: ExecutionPlanRow, edits: StepSpec[]): Promise<StepSpec[]> {
+  if (edits.length === 0) return edits;
+  const keys = edits.map((e) => e.stepId);
+  const rows: PlanStepRow[] = isFork(parent)
+    ? (await loadForkView(ds, parent)).steps.filter((s) => keys.includes(s.stepKey))
+    : await ds.getRepository<PlanStepRow>(ENTITY.step).find({ where: { planId: parent.id, stepKey: In(keys) } });
+  const byKey = new Map(rows.map((r) => [r.stepKey, r]));
+  return edits.filter((e) => {
+    const r = byKey.get(e.stepId);
+    if (!r) return true;
+    const deps = (list: string[]) => JSON.stringify([...list].sort());
+    return !(
+      r.agentId === e.agentId &&
+      r.task === e.task &&
+      (r.title ?? null) === (e.title ?? null) &&
+      (r.expectedOutput ?? null) === (e.expectedOutput ?? null) &&
+      deps(parseJson<string[]>(r.dependsOn, [])) === deps(e.dependsOn ?? [])
+    );
+  });
+}
+
+function nodeOf(s: Pick<PlanStepRow, 'stepKey' | 'stepIndex' | 'dependsOn'>): DagNode {
+  return { stepId: s.stepKey, index: toNum(s.stepIndex), dependsOn: parseJson<string[]>(s.dependsOn, []) };
+}
+
+async function startOf(
+  parent: ExecutionPlanRow,
+  shape: Shape,
+  request: ForkRequest,
+): Promise<{ layer: number; checkpointId: string | null }> {
+  const from: ForkStart = request.kind === 'replay' ? { layer: 0 } : (request.from ?? missingStart());
+  const count = shape.layers.length;
+  if (count === 0) throw new ForkRefusedError(`plan "${parent.id}" has no steps: there is nothing to run again`);
+  if ('layer' in from) {
+    if (!Number.isInteger(from.layer) || from.layer < 0 || from.layer >= count)
+      throw new QueryArgumentError(
+        '--from-layer',
+        `plan "${parent.id}" has layers 0-${count - 1}; got ${String(from.layer)}`,
+      );
+    return { layer: from.layer, checkpointId: null };
+  }
+  if ('checkpointId' in from) {
+    const checkpoint = await shape.checkpoint(from.checkpointId);
+    if (!checkpoint)
+      throw new NotFoundError('plan', parent.id, `'s checkpoint "${from.checkpointId}" (no such checkpoint of it)`);
+    const layer = toNum(checkpoint.layer) + 1;
+    if (layer >= count)
+      throw new ForkRefusedError(
+        `checkpoint "${from.checkpointId}" closes layer ${layer - 1}, the last of plan "${parent.id}": nothing is left to run after it`,
+      );
+    return { layer, checkpointId: from.checkpointId };
+  }
+  const failed = new Set(await shape.failed());
+  const layer = shape.layers.findIndex((keys) => keys.some((k) => failed.has(k)));
+  if (layer < 0) throw new ForkRefusedError(`plan "${parent.id}" has no failed step: fork it --from-layer N instead`);
+  return { layer, checkpointId: null };
+}
+
+function missingStart(): never {
+  throw new QueryArgumentError(
+    'from',
+    'say where the fork starts: --from-layer N, --from-checkpoint ID or --from-failure',
+  );
+}
+
+/**
+ * The edited steps as the fork's plan.created lists them: a changed step keeps its parent's index,
+ * an added one goes after all of the parent's. Refused when a step is inherited (before the fork
+ * layer), a dependency names no step, the whole forms a cycle, or a step would run before the
+ * fork layer.
+ */
+function placeEdits(
+  shape: Shape,
+  layer: number,
+  edits: StepSpec[],
+): { specs: StepSpec[]; changed: string[]; added: string[]; layers: string[][] } {
+  const parentIndex = new Map(shape.nodes.map((n) => [n.stepId, n.index]));
+  const inherited = new Set(shape.layers.slice(0, layer).flat());
+  let next = Math.max(-1, ...shape.nodes.map((n) => n.index)) + 1;
+  const changed: string[] = [];
+  const added: string[] = [];
+  const specs = edits.map((spec) => {
+    if (inherited.has(spec.stepId))
+      throw new ForkRefusedError(
+        `--edit-steps: step "${spec.stepId}" is in a layer before ${layer}, which the fork inherits; fork from its layer to change it`,
+      );
+    const index = parentIndex.get(spec.stepId);
+    if (index !== undefined) changed.push(spec.stepId);
+    else added.push(spec.stepId);
+    return { ...spec, index: index ?? next++ };
+  });
+  const byId = new Map<string, DagNode>(shape.nodes.map((n) => [n.stepId, n]));
+  for (const s of specs) byId.set(s.stepId, { stepId: s.stepId, index: s.index, dependsOn: s.dependsOn ?? [] });
+  const merged = [...byId.values()];
+  const out: Violation[] = [];
+  checkStepGraph(
+    merged.map((n) => ({ stepId: n.stepId, index: n.index, dependsOn: n.dependsOn })),
+    'steps',
+    out,
+  );
+  if (out.length > 0) {
+    const v = out[0];
+    const [, at] = /^steps\[(\d+)\]/.exec(v.path) ?? [];
+    const step = at === undefined ? undefined : merged[Number(at)]?.stepId;
+    throw new ForkRefusedError(
+      `--edit-steps: ${step ? `step "${step}": ` : ''}${v.message.replace(/^steps\[\d+\]\.?/, '').trim()}`,
+    );
+  }
+  const layers = dagLayers(merged);
+  const early = layers
+    .slice(0, layer)
+    .flat()
+    .find((k) => !inherited.has(k));
+  if (early !== undefined)
+    throw new ForkRefusedError(
+      `--edit-steps: step "${early}" would run in a layer before ${layer}, which the fork inherits; make it depend on a step of layer ${layer - 1} or later`,
+    );
+  return { specs, changed, added, layers };
+}
+
+function forkEvent(
+  parent: ExecutionPlanRow,
+  at: { planId: string; sessionId: string; layer: number; checkpointId: string | null },
+  request: ForkRequest,
+  steps: StepSpec[],
+): PlanEvent {
+  const forkOf: ForkOrigin = {
+    planId: parent.id,
+    kind: request.kind,
+    layer: at.layer,
+    ...(at.checkpointId !== null ? { checkpointId: at.checkpointId } : {}),
+  };
+  const parsed = parsePlanEvent({
+    specVersion: 1,
+    eventId: randomUUID(),
+    type: 'plan.created',
+    planId: at.planId,
+    sessionId: at.sessionId,
+    seq: 0,
+    occurredAt: (request.now ?? new Date()).toISOString(),
+    payload: {
+      query: parent.query,
+      steps,
+      forkOf,
+      ...(parent.complexity !== null && parent.complexity !== undefined
+        ? { complexity: toNum(parent.complexity) }
+        : {}),
+    },
+  });
+  if (!parsed.ok) throw new QueryArgumentError('--edit-steps', parsed.error.message);
+  return parsed.event;
+}
+
+/** `<parent>.fork-<8 hex>` (or `.replay-`), cut to the 64 characters of a plan id. */
+function defaultForkId(parentId: string, kind: ForkOrigin['kind']): string {
+  const suffix = `.${kind}-${randomBytes(4).toString('hex')}`;
+  return parentId.slice(0, 64 - suffix.length) + suffix;
+}

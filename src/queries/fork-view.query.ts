@@ -1,0 +1,131 @@
+import type { DataSource } from 'typeorm';
+import { ENTITY, ExecutionPlanRow, PlanStepRow, WorkflowCheckpointRow } from '../store/entities';
+import { dagLayers } from '../store/projection/dag-layers';
+import { derivedId } from '../store/projection/derived-id';
+import { parseJson, toNum } from './row-normalize';
+
+/** How many generations of ancestors a fork's steps are read from (as the store looks them up). */
+const MAX_FORK_DEPTH = 100;
+
+/**
+ * A step as a plan shows it. A fork (README, "Fork and replay") has rows only for the steps it
+ * added, changed or has run; the others are read from its ancestors: those of layers before its
+ * fork layer are inherited as they are there (`inheritedFrom`: the plan whose row it is), the
+ * others are the fork's own steps, pending, with the ancestor's definition.
+ */
+export interface ViewStep extends PlanStepRow {
+  /** The ancestor plan whose row this inherited step is; null for the plan's own steps. */
+  inheritedFrom: string | null;
+}
+
+/** A fork's whole step list, its layers, and the checkpoint it started from. */
+export interface ForkView {
+  steps: ViewStep[];
+  layers: string[][];
+  /** The parent's checkpoint the fork starts from: the one it names, else the parent's latest before its fork layer. */
+  startCheckpoint: WorkflowCheckpointRow | null;
+}
+
+/** Whether a plan row is a fork or replay (its steps are partly its ancestors'). */
+export function isFork(plan: Pick<ExecutionPlanRow, 'parentPlanId'>): boolean {
+  return plan.parentPlanId !== null && plan.parentPlanId !== undefined;
+}
+
+/** The steps, layers and starting checkpoint of a fork, its ancestors' rows read where it has none. */
+export async function loadForkView(ds: DataSource, plan: ExecutionPlanRow): Promise<ForkView> {
+  const steps = await viewSteps(ds, plan, new Set());
+  return { steps, layers: layersOf(steps), startCheckpoint: await startCheckpoint(ds, plan) };
+}
+
+/** Layers of a step list, as the store draws a plan's DAG. */
+export function layersOf(steps: readonly PlanStepRow[]): string[][] {
+  return dagLayers(
+    steps.map((s) => ({
+      stepId: s.stepKey,
+      index: toNum(s.stepIndex),
+      dependsOn: parseJson<string[]>(s.dependsOn, []),
+    })),
+  );
+}
+
+async function viewSteps(ds: DataSource, plan: ExecutionPlanRow, seen: Set<string>, depth = 0): Promise<ViewStep[]> {
+  const own = await ds
+    .getRepository<PlanStepRow>(ENTITY.step)
+    .find({ where: { planId: plan.id }, order: { stepIndex: 'ASC' } });
+  const mine: ViewStep[] = own.map((s) => ({ ...s, inheritedFrom: null }));
+  seen.add(plan.id);
+  // a cycle of parent ids, or a chain deeper than the store looks up, ends here
+  if (!isFork(plan) || seen.has(plan.parentPlanId!) || depth >= MAX_FORK_DEPTH) return mine;
+  const parent = await ds
+    .getRepository<ExecutionPlanRow>(ENTITY.plan)
+    .findOne({ where: { id: plan.parentPlanId! }, withDeleted: true });
+  if (!parent) return mine;
+  const parentSteps = await viewSteps(ds, parent, seen, depth + 1);
+  const inheritedLayers = layersOf(parentSteps).slice(0, toNum(plan.forkLayer ?? 0));
+  const inherited = new Set(inheritedLayers.flat());
+  const ownKeys = new Set(own.map((s) => s.stepKey));
+  const out = [...mine];
+  for (const s of parentSteps) {
+    if (ownKeys.has(s.stepKey)) continue;
+    if (inherited.has(s.stepKey)) out.push({ ...s, inheritedFrom: s.inheritedFrom ?? parent.id });
+    // as the store makes it the fork's own row on its first event
+    else out.push(pendingCopy(s, plan));
+  }
+  return out.sort((a, b) => toNum(a.stepIndex) - toNum(b.stepIndex));
+}
+
+/** An ancestor's step as a fork's own step not run yet: its definition, nothing of its run. */
+function pendingCopy(s: PlanStepRow, plan: ExecutionPlanRow): ViewStep {
+  return {
+    ...s,
+    id: derivedId(plan.id, 'step', s.stepKey),
+    planId: plan.id,
+    status: 'pending',
+    result: null,
+    error: null,
+    outputContent: null,
+    model: null,
+    inputTokens: 0,
+    outputTokens: 0,
+    provider: null,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    reasoningTokens: 0,
+    reportedCost: null,
+    cost: null,
+    costSource: null,
+    priceRef: null,
+    startedAt: null,
+    completedAt: null,
+    createdAt: plan.createdAt,
+    deletedAt: plan.deletedAt,
+    inheritedFrom: null,
+  };
+}
+
+/**
+ * The checkpoint a fork resumes from before it saved one of its own: the parent's checkpoint it
+ * names, else the parent's latest of a layer before the fork layer (null: start at the fork layer
+ * with no state). An ancestor's own fork start counts when the parent saved none.
+ */
+async function startCheckpoint(ds: DataSource, plan: ExecutionPlanRow): Promise<WorkflowCheckpointRow | null> {
+  let current: ExecutionPlanRow | null = plan;
+  for (let depth = 0; current && isFork(current) && depth < MAX_FORK_DEPTH; depth++) {
+    const parentId: string = current.parentPlanId!;
+    const repo = ds.getRepository<WorkflowCheckpointRow>(ENTITY.checkpoint);
+    const qb = repo.createQueryBuilder('c').where('c.workflowId = :parentId', { parentId });
+    if (current.forkCheckpoint) qb.andWhere('c.checkpointKey = :key', { key: current.forkCheckpoint });
+    else qb.andWhere('c.layer < :layer', { layer: toNum(current.forkLayer ?? 0) });
+    const found = await qb
+      .orderBy('c.layer', 'DESC')
+      .addOrderBy('c.createdAt', 'DESC')
+      .addOrderBy('c.id', 'DESC')
+      .limit(1)
+      .getOne();
+    if (found) return found;
+    current = await ds
+      .getRepository<ExecutionPlanRow>(ENTITY.plan)
+      .findOne({ where: { id: parentId }, withDeleted: true });
+  }
+  return null;
+}
