@@ -241,6 +241,11 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
       await queries.getStepOutput(await on((sql) => /"step_key" = @/.test(sql)), planId, '0');
     },
     exportPlanTemplate: () => queries.exportPlanTemplate(ds, planId),
+    getPlanLineage: async () =>
+      check(
+        'a plan with no parent is the root of its lineage',
+        (await queries.getPlanLineage(ds, planId)).rootId === planId,
+      ),
     plansPerDay: async () => {
       for (const range of ranges) await queries.plansPerDay(ds, range);
     },
