@@ -10,5 +10,5 @@ export { formatReport } from './retention-report';
 export type { RetentionReport, TableCounts } from './retention-report';
 export { PLAN_TABLES } from './retention-sql';
 export type { PlanTable } from './retention-sql';
-export { eraseSession, formatErasureReport } from './session-erasure';
+export { eraseSession, formatErasureReport, ForksInOtherSessionsError } from './session-erasure';
 export type { EraseSessionOptions, SessionErasureReport } from './session-erasure';
