@@ -55,6 +55,15 @@ export const readRouteSchemas = {
     params: idParam('planId', "the executor's plan id"),
     response: readResponses('query, steps, agents, dependencies'),
   },
+  planLineage: {
+    summary: 'the fork tree a plan belongs to (CLI: plans lineage --json)',
+    tags: ['read'],
+    security,
+    params: idParam('planId', "the executor's plan id (any plan of the tree)"),
+    response: readResponses(
+      '{ planId, rootId, plans, truncated, root: { planId, sessionId, parentPlanId, kind, forkLayer, forkCheckpoint, status, createdAt, completedAt, retiredAt, totalSteps, completedSteps, failedSteps, inputTokens, outputTokens, cost, current, children } }',
+    ),
+  },
   stepOutput: {
     summary: "a step's stored output (CLI: steps output); Accept: text/plain gives the raw content byte for byte",
     tags: ['read'],

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { agentUsage, echoRange, handoffPatterns, plansPerDay } from '../queries/analytics.query';
 import { exportPlanTemplate } from '../queries/plan-export.query';
+import { getPlanLineage } from '../queries/plan-lineage.query';
 import { listPlans } from '../queries/plan-list.query';
 import { getPlanView } from '../queries/plan-timeline.query';
 import { costUsage } from '../queries/cost-usage.query';
@@ -50,6 +51,10 @@ export function registerReadRoutes(app: FastifyInstance, ds: DataSource): void {
 
   app.get('/v1/plans/:planId/export', { ...read, schema: S.planExport }, async (req) =>
     exportPlanTemplate(ds, requireId('planId', (req.params as P).planId)),
+  );
+
+  app.get('/v1/plans/:planId/lineage', { ...read, schema: S.planLineage }, async (req) =>
+    getPlanLineage(ds, requireId('planId', (req.params as P).planId)),
   );
 
   app.get('/v1/plans/:planId/steps/:step/output', { ...read, schema: S.stepOutput }, async (req, reply) => {

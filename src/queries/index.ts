@@ -18,3 +18,4 @@ export * from './analytics.query';
 export * from './token-usage.query';
 export * from './cost-usage.query';
 export * from './text-output';
+export * from './plan-lineage.query';

@@ -1,7 +1,7 @@
 export { runRetention } from './retention.service';
 export type { RetentionRunOptions } from './retention.service';
 export { restorePlan } from './plan-restore';
-export type { RestoreOutcome, RestoreOptions } from './plan-restore';
+export type { RestoreOutcome, RestoreOptions, RestoredAncestor } from './plan-restore';
 export { startRetentionScheduler, RETENTION_JOB, RETENTION_SCHEDULER_ID } from './retention-scheduler';
 export type { RetentionScheduler, RetentionSchedulerOptions } from './retention-scheduler';
 export { loadRetentionPolicy, retentionPolicy, DEFAULT_RETENTION_POLICY, RETENTION_ENV_HELP } from './retention-config';
@@ -10,5 +10,5 @@ export { formatReport } from './retention-report';
 export type { RetentionReport, TableCounts } from './retention-report';
 export { PLAN_TABLES } from './retention-sql';
 export type { PlanTable } from './retention-sql';
-export { eraseSession, formatErasureReport } from './session-erasure';
+export { eraseSession, formatErasureReport, ForksInOtherSessionsError } from './session-erasure';
 export type { EraseSessionOptions, SessionErasureReport } from './session-erasure';

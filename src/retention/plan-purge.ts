@@ -1,4 +1,4 @@
-import type { EntityManager } from 'typeorm';
+import type { EntityManager, SelectQueryBuilder } from 'typeorm';
 import { ENTITY } from '../store/entities';
 import { lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
 import { batchContext, changePlans, PlanChange, planSizes } from './row-batches';
@@ -27,7 +27,7 @@ export async function purgePlans(ctx: RunContext): Promise<void> {
     tail: 2, // execution_plans, plan_heads
     dropsEmptySessions: true,
     whole: (m, ids) => purgePlanBatch(ctx, m, ids),
-    stillDue: async (m, id) => (await duePlans(m, [id], cutoff)).length > 0,
+    stillDue: async (m, id) => (await duePlans(ctx, m, [id], cutoff)).length > 0,
     add: (counts) => {
       addTableCounts(ctx.report, 'purged', counts);
       ctx.report.plans.purged += counts.execution_plans ?? 0;
@@ -84,6 +84,7 @@ async function scanDeletedPlans(
     .from(ENTITY.plan, 'p')
     .withDeleted()
     .where('p.deletedAt <= :cutoff', { cutoff: instant(m, cutoff) });
+  withoutForks(qb);
   if (after !== null) qb.andWhere('p.id > :after', { after });
   const rows: Array<{ id: string }> = await qb.orderBy('p.id', 'ASC').limit(limit).getRawMany();
   return rows.map((r) => r.id);
@@ -109,20 +110,35 @@ async function scanDeletedEventPlans(
 
 async function purgePlanBatch(ctx: RunContext, m: EntityManager, ids: string[]): Promise<TableCountMap> {
   // under the head locks: a plan restored since the scan is no longer past its grace period
-  return deleteAll(ctx, m, PLAN_TABLES, await duePlans(m, ids, purgeCutoff(ctx)));
+  return deleteAll(ctx, m, PLAN_TABLES, await duePlans(ctx, m, ids, purgeCutoff(ctx)));
 }
 
-/** Of these plans, the ones soft-deleted at or before `cutoff`, in lock order. */
-async function duePlans(m: EntityManager, ids: string[], cutoff: Date): Promise<string[]> {
-  const rows: Array<{ id: string }> = await m
+/**
+ * Of these plans, the ones soft-deleted at or before `cutoff` that no fork row names as its parent
+ * (retired or not: a fork reads its inherited steps from its ancestors' rows), in lock order. The
+ * parents of those are held for the rest of the run (`heldParents`): a plan whose last fork this
+ * run purges is purged by a later run, so a dry run, which deletes nothing, finds the same plans.
+ */
+async function duePlans(ctx: RunContext, m: EntityManager, ids: string[], cutoff: Date): Promise<string[]> {
+  const qb = m
     .createQueryBuilder()
     .select('p.id', 'id')
+    .addSelect('p.parentPlanId', 'parentId')
     .from(ENTITY.plan, 'p')
     .withDeleted()
     .where('p.id IN (:...ids)', { ids })
-    .andWhere('p.deletedAt <= :cutoff', { cutoff: instant(m, cutoff) })
-    .getRawMany();
-  return lockOrder(rows.map((r) => r.id));
+    .andWhere('p.deletedAt <= :cutoff', { cutoff: instant(m, cutoff) });
+  const rows: Array<{ id: string; parentId: string | null }> = await withoutForks(qb).getRawMany();
+  const due = rows.filter((r) => !ctx.heldParents.has(r.id));
+  for (const r of due) if (r.parentId) ctx.heldParents.add(r.parentId);
+  return lockOrder(due.map((r) => r.id));
+}
+
+/** Plans `p` no execution_plans row (soft-deleted ones too) names as its parent: one NOT EXISTS through IX_execution_plans_parent. */
+function withoutForks<T extends SelectQueryBuilder<object>>(qb: T): T {
+  const forks = qb.subQuery().select('1').from(ENTITY.plan, 'f').withDeleted().where('f.parentPlanId = p.id');
+  qb.andWhere(`NOT EXISTS ${forks.getQuery()}`);
+  return qb;
 }
 
 async function purgeOrphanBatch(ctx: RunContext, m: EntityManager, ids: string[]): Promise<TableCountMap> {

@@ -5,6 +5,7 @@ import { sqlDialectOf } from '../store/sql/dialects';
 import { runSerialized } from '../store/sql/serial-queue';
 import { isRetryableDbError } from '../store/db-errors';
 import type { RetentionPolicy } from './retention-config';
+import { lockOrder } from './retention-batch';
 import { affected, lockHeads, PLAN_TABLES, PlanTable, toDate, unstampRows } from './retention-sql';
 
 const DAY_MS = 86_400_000;
@@ -12,12 +13,28 @@ const ATTEMPTS = 5;
 
 /** What `plans restore` found; an expected "cannot" is an outcome, not an exception. */
 export type RestoreOutcome =
-  | { status: 'restored'; planId: string; deletedAt: string; rows: Partial<Record<PlanTable, number>> }
+  | {
+      status: 'restored';
+      planId: string;
+      deletedAt: string;
+      rows: Partial<Record<PlanTable, number>>;
+      /** Soft-deleted ancestors restored with it (a fork reads its inherited steps from them), parent first. */
+      ancestors: RestoredAncestor[];
+    }
   /** No row of this plan at all: never stored, or already purged. */
   | { status: 'not-found'; planId: string }
   | { status: 'not-deleted'; planId: string }
   /** Soft-deleted longer ago than the grace period: due for purge, no longer restorable. */
   | { status: 'grace-expired'; planId: string; deletedAt: string; graceEndedAt: string };
+
+export interface RestoredAncestor {
+  planId: string;
+  deletedAt: string;
+  rows: Partial<Record<PlanTable, number>>;
+}
+
+/** Ancestors looked up above a restored fork at most; a longer chain of parents is restored that far. */
+const MAX_ANCESTORS = 100;
 
 export interface RestoreOptions {
   /** The clock the grace period is measured against. @defaultValue `new Date()` */
@@ -29,8 +46,10 @@ export interface RestoreOptions {
  * Undoes a plan's soft delete during the grace period: clears `deleted_at` on every row it owns
  * (also a DAG/checkpoints that had expired before, so it comes back whole) and stamps the restore
  * (`plan_heads.restored_at`, and `updated_at`), so retention keeps it for another full period from
- * now instead of retiring it again at the next run. Under the plan's head lock, like every writer: a concurrent
- * purge either ran before (not-found) or sees the plan restored.
+ * now instead of retiring it again at the next run. A fork's soft-deleted ancestors are restored
+ * with it (`ancestors`): it reads its inherited steps from their rows. Under the head locks of the
+ * plan and its ancestors, like every writer: a concurrent purge either ran before (not-found) or
+ * sees the plans restored.
  */
 export async function restorePlan(
   ds: DataSource,
@@ -45,7 +64,13 @@ export async function restorePlan(
         sqlDialectOf(ds).transaction(ds, (m) => restoreIn(m, planId, policy, now)),
       );
       options.logger?.info(
-        { planId, outcome: outcome.status, ...(outcome.status === 'restored' ? { rows: outcome.rows } : {}) },
+        {
+          planId,
+          outcome: outcome.status,
+          ...(outcome.status === 'restored'
+            ? { rows: outcome.rows, ancestors: outcome.ancestors.map((a) => a.planId) }
+            : {}),
+        },
         'plan restore',
       );
       return outcome;
@@ -62,7 +87,9 @@ async function restoreIn(
   policy: Pick<RetentionPolicy, 'graceDays'>,
   now: Date,
 ): Promise<RestoreOutcome> {
-  await lockHeads(m, [planId]).execute();
+  // a plan's parent never changes once its row is written: the chain read before the locks holds
+  const ancestors = await ancestorsOf(m, planId);
+  await lockHeads(m, lockOrder([planId, ...ancestors])).execute();
   const plan = await m
     .createQueryBuilder()
     .select('p.deletedAt', 'deletedAt')
@@ -88,6 +115,26 @@ async function restoreIn(
       deletedAt: deletedAt.toISOString(),
       graceEndedAt: graceEndedAt.toISOString(),
     };
+  const rows = await unstamp(m, planId, now);
+  // its soft-deleted ancestors hold what it inherits: they come back with it, whatever their own
+  // grace period (purge keeps a plan's rows while a fork row names it), live ones are left as they are
+  const restored: RestoredAncestor[] = [];
+  for (const id of ancestors) {
+    const row = await m
+      .createQueryBuilder()
+      .select('p.deletedAt', 'deletedAt')
+      .from(ENTITY.plan, 'p')
+      .withDeleted()
+      .where('p.id = :id', { id })
+      .getRawOne();
+    const at = toDate(row?.deletedAt);
+    if (at) restored.push({ planId: id, deletedAt: at.toISOString(), rows: await unstamp(m, id, now) });
+  }
+  return { status: 'restored', planId, deletedAt: deletedAt.toISOString(), rows, ancestors: restored };
+}
+
+/** Clears the stamp on every row of the plan and stamps the restore on its head. */
+async function unstamp(m: EntityManager, planId: string, now: Date): Promise<Partial<Record<PlanTable, number>>> {
   const rows: Partial<Record<PlanTable, number>> = {};
   for (const spec of PLAN_TABLES) rows[spec.table] = affected(await unstampRows(m, spec, [planId]).execute());
   await m
@@ -97,5 +144,28 @@ async function restoreIn(
     .where({ planId })
     .callListeners(false)
     .execute();
-  return { status: 'restored', planId, deletedAt: deletedAt.toISOString(), rows };
+  return rows;
+}
+
+/** The plan's stored ancestors, parent first, up to the first one not stored, a repeated id (a cycle) or MAX_ANCESTORS. */
+async function ancestorsOf(m: EntityManager, planId: string): Promise<string[]> {
+  const parentOf = async (id: string): Promise<{ parentId: string | null } | undefined> =>
+    m
+      .createQueryBuilder()
+      .select('p.parentPlanId', 'parentId')
+      .from(ENTITY.plan, 'p')
+      .withDeleted()
+      .where('p.id = :id', { id })
+      .getRawOne();
+  const chain: string[] = [];
+  const seen = new Set([planId]);
+  let parent = (await parentOf(planId))?.parentId;
+  while (parent && !seen.has(parent) && chain.length < MAX_ANCESTORS) {
+    const row = await parentOf(parent);
+    if (!row) break; // purged, erased, or its plan.created not stored yet
+    seen.add(parent);
+    chain.push(parent);
+    parent = row.parentId;
+  }
+  return chain;
 }

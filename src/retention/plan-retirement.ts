@@ -51,7 +51,7 @@ export async function retirePlans(ctx: RunContext): Promise<void> {
       };
       let after: Keyset | null = null;
       while (!shouldStop(ctx)) {
-        const page = await scanPage(ctx.ds.manager, status, retirementCutoff(ctx, status), mode, after, ctx.batchSize);
+        const page = await scanPage(ctx, status, mode, after);
         if (page.length === 0) break;
         after = { at: page[page.length - 1].endedAt, id: page[page.length - 1].id };
         const sizes = await planSizes(
@@ -67,18 +67,32 @@ export async function retirePlans(ctx: RunContext): Promise<void> {
   }
 }
 
-/** The conditions that make a plan retirable; shared by the scan and the re-check under lock. */
+/**
+ * The conditions that make a plan retirable; shared by the scan and the re-check under lock. A
+ * plan with a live fork is kept (the fork reads its inherited steps from it), and so is one whose
+ * fork this run retired (stamped `runAt`): it is retired by a later run, by its own age, so a dry
+ * run, which stamps nothing, finds the same plans. One NOT EXISTS through IX_execution_plans_parent.
+ */
 function retirable(
   m: EntityManager,
   qb: SelectQueryBuilder<object>,
   status: TerminalStatus,
   cutoff: Date,
   mode: Mode,
+  runAt: Date,
 ): SelectQueryBuilder<object> {
+  const forks = qb
+    .subQuery()
+    .select('1')
+    .from(ENTITY.plan, 'f')
+    .withDeleted()
+    .where('f.parentPlanId = p.id')
+    .andWhere('(f.deletedAt IS NULL OR f.deletedAt >= :runAt)');
   qb.andWhere('p.deletedAt IS NULL')
     .andWhere('p.status = :status', { status })
     // aged from the end (below) and from a `plans restore`, never from late events
-    .andWhere('(h.restoredAt IS NULL OR h.restoredAt <= :cutoff)', { cutoff: instant(m, cutoff) });
+    .andWhere('(h.restoredAt IS NULL OR h.restoredAt <= :cutoff)', { cutoff: instant(m, cutoff) })
+    .andWhere(`NOT EXISTS ${forks.getQuery()}`, { runAt: instant(m, runAt) });
   return mode === 'ended'
     ? qb.andWhere('p.completedAt <= :cutoff')
     : qb.andWhere('p.completedAt IS NULL AND p.updatedAt <= :cutoff');
@@ -89,14 +103,14 @@ function plansWithHeads(m: EntityManager): SelectQueryBuilder<object> {
 }
 
 async function scanPage(
-  m: EntityManager,
+  ctx: RunContext,
   status: TerminalStatus,
-  cutoff: Date,
   mode: Mode,
   after: Keyset | null,
-  limit: number,
 ): Promise<Array<{ id: string; endedAt: unknown }>> {
-  const qb = retirable(m, plansWithHeads(m).select('p.id', 'id'), status, cutoff, mode);
+  const m = ctx.ds.manager;
+  const cutoff = retirementCutoff(ctx, status);
+  const qb = retirable(m, plansWithHeads(m).select('p.id', 'id'), status, cutoff, mode, ctx.now);
   if (mode === 'ended') {
     qb.addSelect('p.completedAt', 'endedAt');
     // keyset (completed_at, id); the redundant `>=` keeps the index range bounded
@@ -112,7 +126,7 @@ async function scanPage(
     if (after) qb.andWhere('p.id > :afterId', { afterId: after.id });
     qb.orderBy('p.id', 'ASC');
   }
-  return qb.limit(limit).getRawMany();
+  return qb.limit(ctx.batchSize).getRawMany();
 }
 
 async function retireBatch(
@@ -149,6 +163,7 @@ async function stillRetirable(
     status,
     retirementCutoff(ctx, status),
     mode,
+    ctx.now,
   ).getRawMany();
   return lockOrder(rows.map((r) => r.id));
 }

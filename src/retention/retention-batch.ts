@@ -28,6 +28,8 @@ export interface RunContext {
   wouldRetire: Set<string>;
   /** Dry run only: sessions it would have deleted, counted once. */
   wouldPurgeSessions: Set<string>;
+  /** Parents of plans this run purged (dry run: would purge): purged by a later run, by their own age. */
+  heldParents: Set<string>;
 }
 
 /** Rows per plan table, and session rows removed with them. */

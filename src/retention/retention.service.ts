@@ -68,6 +68,7 @@ export async function runRetention(
     maxBatches: options.maxBatches,
     wouldRetire: new Set(),
     wouldPurgeSessions: new Set(),
+    heldParents: new Set(),
   };
   // a failure propagates as is: the caller reports it once (the CLI as one line, the scheduler's worker as a failed
   // job)

@@ -1,6 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { DeadLetterService } from '../dead-letters/dead-letter.service';
 import { NotFoundError } from '../queries/query-errors';
+import { PlanLedgerError } from '../shared/errors';
 import type { Logger } from '../shared/logger';
 import { ENTITY } from '../store/entities';
 import { sqlDialectOf } from '../store/sql/dialects';
@@ -31,6 +32,34 @@ export interface EraseSessionOptions {
    */
   requestTimeoutSeconds?: number;
   logger?: Logger;
+  /**
+   * Also erase the forks and replays of the session's plans that are in other sessions, and their
+   * forks, at any depth. Without it, a session with such forks is refused (ForksInOtherSessionsError):
+   * they read the steps they inherit from its plans' rows. @defaultValue false
+   */
+  includeForks?: boolean;
+}
+
+/** Fork ids named in a refusal at most. */
+const NAMED_FORKS = 5;
+
+/**
+ * Erasure refused: plans of the session have forks (at any depth) in other sessions, which read
+ * their inherited steps from its rows. Nothing was erased.
+ */
+export class ForksInOtherSessionsError extends PlanLedgerError {
+  override readonly name = 'ForksInOtherSessionsError';
+  readonly kind = 'conflict';
+  constructor(
+    readonly sessionId: string,
+    readonly forks: Array<{ planId: string; sessionId: string }>,
+  ) {
+    const sessions = [...new Set(forks.map((f) => f.sessionId))].sort();
+    const ids = forks.slice(0, NAMED_FORKS).map((f) => f.planId);
+    super(
+      `session ${sessionId}: ${forks.length} fork(s) of its plans are in other sessions (${sessions.slice(0, NAMED_FORKS).join(', ')}${sessions.length > NAMED_FORKS ? `, ... ${sessions.length} sessions` : ''}): ${ids.join(', ')}${forks.length > ids.length ? ', ...' : ''}; add --include-forks to erase them too; nothing was erased`,
+    );
+  }
 }
 
 /** What `eraseSession` removed (dry run: would remove). JSON-ready. */
@@ -46,6 +75,11 @@ export interface SessionErasureReport {
    * Redis not asked.
    */
   deadLetters: number | null;
+  /**
+   * Forks and replays of its plans in other sessions (at any depth) erased with them (`includeForks`):
+   * how many, and their sessions (whose rows stay). Their rows are counted in `plans` and `tables`.
+   */
+  forks: { plans: number; sessions: string[] };
   durationMs: number;
 }
 
@@ -57,8 +91,10 @@ export interface SessionErasureReport {
  * retention take them (a larger plan in chunks, its plan row and head with the last), so a worker
  * applying an event of one of these plans either finished before (and its rows are deleted) or
  * waits and then finds nothing to add to. Plans written for the session while this runs are found
- * under the session row's lock before it is deleted, and erased first. Throws NotFoundError when
- * neither the database nor Redis knows the session.
+ * under the session row's lock before it is deleted, and erased first. Forks and replays of its
+ * plans in other sessions (at any depth) are erased with them with `includeForks`; without it such
+ * a session is refused (ForksInOtherSessionsError) before anything is erased. Throws NotFoundError
+ * when neither the database nor Redis knows the session.
  */
 export async function eraseSession(
   ds: DataSource,
@@ -98,9 +134,27 @@ async function erase(ds: DataSource, sessionId: string, options: EraseSessionOpt
     add,
   };
 
+  // forks of its plans in other sessions: refused before anything is erased, or erased with them
+  const forks = new Map<string, string>();
+  const withForks = async (own: string[]): Promise<string[]> => {
+    const found = await forksElsewhere(ds.manager, sessionId, own, maxIdsPerStatement(sqlDialectOf(ds)));
+    if (found.length === 0) return own;
+    if (!options.includeForks) {
+      if (forks.size === 0 && done.size === 0) throw new ForksInOtherSessionsError(sessionId, found);
+      // plans written for the session during the erasure, with forks already: leave those forks
+      options.logger?.warn(
+        { sessionId, forks: found.map((f) => f.planId) },
+        'forks of new plans of an erased session left',
+      );
+      return own;
+    }
+    for (const f of found) forks.set(f.planId, f.sessionId);
+    return [...found.map((f) => f.planId), ...own];
+  };
+
   // a plan written for the session meanwhile is found by the check under the session's lock, and
   // erased in one more round; a dry run looks once
-  let ids = await planIdsOf(ds.manager, sessionId);
+  let ids = await withForks(await planIdsOf(ds.manager, sessionId));
   for (let round = 1; ; round++) {
     for (let i = 0; i < ids.length; i += batchSize) {
       const page = ids.slice(i, i + batchSize);
@@ -120,7 +174,7 @@ async function erase(ds: DataSource, sessionId: string, options: EraseSessionOpt
       throw new Error(
         `session ${sessionId}: plans still being written for it after ${MAX_ROUNDS} rounds of erasure (${end.left.length} left); stop its producers and erase it again`,
       );
-    ids = end.left;
+    ids = await withForks(end.left);
   }
 
   let deadLetters: number | null = null;
@@ -136,6 +190,7 @@ async function erase(ds: DataSource, sessionId: string, options: EraseSessionOpt
     plans: done.size,
     tables,
     deadLetters,
+    forks: { plans: forks.size, sessions: [...new Set(forks.values())].sort() },
     durationMs: Date.now() - started,
   };
   options.logger?.info(
@@ -143,6 +198,42 @@ async function erase(ds: DataSource, sessionId: string, options: EraseSessionOpt
     dryRun ? 'session erasure dry run' : 'session erased',
   );
   return report;
+}
+
+/**
+ * The forks and replays, at any depth, of these plans that are not plans of the session (rows
+ * soft-deleted too): down `parent_plan_id` level by level through IX_execution_plans_parent, a
+ * batch of ids per statement. A fork in the session is one of `own` already; a cycle ends there.
+ */
+async function forksElsewhere(
+  m: EntityManager,
+  sessionId: string,
+  own: string[],
+  perStatement: number,
+): Promise<Array<{ planId: string; sessionId: string }>> {
+  const seen = new Set(own);
+  const found: Array<{ planId: string; sessionId: string }> = [];
+  for (let level = own; level.length > 0;) {
+    const next: string[] = [];
+    for (let i = 0; i < level.length; i += perStatement) {
+      const rows: Array<{ id: string; sessionId: string }> = await m
+        .createQueryBuilder()
+        .select('p.id', 'id')
+        .addSelect('p.sessionId', 'sessionId')
+        .from(ENTITY.plan, 'p')
+        .withDeleted()
+        .where('p.parentPlanId IN (:...ids)', { ids: level.slice(i, i + perStatement) })
+        .getRawMany();
+      for (const r of rows) {
+        if (seen.has(r.id)) continue;
+        seen.add(r.id);
+        next.push(r.id);
+        if (r.sessionId !== sessionId) found.push({ planId: r.id, sessionId: r.sessionId });
+      }
+    }
+    level = next;
+  }
+  return found.sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0));
 }
 
 /** Every plan id of the session: plan rows, and heads (orphans have no plan row), soft-deleted ones too. */
@@ -208,8 +299,12 @@ export function formatErasureReport(r: SessionErasureReport): string[] {
     r.deadLetters === null
       ? 'dead letters not checked'
       : `${r.deadLetters} dead letter(s) ${r.dryRun ? 'would be removed' : 'removed'}`;
+  const forks =
+    r.forks.plans > 0
+      ? `, ${r.forks.plans} of them fork(s) of its plans in other sessions (${r.forks.sessions.join(', ')})`
+      : '';
   lines.push(
-    `session ${r.sessionId}: ${r.plans} plan(s) ${verb}, ${dl}${r.dryRun ? '; dry run, nothing changed' : ''}`,
+    `session ${r.sessionId}: ${r.plans} plan(s) ${verb}${forks}, ${dl}${r.dryRun ? '; dry run, nothing changed' : ''}`,
   );
   return lines;
 }

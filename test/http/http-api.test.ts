@@ -2,11 +2,14 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { PlanEventPublisher } from '../../src/publisher';
+import { getPlanLineage } from '../../src/queries/plan-lineage.query';
 import { getActivePlan } from '../../src/queries/session-plans.query';
+import { PlanEventStore } from '../../src/store/plan-event-store';
 import { getResumePoint } from '../../src/queries/workflow-resume.query';
 import { runCli } from '../support/cli';
 import { TestDb } from '../support/databases';
 import { invalidEvent, planRun } from '../support/event-factory';
+import { planEvents } from '../support/fork-events';
 import { freePort } from '../publisher/support/redis-process';
 import { countRows, openRedis, queueCounts, REDIS_URL, silentLogger, waitFor } from '../worker/helpers/queue-harness';
 import { ApiStack, call, INGEST_KEY, READ_KEY, startApiStack } from './http-harness';
@@ -151,6 +154,35 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
     expect(badLimit.status).toBe(400);
   });
 
+  it('answers the fork tree of a plan as plans lineage --json does; an unknown plan 404 with one line', async () => {
+    const root = `http-root-${kind}`;
+    await new PlanEventStore(stack.db.ds).persist([
+      ...planEvents(root, 'sess-http-l', '2030-01-01T00:00:00.000Z', { done: 2 }),
+      ...planEvents(`${root}-f1`, 'sess-http-l', '2030-01-02T00:00:00.000Z', {
+        forkOf: { planId: root, kind: 'fork', layer: 1, checkpointId: 'cp-1' },
+      }),
+      ...planEvents(`${root}-f2`, 'sess-http-m', '2030-01-03T00:00:00.000Z', {
+        forkOf: { planId: root, kind: 'replay', layer: 0 },
+      }),
+      ...planEvents(`${root}-f1-f1`, 'sess-http-m', '2030-01-04T00:00:00.000Z', {
+        forkOf: { planId: `${root}-f1`, kind: 'fork', layer: 1 },
+      }),
+    ]);
+    const res = await call(stack, 'GET', `/v1/plans/${root}-f1-f1/lineage`);
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual(JSON.parse(JSON.stringify(await getPlanLineage(stack.db.ds, `${root}-f1-f1`))));
+    expect(res.json).toMatchObject({ rootId: root, plans: 4, truncated: false });
+    expect(res.json.root.children.map((c: { planId: string }) => c.planId)).toEqual([`${root}-f1`, `${root}-f2`]);
+    expect(res.json.root.children[0].children[0]).toMatchObject({ planId: `${root}-f1-f1`, current: true });
+    if (kind === 'sqlite') {
+      const cli = await runCli(['plans', 'lineage', `${root}-f1-f1`, '--json'], { DATABASE_URL: stack.db.db.url });
+      expect(res.json).toEqual(JSON.parse(cli.stdout));
+    }
+    const missing = await call(stack, 'GET', '/v1/plans/no-such-plan/lineage');
+    expect(missing.status).toBe(404);
+    expect(missing.json).toEqual({ error: 'plan "no-such-plan" not found' });
+  });
+
   it('describes every route in /v1/openapi.json and counts requests on /metrics', async () => {
     const doc = (await call(stack, 'GET', '/v1/openapi.json', { key: null })).json;
     expect(doc.openapi).toBe('3.1.0');
@@ -168,6 +200,7 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
       '/v1/plans',
       '/v1/plans/{planId}',
       '/v1/plans/{planId}/export',
+      '/v1/plans/{planId}/lineage',
       '/v1/plans/{planId}/steps/{step}/output',
       '/v1/sessions/{sessionId}/active',
       '/v1/sessions/{sessionId}/history',

@@ -31,6 +31,8 @@ export interface PlanSpec {
   sessionId?: string;
   /** workflow_dags.expires_at. @defaultValue null (the worker never sets it) */
   dagExpiresAt?: Date | null;
+  /** A fork (`kind` fork, layer 1) of this plan. @defaultValue none */
+  forkOf?: string;
 }
 
 export const NOW = new Date('2030-06-01T00:00:00.000Z');
@@ -116,6 +118,7 @@ export async function insertPlans(ds: DataSource, specs: PlanSpec[]): Promise<vo
       requiresApproval: true,
       approvalStatus: 'approved',
       complexity: 2,
+      ...(s.forkOf ? { parentPlanId: s.forkOf, forkKind: 'fork', forkLayer: 1, forkCheckpoint: 'c0' } : {}),
       createdAt: created,
       updatedAt: ended ?? created,
       completedAt: ended,

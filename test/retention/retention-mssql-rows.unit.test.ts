@@ -31,7 +31,12 @@ async function purgeDatabase(sizes: Record<string, number>, refuse?: (sql: strin
   const recording = await recordingMssql((sql, params) => {
     const at = recording.statements.length - 1;
     // the purge's scan: every plan, once
-    if (/^SELECT "p"."id" AS "id" FROM "execution_plans" "p" WHERE "p"."deleted_at" <= @0 ORDER BY/.test(sql)) {
+    // (none of them a parent: no fork row names it)
+    if (
+      /^SELECT "p"."id" AS "id" FROM "execution_plans" "p" WHERE "p"."deleted_at" <= @0 AND NOT EXISTS \(SELECT 1 FROM "execution_plans" "f" WHERE "f"."parent_plan_id" = "p"."id"\) ORDER BY/.test(
+        sql,
+      )
+    ) {
       if (scanned) return [];
       scanned = true;
       return [...plans.keys()].sort().map((id) => ({ id }));
@@ -43,7 +48,11 @@ async function purgeDatabase(sizes: Record<string, number>, refuse?: (sql: strin
         .filter((id) => (plans.get(id)!.left[count[1]] ?? 0) > 0)
         .map((id) => ({ id, n: plans.get(id)!.left[count[1]] }));
     // still due, under the head lock: every plan whose row is still there
-    if (/^SELECT "p"."id" AS "id" FROM "execution_plans" "p" WHERE "p"."id" IN/.test(sql))
+    if (
+      /^SELECT "p"."id" AS "id", "p"."parent_plan_id" AS "parentId" FROM "execution_plans" "p" WHERE "p"."id" IN/.test(
+        sql,
+      )
+    )
       return ids(params)
         .filter((id) => plans.get(id)!.left.execution_plans > 0)
         .map((id) => ({ id }));
@@ -130,7 +139,7 @@ describe('rows per retention transaction on SQL Server (recorded, no server)', (
       // each chunk: the head lock, then the plan still due, then at most the budget of rows
       expect(sql[0]).toBe('UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" IN (@0)');
       expect(sql[1]).toMatch(
-        /^SELECT "p"."id" AS "id" FROM "execution_plans" "p" WHERE "p"."id" IN \(@0\) AND "p"."deleted_at" <= @1$/,
+        /^SELECT "p"."id" AS "id", "p"."parent_plan_id" AS "parentId" FROM "execution_plans" "p" WHERE "p"."id" IN \(@0\) AND "p"."deleted_at" <= @1 AND NOT EXISTS \(SELECT 1 FROM "execution_plans" "f" WHERE "f"."parent_plan_id" = "p"."id"\)$/,
       );
       expect(sql).toContain('DELETE TOP (@1) FROM "plan_events" WHERE "plan_id" = @0');
       const last = k === txs.length - 1;

@@ -25,7 +25,10 @@ function transactionOf(statements: Recorded[], at: number): string[] {
 describe('session rows on SQL Server (recorded, no server)', () => {
   it("retention's purge locks a session row WITH (UPDLOCK, ROWLOCK), then checks it is empty, then deletes it", async () => {
     const { ds, statements } = await recordingMssql((sql) => {
-      if (/^SELECT "p"."id" AS "id" FROM "execution_plans" "p" WHERE/.test(sql) && /"p"."deleted_at" <= @/.test(sql))
+      if (
+        /^SELECT "p"."id" AS "id"(, "p"."parent_plan_id" AS "parentId")? FROM "execution_plans" "p" WHERE/.test(sql) &&
+        /"p"."deleted_at" <= @/.test(sql)
+      )
         return [{ id: 'plan-1' }];
       if (/^SELECT "p"."session_id" AS "id"/.test(sql)) return [{ id: 'sess-1' }];
       if (/FROM "sessions" "s"/.test(sql)) return [{ id: 'sess-1' }];

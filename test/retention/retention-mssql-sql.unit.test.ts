@@ -122,20 +122,28 @@ describe('retention SQL on SQL Server (generated, no server)', () => {
     expect(dates).toEqual([]);
   });
 
-  it('restores through the same locked statements', async () => {
+  it('restores through the same locked statements, a soft-deleted parent with its fork', async () => {
     const ds = await mssqlDataSource();
-    const recorded = recordQueries(ds, (sql) =>
-      /FROM "execution_plans" "p"/.test(sql) ? [{ deletedAt: new Date(NOW.getTime() - DAY) }] : [],
-    );
+    const value = (p: unknown) => (p !== null && typeof p === 'object' && 'value' in p ? p.value : p);
+    const recorded = recordQueries(ds, (sql, params) => {
+      if (/AS "parentId"/.test(sql)) return [{ parentId: value(params[0]) === 'plan-1' ? 'plan-0' : null }];
+      return /FROM "execution_plans" "p"/.test(sql) ? [{ deletedAt: new Date(NOW.getTime() - DAY) }] : [];
+    });
     const outcome = await restorePlan(ds, 'plan-1', { graceDays: 7 }, { now: NOW });
-    expect(outcome.status).toBe('restored');
-    expect(recorded[0].sql).toBe('UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" IN (@0)');
+    expect(outcome).toMatchObject({ status: 'restored', ancestors: [{ planId: 'plan-0' }] });
+    // the chain of parents is read first (a plan's parent never changes), then every head locked, in key order
+    expect(recorded.slice(0, 2).map((q) => q.sql)).toEqual([
+      'SELECT "p"."parent_plan_id" AS "parentId" FROM "execution_plans" "p" WHERE "p"."id" = @0',
+      'SELECT "p"."parent_plan_id" AS "parentId" FROM "execution_plans" "p" WHERE "p"."id" = @0',
+    ]);
+    expect(recorded[2].sql).toBe('UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" IN (@0, @1)');
+    expect(recorded[2].params.map(value)).toEqual(['plan-0', 'plan-1']);
     expect(
       recorded.filter((q) =>
         /^UPDATE "\w+" SET "deleted_at" = @0 WHERE \("(plan_id|workflow_id|id)" IN \(@1\) AND NOT\("deleted_at" IS NULL\)\)$/.test(
           q.sql,
         ),
       ),
-    ).toHaveLength(PLAN_TABLES.length);
+    ).toHaveLength(2 * PLAN_TABLES.length);
   });
 });

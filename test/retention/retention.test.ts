@@ -178,6 +178,7 @@ describe.each(ALL_TEST_DBS)('retention on %s', (kind) => {
       status: 'restored',
       planId: plan.id,
       deletedAt: NOW.toISOString(),
+      ancestors: [],
       rows: expectedRows(plan),
     });
     expect(await planRows(ds, plan.id, 'live')).toEqual(expectedRows(plan));

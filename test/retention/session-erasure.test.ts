@@ -8,7 +8,7 @@ import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 import { runCli } from '../support/cli';
 import { letter, QueueFixture } from '../dead-letters/dead-letter.fixtures';
 import { DeadLetterService } from '../../src/dead-letters/dead-letter.service';
-import { eraseSession, SessionErasureReport } from '../../src/retention/session-erasure';
+import { eraseSession, ForksInOtherSessionsError, SessionErasureReport } from '../../src/retention/session-erasure';
 import { runRetention } from '../../src/retention/retention.service';
 import { retentionPolicy } from '../../src/retention/retention-config';
 import { NotFoundError } from '../../src/queries/query-errors';
@@ -50,7 +50,14 @@ async function all(ds: DataSource, specs: PlanSpec[]): Promise<Record<string, Re
 }
 
 function expectedReport(dryRun: boolean, deadLetters: number): Omit<SessionErasureReport, 'durationMs'> {
-  return { sessionId: 'sess-A', dryRun, plans: A.length, tables: { ...sum(A), sessions: 1 }, deadLetters };
+  return {
+    sessionId: 'sess-A',
+    dryRun,
+    plans: A.length,
+    tables: { ...sum(A), sessions: 1 },
+    deadLetters,
+    forks: { plans: 0, sessions: [] },
+  };
 }
 
 describe.each(ALL_TEST_DBS)('session erasure on %s', (kind) => {
@@ -186,6 +193,72 @@ describe.each(ALL_TEST_DBS)('session erasure on %s', (kind) => {
     expect(unknown.stdout).toBe('');
     expect(unknown.stderr.trim().split('\n')).toHaveLength(1);
     expect(unknown.stderr).toContain('session "sess-A" not found');
+  });
+
+  it('refuses a session whose plans have forks in other sessions, erasing nothing; --include-forks erases them too', async () => {
+    const plans: PlanSpec[] = [
+      { id: 'a-root', sessionId: 'sess-A', status: 'completed' },
+      { id: 'a-fork', sessionId: 'sess-A', status: 'completed', forkOf: 'a-root' }, // same session: goes with it
+      { id: 'a-of-b', sessionId: 'sess-A', status: 'completed', forkOf: 'b-plain' }, // its parent stays
+      { id: 'f-fork', sessionId: 'sess-F', status: 'executing', forkOf: 'a-root' },
+      { id: 'f-kept', sessionId: 'sess-F', status: 'completed' },
+      { id: 'g-deep', sessionId: 'sess-G', status: 'completed', forkOf: 'f-fork', deletedAt: ago(DAY) },
+      { id: 'a-deeper', sessionId: 'sess-A', status: 'completed', forkOf: 'g-deep' },
+      { id: 'b-plain', sessionId: 'sess-B', status: 'completed' },
+    ];
+    await insertPlans(ds, plans);
+    const before = await all(ds, plans);
+    const refusal =
+      'session sess-A: 2 fork(s) of its plans are in other sessions (sess-F, sess-G): f-fork, g-deep; add --include-forks to erase them too; nothing was erased';
+    await expect(eraseSession(ds, 'sess-A', { logger })).rejects.toThrow(ForksInOtherSessionsError);
+    await expect(eraseSession(ds, 'sess-A', { logger, dryRun: true })).rejects.toThrow(refusal);
+    const env = q.env({ DATABASE_URL: url });
+    const refused = await runCli(['sessions', 'purge', 'sess-A'], env);
+    expect({ code: refused.code, stdout: refused.stdout, stderr: refused.stderr }).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `plan-ledger: ${refusal}\n`,
+    });
+    expect(await all(ds, plans)).toEqual(before);
+
+    const erasedIds = ['a-root', 'a-fork', 'a-of-b', 'a-deeper', 'f-fork', 'g-deep'];
+    const erased = plans.filter((p) => erasedIds.includes(p.id));
+    const dry = await eraseSession(ds, 'sess-A', { logger, dryRun: true, includeForks: true });
+    expect(dry).toMatchObject({
+      plans: 6,
+      tables: { ...sum(erased), sessions: 1 },
+      forks: { plans: 2, sessions: ['sess-F', 'sess-G'] },
+    });
+    expect(await all(ds, plans)).toEqual(before);
+
+    const done = await runCli(['sessions', 'purge', 'sess-A', '--include-forks', '--json'], env);
+    expect({ code: done.code, stderr: done.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(done.stdout)).toMatchObject({
+      plans: 6,
+      tables: { ...sum(erased), sessions: 1 },
+      forks: { plans: 2, sessions: ['sess-F', 'sess-G'] },
+    });
+    for (const p of plans)
+      expect(await planRows(ds, p.id, 'all')).toEqual(erasedIds.includes(p.id) ? zero() : before[p.id]);
+    // the forks' sessions keep their rows (and their other plans)
+    expect(await sessionRows(ds, ['sess-A', 'sess-B', 'sess-F', 'sess-G'])).toEqual({
+      'sess-A': 0,
+      'sess-B': 1,
+      'sess-F': 1,
+      'sess-G': 1,
+    });
+  });
+
+  it('says in the text report how many forks in other sessions --include-forks erased', async () => {
+    await insertPlans(ds, [
+      { id: 'a-root', sessionId: 'sess-A', status: 'completed' },
+      { id: 'h-fork', sessionId: 'sess-H', status: 'completed', forkOf: 'a-root' },
+    ]);
+    const text = await runCli(['sessions', 'purge', 'sess-A', '--include-forks'], q.env({ DATABASE_URL: url }));
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(
+      'session sess-A: 2 plan(s) deleted, 1 of them fork(s) of its plans in other sessions (sess-H), 0 dead letter(s) removed',
+    );
   });
 
   it('retention removes a session once its last plan is purged (dry run counts the same)', async () => {

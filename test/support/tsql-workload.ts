@@ -278,6 +278,11 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
       await queries.getStepOutput(await on((sql) => /"step_key" = @/.test(sql)), planId, '0');
     },
     exportPlanTemplate: () => queries.exportPlanTemplate(ds, planId),
+    getPlanLineage: async () =>
+      check(
+        'a plan with no parent is the root of its lineage',
+        (await queries.getPlanLineage(ds, planId)).rootId === planId,
+      ),
     plansPerDay: async () => {
       for (const range of ranges) await queries.plansPerDay(ds, range);
     },
@@ -440,11 +445,21 @@ async function recordErasureAndRestore(rec: SectionRecorder, check: Check): Prom
   const erased = await eraseSession(await rec.open(retentionAnswer()), 'sess-1', { batchSize: 2 });
   check('an erasure deletes its plans and the session row', erased.plans > 0 && erased.tables.sessions > 0);
   const deletedAt = new Date(NOW.getTime() - DAY);
-  const restore = await rec.open((sql) =>
-    /^UPDATE /.test(sql) ? [{}] : /AS "deletedAt"/.test(sql) ? [{ deletedAt }] : [],
+  // plan-a is a fork of plan-b, soft-deleted too: restored with it
+  const restore = await rec.open((sql, params) =>
+    /^UPDATE /.test(sql)
+      ? [{}]
+      : /AS "parentId"/.test(sql)
+        ? [{ parentId: paramValue(params[0]) === 'plan-a' ? 'plan-b' : null }]
+        : /AS "deletedAt"/.test(sql)
+          ? [{ deletedAt }]
+          : [],
   );
   const outcome = await restorePlan(restore, 'plan-a', { graceDays: 7 }, { now: NOW });
-  check('a soft-deleted plan is restored', outcome.status === 'restored');
+  check(
+    'a soft-deleted fork is restored with its soft-deleted parent',
+    outcome.status === 'restored' && outcome.ancestors.length === 1,
+  );
 }
 
 /**

@@ -17,9 +17,15 @@ export async function plansRestore(ctx: CliContext, rawId: string, opts: { json?
   if (opts.json) return ctx.raw(JSON.stringify(outcome));
   const rows = Object.entries(outcome.rows).filter(([, n]) => (n ?? 0) > 0);
   const total = rows.reduce((sum, [, n]) => sum + (n ?? 0), 0);
+  // a fork's soft-deleted ancestors come back with it: it reads its inherited steps from them
+  const ancestors = outcome.ancestors.map((a) => `${a.planId} (${rowCount(a.rows)} rows)`);
   ctx.out(
-    `restored plan ${planId} (soft-deleted at ${outcome.deletedAt}): ${total} rows (${rows.map(([t, n]) => `${t} ${n}`).join(', ')})`,
+    `restored plan ${planId} (soft-deleted at ${outcome.deletedAt}): ${total} rows (${rows.map(([t, n]) => `${t} ${n}`).join(', ')})${ancestors.length > 0 ? `; with its soft-deleted ancestors ${ancestors.join(', ')}` : ''}`,
   );
+}
+
+function rowCount(rows: Partial<Record<string, number>>): number {
+  return Object.values(rows).reduce<number>((sum, n) => sum + (n ?? 0), 0);
 }
 
 function failureText(outcome: Exclude<RestoreOutcome, { status: 'restored' }>): string {

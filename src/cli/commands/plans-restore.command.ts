@@ -14,7 +14,9 @@ const actions = () => require('./plans-restore.actions') as typeof import('./pla
 export function registerPlansRestore(plans: Command, context: () => CliContext): void {
   plans
     .command('restore')
-    .description('undo the soft delete of a plan (every row it owns) during the grace period (RETENTION_GRACE_DAYS)')
+    .description(
+      "undo the soft delete of a plan (every row it owns, and a fork's soft-deleted ancestors) during the grace period (RETENTION_GRACE_DAYS)",
+    )
     .argument('<planId>', "the executor's plan id")
     .option('--json', 'print the outcome as JSON')
     .addHelpText('after', `${RETENTION_ENV_TEXT}\n\nExample:\n  plan-ledger plans restore plan-42`)

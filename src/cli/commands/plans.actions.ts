@@ -3,6 +3,7 @@ import { getPlanView } from '../../queries/plan-timeline.query';
 import { formatPlanView } from '../../queries/plan-timeline.format';
 import { listPlans, PlanPage } from '../../queries/plan-list.query';
 import { exportPlanTemplate } from '../../queries/plan-export.query';
+import { formatPlanLineage, getPlanLineage } from '../../queries/plan-lineage.query';
 import { parseDateRange, parseLimit, parseOffset, parsePlanStatus, requireId } from '../../queries/query-args';
 import { formatInt, renderTable } from '../../queries/text-output';
 import { parseArgs, printJson, withReadSource } from './read-command';
@@ -63,4 +64,11 @@ export function formatPlanPage(page: PlanPage): string[] {
 export async function exportCommand(ctx: CliContext, rawId: string): Promise<void> {
   const planId = parseArgs(() => requireId('planId', rawId));
   printJson(ctx, await withReadSource(ctx, 'plans export', (ds) => exportPlanTemplate(ds, planId)));
+}
+
+export async function lineageCommand(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
+  const planId = parseArgs(() => requireId('planId', rawId));
+  const lineage = await withReadSource(ctx, 'plans lineage', (ds) => getPlanLineage(ds, planId));
+  if (opts.json) return printJson(ctx, lineage);
+  for (const line of formatPlanLineage(lineage)) ctx.out(line);
 }

@@ -8,7 +8,7 @@ import type { ListOptions } from './plans.actions';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const actions = () => require('./plans.actions') as typeof import('./plans.actions');
 
-/** Registers `plans show|list|export` and returns the `plans` command so others can attach subcommands. */
+/** Registers `plans show|list|export|lineage` and returns the `plans` command so others can attach subcommands. */
 export function registerPlans(program: Command, context: () => CliContext): Command {
   const plans = program.command('plans').description('read stored plans: timeline, list, export as a template');
 
@@ -43,6 +43,19 @@ export function registerPlans(program: Command, context: () => CliContext): Comm
     .option('--json', 'accepted for symmetry: the template is always JSON')
     .addHelpText('after', '\nExample:\n  plan-ledger plans export plan-42 > template.json')
     .action(async (planId: string) => actions().exportCommand(context(), planId));
+
+  plans
+    .command('lineage')
+    .description(
+      'the fork tree a plan belongs to: its root, every fork and replay below it (kind, layer, checkpoint, status, steps, tokens, cost)',
+    )
+    .argument('<planId>', "the executor's plan id (any plan of the tree)")
+    .option('--json', 'print { planId, rootId, plans, truncated, root: { ..., children } } as JSON')
+    .addHelpText(
+      'after',
+      '\nSoft-deleted (retired) plans of the tree are shown as retired; the plan asked for must be live.\n\nExample:\n  plan-ledger plans lineage plan-42',
+    )
+    .action(async (planId: string, opts: { json?: boolean }) => actions().lineageCommand(context(), planId, opts));
 
   return plans;
 }

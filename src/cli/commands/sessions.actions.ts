@@ -56,7 +56,7 @@ export async function historyCommand(
 export async function purgeCommand(
   ctx: CliContext,
   rawId: string,
-  opts: { dryRun?: boolean; json?: boolean },
+  opts: { dryRun?: boolean; includeForks?: boolean; json?: boolean },
 ): Promise<void> {
   const sessionId = parseArgs(() => requireId('sessionId', rawId));
   const limits = loadTransactionLimits(ctx.env);
@@ -66,6 +66,7 @@ export async function purgeCommand(
     const report = await withDataSource(ctx, (ds) =>
       eraseSession(ds, sessionId, {
         dryRun: opts.dryRun ?? false,
+        includeForks: opts.includeForks ?? false,
         deadLetters: redis.service,
         logger: ctx.logger,
         ...limits,

@@ -45,12 +45,16 @@ export function registerSessions(program: Command, context: () => CliContext): C
     )
     .argument('<sessionId>', "the executor's session id")
     .option('--dry-run', 'count what would be removed; change nothing')
-    .option('--json', 'print { sessionId, dryRun, plans, tables, deadLetters, durationMs } as JSON')
+    .option(
+      '--include-forks',
+      'also erase the forks and replays of its plans in other sessions, at any depth (without it, such a session is refused)',
+    )
+    .option('--json', 'print { sessionId, dryRun, plans, tables, deadLetters, forks, durationMs } as JSON')
     .addHelpText(
       'after',
-      `\nNo undo (unlike retention's soft delete). Needs the database and Redis (REDIS_URL, QUEUE_PREFIX).\nExit code 1 with one line when neither knows the session.\n${ERASURE_ENV_TEXT}\n\nExamples:\n  plan-ledger sessions purge sess-42 --dry-run\n  plan-ledger sessions purge sess-42 --json`,
+      `\nNo undo (unlike retention's soft delete). Needs the database and Redis (REDIS_URL, QUEUE_PREFIX).\nExit code 1 with one line when neither knows the session, or when plans of it have forks in other sessions\n(they read their inherited steps from its plans) and --include-forks is not given: nothing is erased then.\n${ERASURE_ENV_TEXT}\n\nExamples:\n  plan-ledger sessions purge sess-42 --dry-run\n  plan-ledger sessions purge sess-42 --json`,
     )
-    .action(async (sessionId: string, opts: { dryRun?: boolean; json?: boolean }) =>
+    .action(async (sessionId: string, opts: { dryRun?: boolean; includeForks?: boolean; json?: boolean }) =>
       actions().purgeCommand(context(), sessionId, opts),
     );
 
