@@ -101,7 +101,7 @@ export async function forkPlan(ds: DataSource, request: ForkRequest, store?: Pla
     parentPlanId: parent.id,
     layer: start.layer,
     checkpointId: start.checkpointId,
-    steps: shape.nodes.length + edits.added.length,
+    steps: shape.layers.reduce((n, layer) => n + layer.length, 0) + edits.added.length,
     inheritedSteps: inherited,
     changedSteps: edits.changed,
     addedSteps: edits.added,
@@ -113,7 +113,7 @@ export async function forkPlan(ds: DataSource, request: ForkRequest, store?: Pla
 
 /** The parent's steps as its DAG draws them (for a fork: its whole step list, ancestors' included). */
 interface Shape {
-  nodes: DagNode[];
+  nodes: () => DagNode[];
   layers: string[][];
   /** Steps of the parent that failed (for a start at its failure). */
   failed: () => Promise<string[]>;
@@ -127,8 +127,9 @@ async function parentShape(ds: DataSource, parent: ExecutionPlanRow): Promise<Sh
       .findOne({ where: { workflowId: parent.id, checkpointKey: key } });
   if (isFork(parent)) {
     const view = await loadForkView(ds, parent);
+    const nodes = view.steps.map(nodeOf);
     return {
-      nodes: view.steps.map(nodeOf),
+      nodes: () => nodes,
       layers: view.layers,
       failed: async () => view.steps.filter((s) => s.status === 'failed').map((s) => s.stepKey),
       checkpoint: async (key) =>
@@ -144,15 +145,21 @@ async function parentShape(ds: DataSource, parent: ExecutionPlanRow): Promise<Sh
   // the DAG row holds every step's place: one row to read, whatever the plan's size
   const dag = await ds.getRepository<WorkflowDagRow>(ENTITY.dag).findOne({ where: { workflowId: parent.id } });
   if (dag) {
-    const parsed = parseJson<{ steps: DagNode[]; layers: string[][] }>(dag.dag, { steps: [], layers: [] });
-    return { nodes: parsed.steps, layers: parsed.layers, failed, checkpoint: ownCheckpoint };
+    const text = String(dag.dag);
+    // the steps' part of a large DAG is parsed only when edits need it
+    return {
+      nodes: once(() => parseJson<{ steps: DagNode[] }>(text, { steps: [] }).steps),
+      layers: layersPart(text),
+      failed,
+      checkpoint: ownCheckpoint,
+    };
   }
   const steps = await ds.getRepository<PlanStepRow>(ENTITY.step).find({
     where: { planId: parent.id },
     select: { stepKey: true, stepIndex: true, dependsOn: true },
   });
   const nodes = steps.map(nodeOf);
-  return { nodes, layers: dagLayers(nodes), failed, checkpoint: ownCheckpoint };
+  return { nodes: () => nodes, layers: dagLayers(nodes), failed, checkpoint: ownCheckpoint };
 }
 
 /**
@@ -178,6 +185,28 @@ async function withoutUnchanged(ds: DataSource, parent: ExecutionPlanRow, edits:
       deps(parseJson<string[]>(r.dependsOn, [])) === deps(e.dependsOn ?? [])
     );
   });
+}
+
+/**
+ * The `layers` of a stored DAG (`{"steps":[...],"layers":[...]}`, as the store writes it) without
+ * parsing its steps: `"layers":` unescaped occurs only as that last key (inside a string value a
+ * quote is escaped). Falls back to the whole document.
+ */
+function layersPart(text: string): string[][] {
+  const at = text.lastIndexOf(',"layers":');
+  if (at >= 0 && text.endsWith('}')) {
+    try {
+      return JSON.parse(text.slice(at + ',"layers":'.length, -1)) as string[][];
+    } catch {
+      // not the store's form: read it whole
+    }
+  }
+  return parseJson<{ layers: string[][] }>(text, { layers: [] }).layers;
+}
+
+function once<T>(make: () => T): () => T {
+  let value: { v: T } | undefined;
+  return () => (value ??= { v: make() }).v;
 }
 
 function nodeOf(s: Pick<PlanStepRow, 'stepKey' | 'stepIndex' | 'dependsOn'>): DagNode {
@@ -235,9 +264,12 @@ function placeEdits(
   layer: number,
   edits: StepSpec[],
 ): { specs: StepSpec[]; changed: string[]; added: string[]; layers: string[][] } {
-  const parentIndex = new Map(shape.nodes.map((n) => [n.stepId, n.index]));
+  // nothing changed: the fork is the parent's DAG as it is
+  if (edits.length === 0) return { specs: [], changed: [], added: [], layers: shape.layers };
+  const nodes = shape.nodes();
+  const parentIndex = new Map(nodes.map((n) => [n.stepId, n.index]));
   const inherited = new Set(shape.layers.slice(0, layer).flat());
-  let next = Math.max(-1, ...shape.nodes.map((n) => n.index)) + 1;
+  let next = nodes.reduce((max, n) => Math.max(max, n.index), -1) + 1;
   const changed: string[] = [];
   const added: string[] = [];
   const specs = edits.map((spec) => {
@@ -250,7 +282,7 @@ function placeEdits(
     else added.push(spec.stepId);
     return { ...spec, index: index ?? next++ };
   });
-  const byId = new Map<string, DagNode>(shape.nodes.map((n) => [n.stepId, n]));
+  const byId = new Map<string, DagNode>(nodes.map((n) => [n.stepId, n]));
   for (const s of specs) byId.set(s.stepId, { stepId: s.stepId, index: s.index, dependsOn: s.dependsOn ?? [] });
   const merged = [...byId.values()];
   const out: Violation[] = [];

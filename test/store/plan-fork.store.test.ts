@@ -203,3 +203,26 @@ describe.each(ALL_TEST_DBS)('forks in the store on %s', (kind) => {
     });
   });
 });
+
+describe('a fork whose added step takes an index of its parent', () => {
+  it("is refused when the parent's step with that index becomes the fork's own (SQLite)", async () => {
+    const { ds, close } = await createMigratedDb('sqlite');
+    try {
+      const store = new PlanEventStore(ds, undefined, { rowCacheBytes: 0 });
+      await store.persist(parentEvents('p_clash'));
+      await store.persist([
+        ev('f_clash', 0, 'plan.created', {
+          query: 'q',
+          steps: [spec('x', 1)],
+          forkOf: { planId: 'p_clash', kind: 'fork', layer: 1 },
+        }),
+      ]);
+      const outcome = store.persist([
+        ev('f_clash', 1, 'step.completed', { stepId: 'b', inputTokens: 1, outputTokens: 1 }),
+      ]);
+      await expect(outcome).rejects.toThrow(/UNIQUE|unique/);
+    } finally {
+      await close();
+    }
+  });
+});
