@@ -93,7 +93,7 @@ export async function forkPlan(ds: DataSource, request: ForkRequest, store?: Pla
     edits.specs,
   );
   await (store ?? new PlanEventStore(ds, undefined, { rowCacheBytes: 0 })).persist([event]);
-  const inherited = shape.layers.slice(0, start.layer).reduce((n, layer) => n + layer.length, 0);
+  const inherited = shape.layers.sizes.slice(0, start.layer).reduce((n, size) => n + size, 0);
   return {
     planId,
     sessionId,
@@ -101,12 +101,12 @@ export async function forkPlan(ds: DataSource, request: ForkRequest, store?: Pla
     parentPlanId: parent.id,
     layer: start.layer,
     checkpointId: start.checkpointId,
-    steps: shape.layers.reduce((n, layer) => n + layer.length, 0) + edits.added.length,
+    steps: shape.layers.sizes.reduce((n, size) => n + size, 0) + edits.added.length,
     inheritedSteps: inherited,
     changedSteps: edits.changed,
     addedSteps: edits.added,
     nextLayer: start.layer,
-    nextSteps: edits.layers[start.layer] ?? [],
+    nextSteps: edits.nextSteps,
     nextSeq: 1,
   };
 }
@@ -114,7 +114,7 @@ export async function forkPlan(ds: DataSource, request: ForkRequest, store?: Pla
 /** The parent's steps as its DAG draws them (for a fork: its whole step list, ancestors' included). */
 interface Shape {
   nodes: () => DagNode[];
-  layers: string[][];
+  layers: Layers;
   /** Steps of the parent that failed (for a start at its failure). */
   failed: () => Promise<string[]>;
   checkpoint: (key: string) => Promise<WorkflowCheckpointRow | null>;
@@ -130,7 +130,7 @@ async function parentShape(ds: DataSource, parent: ExecutionPlanRow): Promise<Sh
     const nodes = view.steps.map(nodeOf);
     return {
       nodes: () => nodes,
-      layers: view.layers,
+      layers: listedLayers(view.layers),
       failed: async () => view.steps.filter((s) => s.status === 'failed').map((s) => s.stepKey),
       checkpoint: async (key) =>
         (await ownCheckpoint(key)) ?? (view.startCheckpoint?.checkpointKey === key ? view.startCheckpoint : null),
@@ -149,7 +149,7 @@ async function parentShape(ds: DataSource, parent: ExecutionPlanRow): Promise<Sh
     // the steps' part of a large DAG is parsed only when edits need it
     return {
       nodes: once(() => parseJson<{ steps: DagNode[] }>(text, { steps: [] }).steps),
-      layers: layersPart(text),
+      layers: storedLayers(text),
       failed,
       checkpoint: ownCheckpoint,
     };
@@ -159,7 +159,7 @@ async function parentShape(ds: DataSource, parent: ExecutionPlanRow): Promise<Sh
     select: { stepKey: true, stepIndex: true, dependsOn: true },
   });
   const nodes = steps.map(nodeOf);
-  return { nodes: () => nodes, layers: dagLayers(nodes), failed, checkpoint: ownCheckpoint };
+  return { nodes: () => nodes, layers: listedLayers(dagLayers(nodes)), failed, checkpoint: ownCheckpoint };
 }
 
 /**
@@ -187,21 +187,57 @@ async function withoutUnchanged(ds: DataSource, parent: ExecutionPlanRow, edits:
   });
 }
 
+/** A DAG's layers: how many, their sizes, one layer's step ids, all of them. */
+interface Layers {
+  count: number;
+  sizes: readonly number[];
+  at(n: number): string[];
+  all(): string[][];
+}
+
+function listedLayers(layers: string[][]): Layers {
+  return { count: layers.length, sizes: layers.map((l) => l.length), at: (n) => layers[n] ?? [], all: () => layers };
+}
+
 /**
- * The `layers` of a stored DAG (`{"steps":[...],"layers":[...]}`, as the store writes it) without
- * parsing its steps: `"layers":` unescaped occurs only as that last key (inside a string value a
- * quote is escaped). Falls back to the whole document.
+ * The layers of a stored DAG (`{"steps":[...],"layers":[...]}`, as the store writes it), read
+ * without parsing its steps: the `layers` part is found by its key (unescaped, `"layers":` occurs
+ * only as that last key) and scanned for its brackets and commas (step ids are external ids: no
+ * quote, bracket, comma or backslash in them); one layer is parsed when asked for. Anything else
+ * is parsed whole.
  */
-function layersPart(text: string): string[][] {
+export function storedLayers(text: string): Layers {
   const at = text.lastIndexOf(',"layers":');
-  if (at >= 0 && text.endsWith('}')) {
-    try {
-      return JSON.parse(text.slice(at + ',"layers":'.length, -1)) as string[][];
-    } catch {
-      // not the store's form: read it whole
+  const body = at >= 0 && text.endsWith('}') ? text.slice(at + ',"layers":'.length, -1) : '';
+  if (!body.startsWith('[') || body.includes('\\'))
+    return listedLayers(parseJson<{ layers: string[][] }>(text, { layers: [] }).layers);
+  const starts: number[] = [];
+  const ends: number[] = [];
+  const sizes: number[] = [];
+  let depth = 0;
+  let commas = 0;
+  let empty = true;
+  for (let i = 0; i < body.length; i++) {
+    const c = body.charCodeAt(i);
+    if (c === 0x5b) {
+      if (++depth === 2) {
+        starts.push(i);
+        commas = 0;
+        empty = true;
+      }
+    } else if (c === 0x5d) {
+      if (depth-- === 2) {
+        ends.push(i + 1);
+        sizes.push(empty ? 0 : commas + 1);
+      }
+    } else if (depth === 2) {
+      if (c === 0x2c) commas++;
+      else if (c === 0x22) empty = false;
     }
   }
-  return parseJson<{ layers: string[][] }>(text, { layers: [] }).layers;
+  const layerAt = (n: number): string[] =>
+    n >= 0 && n < starts.length ? (JSON.parse(body.slice(starts[n], ends[n])) as string[]) : [];
+  return { count: sizes.length, sizes, at: layerAt, all: once(() => JSON.parse(body) as string[][]) };
 }
 
 function once<T>(make: () => T): () => T {
@@ -219,7 +255,7 @@ async function startOf(
   request: ForkRequest,
 ): Promise<{ layer: number; checkpointId: string | null }> {
   const from: ForkStart = request.kind === 'replay' ? { layer: 0 } : (request.from ?? missingStart());
-  const count = shape.layers.length;
+  const count = shape.layers.count;
   if (count === 0) throw new ForkRefusedError(`plan "${parent.id}" has no steps: there is nothing to run again`);
   if ('layer' in from) {
     if (!Number.isInteger(from.layer) || from.layer < 0 || from.layer >= count)
@@ -241,7 +277,7 @@ async function startOf(
     return { layer, checkpointId: from.checkpointId };
   }
   const failed = new Set(await shape.failed());
-  const layer = shape.layers.findIndex((keys) => keys.some((k) => failed.has(k)));
+  const layer = shape.layers.all().findIndex((keys) => keys.some((k) => failed.has(k)));
   if (layer < 0) throw new ForkRefusedError(`plan "${parent.id}" has no failed step: fork it --from-layer N instead`);
   return { layer, checkpointId: null };
 }
@@ -263,12 +299,12 @@ function placeEdits(
   shape: Shape,
   layer: number,
   edits: StepSpec[],
-): { specs: StepSpec[]; changed: string[]; added: string[]; layers: string[][] } {
+): { specs: StepSpec[]; changed: string[]; added: string[]; nextSteps: string[] } {
   // nothing changed: the fork is the parent's DAG as it is
-  if (edits.length === 0) return { specs: [], changed: [], added: [], layers: shape.layers };
+  if (edits.length === 0) return { specs: [], changed: [], added: [], nextSteps: shape.layers.at(layer) };
   const nodes = shape.nodes();
   const parentIndex = new Map(nodes.map((n) => [n.stepId, n.index]));
-  const inherited = new Set(shape.layers.slice(0, layer).flat());
+  const inherited = new Set(shape.layers.all().slice(0, layer).flat());
   let next = nodes.reduce((max, n) => Math.max(max, n.index), -1) + 1;
   const changed: string[] = [];
   const added: string[] = [];
@@ -308,7 +344,7 @@ function placeEdits(
     throw new ForkRefusedError(
       `--edit-steps: step "${early}" would run in a layer before ${layer}, which the fork inherits; make it depend on a step of layer ${layer - 1} or later`,
     );
-  return { specs, changed, added, layers };
+  return { specs, changed, added, nextSteps: layers[layer] ?? [] };
 }
 
 function forkEvent(
