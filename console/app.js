@@ -13,6 +13,7 @@ import { errorBox, h, show } from './dom.js';
 import { announcePage, drawNav, signIn } from './shell.js';
 import { planPage, plansPage } from './page-plans.js';
 import { sessionPage } from './page-session.js';
+import { comparePage } from './page-compare.js';
 import { deadLetterPage, deadLettersPage } from './page-dead-letters.js';
 import { healthPage } from './page-health.js';
 import { analyticsPage } from './page-analytics.js';
@@ -27,7 +28,8 @@ function route() {
   drawNav(page === 'sessions' ? 'plans' : page);
   show(h('p', { class: 'muted', text: 'Loading…' }));
   var done;
-  if (page === 'plans' && parts[1]) done = planPage(parts[1]);
+  if (page === 'plans' && parts[1] && parts[2] === 'compare' && parts[3]) done = comparePage(parts[1], parts[3]);
+  else if (page === 'plans' && parts[1]) done = planPage(parts[1]);
   else if (page === 'plans') done = plansPage(q);
   else if (page === 'sessions' && parts[1]) done = sessionPage(parts[1], q);
   else if (page === 'dead-letters' && parts[1]) done = deadLetterPage(parts[1]);

@@ -134,10 +134,11 @@ export function dagSvg(steps, serverLayers, resume, checkpoints) {
     var g = s(
       'g',
       {
-        class: 'dag-node ' + statusClass(status) + (next[id] ? ' resume' : ''),
+        class: 'dag-node ' + statusClass(status) + (inherited(st) ? ' inherited' : '') + (next[id] ? ' resume' : ''),
         'data-step': id,
         'data-status': status,
         'data-layer': pos[id].layer,
+        'data-inherited-from': inherited(st) ? st.inheritedFrom : null,
         transform: 'translate(' + pos[id].x + ',' + pos[id].y + ')',
         // reachable from the keyboard: Tab moves between steps, Enter or Space opens the step's row
         tabindex: 0,
@@ -163,12 +164,24 @@ export function dagSvg(steps, serverLayers, resume, checkpoints) {
   return svg;
 }
 
+/** A fork's step that ran in an ancestor (GET /v1/plans/:id `inheritedFrom`), not in the plan itself. */
+function inherited(st) {
+  return !!(st && st.inheritedFrom);
+}
+
 function nodeTitle(st, id, status) {
-  return (st ? st.stepId + ' · ' + st.agentId : id) + ' (' + status + ')' + (st && st.title ? ': ' + st.title : '');
+  return (
+    (st ? st.stepId + ' · ' + st.agentId : id) +
+    ' (' +
+    status +
+    (inherited(st) ? ', inherited from ' + st.inheritedFrom : '') +
+    ')' +
+    (st && st.title ? ': ' + st.title : '')
+  );
 }
 
 function nodeLine(st, status) {
-  return clip((st ? st.agentId : '') + ' · ' + status, 26);
+  return clip((inherited(st) ? 'inherited' : st ? st.agentId : '') + ' · ' + status, 26);
 }
 
 /** A live update: each step's box takes its new status and resume mark, in place (the view stays). */
@@ -187,11 +200,20 @@ export function updateDag(svg, steps, resume) {
     var id = g.getAttribute('data-step');
     var st = byId[id];
     var status = st ? st.status : 'pending';
-    if (g.getAttribute('data-status') === status && g.classList.contains('resume') === !!next[id]) return;
+    if (
+      g.getAttribute('data-status') === status &&
+      g.classList.contains('resume') === !!next[id] &&
+      g.classList.contains('inherited') === inherited(st)
+    )
+      return;
     var dimmed = g.classList.contains('dimmed');
     g.setAttribute(
       'class',
-      'dag-node ' + statusClass(status) + (next[id] ? ' resume' : '') + (dimmed ? ' dimmed' : ''),
+      'dag-node ' +
+        statusClass(status) +
+        (inherited(st) ? ' inherited' : '') +
+        (next[id] ? ' resume' : '') +
+        (dimmed ? ' dimmed' : ''),
     );
     g.setAttribute('data-status', status);
     g.querySelector('title').textContent = visibleText(nodeTitle(st, id, status));

@@ -1,6 +1,6 @@
 /*
  * The plans list (filters, paging) and one plan: its DAG, timeline, decisions, handoffs,
- * checkpoints and steps.
+ * checkpoints and steps; for a fork, where it came from, its lineage and which steps it inherited.
  */
 import { api } from './api.js';
 import {
@@ -22,6 +22,7 @@ import {
 import { dagSvg, dagViewer, updateDag } from './dag.js';
 import { stop, watch } from './live.js';
 import { ganttSvg } from './timeline.js';
+import { lineagePanel } from './page-compare.js';
 
 var PAGE = 20;
 
@@ -136,9 +137,10 @@ export function plansPage(q) {
 export function planPage(planId) {
   var started = performance.now();
   var planPath = '/v1/plans/' + enc(planId);
-  return Promise.all([api(planPath), resumePointOf(planId)]).then(function (r) {
+  return Promise.all([api(planPath), resumePointOf(planId), lineageOf(planId)]).then(function (r) {
     var view = r[0];
     var resume = r[1];
+    var lineage = r[2];
     var p = view.plan;
     var steps = view.steps;
     var outputBox = h('div', { id: 'step-output' });
@@ -168,9 +170,10 @@ export function planPage(planId) {
     mode.value = steps.length > 100 ? 'agent' : 'step';
     function drawTimeline() {
       timelineBox.textContent = '';
-      append(timelineBox, ganttSvg(steps, p, mode.value, view.layers));
+      // a fork's inherited steps ran in an ancestor, before this plan existed: not on its timeline
+      append(timelineBox, ganttSvg(steps.filter(ranHere), p, mode.value, view.layers));
     }
-    var summary = h('div', { id: 'plan-summary' }, planSummary(p, view.source));
+    var summary = h('div', { id: 'plan-summary' }, planSummary(p, view.source, steps));
     var tables = h('div', { id: 'plan-tables' });
     var filter = stepFilter(function () {
       return steps;
@@ -195,6 +198,7 @@ export function planPage(planId) {
     show(
       h('h1', { text: 'Plan ' + p.planId }),
       summary,
+      lineagePanel(lineage),
       h('h2', { text: 'DAG' }),
       h(
         'div',
@@ -204,6 +208,9 @@ export function planPage(planId) {
         }),
         h('span', { text: '▭ dashed: resume point (next layer to run)' }),
         h('span', { text: '⚑ last checkpoint' }),
+        steps.some(isInherited)
+          ? h('span', { class: 'legend-inherited', text: '▭ grey: inherited (ran in an ancestor)' })
+          : null,
       ),
       dagView.toolbar,
       dagView.viewport,
@@ -247,7 +254,7 @@ export function planPage(planId) {
         p = next.plan;
         steps = next.steps;
         summary.textContent = '';
-        append(summary, planSummary(p, view.source));
+        append(summary, planSummary(p, view.source, steps));
         updateDag(dag, steps, resume);
         if (rest.hasAttribute('data-ready')) {
           drawTimeline();
@@ -258,6 +265,21 @@ export function planPage(planId) {
       });
     });
   });
+}
+
+/** The plan's fork tree; null when it cannot be read (the plan page is shown without it). */
+function lineageOf(planId) {
+  return api('/v1/plans/' + enc(planId) + '/lineage').catch(function () {
+    return null;
+  });
+}
+
+function isInherited(st) {
+  return !!st.inheritedFrom;
+}
+
+function ranHere(st) {
+  return !st.inheritedFrom;
 }
 
 function resumePointOf(planId) {
@@ -281,8 +303,20 @@ function sameShape(a, b) {
   return JSON.stringify(a.layers) === JSON.stringify(b.layers);
 }
 
-function planSummary(p, source) {
+function planSummary(p, source, steps) {
+  var inherited = steps.filter(isInherited).length;
   return [
+    p.forkOf
+      ? h(
+          'p',
+          { id: 'plan-fork' },
+          p.forkOf.kind === 'replay' ? 'replay of ' : 'fork of ',
+          link('#/plans/' + enc(p.forkOf.planId), p.forkOf.planId),
+          p.forkOf.kind === 'replay' ? '' : ' from layer ' + p.forkOf.layer,
+          p.forkOf.checkpointId ? ' (checkpoint ' + p.forkOf.checkpointId + ')' : '',
+          ' · ' + inherited + ' of ' + steps.length + ' steps inherited, ' + (steps.length - inherited) + ' its own',
+        )
+      : null,
     h(
       'p',
       { id: 'plan-status' },
@@ -406,11 +440,26 @@ function stepFilter(getSteps) {
       return h('option', { value: st, text: st || 'any status' });
     }),
   );
+  // a fork's steps: the ones it ran itself, or the ones it inherited
+  var origin = getSteps().some(isInherited)
+    ? h(
+        'select',
+        { id: 'step-origin-filter', 'aria-label': 'where the step ran' },
+        [
+          ['', 'inherited or own'],
+          ['own', 'its own steps'],
+          ['inherited', 'inherited steps'],
+        ].map(function (o) {
+          return h('option', { value: o[0], text: o[1] });
+        }),
+      )
+    : null;
   var count = h('span', { class: 'muted', id: 'step-filter-count', text: getSteps().length + ' steps' });
   function apply() {
     var steps = getSteps();
     var needle = text.value.trim().toLowerCase();
     var wanted = status.value;
+    var from = origin ? origin.value : '';
     var byId = {};
     steps.forEach(function (st) {
       byId[st.stepId] = st;
@@ -419,6 +468,7 @@ function stepFilter(getSteps) {
       var st = byId[id];
       if (!st) return false;
       if (wanted && st.status !== wanted) return false;
+      if (from && isInherited(st) !== (from === 'inherited')) return false;
       if (!needle) return true;
       var hay = [st.stepId, st.title, st.agentId, st.model, st.error, st.result].filter(Boolean).join(' ');
       return hay.toLowerCase().indexOf(needle) >= 0;
@@ -430,12 +480,13 @@ function stepFilter(getSteps) {
       if (ok) shown++;
     });
     document.querySelectorAll('#dag .dag-node').forEach(function (node) {
-      node.classList.toggle('dimmed', !!(needle || wanted) && !keep(node.getAttribute('data-step')));
+      node.classList.toggle('dimmed', !!(needle || wanted || from) && !keep(node.getAttribute('data-step')));
     });
-    count.textContent = needle || wanted ? shown + ' of ' + steps.length + ' steps' : steps.length + ' steps';
+    count.textContent = needle || wanted || from ? shown + ' of ' + steps.length + ' steps' : steps.length + ' steps';
   }
   text.addEventListener('input', apply);
   status.addEventListener('change', apply);
+  if (origin) origin.addEventListener('change', apply);
   return {
     apply: apply,
     element: h(
@@ -443,6 +494,7 @@ function stepFilter(getSteps) {
       { class: 'step-filter', role: 'search' },
       h('label', null, 'Filter ', text),
       h('label', null, 'Status ', status),
+      origin ? h('label', null, 'Ran ', origin) : null,
       count,
     ),
   };
@@ -455,9 +507,25 @@ function stepsTable(planId, steps, outputBox) {
     steps.map(function (st) {
       return h(
         'tr',
-        { 'data-step': st.stepId },
+        {
+          'data-step': st.stepId,
+          class: isInherited(st) ? 'inherited' : null,
+          'data-inherited-from': st.inheritedFrom || null,
+        },
         h('td', { class: 'num', text: st.index }),
-        h('td', { text: st.stepId + (st.title ? ' — ' + st.title : '') }),
+        h(
+          'td',
+          null,
+          st.stepId + (st.title ? ' — ' + st.title : ''),
+          isInherited(st)
+            ? h(
+                'span',
+                { class: 'inherited-note' },
+                'inherited from ',
+                link('#/plans/' + enc(st.inheritedFrom), st.inheritedFrom),
+              )
+            : null,
+        ),
         h('td', { text: st.agentId }),
         h('td', null, badge(st.status)),
         h('td', { text: st.model || '–' }),

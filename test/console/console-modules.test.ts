@@ -1,6 +1,7 @@
 /**
  * The console's pure modules, run as the ES modules the browser loads, in a Node process of their
- * own: addresses, formatting, status classes, and the DAG's ordering of the server's layers.
+ * own: addresses, formatting, status classes, the DAG's ordering of the server's layers, and the
+ * lineage tree and step comparison of forks.
  */
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
@@ -89,5 +90,97 @@ describe('console modules', () => {
       const server = cases[i][0] as string[][];
       expect(layers.map((l) => [...l].sort())).toEqual(server.map((l) => [...l].sort()));
     });
+  });
+
+  it('lineage.js forkLabel: how a plan came about', () => {
+    expect(
+      callModule('lineage.js', 'forkLabel', [
+        [null, null, null],
+        ['fork', 3, null],
+        ['fork', 2, 'cp_1'],
+        ['replay', 0, null],
+        ['fork', null, null],
+      ]),
+    ).toEqual(['original', 'fork from layer 3', 'fork from layer 2 (checkpoint cp_1)', 'replay', 'fork']);
+  });
+
+  it('lineage.js lineageRows: tree order, depth, and each plan as related to the one asked for', () => {
+    const node = (planId: string, children: unknown[] = [], current = false) => ({ planId, current, children });
+    // root -> (p -> (me -> (kid -> grandkid), sib), uncle)
+    const lineage = {
+      root: node('root', [
+        node('p', [node('me', [node('kid', [node('grandkid')])], true), node('sib')]),
+        node('uncle'),
+      ]),
+    };
+    const [rows] = callModule('lineage.js', 'lineageRows', [[lineage]]) as Array<
+      Array<{ node: { planId: string }; depth: number; relation: string }>
+    >;
+    expect(rows.map((r) => [r.node.planId, r.depth, r.relation])).toEqual([
+      ['root', 0, 'ancestor'],
+      ['p', 1, 'parent'],
+      ['me', 2, 'this plan'],
+      ['kid', 3, 'fork of this plan'],
+      ['grandkid', 4, 'descendant'],
+      ['sib', 2, 'sibling'],
+      ['uncle', 1, 'in the tree'],
+    ]);
+  });
+
+  it('lineage.js compareSteps: a row per step id in either plan; a row both read is the same; what differs is named', () => {
+    const step = (stepId: string, index: number, over: Record<string, unknown> = {}) => ({
+      stepId,
+      index,
+      agentId: 'agent',
+      task: `task ${stepId}`,
+      status: 'completed',
+      inputTokens: 1,
+      outputTokens: 1,
+      hasOutput: true,
+      inheritedFrom: null,
+      ...over,
+    });
+    const parent = {
+      planId: 'P',
+      steps: [step('a', 0), step('b', 1), step('c', 2), step('gone', 3), step('e', 4, { hasOutput: false })],
+    };
+    const fork = {
+      planId: 'F',
+      steps: [
+        step('a', 0, { inheritedFrom: 'P' }),
+        step('c', 2, { task: 'edited', inputTokens: 5 }),
+        step('b', 1),
+        step('new', 5, { status: 'pending', hasOutput: false }),
+        step('e', 4, { status: 'failed' }),
+      ],
+    };
+    const [rows] = callModule('lineage.js', 'compareSteps', [[parent, fork]]) as Array<
+      Array<{ stepId: string; sameRow: boolean; reasons: string[]; compareOutputs: boolean }>
+    >;
+    expect(rows.map((r) => [r.stepId, r.sameRow, r.reasons, r.compareOutputs])).toEqual([
+      ['a', true, [], false],
+      ['b', false, [], true],
+      ['c', false, ['tokens', 'task'], true],
+      ['gone', false, ['only-a'], false],
+      ['e', false, ['status', 'output'], false],
+      ['new', false, ['only-b'], false],
+    ]);
+    // two forks inheriting one ancestor's row read the same row
+    const [[sibling]] = callModule('lineage.js', 'compareSteps', [
+      [
+        { planId: 'F1', steps: [step('a', 0, { inheritedFrom: 'P' })] },
+        { planId: 'F2', steps: [step('a', 0, { inheritedFrom: 'P' })] },
+      ],
+    ]) as Array<Array<{ sameRow: boolean }>>;
+    expect(sibling.sameRow).toBe(true);
+    expect(
+      callModule('lineage.js', 'outputDiffers', [
+        ['x', 'x'],
+        ['x', 'y'],
+        [null, null],
+        [null, ''],
+      ]),
+    ).toEqual([false, true, false, true]);
+    expect(callModule('lineage.js', 'reasonText', [[['only-a', 'status'], 'P', 'F']])).toEqual(['only in P, status']);
   });
 });

@@ -19,6 +19,7 @@ import { ENTITY } from '../../src/store/entities';
 import { displayMoney, moneyFromColumn } from '../../src/pricing';
 import type { PlanEvent, StepSpec } from '../../src/contracts';
 import { PlanEventStore } from '../../src/store/plan-event-store';
+import { forkPlan } from '../../src/fork/fork-plan';
 import { ApiStack, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
 import { genAiRun, otlpJsonRequest } from '../otlp/otlp-fixtures';
 import { openRedis, REDIS_URL, silentLogger } from '../worker/helpers/queue-harness';
@@ -836,6 +837,243 @@ describe('the web console in headless Chromium', () => {
     await page.context().close();
   }, 90_000);
 
+  it('forks: the lineage panel lists the tree with links, a fork shows its parent and its inherited steps muted, two plans compare side by side with the differing steps marked and hostile output escaped', async () => {
+    const store = new PlanEventStore(stack.db.ds);
+    let at = Date.parse('2026-10-01T09:00:00Z');
+    const seqs = new Map<string, number>();
+    const stored = async (planId: string, list: Array<[string, Record<string, unknown>]>) => {
+      const events = list.map(([type, payload]) => {
+        const seq = seqs.get(planId) ?? 0;
+        seqs.set(planId, seq + 1);
+        return {
+          specVersion: 1,
+          eventId: randomUUID(),
+          type,
+          planId,
+          sessionId: 'session-lineage',
+          seq,
+          occurredAt: new Date((at += 1000)).toISOString(),
+          payload,
+        } as unknown as PlanEvent;
+      });
+      await store.persist(events);
+    };
+    const ran = (stepId: string, tokens: number, output: string): Array<[string, Record<string, unknown>]> => [
+      ['step.started', { stepId }],
+      ['step.completed', { stepId, inputTokens: tokens, outputTokens: 1, outputContent: output }],
+    ];
+    // a, b (layer 0) -> c, d (layer 1)
+    const parent = 'lineage-parent';
+    await stored(parent, [
+      [
+        'plan.created',
+        {
+          query: 'a plan with forks',
+          steps: [
+            { stepId: 'a', index: 0, agentId: 'agent-a', task: 'task a' },
+            { stepId: 'b', index: 1, agentId: 'agent-b', task: 'task b' },
+            { stepId: 'c', index: 2, agentId: 'agent-c', task: 'task c', dependsOn: ['a'] },
+            { stepId: 'd', index: 3, agentId: 'agent-d', task: 'task d', dependsOn: ['b'] },
+          ],
+        },
+      ],
+      ...ran('a', 10, 'out a'),
+      ...ran('b', 20, 'out b'),
+      ['checkpoint.saved', { checkpointId: 'cp0', layer: 0, state: {} }],
+      ...ran('c', 30, 'out c'),
+      ...ran('d', 40, 'out d'),
+      ['plan.finalized', { status: 'completed' }],
+    ]);
+    const now = () => new Date((at += 1000));
+    const fork = (planId: string, kind: 'fork' | 'replay', editSteps?: StepSpec[]) =>
+      forkPlan(stack.db.ds, {
+        parentPlanId: parent,
+        kind,
+        planId,
+        ...(kind === 'fork' ? { from: { layer: 1 } } : {}),
+        editSteps,
+        now: now(),
+      });
+    const hostileOutput = '<img src=x onerror="window.__pwned = 9">\u202Egnp.exe <script>alert(9)</script>';
+    const hostileTask = '<b onmouseover=alert(8)>fix d</b> \u2066isolated\u2069';
+    await fork('lineage-fork-a', 'fork');
+    seqs.set('lineage-fork-a', 1); // the fork's plan.created was seq 0
+    await stored('lineage-fork-a', [
+      ...ran('c', 30, 'out c'),
+      ...ran('d', 41, 'out d, again'),
+      ['plan.finalized', { status: 'completed' }],
+    ]);
+    await fork('lineage-fork-b', 'fork', [
+      { stepId: 'd', index: 3, agentId: 'agent-d', task: hostileTask, dependsOn: ['b'] },
+    ]);
+    seqs.set('lineage-fork-b', 1);
+    await stored('lineage-fork-b', [...ran('c', 30, 'out c'), ...ran('d', 41, hostileOutput)]);
+    await fork('lineage-replay-old', 'replay');
+    await stack.db.ds.getRepository(ENTITY.plan).softDelete({ id: 'lineage-replay-old' });
+
+    const { page, dialogs } = await openPage(READ_KEY);
+    // the parent: the tree, each plan a link, the plan shown marked, the retired replay marked
+    await page.goto(`${stack.server.url}/#/plans/${parent}`);
+    await page.waitForSelector('#plan-rest[data-ready]');
+    const tree = await page.locator('#lineage li[data-plan]').evaluateAll((els) =>
+      els.map((li) => ({
+        plan: li.getAttribute('data-plan'),
+        href: li.querySelector(':scope > .lineage-node > a')?.getAttribute('href'),
+        kind: li.querySelector(':scope > .lineage-node > .lineage-kind')?.textContent,
+        current: li.querySelector(':scope > .lineage-node > a')?.getAttribute('aria-current') ?? null,
+        retired: !!li.querySelector(':scope > .lineage-node > .lineage-retired'),
+        compare: li.querySelector(':scope > .lineage-node > .lineage-compare')?.getAttribute('href') ?? null,
+      })),
+    );
+    expect(tree).toEqual([
+      { plan: parent, href: `#/plans/${parent}`, kind: 'original', current: 'page', retired: false, compare: null },
+      ...['lineage-fork-a', 'lineage-fork-b'].map((plan) => ({
+        plan,
+        href: `#/plans/${plan}`,
+        kind: 'fork from layer 1',
+        current: null,
+        retired: false,
+        compare: `#/plans/${parent}/compare/${plan}`,
+      })),
+      {
+        plan: 'lineage-replay-old',
+        href: '#/plans/lineage-replay-old',
+        kind: 'replay',
+        current: null,
+        retired: true,
+        compare: null,
+      },
+    ]);
+    expect(await page.textContent('#lineage li[data-plan="lineage-fork-a"] > .lineage-node')).toContain(
+      'completed2/2 steps',
+    );
+    expect(await page.locator('#plan-fork').count()).toBe(0);
+    expect(await page.locator('#steps tr.inherited, #dag .dag-node.inherited').count()).toBe(0);
+
+    // a fork: its parent in the header, its inherited steps muted and named, its own not
+    await page.click('#lineage li[data-plan="lineage-fork-a"] > .lineage-node > a');
+    await page.waitForSelector('#plan-rest[data-ready]');
+    expect(await page.textContent('h1')).toBe('Plan lineage-fork-a');
+    expect(await page.textContent('#plan-fork')).toBe(
+      'fork of lineage-parent from layer 1 · 2 of 4 steps inherited, 2 its own',
+    );
+    expect(await page.getAttribute('#plan-fork a', 'href')).toBe(`#/plans/${parent}`);
+    const drawn = async (sel: string) =>
+      page
+        .locator(sel)
+        .evaluateAll((els) => els.map((e) => [e.getAttribute('data-step'), e.getAttribute('data-inherited-from')]));
+    expect(await drawn('#steps tr.inherited')).toEqual([
+      ['a', parent],
+      ['b', parent],
+    ]);
+    expect(await drawn('#dag .dag-node.inherited')).toEqual(
+      expect.arrayContaining([
+        ['a', parent],
+        ['b', parent],
+      ]),
+    );
+    expect(await page.locator('#dag .dag-node.inherited').count()).toBe(2);
+    expect(await page.textContent('#steps tr[data-step=a] .inherited-note')).toBe(`inherited from ${parent}`);
+    expect(await page.locator('#steps tr[data-step=c].inherited, #steps tr[data-step=c] .inherited-note').count()).toBe(
+      0,
+    );
+    expect(await page.textContent('#dag .dag-node[data-step=a] title')).toContain(`inherited from ${parent}`);
+    // the timeline is what the fork ran itself
+    expect(await page.locator('#timeline .gantt-bar').count()).toBe(2);
+    await page.selectOption('#step-origin-filter', 'own');
+    expect(await page.textContent('#step-filter-count')).toBe('2 of 4 steps');
+    expect(await page.locator('#dag .dag-node.inherited.dimmed').count()).toBe(2);
+    await page.selectOption('#step-origin-filter', '');
+    // an inherited step's output is its ancestor's
+    await page.click('button.show-output[data-step=a]');
+    await page.waitForSelector('#output-text');
+    expect(await page.textContent('#output-text')).toBe('out a');
+    expect(await page.locator('#lineage li.current').getAttribute('data-plan')).toBe('lineage-fork-a');
+    expect(await page.textContent('#lineage li[data-plan="lineage-fork-b"] .lineage-relation')).toBe('sibling');
+    expect(await page.textContent(`#lineage li[data-plan="${parent}"] .lineage-relation`)).toBe('parent');
+    await shot(page, 'fork-plan');
+
+    // compare with the sibling, from the keyboard
+    await page.focus('#lineage li[data-plan="lineage-fork-b"] .lineage-compare');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#compare');
+    await waitFor('both outputs of d', async () =>
+      page.evaluate(
+        () => document.querySelector('#compare tr[data-step=d]')?.getAttribute('data-differs') !== 'pending',
+      ),
+    );
+    expect(await page.title()).toBe('Compare lineage-fork-a with lineage-fork-b · plan-ledger console');
+    const marks = await page
+      .locator('#compare tbody tr')
+      .evaluateAll((els) => els.map((e) => [e.getAttribute('data-step'), e.getAttribute('data-differs')]));
+    expect(marks).toEqual([
+      ['a', 'false'],
+      ['b', 'false'],
+      ['c', 'false'],
+      ['d', 'true'],
+    ]);
+    expect(await page.textContent('#compare tr[data-step=a] .compare-mark')).toBe('= the same stored run');
+    expect(await page.textContent('#compare tr[data-step=c] .compare-mark')).toBe('= the same');
+    expect(await page.textContent('#compare tr[data-step=d] .diff-mark')).toBe('≠ differs: task, output');
+    const outputs = await page
+      .locator('#compare tr[data-step=d] pre.compare-output')
+      .evaluateAll((els) => els.map((e) => e.textContent));
+    expect(outputs).toEqual(['out d, again', hostileOutput.replace('\u202E', '\\u202e')]);
+    expect(await page.textContent('#compare tr[data-step=d] td:nth-child(3) .compare-task')).toBe(
+      'agent-d: <b onmouseover=alert(8)>fix d</b> \\u2066isolated\\u2069',
+    );
+    expect(await page.textContent('#compare-summary')).toBe('4 steps in either plan · 1 differ · 3 the same');
+    await page.focus('#compare-only-diff');
+    await page.keyboard.press('Space');
+    expect(await page.locator('#compare tbody tr:visible').count()).toBe(1);
+    await sleep(300); // an image error handler would have fired by now
+    expect(await page.evaluate(() => (globalThis as unknown as { __pwned: number }).__pwned)).toBe(0);
+    expect(dialogs).toEqual([]);
+    expect(await page.locator('main img, main script, main b').count()).toBe(0);
+    expect(await page.evaluate(() => /[\u202a-\u202e\u2066-\u2069]/.test(document.body.innerText))).toBe(false);
+    await shot(page, 'compare-siblings');
+
+    // the parent, picked from the tree: only d's output differs
+    await page.selectOption('#compare-with', parent);
+    await page.click('#compare-pick button');
+    await page.waitForFunction(
+      () => document.querySelector('h1')?.textContent === 'Compare lineage-fork-a with lineage-parent',
+    );
+    await waitFor('the outputs', async () =>
+      page.evaluate(() => !document.querySelector('#compare tr[data-differs=pending]')),
+    );
+    expect(
+      await page
+        .locator('#compare tbody tr')
+        .evaluateAll((els) => els.map((e) => [e.getAttribute('data-step'), e.getAttribute('data-differs')])),
+    ).toEqual([
+      ['a', 'false'],
+      ['b', 'false'],
+      ['c', 'false'],
+      ['d', 'true'],
+    ]);
+    expect(await page.textContent('#compare tr[data-step=d] .diff-mark')).toBe('≠ differs: tokens, output');
+    await page.context().close();
+
+    // a phone's width: neither page is wider than the screen
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    const phone = await context.newPage();
+    await phone.goto(stack.server.url + '/');
+    await phone.fill('#api-key', READ_KEY);
+    await phone.click('#signin button[type=submit]');
+    await phone.waitForSelector('#nav a');
+    for (const [name, hash, ready] of [
+      ['fork-plan', '#/plans/lineage-fork-b', '#plan-rest[data-ready]'],
+      ['compare', `#/plans/lineage-fork-b/compare/${parent}`, '#compare tr[data-step=d][data-differs=true]'],
+    ]) {
+      await phone.goto(`${stack.server.url}/${hash}`);
+      await phone.waitForSelector(ready);
+      expect([name, await overflowX(phone)]).toEqual([name, 0]);
+      await shot(phone, `${name}-390x844`);
+    }
+    await context.close();
+  });
+
   it('axe-core (offline, from npm) finds no serious or critical accessibility violation on any page, signed out or in', async () => {
     const [dl] = await writeDeadLetters([{ type: 'step.started', planId: 'demo-plan-console' }]);
     // axe is injected as a script of the test's own, so this context lets it past the page's CSP
@@ -861,6 +1099,8 @@ describe('the web console in headless Chromium', () => {
     await audit('plans');
     for (const [name, hash, ready] of [
       ['plan', '#/plans/demo-plan-console', '#plan-rest[data-ready]'],
+      ['fork', '#/plans/lineage-fork-a', '#plan-rest[data-ready]'],
+      ['compare', '#/plans/lineage-fork-a/compare/lineage-fork-b', '#compare tr[data-step=d][data-differs=true]'],
       ['session', '#/sessions/demo-session-console', '#history'],
       ['dead-letters', '#/dead-letters', '#dead-letters'],
       ['dead-letter', `#/dead-letters/${dl.id}`, '#event'],
