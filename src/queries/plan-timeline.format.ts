@@ -10,6 +10,13 @@ export function formatPlanView(view: PlanView): string[] {
   return [...formatPlanHeader(view.plan, view), '', ...formatTimeline(view.timeline)];
 }
 
+/** `fork:      of wf-1 from layer 3 (after checkpoint cp-2); 45 steps inherited` */
+function forkLine(forkOf: NonNullable<PlanSummary['forkOf']>, steps?: PlanView['steps']): string {
+  const inherited = steps?.filter((s) => s.inheritedFrom !== null).length;
+  const after = forkOf.checkpointId ? ` (after checkpoint ${forkOf.checkpointId})` : '';
+  return `${`${forkOf.kind}:`.padEnd(11)}of ${forkOf.planId} from layer ${forkOf.layer}${after}${inherited !== undefined ? `; ${inherited} steps inherited` : ''}`;
+}
+
 export function formatPlanHeader(
   plan: PlanSummary,
   view?: Pick<PlanView, 'steps'> & Partial<Pick<PlanView, 'source'>>,
@@ -21,6 +28,7 @@ export function formatPlanHeader(
     ...(view?.source?.kind === 'opentelemetry'
       ? [`source:    OpenTelemetry trace${view.source.traceId ? ` ${view.source.traceId}` : ''}`]
       : []),
+    ...(plan.forkOf ? [forkLine(plan.forkOf, view?.steps)] : []),
     `steps:     ${plan.totalSteps} total, ${plan.completedSteps} completed, ${plan.failedSteps} failed, ${plan.skippedSteps} skipped, ${pending} not finished`,
     `tokens:    ${formatInt(plan.inputTokens)} in / ${formatInt(plan.outputTokens)} out`,
     `cost:      ${formatPlanCost(plan)}`,
@@ -32,7 +40,7 @@ export function formatPlanHeader(
   lines.push(`created:   ${plan.createdAt}${ended}`);
   if (plan.failureReason) lines.push(`failure:   ${plan.failureReason}`);
   else if (plan.summary) lines.push(`summary:   ${plan.summary}`);
-  for (const s of view?.steps.filter((x) => x.status === 'failed') ?? []) {
+  for (const s of view?.steps.filter((x) => x.status === 'failed' && x.inheritedFrom === null) ?? []) {
     lines.push(`failed:    step #${s.index} ${s.stepId} (${s.agentId}): ${s.error ?? 'no error recorded'}`);
   }
   return lines;

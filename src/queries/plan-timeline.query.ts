@@ -207,6 +207,16 @@ export async function getPlanView(ds: DataSource, planId: string): Promise<PlanV
     .map((c): CheckpointView => ({ checkpointId: c.checkpointKey, layer: Number(c.layer), at: toIso(c.createdAt)! }))
     .sort((a, b) => a.layer - b.layer || compareText(a.at, b.at) || compareText(a.checkpointId, b.checkpointId));
   const summary = toPlanSummary(plan);
+  // a fork's row counts the steps it has rows of; its view counts every step it runs, pending too
+  if (isFork(plan)) {
+    const own = steps.filter((st) => st.inheritedFrom === null);
+    Object.assign(summary, {
+      totalSteps: own.length,
+      completedSteps: own.filter((st) => st.status === 'completed').length,
+      failedSteps: own.filter((st) => st.status === 'failed').length,
+      skippedSteps: own.filter((st) => st.status === 'skipped').length,
+    });
+  }
   return {
     plan: summary,
     steps,

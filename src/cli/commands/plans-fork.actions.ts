@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { CliContext } from '../cli-context';
 import type { StepSpec } from '../../contracts';
+import { isExternalId } from '../../contracts/field-formats';
 import { forkPlan, type ForkOutcome, type ForkStart } from '../../fork/fork-plan';
 import { parseEditSteps } from '../../fork/edit-steps';
 import { QueryArgumentError } from '../../queries/query-errors';
@@ -29,13 +30,21 @@ export async function forkCommand(
     parentPlanId: requireId('planId', rawId),
     kind,
     from: kind === 'fork' ? startOf(opts) : undefined,
-    planId: opts.planId === undefined ? undefined : requireId('--plan-id', opts.planId),
-    sessionId: opts.session === undefined ? undefined : requireId('--session', opts.session),
+    planId: opts.planId === undefined ? undefined : externalId('--plan-id', 'a plan id', opts.planId),
+    sessionId: opts.session === undefined ? undefined : externalId('--session', 'a session id', opts.session),
     editSteps: opts.editSteps === undefined ? undefined : readEdits(opts.editSteps),
   }));
   const outcome = await withDataSource(ctx, (ds) => forkPlan(ds, request));
   if (opts.json) return printJson(ctx, outcome);
   for (const line of formatForkOutcome(outcome)) ctx.out(line);
+}
+
+/** An id the contract takes (the new plan's, its session's). */
+function externalId(option: string, what: string, raw: string): string {
+  const value = raw.trim();
+  if (!isExternalId(value))
+    throw new QueryArgumentError(option, `"${raw}" is not ${what} (1-64 letters, digits, _ . : -)`);
+  return value;
 }
 
 function startOf(opts: ForkCliOptions): ForkStart {
