@@ -9,6 +9,10 @@ import { addColumns, sql, sqlType } from './1795219400000-incremental-store';
  * `fork_checkpoint` the parent's checkpoint it started from, if any. Indexed by parent, for the
  * lineage tree and for retention, which keeps a parent while a fork of it lives. Existing plans
  * have no parent (null).
+ *
+ * `workflow_dags.layers`: the DAG's layers alone (the JSON array the `dag` document ends with), so
+ * a fork reads its parent's layers without the whole document, whatever the parent's size; null
+ * for DAGs written before (read from `dag` instead).
  */
 export class PlanLineage1795219900000 implements MigrationInterface {
   name = 'PlanLineage1795219900000';
@@ -24,6 +28,7 @@ export class PlanLineage1795219900000 implements MigrationInterface {
       `${q('fork_checkpoint')} ${sqlType(d, 'externalId')} NULL`,
     ]);
     await sql(queryRunner, `CREATE INDEX ${q('IX_execution_plans_parent')} ON ${plans} (${q('parent_plan_id')})`);
+    await addColumns(queryRunner, d, q('workflow_dags'), [`${q('layers')} ${sqlType(d, 'longText')} NULL`]);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
@@ -36,6 +41,7 @@ export class PlanLineage1795219900000 implements MigrationInterface {
         ? `DROP INDEX ${q('IX_execution_plans_parent')} ON ${plans}`
         : `DROP INDEX ${q('IX_execution_plans_parent')}`,
     );
+    await sql(queryRunner, `ALTER TABLE ${q('workflow_dags')} DROP COLUMN ${q('layers')}`);
     for (const c of ['parent_plan_id', 'fork_kind', 'fork_layer', 'fork_checkpoint'])
       await sql(queryRunner, `ALTER TABLE ${plans} DROP COLUMN ${q(c)}`);
   }

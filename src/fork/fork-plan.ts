@@ -85,7 +85,8 @@ export async function forkPlan(ds: DataSource, request: ForkRequest, store?: Pla
   const sessionId = request.sessionId ?? parent.sessionId;
   if (!isExternalId(sessionId))
     throw new QueryArgumentError('session', `"${sessionId}" is not a session id (1-64 letters, digits, _ . : -)`);
-  const edits = placeEdits(shape, start.layer, await withoutUnchanged(ds, parent, request.editSteps ?? []));
+  const changes = await withoutUnchanged(ds, parent, request.editSteps ?? []);
+  const edits = placeEdits(shape, changes.length > 0 ? await shape.nodes() : [], start.layer, changes);
   const event = forkEvent(
     parent,
     { planId, sessionId, layer: start.layer, checkpointId: start.checkpointId },
@@ -113,7 +114,7 @@ export async function forkPlan(ds: DataSource, request: ForkRequest, store?: Pla
 
 /** The parent's steps as its DAG draws them (for a fork: its whole step list, ancestors' included). */
 interface Shape {
-  nodes: () => DagNode[];
+  nodes: () => Promise<DagNode[]>;
   layers: Layers;
   /** Steps of the parent that failed (for a start at its failure). */
   failed: () => Promise<string[]>;
@@ -127,9 +128,9 @@ async function parentShape(ds: DataSource, parent: ExecutionPlanRow): Promise<Sh
       .findOne({ where: { workflowId: parent.id, checkpointKey: key } });
   if (isFork(parent)) {
     const view = await loadForkView(ds, parent);
-    const nodes = view.steps.map(nodeOf);
+    const listed = view.steps.map(nodeOf);
     return {
-      nodes: () => nodes,
+      nodes: async () => listed,
       layers: listedLayers(view.layers),
       failed: async () => view.steps.filter((s) => s.status === 'failed').map((s) => s.stepKey),
       checkpoint: async (key) =>
@@ -142,24 +143,21 @@ async function parentShape(ds: DataSource, parent: ExecutionPlanRow): Promise<Sh
         .getRepository<PlanStepRow>(ENTITY.step)
         .find({ where: { planId: parent.id, status: 'failed' }, select: { stepKey: true } })
     ).map((s) => s.stepKey);
-  // the DAG row holds every step's place: one row to read, whatever the plan's size
-  const dag = await ds.getRepository<WorkflowDagRow>(ENTITY.dag).findOne({ where: { workflowId: parent.id } });
-  if (dag) {
-    const text = String(dag.dag);
-    // the steps' part of a large DAG is parsed only when edits need it
-    return {
-      nodes: once(() => parseJson<{ steps: DagNode[] }>(text, { steps: [] }).steps),
-      layers: storedLayers(text),
-      failed,
-      checkpoint: ownCheckpoint,
-    };
+  // the DAG row's layers column: the steps' places without the DAG document (read only for edits)
+  const dags = ds.getRepository<WorkflowDagRow>(ENTITY.dag);
+  const document = once(async () => String((await dags.findOne({ where: { workflowId: parent.id } }))?.dag ?? ''));
+  const dagNodes = once(async () => parseJson<{ steps: DagNode[] }>(await document(), { steps: [] }).steps);
+  const row = await dags.findOne({ where: { workflowId: parent.id }, select: { workflowId: true, layers: true } });
+  if (row) {
+    const layers = row.layers ? scanLayers(String(row.layers)) : storedLayers(await document());
+    return { nodes: dagNodes, layers, failed, checkpoint: ownCheckpoint };
   }
   const steps = await ds.getRepository<PlanStepRow>(ENTITY.step).find({
     where: { planId: parent.id },
     select: { stepKey: true, stepIndex: true, dependsOn: true },
   });
-  const nodes = steps.map(nodeOf);
-  return { nodes: () => nodes, layers: listedLayers(dagLayers(nodes)), failed, checkpoint: ownCheckpoint };
+  const listed = steps.map(nodeOf);
+  return { nodes: async () => listed, layers: listedLayers(dagLayers(listed)), failed, checkpoint: ownCheckpoint };
 }
 
 /**
@@ -199,18 +197,26 @@ function listedLayers(layers: string[][]): Layers {
   return { count: layers.length, sizes: layers.map((l) => l.length), at: (n) => layers[n] ?? [], all: () => layers };
 }
 
+/** The last key of a stored DAG document (`{"steps":[...],"layers":[...]}`, as the store writes it). */
+const LAYERS_KEY = ',"layers":';
+
 /**
- * The layers of a stored DAG (`{"steps":[...],"layers":[...]}`, as the store writes it), read
- * without parsing its steps: the `layers` part is found by its key (unescaped, `"layers":` occurs
- * only as that last key) and scanned for its brackets and commas (step ids are external ids: no
- * quote, bracket, comma or backslash in them); one layer is parsed when asked for. Anything else
- * is parsed whole.
+ * The layers of a stored DAG document, found by their key (unescaped, `"layers":` occurs only as
+ * that last key: inside a string value a quote is escaped); anything else is parsed whole.
  */
 export function storedLayers(text: string): Layers {
-  const at = text.lastIndexOf(',"layers":');
-  const body = at >= 0 && text.endsWith('}') ? text.slice(at + ',"layers":'.length, -1) : '';
-  if (!body.startsWith('[') || body.includes('\\'))
-    return listedLayers(parseJson<{ layers: string[][] }>(text, { layers: [] }).layers);
+  const at = text.lastIndexOf(LAYERS_KEY);
+  if (at >= 0 && text.endsWith('}')) return scanLayers(text.slice(at + LAYERS_KEY.length, -1));
+  return listedLayers(parseJson<{ layers: string[][] }>(text, { layers: [] }).layers);
+}
+
+/**
+ * Layers as a JSON array of arrays of step ids, counted by scanning its brackets and commas (step
+ * ids are external ids: no quote, bracket, comma or backslash in them) and parsed one layer at a
+ * time when asked for; anything else is parsed whole.
+ */
+export function scanLayers(body: string): Layers {
+  if (!body.startsWith('[') || body.includes('\\')) return listedLayers(parseJson<string[][]>(body, []));
   const starts: number[] = [];
   const ends: number[] = [];
   const sizes: number[] = [];
@@ -297,12 +303,12 @@ function missingStart(): never {
  */
 function placeEdits(
   shape: Shape,
+  nodes: DagNode[],
   layer: number,
   edits: StepSpec[],
 ): { specs: StepSpec[]; changed: string[]; added: string[]; nextSteps: string[] } {
   // nothing changed: the fork is the parent's DAG as it is
   if (edits.length === 0) return { specs: [], changed: [], added: [], nextSteps: shape.layers.at(layer) };
-  const nodes = shape.nodes();
   const parentIndex = new Map(nodes.map((n) => [n.stepId, n.index]));
   const inherited = new Set(shape.layers.all().slice(0, layer).flat());
   let next = nodes.reduce((max, n) => Math.max(max, n.index), -1) + 1;

@@ -1,5 +1,5 @@
 import * as fc from 'fast-check';
-import { storedLayers } from '../../src/fork/fork-plan';
+import { scanLayers, storedLayers } from '../../src/fork/fork-plan';
 
 describe("storedLayers: a stored DAG's layers without parsing its steps", () => {
   const id = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,8}$/);
@@ -16,6 +16,9 @@ describe("storedLayers: a stored DAG's layers without parsing its steps", () => 
         });
         layers.forEach((layer, n) => expect(got.at(n)).toEqual(layer));
         expect(got.at(layers.length)).toEqual([]);
+        // the layers column holds the array alone
+        const column = scanLayers(JSON.stringify(layers));
+        expect({ sizes: column.sizes, all: column.all() }).toEqual({ sizes: got.sizes, all: layers });
       }),
     );
   });

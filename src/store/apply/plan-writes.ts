@@ -172,7 +172,7 @@ export class PlanWrites {
     await rows.upsert(ENTITY.handoff, this.upsertHandoffs, { key: 'id', update: HANDOFF_UPDATE });
     await rows.insert(ENTITY.decision, this.decisions);
     await rows.insert(ENTITY.dag, this.insertDags);
-    await rows.upsert(ENTITY.dag, this.upsertDags, { key: 'workflowId', update: ['dag'] });
+    await rows.upsert(ENTITY.dag, this.upsertDags, { key: 'workflowId', update: ['dag', 'layers'] });
     await rows.insert(ENTITY.checkpoint, this.insertCheckpoints);
     await rows.upsert(ENTITY.checkpoint, this.upsertCheckpoints, { key: 'id', update: CHECKPOINT_UPDATE });
   }

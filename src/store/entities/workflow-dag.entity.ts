@@ -5,6 +5,8 @@ export interface WorkflowDagRow {
   workflowId: string;
   /** JSON: `{ steps: [{ stepId, index, agentId, dependsOn }], layers: string[][] }`. */
   dag: string;
+  /** JSON: the `layers` of `dag` alone (a fork reads them without the document); null for older rows. */
+  layers: string | null;
   intent: string | null;
   createdAt: Date;
   expiresAt: Date | null;
@@ -14,6 +16,7 @@ export interface WorkflowDagRow {
 export const WorkflowDagEntity = defineEntity<WorkflowDagRow>('WorkflowDag', 'workflow_dags', {
   workflowId: ext('workflow_id', { primary: true }),
   dag: text('dag', false),
+  layers: text('layers'),
   intent: text('intent'),
   createdAt: ts('created_at'),
   expiresAt: ts('expires_at', true),

@@ -448,9 +448,11 @@ export class PlanReducer {
       agentId: s.agentId,
       dependsOn: JSON.parse(s.dependsOn ?? '[]') as string[],
     }));
+    const layers = dagLayers(nodes);
     this.dag = {
       workflowId: p.id,
-      dag: JSON.stringify({ steps: nodes, layers: dagLayers(nodes) }),
+      dag: JSON.stringify({ steps: nodes, layers }),
+      layers: JSON.stringify(layers),
       intent: p.query,
       createdAt: p.createdAt,
       expiresAt: null,
