@@ -38,7 +38,29 @@ export interface ForkRequest {
    */
   editSteps?: StepSpec[];
   now?: Date;
+  /** How the caller names the request's parts, for its error messages (default: the CLI's options). */
+  names?: ForkArgumentNames;
 }
+
+/** The names of a fork request's parts as a caller (CLI, HTTP) spells them. */
+export interface ForkArgumentNames {
+  fromLayer: string;
+  fromCheckpoint: string;
+  fromFailure: string;
+  planId: string;
+  sessionId: string;
+  editSteps: string;
+}
+
+/** `plans fork|replay`'s options. */
+export const CLI_FORK_NAMES: ForkArgumentNames = {
+  fromLayer: '--from-layer',
+  fromCheckpoint: '--from-checkpoint',
+  fromFailure: '--from-failure',
+  planId: '--plan-id',
+  sessionId: '--session',
+  editSteps: '--edit-steps',
+};
 
 export interface ForkOutcome {
   planId: string;
@@ -76,22 +98,24 @@ export async function forkPlan(ds: DataSource, request: ForkRequest, store?: Pla
   const parent = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOne({ where: { id: request.parentPlanId } });
   if (!parent) throw new NotFoundError('plan', request.parentPlanId);
   const shape = await parentShape(ds, parent);
-  const start = await startOf(parent, shape, request);
+  const names = request.names ?? CLI_FORK_NAMES;
+  const start = await startOf(parent, shape, request, names);
   const planId = request.planId ?? defaultForkId(parent.id, request.kind);
   if (!isExternalId(planId))
-    throw new QueryArgumentError('planId', `"${planId}" is not a plan id (1-64 letters, digits, _ . : -)`);
+    throw new QueryArgumentError(names.planId, `"${planId}" is not a plan id (1-64 letters, digits, _ . : -)`);
   if (await ds.getRepository<PlanHeadRow>(ENTITY.head).exists({ where: { planId }, withDeleted: true }))
-    throw new ForkRefusedError(`plan "${planId}" already exists: choose another --plan-id`);
+    throw new ForkRefusedError(`plan "${planId}" already exists: choose another ${names.planId}`);
   const sessionId = request.sessionId ?? parent.sessionId;
   if (!isExternalId(sessionId))
-    throw new QueryArgumentError('session', `"${sessionId}" is not a session id (1-64 letters, digits, _ . : -)`);
+    throw new QueryArgumentError(names.sessionId, `"${sessionId}" is not a session id (1-64 letters, digits, _ . : -)`);
   const changes = await withoutUnchanged(ds, parent, request.editSteps ?? []);
-  const edits = placeEdits(shape, changes.length > 0 ? await shape.nodes() : [], start.layer, changes);
+  const edits = placeEdits(shape, changes.length > 0 ? await shape.nodes() : [], start.layer, changes, names.editSteps);
   const event = forkEvent(
     parent,
     { planId, sessionId, layer: start.layer, checkpointId: start.checkpointId },
     request,
     edits.specs,
+    names.editSteps,
   );
   await (store ?? new PlanEventStore(ds, undefined, { rowCacheBytes: 0 })).persist([event]);
   const inherited = shape.layers.sizes.slice(0, start.layer).reduce((n, size) => n + size, 0);
@@ -259,22 +283,22 @@ async function startOf(
   parent: ExecutionPlanRow,
   shape: Shape,
   request: ForkRequest,
+  names: ForkArgumentNames,
 ): Promise<{ layer: number; checkpointId: string | null }> {
-  const from: ForkStart = request.kind === 'replay' ? { layer: 0 } : (request.from ?? missingStart());
+  const from: ForkStart = request.kind === 'replay' ? { layer: 0 } : (request.from ?? missingStart(names));
   const count = shape.layers.count;
   if (count === 0) throw new ForkRefusedError(`plan "${parent.id}" has no steps: there is nothing to run again`);
   if ('layer' in from) {
     if (!Number.isInteger(from.layer) || from.layer < 0 || from.layer >= count)
       throw new QueryArgumentError(
-        '--from-layer',
+        names.fromLayer,
         `plan "${parent.id}" has layers 0-${count - 1}; got ${String(from.layer)}`,
       );
     return { layer: from.layer, checkpointId: null };
   }
   if ('checkpointId' in from) {
     const checkpoint = await shape.checkpoint(from.checkpointId);
-    if (!checkpoint)
-      throw new NotFoundError('plan', parent.id, `'s checkpoint "${from.checkpointId}" (no such checkpoint of it)`);
+    if (!checkpoint) throw new NotFoundError('checkpoint', from.checkpointId, ` in plan "${parent.id}"`);
     const layer = toNum(checkpoint.layer) + 1;
     if (layer >= count)
       throw new ForkRefusedError(
@@ -284,14 +308,15 @@ async function startOf(
   }
   const failed = new Set(await shape.failed());
   const layer = shape.layers.all().findIndex((keys) => keys.some((k) => failed.has(k)));
-  if (layer < 0) throw new ForkRefusedError(`plan "${parent.id}" has no failed step: fork it --from-layer N instead`);
+  if (layer < 0)
+    throw new ForkRefusedError(`plan "${parent.id}" has no failed step: fork it with ${names.fromLayer} N instead`);
   return { layer, checkpointId: null };
 }
 
-function missingStart(): never {
+function missingStart(names: ForkArgumentNames): never {
   throw new QueryArgumentError(
     'from',
-    'say where the fork starts: --from-layer N, --from-checkpoint ID or --from-failure',
+    `say where the fork starts: ${names.fromLayer} N, ${names.fromCheckpoint} ID or ${names.fromFailure}`,
   );
 }
 
@@ -306,6 +331,7 @@ function placeEdits(
   nodes: DagNode[],
   layer: number,
   edits: StepSpec[],
+  argument: string,
 ): { specs: StepSpec[]; changed: string[]; added: string[]; nextSteps: string[] } {
   // nothing changed: the fork is the parent's DAG as it is
   if (edits.length === 0) return { specs: [], changed: [], added: [], nextSteps: shape.layers.at(layer) };
@@ -317,7 +343,7 @@ function placeEdits(
   const specs = edits.map((spec) => {
     if (inherited.has(spec.stepId))
       throw new ForkRefusedError(
-        `--edit-steps: step "${spec.stepId}" is in a layer before ${layer}, which the fork inherits; fork from its layer to change it`,
+        `${argument}: step "${spec.stepId}" is in a layer before ${layer}, which the fork inherits; fork from its layer to change it`,
       );
     const index = parentIndex.get(spec.stepId);
     if (index !== undefined) changed.push(spec.stepId);
@@ -338,7 +364,7 @@ function placeEdits(
     const [, at] = /^steps\[(\d+)\]/.exec(v.path) ?? [];
     const step = at === undefined ? undefined : merged[Number(at)]?.stepId;
     throw new ForkRefusedError(
-      `--edit-steps: ${step ? `step "${step}": ` : ''}${v.message.replace(/^steps\[\d+\]\.?/, '').trim()}`,
+      `${argument}: ${step ? `step "${step}": ` : ''}${v.message.replace(/^steps\[\d+\]\.?/, '').trim()}`,
     );
   }
   const layers = dagLayers(merged);
@@ -348,7 +374,7 @@ function placeEdits(
     .find((k) => !inherited.has(k));
   if (early !== undefined)
     throw new ForkRefusedError(
-      `--edit-steps: step "${early}" would run in a layer before ${layer}, which the fork inherits; make it depend on a step of layer ${layer - 1} or later`,
+      `${argument}: step "${early}" would run in a layer before ${layer}, which the fork inherits; make it depend on a step of layer ${layer - 1} or later`,
     );
   return { specs, changed, added, nextSteps: layers[layer] ?? [] };
 }
@@ -358,6 +384,7 @@ function forkEvent(
   at: { planId: string; sessionId: string; layer: number; checkpointId: string | null },
   request: ForkRequest,
   steps: StepSpec[],
+  argument: string,
 ): PlanEvent {
   const forkOf: ForkOrigin = {
     planId: parent.id,
@@ -382,7 +409,7 @@ function forkEvent(
         : {}),
     },
   });
-  if (!parsed.ok) throw new QueryArgumentError('--edit-steps', parsed.error.message);
+  if (!parsed.ok) throw new QueryArgumentError(argument, parsed.error.message);
   return parsed.event;
 }
 

@@ -81,7 +81,7 @@ export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['HTTP_READ_KEYS', 'comma-separated API keys with the read scope (GET /v1/...); a key may be in both lists'],
   [
     'HTTP_ADMIN_KEYS',
-    'comma-separated API keys with the admin scope: read, plus dead-letter replay and purge in the console',
+    'comma-separated API keys with the admin scope: read, plus POST /v1/plans/{planId}/fork|replay and dead-letter replay and purge in the console',
   ],
   ['HTTP_MAX_BATCH_EVENTS', 'most events per POST /v1/events, 1-100000 (default 1000)'],
   ['HTTP_BODY_LIMIT_BYTES', 'largest request body (default 16777216)'],

@@ -11,6 +11,7 @@ import { registerIngestRoutes } from './ingest.routes';
 import { registerOtlpRoutes } from './otlp.routes';
 import type { TraceAssembler } from '../otlp/trace-assembler';
 import { registerReadRoutes } from './read.routes';
+import { registerForkRoutes } from './fork.routes';
 import { CONSOLE_CSP, ConsoleDeps, registerConsoleRoutes } from '../console/console.routes';
 import { ConsoleSessions, CSRF_HEADER } from '../console/console-sessions';
 import { registerSharedReads } from '../console/shared-reads';
@@ -81,7 +82,8 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
           apiKey: {
             type: 'http',
             scheme: 'bearer',
-            description: 'HTTP_INGEST_KEYS (POST /v1/events, /v1/traces) or HTTP_READ_KEYS (GET /v1/...)',
+            description:
+              'HTTP_INGEST_KEYS (POST /v1/events, /v1/traces), HTTP_READ_KEYS (GET /v1/...) or HTTP_ADMIN_KEYS (read, plus fork, replay and dead-letter replay/purge)',
           },
         },
       },
@@ -160,6 +162,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   });
   const traces = registerOtlpRoutes(app, { publisher: deps.publisher, settings, metrics, closing: () => closing });
   registerReadRoutes(app, deps.dataSource);
+  registerForkRoutes(app, deps.dataSource);
   registerConsoleRoutes(app, { keys, sessions, ...deps.queues });
   await app.ready();
   return {

@@ -214,3 +214,75 @@ export const eventStatusRouteSchema = {
     403: { ...error, description: 'the key has neither the ingest nor the read scope' },
   },
 };
+
+/** `POST /v1/plans/{planId}/fork` and `/replay`. */
+export function forkRouteSchema(kind: 'fork' | 'replay') {
+  const common = {
+    planId: { type: 'string', description: "the new plan's id (default: the parent's id and ." + kind + '-<8 hex>)' },
+    sessionId: { type: 'string', description: "the new plan's session (default: the parent's)" },
+    editSteps: {
+      description:
+        'steps to change (a stepId of the parent, of the fork layer or later) or add (a new stepId): an array of steps as in plan.created (stepId, agentId, task, title?, expectedOutput?, dependsOn?; index is set by the server), or a plans export template (an object with "steps"); steps equal to the parent\'s are no change',
+      oneOf: [
+        { type: 'array', items: { type: 'object' } },
+        { type: 'object', required: ['steps'], properties: { steps: { type: 'array', items: { type: 'object' } } } },
+      ],
+    },
+  };
+  const start = {
+    fromLayer: { type: 'integer', minimum: 0, description: 'the first layer the fork runs (0: every layer)' },
+    fromCheckpoint: {
+      type: 'string',
+      description: "start after one of the parent's checkpoints (the layer it closes is inherited)",
+    },
+    fromFailure: { type: 'boolean', enum: [true], description: "start at the parent's first layer with a failed step" },
+  };
+  return {
+    summary:
+      kind === 'fork'
+        ? 'a new plan from a stored one, from a layer: earlier layers inherited, later ones to run (admin scope; CLI: plans fork --json)'
+        : 'run a stored plan again: a new pending plan with the same steps, its lineage recorded (admin scope; CLI: plans replay --json)',
+    description:
+      (kind === 'fork' ? 'Give exactly one of fromLayer, fromCheckpoint, fromFailure. ' : '') +
+      "The new plan's executor continues it from its resume point (GET /v1/workflows/{planId}/resume-point), publishing from nextSeq.",
+    tags: ['fork'],
+    security,
+    params: idParam('planId', 'the plan to ' + kind),
+    body: {
+      type: 'object',
+      additionalProperties: false,
+      properties: kind === 'fork' ? { ...start, ...common } : common,
+    },
+    response: {
+      201: {
+        description:
+          'the new plan: Location names it. steps = inheritedSteps + the steps to run; the executor runs nextSteps of nextLayer first, publishing from nextSeq',
+        type: 'object',
+        properties: {
+          planId: { type: 'string' },
+          sessionId: { type: 'string' },
+          kind: { type: 'string', enum: ['fork', 'replay'] },
+          parentPlanId: { type: 'string' },
+          layer: { type: 'integer' },
+          checkpointId: { type: ['string', 'null'] },
+          steps: { type: 'integer' },
+          inheritedSteps: { type: 'integer' },
+          changedSteps: { type: 'array', items: { type: 'string' } },
+          addedSteps: { type: 'array', items: { type: 'string' } },
+          nextLayer: { type: 'integer' },
+          nextSteps: { type: 'array', items: { type: 'string' } },
+          nextSeq: { type: 'integer' },
+        },
+      },
+      400: { ...error, description: "a malformed body: a field, the start, or an edit step (the contract's rule)" },
+      401: { ...error, description: 'no or unknown API key' },
+      403: { ...error, description: 'the key lacks the admin scope' },
+      404: { ...error, description: 'unknown plan, or unknown checkpoint of it' },
+      409: {
+        ...error,
+        description:
+          'refused: the new plan id exists, or the start or the edits do not fit the parent (an inherited step edited, a cycle, nothing left to run)',
+      },
+    },
+  };
+}

@@ -14,12 +14,12 @@ export class QueryArgumentError extends PlanLedgerError {
   }
 }
 
-/** The plan / session / step asked for does not exist or was soft-deleted. */
+/** The plan / session / step / checkpoint asked for does not exist or was soft-deleted. */
 export class NotFoundError extends PlanLedgerError {
   override readonly name = 'NotFoundError';
   readonly kind = 'not-found';
   constructor(
-    readonly what: 'plan' | 'session' | 'step',
+    readonly what: 'plan' | 'session' | 'step' | 'checkpoint',
     readonly id: string,
     detail = '',
   ) {

@@ -3,7 +3,7 @@ import { ENTITY } from '../store/entities';
 import { lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
 import { batchContext, packByRows, planSizes, runBatch } from './row-batches';
 import { addTableCounts } from './retention-report';
-import { affected, countRows, DAG_TABLES, deleteRows, stampRows, toDate } from './retention-sql';
+import { affected, countRows, DAG_TABLES, deleteRows, instant, stampRows, toDate } from './retention-sql';
 import { purgeCutoff } from './plan-purge';
 
 const MINUTE_MS = 60_000;
@@ -28,7 +28,8 @@ interface DagRow {
  * Expires the DAG and checkpoints of finished workflows of live plans (soft delete), and purges
  * the ones expired longer ago than the grace period. Their plan keeps its events (plan.created,
  * checkpoint.saved), so nothing of the audit trail goes. Walks workflow_dags in key order, one page
- * per statement (no index says "expirable"), and acts on the rows that qualify.
+ * per statement (no index says "expirable"), and acts on the rows that qualify. A workflow with a
+ * live fork is not expired (`keptForForks`): it expires at a later run, once none lives.
  */
 export async function expireDags(ctx: RunContext): Promise<void> {
   const bc = batchContext(ctx);
@@ -46,8 +47,11 @@ export async function expireDags(ctx: RunContext): Promise<void> {
     const page: DagRow[] = await q.orderBy('d.workflowId', 'ASC').limit(ctx.batchSize).getRawMany();
     if (page.length === 0) return;
     after = page[page.length - 1].id;
+    const kept = await keptForForks(ctx, ctx.ds.manager, page);
     const ids = lockOrder(
-      page.filter((r) => expirable(ctx, r) || stampable(ctx, r) || purgeable(ctx, r)).map((r) => r.id),
+      page
+        .filter((r) => (expirable(ctx, r) && !kept.has(r.id)) || stampable(ctx, r) || purgeable(ctx, r))
+        .map((r) => r.id),
     );
     // transactions of at most maxRows rows; a workflow with more checkpoints than that goes alone, whole
     const sizes = await planSizes(ctx.ds.manager, DAG_TABLES, ids, 'all');
@@ -94,6 +98,29 @@ function purgeable(ctx: RunContext, r: DagRow): boolean {
 }
 
 /**
+ * Of the rows due to expire, those of plans with a live fork (an execution_plans row whose
+ * parent_plan_id names the plan, not soft-deleted): the fork's resume point reads the plan's
+ * checkpoint it starts from, and forking the plan again reads its DAG. A fork this run retired
+ * (soft-deleted at `ctx.now`) still counts, so the plan expires at a later run and a dry run,
+ * which retires nothing, finds the same DAGs. One statement for the page, through
+ * IX_execution_plans_parent, and none when nothing is due.
+ */
+async function keptForForks(ctx: RunContext, m: EntityManager, rows: DagRow[]): Promise<Set<string>> {
+  const due = rows.filter((r) => expirable(ctx, r)).map((r) => r.id);
+  if (due.length === 0) return new Set();
+  const parents: Array<{ id: string }> = await m
+    .createQueryBuilder()
+    .select('f.parentPlanId', 'id')
+    .distinct(true)
+    .from(ENTITY.plan, 'f')
+    .withDeleted()
+    .where('f.parentPlanId IN (:...due)', { due })
+    .andWhere('(f.deletedAt IS NULL OR f.deletedAt >= :runAt)', { runAt: instant(m, ctx.now) })
+    .getRawMany();
+  return new Set(parents.map((p) => p.id));
+}
+
+/**
  * The DAG walk's page. The keyset bound is repeated on the joined keys: without it PostgreSQL
  * merge-joins from the first plan for every page (quadratic over a walk).
  */
@@ -124,7 +151,8 @@ async function dagBatch(
     m,
     rows.filter((r) => stampable(ctx, r)),
   );
-  const expire = lockOrder(rows.filter((r) => expirable(ctx, r)).map((r) => r.id));
+  const kept = await keptForForks(ctx, m, rows);
+  const expire = lockOrder(rows.filter((r) => expirable(ctx, r) && !kept.has(r.id)).map((r) => r.id));
   const purge = lockOrder(rows.filter((r) => purgeable(ctx, r)).map((r) => r.id));
   const before = purgeCutoff(ctx);
   const soft: TableCountMap = {};

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 
-/** `admin`: the console's state-changing actions (dead-letter replay and purge); an admin key reads too. */
+/** `admin`: the state-changing actions (plan fork and replay, dead-letter replay and purge); an admin key reads too. */
 export type Scope = 'ingest' | 'read' | 'admin';
 
 /** Why a request was refused; `401` no or unknown key, `403` a known key without the scope. */

@@ -89,7 +89,7 @@ describe.each(ALL_TEST_DBS)('plans fork and replay on %s', (kind) => {
       [['plans', 'fork', 'wf', '--from-layer', 'x'], 2, '--from-layer: "x" is not a layer number'],
       [['plans', 'fork', 'wf', '--from-layer', '3'], 2, 'plan "wf" has layers 0-2; got 3'],
       [['plans', 'fork', 'nope', '--from-layer', '0'], 1, 'plan "nope" not found'],
-      [['plans', 'fork', 'wf', '--from-checkpoint', 'cp-z'], 1, 'checkpoint "cp-z" (no such checkpoint of it)'],
+      [['plans', 'fork', 'wf', '--from-checkpoint', 'cp-z'], 1, 'checkpoint "cp-z" not found in plan "wf"'],
       [['plans', 'fork', 'ok', '--from-failure'], 1, 'plan "ok" has no failed step'],
       [['plans', 'fork', 'wf', '--from-layer', '0', '--plan-id', 'ok'], 1, 'plan "ok" already exists'],
       [

@@ -200,7 +200,9 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
       '/v1/plans',
       '/v1/plans/{planId}',
       '/v1/plans/{planId}/export',
+      '/v1/plans/{planId}/fork',
       '/v1/plans/{planId}/lineage',
+      '/v1/plans/{planId}/replay',
       '/v1/plans/{planId}/steps/{step}/output',
       '/v1/sessions/{sessionId}/active',
       '/v1/sessions/{sessionId}/history',
@@ -215,6 +217,8 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
       '413',
       '503',
     ]);
+    for (const route of ['/v1/plans/{planId}/fork', '/v1/plans/{planId}/replay'])
+      expect(Object.keys(doc.paths[route].post.responses).sort()).toEqual(['201', '400', '401', '403', '404', '409']);
     const metrics = (await call(stack, 'GET', '/metrics', { key: null })).text;
     expect(metrics).toMatch(/plan_ledger_http_events_total\{outcome="accepted"\} \d+/);
     expect(metrics).toMatch(/plan_ledger_http_requests_total\{route="\/v1\/events",method="POST",status="202"\} \d+/);

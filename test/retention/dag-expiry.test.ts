@@ -83,6 +83,69 @@ describe.each(ALL_TEST_DBS)('DAG expiry on %s', (kind) => {
     });
   });
 
+  it("keeps a plan's DAG and checkpoints while a fork of it lives; they expire a run after its last fork", async () => {
+    await insertPlans(ds, [
+      // a live fork (running) that starts from its parent's checkpoint c0
+      { id: 'parent', status: 'completed', completedAt: ago(100 * MIN) },
+      { id: 'fork', status: 'executing', createdAt: ago(10 * MIN), forkOf: 'parent', checkpoints: 0 },
+      // a fork this run retires (completed 40 days ago): its parent goes at the next run
+      { id: 'parent-2', status: 'cancelled', completedAt: ago(100 * MIN) },
+      { id: 'fork-2', status: 'completed', completedAt: ago(40 * DAY), forkOf: 'parent-2' },
+      // a fork retired before: it keeps nothing
+      { id: 'parent-3', status: 'completed', completedAt: ago(100 * MIN) },
+      { id: 'fork-3', status: 'completed', completedAt: ago(40 * DAY), forkOf: 'parent-3', deletedAt: ago(DAY) },
+      { id: 'lone', status: 'completed', completedAt: ago(100 * MIN) },
+    ]);
+    const expired = async (ids: string[]) => {
+      const out: string[] = [];
+      for (const id of ids) if ((await planRows(ds, id, 'deleted')).workflow_dags > 0) out.push(id);
+      return out;
+    };
+    const parents = ['parent', 'parent-2', 'parent-3', 'lone'];
+
+    const dry = await runRetention(ds, policy, { now: NOW, dryRun: true });
+    const run = await runRetention(ds, policy, { now: NOW });
+    expect(dry.dags).toEqual(run.dags);
+    expect(run.dags).toMatchObject({ expired: 2 });
+    expect(run.plans.softDeleted).toBe(1); // fork-2
+    expect(await expired(parents)).toEqual(['parent-3', 'lone']);
+    // the kept ones are stamped as any: they expire once no fork lives, by that stamp
+    for (const id of ['parent', 'parent-2'])
+      expect({ id, ...(await planRows(ds, id, 'live')) }).toMatchObject({
+        id,
+        workflow_dags: 1,
+        workflow_checkpoints: 2,
+      });
+    // the fork resumes from its parent's checkpoint
+    expect(await getResumePoint(ds, 'fork')).toMatchObject({
+      resumable: true,
+      latestCheckpoint: { checkpointId: 'c0', layer: 0 },
+      nextLayer: 1,
+    });
+
+    // the next run: parent-2's fork was retired by the last one; parent's fork still runs
+    const next = later(MIN);
+    const dry2 = await runRetention(ds, policy, { now: next, dryRun: true });
+    const run2 = await runRetention(ds, policy, { now: next });
+    expect(dry2.dags).toEqual(run2.dags);
+    expect(run2.dags).toMatchObject({ expired: 1 });
+    expect(await expired(parents)).toEqual(['parent-2', 'parent-3', 'lone']);
+
+    // parent's fork ends and is retired: its DAG expires a run later
+    await ds
+      .createQueryBuilder()
+      .update(ENTITY.plan)
+      .set({ status: 'completed', completedAt: ago(40 * DAY, next) })
+      .where({ id: 'fork' })
+      .execute();
+    const third = later(2 * MIN);
+    expect((await runRetention(ds, policy, { now: third })).dags).toMatchObject({ expired: 0 });
+    expect(await planRows(ds, 'fork', 'deleted')).toMatchObject({ execution_plans: 1 });
+    expect((await runRetention(ds, policy, { now: later(3 * MIN) })).dags).toMatchObject({ expired: 1 });
+    expect(await expired(parents)).toEqual(parents);
+    expect(await planRows(ds, 'parent', 'deleted')).toMatchObject({ workflow_dags: 1, workflow_checkpoints: 2 });
+  });
+
   it('never retires nor expires a plan awaiting a decision or with unfinished layers, however old', async () => {
     const old = ago(20 * 365 * DAY);
     await insertPlans(ds, [

@@ -83,6 +83,8 @@ describe('T-SQL syntax gate over the statements sent to SQL Server', () => {
       'retention: retire scan': /"p"\."completed_at" AS "endedAt" FROM "execution_plans" "p" LEFT JOIN "plan_heads"/,
       'retention: orphan scan': /"p"\."id" AS "planRow" FROM "plan_heads" "h" LEFT JOIN "execution_plans"/,
       'retention: DAG scan': /AS "dagDeletedAt".* FROM "workflow_dags" "d" INNER JOIN "execution_plans"/,
+      'retention: DAGs kept for live forks':
+        /^SELECT DISTINCT "f"\."parent_plan_id" AS "id" FROM "execution_plans" "f" WHERE "f"\."parent_plan_id" IN \(@0(, @\d+)*\) AND \("f"\."deleted_at" IS NULL OR "f"\."deleted_at" >= @\d+\)$/,
       'retention: soft delete':
         /^UPDATE "\w+" SET "deleted_at" = @0 WHERE \("\w+" IN \(@1.*\) AND "deleted_at" IS NULL\)$/,
       restore: /^UPDATE "\w+" SET "deleted_at" = @0 WHERE \("\w+" IN \(@1\) AND NOT\("deleted_at" IS NULL\)\)$/,

@@ -387,7 +387,8 @@ const PLANS = ['plan-a', 'plan-b', 'plan-c', 'plan-d'];
  * What retention's reads find, so that every phase acts: a scan's first page is full (two plans
  * at a batch size of two), the page after it too, then nothing; a re-check under the head locks
  * (the ids as an IN list) finds every id it was given. Each DAG page has a workflow to stamp and
- * expire and one to purge; each heads page has orphans. UPDATE and DELETE report one row.
+ * expire (no live fork keeps it) and one to purge; each heads page has orphans. UPDATE and DELETE
+ * report one row.
  */
 function retentionAnswer(): Answer {
   const pages = new Map<string, number>();
@@ -399,6 +400,8 @@ function retentionAnswer(): Answer {
     // the session rows a purge or an erasure locks before it checks them: they exist
     if (/FROM "sessions" "s" WITH \(UPDLOCK, ROWLOCK\)/.test(sql)) return params.map(paramValue).map((id) => ({ id }));
     const given = params.map(paramValue).filter((v): v is string => PLANS.includes(v as string));
+    // the DAG expiry's plans with a live fork: none, so every due DAG expires
+    if (/^SELECT DISTINCT "f"\."parent_plan_id" AS "id" FROM "execution_plans" "f"/.test(sql)) return [];
     const recheck = / IN \(@/.test(sql);
     const page = pages.get(sql) ?? 0;
     pages.set(sql, page + 1);

@@ -4,7 +4,7 @@ Standard library only (Python >= 3.9). See README.md beside this package.
 """
 from ._contract import Violation
 from .aio import AsyncPlanLedgerClient
-from .client import NotFound, Plan, PlanLedgerClient, PlanLedgerError, PublishResult, Stats, StepInput
+from .client import Conflict, NotFound, Plan, PlanLedgerClient, PlanLedgerError, PublishResult, Stats, StepInput
 from .journal import JournalLockedError
 from .results import (
     ActivePlan,
@@ -12,8 +12,11 @@ from .results import (
     Checkpoint,
     Decision,
     EventStatus,
+    ForkOutcome,
     Handoff,
     LayerProgress,
+    LineageNode,
+    PlanLineage,
     PlanPage,
     PlanSummary,
     PlanTimeline,
@@ -38,14 +41,18 @@ __all__ = [
     "Stats",
     "PlanLedgerError",
     "NotFound",
+    "Conflict",
     "JournalLockedError",
     "ActivePlan",
     "ActivePlanStep",
     "Checkpoint",
     "Decision",
     "EventStatus",
+    "ForkOutcome",
     "Handoff",
     "LayerProgress",
+    "LineageNode",
+    "PlanLineage",
     "PlanPage",
     "PlanSummary",
     "PlanTimeline",

@@ -9,10 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, Callable, List, Mapping, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, TypeVar, Union
 
 from .client import PlanLedgerClient, PublishResult, Stats, _EventHelpers
-from .results import Decision, EventStatus, PlanPage, PlanTimeline, ResumePoint, SessionActivePlan, SessionHistory
+from .results import (
+    Decision,
+    EventStatus,
+    ForkOutcome,
+    PlanLineage,
+    PlanPage,
+    PlanTimeline,
+    ResumePoint,
+    SessionActivePlan,
+    SessionHistory,
+)
 
 T = TypeVar("T")
 
@@ -91,3 +101,41 @@ class AsyncPlanLedgerClient(_EventHelpers):
 
     async def step_output(self, plan_id: str, step: Union[str, int]) -> str:
         return await self._run(self._client.step_output, plan_id, step)
+
+    async def plan_lineage(self, plan_id: str) -> PlanLineage:
+        return await self._run(self._client.plan_lineage, plan_id)
+
+    async def fork_plan(
+        self,
+        plan_id: str,
+        *,
+        from_layer: Optional[int] = None,
+        from_checkpoint: Optional[str] = None,
+        from_failure: bool = False,
+        new_plan_id: Optional[str] = None,
+        session_id: Optional[str] = None,
+        edit_steps: Optional[Iterable[Any]] = None,
+    ) -> ForkOutcome:
+        """As ``PlanLedgerClient.fork_plan``."""
+        fork = functools.partial(
+            self._client.fork_plan,
+            plan_id,
+            from_layer=from_layer,
+            from_checkpoint=from_checkpoint,
+            from_failure=from_failure,
+            new_plan_id=new_plan_id,
+            session_id=session_id,
+            edit_steps=edit_steps,
+        )
+        return await self._run(fork)
+
+    async def replay_plan(
+        self,
+        plan_id: str,
+        *,
+        new_plan_id: Optional[str] = None,
+        session_id: Optional[str] = None,
+        edit_steps: Optional[Iterable[Any]] = None,
+    ) -> ForkOutcome:
+        """As ``PlanLedgerClient.replay_plan``."""
+        return await self._run(self._client.replay_plan, plan_id, new_plan_id=new_plan_id, session_id=session_id, edit_steps=edit_steps)

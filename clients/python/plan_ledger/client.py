@@ -24,6 +24,8 @@ from .journal import FORK_PREFIX, Journal
 from .results import (
     Decision,
     EventStatus,
+    ForkOutcome,
+    PlanLineage,
     PlanPage,
     PlanTimeline,
     ResumePoint,
@@ -52,6 +54,13 @@ class PlanLedgerError(Exception):
 
 class NotFound(PlanLedgerError):
     """404: the plan, session or step does not exist (or has no stored output)."""
+
+
+class Conflict(PlanLedgerError):
+    """409: refused for what is stored: a fork's new plan id is taken, or its start or edits do not fit the parent."""
+
+
+_ERRORS = {404: NotFound, 409: Conflict}
 
 
 @dataclass(frozen=True)
@@ -275,8 +284,10 @@ class PlanLedgerClient(_EventHelpers):
         probe_interval: float = 1.0,
         max_unconfirmed: int = 100_000,
         max_tracked_plans: int = 100_000,
+        admin_key: Optional[str] = None,
     ) -> None:
-        """``journal_dir=None`` keeps no journal: while the server is down, events wait in memory only."""
+        """``journal_dir=None`` keeps no journal: while the server is down, events wait in memory only.
+        ``admin_key`` (``HTTP_ADMIN_KEYS``) is needed by ``fork_plan`` and ``replay_plan``; it reads too."""
         url = urllib.parse.urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"base_url must be http(s)://host:port, got {base_url!r}")
@@ -301,6 +312,7 @@ class PlanLedgerClient(_EventHelpers):
         self._url = url
         self._ingest_key = ingest_key
         self._read_key = read_key
+        self._admin_key = admin_key
         self._max_buffered = max_buffered
         self._batch_size = batch_size
         self._max_journal_bytes = max_journal_bytes
@@ -949,7 +961,7 @@ class PlanLedgerClient(_EventHelpers):
         missing seq, refused (dead-lettered) or unknown; with ``wait_ms`` the server waits until none is
         waiting or unknown, or the time is up."""
         body = json.dumps({"eventIds": list(event_ids), "waitMs": int(wait_ms)}).encode("utf-8")
-        key = self._ingest_key or self._read_key
+        key = self._ingest_key or self._read_key or self._admin_key
         data = self._request("POST", "/v1/events/status", body, key, timeout=max(self._timeout, wait_ms / 1000 + 10))[1]
         return EventStatus.from_json(json.loads(data))
 
@@ -988,10 +1000,76 @@ class PlanLedgerClient(_EventHelpers):
 
     def step_output(self, plan_id: str, step: Union[str, int]) -> str:
         """A step's stored output content, exactly as stored. Raises NotFound when none."""
-        return self._request("GET", f"/v1/plans/{_q(plan_id)}/steps/{_q(str(step))}/output", None, self._read_key, accept="text/plain")[1].decode("utf-8")
+        return self._request("GET", f"/v1/plans/{_q(plan_id)}/steps/{_q(str(step))}/output", None, self._read_key or self._admin_key, accept="text/plain")[1].decode("utf-8")
+
+    def plan_lineage(self, plan_id: str) -> PlanLineage:
+        """The fork tree the plan belongs to: ``root`` (the oldest ancestor still stored), each node's
+        forks and replays in ``children``, oldest first; ``current`` marks ``plan_id``."""
+        return PlanLineage.from_json(self._get(f"/v1/plans/{_q(plan_id)}/lineage"))
+
+    # ---------------------------------------------------------------- fork and replay (admin key)
+
+    def fork_plan(
+        self,
+        plan_id: str,
+        *,
+        from_layer: Optional[int] = None,
+        from_checkpoint: Optional[str] = None,
+        from_failure: bool = False,
+        new_plan_id: Optional[str] = None,
+        session_id: Optional[str] = None,
+        edit_steps: Optional[Iterable[Any]] = None,
+    ) -> ForkOutcome:
+        """A new plan from a stored one (``POST /v1/plans/{id}/fork``), starting at exactly one of
+        ``from_layer`` (its earlier layers inherited), ``from_checkpoint`` (the layer after that checkpoint
+        of the parent) or ``from_failure=True`` (the parent's first layer with a failed step).
+
+        ``edit_steps`` change steps of the fork layer or later (same ``step_id``) or add steps (a new one):
+        ``StepInput`` or dicts as for ``plan_created`` (their ``index`` is set by the server). The new plan's
+        id is the parent's with ``.fork-<8 hex>`` unless ``new_plan_id`` is given: give it to make a retry
+        safe (a second call then raises ``Conflict``). Its executor continues it as after a restart:
+        ``continue_plan(outcome.plan_id, outcome.next_seq)``, then ``outcome.next_steps`` of
+        ``outcome.next_layer``. Raises ``NotFound`` (404: no such plan or checkpoint), ``Conflict`` (409)
+        or ``PlanLedgerError`` (400: a malformed argument; 401/403: the key is unknown or not an admin key);
+        ``ValueError`` before sending when the start is not exactly one or the client has no ``admin_key``."""
+        given = [from_layer is not None, from_checkpoint is not None, from_failure is True]
+        if given.count(True) != 1:
+            raise ValueError("fork_plan: give exactly one of from_layer=N, from_checkpoint=ID, from_failure=True (or use replay_plan)")
+        body: JsonObject = {}
+        if from_layer is not None:
+            body["fromLayer"] = from_layer
+        elif from_checkpoint is not None:
+            body["fromCheckpoint"] = from_checkpoint
+        else:
+            body["fromFailure"] = True
+        return self._fork("fork", plan_id, body, new_plan_id, session_id, edit_steps)
+
+    def replay_plan(
+        self,
+        plan_id: str,
+        *,
+        new_plan_id: Optional[str] = None,
+        session_id: Optional[str] = None,
+        edit_steps: Optional[Iterable[Any]] = None,
+    ) -> ForkOutcome:
+        """Run a stored plan again (``POST /v1/plans/{id}/replay``): a new plan with the same steps, every
+        layer to run, its lineage recorded. Arguments, answer and errors as ``fork_plan``'s."""
+        return self._fork("replay", plan_id, {}, new_plan_id, session_id, edit_steps)
+
+    def _fork(self, kind: str, plan_id: str, body: JsonObject, new_plan_id: Optional[str], session_id: Optional[str], edit_steps: Optional[Iterable[Any]]) -> ForkOutcome:
+        if not self._admin_key:
+            raise ValueError(f"{kind}_plan needs an admin key: create the client with admin_key= (a key of the server's HTTP_ADMIN_KEYS)")
+        if new_plan_id is not None:
+            body["planId"] = new_plan_id
+        if session_id is not None:
+            body["sessionId"] = session_id
+        if edit_steps is not None:
+            body["editSteps"] = _steps(edit_steps)
+        data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        return ForkOutcome.from_json(json.loads(self._request("POST", f"/v1/plans/{_q(plan_id)}/{kind}", data, self._admin_key)[1]))
 
     def _get(self, path: str) -> JsonObject:
-        return json.loads(self._request("GET", path, None, self._read_key)[1])  # type: ignore[no-any-return]
+        return json.loads(self._request("GET", path, None, self._read_key or self._admin_key)[1])  # type: ignore[no-any-return]
 
     def _request(self, method: str, path: str, body: Optional[bytes], key: Optional[str], accept: str = "application/json", timeout: Optional[float] = None) -> Tuple[int, bytes]:
         headers = {"accept": accept}
@@ -1013,7 +1091,7 @@ class PlanLedgerClient(_EventHelpers):
                 message = json.loads(data).get("error", "")
             except (ValueError, AttributeError):
                 message = data.decode("utf-8", "replace")
-            raise (NotFound if res.status == 404 else PlanLedgerError)(res.status, message)
+            raise _ERRORS.get(res.status, PlanLedgerError)(res.status, message)
         return res.status, data
 
     def _new_connection(self, timeout: float) -> http.client.HTTPConnection:

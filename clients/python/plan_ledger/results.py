@@ -348,3 +348,81 @@ class EventStatus(_Result):
     waiting: List[str]
     refused: List[str]
     unknown: List[str]
+
+
+@dataclass(frozen=True, eq=False)
+class ForkOutcome(_Result):
+    """``fork_plan()`` / ``replay_plan()``: the new plan. ``layer``: the first layer it runs (earlier ones
+    are its parent's, ``inherited_steps`` of its ``steps``); its executor continues it from ``next_seq``
+    with ``next_steps`` of ``next_layer``, as after a restart."""
+
+    raw: JsonObject = field(repr=False)
+    plan_id: str
+    session_id: str
+    kind: str
+    parent_plan_id: str
+    layer: int
+    checkpoint_id: Optional[str]
+    steps: int
+    inherited_steps: int
+    changed_steps: List[str]
+    added_steps: List[str]
+    next_layer: int
+    next_steps: List[str]
+    next_seq: int
+
+
+@dataclass(frozen=True, eq=False)
+class LineageNode(_Result):
+    """One plan of a fork tree; ``children``: its forks and replays, oldest first. ``kind`` (fork |
+    replay), ``fork_layer`` and ``fork_checkpoint`` say how it came from ``parent_plan_id`` (None for a
+    plan an executor created); ``retired_at``: when retention soft-deleted it; ``current``: the plan asked for."""
+
+    raw: JsonObject = field(repr=False)
+    plan_id: str
+    session_id: str
+    parent_plan_id: Optional[str]
+    kind: Optional[str]
+    fork_layer: Optional[int]
+    fork_checkpoint: Optional[str]
+    status: str
+    created_at: str
+    completed_at: Optional[str]
+    retired_at: Optional[str]
+    total_steps: int
+    completed_steps: int
+    failed_steps: int
+    input_tokens: int
+    output_tokens: int
+    cost: Optional[Decimal]
+    current: bool
+    children: List["LineageNode"]
+
+    def walk(self) -> Iterator["LineageNode"]:
+        """This node, then every node below it, depth first, oldest first."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children or []))
+
+
+LineageNode._nested = {"children": _list_of(LineageNode), "cost": Decimal}
+
+
+@dataclass(frozen=True, eq=False)
+class PlanLineage(_Result):
+    """``plan_lineage()``: the fork tree a plan belongs to, from ``root`` (the oldest ancestor still
+    stored); ``plans`` counts its nodes; ``truncated``: the server cut a tree too deep or too large."""
+
+    raw: JsonObject = field(repr=False)
+    plan_id: str
+    root_id: str
+    plans: int
+    truncated: bool
+    root: LineageNode
+    _nested = {"root": LineageNode.from_json}
+
+    def find(self, plan_id: str) -> Optional[LineageNode]:
+        """The node of ``plan_id`` in the tree, or None."""
+        return next((n for n in self.root.walk() if n.plan_id == plan_id), None)

@@ -1,5 +1,7 @@
 """A stand-in for ``plan-ledger serve`` in the unit tests: answers POST /v1/events like the real
-server (202, one result per event), /healthz, and POST /v1/events/status (every stored id applied)."""
+server (202, one result per event), /healthz, and POST /v1/events/status (every stored id applied);
+other routes answer what ``routes`` (GET) and ``post_routes`` (POST) say, each request recorded in
+``requests``."""
 import json
 import socket
 import threading
@@ -28,6 +30,10 @@ class FakeServer:
         self.on_post: Optional[Callable[[List[Any]], Optional[tuple]]] = None
         self.status_answer: Optional[Callable[[List[str]], Dict[str, List[str]]]] = None
         self.routes: Dict[str, tuple] = {}
+        #: POST path prefix -> (status, body dict)
+        self.post_routes: Dict[str, tuple] = {}
+        #: (method, path, Authorization header, JSON body or None) of each request to routes / post_routes
+        self.requests: List[tuple] = []
         self._httpd: Optional[ThreadingHTTPServer] = None
         self.connections: List[socket.socket] = []
 
@@ -60,6 +66,8 @@ class FakeServer:
                     return self._send(200, {"ok": True})
                 for prefix, (status, body) in server.routes.items():
                     if self.path.startswith(prefix):
+                        with server.lock:
+                            server.requests.append(("GET", self.path, self.headers.get("authorization"), None))
                         return self._send(status, body)
                 self._send(404, {"error": f"no route {self.path}"})
 
@@ -84,6 +92,11 @@ class FakeServer:
                     with server.lock:
                         known = {e["eventId"] for e in server.events}
                     return self._send(200, {"applied": [i for i in ids if i in known], "waiting": [], "refused": [], "unknown": [i for i in ids if i not in known]})
+                for prefix, (status, answer) in server.post_routes.items():
+                    if self.path.startswith(prefix):
+                        with server.lock:
+                            server.requests.append(("POST", self.path, self.headers.get("authorization"), json.loads(body) if body else None))
+                        return self._send(status, answer)
                 self._send(404, {"error": "no route"})
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)

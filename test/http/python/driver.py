@@ -13,6 +13,7 @@
   driver.py bad URL DIR PLAN             valid events beside every value JSON cannot hold; flush(stored=True)
   driver.py refused URL DIR PLAN         a plan whose edit the server refuses (a dependency cycle); flush(stored=True)
   driver.py reads URL DIR SESSION        read your writes and the typed reads of a session's plan
+  driver.py lineage URL DIR PLAN         a failed plan, its fork from the failure (run to the end) and a replay; the typed lineage
   driver.py stream URL DIR P N           N events over P plans, paced; prints {"published": k} every 250; flush; the stats
 """
 import asyncio
@@ -27,10 +28,11 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "clients", "python"))
-from plan_ledger import AsyncPlanLedgerClient, Plan, PlanLedgerClient  # noqa: E402
+from plan_ledger import AsyncPlanLedgerClient, Conflict, NotFound, Plan, PlanLedgerClient, PlanLedgerError  # noqa: E402
 
 KEY = os.environ["PLAN_LEDGER_INGEST_KEY"]
 READ_KEY = os.environ.get("PLAN_LEDGER_READ_KEY")
+ADMIN_KEY = os.environ.get("PLAN_LEDGER_ADMIN_KEY")
 
 
 def say(**fields):
@@ -271,6 +273,79 @@ def main():
             output=c.step_output(plan.plan_id, "a"),
             cost=dict(plan=str(active.active_plan.cost), is_decimal=isinstance(active.active_plan.cost, decimal.Decimal),
                       step=[(st.step_id, None if st.cost is None else str(st.cost), st.cost_source) for st in c.plan(plan.plan_id).steps]),
+        )
+        c.close(5)
+    elif mode == "lineage":
+        plan_id = args[0]
+        c = PlanLedgerClient(url, ingest_key=KEY, read_key=READ_KEY, admin_key=ADMIN_KEY, journal_dir=journal)
+        plan = Plan(plan_id, "sess-" + plan_id)
+        c.plan_created(plan, query="fork me", steps=[
+            {"step_id": "a", "index": 0, "agent_id": "x", "task": "first"},
+            {"step_id": "b", "index": 1, "agent_id": "x", "task": "second", "depends_on": ["a"]},
+            {"step_id": "c", "index": 2, "agent_id": "x", "task": "third", "depends_on": ["b"]},
+        ])
+        c.step_completed(plan, "a", input_tokens=3, output_tokens=4, result="A")
+        c.checkpoint_saved(plan, "cp-a", 0, {"done": ["a"]})
+        c.step_failed(plan, "b", error="boom")
+        c.plan_finalized(plan, "failed", failure_reason="b failed")
+        stored = c.flush(60, stored=True)
+        try:
+            c.fork_plan(plan_id)
+            no_start = None
+        except ValueError as err:
+            no_start = str(err)
+        fork = c.fork_plan(plan_id, from_failure=True, new_plan_id=plan_id + "-fix", edit_steps=[
+            {"step_id": "b", "index": 1, "agent_id": "y", "task": "second, fixed", "depends_on": ["a"]},
+        ])
+        # the fork's executor: from its resume point, as after a restart
+        point = c.resume_point(fork.plan_id)
+        run = Plan(fork.plan_id, fork.session_id)
+        c.continue_plan(fork.plan_id, fork.next_seq)
+        c.step_completed(run, "b", input_tokens=5, output_tokens=6, result="B2")
+        c.step_completed(run, "c", input_tokens=7, output_tokens=8, result="C2")
+        c.plan_finalized(run, "completed")
+        ran = c.flush(60, stored=True)
+        replay = c.replay_plan(plan_id, new_plan_id=plan_id + "-again", session_id="other-" + plan_id)
+        try:
+            c.fork_plan(plan_id, from_layer=0, new_plan_id=plan_id + "-fix")
+            conflict = None
+        except Conflict as err:
+            conflict = [err.status, err.message]
+        try:
+            c.fork_plan("no-such-plan", from_layer=0)
+            not_found = None
+        except NotFound as err:
+            not_found = [err.status, err.message]
+        reader = PlanLedgerClient(url, read_key=READ_KEY, journal_dir=None)
+        try:
+            reader.replay_plan(plan_id)
+            no_admin = None
+        except ValueError as err:
+            no_admin = str(err)
+        reader.close(1)
+        not_admin = PlanLedgerClient(url, admin_key=READ_KEY, journal_dir=None)
+        try:
+            not_admin.replay_plan(plan_id)
+            read_as_admin = None
+        except PlanLedgerError as err:
+            read_as_admin = [err.status, err.message]
+        not_admin.close(1)
+        lineage = c.plan_lineage(fork.plan_id)
+
+        async def read_async():
+            async with AsyncPlanLedgerClient(url, read_key=READ_KEY, journal_dir=None) as ledger:
+                return (await ledger.plan_lineage(plan_id)).plans
+
+        say(
+            stored=stored, ran=ran, no_start=no_start,
+            fork=dict(fork.raw), point=dict(next_layer=point.next_layer, next_steps=[s.step_id for s in point.next_steps],
+                                           checkpoint=point.latest_checkpoint.checkpoint_id, next_seq=point.next_seq),
+            replay=dict(plan_id=replay.plan_id, session_id=replay.session_id, kind=replay.kind, layer=replay.layer, next_steps=replay.next_steps),
+            conflict=conflict, not_found=not_found, no_admin=no_admin, read_as_admin=read_as_admin,
+            lineage=dict(root_id=lineage.root_id, plans=lineage.plans, truncated=lineage.truncated,
+                         nodes=[[n.plan_id, n.parent_plan_id, n.kind, n.fork_layer, n.status, n.current] for n in lineage.root.walk()],
+                         fork_cost=str(lineage.find(fork.plan_id).cost), same_as_dict=lineage["root"]["children"][0]["planId"] == lineage.root.children[0].plan_id),
+            async_plans=asyncio.run(read_async()),
         )
         c.close(5)
     elif mode == "stream":

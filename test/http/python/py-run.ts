@@ -1,7 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import * as path from 'node:path';
 import type { ApiStack } from '../http-harness';
-import { INGEST_KEY, READ_KEY } from '../http-harness';
+import { ADMIN_KEY, INGEST_KEY, READ_KEY } from '../http-harness';
 
 export const ROOT = path.join(__dirname, '..', '..', '..');
 export const DRIVER = path.join(__dirname, 'driver.py');
@@ -14,11 +14,16 @@ export interface PyRun {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
 }
 
-/** python3 with `args`, from the repository root; the ingest and read keys in its environment. */
+/** python3 with `args`, from the repository root; the ingest, read and admin keys in its environment. */
 export function python(args: string[], key = INGEST_KEY): PyRun {
   const child = spawn('python3', args, {
     cwd: ROOT,
-    env: { ...process.env, PLAN_LEDGER_INGEST_KEY: key, PLAN_LEDGER_READ_KEY: READ_KEY },
+    env: {
+      ...process.env,
+      PLAN_LEDGER_INGEST_KEY: key,
+      PLAN_LEDGER_READ_KEY: READ_KEY,
+      PLAN_LEDGER_ADMIN_KEY: ADMIN_KEY,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
