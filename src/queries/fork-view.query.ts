@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { ENTITY, ExecutionPlanRow, PlanStepRow, WorkflowCheckpointRow } from '../store/entities';
 import { dagLayers } from '../store/projection/dag-layers';
-import { derivedId } from '../store/projection/derived-id';
+import { pendingStep, specOfStep } from '../store/projection/plan-reducer';
 import { parseJson, toNum } from './row-normalize';
 
 /** How many generations of ancestors a fork's steps are read from (as the store looks them up). */
@@ -76,31 +76,7 @@ async function viewSteps(ds: DataSource, plan: ExecutionPlanRow, seen: Set<strin
 
 /** An ancestor's step as a fork's own step not run yet: its definition, nothing of its run. */
 function pendingCopy(s: PlanStepRow, plan: ExecutionPlanRow): ViewStep {
-  return {
-    ...s,
-    id: derivedId(plan.id, 'step', s.stepKey),
-    planId: plan.id,
-    status: 'pending',
-    result: null,
-    error: null,
-    outputContent: null,
-    model: null,
-    inputTokens: 0,
-    outputTokens: 0,
-    provider: null,
-    cacheReadTokens: 0,
-    cacheWriteTokens: 0,
-    reasoningTokens: 0,
-    reportedCost: null,
-    cost: null,
-    costSource: null,
-    priceRef: null,
-    startedAt: null,
-    completedAt: null,
-    createdAt: plan.createdAt,
-    deletedAt: plan.deletedAt,
-    inheritedFrom: null,
-  };
+  return { ...pendingStep(plan, specOfStep(s), plan.createdAt), inheritedFrom: null };
 }
 
 /**

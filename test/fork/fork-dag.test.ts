@@ -9,17 +9,16 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { randomUUID } from 'node:crypto';
 import type IORedis from 'ioredis';
-import { run } from '../../src/cli/main';
 import { loadConfig } from '../../src/config/config';
-import { parsePlanEvent, PlanEvent, StepSpec } from '../../src/contracts';
+import { PlanEvent, StepSpec } from '../../src/contracts';
 import { forkPlan } from '../../src/fork/fork-plan';
 import { agentUsage, getPlanLineage, getPlanView, getResumePoint, getStepOutput, tokenUsage } from '../../src/queries';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { startWorker, WorkerHandle } from '../../src/worker';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 import { dropPrefix, openRedis, REDIS_URL, silentLogger, uniquePrefix, waitFor } from '../worker/helpers/queue-harness';
+import { parsedEvent, cliIn } from '../support/parsed-event';
 
 jest.setTimeout(240_000);
 
@@ -49,19 +48,16 @@ function parentEvents(): PlanEvent[] {
   let seq = 0;
   const start = Date.parse('2026-04-01T08:00:00.000Z');
   const ev = (type: string, payload: object): PlanEvent => {
-    const parsed = parsePlanEvent({
-      specVersion: 1,
-      eventId: randomUUID(),
-      type,
+    const event = parsedEvent({
       planId: PARENT,
       sessionId: 'sess-dag',
       seq,
-      occurredAt: new Date(start + seq * 1000).toISOString(),
+      type,
       payload,
+      occurredAt: new Date(start + seq * 1000),
     });
     seq++;
-    if (!parsed.ok) throw parsed.error;
-    return parsed.event;
+    return event;
   };
   const events = [ev('plan.created', { query: 'a wide workflow', steps: layeredSteps() })];
   for (let l = 0; l <= 5; l++) {
@@ -118,16 +114,7 @@ describe.each(ALL_TEST_DBS)('fork and re-run a 120-task workflow on %s', (kind) 
     fs.rmSync(journal, { recursive: true, force: true });
   });
 
-  async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await run(['node', 'plan-ledger', ...args], {
-      env: { DATABASE_URL: db.db.url, LOG_LEVEL: 'warn' },
-      out: (l) => out.push(l),
-      err: (l) => err.push(l),
-    });
-    return { code, stdout: out.join('\n'), stderr: err.join('\n') };
-  }
+  const cli = (...args: string[]) => cliIn(db.db.url, ...args);
 
   /** The second executor: a process of its own, given only the forks' ids. */
   async function runExecutor(forkIds: string[]): Promise<void> {

@@ -6,28 +6,16 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { run } from '../../src/cli/main';
-import { parsePlanEvent, PlanEvent } from '../../src/contracts';
+import { PlanEvent } from '../../src/contracts';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
+import { parsedEvent, cliIn } from '../support/parsed-event';
 
 let clock = Date.parse('2026-07-01T00:00:00.000Z');
 function ev(planId: string, seq: number, type: string, payload: object): PlanEvent {
   clock += 1000;
-  const parsed = parsePlanEvent({
-    specVersion: 1,
-    eventId: randomUUID(),
-    type,
-    planId,
-    sessionId: 'sess-cli',
-    seq,
-    occurredAt: new Date(clock).toISOString(),
-    payload,
-  });
-  if (!parsed.ok) throw parsed.error;
-  return parsed.event;
+  return parsedEvent({ planId, sessionId: 'sess-cli', seq, type, payload, occurredAt: new Date(clock) });
 }
 const spec = (stepId: string, index: number, dependsOn: string[] = []) => ({
   stepId,
@@ -64,16 +52,7 @@ describe.each(ALL_TEST_DBS)('plans fork and replay on %s', (kind) => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await run(['node', 'plan-ledger', ...args], {
-      env: { DATABASE_URL: url, LOG_LEVEL: 'warn' },
-      out: (l) => out.push(l),
-      err: (l) => err.push(l),
-    });
-    return { code, stdout: out.join('\n'), stderr: err.join('\n') };
-  }
+  const cli = (...args: string[]) => cliIn(url, ...args);
   const file = (name: string, content: unknown) => {
     const p = path.join(dir, name);
     fs.writeFileSync(p, typeof content === 'string' ? content : JSON.stringify(content));

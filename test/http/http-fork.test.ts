@@ -3,12 +3,12 @@
  * gets, the answer (the CLI's `plans fork --json`), the admin scope, and each refusal's status
  * and line, nothing written by a refused request.
  */
-import { randomUUID } from 'node:crypto';
-import { parsePlanEvent, PlanEvent } from '../../src/contracts';
+import { PlanEvent } from '../../src/contracts';
 import { parseEditSteps } from '../../src/fork/edit-steps';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { TestDb } from '../support/databases';
 import { ADMIN_KEY, ApiStack, call, INGEST_KEY, READ_KEY, startApiStack } from './http-harness';
+import { parsedEvent } from '../support/parsed-event';
 
 jest.setTimeout(90_000);
 
@@ -23,20 +23,15 @@ const spec = (stepId: string, index: number, dependsOn: string[] = [], task = `t
 /** a -> (b, c) -> d; a, b, c completed, checkpoint cp1 closes layer 1, d failed. */
 function parentEvents(planId: string, sessionId: string): PlanEvent[] {
   let seq = 0;
-  const ev = (type: string, payload: object): PlanEvent => {
-    const parsed = parsePlanEvent({
-      specVersion: 1,
-      eventId: randomUUID(),
-      type,
+  const ev = (type: string, payload: object): PlanEvent =>
+    parsedEvent({
       planId,
       sessionId,
       seq,
-      occurredAt: new Date(Date.parse('2030-02-01T00:00:00.000Z') + seq++ * 1000).toISOString(),
+      type,
       payload,
+      occurredAt: new Date(Date.parse('2030-02-01T00:00:00.000Z') + seq++ * 1000),
     });
-    if (!parsed.ok) throw parsed.error;
-    return parsed.event;
-  };
   return [
     ev('plan.created', {
       query: 'q',

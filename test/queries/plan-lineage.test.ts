@@ -1,9 +1,9 @@
 import type { DataSource } from 'typeorm';
-import { run } from '../../src/cli/main';
 import { getPlanLineage, NotFoundError } from '../../src/queries';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 import { planEvents } from '../support/fork-events';
+import { cliIn } from '../support/parsed-event';
 
 describe.each(ALL_TEST_DBS)('plans lineage on %s', (kind) => {
   let ds: DataSource;
@@ -34,16 +34,7 @@ describe.each(ALL_TEST_DBS)('plans lineage on %s', (kind) => {
   });
   afterAll(async () => close?.());
 
-  async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await run(['node', 'plan-ledger', ...args], {
-      env: { DATABASE_URL: url, LOG_LEVEL: 'warn' },
-      out: (l) => out.push(l),
-      err: (l) => err.push(l),
-    });
-    return { code, stdout: out.join('\n'), stderr: err.join('\n') };
-  }
+  const cli = (...args: string[]) => cliIn(url, ...args);
 
   it('finds the whole tree from a fork of a fork: root, siblings oldest first, the plan asked for marked', async () => {
     const lineage = await getPlanLineage(ds, 'lin-fork-a-a');

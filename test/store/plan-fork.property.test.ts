@@ -3,30 +3,18 @@
  * order (steps taken from the ancestors as their first events come), they equal the rows of the
  * same events folded again from the fork's whole log (the store's rebuild).
  */
-import { randomUUID } from 'node:crypto';
 import * as fc from 'fast-check';
 import type { DataSource } from 'typeorm';
-import { parsePlanEvent, PlanEvent } from '../../src/contracts';
+import { PlanEvent } from '../../src/contracts';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { createMigratedDb } from '../support/databases';
+import { parsedEvent } from '../support/parsed-event';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 40);
 const AT = Date.parse('2026-06-01T00:00:00.000Z');
 
-function event(planId: string, seq: number, type: string, payload: object): PlanEvent {
-  const parsed = parsePlanEvent({
-    specVersion: 1,
-    eventId: randomUUID(),
-    type,
-    planId,
-    sessionId: 'sess_prop',
-    seq,
-    occurredAt: new Date(AT + seq * 1000).toISOString(),
-    payload,
-  });
-  if (!parsed.ok) throw parsed.error;
-  return parsed.event;
-}
+const event = (planId: string, seq: number, type: string, payload: object): PlanEvent =>
+  parsedEvent({ planId, sessionId: 'sess_prop', seq, type, payload, occurredAt: new Date(AT + seq * 1000) });
 
 const spec = (stepId: string, index: number, dependsOn: string[] = []) => ({
   stepId,

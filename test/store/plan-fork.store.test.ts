@@ -4,27 +4,16 @@
  * ancestor that has it. The same rows whether its events arrive together with its plan.created,
  * one per transaction, or are folded again from its whole log.
  */
-import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { parsePlanEvent, PlanEvent } from '../../src/contracts';
+import { PlanEvent } from '../../src/contracts';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
+import { parsedEvent } from '../support/parsed-event';
 
 let clock = Date.parse('2026-03-01T00:00:00.000Z');
 function ev(planId: string, seq: number, type: string, payload: object, sessionId = 'sess_fork'): PlanEvent {
   clock += 1000;
-  const parsed = parsePlanEvent({
-    specVersion: 1,
-    eventId: randomUUID(),
-    type,
-    planId,
-    sessionId,
-    seq,
-    occurredAt: new Date(clock).toISOString(),
-    payload,
-  });
-  if (!parsed.ok) throw parsed.error;
-  return parsed.event;
+  return parsedEvent({ planId, sessionId, seq, type, payload, occurredAt: new Date(clock) });
 }
 
 const spec = (stepId: string, index: number, dependsOn: string[] = [], task = `task ${stepId}`) => ({

@@ -1,24 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { run } from '../../src/cli/main';
-import { parsePlanEvent, PlanEvent } from '../../src/contracts';
+import { PlanEvent } from '../../src/contracts';
 import { formatMoney, moneyFromColumn, PRICE_TABLE_VERSION } from '../../src/pricing';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
+import { parsedEvent, cliIn } from '../support/parsed-event';
 
 function ev(seq: number, type: string, payload: object, occurredAt: string, eventId: string = randomUUID()): PlanEvent {
-  const parsed = parsePlanEvent({
-    specVersion: 1,
-    eventId,
-    type,
-    planId: 'plan_ovr',
-    sessionId: 'sess_ovr',
-    seq,
-    occurredAt,
-    payload,
-  });
-  if (!parsed.ok) throw parsed.error;
-  return parsed.event;
+  return parsedEvent({ planId: 'plan_ovr', sessionId: 'sess_ovr', seq, type, payload, occurredAt, eventId });
 }
 
 const created = ev(
@@ -50,16 +39,7 @@ describe.each(ALL_TEST_DBS)('price overrides and reprice on %s', (kind) => {
   });
   afterAll(async () => close?.());
 
-  async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await run(['node', 'plan-ledger', ...args], {
-      env: { DATABASE_URL: url, LOG_LEVEL: 'warn' },
-      out: (l) => out.push(l),
-      err: (l) => err.push(l),
-    });
-    return { code, stdout: out.join('\n'), stderr: err.join('\n') };
-  }
+  const cli = (...args: string[]) => cliIn(url, ...args);
 
   async function steps(): Promise<Record<string, [string | null, string | null, string | null]>> {
     const rows: Array<{ step_key: string; cost: unknown; cost_source: string | null; price_ref: string | null }> =

@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import { ForkOrigin, parsePlanEvent, PlanEvent } from '../../src/contracts';
+import { ForkOrigin, PlanEvent } from '../../src/contracts';
+import { parsedEvent } from './parsed-event';
 
 /** A plan of two steps: plan.created (a fork when `forkOf` is given), then `done` steps completed, then finalized if both are. */
 export function planEvents(
@@ -11,19 +11,9 @@ export function planEvents(
   const start = Date.parse(at);
   let seq = 0;
   const ev = (type: string, payload: object): PlanEvent => {
-    const parsed = parsePlanEvent({
-      specVersion: 1,
-      eventId: randomUUID(),
-      type,
-      planId,
-      sessionId,
-      seq,
-      occurredAt: new Date(start + seq * 1000).toISOString(),
-      payload,
-    });
+    const event = parsedEvent({ planId, sessionId, seq, type, payload, occurredAt: new Date(start + seq * 1000) });
     seq++;
-    if (!parsed.ok) throw parsed.error;
-    return parsed.event;
+    return event;
   };
   const steps = ['s1', 's2'].map((stepId, index) => ({ stepId, index, agentId: 'a', task: `task ${stepId}` }));
   const events = [

@@ -201,18 +201,7 @@ export class PlanReducer {
     const from = this.references.get(key);
     if (!from) return undefined;
     // the ancestor's index: `plans fork` gives the steps a fork adds indexes past all of its parent's
-    const row = this.newStep(
-      {
-        stepId: key,
-        index: from.stepIndex,
-        agentId: from.agentId,
-        task: from.task,
-        ...(from.title !== null ? { title: from.title } : {}),
-        ...(from.expectedOutput !== null ? { expectedOutput: from.expectedOutput } : {}),
-        dependsOn: JSON.parse(from.dependsOn ?? '[]') as string[],
-      },
-      this.plan.createdAt,
-    );
+    const row = this.newStep(specOfStep(from), this.plan.createdAt);
     this.steps.set(key, row);
     this.materialized.add(key);
     this.plan.totalSteps++;
@@ -251,36 +240,7 @@ export class PlanReducer {
   }
 
   private newStep(spec: StepSpec, createdAt: Date): PlanStepRow {
-    return {
-      id: derivedId(this.plan.id, 'step', spec.stepId),
-      planId: this.plan.id,
-      stepKey: spec.stepId,
-      stepIndex: spec.index,
-      agentId: spec.agentId,
-      task: spec.task,
-      title: spec.title ?? null,
-      expectedOutput: spec.expectedOutput ?? null,
-      dependsOn: JSON.stringify(spec.dependsOn ?? []),
-      status: 'pending',
-      result: null,
-      error: null,
-      outputContent: null,
-      model: null,
-      inputTokens: 0,
-      outputTokens: 0,
-      provider: null,
-      cacheReadTokens: 0,
-      cacheWriteTokens: 0,
-      reasoningTokens: 0,
-      reportedCost: null,
-      cost: null,
-      costSource: null,
-      priceRef: null,
-      startedAt: null,
-      completedAt: null,
-      createdAt,
-      deletedAt: this.plan.deletedAt,
-    };
+    return pendingStep(this.plan, spec, createdAt);
   }
 
   /** Change one step, keeping the plan's counters in step with it. */
@@ -513,6 +473,59 @@ function sameUsage(stored: StoredStepPrice, s: PlanStepRow): boolean {
     s.completedAt !== null &&
     new Date(stored.completedAt).getTime() === s.completedAt.getTime()
   );
+}
+
+/** A plan's row of a step as defined and not run yet. */
+export function pendingStep(
+  plan: Pick<ExecutionPlanRow, 'id' | 'deletedAt'>,
+  spec: StepSpec,
+  createdAt: Date,
+): PlanStepRow {
+  return {
+    id: derivedId(plan.id, 'step', spec.stepId),
+    planId: plan.id,
+    stepKey: spec.stepId,
+    stepIndex: spec.index,
+    agentId: spec.agentId,
+    task: spec.task,
+    title: spec.title ?? null,
+    expectedOutput: spec.expectedOutput ?? null,
+    dependsOn: JSON.stringify(spec.dependsOn ?? []),
+    status: 'pending',
+    result: null,
+    error: null,
+    outputContent: null,
+    model: null,
+    inputTokens: 0,
+    outputTokens: 0,
+    provider: null,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    reasoningTokens: 0,
+    reportedCost: null,
+    cost: null,
+    costSource: null,
+    priceRef: null,
+    startedAt: null,
+    completedAt: null,
+    createdAt,
+    deletedAt: plan.deletedAt,
+  };
+}
+
+/** The definition a stored step row holds, as a step list gives it. */
+export function specOfStep(
+  row: Pick<PlanStepRow, 'stepKey' | 'stepIndex' | 'agentId' | 'task' | 'title' | 'expectedOutput' | 'dependsOn'>,
+): StepSpec {
+  return {
+    stepId: row.stepKey,
+    index: Number(row.stepIndex),
+    agentId: row.agentId,
+    task: row.task,
+    ...(row.title !== null && row.title !== undefined ? { title: row.title } : {}),
+    ...(row.expectedOutput !== null && row.expectedOutput !== undefined ? { expectedOutput: row.expectedOutput } : {}),
+    dependsOn: JSON.parse(row.dependsOn ?? '[]') as string[],
+  };
 }
 
 /** The descriptive fields of a step an edit may change. */
