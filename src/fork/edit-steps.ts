@@ -42,7 +42,14 @@ export function checkEditSteps(value: unknown, argument: string, source?: string
     sessionId: 'edit-steps',
     seq: 0,
     occurredAt: '2000-01-01T00:00:00.000Z',
-    payload: { query: 'edit-steps', steps, forkOf: { planId: 'edit-steps', kind: 'fork', layer: 0 } },
+    // the fork sets every index (a changed step keeps its parent's): one given is not checked, none is needed
+    payload: {
+      query: 'edit-steps',
+      steps: steps.map((step: unknown, i) =>
+        typeof step === 'object' && step !== null && !Array.isArray(step) ? { ...step, index: i } : step,
+      ),
+      forkOf: { planId: 'edit-steps', kind: 'fork', layer: 0 },
+    },
   });
   if (!parsed.ok) {
     const v = parsed.error.violations[0];

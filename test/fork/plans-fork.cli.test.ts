@@ -102,7 +102,7 @@ describe.each(ALL_TEST_DBS)('plans fork and replay on %s', (kind) => {
         'step "n" would run in a layer before 1',
       ],
       [
-        ['plans', 'fork', 'wf', '--from-layer', '1', '--edit-steps', file('field.json', [{ stepId: 'b', index: 1 }])],
+        ['plans', 'fork', 'wf', '--from-layer', '1', '--edit-steps', file('field.json', [{ stepId: 'b' }])],
         2,
         'steps[0].agentId is required',
       ],
