@@ -94,6 +94,25 @@ export class MssqlTables {
         this.rows(table).filter((r) => ids.has(r[column] as string)),
       );
     }
+    // whether a row with this value exists (a repository's exists: the new fork's id is free)
+    if (
+      (m = sql.match(
+        /^SELECT 1 AS "row_exists" FROM \(SELECT 1 AS dummy_column\) "dummy_table" WHERE EXISTS \(SELECT 1 FROM "(\w+)" "(\w+)" WHERE \(\("\2"\."(\w+)" = @0\)\)\)/,
+      ))
+    ) {
+      const [, table, , column] = m;
+      return this.rows(table).some((r) => r[column] === p(0)) ? [{ row_exists: 1 }] : [];
+    }
+    // a row by one column, as a repository's findOne or find sends it (`plans fork` reading its parent)
+    if (
+      (m = sql.match(
+        / FROM "(\w+)" "(\w+)" WHERE \( \(\("\2"\."(\w+)" = @0\)\) \)( AND \( "\2"\."deleted_at" IS NULL \))?(?: ORDER BY \(SELECT NULL\) OFFSET 0 ROWS FETCH NEXT (\d+) ROWS ONLY)?$/,
+      ))
+    ) {
+      const [, table, , column, live, fetch] = m;
+      const rows = this.rows(table).filter((r) => r[column] === p(0) && (!live || r.deleted_at === null));
+      return project(sql, fetch ? rows.slice(0, Number(fetch)) : rows);
+    }
     // one plan's rows of a table (a rebuild's stored step prices)
     if ((m = sql.match(/ FROM "(\w+)" "(\w+)" WHERE \(\("\2"\."(\w+)" = @0\)\)$/))) {
       const [, table, , column] = m;

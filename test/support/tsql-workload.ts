@@ -9,6 +9,7 @@ import { runRetention } from '../../src/retention/retention.service';
 import { assertSchema } from '../../src/store/data-source';
 import { knownMigrations, migrationStatus } from '../../src/store/migration-status';
 import { migrationSql, revertAllMigrations, runMigrations } from '../../src/store/migrator';
+import { forkPlan } from '../../src/fork/fork-plan';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { addPriceOverride, getPriceOverride, listPriceOverrides } from '../../src/store/price-overrides';
 import { repriceSteps } from '../../src/store/price-reprice';
@@ -148,6 +149,16 @@ async function recordStore(
   await persist([forkEvent('fork-1', 1, 'step.completed', { stepId: 's3', inputTokens: 1, outputTokens: 1 })]);
   await persist([forkEvent('fork-2', 0, 'plan.created', forkOf('fork-1', 0))]);
   await persist([forkEvent('fork-2', 1, 'step.completed', { stepId: 's1', inputTokens: 1, outputTokens: 1 })]);
+  // `plans fork` itself: the parent's row, its DAG's layers, the new id's head, then the store
+  const outcome = await forkPlan(
+    ds,
+    { parentPlanId: late[0].planId, kind: 'fork', from: { layer: 1 }, planId: 'fork-3' },
+    store,
+  );
+  check(
+    'plans fork created a fork of a stored plan',
+    outcome.inheritedSteps === 2 && outcome.nextSteps.join() === 's3',
+  );
   check(
     "forks got rows of the steps they ran, from their ancestors' definitions",
     ['fork-1:s3', 'fork-2:s1'].every((k) =>
