@@ -122,8 +122,9 @@ export class PlanReader {
         seen.add(`${s.projection.plan.id}\u0000${s.ancestor}`);
         if (rest.length > 0) next.push({ ...s, keys: rest });
       }
-      const parents = await this.plans([...new Set(next.map((s) => s.ancestor))]);
       open = [];
+      if (next.length === 0) break;
+      const parents = await this.plans([...new Set(next.map((s) => s.ancestor))]);
       for (const s of next) {
         const up = parents.get(s.ancestor)?.parentPlanId;
         // no further ancestor, or one already searched for this fork (a cycle of forkOf ids): the
