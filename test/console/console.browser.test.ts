@@ -23,6 +23,7 @@ import { forkPlan } from '../../src/fork/fork-plan';
 import { ApiStack, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
 import { genAiRun, otlpJsonRequest } from '../otlp/otlp-fixtures';
 import { openRedis, REDIS_URL, silentLogger } from '../worker/helpers/queue-harness';
+import { layeredSteps } from '../support/event-factory';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN_KEY = 'admin-key-for-console-tests-0123';
@@ -110,23 +111,6 @@ async function overflowX(page: Page): Promise<number> {
 async function shot(page: Page, name: string): Promise<void> {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
-}
-
-function layeredSteps(layers: number, perLayer: number): StepSpec[] {
-  const steps: StepSpec[] = [];
-  for (let l = 0; l < layers; l++) {
-    for (let i = 0; i < perLayer; i++) {
-      const deps = l === 0 ? [] : [`t${l - 1}-${i}`, `t${l - 1}-${(i + 1) % perLayer}`];
-      steps.push({
-        stepId: `t${l}-${i}`,
-        index: steps.length,
-        agentId: `agent-${i % 6}`,
-        task: `task ${l}.${i}`,
-        ...(deps.length ? { dependsOn: deps } : {}),
-      });
-    }
-  }
-  return steps;
 }
 
 beforeAll(async () => {

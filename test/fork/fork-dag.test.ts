@@ -19,6 +19,7 @@ import { startWorker, WorkerHandle } from '../../src/worker';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 import { dropPrefix, openRedis, REDIS_URL, silentLogger, uniquePrefix, waitFor } from '../worker/helpers/queue-harness';
 import { parsedEvent, cliIn } from '../support/parsed-event';
+import { layeredSteps } from '../support/event-factory';
 
 jest.setTimeout(240_000);
 
@@ -26,22 +27,6 @@ const LAYERS = 8;
 const PER_LAYER = 15;
 const PARENT = 'wf-dag-120';
 const EXECUTOR = path.join(__dirname, 'support', 'fork-executor.ts');
-
-function layeredSteps(): StepSpec[] {
-  const steps: StepSpec[] = [];
-  for (let l = 0; l < LAYERS; l++)
-    for (let i = 0; i < PER_LAYER; i++) {
-      const deps = l === 0 ? [] : [`t${l - 1}-${i}`, `t${l - 1}-${(i + 1) % PER_LAYER}`];
-      steps.push({
-        stepId: `t${l}-${i}`,
-        index: steps.length,
-        agentId: `agent-${i % 6}`,
-        task: `task ${l}.${i}`,
-        ...(deps.length ? { dependsOn: deps } : {}),
-      });
-    }
-  return steps;
-}
 
 /** The workflow: layers 0-4 done with a checkpoint each, layer 5's last step failed, the plan failed. */
 function parentEvents(): PlanEvent[] {
@@ -59,7 +44,7 @@ function parentEvents(): PlanEvent[] {
     seq++;
     return event;
   };
-  const events = [ev('plan.created', { query: 'a wide workflow', steps: layeredSteps() })];
+  const events = [ev('plan.created', { query: 'a wide workflow', steps: layeredSteps(LAYERS, PER_LAYER) })];
   for (let l = 0; l <= 5; l++) {
     for (let i = 0; i < PER_LAYER; i++) {
       const stepId = `t${l}-${i}`;

@@ -257,3 +257,24 @@ export function shuffled<T>(items: readonly T[], seed = 1): T[] {
   }
   return out;
 }
+
+/**
+ * A wide workflow: `layers` layers of `perLayer` steps `t<layer>-<i>`, each depending on two steps
+ * of the layer before it (`t<l-1>-<i>` and `t<l-1>-<i+1 mod perLayer>`), agents `agent-0..5`.
+ */
+export function layeredSteps(layers: number, perLayer: number): StepSpec[] {
+  const steps: StepSpec[] = [];
+  for (let l = 0; l < layers; l++) {
+    for (let i = 0; i < perLayer; i++) {
+      const deps = l === 0 ? [] : [`t${l - 1}-${i}`, `t${l - 1}-${(i + 1) % perLayer}`];
+      steps.push({
+        stepId: `t${l}-${i}`,
+        index: steps.length,
+        agentId: `agent-${i % 6}`,
+        task: `task ${l}.${i}`,
+        ...(deps.length ? { dependsOn: deps } : {}),
+      });
+    }
+  }
+  return steps;
+}
