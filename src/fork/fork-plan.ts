@@ -108,7 +108,7 @@ export async function forkPlan(ds: DataSource, request: ForkRequest, store?: Pla
   const sessionId = request.sessionId ?? parent.sessionId;
   if (!isExternalId(sessionId))
     throw new QueryArgumentError(names.sessionId, `"${sessionId}" is not a session id (1-64 letters, digits, _ . : -)`);
-  const changes = await withoutUnchanged(ds, parent, request.editSteps ?? []);
+  const changes = await withoutUnchanged(shape, request.editSteps ?? []);
   const edits = placeEdits(shape, changes.length > 0 ? await shape.nodes() : [], start.layer, changes, names.editSteps);
   const event = forkEvent(
     parent,
@@ -143,6 +143,8 @@ interface Shape {
   /** Steps of the parent that failed (for a start at its failure). */
   failed: () => Promise<string[]>;
   checkpoint: (key: string) => Promise<WorkflowCheckpointRow | null>;
+  /** The parent's rows of these steps (their definitions). */
+  definitions: (keys: string[]) => Promise<PlanStepRow[]>;
 }
 
 async function parentShape(ds: DataSource, parent: ExecutionPlanRow): Promise<Shape> {
@@ -150,6 +152,8 @@ async function parentShape(ds: DataSource, parent: ExecutionPlanRow): Promise<Sh
     ds
       .getRepository<WorkflowCheckpointRow>(ENTITY.checkpoint)
       .findOne({ where: { workflowId: parent.id, checkpointKey: key } });
+  const ownDefinitions = (keys: string[]) =>
+    ds.getRepository<PlanStepRow>(ENTITY.step).find({ where: { planId: parent.id, stepKey: In(keys) } });
   if (isFork(parent)) {
     const view = await loadForkView(ds, parent);
     const listed = view.steps.map(nodeOf);
@@ -159,6 +163,7 @@ async function parentShape(ds: DataSource, parent: ExecutionPlanRow): Promise<Sh
       failed: async () => view.steps.filter((s) => s.status === 'failed').map((s) => s.stepKey),
       checkpoint: async (key) =>
         (await ownCheckpoint(key)) ?? (view.startCheckpoint?.checkpointKey === key ? view.startCheckpoint : null),
+      definitions: async (keys) => view.steps.filter((s) => keys.includes(s.stepKey)),
     };
   }
   const failed = async () =>
@@ -174,26 +179,29 @@ async function parentShape(ds: DataSource, parent: ExecutionPlanRow): Promise<Sh
   const row = await dags.findOne({ where: { workflowId: parent.id }, select: { workflowId: true, layers: true } });
   if (row) {
     const layers = row.layers ? scanLayers(String(row.layers)) : storedLayers(await document());
-    return { nodes: dagNodes, layers, failed, checkpoint: ownCheckpoint };
+    return { nodes: dagNodes, layers, failed, checkpoint: ownCheckpoint, definitions: ownDefinitions };
   }
   const steps = await ds.getRepository<PlanStepRow>(ENTITY.step).find({
     where: { planId: parent.id },
     select: { stepKey: true, stepIndex: true, dependsOn: true },
   });
   const listed = steps.map(nodeOf);
-  return { nodes: async () => listed, layers: listedLayers(dagLayers(listed)), failed, checkpoint: ownCheckpoint };
+  return {
+    nodes: async () => listed,
+    layers: listedLayers(dagLayers(listed)),
+    failed,
+    checkpoint: ownCheckpoint,
+    definitions: ownDefinitions,
+  };
 }
 
 /**
  * The edits that change something: a step equal to the parent's (agent, task, title, expected
  * output, dependencies) is no change, so a whole `plans export` template can be given.
  */
-async function withoutUnchanged(ds: DataSource, parent: ExecutionPlanRow, edits: StepSpec[]): Promise<StepSpec[]> {
+async function withoutUnchanged(shape: Shape, edits: StepSpec[]): Promise<StepSpec[]> {
   if (edits.length === 0) return edits;
-  const keys = edits.map((e) => e.stepId);
-  const rows: PlanStepRow[] = isFork(parent)
-    ? (await loadForkView(ds, parent)).steps.filter((s) => keys.includes(s.stepKey))
-    : await ds.getRepository<PlanStepRow>(ENTITY.step).find({ where: { planId: parent.id, stepKey: In(keys) } });
+  const rows = await shape.definitions(edits.map((e) => e.stepId));
   const byKey = new Map(rows.map((r) => [r.stepKey, r]));
   return edits.filter((e) => {
     const r = byKey.get(e.stepId);

@@ -521,8 +521,16 @@ function mapPlan(
         payload: { stepId: st.stepId, ...content, ...usage },
       });
     }
+    // a handoff the span declares, else an agent called by another agent: a delegation
     const declared = str(s.attributes[OVERRIDE.handoffFrom]);
-    if (declared !== undefined) {
+    const caller = declared === undefined && st.role === 'agent' ? callerAgent(s) : undefined;
+    const handoff =
+      declared !== undefined
+        ? { from: declared, reason: clip(str(s.attributes[OVERRIDE.handoffReason]) ?? 'handoff', 50) }
+        : caller !== undefined && caller !== st.agentId
+          ? { from: caller, reason: 'delegation' }
+          : undefined;
+    if (handoff)
       drafts.push({
         type: 'handoff.recorded',
         ns: s.startNs,
@@ -531,28 +539,11 @@ function mapPlan(
         payload: {
           handoffId: `handoff-${s.spanId}`,
           stepId: st.stepId,
-          fromAgentId: clip(declared, 100),
+          fromAgentId: clip(handoff.from, 100),
           toAgentId: st.agentId,
-          reason: clip(str(s.attributes[OVERRIDE.handoffReason]) ?? 'handoff', 50),
+          reason: handoff.reason,
         },
       });
-    } else if (st.role === 'agent') {
-      const from = callerAgent(s);
-      if (from !== undefined && from !== st.agentId)
-        drafts.push({
-          type: 'handoff.recorded',
-          ns: s.startNs,
-          rank: 1,
-          key: s.spanId,
-          payload: {
-            handoffId: `handoff-${s.spanId}`,
-            stepId: st.stepId,
-            fromAgentId: clip(from, 100),
-            toAgentId: st.agentId,
-            reason: 'delegation',
-          },
-        });
-    }
   }
   const calledModel = new Set(llms.flatMap((l) => ancestors(l).map((a) => a.spanId)));
   // graph nodes that called a model are agents: control passing from one to the next is a handoff

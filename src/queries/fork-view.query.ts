@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { ENTITY, ExecutionPlanRow, PlanStepRow, WorkflowCheckpointRow } from '../store/entities';
+import { ENTITY, ExecutionPlanRow, isFork, PlanStepRow, WorkflowCheckpointRow } from '../store/entities';
 import { dagLayers } from '../store/projection/dag-layers';
 import { pendingStep, specOfStep } from '../store/projection/plan-reducer';
 import { parseJson, toNum } from './row-normalize';
@@ -26,10 +26,7 @@ export interface ForkView {
   startCheckpoint: WorkflowCheckpointRow | null;
 }
 
-/** Whether a plan row is a fork or replay (its steps are partly its ancestors'). */
-export function isFork(plan: Pick<ExecutionPlanRow, 'parentPlanId'>): boolean {
-  return plan.parentPlanId !== null && plan.parentPlanId !== undefined;
-}
+export { isFork };
 
 /** The steps, layers and starting checkpoint of a fork, its ancestors' rows read where it has none. */
 export async function loadForkView(ds: DataSource, plan: ExecutionPlanRow): Promise<ForkView> {

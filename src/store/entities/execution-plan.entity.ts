@@ -39,6 +39,11 @@ export interface ExecutionPlanRow {
   deletedAt: Date | null;
 }
 
+/** Whether a plan row is a fork or replay (its steps are partly its ancestors'). */
+export function isFork(plan: Pick<ExecutionPlanRow, 'parentPlanId'>): boolean {
+  return plan.parentPlanId !== null && plan.parentPlanId !== undefined;
+}
+
 export const ExecutionPlanEntity = defineEntity<ExecutionPlanRow>('ExecutionPlan', 'execution_plans', {
   id: ext('id', { primary: true }),
   sessionId: ext('session_id'),

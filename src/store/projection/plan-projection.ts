@@ -1,11 +1,12 @@
 import type { PlanEvent } from '../../contracts';
-import type {
-  ExecutionPlanRow,
-  PlanHandoffRow,
-  PlanStepRow,
-  WorkflowCheckpointRow,
-  WorkflowDagRow,
-  PlanDecisionRow,
+import {
+  isFork,
+  type ExecutionPlanRow,
+  type PlanHandoffRow,
+  type PlanStepRow,
+  type WorkflowCheckpointRow,
+  type WorkflowDagRow,
+  type PlanDecisionRow,
 } from '../entities';
 import { byId, CreatedEvent, PlanReducer, PlanRows, planRowOf } from './plan-reducer';
 import { isVoidedSeq } from './voided-seq';
@@ -70,7 +71,7 @@ export class PlanProjection extends PlanReducer {
   ) {
     super(plan);
     this.known = known;
-    this.isFork = plan.parentPlanId !== null && plan.parentPlanId !== undefined;
+    this.isFork = isFork(plan);
     if (keepStored) this.stored = { plan: { ...plan }, steps: new Map() };
   }
 
