@@ -18,13 +18,15 @@ export interface DeliveryPumpConfig {
 }
 
 /**
- * The jobs of one journal record: itself, on the shard of its events' plans; split into one job
- * per shard (ids `<record id>.s<shard>`) when its events belong to several shards, as a record
- * written before a restart with another QUEUE_SHARDS, or of events appended one by one, may. A
- * record that is not JSON goes to shard 0 as it is, where the worker dead-letters it.
+ * The jobs of one journal record: itself, on the shard of its events' plans. A record whose line
+ * names its shard in this layout is sent as it is; any other is parsed and routed by its events'
+ * plan ids, split into one job per shard (ids `<record id>.s<shard>`) when they belong to several,
+ * as a record written before a restart with another QUEUE_SHARDS may. A record that is not JSON
+ * goes to shard 0 as it is, where the worker dead-letters it.
  */
 export function recordJobs(record: JournalRecord, shards: number): OutgoingJob[] {
   if (shards <= 1) return [{ id: record.id, data: encodeRecord(record.events), shard: 0 }];
+  if (record.shards === shards) return [{ id: record.id, data: encodeRecord(record.events), shard: record.shard! }];
   let events: unknown[];
   try {
     const parsed: unknown = JSON.parse(record.events.toString('utf8'));
@@ -109,7 +111,7 @@ export class DeliveryPump {
   private readonly commitWhileDown = (): void => {
     if (this.stopped || (this.link.ready && this.failures === 0) || this.memory.idle) return;
     const spilled = this.memory.spill(this.cfg.eventsPerJob, this.cfg.maxJobBytes, (batch) =>
-      this.journal.appendBatch(batch.id, batch.events),
+      this.journal.appendBatch(batch.id, batch.events, batch.shard),
     );
     this.journal.writeStaged();
     if (spilled > 0) this.cfg.onSpilled?.(spilled);

@@ -5,9 +5,12 @@
  * - `segment-<n>.jsonl.offset`: how many bytes of that segment are already in Redis (written after
  *   each successful addBulk, by rename, so it is either the old or the new value).
  *
- * A record is one line and one BullMQ job: `<jobId>\t<event count>\t[<event JSON>,...]\n`. The job id
- * is fixed when the record is written, so draining the same record twice (a crash between addBulk
- * and the offset update) adds a job BullMQ ignores as a duplicate.
+ * A record is one line and one BullMQ job: `<key>\t<event count>\t[<event JSON>,...]\n`. The key is
+ * the job id, fixed when the record is written, so draining the same record twice (a crash between
+ * addBulk and the offset update) adds a job BullMQ ignores as a duplicate. A publisher with
+ * QUEUE_SHARDS=N of 2 or more writes records of one shard each, keyed `<jobId>#<shard>/<N>`: the drain sends
+ * such a record to its shard as it is, and parses only records of another layout (or unmarked) to
+ * route their events by plan id. Publishers before the mark read marked records as unreadable.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -15,8 +18,28 @@ import { PublisherConfigError } from './publisher-options';
 
 export const LOCK_FILE = 'publisher.lock';
 const SEGMENT_PATTERN = /^segment-(\d{12})\.jsonl$/;
-/** Bytes a record adds to its events: `b-<uuid>` (38) + 2 tabs + count + brackets + newline, rounded up. */
+/**
+ * Bytes a record adds to its events: `b-<uuid>` (38) + `#<shard>/<N>` (at most 8) + 2 tabs + count +
+ * brackets + newline, rounded up.
+ */
 export const RECORD_OVERHEAD_BYTES = 64;
+
+/** A record's key: its job id, and with several shards the shard of its events (`<jobId>#<shard>/<N>`). */
+export function recordKey(jobId: string, shard: number, shards: number): string {
+  return shards > 1 ? `${jobId}#${shard}/${shards}` : jobId;
+}
+
+const RECORD_KEY = /^(b-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:#(\d{1,3})\/(\d{1,3}))?$/;
+
+/** A record key's job id and, when marked, its shard and layout; undefined when it is not a key. */
+export function parseRecordKey(key: string): { id: string; shard?: number; shards?: number } | undefined {
+  const m = RECORD_KEY.exec(key);
+  if (m === null) return undefined;
+  if (m[2] === undefined) return { id: m[1] };
+  const shard = Number(m[2]);
+  const shards = Number(m[3]);
+  return shard < shards ? { id: m[1], shard, shards } : undefined;
+}
 
 export interface Segment {
   no: number;

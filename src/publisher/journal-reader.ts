@@ -1,6 +1,6 @@
 import * as fs from 'node:fs/promises';
 import type { Logger } from '../shared/logger';
-import type { Segment } from './journal-files';
+import { parseRecordKey, type Segment } from './journal-files';
 import type { SpillJournal } from './spill-journal';
 
 const QUEUED = 0;
@@ -9,7 +9,11 @@ const DONE = 2;
 
 /** One journal record: one BullMQ job, re-sent with the id it was written with. */
 export interface JournalRecord {
+  /** The job id. */
   id: string;
+  /** The queue shard of its events and the QUEUE_SHARDS it was written with, when its line names them. */
+  shard?: number;
+  shards?: number;
   count: number;
   /** The events as UTF-8 JSON array bytes, `[{...},{...}]`, used verbatim in the job data. */
   events: Buffer;
@@ -34,7 +38,6 @@ export interface JournalReaderConfig {
 const EMPTY = Buffer.alloc(0);
 /** Pause after a failed read before trying again. */
 const READ_RETRY_MS = 1_000;
-const JOB_ID = /^b-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * Drains the journal in order. Records are read ahead asynchronously (never blocking the caller's
@@ -147,10 +150,10 @@ export class JournalReader {
     while (p < nl && buffer[p] === 0) p++; // a hole left by a machine crash before fsync
     const tab1 = buffer.indexOf(9, p);
     const tab2 = tab1 === -1 ? -1 : buffer.indexOf(9, tab1 + 1);
-    const id = tab1 === -1 || tab1 > nl ? '' : buffer.toString('latin1', p, tab1);
+    const key = tab1 === -1 || tab1 > nl ? undefined : parseRecordKey(buffer.toString('latin1', p, tab1));
     const count = tab2 === -1 || tab2 > nl ? NaN : Number(buffer.toString('latin1', tab1 + 1, tab2));
     const ok =
-      JOB_ID.test(id) &&
+      key !== undefined &&
       Number.isSafeInteger(count) &&
       count > 0 &&
       buffer[tab2 + 1] === 0x5b &&
@@ -161,7 +164,7 @@ export class JournalReader {
     }
     // A view into the read buffer, not a copy: the read-ahead bound keeps what it pins small.
     const events = buffer.subarray(tab2 + 1, nl);
-    this.outstanding.push({ id, count, events, segment, end, state: QUEUED });
+    this.outstanding.push({ ...key!, count, events, segment, end, state: QUEUED });
     this.queuedBytes += events.length;
   }
 

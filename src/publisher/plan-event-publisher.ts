@@ -148,6 +148,7 @@ export class PlanEventPublisher extends TypedHelpers {
       segmentBytes: this.opts.journalSegmentBytes,
       writeBytes: this.opts.journalWriteBytes,
       eventsPerRecord: this.opts.eventsPerJob,
+      shards: this.opts.queueShards,
       logger: this.logger,
       onWriteLost: (events, err) => this.drop(events, 'journal write failed', err),
     });
@@ -252,7 +253,7 @@ export class PlanEventPublisher extends TypedHelpers {
   private enqueue(json: string, shard: number): boolean {
     if (!this.journal.backlog && this.memory.fits(json.length)) {
       this.memory.push(json, shard);
-    } else if (this.journal.append(json, Buffer.byteLength(json, 'utf8'))) {
+    } else if (this.journal.append(json, Buffer.byteLength(json, 'utf8'), shard)) {
       this.counts.spilled++;
     } else {
       this.drop(1, 'spill journal full');
@@ -365,7 +366,7 @@ export class PlanEventPublisher extends TypedHelpers {
     const flushed = await this.pump.waitSettled(timeoutMs);
     let spilledAtClose = 0;
     for (const batch of this.pump.stop()) {
-      if (this.journal.appendBatch(batch.id, batch.events)) spilledAtClose += batch.events.length;
+      if (this.journal.appendBatch(batch.id, batch.events, batch.shard)) spilledAtClose += batch.events.length;
       else this.drop(batch.events.length, 'spill journal full at close');
     }
     this.counts.spilled += spilledAtClose;

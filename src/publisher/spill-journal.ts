@@ -6,6 +6,7 @@ import {
   acquireLock,
   appendAllSync,
   newSegment,
+  recordKey,
   releaseLock,
   removeSegmentFiles,
   scanSegments,
@@ -18,6 +19,10 @@ interface StagedRecord {
   /** Set when the events already had a job id (a memory batch spilled at close); else drawn at write. */
   id: string | undefined;
   events: string[];
+  /** The queue shard of every event in it (QUEUE_SHARDS routes by plan id). */
+  shard: number;
+  /** Event bytes, to close the record at `writeBytes`. */
+  bytes: number;
 }
 
 export interface SpillJournalConfig {
@@ -27,6 +32,11 @@ export interface SpillJournalConfig {
   /** Staged bytes that trigger a write, and the largest record. */
   writeBytes: number;
   eventsPerRecord: number;
+  /**
+   * QUEUE_SHARDS: a record holds events of one shard, and with several its line names the shard
+   * (journal-files.ts), so the drain sends it as one job without parsing it. @defaultValue 1
+   */
+  shards?: number;
   logger: Logger;
   /** Accepted events lost to a failed write (disk full, I/O error): counted as drops. */
   onWriteLost: (events: number, err: Error) => void;
@@ -50,8 +60,8 @@ export class SpillJournal {
   private staged: StagedRecord[] = [];
   private stagedEvents = 0;
   private stagedBytes = 0;
-  /** Event bytes of the record being staged (the last of `staged`). */
-  private recordBytes = 0;
+  /** By shard, the staged record that takes its next events (undefined: open a new one). */
+  private open: (StagedRecord | undefined)[] = [];
   private active: Segment | undefined;
   private nextNo: number;
   private fdWaiters: (() => void)[] = [];
@@ -69,14 +79,11 @@ export class SpillJournal {
     return this.stagedEvents > 0 || this.segments.length > 0;
   }
 
-  /** Stages one event; false when it does not fit under `maxBytes` (the caller counts the drop). */
-  append(json: string, bytes: number): boolean {
-    let record = this.staged.at(-1);
+  /** Stages one event of `shard`; false when it does not fit under `maxBytes` (the caller counts the drop). */
+  append(json: string, bytes: number, shard = 0): boolean {
+    let record = this.open[shard];
     const opens =
-      record === undefined ||
-      record.id !== undefined ||
-      record.events.length >= this.cfg.eventsPerRecord ||
-      this.recordBytes >= this.cfg.writeBytes;
+      record === undefined || record.events.length >= this.cfg.eventsPerRecord || record.bytes >= this.cfg.writeBytes;
     const need = bytes + 1 + (opens ? RECORD_OVERHEAD_BYTES : 0);
     if (this.usedBytes + need > this.cfg.maxBytes) return false;
     if (!this.backlog)
@@ -85,12 +92,12 @@ export class SpillJournal {
         'spilling events to the journal (memory buffer full, or an older journal not yet drained)',
       );
     if (opens) {
-      record = { id: undefined, events: [] };
+      record = { id: undefined, events: [], shard, bytes: 0 };
       this.staged.push(record);
-      this.recordBytes = 0;
+      this.open[shard] = record;
     }
     record!.events.push(json);
-    this.recordBytes += bytes + 1;
+    record!.bytes += bytes + 1;
     this.stagedEvents++;
     this.stagedBytes += need;
     this.usedBytes += need;
@@ -99,15 +106,17 @@ export class SpillJournal {
   }
 
   /**
-   * Stages a whole batch as one record under its existing job id (memory spilled at close: if Redis
-   * did store it before the reply was lost, the replay is ignored as a duplicate). False when it
-   * does not fit.
+   * Stages a whole batch of `shard` as one record under its existing job id (memory spilled at
+   * close: if Redis did store it before the reply was lost, the replay is ignored as a duplicate).
+   * False when it does not fit.
    */
-  appendBatch(id: string, events: string[]): boolean {
+  appendBatch(id: string, events: string[], shard = 0): boolean {
     let need = RECORD_OVERHEAD_BYTES;
     for (const e of events) need += Buffer.byteLength(e, 'utf8') + 1;
     if (this.usedBytes + need > this.cfg.maxBytes) return false;
-    this.staged.push({ id, events });
+    this.staged.push({ id, events, shard, bytes: need - RECORD_OVERHEAD_BYTES });
+    // the shard's later events go after it
+    this.open[shard] = undefined;
     this.stagedEvents += events.length;
     this.stagedBytes += need;
     this.usedBytes += need;
@@ -121,11 +130,13 @@ export class SpillJournal {
     const events = this.stagedEvents;
     const reserved = this.stagedBytes;
     this.staged = [];
+    this.open = [];
     this.stagedEvents = 0;
     this.stagedBytes = 0;
-    this.recordBytes = 0;
+    const shards = this.cfg.shards ?? 1;
     let text = '';
-    for (const r of records) text += `${r.id ?? newBatchId()}\t${r.events.length}\t[${r.events.join(',')}]\n`;
+    for (const r of records)
+      text += `${recordKey(r.id ?? newBatchId(), r.shard, shards)}\t${r.events.length}\t[${r.events.join(',')}]\n`;
     const buffer = Buffer.from(text, 'utf8');
     this.usedBytes -= reserved;
     try {

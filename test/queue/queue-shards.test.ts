@@ -139,6 +139,69 @@ describe('queue shards on one Redis', () => {
     for (const s of ['0', '1', '2']) expect(metrics).toContain(`plan_ledger_queue_jobs{shard="${s}",state="wait"} 0`);
   });
 
+  it('a journal written with QUEUE_SHARDS=3 holds records of one shard each: drained as they are, or re-routed by another layout', async () => {
+    const events = manyPlanRuns(3_000, { seed: 13 });
+    const journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pl-shards-journal-'));
+    cleanups.push(async () => fs.rmSync(journalDir, { recursive: true, force: true }));
+    // Redis unreachable: a small memory buffer sends most events to the journal one by one, close() the rest
+    const down = new PlanEventPublisher({
+      redisUrl: 'redis://127.0.0.1:1',
+      queuePrefix: prefixFor('sh-journal-down'),
+      queueShards: 3,
+      journalDir,
+      maxBufferedEvents: 100,
+      logger: silentLogger(),
+    });
+    for (const e of events) expect(down.publish(e).ok).toBe(true);
+    expect((await down.close(300)).flushed).toBe(false);
+    const lines = fs
+      .readdirSync(journalDir)
+      .filter((f) => f.endsWith('.jsonl'))
+      .flatMap((f) => fs.readFileSync(path.join(journalDir, f), 'utf8').split('\n').filter(Boolean));
+    expect(lines.length).toBeGreaterThan(3);
+    for (const line of lines) {
+      const [key, count, json] = line.split('\t');
+      const mark = /^b-[0-9a-f-]{36}#(\d)\/3$/.exec(key);
+      expect(mark).not.toBeNull();
+      const recordEvents = JSON.parse(json) as Array<{ planId: string }>;
+      expect(recordEvents).toHaveLength(Number(count));
+      for (const e of recordEvents) expect(shardOfPlan(e.planId, 3)).toBe(Number(mark![1]));
+    }
+    const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'pl-shards-journal-'));
+    cleanups.push(async () => fs.rmSync(copy, { recursive: true, force: true }));
+    for (const f of fs.readdirSync(journalDir))
+      if (f.endsWith('.jsonl')) fs.copyFileSync(path.join(journalDir, f), path.join(copy, f));
+    for (const [dir, shards] of [
+      [journalDir, 3],
+      [copy, 2],
+    ] as const) {
+      const prefix = prefixFor(`sh-journal-${shards}`);
+      const up = new PlanEventPublisher({
+        redisUrl: REDIS_URL,
+        queuePrefix: prefix,
+        queueShards: shards,
+        journalDir: dir,
+        logger: silentLogger(),
+      });
+      cleanups.push(() => up.close(5_000));
+      expect(await up.flush(30_000)).toBe(true);
+      const seen = new Set<string>();
+      for (const shard of queueShards(prefix, shards)) {
+        const jobs = await jobsOn(shard.prefix);
+        for (const job of jobs) {
+          // the same layout sends each record as one job under its own id; another one splits them by shard
+          if (shards === 3) expect(job.id).toMatch(/^b-[0-9a-f-]{36}$/);
+          for (const e of job.data.events as Array<{ planId: string; eventId: string }>) {
+            expect(shardOfPlan(e.planId, shards)).toBe(shard.index);
+            expect(seen.has(e.eventId)).toBe(false);
+            seen.add(e.eventId);
+          }
+        }
+      }
+      expect(seen.size).toBe(events.length);
+    }
+  });
+
   it('WORKER_SHARDS pins a worker to its shards: the others wait for theirs', async () => {
     const prefix = prefixFor('sh-pin');
     const events = manyPlanRuns(1_500, { seed: 7 });

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { loadConfig } from '../../src/config/config';
 import { recordJobs } from '../../src/publisher/delivery-pump';
 import type { JournalRecord } from '../../src/publisher/journal-reader';
+import { parseRecordKey, recordKey } from '../../src/publisher/journal-files';
 import { MemoryBuffer } from '../../src/publisher/memory-buffer';
 import {
   consumedShards,
@@ -203,5 +204,21 @@ describe('the publisher buffer with shards', () => {
     expect(recordJobs(record(one), 3)).toEqual([{ id: 'b-1', data: expect.any(Buffer), shard: jobs[0].shard }]);
     const garbage = { id: 'b-2', count: 1, events: Buffer.from('[{') } as JournalRecord;
     expect(recordJobs(garbage, 3)).toEqual([{ id: 'b-2', data: expect.any(Buffer), shard: 0 }]);
+    // a record whose line names its shard in this layout goes there as it is (not parsed: not even JSON here)
+    expect(recordJobs({ ...garbage, shard: 2, shards: 3 }, 3)).toEqual([
+      { id: 'b-2', data: expect.any(Buffer), shard: 2 },
+    ]);
+    // named in another layout: routed by its events' plan ids
+    expect(recordJobs({ ...record(events), shard: 5, shards: 6 }, 3)).toEqual(jobs);
+  });
+
+  it('a journal record key names its job id, and with several shards its shard', () => {
+    const id = 'b-0f8fad5b-d9cb-469f-a165-70867728950e';
+    expect(recordKey(id, 0, 1)).toBe(id);
+    expect(recordKey(id, 4, 6)).toBe(`${id}#4/6`);
+    expect(parseRecordKey(id)).toEqual({ id });
+    expect(parseRecordKey(`${id}#4/6`)).toEqual({ id, shard: 4, shards: 6 });
+    for (const bad of [`${id}#6/6`, `${id}#4`, `${id}#-1/6`, 'b-1', `${id}.s2`, `x${id}`])
+      expect(parseRecordKey(bad)).toBeUndefined();
   });
 });
