@@ -59,6 +59,15 @@ const SCENARIOS = [
   'backlog',
   'cluster',
 ] as const;
+/** Cells of the cluster scenario: traffic and worker processes, or two workers pinned to three shards each. */
+const CLUSTER_CELLS = [
+  'grouped-1',
+  'grouped-2',
+  'interleaved-1',
+  'interleaved-2',
+  'pinned-grouped',
+  'pinned-interleaved',
+] as const;
 const opts = new BenchOptions(
   'npm run bench:e2e -- [options]: end-to-end throughput, latency and memory (see BENCHMARKS.md)',
   [
@@ -72,6 +81,12 @@ const opts = new BenchOptions(
       help: 'the cluster scenario alone: events/s on a 3-master Redis Cluster beside the single Redis',
     },
     { name: 'cluster-events', value: 'N', help: 'cluster: events per run (default 200000; quick 50000)' },
+    {
+      name: 'cluster-cells',
+      value: 'list',
+      help: `cluster: the cells to run, comma-separated: ${CLUSTER_CELLS.join(',')} (default all; each 1- and 6-shard pair back to back)`,
+    },
+    { name: 'cluster-repeat', value: 'N', help: 'cluster: run each cell N times (default 1)' },
     {
       name: 'history',
       value: 'N',
@@ -101,6 +116,8 @@ const PLANS = opts.number('plans', quick ? 1_000 : 10_000);
 const MIXED_SECONDS = opts.number('mixed-seconds', quick ? 10 : 30);
 const MIXED_STORED = opts.number('mixed-stored', quick ? 5_000 : 20_000);
 const N_CLUSTER = opts.number('cluster-events', quick ? 50_000 : 200_000);
+const CELLS = opts.list('cluster-cells', CLUSTER_CELLS);
+const CLUSTER_REPEAT = opts.number('cluster-repeat', 1);
 
 /**
  * What routing by plan id or by session id does to the busiest shard: the bench's events (one plan
@@ -141,7 +158,7 @@ function log(line: string): void {
 function logShardRun(r: SustainedResult): void {
   const who = `${r.workers} worker${r.workers > 1 ? 's' : ''}${r.workerShards ? ` pinned (WORKER_SHARDS ${r.workerShards.join(' / ')})` : ''}`;
   log(
-    `  3-master cluster, ${r.traffic}, ${who}, QUEUE_SHARDS=${r.queueShards}: ${r.eventsPerSec} events/s (${r.batches} transactions of ~${r.eventsPerBatch} events, gap waits ${r.gapWaits}, plans rebuilt ${r.rebuilt}); busiest master ${r.busiestMasterCpuShare} of Redis CPU; CPU us/event: ${cpuLine(r.cpuUsPerEvent)}`,
+    `  3-master cluster, ${r.traffic}, ${who}, QUEUE_SHARDS=${r.queueShards}: ${r.eventsPerSec} events/s (${r.batches} transactions of ~${r.eventsPerBatch} events, ${r.spilled} spilled to the journal, gap waits ${r.gapWaits}, plans rebuilt ${r.rebuilt}); busiest master ${r.busiestMasterCpuShare} of Redis CPU; CPU us/event: ${cpuLine(r.cpuUsPerEvent)}`,
   );
 }
 
@@ -309,31 +326,23 @@ async function main(): Promise<void> {
           `  shard key over ${key.events} events of ${key.plans} plans in ${key.sessions} sessions (Zipf): busiest of 6 shards holds ${key.busiestShareByPlan} of the events by plan id, ${key.busiestShareBySession} by session id (even: ${round(1 / 6)})`,
         );
         const runs: SustainedResult[] = [];
-        for (const traffic of ['grouped', 'interleaved'] as const)
-          for (const workers of [1, 2])
-            // 1 and 6 shards back to back, same seed: the pair is compared
-            for (const queueShards of [1, 6]) {
-              const r = await sustained(ctx, 'postgres', N_CLUSTER, 916, {
-                cluster,
-                workers,
-                queueShards,
-                interleaved: traffic === 'interleaved',
-              });
+        for (let round = 0; round < CLUSTER_REPEAT; round++)
+          for (const cell of CLUSTER_CELLS) {
+            if (!CELLS.has(cell)) continue;
+            const [kind, arg] = cell.split('-');
+            const interleaved = (kind === 'pinned' ? arg : kind) === 'interleaved';
+            // two workers pinned to three shards each: a plan's events never reach both processes;
+            // else 1 and 6 shards back to back, same seed: the pair is compared
+            const variants =
+              kind === 'pinned'
+                ? [{ workers: 2, queueShards: 6, workerShards: ['0-2', '3-5'] }]
+                : [1, 6].map((queueShards) => ({ workers: Number(arg), queueShards }));
+            for (const variant of variants) {
+              const r = await sustained(ctx, 'postgres', N_CLUSTER, 916, { cluster, interleaved, ...variant });
               runs.push(r);
               logShardRun(r);
             }
-        // two workers pinned to three shards each: a plan's events never reach both processes
-        for (const traffic of ['grouped', 'interleaved'] as const) {
-          const r = await sustained(ctx, 'postgres', N_CLUSTER, 916, {
-            cluster,
-            workers: 2,
-            queueShards: 6,
-            interleaved: traffic === 'interleaved',
-            workerShards: ['0-2', '3-5'],
-          });
-          runs.push(r);
-          logShardRun(r);
-        }
+          }
         f.clusterShards = runs;
         f.e2ePostgresOnCluster = runs.find((r) => r.traffic === 'grouped' && r.workers === 1 && r.queueShards === 1);
       } finally {

@@ -125,6 +125,7 @@ export async function interleaved(
     );
     for (const w of started) workers.push(w);
     const rss = sampleRss(workers[0].pid);
+    await pub.ready();
     const cpu = new CpuMeter({ workers: workers.map((w) => w.pid), redisPort: redis.port });
     const t0 = Date.now();
     await publishStream(pub.publisher, count, opts.seed, undefined, chunked(inputs));

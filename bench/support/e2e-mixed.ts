@@ -88,6 +88,7 @@ export async function mixed(ctx: BenchContext, opts: MixedOptions): Promise<Mixe
       main: ctx.workerMain,
       env: { DATABASE_URL: db.db.url, REDIS_URL: redis.url, QUEUE_PREFIX: prefix },
     });
+    await pub.ready();
     const t0 = Date.now();
     let doneLong = 0;
     let doneShort = 0;

@@ -32,6 +32,7 @@ import {
   ProfileSummary,
 } from './e2e-processes';
 import { withPublisherIds } from './plan-shapes';
+import { waitReady } from './publish-scenarios';
 
 /** What every scenario shares: the benchmark's redis-server and how to run the worker. */
 export interface BenchContext {
@@ -58,7 +59,7 @@ function chunkOfInputs(count: number, done: number, seed: number, chunk: number)
  * `interleaved`: each chunk's plans (~600 in 10k events) published round-robin, one event of each
  * plan in turn, instead of plan by plan.
  */
-function pregenerate(count: number, seed: number, interleaved = false): PlanEventInput[][] {
+export function pregenerate(count: number, seed: number, interleaved = false): PlanEventInput[][] {
   const chunks: PlanEventInput[][] = [];
   for (let done = 0, chunk = 0; done < count; chunk++) {
     const part = chunkOfInputs(count, done, seed, chunk);
@@ -93,6 +94,8 @@ export function newPublisher(redis: RedisProcess, prefix: string, options: Publi
   });
   return {
     publisher,
+    /** Resolves once the publisher reaches Redis: events published before that go to its journal. */
+    ready: () => waitReady(publisher),
     async close() {
       await publisher.close();
       fs.rmSync(journalDir, { recursive: true, force: true });
@@ -177,6 +180,8 @@ export interface SustainedResult {
   rebuilt: number;
   /** WORKER_SHARDS of each worker, when pinned. */
   workerShards?: string[];
+  /** Events the publisher spilled to its journal (0 while Redis keeps up). */
+  spilled: number;
   workerRssPeakMb: number;
   rowsStored: number;
   /** CPU microseconds per event: worker, publisher (this process), redis, postgres (all sessions). */
@@ -234,10 +239,12 @@ export async function sustained(
   const pub = newPublisher(redis, prefix, { queueShards, ...(cluster ? { redisClusterNodes: cluster.nodes } : {}) });
   const source = pregenerate(count, seed, opts.interleaved);
   try {
+    await pub.ready();
     const cpu = new CpuMeter({ workers: workers.map((w) => w.pid), redisPort: cluster ? cluster.ports : redis.port });
     const t0 = Date.now();
     await publishStream(pub.publisher, count, seed, undefined, source);
     await pub.publisher.flush(60_000);
+    const { spilled } = pub.publisher.stats();
     const committed = await waitCommitted(workers, count, 600_000);
     const seconds = (committed.lastCommitAt - t0) / 1000;
     const cpuUse = cpu.stop(count);
@@ -262,6 +269,7 @@ export async function sustained(
       gapWaits: committed.gapWaits,
       rebuilt: committed.rebuilt,
       ...(opts.workerShards ? { workerShards: opts.workerShards } : {}),
+      spilled,
       workerRssPeakMb: mb(rss.stop().peakBytes),
       rowsStored: Number(n),
       cpuUsPerEvent: cpuUse.usPerEvent,
@@ -312,6 +320,7 @@ export async function latencyAtRate(
   const count = ratePerSec * seconds;
   try {
     const source = pregenerate(count, seed);
+    await pub.ready();
     const t0 = Date.now();
     await publishStream(pub.publisher, count, seed, ratePerSec, source);
     await pub.publisher.flush(60_000);
@@ -375,6 +384,7 @@ export async function backlogRss(
   const prefix = newPrefix('backlog');
   const pub = newPublisher(redis, prefix);
   try {
+    await pub.ready();
     const t0 = Date.now();
     await publishStream(pub.publisher, count, seed);
     await pub.publisher.flush(120_000);

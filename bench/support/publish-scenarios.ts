@@ -199,7 +199,8 @@ export async function publisherUp(
   };
 }
 
-async function waitReady(publisher: PlanEventPublisher): Promise<void> {
+/** Waits up to 5 s for the publisher's link to Redis: a clock started before it times the spill journal. */
+export async function waitReady(publisher: PlanEventPublisher): Promise<void> {
   for (let i = 0; i < 500 && !publisher.stats().redisReady; i++) await new Promise((r) => setTimeout(r, 10));
   if (!publisher.stats().redisReady) throw new Error('publisher did not connect to the bench redis-server');
 }
