@@ -86,7 +86,11 @@ const opts = new BenchOptions(
       value: 'list',
       help: `cluster: the cells to run, comma-separated: ${CLUSTER_CELLS.join(',')} (default all; each 1- and 6-shard pair back to back)`,
     },
-    { name: 'cluster-repeat', value: 'N', help: 'cluster: run each cell N times (default 1)' },
+    {
+      name: 'cluster-repeat',
+      value: 'N',
+      help: 'cluster: run each cell N times, the pair in alternating order; ratios of the medians (default 1)',
+    },
     {
       name: 'history',
       value: 'N',
@@ -326,17 +330,17 @@ async function main(): Promise<void> {
           `  shard key over ${key.events} events of ${key.plans} plans in ${key.sessions} sessions (Zipf): busiest of 6 shards holds ${key.busiestShareByPlan} of the events by plan id, ${key.busiestShareBySession} by session id (even: ${round(1 / 6)})`,
         );
         const runs: SustainedResult[] = [];
-        for (let round = 0; round < CLUSTER_REPEAT; round++)
+        for (let pass = 0; pass < CLUSTER_REPEAT; pass++)
           for (const cell of CLUSTER_CELLS) {
             if (!CELLS.has(cell)) continue;
             const [kind, arg] = cell.split('-');
             const interleaved = (kind === 'pinned' ? arg : kind) === 'interleaved';
             // two workers pinned to three shards each: a plan's events never reach both processes;
-            // else 1 and 6 shards back to back, same seed: the pair is compared
+            // else 1 and 6 shards back to back, same seed (6 first in every other round): the pair is compared
             const variants =
               kind === 'pinned'
                 ? [{ workers: 2, queueShards: 6, workerShards: ['0-2', '3-5'] }]
-                : [1, 6].map((queueShards) => ({ workers: Number(arg), queueShards }));
+                : (pass % 2 ? [6, 1] : [1, 6]).map((queueShards) => ({ workers: Number(arg), queueShards }));
             for (const variant of variants) {
               const r = await sustained(ctx, 'postgres', N_CLUSTER, 916, { cluster, interleaved, ...variant });
               runs.push(r);
