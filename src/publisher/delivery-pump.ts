@@ -95,7 +95,7 @@ export class DeliveryPump {
     private readonly link: RedisLink,
     private readonly cfg: DeliveryPumpConfig & { onSpilled?: (events: number) => void },
   ) {
-    this.commitTimer = setInterval(this.commitWhileDown, cfg.journalCommitMs);
+    this.commitTimer = setInterval(this.commit, cfg.journalCommitMs);
     this.commitTimer.unref();
   }
 
@@ -106,13 +106,18 @@ export class DeliveryPump {
    * most the events accepted in the last `journalCommitMs`, instead of the whole memory buffer.
    * Batches in flight stay (a send to a down Redis fails at once and they come back to memory).
    * Events spilled after newer journal events are out of order; the worker's store is
-   * order-independent (README, "Store").
+   * order-independent (README, "Store"). The journal's records still being filled (held while its
+   * drain is behind, see `run`) are written then too, whether Redis is up or not.
    */
-  private readonly commitWhileDown = (): void => {
-    if (this.stopped || (this.link.ready && this.failures === 0) || this.memory.idle) return;
-    const spilled = this.memory.spill(this.cfg.eventsPerJob, this.cfg.maxJobBytes, (batch) =>
-      this.journal.appendBatch(batch.id, batch.events, batch.shard),
-    );
+  private readonly commit = (): void => {
+    if (this.stopped) return;
+    const down = !this.link.ready || this.failures > 0;
+    const spilled =
+      down && !this.memory.idle
+        ? this.memory.spill(this.cfg.eventsPerJob, this.cfg.maxJobBytes, (batch) =>
+            this.journal.appendBatch(batch.id, batch.events, batch.shard),
+          )
+        : 0;
     this.journal.writeStaged();
     if (spilled > 0) this.cfg.onSpilled?.(spilled);
   };
@@ -139,7 +144,9 @@ export class DeliveryPump {
   private readonly run = (): void => {
     this.scheduled = false;
     if (this.stopped) return;
-    this.journal.writeStaged();
+    // While the drain is behind, records still being filled wait (up to the group commit) to leave
+    // as full jobs; once it has caught up, they are written at once.
+    this.journal.writeStaged(this.reader.idle);
     if (this.link.ready && this.retryTimer === undefined) {
       this.sendWhatIsWaiting();
       this.reader.maybeRead();

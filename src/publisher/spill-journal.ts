@@ -46,8 +46,11 @@ export interface SpillJournalConfig {
  * The disk tail of the publisher's FIFO (memory is the head). Events are staged in memory and
  * written as whole records with one synchronous `write` per batch, then fsynced asynchronously (at
  * most one fsync in flight per segment). Writes happen on the next tick, or inline in `append()`
- * once `writeBytes` are staged, which bounds staging memory even when the caller publishes in a
- * tight loop that never yields; writes go to the page cache (~1 ms per MiB at worst here).
+ * once `writeBytes` more are staged, which bounds staging memory even when the caller publishes in
+ * a tight loop that never yields; writes go to the page cache (~1 ms per MiB at worst here). While
+ * the drain is behind, the pump writes full records only (`writeStaged(false)`): each shard's
+ * record being filled waits, up to the group commit (`journalCommitMs`), so a backlog drains as full
+ * jobs, as many as with one shard, instead of a job per shard per tick.
  *
  * Synchronous writes from one thread keep the file a clean sequence of whole records: no holes, no
  * interleaving. `maxBytes` counts segment files on disk plus staged bytes (with record overhead),
@@ -62,6 +65,8 @@ export class SpillJournal {
   private stagedBytes = 0;
   /** By shard, the staged record that takes its next events (undefined: open a new one). */
   private open: (StagedRecord | undefined)[] = [];
+  /** `append()` writes inline once this many bytes are staged (what the last write left + writeBytes). */
+  private inlineWriteAt: number;
   private active: Segment | undefined;
   private nextNo: number;
   private fdWaiters: (() => void)[] = [];
@@ -72,6 +77,7 @@ export class SpillJournal {
     this.segments = scanSegments(cfg.dir);
     for (const s of this.segments) this.usedBytes += s.size;
     this.nextNo = (this.segments.at(-1)?.no ?? 0) + 1;
+    this.inlineWriteAt = cfg.writeBytes;
   }
 
   /** Events wait here (on disk or staged): new events must queue behind them to keep the order. */
@@ -82,8 +88,7 @@ export class SpillJournal {
   /** Stages one event of `shard`; false when it does not fit under `maxBytes` (the caller counts the drop). */
   append(json: string, bytes: number, shard = 0): boolean {
     let record = this.open[shard];
-    const opens =
-      record === undefined || record.events.length >= this.cfg.eventsPerRecord || record.bytes >= this.cfg.writeBytes;
+    const opens = record === undefined || this.isFull(record);
     const need = bytes + 1 + (opens ? RECORD_OVERHEAD_BYTES : 0);
     if (this.usedBytes + need > this.cfg.maxBytes) return false;
     if (!this.backlog)
@@ -101,8 +106,12 @@ export class SpillJournal {
     this.stagedEvents++;
     this.stagedBytes += need;
     this.usedBytes += need;
-    if (this.stagedBytes >= this.cfg.writeBytes) this.writeStaged();
+    if (this.stagedBytes >= this.inlineWriteAt) this.writeStaged(false);
     return true;
+  }
+
+  private isFull(record: StagedRecord): boolean {
+    return record.events.length >= this.cfg.eventsPerRecord || record.bytes >= this.cfg.writeBytes;
   }
 
   /**
@@ -123,16 +132,31 @@ export class SpillJournal {
     return true;
   }
 
-  /** Writes every staged record to the active segment and asks for an fsync. */
-  writeStaged(): void {
+  /**
+   * Writes staged records to the active segment and asks for an fsync: all of them, or with
+   * `partial` false all but each shard's record still being filled (the last of its shard, so the
+   * shard's order holds; at most one per shard, each under `writeBytes`).
+   */
+  writeStaged(partial = true): void {
     if (this.stagedEvents === 0) return;
-    const records = this.staged;
-    const events = this.stagedEvents;
-    const reserved = this.stagedBytes;
-    this.staged = [];
+    const held = partial ? [] : this.open.filter((r): r is StagedRecord => r !== undefined && !this.isFull(r));
+    if (held.length === this.staged.length) {
+      this.inlineWriteAt = this.stagedBytes + this.cfg.writeBytes;
+      return;
+    }
+    const records = held.length === 0 ? this.staged : this.staged.filter((r) => !held.includes(r));
+    let events = 0;
+    let reserved = 0;
+    for (const r of records) {
+      events += r.events.length;
+      reserved += r.bytes + RECORD_OVERHEAD_BYTES;
+    }
+    this.staged = held;
     this.open = [];
-    this.stagedEvents = 0;
-    this.stagedBytes = 0;
+    for (const r of held) this.open[r.shard] = r;
+    this.stagedEvents -= events;
+    this.stagedBytes -= reserved;
+    this.inlineWriteAt = this.stagedBytes + this.cfg.writeBytes;
     const shards = this.cfg.shards ?? 1;
     let text = '';
     for (const r of records)
