@@ -20,7 +20,9 @@
  * - cluster (`--cluster` runs it alone, or add it with --only): the grouped PostgreSQL run on the
  *   single redis-server, then on a 3-master Redis Cluster started for the run: QUEUE_SHARDS=1
  *   against 6, grouped and interleaved traffic, 1 and 2 worker processes (same {hash tag} prefix
- *   shape, size and seed), with each master's CPU.
+ *   shape, size and seed), with each master's CPU; two workers pinned to three shards each; and the
+ *   grouped pair through the publisher's spill journal (a memory of 1,000 events), as after an
+ *   outage. `--cluster-cells` picks cells, `--cluster-repeat N` runs each N times (ratios of medians).
  * Targets: (grouped PG >= 5x plain BullMQ and >= 50% of raw inserts; p99 <= 250 ms at
  * 1k/s; worker RSS <= 250 MB with a 1M backlog) and the store's (see e2e-targets.ts).
  */
@@ -67,6 +69,7 @@ const CLUSTER_CELLS = [
   'interleaved-2',
   'pinned-grouped',
   'pinned-interleaved',
+  'journal-grouped',
 ] as const;
 const opts = new BenchOptions(
   'npm run bench:e2e -- [options]: end-to-end throughput, latency and memory (see BENCHMARKS.md)',
@@ -160,9 +163,9 @@ function log(line: string): void {
 }
 
 function logShardRun(r: SustainedResult): void {
-  const who = `${r.workers} worker${r.workers > 1 ? 's' : ''}${r.workerShards ? ` pinned (WORKER_SHARDS ${r.workerShards.join(' / ')})` : ''}`;
+  const who = `${r.workers} worker${r.workers > 1 ? 's' : ''}${r.workerShards ? ` pinned (WORKER_SHARDS ${r.workerShards.join(' / ')})` : ''}${r.viaJournal ? ', through the publisher journal' : ''}`;
   log(
-    `  3-master cluster, ${r.traffic}, ${who}, QUEUE_SHARDS=${r.queueShards}: ${r.eventsPerSec} events/s (${r.batches} transactions of ~${r.eventsPerBatch} events, ${r.spilled} spilled to the journal, gap waits ${r.gapWaits}, plans rebuilt ${r.rebuilt}); busiest master ${r.busiestMasterCpuShare} of Redis CPU; CPU us/event: ${cpuLine(r.cpuUsPerEvent)}`,
+    `  3-master cluster, ${r.traffic}, ${who}, QUEUE_SHARDS=${r.queueShards}: ${r.eventsPerSec} events/s (${r.jobs} jobs, ${r.batches} transactions of ~${r.eventsPerBatch} events, ${r.spilled} spilled to the journal, gap waits ${r.gapWaits}, plans rebuilt ${r.rebuilt}); busiest master ${r.busiestMasterCpuShare} of Redis CPU; CPU us/event: ${cpuLine(r.cpuUsPerEvent)}`,
   );
 }
 
@@ -334,13 +337,19 @@ async function main(): Promise<void> {
           for (const cell of CLUSTER_CELLS) {
             if (!CELLS.has(cell)) continue;
             const [kind, arg] = cell.split('-');
-            const interleaved = (kind === 'pinned' ? arg : kind) === 'interleaved';
+            const interleaved = (kind === 'pinned' || kind === 'journal' ? arg : kind) === 'interleaved';
+            // journal: grouped, 1 worker, the publisher's memory too small for the stream (as after an outage)
+            const viaJournal = kind === 'journal';
             // two workers pinned to three shards each: a plan's events never reach both processes;
             // else 1 and 6 shards back to back, same seed (6 first in every other round): the pair is compared
             const variants =
               kind === 'pinned'
                 ? [{ workers: 2, queueShards: 6, workerShards: ['0-2', '3-5'] }]
-                : (pass % 2 ? [6, 1] : [1, 6]).map((queueShards) => ({ workers: Number(arg), queueShards }));
+                : (pass % 2 ? [6, 1] : [1, 6]).map((queueShards) => ({
+                    workers: viaJournal ? 1 : Number(arg),
+                    queueShards,
+                    viaJournal,
+                  }));
             for (const variant of variants) {
               const r = await sustained(ctx, 'postgres', N_CLUSTER, 916, { cluster, interleaved, ...variant });
               runs.push(r);

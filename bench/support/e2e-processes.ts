@@ -186,11 +186,19 @@ export async function waitCommitted(
   workers: Child[],
   total: number,
   timeoutMs: number,
-): Promise<{ lastCommitAt: number; inserted: number; batches: number; gapWaits: number; rebuilt: number }> {
+): Promise<{
+  lastCommitAt: number;
+  inserted: number;
+  batches: number;
+  jobs: number;
+  gapWaits: number;
+  rebuilt: number;
+}> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     let inserted = 0;
     let batches = 0;
+    let jobs = 0;
     let last = 0;
     let gapWaits = 0;
     let rebuilt = 0;
@@ -198,13 +206,14 @@ export async function waitCommitted(
       for (const l of w.lines) {
         if (l.msg !== 'batch committed') continue;
         inserted += l.inserted as number;
+        jobs += (l.jobIds as unknown[] | undefined)?.length ?? 0;
         gapWaits += Number(l.gapWaits ?? 0);
         rebuilt += Number(l.rebuilt ?? 0);
         batches++;
         last = Math.max(last, Date.parse(l.time as string));
       }
     }
-    if (inserted >= total) return { lastCommitAt: last, inserted, batches, gapWaits, rebuilt };
+    if (inserted >= total) return { lastCommitAt: last, inserted, batches, jobs, gapWaits, rebuilt };
     if (Date.now() > until)
       throw new Error(
         `${inserted} of ${total} events committed after ${timeoutMs} ms; stderr: ${workers.map((w) => w.stderr()).join(' | ')}`,

@@ -175,6 +175,8 @@ export interface SustainedResult {
   eventsPerSec: number;
   batches: number;
   eventsPerBatch: number;
+  /** Queue jobs the workers committed (the publisher's batches). */
+  jobs: number;
   /** Plans whose events waited on a gap, and plans rebuilt, summed over the commits (store outcome). */
   gapWaits: number;
   rebuilt: number;
@@ -182,6 +184,8 @@ export interface SustainedResult {
   workerShards?: string[];
   /** Events the publisher spilled to its journal (0 while Redis keeps up). */
   spilled: number;
+  /** Published through the spill journal (a publisher memory of 1,000 events). */
+  viaJournal?: boolean;
   workerRssPeakMb: number;
   rowsStored: number;
   /** CPU microseconds per event: worker, publisher (this process), redis, postgres (all sessions). */
@@ -208,6 +212,11 @@ export async function sustained(
     interleaved?: boolean;
     /** WORKER_SHARDS of each worker process, by index. @defaultValue every shard for each */
     workerShards?: string[];
+    /**
+     * A publisher memory of 1,000 events: a stream published faster than Redis takes it goes
+     * through the spill journal, as after an outage.
+     */
+    viaJournal?: boolean;
   } = {},
 ): Promise<SustainedResult> {
   const queueShards = opts.queueShards ?? 1;
@@ -236,7 +245,11 @@ export async function sustained(
   );
   const worker = workers[0];
   const rss = sampleRss(worker.pid);
-  const pub = newPublisher(redis, prefix, { queueShards, ...(cluster ? { redisClusterNodes: cluster.nodes } : {}) });
+  const pub = newPublisher(redis, prefix, {
+    queueShards,
+    ...(cluster ? { redisClusterNodes: cluster.nodes } : {}),
+    ...(opts.viaJournal ? { maxBufferedEvents: 1_000 } : {}),
+  });
   const source = pregenerate(count, seed, opts.interleaved);
   try {
     await pub.ready();
@@ -266,9 +279,11 @@ export async function sustained(
       eventsPerSec: Math.round(count / seconds),
       batches: committed.batches,
       eventsPerBatch: Math.round(count / committed.batches),
+      jobs: committed.jobs,
       gapWaits: committed.gapWaits,
       rebuilt: committed.rebuilt,
       ...(opts.workerShards ? { workerShards: opts.workerShards } : {}),
+      ...(opts.viaJournal ? { viaJournal: true } : {}),
       spilled,
       workerRssPeakMb: mb(rss.stop().peakBytes),
       rowsStored: Number(n),

@@ -65,9 +65,10 @@ const median = (values: number[]) => {
  */
 function shardPairs(runs: SustainedResult[] = [], pinned = false) {
   const pairs: Record<string, { one: { eventsPerSec: number }; six: { eventsPerSec: number; busiest?: number } }> = {};
-  const sameCell = (a: SustainedResult, b: SustainedResult) => a.traffic === b.traffic && a.workers === b.workers;
+  const sameCell = (a: SustainedResult, b: SustainedResult) =>
+    a.traffic === b.traffic && a.workers === b.workers && !!a.viaJournal === !!b.viaJournal;
   for (const six of runs.filter((r) => r.queueShards === 6 && !!r.workerShards === pinned)) {
-    const key = `${six.traffic}${six.workers}w`;
+    const key = `${six.traffic}${six.workers}w${six.viaJournal ? '_journal' : ''}`;
     if (pairs[key]) continue;
     const ones = runs.filter((r) => r.queueShards === 1 && sameCell(r, six));
     const sixes = runs.filter((r) => r.queueShards === 6 && !!r.workerShards === pinned && sameCell(r, six));
