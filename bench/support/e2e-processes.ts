@@ -198,7 +198,7 @@ export async function waitCommitted(
   for (;;) {
     let inserted = 0;
     let batches = 0;
-    let jobs = 0;
+    const jobIds = new Set<unknown>();
     let last = 0;
     let gapWaits = 0;
     let rebuilt = 0;
@@ -206,14 +206,15 @@ export async function waitCommitted(
       for (const l of w.lines) {
         if (l.msg !== 'batch committed') continue;
         inserted += l.inserted as number;
-        jobs += (l.jobIds as unknown[] | undefined)?.length ?? 0;
+        // a job split over transactions (WORKER_TRANSACTIONS lanes) is named in each of them
+        for (const id of (l.jobIds as unknown[] | undefined) ?? []) jobIds.add(id);
         gapWaits += Number(l.gapWaits ?? 0);
         rebuilt += Number(l.rebuilt ?? 0);
         batches++;
         last = Math.max(last, Date.parse(l.time as string));
       }
     }
-    if (inserted >= total) return { lastCommitAt: last, inserted, batches, jobs, gapWaits, rebuilt };
+    if (inserted >= total) return { lastCommitAt: last, inserted, batches, jobs: jobIds.size, gapWaits, rebuilt };
     if (Date.now() > until)
       throw new Error(
         `${inserted} of ${total} events committed after ${timeoutMs} ms; stderr: ${workers.map((w) => w.stderr()).join(' | ')}`,
