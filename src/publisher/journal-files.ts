@@ -8,9 +8,10 @@
  * A record is one line and one BullMQ job: `<key>\t<event count>\t[<event JSON>,...]\n`. The key is
  * the job id, fixed when the record is written, so draining the same record twice (a crash between
  * addBulk and the offset update) adds a job BullMQ ignores as a duplicate. A publisher with
- * QUEUE_SHARDS=N of 2 or more writes records of one shard each, keyed `<jobId>#<shard>/<N>`: the drain sends
- * such a record to its shard as it is, and parses only records of another layout (or unmarked) to
- * route their events by plan id. Publishers before the mark read marked records as unreadable.
+ * QUEUE_SHARDS=N of 2 or more writes records of one shard each, keyed `<jobId>#<shard>/<N>`: the
+ * drain sends such a record to its shard as it is, and parses only records of another layout (or
+ * unmarked) to route their events by plan id. Publishers before the mark read marked records as
+ * unreadable.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
