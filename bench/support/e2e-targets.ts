@@ -78,7 +78,7 @@ function shardPairs(runs: SustainedResult[] = [], pinned = false) {
       one: { eventsPerSec: median(ones.map((r) => r.eventsPerSec)) },
       six: {
         eventsPerSec: median(sixes.map((r) => r.eventsPerSec)),
-        busiest: shares.length ? Math.max(...shares) : undefined,
+        busiest: shares.length ? shares.reduce((a, b) => Math.max(a, b)) : undefined,
       },
     };
   }
