@@ -32,6 +32,27 @@ async function storedPlan(stack: ApiStack, planId: string) {
   return view;
 }
 
+/**
+ * Runs an instrumented agent script of ./support against the stack, its exporter set up by the
+ * OTEL_EXPORTER_OTLP_* variables alone; what it prints (its trace id) trimmed.
+ */
+async function runInstrumented(
+  stack: ApiStack,
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<string> {
+  const { stdout } = await run(process.execPath, ['-r', 'tsx/cjs', path.join(__dirname, 'support', script), ...args], {
+    env: {
+      ...process.env,
+      OTEL_EXPORTER_OTLP_ENDPOINT: stack.server.url,
+      OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer ${INGEST_KEY}`,
+      ...env,
+    },
+  });
+  return stdout.trim();
+}
+
 /** What a user checks of an agent run read back: steps, tokens, the failure, the handoff, the DAG. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 function expectTheRun(view: any) {
@@ -71,19 +92,12 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('OTLP exporters into pl
     'the %s exporter, set up by OTEL_EXPORTER_OTLP_ENDPOINT and _HEADERS alone, makes the run a plan',
     async (exporter) => {
       const conversation = `conv-${exporter}-${kind}`;
-      const { stdout } = await run(
-        process.execPath,
-        ['-r', 'tsx/cjs', path.join(__dirname, 'support', 'instrumented-agents.ts'), exporter, conversation],
-        {
-          env: {
-            ...process.env,
-            OTEL_EXPORTER_OTLP_ENDPOINT: stack.server.url,
-            OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer ${INGEST_KEY}`,
-            ...(exporter === 'json' ? { OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip' } : {}),
-          },
-        },
+      const traceId = await runInstrumented(
+        stack,
+        'instrumented-agents.ts',
+        [exporter, conversation],
+        exporter === 'json' ? { OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip' } : {},
       );
-      const traceId = stdout.trim();
       const view = await storedPlan(stack, `otlp-${traceId}`);
       expectTheRun(view);
       expect(view.plan.sessionId).toBe(conversation);
@@ -97,18 +111,7 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('OTLP exporters into pl
 
   it('a LangGraph JS run instrumented by OpenInference (scripted model) becomes a plan with its handoffs, tool failure and tokens', async () => {
     const thread = `thread-${kind}`;
-    const { stdout } = await run(
-      process.execPath,
-      ['-r', 'tsx/cjs', path.join(__dirname, 'support', 'langgraph-agents.ts'), thread],
-      {
-        env: {
-          ...process.env,
-          OTEL_EXPORTER_OTLP_ENDPOINT: stack.server.url,
-          OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer ${INGEST_KEY}`,
-        },
-      },
-    );
-    const view = await storedPlan(stack, `otlp-${stdout.trim()}`);
+    const view = await storedPlan(stack, `otlp-${await runInstrumented(stack, 'langgraph-agents.ts', [thread])}`);
     expect(view.plan).toMatchObject({
       sessionId: thread,
       totalSteps: 5,
@@ -137,18 +140,7 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('OTLP exporters into pl
 
   it('a Vercel AI SDK run (its own telemetry, scripted models) becomes a plan: agents called through tools are handoffs', async () => {
     const session = `ai-sdk-${kind}`;
-    const { stdout } = await run(
-      process.execPath,
-      ['-r', 'tsx/cjs', path.join(__dirname, 'support', 'ai-sdk-agents.ts'), session],
-      {
-        env: {
-          ...process.env,
-          OTEL_EXPORTER_OTLP_ENDPOINT: stack.server.url,
-          OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer ${INGEST_KEY}`,
-        },
-      },
-    );
-    const view = await storedPlan(stack, `otlp-${stdout.trim()}`);
+    const view = await storedPlan(stack, `otlp-${await runInstrumented(stack, 'ai-sdk-agents.ts', [session])}`);
     expect(view.plan).toMatchObject({
       sessionId: session,
       totalSteps: 9,

@@ -7,13 +7,12 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { Queue } from 'bullmq';
 import pino from 'pino';
 import { parseClusterNodes } from '../../src/config/redis-cluster-nodes';
 import type { PlanEvent } from '../../src/contracts';
 import { DeadLetterWriter } from '../../src/dead-letters/dead-letter-writer';
-import { PlanEventPublisher, PublisherConfigError, PublisherOptions } from '../../src/publisher';
-import { createRedis, RedisClient } from '../../src/queue/connect-redis';
+import { PlanEventPublisher, PublisherConfigError } from '../../src/publisher';
+import { createRedis } from '../../src/queue/connect-redis';
 import { EVENT_BATCH_JOB, EVENTS_QUEUE, MAINTENANCE_QUEUE } from '../../src/queue/queue-names';
 import { retentionPolicy } from '../../src/retention/retention-config';
 import { RETENTION_JOB, startRetentionScheduler } from '../../src/retention/retention-scheduler';
@@ -22,93 +21,13 @@ import { startWorker } from '../../src/worker/start-worker';
 import { letter } from '../dead-letters/dead-letter.fixtures';
 import { DAY, insertPlans } from '../retention/plan-fixtures';
 import { runCli } from '../support/cli';
-import { createMigratedDb } from '../support/databases';
 import { exactlyEvents, invalidEvent } from '../support/event-factory';
-import { RedisCluster } from '../support/redis-cluster';
+import { useClusterHarness } from '../support/cluster-harness';
 import { countRows, silentLogger, waitFor } from '../worker/helpers/queue-harness';
-import { spawnWorker, stopProcess, WorkerProcess } from '../worker/helpers/worker-process';
 
 jest.setTimeout(120_000);
 
-let cluster: RedisCluster;
-let admin: RedisClient;
-const cleanups: Array<() => Promise<unknown>> = [];
-
-beforeAll(async () => {
-  cluster = await RedisCluster.start();
-  admin = createRedis({ redisUrl: '', redisClusterNodes: parseClusterNodes(cluster.nodes) }, 'worker');
-});
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-});
-
-afterAll(async () => {
-  await admin?.quit().catch(() => admin.disconnect());
-  await cluster?.destroy();
-});
-
-/** A hash-tag prefix no other test uses. */
-function clusterPrefix(): string {
-  return `{pl-${randomBytes(4).toString('hex')}}`;
-}
-
-async function migratedPostgres() {
-  const db = await createMigratedDb('postgres');
-  cleanups.push(() => db.close());
-  return db;
-}
-
-function newPublisher(
-  prefix: string,
-  options: PublisherOptions = { redisClusterNodes: cluster.nodes },
-): PlanEventPublisher {
-  const journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-cluster-journal-'));
-  let publisher: PlanEventPublisher;
-  try {
-    publisher = new PlanEventPublisher({
-      ...options,
-      queuePrefix: prefix,
-      journalDir,
-      logger: pino({ level: 'silent' }),
-    });
-  } catch (err) {
-    fs.rmSync(journalDir, { recursive: true, force: true });
-    throw err;
-  }
-  cleanups.push(async () => {
-    try {
-      await publisher.close(5_000);
-    } finally {
-      fs.rmSync(journalDir, { recursive: true, force: true });
-    }
-  });
-  return publisher;
-}
-
-function clusterWorkers(n: number, prefix: string, databaseUrl: string): WorkerProcess[] {
-  const procs: WorkerProcess[] = [];
-  for (let i = 0; i < n; i++) {
-    const proc = spawnWorker({
-      REDIS_CLUSTER_NODES: cluster.nodes,
-      QUEUE_PREFIX: prefix,
-      DATABASE_URL: databaseUrl,
-      SHUTDOWN_TIMEOUT_MS: '5000',
-    });
-    procs.push(proc);
-    cleanups.push(() => stopProcess(proc));
-  }
-  return procs;
-}
-
-function queueOn(name: string, prefix: string): Queue {
-  const queue = new Queue(name, { connection: admin, prefix });
-  cleanups.push(async () => {
-    await queue.obliterate({ force: true }).catch(() => undefined);
-    await queue.close();
-  });
-  return queue;
-}
+const h = useClusterHarness('pl');
 
 function publishAll(publisher: PlanEventPublisher, events: PlanEvent[]): void {
   for (const event of events) {
@@ -117,33 +36,13 @@ function publishAll(publisher: PlanEventPublisher, events: PlanEvent[]): void {
   }
 }
 
-/**
- * SIGTERM to each; their exit codes, or 'still running' for one not gone 20 s later (its last log lines go to the
- * console).
- */
-async function stopAll(procs: WorkerProcess[]): Promise<Array<number | string>> {
-  for (const p of procs) p.child.kill('SIGTERM');
-  return Promise.all(
-    procs.map(async (p) => {
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('still running'), 20_000)));
-      const code = await Promise.race([p.exited, late]).finally(() => clearTimeout(timer));
-      if (code !== 0)
-        console.error(
-          `worker ${p.pid} exited with ${code}; its last lines:\n${p.stdout().split('\n').slice(-15).join('\n')}${p.stderr()}`,
-        );
-      return code;
-    }),
-  );
-}
-
 describe('plan-ledger on Redis Cluster', () => {
   it('20k events through the publisher and two worker processes are stored exactly once; one retention schedule', async () => {
-    const prefix = clusterPrefix();
-    const { db, ds } = await migratedPostgres();
-    const workers = clusterWorkers(2, prefix, db.url);
+    const prefix = h.prefix();
+    const { db, ds } = await h.migratedPostgres();
+    const workers = h.workers(2, prefix, db.url);
     await Promise.all(workers.map((w) => w.waitForLog('worker started')));
-    const publisher = newPublisher(prefix);
+    const publisher = h.newPublisher(prefix);
     const events = exactlyEvents(20_000, { seed: 17 });
     publishAll(publisher, events);
     expect(await publisher.flush(60_000)).toBe(true);
@@ -154,12 +53,12 @@ describe('plan-ledger on Redis Cluster', () => {
     );
     expect({ n, distinct }).toEqual({ n: 20_000, distinct: 20_000 });
     expect(publisher.stats()).toMatchObject({ published: 20_000, dropped: 0, redisReady: true });
-    const maintenance = queueOn(MAINTENANCE_QUEUE, prefix);
+    const maintenance = h.queue(MAINTENANCE_QUEUE, prefix);
     expect((await maintenance.getJobSchedulers()).map((s) => s.key)).toEqual(['retention']);
     expect(await maintenance.getDelayedCount()).toBe(1); // two workers upserted it: one next run
-    queueOn(EVENTS_QUEUE, prefix);
+    h.queue(EVENTS_QUEUE, prefix);
 
-    expect(await stopAll(workers)).toEqual([0, 0]);
+    expect(await h.stopAll(workers)).toEqual([0, 0]);
     const inserted = workers
       .flatMap((w) => w.logs())
       .filter((l) => l.msg === 'batch committed')
@@ -169,14 +68,14 @@ describe('plan-ledger on Redis Cluster', () => {
   });
 
   it('moving the queue slot to another master mid-stream loses nothing and leaves no worker stuck', async () => {
-    const prefix = clusterPrefix();
-    const { db, ds } = await migratedPostgres();
-    const workers = clusterWorkers(2, prefix, db.url);
+    const prefix = h.prefix();
+    const { db, ds } = await h.migratedPostgres();
+    const workers = h.workers(2, prefix, db.url);
     await Promise.all(workers.map((w) => w.waitForLog('worker started')));
-    const publisher = newPublisher(prefix);
-    const slot = await cluster.keySlot(`${prefix}:${EVENTS_QUEUE}:meta`);
-    const before = await cluster.ownerOf(slot);
-    const target = cluster.ports.find((p) => p !== before)!;
+    const publisher = h.newPublisher(prefix);
+    const slot = await h.cluster.keySlot(`${prefix}:${EVENTS_QUEUE}:meta`);
+    const before = await h.cluster.ownerOf(slot);
+    const target = h.cluster.ports.find((p) => p !== before)!;
 
     const events = exactlyEvents(12_000, { seed: 23 });
     let moved = -1;
@@ -184,10 +83,10 @@ describe('plan-ledger on Redis Cluster', () => {
       publishAll(publisher, events.slice(i, i + 500));
       await new Promise((r) => setTimeout(r, 20));
       // the slot moves while jobs are waiting, active and being added
-      if (i === 3_000) moved = await cluster.moveSlot(slot, target);
+      if (i === 3_000) moved = await h.cluster.moveSlot(slot, target);
     }
     expect(moved).toBeGreaterThan(0);
-    for (const port of cluster.ports) expect(await cluster.ownerOf(slot, port)).toBe(target);
+    for (const port of h.cluster.ports) expect(await h.cluster.ownerOf(slot, port)).toBe(target);
     expect(await publisher.flush(60_000)).toBe(true);
     await waitFor('every event stored', async () => (await countRows(ds, 'plan_events')) >= events.length, 90_000, 250);
     expect(publisher.stats()).toMatchObject({ published: events.length, dropped: 0, redisReady: true });
@@ -212,18 +111,18 @@ describe('plan-ledger on Redis Cluster', () => {
       }
     }
     expect(await countRows(ds, 'plan_events')).toBe(expected);
-    queueOn(EVENTS_QUEUE, prefix);
-    queueOn(MAINTENANCE_QUEUE, prefix);
-    expect(await stopAll(workers)).toEqual([0, 0]);
+    h.queue(EVENTS_QUEUE, prefix);
+    h.queue(MAINTENANCE_QUEUE, prefix);
+    expect(await h.stopAll(workers)).toEqual([0, 0]);
     for (const w of workers) expect(w.logs().filter((l) => l.msg === 'worker stopped with an error')).toEqual([]);
   }, 300_000); // each wait above fails with its own message before this
 
   it('dlq list / stats / replay work on the cluster', async () => {
-    const prefix = clusterPrefix();
-    const { db, ds } = await migratedPostgres();
+    const prefix = h.prefix();
+    const { db, ds } = await h.migratedPostgres();
     const config = {
       redisUrl: '',
-      redisClusterNodes: parseClusterNodes(cluster.nodes),
+      redisClusterNodes: parseClusterNodes(h.cluster.nodes),
       queuePrefix: prefix,
       database: db.target,
     };
@@ -233,20 +132,20 @@ describe('plan-ledger on Redis Cluster', () => {
       dataSource: ds,
       settings: { healthPort: null },
     });
-    cleanups.push(() => worker.close(5_000));
-    const events = queueOn(EVENTS_QUEUE, prefix);
+    h.cleanups.push(() => worker.close(5_000));
+    const events = h.queue(EVENTS_QUEUE, prefix);
     await events.add(EVENT_BATCH_JOB, { v: 1, events: [invalidEvent(5)] });
     await waitFor('the invalid event dead-lettered', () => worker.stats().deadLettered === 1, 30_000);
     // /readyz's Redis check is a command on the queue's keys, answered through the cluster
     expect(await worker.readiness()).toMatchObject({ ready: true, checks: { redis: { ok: true } } });
     // a dead letter whose event is valid (its database was down): replay stores it
-    const writer = new DeadLetterWriter(admin, prefix);
+    const writer = new DeadLetterWriter(h.admin, prefix);
     const [valid] = exactlyEvents(1, { seed: 3 });
     const retried = letter({ event: valid, planId: valid.planId, type: valid.type, eventId: valid.eventId });
     await writer.write([retried]);
     await writer.close();
 
-    const env = { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: prefix, DATABASE_URL: db.url };
+    const env = { REDIS_CLUSTER_NODES: h.cluster.nodes, QUEUE_PREFIX: prefix, DATABASE_URL: db.url };
     const [list, stats] = await Promise.all([
       runCli(['dlq', 'list', '--json'], env),
       runCli(['dlq', 'stats', '--json'], env),
@@ -268,19 +167,19 @@ describe('plan-ledger on Redis Cluster', () => {
     );
     const after = await runCli(['dlq', 'list', '--json'], env);
     expect((JSON.parse(after.stdout).deadLetters as Array<{ kind: string }>).map((d) => d.kind)).toEqual(['invalid']);
-    queueOn('plan-events-dead', prefix);
+    h.queue('plan-events-dead', prefix);
   });
 
   it('the retention scheduler keeps one schedule however many workers upsert it, and runs retention', async () => {
-    const prefix = clusterPrefix();
-    const { ds } = await migratedPostgres();
+    const prefix = h.prefix();
+    const { ds } = await h.migratedPostgres();
     const plan = {
       id: `cluster-due-${randomBytes(3).toString('hex')}`,
       status: 'completed' as const,
       completedAt: new Date(Date.now() - 40 * DAY),
     };
     await insertPlans(ds, [plan]);
-    const redisClusterNodes = parseClusterNodes(cluster.nodes);
+    const redisClusterNodes = parseClusterNodes(h.cluster.nodes);
     for (let i = 0; i < 3; i++) {
       const scheduler = await startRetentionScheduler({
         redisClusterNodes,
@@ -289,9 +188,9 @@ describe('plan-ledger on Redis Cluster', () => {
         policy: retentionPolicy(),
         runWorker: i === 0,
       });
-      cleanups.push(() => scheduler.close());
+      h.cleanups.push(() => scheduler.close());
     }
-    const queue = queueOn(MAINTENANCE_QUEUE, prefix);
+    const queue = h.queue(MAINTENANCE_QUEUE, prefix);
     expect(await queue.getJobSchedulersCount()).toBe(1);
     expect(await queue.getDelayedCount()).toBe(1);
     const job = await queue.add(RETENTION_JOB, { v: 1 });
@@ -308,7 +207,7 @@ describe('plan-ledger on Redis Cluster', () => {
     const bad = runCli(['dlq', 'stats'], { REDIS_CLUSTER_NODES: '127.0.0.1', QUEUE_PREFIX: '{x}' });
     const results = await Promise.all(
       commands.map((args) =>
-        runCli(args, { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: 'plan-ledger', HEALTH_PORT: 'off' }),
+        runCli(args, { REDIS_CLUSTER_NODES: h.cluster.nodes, QUEUE_PREFIX: 'plan-ledger', HEALTH_PORT: 'off' }),
       ),
     );
     results.forEach((r, i) => {
@@ -318,13 +217,13 @@ describe('plan-ledger on Redis Cluster', () => {
         stderr: `plan-ledger: invalid configuration: ${line}\n`,
       });
     });
-    expect(() => newPublisher('plan-ledger')).toThrow(PublisherConfigError);
-    expect(() => newPublisher('plan-ledger')).toThrow(
+    expect(() => h.newPublisher('plan-ledger')).toThrow(PublisherConfigError);
+    expect(() => h.newPublisher('plan-ledger')).toThrow(
       `invalid PlanEventPublisher options: queuePrefix ${line.slice('QUEUE_PREFIX: '.length)}`,
     );
     const config = {
       redisUrl: '',
-      redisClusterNodes: parseClusterNodes(cluster.nodes),
+      redisClusterNodes: parseClusterNodes(h.cluster.nodes),
       queuePrefix: 'plan-ledger',
       database: { driver: 'better-sqlite3' } as never,
     };
@@ -338,9 +237,9 @@ describe('plan-ledger on Redis Cluster', () => {
   });
 
   it("REDIS_URL on a cluster node: commands say to use REDIS_CLUSTER_NODES, and the publisher reports not ready; a caller's Cluster works", async () => {
-    const prefix = clusterPrefix();
-    const owner = await cluster.ownerOf(await cluster.keySlot(`${prefix}:${EVENTS_QUEUE}:meta`));
-    const elsewhere = cluster.ports.find((p) => p !== owner)!;
+    const prefix = h.prefix();
+    const owner = await h.cluster.ownerOf(await h.cluster.keySlot(`${prefix}:${EVENTS_QUEUE}:meta`));
+    const elsewhere = h.cluster.ports.find((p) => p !== owner)!;
     const redisUrl = `redis://127.0.0.1:${elsewhere}`;
     const r = await runCli(['dlq', 'stats'], { REDIS_URL: redisUrl, QUEUE_PREFIX: prefix });
     expect({ code: r.code, stderr: r.stderr }).toEqual({
@@ -349,8 +248,8 @@ describe('plan-ledger on Redis Cluster', () => {
     });
 
     // every command of this single-node link answers MOVED: open socket, not ready
-    const single = newPublisher(prefix, { redisUrl });
-    const onCluster = newPublisher(clusterPrefix());
+    const single = h.newPublisher(prefix, { redisUrl });
+    const onCluster = h.newPublisher(h.prefix());
     const [a, b] = [exactlyEvents(10, { seed: 7 }), exactlyEvents(10, { seed: 8 })];
     publishAll(single, a);
     publishAll(onCluster, b);
@@ -360,14 +259,14 @@ describe('plan-ledger on Redis Cluster', () => {
     expect(onCluster.stats()).toMatchObject({ redisReady: true, published: 10 });
 
     // or a ready Cluster of the caller's own, which close() leaves open
-    const own = createRedis({ redisUrl: '', redisClusterNodes: parseClusterNodes(cluster.nodes) }, 'publisher');
+    const own = createRedis({ redisUrl: '', redisClusterNodes: parseClusterNodes(h.cluster.nodes) }, 'publisher');
     await new Promise((resolve) => own.once('ready', resolve));
-    cleanups.push(() => own.quit());
+    h.cleanups.push(() => own.quit());
     const journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-cluster-journal-'));
-    cleanups.push(async () => fs.rmSync(journalDir, { recursive: true, force: true }));
+    h.cleanups.push(async () => fs.rmSync(journalDir, { recursive: true, force: true }));
     const borrowed = new PlanEventPublisher({
       connection: own,
-      queuePrefix: clusterPrefix(),
+      queuePrefix: h.prefix(),
       journalDir,
       logger: pino({ level: 'silent' }),
     });
