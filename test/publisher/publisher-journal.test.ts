@@ -22,6 +22,7 @@ import {
   yieldToLoop,
 } from './support/publisher-harness';
 import { RedisProcess } from './support/redis-process';
+import { waitFor } from '../worker/helpers/queue-harness';
 
 const ROOT = path.join(__dirname, '..', '..');
 
@@ -183,6 +184,40 @@ describe('spill journal', () => {
       stepId: 's1',
       reason: 'déjà vu 😀 漢字 "quoted"\n',
     });
+  });
+
+  it("while the journal is not drained, each shard's record still filling reaches the disk by the group commit (what a kill -9 keeps)", async () => {
+    const { publisher, journalDir } = newPublisher(redis.url, {
+      maxBufferedEvents: 100,
+      journalCommitMs: 200,
+      queueShards: 3,
+    });
+    const events = exactlyEvents(1_050, { seed: 36 });
+    try {
+      // Redis is down: past the first 100, events go to the journal, which then holds records the
+      // drain has not sent; a record still filling waits for more events, at most until the group commit
+      for (let i = 0; i < 1_000; i++) {
+        expect(publisher.publish(events[i]).ok).toBe(true);
+        if (i % 100 === 99) await yieldToLoop();
+      }
+      expect(journalSegments(journalDir).length).toBeGreaterThan(0);
+      for (const event of events.slice(1_000)) expect(publisher.publish(event).ok).toBe(true);
+      const onDisk = () =>
+        journalSegments(journalDir)
+          .filter((file) => file.endsWith('.jsonl'))
+          .flatMap((file) =>
+            fs
+              .readFileSync(path.join(journalDir, file), 'utf8')
+              .split('\n')
+              .filter(Boolean)
+              .flatMap((line) => (JSON.parse(line.split('\t')[2]) as PlanEvent[]).map((e) => e.eventId)),
+          );
+      // the memory's 100 and every record still filling, written without a close
+      await waitFor('every accepted event in the journal files', () => onDisk().length >= events.length, 10_000);
+      expect(onDisk().sort()).toEqual(events.map((e) => e.eventId).sort());
+    } finally {
+      await publisher.close(300);
+    }
   });
 
   it('skips unreadable journal records (a torn tail after a machine crash) and counts their events as dropped', async () => {
