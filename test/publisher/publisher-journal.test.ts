@@ -12,6 +12,7 @@ import { exactlyEvents } from '../support/event-factory';
 import {
   capturingLogger,
   countByEventId,
+  journalRecords,
   journalSegments,
   newPublisher,
   notExactlyOnce,
@@ -202,16 +203,7 @@ describe('spill journal', () => {
       }
       expect(journalSegments(journalDir).length).toBeGreaterThan(0);
       for (const event of events.slice(1_000)) expect(publisher.publish(event).ok).toBe(true);
-      const onDisk = () =>
-        journalSegments(journalDir)
-          .filter((file) => file.endsWith('.jsonl'))
-          .flatMap((file) =>
-            fs
-              .readFileSync(path.join(journalDir, file), 'utf8')
-              .split('\n')
-              .filter(Boolean)
-              .flatMap((line) => (JSON.parse(line.split('\t')[2]) as PlanEvent[]).map((e) => e.eventId)),
-          );
+      const onDisk = () => journalRecords(journalDir).flatMap((r) => r.events.map((e) => e.eventId));
       // the memory's 100 and every record still filling, written without a close
       await waitFor('every accepted event in the journal files', () => onDisk().length >= events.length, 10_000);
       expect(onDisk().sort()).toEqual(events.map((e) => e.eventId).sort());

@@ -15,6 +15,7 @@ import { startWorker, WorkerHandle } from '../../src/worker';
 import { buildDeadLetter, DeadLetterWriter } from '../../src/dead-letters/dead-letter-writer';
 import { openDeadLetterService } from '../../src/dead-letters/dead-letter-connections';
 import { parseFilter } from '../../src/dead-letters/dead-letter-filter';
+import { journalRecords } from '../publisher/support/publisher-harness';
 import { createMigratedDb } from '../support/databases';
 import { manyPlanRuns } from '../support/event-factory';
 import { countRows, openRedis, REDIS_URL, silentLogger, uniquePrefix, waitFor } from '../worker/helpers/queue-harness';
@@ -159,18 +160,13 @@ describe('queue shards on one Redis', () => {
       if (i % 100 === 99) await new Promise((r) => setImmediate(r));
     }
     expect((await down.close(300)).flushed).toBe(false);
-    const lines = fs
-      .readdirSync(journalDir)
-      .filter((f) => f.endsWith('.jsonl'))
-      .flatMap((f) => fs.readFileSync(path.join(journalDir, f), 'utf8').split('\n').filter(Boolean));
-    expect(lines.length).toBeGreaterThan(3);
+    const records = journalRecords(journalDir);
+    expect(records.length).toBeGreaterThan(3);
     const short = [0, 0, 0];
-    for (const line of lines) {
-      const [key, count, json] = line.split('\t');
+    for (const { key, count, events: recordEvents } of records) {
       const mark = /^b-[0-9a-f-]{36}#(\d)\/3$/.exec(key);
       expect(mark).not.toBeNull();
-      const recordEvents = JSON.parse(json) as Array<{ planId: string }>;
-      expect(recordEvents).toHaveLength(Number(count));
+      expect(recordEvents).toHaveLength(count);
       for (const e of recordEvents) expect(shardOfPlan(e.planId, 3)).toBe(Number(mark![1]));
       if (recordEvents.length < 500) short[Number(mark![1])]++;
     }

@@ -89,4 +89,16 @@ export function journalSegments(dir: string): string[] {
   return fs.readdirSync(dir).filter((f) => f.startsWith('segment-'));
 }
 
+/** The journal's records as written, segment by segment: key (job id, and shard when named), event count, events. */
+export function journalRecords(dir: string): Array<{ key: string; count: number; events: PlanEvent[] }> {
+  return journalSegments(dir)
+    .filter((file) => file.endsWith('.jsonl'))
+    .sort()
+    .flatMap((file) => fs.readFileSync(path.join(dir, file), 'utf8').split('\n').filter(Boolean))
+    .map((line) => {
+      const [key, count, json] = line.split('\t');
+      return { key, count: Number(count), events: JSON.parse(json) as PlanEvent[] };
+    });
+}
+
 export const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
