@@ -52,6 +52,11 @@ export interface HttpConfig {
    * health, dead letters) serves every open console; 0 turns sharing off. @defaultValue 1000
    */
   consoleShareMs: number;
+  /**
+   * HTTP_KEEP_ALIVE_TIMEOUT_MS: how long an idle client connection stays open. Behind a load balancer
+   * that reuses its connections, set it above the balancer's idle timeout. @defaultValue 5000
+   */
+  keepAliveTimeoutMs: number;
   /** SHUTDOWN_TIMEOUT_MS: SIGTERM deadline (answer in-flight requests, flush the publisher). @defaultValue 8000 */
   shutdownTimeoutMs: number;
   /**
@@ -97,6 +102,10 @@ export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   [
     'HTTP_CONSOLE_SHARE_MS',
     'ms one answer of a plan, the plans list, health or dead letters serves every open console (0 = off; default 1000); API clients always read fresh',
+  ],
+  [
+    'HTTP_KEEP_ALIVE_TIMEOUT_MS',
+    "ms an idle client connection stays open (default 5000); behind a load balancer, above the balancer's idle timeout",
   ],
   ['SHUTDOWN_TIMEOUT_MS', 'SIGTERM deadline in ms (default 8000)'],
   [
@@ -196,6 +205,7 @@ export function loadHttpConfig(env: Env): Readonly<HttpConfig> {
     maxBufferedEvents: int('HTTP_MAX_BUFFERED_EVENTS', 100_000, 1, 10_000_000),
     retryAfterSeconds: int('HTTP_RETRY_AFTER_SECONDS', 5, 1, 3600),
     consoleShareMs: int('HTTP_CONSOLE_SHARE_MS', 1_000, 0, 60_000),
+    keepAliveTimeoutMs: int('HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 1, 600_000),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),
     trustProxy: check('HTTP_TRUST_PROXY', [], () => proxies(read(env, 'HTTP_TRUST_PROXY'))),
     otlpCaptureContent: check('OTLP_CAPTURE_CONTENT', false, () => flag(read(env, 'OTLP_CAPTURE_CONTENT'))),

@@ -54,7 +54,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
     bodyLimit: settings.bodyLimitBytes,
     http: { maxHeaderSize: settings.maxHeaderBytes },
     // clients retry on a closed socket; a long idle keep-alive must not delay shutdown
-    keepAliveTimeout: 5_000,
+    keepAliveTimeout: settings.keepAliveTimeoutMs,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // req.protocol and req.ip follow X-Forwarded-* only from the proxies named in HTTP_TRUST_PROXY

@@ -20,9 +20,13 @@ describe('plan-ledger serve (the command)', () => {
     expect(r.stderr.trim()).toBe(
       'plan-ledger: invalid configuration: HTTP_INGEST_KEYS / HTTP_READ_KEYS / HTTP_ADMIN_KEYS: no API key is set; set at least one (every endpoint but /healthz and /metrics needs a key)',
     );
-    const short = await runCli(['serve'], { HTTP_INGEST_KEYS: 'short', HTTP_PORT: 'x' });
+    const short = await runCli(['serve'], {
+      HTTP_INGEST_KEYS: 'short',
+      HTTP_PORT: 'x',
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: '0',
+    });
     expect(short.stderr.trim()).toBe(
-      'plan-ledger: invalid configuration: HTTP_PORT: "x" is not an integer; HTTP_INGEST_KEYS: 1 key(s) shorter than 16 characters',
+      'plan-ledger: invalid configuration: HTTP_PORT: "x" is not an integer; HTTP_INGEST_KEYS: 1 key(s) shorter than 16 characters; HTTP_KEEP_ALIVE_TIMEOUT_MS: 0 is outside 1-600000',
     );
     const proxy = await runCli(['serve'], {
       HTTP_INGEST_KEYS: 'ingest-key-long-enough-0001',

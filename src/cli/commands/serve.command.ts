@@ -7,9 +7,11 @@ import { HTTP_ENV_HELP } from '../../http/http-config';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const actions = () => require('./serve.actions') as typeof import('./serve.actions');
 
+const NAME_WIDTH = HTTP_ENV_HELP.reduce((width, [name]) => Math.max(width, name.length + 2), 0);
+
 const HELP = `
 Serve environment (also DATABASE_URL, REDIS_URL, QUEUE_PREFIX, QUEUE_SHARDS, LOG_LEVEL):
-${HTTP_ENV_HELP.map(([name, help]) => `  ${name.padEnd(26)}${help}`).join('\n')}
+${HTTP_ENV_HELP.map(([name, help]) => `  ${name.padEnd(NAME_WIDTH)}${help}`).join('\n')}
 
 Routes: POST /v1/events (ingest scope); GET /v1/plans[/:planId[/export|/steps/:step/output]],
 /v1/sessions/:sessionId/active|history, /v1/workflows/:planId/resume-point,
