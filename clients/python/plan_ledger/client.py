@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import codecs
 import collections
 import datetime
 import http.client
@@ -34,6 +35,11 @@ from .results import (
 )
 
 log = logging.getLogger("plan_ledger")
+
+# socket.getaddrinfo encodes a host name with the "idna" codec, whose module the first lookup imports.
+# Looked up here, at import, the sender thread never imports it: a fork() while another thread holds
+# that import's module lock would leave the child unable to resolve any host ("unknown encoding: idna").
+codecs.lookup("idna")
 
 JsonObject = Dict[str, Any]
 Item = Tuple[Optional[str], bytes]  # (eventId, the event's JSON bytes)
@@ -637,15 +643,17 @@ class PlanLedgerClient(_EventHelpers):
         memory) or, when even that fails, counted as lost. The thread goes on."""
         try:
             self._stats.sender_errors += 1
-            self._log_rarely("sender", logging.ERROR, "plan-ledger sender thread survived an unexpected error (%d so far); its batch is kept", self._stats.sender_errors, exc_info=err)
             with self._hand_lock:
-                batch, self._in_hand = self._in_hand, None
+                batch = self._in_hand
                 if batch and not self._abandoned:
                     try:
                         self._keep(batch)
                     except BaseException:  # noqa: B036
                         self._stats.lost += len(batch)
                         log.exception("plan-ledger lost %d event(s) to an internal error", len(batch))
+                # released once kept: flush() must never see the batch in neither place
+                self._in_hand = None
+            self._log_rarely("sender", logging.ERROR, "plan-ledger sender thread survived an unexpected error (%d so far); its batch is kept", self._stats.sender_errors, exc_info=err)
             self._wake.wait(0.05)
         except BaseException:  # noqa: B036 - never let the thread die
             pass

@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -132,20 +133,25 @@ class WakeUps(Base):
         self.assertEqual(c.stats().dropped, 0)
 
 
+def fail_first_post(client: PlanLedgerClient, error: BaseException) -> None:
+    """The client's first POST raises ``error`` in its sender thread; the next ones are real."""
+    real_post = client._post
+    calls = []
+
+    def failing_post(items, left=None):
+        calls.append(len(items))
+        if len(calls) == 1:
+            raise error
+        return real_post(items, left)
+
+    client._post = failing_post  # type: ignore[method-assign]
+
+
 class SenderSurvives(Base):
     def test_an_unexpected_error_is_counted_and_the_batch_kept(self) -> None:
         server = self.server()
         c = self.client(server.url, journal_dir=None)
-        real_post = c._post
-        calls = []
-
-        def failing_post(items, left=None):
-            calls.append(len(items))
-            if len(calls) == 1:
-                raise RuntimeError("injected")
-            return real_post(items, left)
-
-        c._post = failing_post  # type: ignore[method-assign]
+        fail_first_post(c, RuntimeError("injected"))
         c.step_started(PLAN, "s1")
         wait_until("the event stored after the error, and its answer counted", lambda: len(server.stored()) == 1 and c.stats().accepted == 1)
         s = c.stats()
@@ -154,6 +160,25 @@ class SenderSurvives(Base):
         c.step_started(PLAN, "s2")
         self.assertTrue(c.flush(30))
         self.assertEqual([e["seq"] for e in server.stored()], [0, 1])
+
+    def test_after_an_unexpected_error_flush_waits_until_the_kept_batch_is_delivered(self) -> None:
+        server = self.server()
+        c = self.client(server.url)
+        fail_first_post(c, LookupError("injected: unknown encoding: idna"))
+        real_append = c._journal.append
+
+        def slow_append(events):
+            time.sleep(0.3)  # the kept batch is on its way to the journal for this long
+            return real_append(events)
+
+        c._journal.append = slow_append  # type: ignore[method-assign]
+        for i in range(20):
+            c.step_started(PLAN, f"s{i}")
+        # true only once every event reached the server: never while the batch is between hand and journal
+        self.assertTrue(c.flush(30))
+        self.assertEqual(len(server.stored()), 20)
+        s = c.stats()
+        self.assertEqual((s.sender_errors, s.journaled, s.accepted, s.lost), (1, 20, 20, 0))
 
     def test_a_refused_event_in_a_batch_does_not_take_its_neighbours_with_it(self) -> None:
         server = self.server()
@@ -333,6 +358,41 @@ class Reads(Base):
 
 
 class Fork(Base):
+    @unittest.skipUnless(hasattr(os, "fork"), "needs os.fork")
+    def test_the_sender_imports_nothing_so_a_fork_cannot_catch_an_import_half_done(self) -> None:
+        # a fork() while a thread holds a module's import lock leaves the child unable to import it:
+        # a codec imported on the sender's first connection ("idna") made children fail every send
+        server = self.server()
+        script = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from plan_ledger import NotFound, Plan, PlanLedgerClient
+before = set(sys.modules)
+plan = Plan("plan-imports", "sess")
+c = PlanLedgerClient(sys.argv[2], ingest_key="k" * 16, journal_dir=sys.argv[3])
+c.step_started(plan, "s1")
+assert c.flush(30, stored=True)
+try:
+    c.plan("nope")
+except NotFound:
+    pass
+down = PlanLedgerClient(sys.argv[4], ingest_key="k" * 16, journal_dir=sys.argv[3] + "-down", probe_interval=0.01, journal_commit_ms=1)
+down.step_started(plan, "s2")
+while down.stats().journaled < 1:
+    pass
+c.close(30)
+down.close(0)
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+        client_dir = os.path.join(os.path.dirname(__file__), "..")
+        run = subprocess.run(
+            [sys.executable, "-c", script, client_dir, server.url, self.journal, f"http://127.0.0.1:{free_port()}"],
+            capture_output=True, text=True, timeout=60,
+        )
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(json.loads(run.stdout), [])
+        self.assertEqual(len(server.stored()), 1)
+
     @unittest.skipUnless(hasattr(os, "fork"), "needs os.fork")
     def test_a_forked_child_sends_with_its_own_sender_and_the_parents_buffer_stays_the_parents(self) -> None:
         server = self.server()
