@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { freePort } from '../publisher/support/redis-process';
 import { waitFor } from '../worker/helpers/queue-harness';
 import { ApiStack, startApiStack } from './http-harness';
-import { DRIVER, eventCounts, python, ROOT } from './python/py-run';
+import { DRIVER, eventCounts, python, ROOT, storedSeqs } from './python/py-run';
 
 jest.setTimeout(120_000);
 
@@ -149,6 +149,31 @@ describe('the Python client (clients/python) against a real plan-ledger serve, R
       expect(await eventCounts(stack, 'jplan-%')).toEqual({ rows: 100, distinct: 100 });
     } finally {
       if (wrong.child.exitCode === null && wrong.child.signalCode === null) wrong.child.kill('SIGKILL');
+      await stack.close();
+    }
+  });
+
+  it('sends on after the server closed its idle connection: no outage logged, nothing journaled, close() true', async () => {
+    // Node closes an idle connection about a second after the keep-alive timeout
+    const stack = await startApiStack('sqlite', { env: { HTTP_KEEP_ALIVE_TIMEOUT_MS: '1' } });
+    try {
+      // each pause outlasts the server's keep-alive: every event after the first finds its connection closed
+      const run = python([DRIVER, 'idle', stack.server.url, tmp(), 'idle-plan', '3', '1.6']);
+      const { code, stderr } = await run.exited;
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+      expect(run.lines()[0]).toEqual({
+        flushed: [true, true, true],
+        closed: true,
+        journaled: 0,
+        accepted: 3,
+        rejected: 0,
+        dropped: 0,
+        lost: 0,
+        sender_errors: 0,
+      });
+      await waitFor('3 events stored', async () => (await eventCounts(stack, 'idle-plan')).rows >= 3, 30_000);
+      expect(await storedSeqs(stack, 'idle-plan')).toEqual([0, 1, 2]);
+    } finally {
       await stack.close();
     }
   });

@@ -11,6 +11,7 @@ import logging
 import os
 import random
 import re
+import select
 import signal
 import threading
 import time
@@ -125,6 +126,25 @@ class Stats:
 
 
 _LIVE: "weakref.WeakSet[PlanLedgerClient]" = weakref.WeakSet()
+
+# errors of a request whose connection the server had closed (RemoteDisconnected is a ConnectionResetError)
+_PEER_CLOSED = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)
+
+
+def _closed_by_peer(conn: http.client.HTTPConnection) -> bool:
+    """True when an idle kept-alive connection cannot be reused: readable while no request is out means
+    the server closed it (its keep-alive timeout) or sent what nobody asked for."""
+    sock = conn.sock
+    if sock is None:
+        return False  # http.client opens a new one for the next request
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
 
 
 def _close_all_at_exit() -> None:
@@ -830,17 +850,30 @@ class PlanLedgerClient(_EventHelpers):
         headers = {"content-type": "application/json", "accept": "application/json"}
         if self._ingest_key:
             headers["authorization"] = f"Bearer {self._ingest_key}"
-        try:
-            if self._conn is None:
-                self._conn = self._new_connection(self._timeout)
-            self._conn.request("POST", "/v1/events", body=body, headers=headers)
-            res = self._conn.getresponse()
-            data = res.read()
-        except (OSError, http.client.HTTPException):
-            self._unreachable()
-            if left is not None:
-                left.extend(items)
-            return False
+        for attempt in (1, 2):
+            conn = self._conn
+            if conn is not None and _closed_by_peer(conn):
+                conn.close()
+                conn = self._conn = None
+            reused = conn is not None and conn.sock is not None
+            try:
+                if conn is None:
+                    conn = self._conn = self._new_connection(self._timeout)
+                conn.request("POST", "/v1/events", body=body, headers=headers)
+                res = conn.getresponse()
+                data = res.read()
+                break
+            except (OSError, http.client.HTTPException) as err:
+                if attempt == 1 and reused and isinstance(err, _PEER_CLOSED):
+                    # the server closed its idle keep-alive connection as this request left: not an
+                    # outage; once more on a new connection (the server keeps one copy of an eventId)
+                    conn.close()
+                    self._conn = None
+                    continue
+                self._unreachable()
+                if left is not None:
+                    left.extend(items)
+                return False
         status = res.status
         if status == 202:
             self._backoff = 0.0

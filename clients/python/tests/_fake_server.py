@@ -36,6 +36,8 @@ class FakeServer:
         self.requests: List[tuple] = []
         self._httpd: Optional[ThreadingHTTPServer] = None
         self.connections: List[socket.socket] = []
+        #: the next this many POST /v1/events are read, then their connection is closed with no answer
+        self.drop_posts = 0
 
     def start(self) -> "FakeServer":
         server = self
@@ -77,7 +79,13 @@ class FakeServer:
                     events = json.loads(body)
                     with server.lock:
                         server.posts += 1
-                        server.bodies.append(body)
+                        drop, server.drop_posts = server.drop_posts > 0, max(server.drop_posts - 1, 0)
+                        if not drop:
+                            server.bodies.append(body)
+                    if drop:
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
                     custom = server.on_post(events) if server.on_post else None
                     if custom is not None:
                         return self._send(*custom)
@@ -109,8 +117,12 @@ class FakeServer:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
+        self.close_connections()  # keep-alive connections too: a stopped server answers nothing
+
+    def close_connections(self) -> None:
+        """Closes every open connection, as a server does with idle ones at its keep-alive timeout."""
         with self.lock:
-            for c in self.connections:  # keep-alive connections too: a stopped server answers nothing
+            for c in self.connections:
                 try:
                     c.shutdown(socket.SHUT_RDWR)
                 except OSError:

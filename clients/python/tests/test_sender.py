@@ -357,6 +357,47 @@ class Reads(Base):
             c.plan("nope")
 
 
+class KeepAlive(Base):
+    """A server closes idle connections (its keep-alive timeout): the sender's next request must not
+    take that for an outage."""
+
+    def test_a_connection_the_server_closed_while_idle_is_replaced_before_sending(self) -> None:
+        server = self.server()
+        c = self.client(server.url)
+        c.step_started(PLAN, "s1")
+        self.assertTrue(c.flush(30))
+        server.close_connections()
+        time.sleep(0.05)
+        c.step_started(PLAN, "s2")
+        self.assertTrue(c.flush(30))
+        self.assertTrue(c.close(30))
+        self.assertEqual([e["seq"] for e in server.stored()], [0, 1])
+        self.assertEqual((c.stats().journaled, server.probes), (0, 0))
+
+    def test_a_reused_connection_closed_as_the_request_leaves_is_retried_once_on_a_new_one(self) -> None:
+        server = self.server()
+        c = self.client(server.url)
+        c.step_started(PLAN, "s1")
+        self.assertTrue(c.flush(30))
+        server.drop_posts = 1  # read, then closed with no answer: what a keep-alive timeout racing the request gives
+        c.step_started(PLAN, "s2")
+        self.assertTrue(c.flush(30))
+        self.assertEqual([e["seq"] for e in server.stored()], [0, 1])
+        self.assertEqual((server.posts, c.stats().journaled, server.probes), (3, 0, 0))
+
+    def test_a_new_connection_closed_too_is_an_outage_the_journal_covers(self) -> None:
+        server = self.server()
+        c = self.client(server.url, probe_interval=0.05)
+        c.step_started(PLAN, "s1")
+        self.assertTrue(c.flush(30))
+        server.drop_posts = 2  # the reused connection, then the new one
+        c.step_started(PLAN, "s2")
+        self.assertTrue(c.flush(30))
+        self.assertEqual([e["seq"] for e in server.stored()], [0, 1])
+        self.assertEqual(c.stats().journaled, 1)
+        self.assertGreaterEqual(server.probes, 1)
+
+
 class Fork(Base):
     @unittest.skipUnless(hasattr(os, "fork"), "needs os.fork")
     def test_the_sender_imports_nothing_so_a_fork_cannot_catch_an_import_half_done(self) -> None:

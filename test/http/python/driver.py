@@ -15,6 +15,7 @@
   driver.py reads URL DIR SESSION        read your writes and the typed reads of a session's plan
   driver.py lineage URL DIR PLAN         a failed plan, its fork from the failure (run to the end) and a replay; the typed lineage
   driver.py stream URL DIR P N           N events over P plans, paced; prints {"published": k} every 250; flush; the stats
+  driver.py idle URL DIR PLAN N PAUSE    N events of PLAN, each flushed, PAUSE seconds apart (the server closes idle connections); close
 """
 import asyncio
 import datetime
@@ -366,6 +367,18 @@ def main():
         ok = c.flush(120)
         say(**totals(c, flushed=ok, published=k, journaled=c.stats().journaled))
         c.close(5)
+    elif mode == "idle":
+        plan_id, n, pause = args[0], int(args[1]), float(args[2])
+        c = PlanLedgerClient(url, ingest_key=KEY, journal_dir=journal)
+        plan = Plan(plan_id, "sess-" + plan_id)
+        c.plan_created(plan, query="idle", steps=steps(3))
+        flushed = [c.flush(30)]
+        for i in range(n - 1):
+            time.sleep(pause)
+            c.step_started(plan, f"s{i % 3}")
+            flushed.append(c.flush(30))
+        ok = c.close(30)
+        say(**totals(c, flushed=flushed, closed=ok, journaled=c.stats().journaled))
     else:
         raise SystemExit(f"unknown mode {mode}")
 
