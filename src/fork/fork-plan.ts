@@ -103,8 +103,8 @@ export async function forkPlan(ds: DataSource, request: ForkRequest, store?: Pla
   const planId = request.planId ?? defaultForkId(parent.id, request.kind);
   if (!isExternalId(planId))
     throw new QueryArgumentError(names.planId, `"${planId}" is not a plan id (1-64 letters, digits, _ . : -)`);
-  if (await ds.getRepository<PlanHeadRow>(ENTITY.head).exists({ where: { planId }, withDeleted: true }))
-    throw new ForkRefusedError(`plan "${planId}" already exists: choose another ${names.planId}`);
+  const taken = () => new ForkRefusedError(`plan "${planId}" already exists: choose another ${names.planId}`);
+  if (await ds.getRepository<PlanHeadRow>(ENTITY.head).exists({ where: { planId }, withDeleted: true })) throw taken();
   const sessionId = request.sessionId ?? parent.sessionId;
   if (!isExternalId(sessionId))
     throw new QueryArgumentError(names.sessionId, `"${sessionId}" is not a session id (1-64 letters, digits, _ . : -)`);
@@ -117,7 +117,8 @@ export async function forkPlan(ds: DataSource, request: ForkRequest, store?: Pla
     edits.specs,
     names.editSteps,
   );
-  await (store ?? new PlanEventStore(ds, undefined, { rowCacheBytes: 0 })).persist([event]);
+  // the check above answers most requests; this one, under the plan's lock, settles a race for the id
+  await (store ?? new PlanEventStore(ds, undefined, { rowCacheBytes: 0 })).createPlan(event, taken);
   const inherited = shape.layers.sizes.slice(0, start.layer).reduce((n, size) => n + size, 0);
   return {
     planId,

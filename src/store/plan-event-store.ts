@@ -88,6 +88,16 @@ export class PlanEventStore {
     return this.write((m, stage) => this.persistIn(m, stage, events, overrides), events.length);
   }
 
+  /**
+   * Stores `event` as the first event of a plan id under which nothing was ever stored, or throws
+   * `taken(planId)` and writes nothing. Checked under the plan's head lock: of concurrent
+   * creations under one id, exactly one is stored and the others are refused.
+   */
+  async createPlan(event: PlanEvent, taken: (planId: string) => Error): Promise<PersistOutcome> {
+    const overrides = await this.prices.current();
+    return this.write((m, stage) => this.persistIn(m, stage, [event], overrides, taken), 1);
+  }
+
   /** Event ids among `eventIds` already stored (replay summaries: "already stored"). */
   async storedEventIds(eventIds: string[]): Promise<Set<string>> {
     return new Set(
@@ -200,6 +210,8 @@ export class PlanEventStore {
     stage: CacheStage,
     events: PlanEvent[],
     overrides: readonly PriceOverride[],
+    /** Set: every plan must be new (its head created by this transaction); else this error. */
+    taken?: (planId: string) => Error,
   ): Promise<PersistOutcome> {
     // one copy per id; copies that differ are a conflict (EventConflictError), never a silent pick
     const unique = firstCopies(events);
@@ -207,6 +219,7 @@ export class PlanEventStore {
     // Heads are locked before anything is read, so every read below sees what earlier writers of
     // these plans committed. Lock order is always heads (sorted) then sessions (sorted).
     const heads = await lockHeads(m, this.dialect, headsOf(unique, now));
+    if (taken) for (const head of heads.values()) if (!head.isNew) throw taken(head.planId);
     const log = new EventLog(m, this.dialect);
     const { fresh, existing } = await log.append(unique, heads);
     if (existing.size > 0) await log.assertRedeliveries(unique.filter((e) => existing.has(e.eventId)));
