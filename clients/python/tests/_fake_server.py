@@ -79,8 +79,10 @@ class FakeServer:
                     events = json.loads(body)
                     with server.lock:
                         server.posts += 1
-                        drop, server.drop_posts = server.drop_posts > 0, max(server.drop_posts - 1, 0)
-                        if not drop:
+                        drop = server.drop_posts > 0
+                        if drop:
+                            server.drop_posts -= 1
+                        else:
                             server.bodies.append(body)
                     if drop:
                         self.close_connection = True

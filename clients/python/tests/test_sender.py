@@ -405,7 +405,7 @@ class Fork(Base):
         # a codec imported on the sender's first connection ("idna") made children fail every send
         server = self.server()
         script = """
-import json, sys
+import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from plan_ledger import NotFound, Plan, PlanLedgerClient
 before = set(sys.modules)
@@ -420,7 +420,7 @@ except NotFound:
 down = PlanLedgerClient(sys.argv[4], ingest_key="k" * 16, journal_dir=sys.argv[3] + "-down", probe_interval=0.01, journal_commit_ms=1)
 down.step_started(plan, "s2")
 while down.stats().journaled < 1:
-    pass
+    time.sleep(0.01)
 c.close(30)
 down.close(0)
 print(json.dumps(sorted(set(sys.modules) - before)))
