@@ -6,7 +6,11 @@
  *   `publish()` until Redis confirmed all of them;
  * - `POST /v1/events` into Redis through `plan-ledger serve` (in this process, on loopback) with
  *   batches of 100 and 1,000 events, 4 requests in flight, bodies serialised before the clock
- *   starts: events/s until every 202 came back and the server publisher confirmed all of them;
+ *   starts: events/s until every 202 came back and the server publisher confirmed all of them, and
+ *   each request's latency (p50/p99). Twice: with the default acknowledgement (202 once the events
+ *   are in Redis) and with HTTP_ACK_BEFORE_DURABLE (202 once they are in the server's memory);
+ *   then both again open loop, batches of 100 paced at `--rate=` events/s (default 20,000), the
+ *   latency of a request when the server keeps up;
  * - the Python client's `publish()` latency (p50/p99 in microseconds; each call stamps, checks and
  *   encodes its event) with the server up and with it down (a port nobody listens on: the events
  *   go to the journal), from a thread (PlanLedgerClient) and from a coroutine (AsyncPlanLedgerClient).
@@ -22,13 +26,15 @@ import { PlanEventPublisher } from '../src/publisher';
 import { createLogger } from '../src/shared/logger';
 import { manyPlanRuns } from '../test/support/event-factory';
 import { freePort, RedisProcess } from '../test/publisher/support/redis-process';
-import { round } from './support/latency';
+import { LatencyRecorder, round } from './support/latency';
 
 const json = process.argv.includes('--json');
 const quick = process.argv.includes('--quick');
 const N = quick ? 50_000 : 200_000;
 const N_PY = quick ? 20_000 : 50_000;
 const IN_FLIGHT = 4;
+/** The open-loop run's offered load: below what serve takes on this machine, so latency is service, not queue. */
+const PACED_RATE = Number(process.argv.find((a) => a.startsWith('--rate='))?.slice(7) ?? 20_000);
 const KEY = 'bench-ingest-key-0123456789abcdef';
 const log = (line: string) => {
   if (!json) process.stdout.write(`${line}\n`);
@@ -55,7 +61,25 @@ async function baseline(redis: RedisProcess, events: readonly object[]): Promise
   }
 }
 
-async function httpIngest(redis: RedisProcess, events: readonly object[], batch: number): Promise<number> {
+interface HttpRun {
+  eventsPerSec: number;
+  requestP50Ms: number;
+  requestP99Ms: number;
+}
+
+/**
+ * `events` through POST /v1/events in batches of `batch`: closed loop (IN_FLIGHT requests at a
+ * time, as fast as the server answers) or, with `rate`, open loop (a request every
+ * batch/rate seconds whatever the answers; each latency counts from the request's planned start,
+ * so a slow answer delays nothing and hides nothing).
+ */
+async function httpIngest(
+  redis: RedisProcess,
+  events: readonly object[],
+  batch: number,
+  ackBeforeDurable = false,
+  rate?: number,
+): Promise<HttpRun> {
   const dir = tmpDir('http');
   const server = await startHttpServer({
     config: loadConfig({
@@ -68,33 +92,53 @@ async function httpIngest(redis: RedisProcess, events: readonly object[], batch:
       HTTP_INGEST_KEYS: KEY,
       HTTP_JOURNAL_DIR: path.join(dir, 'journal'),
       HTTP_MAX_BATCH_EVENTS: String(batch),
+      HTTP_ACK_BEFORE_DURABLE: String(ackBeforeDurable),
     }),
     logger: silent(),
   });
   try {
+    const latency = new LatencyRecorder(Math.ceil(events.length / batch));
     const bodies: string[] = [];
     for (let i = 0; i < events.length; i += batch) bodies.push(JSON.stringify(events.slice(i, i + batch)));
     let next = 0;
     let accepted = 0;
     const started = process.hrtime.bigint();
-    const lane = async () => {
-      while (next < bodies.length) {
-        const body = bodies[next++];
-        const res = await fetch(`${server.url}/v1/events`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
-          body,
-        });
-        const answer = (await res.json()) as { accepted: number };
-        if (res.status !== 202) throw new Error(`POST answered ${res.status}: ${JSON.stringify(answer)}`);
-        accepted += answer.accepted;
-      }
+    const post = async (body: string, since: bigint) => {
+      const res = await fetch(`${server.url}/v1/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+        body,
+      });
+      const answer = (await res.json()) as { accepted: number };
+      latency.add(Number(process.hrtime.bigint() - since));
+      if (res.status !== 202) throw new Error(`POST answered ${res.status}: ${JSON.stringify(answer)}`);
+      accepted += answer.accepted;
     };
-    await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+    if (rate === undefined) {
+      const lane = async () => {
+        while (next < bodies.length) await post(bodies[next++], process.hrtime.bigint());
+      };
+      await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+    } else {
+      const everyNs = (1e9 * batch) / rate;
+      const posts: Promise<void>[] = [];
+      for (let i = 0; i < bodies.length; i++) {
+        const due = started + BigInt(Math.round(i * everyNs));
+        const waitMs = Number(due - process.hrtime.bigint()) / 1e6;
+        if (waitMs > 1) await new Promise((resolve) => setTimeout(resolve, waitMs));
+        posts.push(post(bodies[i], due));
+      }
+      await Promise.all(posts);
+    }
     if (!(await server.flush(120_000))) throw new Error('the server publisher did not flush');
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     if (accepted !== events.length) throw new Error(`accepted ${accepted} of ${events.length}`);
-    return Math.round(events.length / seconds);
+    const { p50Us, p99Us } = latency.summary();
+    return {
+      eventsPerSec: Math.round(events.length / seconds),
+      requestP50Ms: round(p50Us / 1_000),
+      requestP99Ms: round(p99Us / 1_000),
+    };
   } finally {
     await server.close();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -164,14 +208,30 @@ async function main(): Promise<void> {
     await baseline(redis, events.slice(0, 20_000)); // warm-up
     const tsRate = await baseline(redis, events);
     log(`TypeScript publisher (in process): ${tsRate} events/s into redis`);
-    const http100 = await httpIngest(redis, events, 100);
-    log(
-      `POST /v1/events, batches of 100:   ${http100} events/s into redis (${round(http100 / tsRate)}x the publisher)`,
-    );
-    const http1000 = await httpIngest(redis, events, 1_000);
-    log(
-      `POST /v1/events, batches of 1000:  ${http1000} events/s into redis (${round(http1000 / tsRate)}x the publisher)`,
-    );
+    const runs: Record<string, HttpRun> = {};
+    for (const batch of [100, 1_000])
+      for (const early of [false, true]) {
+        const run = await httpIngest(redis, events, batch, early);
+        const name = `batch${batch}${early ? 'AckBeforeDurable' : ''}`;
+        runs[name] = run;
+        log(
+          `POST /v1/events, batches of ${String(batch).padEnd(4)} ${early ? '(HTTP_ACK_BEFORE_DURABLE)' : '(202 = in Redis)         '}: ` +
+            `${run.eventsPerSec} events/s into redis (${round(run.eventsPerSec / tsRate)}x the publisher), ` +
+            `request p50 ${run.requestP50Ms} ms p99 ${run.requestP99Ms} ms`,
+        );
+      }
+    // open loop, below saturation: what a request costs when the server keeps up
+    const paced = events.slice(0, Math.min(events.length, PACED_RATE * 5));
+    for (const early of [false, true]) {
+      const run = await httpIngest(redis, paced, 100, early, PACED_RATE);
+      runs[`paced100${early ? 'AckBeforeDurable' : ''}`] = run;
+      log(
+        `POST /v1/events, ${PACED_RATE} events/s paced, batches of 100 ${early ? '(HTTP_ACK_BEFORE_DURABLE)' : '(202 = in Redis)         '}: ` +
+          `request p50 ${run.requestP50Ms} ms p99 ${run.requestP99Ms} ms`,
+      );
+    }
+    const http100 = runs.batch100.eventsPerSec;
+    const http1000 = runs.batch1000.eventsPerSec;
     const pyUp = await pythonUp(redis, 'threaded');
     log(
       `python publish() server up:   p50 ${pyUp.p50Us} us  p99 ${pyUp.p99Us} us  p99.9 ${pyUp.p999Us} us (${pyUp.accepted} accepted)`,
@@ -199,11 +259,18 @@ async function main(): Promise<void> {
       command: `npm run bench:http${quick ? ' -- --quick' : ''}`,
       events: N,
       typescriptPublisherEventsPerSec: tsRate,
-      httpIngest: { batch100EventsPerSec: http100, batch1000EventsPerSec: http1000 },
+      httpIngest: runs,
       pythonPublish: { up: pyUp, down: pyDown, asyncioUp: asyncUp, asyncioDown: asyncDown },
-      ratios: { http100OverPublisher: round(http100 / tsRate), http1000OverPublisher: round(http1000 / tsRate) },
+      ratios: {
+        http100OverPublisher: round(http100 / tsRate),
+        http1000OverPublisher: round(http1000 / tsRate),
+        durableOverEarlyAck100: round(http100 / runs.batch100AckBeforeDurable.eventsPerSec),
+        durableOverEarlyAck1000: round(http1000 / runs.batch1000AckBeforeDurable.eventsPerSec),
+      },
       targets: {
         http1000AtLeastHalfThePublisher: http1000 >= 0.5 * tsRate,
+        requestP99AtMost25msBatch100: runs.batch100.requestP99Ms <= 25,
+        requestP99AtMost25msPaced: runs.paced100.requestP99Ms <= 25,
         pythonP99UpAtMost50us: pyUp.p99Us <= 50,
         pythonP99DownAtMost50us: pyDown.p99Us <= 50,
         pythonAsyncioP99UpAtMost50us: asyncUp.p99Us <= 50,

@@ -48,6 +48,19 @@ export interface HttpConfig {
   /** HTTP_RETRY_AFTER_SECONDS: the `Retry-After` of a 503. @defaultValue 5 */
   retryAfterSeconds: number;
   /**
+   * HTTP_ACK_TIMEOUT_MS: how long POST /v1/events and /v1/traces wait for what they took to be
+   * durable (in Redis, or written and fsynced in the journal) before answering 503 + Retry-After
+   * instead of 2xx; the sender then sends again, and the worker keeps one copy per eventId.
+   * @defaultValue 10000
+   */
+  ackTimeoutMs: number;
+  /**
+   * HTTP_ACK_BEFORE_DURABLE: `true` answers 2xx as soon as the events are in the server's memory,
+   * before they reach Redis or the journal's disk: a little lower latency, and a kill -9 (or OOM
+   * kill) of serve then loses events its senders were told are taken. @defaultValue false
+   */
+  ackBeforeDurable: boolean;
+  /**
    * HTTP_CONSOLE_SHARE_MS: how long one computed answer of a live route (a plan, the plans list,
    * health, dead letters) serves every open console; 0 turns sharing off. @defaultValue 1000
    */
@@ -95,6 +108,14 @@ export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['HTTP_MAX_JOURNAL_BYTES', 'journal bound; past it POST answers 503 + Retry-After (default 1073741824)'],
   ['HTTP_MAX_BUFFERED_EVENTS', 'events held in memory before spilling to the journal (default 100000)'],
   ['HTTP_RETRY_AFTER_SECONDS', 'Retry-After of a 503 (default 5)'],
+  [
+    'HTTP_ACK_TIMEOUT_MS',
+    'ms a POST waits for its events to be durable (in Redis, or fsynced in the journal) before answering 503 instead of 2xx (default 10000)',
+  ],
+  [
+    'HTTP_ACK_BEFORE_DURABLE',
+    'true: answer 2xx once events are in memory, before Redis or the journal has them; a crash of serve then loses acknowledged events (default false)',
+  ],
   [
     'HTTP_TRUST_PROXY',
     'comma-separated addresses/CIDRs of your reverse proxies (or loopback); their X-Forwarded-Proto/-For are believed, e.g. for a Secure console cookie behind TLS (default none)',
@@ -204,6 +225,8 @@ export function loadHttpConfig(env: Env): Readonly<HttpConfig> {
     maxJournalBytes: int('HTTP_MAX_JOURNAL_BYTES', 1024 * 1024 * 1024, 1024, Number.MAX_SAFE_INTEGER),
     maxBufferedEvents: int('HTTP_MAX_BUFFERED_EVENTS', 100_000, 1, 10_000_000),
     retryAfterSeconds: int('HTTP_RETRY_AFTER_SECONDS', 5, 1, 3600),
+    ackTimeoutMs: int('HTTP_ACK_TIMEOUT_MS', 10_000, 1, 600_000),
+    ackBeforeDurable: check('HTTP_ACK_BEFORE_DURABLE', false, () => flag(read(env, 'HTTP_ACK_BEFORE_DURABLE'))),
     consoleShareMs: int('HTTP_CONSOLE_SHARE_MS', 1_000, 0, 60_000),
     keepAliveTimeoutMs: int('HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 1, 600_000),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),

@@ -41,6 +41,12 @@ export class HttpMetrics {
     labelNames: ['outcome'],
     registers: [this.registry],
   });
+  readonly acks = new Counter({
+    name: 'plan_ledger_http_unacknowledged_total',
+    help: 'POST /v1/events and /v1/traces answered 503 because what they took was not durable: timeout (HTTP_ACK_TIMEOUT_MS) or lost (a journal write or fsync failed)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
   readonly refusals = new Counter({
     name: 'plan_ledger_http_auth_refusals_total',
     help: 'requests refused for a missing, unknown or under-scoped API key',

@@ -5,6 +5,7 @@ import { awaitEventStatuses, parseEventIds } from '../queries/event-status.query
 import { QueryArgumentError } from '../queries/query-errors';
 import type { HttpConfig } from './http-config';
 import type { HttpMetrics } from './http-metrics';
+import { acknowledgeWhenDurable } from './durable-ack';
 import { ingestBatch } from './ingest-batch';
 import { eventStatusRouteSchema, ingestRouteSchema } from './openapi-schemas';
 
@@ -27,6 +28,9 @@ const MAX_STATUS_WAIT_MS = 30_000;
  * with its violations / dropped); 400 when the body is not an array; 413 past the event count or
  * the body size; 503 + Retry-After when the publisher cannot take the batch (journal near its
  * bound, or shutting down): nothing of a refused batch is accepted, so the sender retries it whole.
+ * The 202 is sent once the batch's events are durable (in Redis, or fsynced in the server's
+ * journal); when they are not within HTTP_ACK_TIMEOUT_MS, or a journal write failed, the answer is
+ * 503 and the sender sends the batch again (the worker keeps one copy per eventId).
  */
 export function registerIngestRoutes(app: FastifyInstance, deps: IngestDeps): void {
   const { publisher, settings, metrics } = deps;
@@ -57,7 +61,9 @@ export function registerIngestRoutes(app: FastifyInstance, deps: IngestDeps): vo
           .header('retry-after', String(settings.retryAfterSeconds))
           .send({ error: `${why}; retry after ${settings.retryAfterSeconds} s` });
       }
+      const since = publisher.durabilityMark();
       const answer = ingestBatch(body, publisher);
+      if (!(await acknowledgeWhenDurable(publisher, since, reply, deps))) return reply;
       if (answer.accepted > 0) metrics.events.inc({ outcome: 'accepted' }, answer.accepted);
       if (answer.invalid > 0) metrics.events.inc({ outcome: 'invalid' }, answer.invalid);
       if (answer.dropped > 0) metrics.events.inc({ outcome: 'dropped' }, answer.dropped);

@@ -93,7 +93,11 @@ export class DeliveryPump {
     private readonly journal: SpillJournal,
     private readonly reader: JournalReader,
     private readonly link: RedisLink,
-    private readonly cfg: DeliveryPumpConfig & { onSpilled?: (events: number) => void },
+    private readonly cfg: DeliveryPumpConfig & {
+      onSpilled?: (events: number) => void;
+      /** Redis took a bulk of batches from memory (their events are durable now). */
+      onSent?: () => void;
+    },
   ) {
     this.commitTimer = setInterval(this.commit, cfg.journalCommitMs);
     this.commitTimer.unref();
@@ -115,7 +119,7 @@ export class DeliveryPump {
     const spilled =
       down && !this.memory.idle
         ? this.memory.spill(this.cfg.eventsPerJob, this.cfg.maxJobBytes, (batch) =>
-            this.journal.appendBatch(batch.id, batch.events, batch.shard),
+            this.journal.appendBatch(batch.id, batch.events, batch.shard, batch.firstTicket),
           )
         : 0;
     this.journal.writeStaged();
@@ -192,6 +196,7 @@ export class DeliveryPump {
           this.track(b.id, b.shard);
         }
         this.succeeded();
+        this.cfg.onSent?.();
       },
       (err: Error) => {
         if (!this.inFlightBatches.delete(batches)) return;
@@ -218,6 +223,14 @@ export class DeliveryPump {
         this.failed(err);
       },
     );
+  }
+
+  /** The lowest durability ticket of a batch on its way to Redis; `Infinity` when none is. */
+  lowestInFlightTicket(): number {
+    let lowest = Infinity;
+    for (const batches of this.inFlightBatches)
+      for (const b of batches) if (b.firstTicket < lowest) lowest = b.firstTicket;
+    return lowest;
   }
 
   private track(jobId: string, shard: number): void {

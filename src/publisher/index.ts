@@ -1,4 +1,12 @@
 export { PlanEventPublisher } from './plan-event-publisher';
 export { DEFAULT_JOB_OPTIONS, PublisherConfigError } from './publisher-options';
 export type { PublisherOptions, ValidationMode } from './publisher-options';
-export type { CloseResult, EventStamps, PlanRef, PublishResult, PublisherStats } from './publisher.types';
+export type {
+  CloseResult,
+  Durability,
+  DurabilityMark,
+  EventStamps,
+  PlanRef,
+  PublishResult,
+  PublisherStats,
+} from './publisher.types';

@@ -16,11 +16,15 @@ export interface Batch {
   order: number;
   /** The queue shard of its events (all of one shard: QUEUE_SHARDS routes by plan id). */
   shard: number;
+  /** The durability ticket of its first event: the lowest of its events' (see `PlanEventPublisher.whenDurable`). */
+  firstTicket: number;
 }
 
 /** The events of one shard waiting to form batches, oldest first from `head`. */
 interface Lane {
   events: string[];
+  /** Each event's durability ticket, increasing (they are handed out in publish order). */
+  tickets: number[];
   head: number;
 }
 
@@ -57,15 +61,17 @@ export class MemoryBuffer {
     private readonly maxSize: number,
     shards = 1,
   ) {
-    this.lanes = Array.from({ length: shards }, () => ({ events: [], head: 0 }));
+    this.lanes = Array.from({ length: shards }, () => ({ events: [], tickets: [], head: 0 }));
   }
 
   fits(size: number): boolean {
     return this.count < this.maxEvents && this.size + size <= this.maxSize;
   }
 
-  push(json: string, shard = 0): void {
-    this.lanes[shard].events.push(json);
+  push(json: string, shard = 0, ticket = 0): void {
+    const lane = this.lanes[shard];
+    lane.events.push(json);
+    lane.tickets.push(ticket);
     this.queued++;
     this.count++;
     this.size += json.length;
@@ -156,9 +162,10 @@ export class MemoryBuffer {
     const events = lane.events.slice(lane.head, end);
     let size = 0;
     for (const e of events) size += e.length;
+    const firstTicket = lane.tickets[lane.head];
     this.queued -= end - lane.head;
     lane.head = end;
-    return { id: newBatchId(), events, size, order: this.nextOrder++, shard };
+    return { id: newBatchId(), events, size, order: this.nextOrder++, shard, firstTicket };
   }
 
   private batchEnd(lane: Lane, eventsPerJob: number, maxJobBytes: number): number {
@@ -173,6 +180,18 @@ export class MemoryBuffer {
       if (bytes > maxJobBytes) return Math.max(i, head + 1);
     }
     return last;
+  }
+
+  /**
+   * The lowest durability ticket of an event still queued or waiting for a retry (batches in flight
+   * are the pump's to tell); `Infinity` when there is none.
+   */
+  lowestTicket(): number {
+    let lowest = Infinity;
+    for (const lane of this.lanes)
+      if (lane.head < lane.events.length) lowest = Math.min(lowest, lane.tickets[lane.head]);
+    for (const batch of this.retry) lowest = Math.min(lowest, batch.firstTicket);
+    return lowest;
   }
 
   /** Redis stored them: they leave memory. */
@@ -217,9 +236,11 @@ export class MemoryBuffer {
   private compact(lane: Lane): void {
     if (lane.head === lane.events.length) {
       lane.events = [];
+      lane.tickets = [];
       lane.head = 0;
     } else if (lane.head > 4096 && lane.head * 2 > lane.events.length) {
       lane.events = lane.events.slice(lane.head);
+      lane.tickets = lane.tickets.slice(lane.head);
       lane.head = 0;
     }
   }

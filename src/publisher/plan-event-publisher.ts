@@ -12,7 +12,15 @@ import { EventStamper, StampedEvent } from './event-stamper';
 import { JournalReader } from './journal-reader';
 import { MemoryBuffer } from './memory-buffer';
 import { checkJobLimit, PublisherOptions, ResolvedOptions, resolveOptions } from './publisher-options';
-import type { CloseResult, EventStamps, PlanRef, PublishResult, PublisherStats } from './publisher.types';
+import type {
+  CloseResult,
+  Durability,
+  DurabilityMark,
+  EventStamps,
+  PlanRef,
+  PublishResult,
+  PublisherStats,
+} from './publisher.types';
 import { RateLimitedLog } from './rate-limited-log';
 import { RedisLink } from './redis-link';
 import { SpillJournal } from './spill-journal';
@@ -83,7 +91,10 @@ export class PlanEventPublisher extends TypedHelpers {
   private readonly pump: DeliveryPump;
   private readonly dropLog: RateLimitedLog;
   private readonly rejectLog: RateLimitedLog;
-  private counts = { spilled: 0, dropped: 0, rejected: 0 };
+  private counts = { spilled: 0, dropped: 0, rejected: 0, lostAfterAcceptance: 0 };
+  /** The durability ticket of the next event taken (memory or journal): 1, 2, 3, ... */
+  private nextTicket = 1;
+  private durableWaiters: DurableWaiter[] = [];
   private closing: Promise<CloseResult> | undefined;
   private readonly metrics: { remove(): void } | undefined;
   /** Reused by every fast check: publish() allocates as little as it can (GC pauses are latency). */
@@ -130,6 +141,7 @@ export class PlanEventPublisher extends TypedHelpers {
       maxJobBytes: this.limits.maxJobBytes,
       queueShards: this.opts.queueShards,
       onSpilled: (events) => (this.counts.spilled += events),
+      onSent: () => this.settleDurable(),
     });
     // registered last: nothing below can throw, so a failed constructor leaves the registry as it was
     if (metrics) this.metrics = metrics.registerPublisherMetrics(options.metricsRegistry!, () => this.stats());
@@ -150,7 +162,11 @@ export class PlanEventPublisher extends TypedHelpers {
       eventsPerRecord: this.opts.eventsPerJob,
       shards: this.opts.queueShards,
       logger: this.logger,
-      onWriteLost: (events, err) => this.drop(events, 'journal write failed', err),
+      onWriteLost: (events, err) => {
+        this.counts.lostAfterAcceptance += events;
+        this.drop(events, 'journal write failed', err);
+      },
+      onSynced: () => this.settleDurable(),
     });
   }
 
@@ -251,16 +267,82 @@ export class PlanEventPublisher extends TypedHelpers {
    * ASCII); the journal counts exact UTF-8 bytes, as it writes them.
    */
   private enqueue(json: string, shard: number): boolean {
+    const ticket = this.nextTicket;
     if (!this.journal.backlog && this.memory.fits(json.length)) {
-      this.memory.push(json, shard);
-    } else if (this.journal.append(json, Buffer.byteLength(json, 'utf8'), shard)) {
+      this.memory.push(json, shard, ticket);
+    } else if (this.journal.append(json, Buffer.byteLength(json, 'utf8'), shard, ticket)) {
       this.counts.spilled++;
     } else {
       this.drop(1, 'spill journal full');
       return false;
     }
+    this.nextTicket++;
     this.pump.schedule();
     return true;
+  }
+
+  /** Where the publisher stands now: pass it to `whenDurable` after publishing. */
+  durabilityMark(): DurabilityMark {
+    return { losses: this.lostAfterAcceptance() };
+  }
+
+  private lostAfterAcceptance(): number {
+    return this.counts.lostAfterAcceptance + this.journal.syncFailures;
+  }
+
+  /**
+   * Resolves once every event accepted before this call is durable: in Redis (its job added) or
+   * written and fsynced in the spill journal; `lost` when an event accepted since `since` may have
+   * been lost on its way (a failed journal write or fsync), `timeout` after `timeoutMs`. This is
+   * what `plan-ledger serve` waits for before it answers 2xx. Waiting costs nothing per event: the
+   * events leave memory as they would anyway (the next `addBulk`, or the group commit to the
+   * journal while Redis is unreachable), and every request waiting meanwhile shares that round
+   * trip or that fsync.
+   */
+  whenDurable(since: DurabilityMark, timeoutMs: number): Promise<Durability> {
+    const ticket = this.nextTicket - 1;
+    const outcome = (): Durability => (this.lostAfterAcceptance() > since.losses ? 'lost' : 'durable');
+    if (ticket < this.lowestPendingTicket()) return Promise.resolve(outcome());
+    this.pump.schedule();
+    return new Promise((resolve) => {
+      const waiter: DurableWaiter = {
+        ticket,
+        settle: () => {
+          clearTimeout(waiter.timer);
+          resolve(outcome());
+        },
+        timer: setTimeout(
+          () => {
+            this.durableWaiters = this.durableWaiters.filter((w) => w !== waiter);
+            resolve('timeout');
+          },
+          Math.max(0, timeoutMs),
+        ),
+      };
+      this.durableWaiters.push(waiter);
+    });
+  }
+
+  /** The lowest ticket of an event not yet durable (in memory, in flight, or not yet fsynced). */
+  private lowestPendingTicket(): number {
+    return Math.min(
+      this.memory.lowestTicket(),
+      this.pump.lowestInFlightTicket(),
+      this.journal.lowestUnsyncedTicket(),
+      this.nextTicket,
+    );
+  }
+
+  /** Resolves the waiters whose events are all durable now. */
+  private settleDurable(): void {
+    if (this.durableWaiters.length === 0) return;
+    const lowest = this.lowestPendingTicket();
+    const still: DurableWaiter[] = [];
+    for (const waiter of this.durableWaiters) {
+      if (waiter.ticket < lowest) waiter.settle();
+      else still.push(waiter);
+    }
+    this.durableWaiters = still;
   }
 
   private drop(events: number, reason: string, err?: Error): void {
@@ -366,18 +448,30 @@ export class PlanEventPublisher extends TypedHelpers {
     const flushed = await this.pump.waitSettled(timeoutMs);
     let spilledAtClose = 0;
     for (const batch of this.pump.stop()) {
-      if (this.journal.appendBatch(batch.id, batch.events, batch.shard)) spilledAtClose += batch.events.length;
-      else this.drop(batch.events.length, 'spill journal full at close');
+      if (this.journal.appendBatch(batch.id, batch.events, batch.shard, batch.firstTicket))
+        spilledAtClose += batch.events.length;
+      else {
+        this.counts.lostAfterAcceptance += batch.events.length;
+        this.drop(batch.events.length, 'spill journal full at close');
+      }
     }
     this.counts.spilled += spilledAtClose;
     await this.link.close(Math.max(deadline - Date.now(), 1_000));
     await this.journal.close(Math.max(deadline - Date.now(), 1_000));
+    this.settleDurable();
     this.dropLog.flush();
     this.rejectLog.flush();
     this.metrics?.remove();
     this.logger.info({ flushed, spilledAtClose, ...this.stats() }, 'publisher closed');
     return { flushed, spilledAtClose };
   }
+}
+
+interface DurableWaiter {
+  /** Resolved once every event up to this ticket is durable. */
+  ticket: number;
+  settle: () => void;
+  timer: NodeJS.Timeout;
 }
 
 /**

@@ -55,3 +55,17 @@ export interface CloseResult {
   /** Events left for the next publisher on this journal directory (memory spilled at close, counted in `spilled`). */
   spilledAtClose: number;
 }
+
+/** Where the publisher stood when it was taken (`durabilityMark()`), for `whenDurable`. */
+export interface DurabilityMark {
+  /** Accepted events that were lost after their acceptance, up to then (a failed journal write or fsync). */
+  readonly losses: number;
+}
+
+/**
+ * What `whenDurable` found: `durable`, every event accepted before the call is in Redis or fsynced
+ * in the journal; `lost`, it is, but events accepted since the mark may have been lost on the way
+ * (a journal write or fsync failed); `timeout`, some are still in memory (Redis slow or unreachable,
+ * the journal not written yet).
+ */
+export type Durability = 'durable' | 'lost' | 'timeout';

@@ -23,6 +23,16 @@ interface StagedRecord {
   shard: number;
   /** Event bytes, to close the record at `writeBytes`. */
   bytes: number;
+  /** The lowest durability ticket of its events. */
+  firstTicket: number;
+}
+
+/** Records written to a segment whose fsync has not completed yet. */
+interface Unsynced {
+  segment: Segment;
+  /** The write's number (`SpillJournal.writes`): an fsync started after it covers it. */
+  write: number;
+  firstTicket: number;
 }
 
 export interface SpillJournalConfig {
@@ -40,6 +50,8 @@ export interface SpillJournalConfig {
   logger: Logger;
   /** Accepted events lost to a failed write (disk full, I/O error): counted as drops. */
   onWriteLost: (events: number, err: Error) => void;
+  /** An fsync completed (or failed): records written before it are on disk (see `lowestUnsyncedTicket`). */
+  onSynced?: () => void;
 }
 
 /**
@@ -70,6 +82,11 @@ export class SpillJournal {
   private active: Segment | undefined;
   private nextNo: number;
   private fdWaiters: (() => void)[] = [];
+  /** Writes so far; each fsync covers the writes made before it started. */
+  private writes = 0;
+  private unsynced: Unsynced[] = [];
+  /** fsyncs that failed: what they covered may be lost to a power cut (not to a process crash). */
+  syncFailures = 0;
 
   constructor(private readonly cfg: SpillJournalConfig) {
     fs.mkdirSync(cfg.dir, { recursive: true });
@@ -86,7 +103,7 @@ export class SpillJournal {
   }
 
   /** Stages one event of `shard`; false when it does not fit under `maxBytes` (the caller counts the drop). */
-  append(json: string, bytes: number, shard = 0): boolean {
+  append(json: string, bytes: number, shard = 0, ticket = 0): boolean {
     let record = this.open[shard];
     const opens = record === undefined || this.isFull(record);
     const need = bytes + 1 + (opens ? RECORD_OVERHEAD_BYTES : 0);
@@ -97,7 +114,7 @@ export class SpillJournal {
         'spilling events to the journal (memory buffer full, or an older journal not yet drained)',
       );
     if (opens) {
-      record = { id: undefined, events: [], shard, bytes: 0 };
+      record = { id: undefined, events: [], shard, bytes: 0, firstTicket: ticket };
       this.staged.push(record);
       this.open[shard] = record;
     }
@@ -119,11 +136,11 @@ export class SpillJournal {
    * close: if Redis did store it before the reply was lost, the replay is ignored as a duplicate).
    * False when it does not fit.
    */
-  appendBatch(id: string, events: string[], shard = 0): boolean {
+  appendBatch(id: string, events: string[], shard = 0, firstTicket = 0): boolean {
     let need = RECORD_OVERHEAD_BYTES;
     for (const e of events) need += Buffer.byteLength(e, 'utf8') + 1;
     if (this.usedBytes + need > this.cfg.maxBytes) return false;
-    this.staged.push({ id, events, shard, bytes: need - RECORD_OVERHEAD_BYTES });
+    this.staged.push({ id, events, shard, bytes: need - RECORD_OVERHEAD_BYTES, firstTicket });
     // the shard's later events go after it
     this.open[shard] = undefined;
     this.stagedEvents += events.length;
@@ -147,9 +164,11 @@ export class SpillJournal {
     const records = held.length === 0 ? this.staged : this.staged.filter((r) => !held.includes(r));
     let events = 0;
     let reserved = 0;
+    let firstTicket = Infinity;
     for (const r of records) {
       events += r.events.length;
       reserved += r.bytes + RECORD_OVERHEAD_BYTES;
+      if (r.firstTicket < firstTicket) firstTicket = r.firstTicket;
     }
     this.staged = held;
     this.open = [];
@@ -168,6 +187,7 @@ export class SpillJournal {
       appendAllSync(segment.fd!, buffer, segment.size);
       segment.size += buffer.length;
       this.usedBytes += buffer.length;
+      this.unsynced.push({ segment, write: ++this.writes, firstTicket });
       this.sync(segment);
       if (segment.size >= this.cfg.segmentBytes) this.seal(segment);
     } catch (err) {
@@ -193,12 +213,29 @@ export class SpillJournal {
     }
     segment.syncing = true;
     segment.dirty = false;
+    const covers = this.writes;
     fs.fsync(segment.fd, (err) => {
       segment.syncing = false;
-      if (err) this.cfg.logger.error({ err, file: segment.file }, 'journal fsync failed');
+      if (err) {
+        this.syncFailures++;
+        this.cfg.logger.error({ err, file: segment.file }, 'journal fsync failed');
+      }
+      this.unsynced = this.unsynced.filter((u) => u.segment !== segment || u.write > covers);
       if (segment.dirty) this.sync(segment);
       else if (segment.sealed) this.closeFd(segment);
+      this.cfg.onSynced?.();
     });
+  }
+
+  /**
+   * The lowest durability ticket of an event staged or written but not yet fsynced; `Infinity`
+   * when every event the journal took is on disk.
+   */
+  lowestUnsyncedTicket(): number {
+    let lowest = Infinity;
+    for (const r of this.staged) if (r.firstTicket < lowest) lowest = r.firstTicket;
+    for (const u of this.unsynced) if (u.firstTicket < lowest) lowest = u.firstTicket;
+    return lowest;
   }
 
   /** No more appends; the fd closes once its last fsync is done. */

@@ -16,6 +16,8 @@
   driver.py lineage URL DIR PLAN         a failed plan, its fork from the failure (run to the end) and a replay; the typed lineage
   driver.py stream URL DIR P N           N events over P plans, paced; prints {"published": k} every 250; flush; the stats
   driver.py idle URL DIR PLAN N PAUSE    N events of PLAN, each flushed, PAUSE seconds apart (the server closes idle connections); close
+  driver.py paced URL DIR TAG N T SECS   N events (plans of 125, ids TAG-<thread>-<plan>) from T threads, spread over SECS
+                                         seconds; prints {"started": true} at the first, {"published": N} at the end; flush, close
 """
 import asyncio
 import datetime
@@ -379,6 +381,30 @@ def main():
             flushed.append(c.flush(30))
         ok = c.close(30)
         say(**totals(c, flushed=flushed, closed=ok, journaled=c.stats().journaled))
+    elif mode == "paced":
+        tag, n, t, secs = args[0], int(args[1]), int(args[2]), float(args[3])
+        c = PlanLedgerClient(url, ingest_key=KEY, journal_dir=journal, probe_interval=0.1, max_backoff=0.3, timeout=5)
+        per_thread = n // t
+        pause = secs / per_thread
+
+        def work(k):
+            for p in range(per_thread // 125):
+                plan = Plan(f"{tag}-{k}-{p}", f"sess-{tag}-{k}")
+                c.plan_created(plan, query="paced", steps=steps(3))
+                for i in range(124):
+                    time.sleep(pause)
+                    c.step_started(plan, f"s{i % 3}")
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(t)]
+        say(started=True)
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        say(published=per_thread // 125 * 125 * t)
+        ok = c.flush(120)  # the server may still be restarting: wait for it
+        ok = c.close(30) and ok
+        say(**totals(c, flushed=ok, journaled=c.stats().journaled))
     else:
         raise SystemExit(f"unknown mode {mode}")
 
