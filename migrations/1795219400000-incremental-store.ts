@@ -4,7 +4,7 @@ import { columnTypeFor, ColumnKind, Dialect } from '../src/store/sql/dialects';
 import { dialectOf } from '../src/store/sql/dialects';
 
 /**
- * What the incremental store needs (README, "Store"):
+ * What the incremental store needs (docs/store.md#incremental-behind-a-watermark):
  * - `plan_heads.applied_seq`, `pending_events`, `gap_since`: the plan's watermark. Events with
  *   seq up to applied_seq are applied to the plan's rows; later ones wait for the gap before them to
  *   fill. Indexed on gap_since so the worker finds plans that waited too long.

@@ -4,7 +4,7 @@ import { columnTypeFor, ColumnKind, Dialect } from '../src/store/sql/dialects';
 import { dialectOf } from '../src/store/sql/dialects';
 
 /**
- * Every database the same (README, "SQL Server" and "Production"):
+ * Every database the same (docs/schema.md#the-same-on-every-database, docs/sql-server.md):
  *
  * - **Ids compare byte for byte.** SQL Server's default collation and MariaDB's utf8mb4_unicode_ci
  *   ignore case, so `plan_a` found `Plan_A` (an event dead-lettered, sessions `S1` and `s1`

@@ -3,7 +3,7 @@ import { columnTypeFor, dialectOf, type ColumnKind, type Dialect } from '../src/
 import { addColumns, sql } from './1795219400000-incremental-store';
 
 /**
- * What each step and plan cost (README, "Cost"):
+ * What each step and plan cost (docs/cost.md):
  * - `plan_steps`: the usage a step's event reported beyond input and output tokens (provider,
  *   cache read and write tokens, reasoning tokens, the provider's own cost) and the cost fixed
  *   when the step was stored, its source (`reported`, `table`, `override`, `unpriced`) and the

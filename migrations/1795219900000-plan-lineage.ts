@@ -3,7 +3,7 @@ import { columnTypeFor, dialectOf, type Dialect } from '../src/store/sql/dialect
 import { addColumns, sql, sqlType } from './1795219400000-incremental-store';
 
 /**
- * Where a plan came from (README, "Fork and replay"): `execution_plans.parent_plan_id` names the
+ * Where a plan came from (docs/fork-and-lineage.md#what-a-fork-is): `execution_plans.parent_plan_id` names the
  * plan a fork or replay was made from, `fork_kind` says which (`fork`, `replay`), `fork_layer` the
  * first layer the new plan runs itself (earlier layers are inherited from the parent) and
  * `fork_checkpoint` the parent's checkpoint it started from, if any. Indexed by parent, for the

@@ -91,8 +91,9 @@ export class ForkRefusedError extends PlanLedgerError {
  * Create a fork (or replay) of a stored plan: one `plan.created` with `forkOf`, stored through the
  * store as any event, so its rows are the store's. Nothing of the parent is copied: the fork's rows
  * are its plan row, its DAG of the steps it changes or adds, and those steps; the store makes each
- * other step the fork's own row when the fork's executor sends its first event (README, "Fork and
- * replay"). Refused, writing nothing, when the parent is unknown or the start or edits do not fit it.
+ * other step the fork's own row when the fork's executor sends its first event
+ * (docs/fork-and-lineage.md#referenced-not-copied). Refused, writing nothing, when the parent is
+ * unknown or the start or edits do not fit it.
  */
 export async function forkPlan(ds: DataSource, request: ForkRequest, store?: PlanEventStore): Promise<ForkOutcome> {
   const parent = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOne({ where: { id: request.parentPlanId } });

@@ -68,7 +68,7 @@ export function registerOtlpRoutes(app: FastifyInstance, deps: OtlpDeps): TraceA
           summary: 'OTLP/HTTP trace export: spans of agent runs become plans',
           description:
             'An ExportTraceServiceRequest (application/x-protobuf or application/json, optionally gzip). ' +
-            'Spans are mapped to plan events once their trace is complete (README, "OpenTelemetry traces").',
+            'Spans are mapped to plan events once their trace is complete (docs/otlp.md#when-a-trace-becomes-a-plan).',
           tags: ['ingest'],
           security: [{ apiKey: [] }],
         },

@@ -1,5 +1,5 @@
 /**
- * The mapping from the spans of one trace to plan events (README, "OpenTelemetry traces"). Pure:
+ * The mapping from the spans of one trace to plan events (docs/otlp.md#the-mapping). Pure:
  * the same set of spans, in any order and with any duplicates, gives the same events, with the
  * same eventIds (derived from the trace and span ids) and seqs 0, 1, 2, ... without gaps.
  */

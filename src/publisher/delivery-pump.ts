@@ -110,8 +110,9 @@ export class DeliveryPump {
    * most the events accepted in the last `journalCommitMs`, instead of the whole memory buffer.
    * Batches in flight stay (a send to a down Redis fails at once and they come back to memory).
    * Events spilled after newer journal events are out of order; the worker's store is
-   * order-independent (README, "Store"). The journal's records still being filled (held while its
-   * drain is behind, see `run`) are written then too, whether Redis is up or not.
+   * order-independent (docs/store.md#idempotent-and-order-independent). The journal's records
+   * still being filled (held while its drain is behind, see `run`) are written then too, whether
+   * Redis is up or not.
    */
   private readonly commit = (): void => {
     if (this.stopped) return;

@@ -4,7 +4,7 @@ import { randomFillSync } from 'node:crypto';
  * Event ids the publisher stamps: RFC 9562 version 7 UUIDs. The first 48 bits are the Unix time in
  * ms, so the ids a process stamps in one period are neighbours in every index on `event_id`: a
  * transaction's inserts land on a few index pages instead of one random page each (SQLite writes
- * every page a transaction touched into its WAL at commit; README, "Store"). Within a millisecond,
+ * every page a transaction touched into its WAL at commit; docs/store.md#time-ordered-event-ids). Within a millisecond,
  * the 12 bits after the version carry a counter that starts at a random value below 2048, so one
  * process's ids also sort in the order it stamped them; past 4096 ids in one ms, the time borrows
  * the next ms (RFC 9562 §6.2, method 1). The last 62 bits are random.

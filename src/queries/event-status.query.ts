@@ -11,7 +11,8 @@ import { toNum } from './row-normalize';
 /**
  * Where each event an executor published is now, for read-your-writes:
  * - `applied`: in its plan's rows (every read shows it);
- * - `waiting`: stored in the log, behind a seq of its plan still missing (see README, "Store");
+ * - `waiting`: stored in the log, behind a seq of its plan still missing (see
+ *   docs/store.md#incremental-behind-a-watermark);
  * - `refused`: dead-lettered, its seq voided (`dlq list --plan <planId>` shows why);
  * - `unknown`: not stored (yet): still on its way, or never published.
  * Ids are given back lower-case, as stored.

@@ -8,7 +8,7 @@ import { parseJson, toNum } from './row-normalize';
 const MAX_FORK_DEPTH = 100;
 
 /**
- * A step as a plan shows it. A fork (README, "Fork and replay") has rows only for the steps it
+ * A step as a plan shows it. A fork (docs/fork-and-lineage.md#referenced-not-copied) has rows only for the steps it
  * added, changed or has run; the others are read from its ancestors: those of layers before its
  * fork layer are inherited as they are there (`inheritedFrom`: the plan whose row it is), the
  * others are the fork's own steps, pending, with the ancestor's definition.

@@ -31,7 +31,10 @@ export interface PlanSummary {
   durationMs: number | null;
   summary: string | null;
   failureReason: string | null;
-  /** Where a fork or replay came from (README, "Fork and replay"); null for a plan an executor created. */
+  /**
+   * Where a fork or replay came from (docs/fork-and-lineage.md#what-a-fork-is); null for a plan an
+   * executor created.
+   */
   forkOf: { planId: string; kind: ForkKind; layer: number; checkpointId: string | null } | null;
 }
 

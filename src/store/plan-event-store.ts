@@ -59,7 +59,7 @@ const DUPLICATE_KEY_RETRIES = 5;
 
 /**
  * Writes validated events: appends them to `plan_events` (idempotent by eventId) and applies
- * them to the rows of their plans, in one transaction (README, "Store"). A plan's events apply in
+ * them to the rows of their plans, in one transaction (docs/store.md). A plan's events apply in
  * seq order up to the first missing seq, each to the rows it touches; events past a gap wait in
  * the log until it fills. The rows always equal the whole-log fold (foldPlan) of the plan's events
  * up to its watermark, whatever order they arrived in. Writers of one plan serialise on its
@@ -68,7 +68,7 @@ const DUPLICATE_KEY_RETRIES = 5;
  */
 export class PlanEventStore {
   private readonly dialect: SqlDialect;
-  /** Rows of the plans this store wrote last (README, "Store"). */
+  /** Rows of the plans this store wrote last (docs/store.md#rows-cached-between-transactions). */
   readonly rowCache: PlanRowCache;
   /** Price overrides in force, read again every few seconds. */
   private readonly prices: PriceOverrideCache;

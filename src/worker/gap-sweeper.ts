@@ -23,7 +23,7 @@ export interface GapSweeperDeps {
 /**
  * Every few seconds: counts the plans waiting on a missing seq (the `plans_waiting_on_gap` gauge)
  * and, once a plan has waited past the timeout, has the store apply its waiting events past the
- * gap (README, "Store"). Several workers may sweep at once: the store re-checks each plan under
+ * gap (docs/store.md#a-gap-that-never-fills). Several workers may sweep at once: the store re-checks each plan under
  * its lock. A failed tick is logged and retried at the next one.
  */
 export class GapSweeper {

@@ -63,7 +63,8 @@ export interface WorkerConfig {
   gapTimeoutMs: number;
   /**
    * WORKER_ROW_CACHE_MB: plan rows (plan row, steps) the worker keeps between transactions, so
-   * the next events of a plan it wrote last apply without reading its rows back (README, "Store").
+   * the next events of a plan it wrote last apply without reading its rows back
+   * (docs/store.md#rows-cached-between-transactions).
    * Size it for the plans in flight at once: ~2.5 KB per 3-step plan, more with long outputs. 0 = off.
    * @defaultValue 64
    */

@@ -105,7 +105,7 @@ export class WorkerMetrics {
       registers,
     });
     this.databaseUp.set(1);
-    // the store (README, "Store"): incremental applies, rare rebuilds, gaps in a plan's seq
+    // the store (docs/store.md#metrics): incremental applies, rare rebuilds, gaps in a plan's seq
     this.eventsApplied = new Counter({
       name: 'plan_ledger_events_applied_total',
       help: "Events applied to their plan's rows without reading the plan's log",

@@ -1,9 +1,10 @@
 /**
- * SQL Server as production runs it, against a real server (skipped without TEST_MSSQL_URL; see the
- * README's SQL Server section): READ_COMMITTED_SNAPSHOT on, the worker a login that reads and
- * writes rows only, two workers at once, two `migrate` runs at once, and the upgrade of a database
- * on which queries ran. What only a server can tell; the statements themselves are checked without
- * one by the recorded-SQL tests (mssql-*.unit.test.ts, tsql-syntax.unit.test.ts).
+ * SQL Server as production runs it, against a real server (skipped without TEST_MSSQL_URL; see
+ * docs/sql-server.md#what-the-env-gated-suite-proves-with-one): READ_COMMITTED_SNAPSHOT on, the
+ * worker a login that reads and writes rows only, two workers at once, two `migrate` runs at once,
+ * and the upgrade of a database on which queries ran. What only a server can tell; the statements
+ * themselves are checked without one by the recorded-SQL tests (mssql-*.unit.test.ts,
+ * tsql-syntax.unit.test.ts).
  */
 import { DataSource } from 'typeorm';
 import { openDataSource, createDataSource } from '../../src/store/data-source';

@@ -12,7 +12,7 @@ import type { CachedPlanRows, CacheStage, PlanRowCache } from './plan-row-cache'
 import { PlanWrites } from './plan-writes';
 
 /**
- * What a plan's new events call for, given its head (README, "Store"):
+ * What a plan's new events call for, given its head (docs/store.md#incremental-behind-a-watermark):
  * - `wait`: none can apply yet (a gap before them, or no plan.created so far); they stay in the log;
  * - `apply`: apply them to the plan's rows as they are, reading nothing of its log;
  * - `apply-with-log`: they fill the gap other stored events wait behind: apply those too, read

@@ -32,14 +32,14 @@ export interface WrittenRows {
 
 /**
  * The rows of the plans this process wrote last, so that the next events of a plan apply without
- * reading its plan row and steps back (README, "Store"). An entry is used only while the plan's
- * head, locked by the reading transaction, is exactly the one the caching transaction wrote:
- * every writer of a plan's rows bumps the head's version under its lock (the store, retention,
- * restore; a purge or an erasure deletes the head), so a write by any other transaction or
- * process, committed or not seen here, makes the entry unusable rather than wrong. Entries are
- * staged by a transaction and kept only once it commits. A transaction that started from an
- * entry adds the steps it wrote to it, so the cost stays that of the steps touched, however long
- * the plan. Only plans still running are kept. Least recently used first out (roughly: two
+ * reading its plan row and steps back (docs/store.md#rows-cached-between-transactions). An entry is
+ * used only while the plan's head, locked by the reading transaction, is exactly the one the
+ * caching transaction wrote: every writer of a plan's rows bumps the head's version under its lock
+ * (the store, retention, restore; a purge or an erasure deletes the head), so a write by any other
+ * transaction or process, committed or not seen here, makes the entry unusable rather than wrong.
+ * Entries are staged by a transaction and kept only once it commits. A transaction that started
+ * from an entry adds the steps it wrote to it, so the cost stays that of the steps touched, however
+ * long the plan. Only plans still running are kept. Least recently used first out (roughly: two
  * generations), within a budget of estimated bytes.
  */
 export class PlanRowCache {

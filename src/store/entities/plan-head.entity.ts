@@ -3,7 +3,7 @@ import { deletedAt, defineEntity, ext, int, ts } from './define-entity';
 /**
  * One row per plan that has events, created by its first event. Writers lock it before touching
  * the plan's rows, which serialises concurrent workers on the same plan. It also holds the plan's
- * watermark: which of its stored events are applied to its rows (README, "Store").
+ * watermark: which of its stored events are applied to its rows (docs/store.md#incremental-behind-a-watermark).
  */
 export interface PlanHeadRow {
   planId: string;

@@ -65,7 +65,7 @@ export function definingCreatedStatement(m: EntityManager, planId: string) {
     .limit(1);
 }
 
-/** Plans that have waited on a gap since `cutoff` or longer (README, "Store"). */
+/** Plans that have waited on a gap since `cutoff` or longer (docs/store.md#a-gap-that-never-fills). */
 export function overdueGapsStatement(m: EntityManager, cutoff: unknown, limit: number) {
   return m
     .createQueryBuilder()

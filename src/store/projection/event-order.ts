@@ -21,7 +21,7 @@ export function definingCreated(events: Iterable<PlanEvent>): CreatedEvent | und
 /**
  * The watermark rule: which events, seen in canonical order, join the applied part of a plan's
  * log. Everything at or below the watermark does; then seq watermark+1, +2, ... while no seq is
- * missing. The first missing seq is a gap: events past it wait (README, "Store"). With
+ * missing. The first missing seq is a gap: events past it wait (docs/store.md#incremental-behind-a-watermark). With
  * `skipGaps` (a gap that waited too long) every event joins.
  */
 export class SeqRun {

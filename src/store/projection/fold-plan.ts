@@ -9,7 +9,7 @@ export type { PlanRows } from './plan-reducer';
  * deterministic: the same set of events gives the same rows whatever order they arrived in and
  * however often (duplicates by eventId are dropped). The store applies new events to the stored
  * rows instead (PlanProjection over the same PlanReducer), and reads the whole log only for the rare events
- * that land behind a plan's watermark (README, "Store").
+ * that land behind a plan's watermark (docs/store.md#late-events-rebuild).
  *
  * Returns null while the plan has no `plan.created` (its other events wait in plan_events). The
  * defining `plan.created` is applied first whatever its seq; the others follow in canonical order.
