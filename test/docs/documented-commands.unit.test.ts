@@ -5,6 +5,7 @@
  * so a misspelt command, an unknown option, a missing value or argument, or an extra argument fails
  * here as it would for a reader, and nothing runs (no server needed). Each `npm run <script>` must
  * name a script of package.json. The CLI reference's synopsis is expanded into its variants first.
+ * The examples the CLI's own `--help` texts give are held to the same parse.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -63,6 +64,21 @@ async function refusals(command: DocCommand): Promise<string[]> {
 
 const commands = documentFiles().flatMap((file) => commandsOfFences(file, readMarkdown(file).fences));
 
+/** The example command lines of every command's `--help` (the program's included), as printed. */
+function helpExamples(): DocCommand[] {
+  const lines: string[] = [];
+  const program = buildProgram({ env: {}, out: (line) => lines.push(...line.split('\n')), err: () => undefined });
+  const all: Command[] = [];
+  const walk = (cmd: Command): void => {
+    all.push(cmd);
+    cmd.commands.forEach(walk);
+  };
+  walk(program);
+  for (const cmd of all) cmd.outputHelp();
+  const examples = lines.filter((line) => /^\s+(npx )?plan-ledger\s/.test(line));
+  return commandsOfFences('--help', [{ lang: 'bash', line: 1, lines: examples }]);
+}
+
 describe('documented commands', () => {
   it('finds the commands of the CLI reference and the npm scripts', () => {
     const texts = commands.map((c) => `${c.file}: ${c.text}`);
@@ -72,6 +88,10 @@ describe('documented commands', () => {
   });
 
   it.each(commands.map((c) => [`${c.file}:${c.line} ${c.text}`, c] as const))('%s', async (_name, command) => {
+    expect(await refusals(command)).toEqual([]);
+  });
+
+  it.each(helpExamples().map((c) => [c.text, c] as const))('--help example: %s', async (_name, command) => {
     expect(await refusals(command)).toEqual([]);
   });
 
