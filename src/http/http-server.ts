@@ -32,6 +32,8 @@ export interface BuiltHttpServer {
   metrics: HttpMetrics;
   /** The spans POST /v1/traces holds until their traces complete (`flushDue(true)` maps them all now). */
   traces: TraceAssembler;
+  /** Closes the held-span journal of POST /v1/traces: call after the publisher closed. */
+  closeHeldSpans(): Promise<void>;
   /** Makes POST /v1/events answer 503 (shutdown started). */
   beginClosing(): void;
 }
@@ -160,7 +162,13 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
     closing: () => closing,
     closingSignal: closingSignal.signal,
   });
-  const traces = registerOtlpRoutes(app, { publisher: deps.publisher, settings, metrics, closing: () => closing });
+  const otlp = registerOtlpRoutes(app, {
+    publisher: deps.publisher,
+    settings,
+    metrics,
+    logger: deps.logger,
+    closing: () => closing,
+  });
   registerReadRoutes(app, deps.dataSource);
   registerForkRoutes(app, deps.dataSource);
   registerConsoleRoutes(app, { keys, sessions, ...deps.queues });
@@ -168,7 +176,8 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   return {
     app,
     metrics,
-    traces,
+    traces: otlp.assembler,
+    closeHeldSpans: () => otlp.closeHeldSpans(),
     beginClosing: () => {
       closing = true;
       closingSignal.abort();

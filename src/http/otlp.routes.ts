@@ -1,11 +1,14 @@
+import * as path from 'node:path';
 import { createGunzip } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { PlanEvent } from '../contracts';
 import { decodeTraces, encodeResponse, OtlpFormat, otlpFormatOf } from '../otlp/otlp-codec';
 import { OtlpDecodeError } from '../otlp/otlp-span';
+import { HeldSpanJournal } from '../otlp/held-span-journal';
 import { TraceAssembler } from '../otlp/trace-assembler';
-import type { PlanEventPublisher } from '../publisher';
+import type { DurabilityMark, PlanEventPublisher } from '../publisher';
+import type { Logger } from '../shared/logger';
 import type { HttpConfig } from './http-config';
 import type { HttpMetrics } from './http-metrics';
 
@@ -13,8 +16,24 @@ export interface OtlpDeps {
   publisher: PlanEventPublisher;
   settings: Readonly<HttpConfig>;
   metrics: HttpMetrics;
+  logger: Logger;
   closing: () => boolean;
 }
+
+/** What the server keeps of the OTLP path: the spans held, and their journal. */
+export interface OtlpIngest {
+  assembler: TraceAssembler;
+  /**
+   * Closes the held-span journal once the traces mapped so far are durable events (call after the
+   * publisher closed: its close makes them durable, in Redis or its journal).
+   */
+  closeHeldSpans(): Promise<void>;
+}
+
+/** How long a mapped trace's events may take to become durable before its wait is renewed. */
+const DONE_WAIT_MS = 60_000;
+/** At shutdown (the publisher closed), how long the last mapped traces may take to be marked done. */
+const CLOSE_WAIT_MS = 2_000;
 
 /** Counts the bytes of a gzip body as they arrive, for Fastify's Content-Length check. */
 type CountedStream = Transform & { receivedEncodedLength: number };
@@ -26,9 +45,24 @@ type CountedStream = Transform & { receivedEncodedLength: number };
  * POST /v1/events' (journal, dead letters). Answers an `ExportTraceServiceResponse` in the
  * request's format with `partialSuccess` naming the spans it could not use; 503 (shutting down,
  * journal near its bound) or 429 (too many spans held) with Retry-After, which exporters retry.
+ * The 200 means durable: the spans taken are written and fsynced in the held-span journal
+ * (`<HTTP_JOURNAL_DIR>/otlp-spans`) first, and a restarted server holds again the spans of every
+ * trace whose events had not become durable (in Redis, or the publisher's journal).
  */
-export function registerOtlpRoutes(app: FastifyInstance, deps: OtlpDeps): TraceAssembler {
+export function registerOtlpRoutes(app: FastifyInstance, deps: OtlpDeps): OtlpIngest {
   const { publisher, settings, metrics } = deps;
+  const heldSpans = new HeldSpanJournal(path.join(settings.journalDir, 'otlp-spans'), deps.logger);
+  const pendingDone = new Set<Promise<void>>();
+  let mark: DurabilityMark | undefined;
+  // a mapped trace's spans are released once the events it became are durable
+  const release = async (traceIds: string[], since: DurabilityMark): Promise<void> => {
+    for (;;) {
+      const durability = await publisher.whenDurable(since, DONE_WAIT_MS);
+      if (durability === 'durable') return heldSpans.done(traceIds);
+      // lost: keep the spans, a restart maps them again (same event ids); timeout: wait on
+      if (durability === 'lost' || deps.closing()) return;
+    }
+  };
   const assembler = new TraceAssembler(
     {
       captureContent: settings.otlpCaptureContent,
@@ -38,6 +72,7 @@ export function registerOtlpRoutes(app: FastifyInstance, deps: OtlpDeps): TraceA
     },
     {
       publish: (events: PlanEvent[]) => {
+        mark ??= publisher.durabilityMark();
         for (const event of events) {
           const result = publisher.publish(event);
           if (result.ok) metrics.otlpEvents.inc({ outcome: 'accepted' });
@@ -49,8 +84,19 @@ export function registerOtlpRoutes(app: FastifyInstance, deps: OtlpDeps): TraceA
         }
       },
       unmapped: (reason, count) => metrics.otlpSpans.inc({ outcome: 'unmapped' }, count),
+      mapped: (traceIds) => {
+        const since = mark ?? publisher.durabilityMark();
+        mark = undefined;
+        const done = release(traceIds, since).catch((err: Error) =>
+          deps.logger.error({ err }, 'releasing held spans failed; a restart maps their traces again'),
+        );
+        pendingDone.add(done);
+        void done.finally(() => pendingDone.delete(done));
+      },
     },
   );
+  const recovered = heldSpans.recover();
+  if (recovered.length > 0) assembler.add(recovered, true);
   assembler.start();
   app.addHook('onClose', async () => assembler.close());
 
@@ -113,13 +159,32 @@ export function registerOtlpRoutes(app: FastifyInstance, deps: OtlpDeps): TraceA
             429,
             `the server holds ${settings.otlpMaxHeldSpans} spans of unfinished traces (OTLP_MAX_HELD_SPANS)`,
           );
+        if (!settings.ackBeforeDurable) {
+          try {
+            heldSpans.append(added.held);
+            await heldSpans.synced();
+          } catch (err) {
+            // held in memory all the same: a retried request is taken again (one copy per span id)
+            req.log.error({ err }, 'held-span journal write failed');
+            metrics.acks.inc({ outcome: 'lost' });
+            return retryLater(503, 'the spans could not be written to the held-span journal (see the server log)');
+          }
+        }
         if (added.accepted > 0) metrics.otlpSpans.inc({ outcome: 'accepted' }, added.accepted);
         if (added.rejected > 0) metrics.otlpSpans.inc({ outcome: 'rejected' }, added.rejected);
         return send(reply, format, added.rejected, added.reasons.join('; '));
       },
     );
   });
-  return assembler;
+  return {
+    assembler,
+    async closeHeldSpans() {
+      // what is not marked done by then is held (and mapped) again by the next serve: same event ids
+      const deadline = new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref());
+      await Promise.race([Promise.allSettled([...pendingDone]), deadline]);
+      await heldSpans.close();
+    },
+  };
 }
 
 function send(reply: FastifyReply, format: OtlpFormat, rejected: number, message: string): FastifyReply {

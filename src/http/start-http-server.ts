@@ -107,6 +107,7 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
         server.beginClosing();
         await server.app.close();
         const closed = await openPublisher.close(settings.shutdownTimeoutMs);
+        await server.closeHeldSpans();
         await closeQueues();
         queueErrors.flush(); // the count of its last window
         await openDs.destroy().catch((err: Error) => logger.warn({ err }, 'closing the database failed'));

@@ -21,6 +21,8 @@ export interface AddResult {
   /** Spans not used, with why. */
   rejected: number;
   reasons: string[];
+  /** The spans now held (for the held-span journal): every span with ids whose trace was not mapped yet. */
+  held: OtlpSpan[];
 }
 
 export interface AssemblerSink {
@@ -28,6 +30,8 @@ export interface AssemblerSink {
   publish(events: PlanEvent[]): void;
   /** Spans that were taken but did not map, by reason. */
   unmapped(reason: string, count: number): void;
+  /** These traces were mapped and their events handed to `publish` (their spans are no longer held). */
+  mapped?(traceIds: string[]): void;
 }
 
 interface Pending {
@@ -65,10 +69,14 @@ export class TraceAssembler {
     this.timer.unref();
   }
 
-  /** Takes a request's spans; refuses the whole request when they would not fit. */
-  add(spans: readonly OtlpSpan[]): AddResult {
-    if (this.held + spans.length > this.options.maxSpans && this.held > 0)
-      return { ok: false, accepted: 0, rejected: 0, reasons: [] };
+  /**
+   * Takes a request's spans; refuses the whole request when they would not fit (unless `force`:
+   * spans a previous process held, taken back at start).
+   */
+  add(spans: readonly OtlpSpan[], force = false): AddResult {
+    if (!force && this.held + spans.length > this.options.maxSpans && this.held > 0)
+      return { ok: false, accepted: 0, rejected: 0, reasons: [], held: [] };
+    const held: OtlpSpan[] = [];
     const reasons = new Map<string, number>();
     const reject = (why: string) => reasons.set(why, (reasons.get(why) ?? 0) + 1);
     let accepted = 0;
@@ -94,14 +102,16 @@ export class TraceAssembler {
       // every span is kept: one without attributes still links its children to their ancestors
       if (!trace.spans.has(span.spanId)) this.held++;
       trace.spans.set(span.spanId, span);
+      held.push(span);
     }
     const rejected = [...reasons.values()].reduce((a, b) => a + b, 0);
-    return { ok: true, accepted, rejected, reasons: [...reasons].map(([why, n]) => `${n} ${why}`) };
+    return { ok: true, accepted, rejected, reasons: [...reasons].map(([why, n]) => `${n} ${why}`), held };
   }
 
   /** Maps the traces that are due (or, with `all`, every trace held). */
   flushDue(all = false): void {
     const at = this.now();
+    const mapped: string[] = [];
     for (const [traceId, trace] of this.pending) {
       const idle = at - trace.lastAt;
       if (!all && idle < (trace.hasRoot ? this.options.quietMs : this.options.rootlessMs)) continue;
@@ -111,7 +121,9 @@ export class TraceAssembler {
       const result = mapTrace([...trace.spans.values()], this.options);
       for (const plan of result.plans) this.sink.publish(plan.events);
       for (const [reason, count] of result.unmapped) this.sink.unmapped(reason, count);
+      mapped.push(traceId);
     }
+    if (mapped.length > 0) this.sink.mapped?.(mapped);
   }
 
   /** Stops the timer and maps everything held. */

@@ -1,10 +1,10 @@
 import * as fs from 'node:fs';
+import { appendAllSync } from '../shared/append-file';
 import type { Logger } from '../shared/logger';
 import {
   RECORD_OVERHEAD_BYTES,
   Segment,
   acquireLock,
-  appendAllSync,
   newSegment,
   recordKey,
   releaseLock,
