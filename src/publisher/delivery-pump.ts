@@ -244,6 +244,11 @@ export class DeliveryPump {
     return [...this.sentJobs].map(([id, shard]) => ({ id, shard }));
   }
 
+  /** Jobs an earlier publisher on this journal sent and did not see finished: `stored()` waits for them too. */
+  adoptSentJobs(jobs: ReadonlyArray<{ id: string; shard: number }>): void {
+    for (const job of jobs) this.track(job.id, job.shard);
+  }
+
   /** These jobs are finished: forget them. */
   forgetJobs(ids: Iterable<string>): void {
     for (const id of ids) this.sentJobs.delete(id);

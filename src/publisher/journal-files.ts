@@ -166,3 +166,52 @@ export function writeOffset(file: string, offset: number, done: (err: Error | nu
     fs.rename(tmp, `${file}.offset`, done);
   });
 }
+
+/**
+ * `unconfirmed-jobs`: the jobs a closed publisher sent whose finish it had not seen (one
+ * `<jobId>\t<shard>/<N>` line each), so that the next publisher on the directory waits for them in
+ * `stored()`. Replaced whole at each close (temporary file, fsync, rename); none removes it.
+ */
+const UNCONFIRMED_JOBS = 'unconfirmed-jobs';
+const UNCONFIRMED_LINE = /^(b-[0-9a-f-]{36}(?:\.s\d{1,3})?)\t(\d{1,3})\/(\d{1,3})$/;
+
+export interface SentJob {
+  id: string;
+  shard: number;
+}
+
+/** The jobs kept by the previous publisher; `skipped` counts those of another QUEUE_SHARDS layout. */
+export function readUnconfirmedJobs(dir: string, shards: number): { jobs: SentJob[]; skipped: number } {
+  let text: string;
+  try {
+    text = fs.readFileSync(path.join(dir, UNCONFIRMED_JOBS), 'utf8');
+  } catch {
+    return { jobs: [], skipped: 0 };
+  }
+  const jobs: SentJob[] = [];
+  let skipped = 0;
+  for (const line of text.split('\n')) {
+    const m = UNCONFIRMED_LINE.exec(line);
+    if (m === null) continue;
+    if (Number(m[3]) === shards && Number(m[2]) < shards) jobs.push({ id: m[1], shard: Number(m[2]) });
+    else skipped++;
+  }
+  return { jobs, skipped };
+}
+
+export function writeUnconfirmedJobs(dir: string, jobs: readonly SentJob[], shards: number): void {
+  const file = path.join(dir, UNCONFIRMED_JOBS);
+  if (jobs.length === 0) {
+    fs.rmSync(file, { force: true });
+    return;
+  }
+  const tmp = `${file}.tmp`;
+  const fd = fs.openSync(tmp, 'w');
+  try {
+    fs.writeFileSync(fd, jobs.map((j) => `${j.id}\t${j.shard}/${shards}\n`).join(''));
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, file);
+}

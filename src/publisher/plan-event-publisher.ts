@@ -9,6 +9,7 @@ import { createLogger, Logger } from '../shared/logger';
 import { hideRedisCommandArguments } from '../shared/redis-debug';
 import { DeliveryPump } from './delivery-pump';
 import { EventStamper, StampedEvent } from './event-stamper';
+import { readUnconfirmedJobs, writeUnconfirmedJobs } from './journal-files';
 import { JournalReader } from './journal-reader';
 import { MemoryBuffer } from './memory-buffer';
 import { checkJobLimit, PublisherOptions, ResolvedOptions, resolveOptions } from './publisher-options';
@@ -149,6 +150,18 @@ export class PlanEventPublisher extends TypedHelpers {
       this.logger.info(
         { journalDir: this.opts.journalDir, journalBytes: this.journal.usedBytes },
         'journal left by a previous publisher will be drained',
+      );
+    this.adoptUnconfirmedJobs();
+  }
+
+  /** Read your writes across restarts: the jobs the previous publisher on this journal did not see finished. */
+  private adoptUnconfirmedJobs(): void {
+    const kept = readUnconfirmedJobs(this.opts.journalDir, this.opts.queueShards);
+    this.pump.adoptSentJobs(kept.jobs);
+    if (kept.jobs.length > 0 || kept.skipped > 0)
+      this.logger.info(
+        { journalDir: this.opts.journalDir, jobs: kept.jobs.length, otherShardLayout: kept.skipped },
+        'jobs a previous publisher sent are not yet seen finished: stored() waits for them',
       );
   }
 
@@ -411,7 +424,9 @@ export class PlanEventPublisher extends TypedHelpers {
    * its dead letters are written), false after `timeoutMs`. First `flush()`, then waits until the
    * jobs that carried those events are finished, looking every 50 ms; while Redis is unreachable it
    * keeps waiting. A restarted executor calls it after its journal drained, before reading its
-   * session back. It remembers the last 100,000 jobs sent; older ones count as finished.
+   * session back. It remembers the last 100,000 jobs sent; older ones count as finished. The jobs
+   * a closed publisher had not seen finished are kept in its `journalDir`, and the next publisher on
+   * it waits for them too: process A publishes and closes, process B's `stored()` covers A's events.
    */
   async stored(timeoutMs = 30_000): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
@@ -456,6 +471,14 @@ export class PlanEventPublisher extends TypedHelpers {
       }
     }
     this.counts.spilled += spilledAtClose;
+    try {
+      writeUnconfirmedJobs(this.opts.journalDir, this.pump.sentJobList(), this.opts.queueShards);
+    } catch (err) {
+      this.logger.warn(
+        { err, journalDir: this.opts.journalDir },
+        'the ids of jobs not yet seen finished could not be kept; the next publisher will not wait for them in stored()',
+      );
+    }
     await this.link.close(Math.max(deadline - Date.now(), 1_000));
     await this.journal.close(Math.max(deadline - Date.now(), 1_000));
     this.settleDurable();

@@ -2,6 +2,7 @@
  * Read your own writes from TypeScript: `publisher.stored()` resolves once the events accepted so
  * far are stored by a worker. Real Redis, a real worker, a real SQLite database.
  */
+import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -73,6 +74,53 @@ describe('PlanEventPublisher.stored()', () => {
     await startOne();
     expect(await publisher.stored(30_000)).toBe(true);
     expect(await storedOf(events[0].planId)).toBe(events.length);
+  });
+
+  describe('across publishers on one journal directory (a restarted executor)', () => {
+    const opened = () =>
+      new PlanEventPublisher({ redisUrl: REDIS_URL, queuePrefix: prefix, journalDir, logger: silentLogger() });
+
+    it("B.stored() covers what A sent before it closed: a read right after sees A's plan, 20 times of 20", async () => {
+      await publisher.close(5_000); // the directory is A's, then B's
+      await startOne();
+      for (let round = 0; round < 20; round++) {
+        const a = opened();
+        const events = planRun({ seed: 900 + round, steps: 4 });
+        for (const e of events) expect(a.publish(e).ok).toBe(true);
+        expect((await a.close(10_000)).flushed).toBe(true);
+        const b = opened();
+        try {
+          expect(await b.stored(30_000)).toBe(true);
+          expect({ round, stored: await storedOf(events[0].planId) }).toEqual({ round, stored: events.length });
+        } finally {
+          await b.close(5_000);
+        }
+      }
+      expect(fs.readdirSync(journalDir)).not.toContain('unconfirmed-jobs'); // all seen finished, nothing kept
+    });
+
+    it('holds across a process boundary: A is a process that published and exited', async () => {
+      await publisher.close(5_000);
+      await startOne();
+      const script = path.join(__dirname, 'support', 'publish-and-exit.ts');
+      const out = await new Promise<string>((resolve, reject) =>
+        execFile(
+          process.execPath,
+          ['-r', 'tsx/cjs', script, REDIS_URL, prefix, journalDir, '950'],
+          { cwd: path.join(__dirname, '..', '..') },
+          (err, stdout) => (err ? reject(err) : resolve(stdout)),
+        ),
+      );
+      const a = JSON.parse(out) as { planId: string; events: number; flushed: boolean };
+      expect(a.flushed).toBe(true);
+      const b = opened();
+      try {
+        expect(await b.stored(30_000)).toBe(true);
+        expect(await storedOf(a.planId)).toBe(a.events);
+      } finally {
+        await b.close(5_000);
+      }
+    });
   });
 
   it('says false while Redis is unreachable (the events wait in the journal), and never throws', async () => {
