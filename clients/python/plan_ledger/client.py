@@ -147,6 +147,11 @@ def _closed_by_peer(conn: http.client.HTTPConnection) -> bool:
         return True
 
 
+def _joined(thread: threading.Thread, seconds: float) -> bool:
+    thread.join(seconds)
+    return not thread.is_alive()
+
+
 def _close_all_at_exit() -> None:
     for client in list(_LIVE):
         try:
@@ -361,18 +366,25 @@ class PlanLedgerClient(_EventHelpers):
         self._init_runtime()
         if self._journal is not None:
             self._stats.torn_bytes = self._journal.torn_bytes
+            self._adopt_unconfirmed(self._journal)
         self._start_sender()
         _LIVE.add(self)
 
     def _init_runtime(self) -> None:
         """What a forked child must not share with its parent: locks, buffer, sender state, counters."""
         self._seq_lock = threading.Lock()
-        self._count_lock = threading.Lock()  # counters that more than one thread moves
+        # re-entrant: a signal handler's close() may run while this thread holds one of them
+        self._count_lock = threading.RLock()  # counters that more than one thread moves
         self._hand_lock = threading.Lock()
-        self._track_lock = threading.Lock()
+        self._leftover_lock = threading.Lock()
+        self._track_lock = threading.RLock()
         self._setup_lock = threading.RLock()
         self._wake = threading.Event()
-        self._close_done = threading.Event()
+        self._close_done = threading.Event()  # the sender has nothing left it can deliver
+        self._close_finished = threading.Event()  # close() is done (its result is set)
+        self._close_thread: Optional[int] = None
+        self._close_deadline = 0.0
+        self._after_close: Optional[Callable[[], None]] = None
         self._buffer: Deque[Item] = collections.deque()
         self._in_hand: Optional[List[Item]] = None  # events out of the buffer, not yet delivered nor journaled
         self._abandoned = False
@@ -546,67 +558,147 @@ class PlanLedgerClient(_EventHelpers):
     def close(self, timeout: float = 5.0) -> bool:
         """Stops accepting events, delivers what it can within ``timeout`` and journals the rest.
         With the server unreachable it returns as soon as memory is in the journal. True when
-        everything was delivered. Idempotent."""
+        everything was delivered.
+
+        Idempotent, from any thread, ``atexit``, ``with`` or a signal handler: a later call waits for
+        the running close within its own ``timeout`` (which also shortens the running close's
+        deadline) and returns its result; a call that gives up waiting first writes to the journal
+        what is still only in memory, so nothing depends on the running close finishing. The ids of
+        delivered events whose storage was not yet confirmed are kept with the journal: the next
+        client on ``journal_dir`` waits for them in ``flush(stored=True)``."""
+        me = threading.get_ident()
         with self._setup_lock:
-            if self._closed:
-                return bool(self._close_result)
-            self._closed = True
+            running = self._closed
+            if not running:
+                self._closed = True
+                self._close_thread = me
+                self._close_deadline = time.monotonic() + max(timeout, 0.0)
+        if running:
+            return self._close_again(timeout, me)
+        try:
+            return self._close_first()
+        finally:
+            after, self._after_close = self._after_close, None
+            if after is not None:
+                after()
+
+    def _close_first(self) -> bool:
         _LIVE.discard(self)
         if self._fork_pending:  # a forked child that never used the client
-            self._close_result = True
-            return True
-        deadline = time.monotonic() + max(timeout, 0.0)
+            return self._close_finished_with(True)
         self._closing = True
         self._retry_now = True
         self._wake.set()
-        self._close_done.wait(max(deadline - time.monotonic(), 0.0))
+        self._wait_for_close(lambda: self._close_done.wait(0.05))
         self._stopping = True
         self._wake.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
-            thread.join(max(deadline - time.monotonic(), 0.05))
-        with self._hand_lock:  # a sender still stuck in a request gives its batch up to us
-            left: List[Item] = list(self._in_hand or ())
-            self._in_hand = None
-            self._abandoned = True
-        while self._buffer:
-            try:
-                left.append(self._buffer.popleft())
-            except IndexError:
-                break
-        delivered = not left and not (self._journal is not None and self._journal.backlog)
-        if left:
-            if self._journal is not None:
-                self._keep_in_journal(left)
-            else:
-                self._drop(len(left), "not delivered before close() and no journal to keep it")
-        if self._journal is not None:
-            self._journal.close(remove_if_empty=os.path.basename(self._journal.directory).startswith(FORK_PREFIX))
+            thread.join(0.05)  # a sender between two steps stops at once
+            self._wait_for_close(lambda: _joined(thread, 0.05))
+        nothing_left = self._journal_leftovers()
+        journal = self._journal
+        delivered = nothing_left and not (journal is not None and journal.backlog)
+        if journal is not None:
+            self._save_unconfirmed(journal)
+            journal.close(remove_if_empty=os.path.basename(journal.directory).startswith(FORK_PREFIX))
         conn, self._conn = self._conn, None
         if conn is not None and (thread is None or not thread.is_alive()):
             conn.close()
-        self._close_result = delivered
-        return delivered
+        return self._close_finished_with(delivered)
+
+    def _wait_for_close(self, step: Callable[[], bool]) -> None:
+        """Runs ``step`` (a wait of at most 50 ms; True: done) until it is done or the close's deadline
+        passes; the deadline is read at each turn, since a later close() may shorten it."""
+        while not step():
+            if time.monotonic() >= self._close_deadline:
+                return
+
+    def _close_finished_with(self, result: bool) -> bool:
+        self._close_result = result
+        self._close_finished.set()
+        return result
+
+    def _close_again(self, timeout: float, me: int) -> bool:
+        """A close() while another runs: see ``close``."""
+        if self._close_finished.is_set():
+            return bool(self._close_result)
+        deadline = time.monotonic() + max(timeout, 0.0)
+        with self._setup_lock:
+            self._close_deadline = min(self._close_deadline, deadline)
+        if self._close_thread == me:
+            return False  # called from within the running close (a signal handler): it ends when that one does
+        if self._close_finished.wait(max(deadline - time.monotonic(), 0.0)):
+            return bool(self._close_result)
+        # gave up waiting: what is still only in memory goes to the journal now, from this thread
+        self._journal_leftovers(lock_wait=1.0)
+        return False
+
+    def _journal_leftovers(self, lock_wait: float = -1) -> bool:
+        """Takes what the sender holds (even in the middle of a request) and what memory holds, and
+        journals it (without a journal: counts it dropped). One closer at a time. True when nothing
+        was left."""
+        if not self._leftover_lock.acquire(timeout=lock_wait):
+            return False
+        try:
+            with self._hand_lock:  # a sender still stuck in a request gives its batch up to us
+                left: List[Item] = list(self._in_hand or ())
+                self._in_hand = None
+                self._abandoned = True
+            while self._buffer:
+                try:
+                    left.append(self._buffer.popleft())
+                except IndexError:
+                    break
+            if left:
+                if self._journal is not None:
+                    self._keep_in_journal(left)
+                else:
+                    self._drop(len(left), "not delivered before close() and no journal to keep it")
+            return not left
+        finally:
+            self._leftover_lock.release()
+
+    def _save_unconfirmed(self, journal: Journal) -> None:
+        with self._track_lock:
+            ids = list(self._unconfirmed)
+        try:
+            journal.save_unconfirmed(ids)
+        except OSError as err:
+            log.warning("plan-ledger: the ids of %d delivered event(s) not yet confirmed stored could not be kept in %s (%s); the next client's flush(stored=True) will not wait for them", len(ids), journal.directory, err)
+
+    def _closing_in_this_thread(self) -> bool:
+        return self._closed and self._close_thread == threading.get_ident() and not self._close_finished.is_set()
 
     def install_sigterm_handler(self, timeout: Optional[float] = None) -> Any:
         """On SIGTERM: ``close(timeout)`` (default ``exit_timeout``), then the handler that was there
-        before runs (the default one ends the process by SIGTERM, as it would have). Call it from the
-        main thread; returns the previous handler."""
+        before runs (the default one ends the process by SIGTERM, as it would have). When SIGTERM
+        comes while this thread is already closing the client (``with``, ``atexit``, a pool's
+        teardown), that close goes on, within ``timeout``, and the previous handler runs once it has
+        delivered or journaled everything. Call it from the main thread; returns the previous handler."""
         previous = signal.getsignal(signal.SIGTERM)
         wait = self._exit_timeout if timeout is None else timeout
         client = weakref.ref(self)
 
         def on_sigterm(signum: int, frame: Any) -> None:
+            def after() -> None:
+                if callable(previous):
+                    previous(signum, frame)
+                elif previous == signal.SIG_IGN:
+                    return
+                else:
+                    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                    os.kill(os.getpid(), signal.SIGTERM)
+
             c = client()
+            if c is not None and c._closing_in_this_thread():
+                # the close this handler interrupted finishes first (sooner: within `wait`), then `after`
+                c._after_close = after
+                c._close_again(wait, threading.get_ident())
+                return
             if c is not None:
                 c.close(wait)
-            if callable(previous):
-                previous(signum, frame)
-            elif previous == signal.SIG_IGN:
-                return
-            else:
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                os.kill(os.getpid(), signal.SIGTERM)
+            after()
 
         signal.signal(signal.SIGTERM, on_sigterm)
         return previous
@@ -641,6 +733,7 @@ class PlanLedgerClient(_EventHelpers):
                 try:
                     self._journal = Journal(directory, self._max_journal_bytes, adopt_forks=False, lock_wait=5.0)
                     self._stats.torn_bytes = self._journal.torn_bytes
+                    self._adopt_unconfirmed(self._journal)
                     where = f"its own journal {directory} (adopted by the journal's owner once this process is gone)"
                 except OSError as err:
                     where = f"no journal ({directory}: {err})"
@@ -699,6 +792,7 @@ class PlanLedgerClient(_EventHelpers):
             self._next_adopt = now + 30.0
             if not os.path.basename(journal.directory).startswith(FORK_PREFIX):
                 journal.adopt_forks()
+                self._adopt_unconfirmed(journal)
         if self._closing and not self._buffer and self._in_hand is None and (journal is None or not journal.backlog or not up):
             self._close_done.set()
         self._sleep(journal)
@@ -952,6 +1046,14 @@ class PlanLedgerClient(_EventHelpers):
             "plan-ledger server refused an event: %s of plan %s, seq %s, eventId %s: %s (refused so far: %d)",
             _show(e.get("type")), _show(e.get("planId")), _show(e.get("seq")), _show(e.get("eventId")), "; ".join(violations[:5]), self._stats.rejected + 1,
         )
+
+    def _adopt_unconfirmed(self, journal: Journal) -> None:
+        """Ids a previous client on this directory (or a forked child's, adopted) delivered without
+        seeing them stored: ``flush(stored=True)`` waits for them too."""
+        ids = journal.take_unconfirmed()
+        if ids:
+            self._track(ids)
+            log.info("plan-ledger: %d event(s) a previous client on %s delivered are not yet confirmed stored; flush(stored=True) waits for them", len(ids), journal.directory)
 
     def _track(self, ids: Iterable[Optional[str]]) -> None:
         """Delivered ids, kept for flush(stored=True); the oldest are forgotten past ``max_unconfirmed``."""

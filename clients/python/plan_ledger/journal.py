@@ -12,6 +12,10 @@ to a torn one. A failed write (disk full) is undone the same way.
 A process forked from one that owns a journal keeps its own in ``<journal_dir>/fork-<pid>``; the
 owner of ``<journal_dir>`` (this process or any later one) adopts such a directory once no live
 process holds its lock: its undelivered lines are appended to the owner's journal, then it is removed.
+
+``unconfirmed.ids`` holds the ids of events a closed client delivered without seeing them stored
+(one per line, replaced whole at each close); the next client on the directory, or the owner that
+adopts a fork's directory, waits for them in ``flush(stored=True)``.
 """
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ FORK_PREFIX = "fork-"
 _DATA = "journal.jsonl"
 _OFFSET = "journal.offset"
 _LOCK = "journal.lock"
+_UNCONFIRMED = "unconfirmed.ids"
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 Item = Tuple[Optional[str], bytes]
@@ -75,6 +80,16 @@ def _last_newline_end(fd: int, size: int) -> int:
     return 0
 
 
+def _read_ids(path: str) -> List[str]:
+    """The event ids kept in ``path`` (one per line; anything else skipped), or none."""
+    try:
+        with open(path, "r", encoding="ascii", errors="replace") as f:
+            lines = f.read().split("\n")
+    except OSError:
+        return []
+    return [line for line in lines if 0 < len(line) <= 128 and line.isprintable()]
+
+
 class Journal:
     """A directory owned by one client (an exclusive lock file enforces it)."""
 
@@ -97,6 +112,8 @@ class Journal:
         #: bytes written but not yet delivered (read without the lock: an int is replaced atomically)
         self.backlog = self._size - self._offset
         self.closed = False
+        self._unconfirmed_path = os.path.join(self.directory, _UNCONFIRMED)
+        self._unconfirmed: List[str] = _read_ids(self._unconfirmed_path)
         #: bytes taken over from journals of forked processes that are gone
         self.adopted_bytes = self.adopt_forks() if adopt_forks else 0
 
@@ -224,6 +241,30 @@ class Journal:
                 os.fsync(f.fileno())
             os.replace(tmp, self._offset_path)
 
+    def take_unconfirmed(self) -> List[str]:
+        """The ids a previous client on this directory delivered without seeing them stored (and those
+        of adopted forks' journals), once: the file stays until ``save_unconfirmed`` replaces it."""
+        with self._lock:
+            ids, self._unconfirmed = self._unconfirmed, []
+        return ids
+
+    def save_unconfirmed(self, ids: List[str]) -> None:
+        """Replaces the kept ids (written to a temporary file, fsynced, renamed: all or nothing); none
+        removes the file."""
+        with self._lock:
+            if not ids:
+                try:
+                    os.unlink(self._unconfirmed_path)
+                except FileNotFoundError:
+                    pass
+                return
+            tmp = self._unconfirmed_path + ".tmp"
+            with open(tmp, "w", encoding="ascii") as f:
+                f.write("\n".join(ids) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self._unconfirmed_path)
+
     def adopt_forks(self) -> int:
         """Takes over the journals of forked processes that are gone (see the module's doc)."""
         try:
@@ -263,7 +304,11 @@ class Journal:
         if lines and not self.append_raw(lines):
             log.error("plan-ledger journal %s: no room to adopt %s (%d bytes, max_journal_bytes); it is left in place", self.directory, d, len(lines))
             return 0
-        for f_name in (_DATA, _OFFSET, _OFFSET + ".tmp", _LOCK):
+        ids = _read_ids(os.path.join(d, _UNCONFIRMED))
+        if ids:
+            with self._lock:
+                self._unconfirmed.extend(ids)
+        for f_name in (_DATA, _OFFSET, _OFFSET + ".tmp", _UNCONFIRMED, _UNCONFIRMED + ".tmp", _LOCK):
             try:
                 os.unlink(os.path.join(d, f_name))
             except FileNotFoundError:
@@ -290,7 +335,7 @@ class Journal:
             if self.closed:
                 return
             self.closed = True
-            empty = self._size == 0
+            empty = self._size == 0 and not os.path.exists(self._unconfirmed_path)
             os.close(self._fd)
             if remove_if_empty and empty:
                 for f_name in (_DATA, _OFFSET):

@@ -16,6 +16,12 @@
   driver.py lineage URL DIR PLAN         a failed plan, its fork from the failure (run to the end) and a replay; the typed lineage
   driver.py stream URL DIR P N           N events over P plans, paced; prints {"published": k} every 250; flush; the stats
   driver.py idle URL DIR PLAN N PAUSE    N events of PLAN, each flushed, PAUSE seconds apart (the server closes idle connections); close
+  driver.py pool URL DIR TAG             install_sigterm_handler, then a fork Pool(4) maps 8 tasks, each a plan of 200 events
+                                         (TAG-<task>) published through the parent's client; the pool's teardown terminates
+                                         its workers while their clients close; then the parent closes; prints its stats
+  driver.py ryw-a URL DIR SESSION        publishes a plan of SESSION (plan SESSION-plan) and closes (prints {"closed": ...})
+  driver.py ryw-b URL DIR SESSION        a new client on DIR: prints {"flushing": true}, flush(stored=True), then at once the
+                                         session's active plan
   driver.py paced URL DIR TAG N T SECS   N events (plans of 125, ids TAG-<thread>-<plan>) from T threads, spread over SECS
                                          seconds; prints {"started": true} at the first, {"published": N} at the end; flush, close
 """
@@ -63,6 +69,17 @@ def totals(client, **more):
 def wait_forever():
     while True:
         time.sleep(60)
+
+
+POOL_CLIENT = None
+POOL_TAG = ""
+
+
+def pool_task(k):
+    """A task of the fork pool: one plan of 200 events through the client the parent made (the child's own
+    sender and journal start at its first publish)."""
+    publish_plan(POOL_CLIENT, f"{POOL_TAG}-{k}", 200)
+    return k
 
 
 def main():
@@ -381,6 +398,31 @@ def main():
             flushed.append(c.flush(30))
         ok = c.close(30)
         say(**totals(c, flushed=flushed, closed=ok, journaled=c.stats().journaled))
+    elif mode == "pool":
+        tag = args[0]
+        c = PlanLedgerClient(url, ingest_key=KEY, journal_dir=journal)
+        c.install_sigterm_handler(30)
+        global POOL_CLIENT, POOL_TAG
+        POOL_CLIENT, POOL_TAG = c, tag
+        with multiprocessing.get_context("fork").Pool(4) as pool:
+            results = pool.map(pool_task, range(8))
+        ok = c.close(60)
+        say(**totals(c, flushed=ok, tasks=results))
+    elif mode == "ryw-a":
+        session = args[0]
+        c = PlanLedgerClient(url, ingest_key=KEY, journal_dir=journal)
+        plan = Plan(session + "-plan", session)
+        c.plan_created(plan, query="read your writes across restarts", steps=steps(3))
+        c.step_started(plan, "s0")
+        say(closed=c.close(30))
+    elif mode == "ryw-b":
+        session = args[0]
+        c = PlanLedgerClient(url, ingest_key=KEY, read_key=READ_KEY, journal_dir=journal)
+        say(flushing=True)
+        stored = c.flush(30, stored=True)
+        active = c.active_plan(session).active_plan  # at once: no sleep, no poll
+        say(stored=stored, active=None if active is None else active.plan_id)
+        c.close(5)
     elif mode == "paced":
         tag, n, t, secs = args[0], int(args[1]), int(args[2]), float(args[3])
         c = PlanLedgerClient(url, ingest_key=KEY, journal_dir=journal, probe_interval=0.1, max_backoff=0.3, timeout=5)
