@@ -330,7 +330,7 @@ export class PlanEventPublisher extends TypedHelpers {
             resolve('timeout');
           },
           Math.max(0, timeoutMs),
-        ),
+        ).unref(),
       };
       this.durableWaiters.push(waiter);
     });

@@ -578,6 +578,8 @@ class PlanLedgerClient(_EventHelpers):
         try:
             return self._close_first()
         finally:
+            if not self._close_finished.is_set():  # the close failed: later calls must not wait for it
+                self._close_finished_with(False)
             after, self._after_close = self._after_close, None
             if after is not None:
                 after()
