@@ -17,16 +17,28 @@ export interface ColumnSpec {
   default?: string | number;
   /** The soft-delete column: finds and QueryBuilder selects skip rows where it is set. */
   deleteDate?: boolean;
+  /**
+   * A short string compared with literals only, never with an id, a key or another column, nor
+   * grouped by (a status, a title): the database's default collation is fine for it. Every other
+   * bounded string (ids, names the analytics group by) compares byte for byte, in the binary
+   * collation the schema lint checks (schema-lint.ts).
+   */
+  freeText?: boolean;
 }
 
-export type EntityFactory<T> = (types: ColumnTypes) => EntitySchema<T>;
+/** Builds an entity's schema for a dialect's column types; `tableName` and `columns` say what it declares. */
+export interface EntityFactory<T> {
+  (types: ColumnTypes): EntitySchema<T>;
+  readonly tableName: string;
+  readonly columns: readonly ColumnSpec[];
+}
 
 export function defineEntity<T>(
   name: string,
   tableName: string,
   columns: Record<keyof T & string, ColumnSpec>,
 ): EntityFactory<T> {
-  return (types) =>
+  const build = (types: ColumnTypes) =>
     new EntitySchema<T>({
       name,
       tableName,
@@ -34,6 +46,16 @@ export function defineEntity<T>(
         Object.entries<ColumnSpec>(columns).map(([prop, spec]) => [prop, toColumnOptions(types, spec)]),
       ) as Record<keyof T, EntitySchemaColumnOptions>,
     });
+  return Object.assign(build, { tableName, columns: Object.values<ColumnSpec>(columns) });
+}
+
+/**
+ * Whether a column holds an id, a key or a name compared byte for byte (grouped by, compared with
+ * another column): ids, and every bounded string not declared `freeText`. Long text never is.
+ */
+export function comparesAsIdentifier(spec: ColumnSpec): boolean {
+  if (spec.kind === 'externalId' || spec.kind === 'uuid') return true;
+  return typeof spec.kind === 'object' && spec.freeText !== true;
 }
 
 function toColumnOptions(types: ColumnTypes, spec: ColumnSpec): EntitySchemaColumnOptions {
@@ -87,6 +109,11 @@ export const str = (column: string, length: number, nullable = false): ColumnSpe
   column,
   kind: { varchar: length },
   nullable,
+});
+/** A short string compared with literals only (a status, a title): see ColumnSpec.freeText. */
+export const label = (column: string, length: number, nullable = false): ColumnSpec => ({
+  ...str(column, length, nullable),
+  freeText: true,
 });
 export const int = (column: string, nullable = false): ColumnSpec => ({ column, kind: 'int', nullable });
 export const bigint = (column: string): ColumnSpec => ({ column, kind: 'bigint' });

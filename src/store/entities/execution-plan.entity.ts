@@ -1,4 +1,4 @@
-import { bigint, bool, count, deletedAt, defineEntity, ext, int, moneyTotal, str, text, ts } from './define-entity';
+import { bigint, bool, count, defineEntity, deletedAt, ext, int, label, moneyTotal, text, ts } from './define-entity';
 
 export type PlanStatus = 'planning' | 'executing' | 'completed' | 'failed' | 'cancelled';
 export type ApprovalStatus = 'pending' | 'approved' | 'edited' | 'rejected';
@@ -48,7 +48,7 @@ export const ExecutionPlanEntity = defineEntity<ExecutionPlanRow>('ExecutionPlan
   id: ext('id', { primary: true }),
   sessionId: ext('session_id'),
   query: text('query', false),
-  status: str('status', 20),
+  status: label('status', 20),
   summary: text('summary'),
   failureReason: text('failure_reason'),
   totalSteps: int('total_steps'),
@@ -60,10 +60,10 @@ export const ExecutionPlanEntity = defineEntity<ExecutionPlanRow>('ExecutionPlan
   totalCost: moneyTotal('total_cost'),
   unpricedSteps: count('unpriced_steps'),
   requiresApproval: bool('requires_approval'),
-  approvalStatus: str('approval_status', 20, true),
+  approvalStatus: label('approval_status', 20, true),
   complexity: int('complexity', true),
   parentPlanId: ext('parent_plan_id', { nullable: true }),
-  forkKind: str('fork_kind', 10, true),
+  forkKind: label('fork_kind', 10, true),
   forkLayer: int('fork_layer', true),
   forkCheckpoint: ext('fork_checkpoint', { nullable: true }),
   createdAt: ts('created_at'),

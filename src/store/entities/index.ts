@@ -1,5 +1,6 @@
 import type { EntitySchema } from 'typeorm';
 import type { ColumnTypes } from '../sql/column-kinds';
+import { comparesAsIdentifier } from './define-entity';
 import { SessionEntity } from './session.entity';
 import { ExecutionPlanEntity } from './execution-plan.entity';
 import { PlanStepEntity } from './plan-step.entity';
@@ -37,18 +38,36 @@ export const ENTITY = {
   priceReprice: 'PriceReprice',
 } as const;
 
+const ENTITIES = [
+  SessionEntity,
+  ExecutionPlanEntity,
+  PlanStepEntity,
+  PlanHandoffEntity,
+  PlanDecisionEntity,
+  WorkflowDagEntity,
+  WorkflowCheckpointEntity,
+  PlanHeadEntity,
+  PlanEventEntity,
+  PriceOverrideEntity,
+  PriceRepriceEntity,
+] as const;
+
 export function buildEntitySchemas(types: ColumnTypes): EntitySchema[] {
-  return [
-    SessionEntity,
-    ExecutionPlanEntity,
-    PlanStepEntity,
-    PlanHandoffEntity,
-    PlanDecisionEntity,
-    WorkflowDagEntity,
-    WorkflowCheckpointEntity,
-    PlanHeadEntity,
-    PlanEventEntity,
-    PriceOverrideEntity,
-    PriceRepriceEntity,
-  ].map((factory) => factory(types));
+  return ENTITIES.map((factory) => (factory as (t: ColumnTypes) => EntitySchema)(types));
+}
+
+/** A column of the schema, by table and column name. */
+export interface TableColumn {
+  table: string;
+  column: string;
+}
+
+/**
+ * Every column that holds an id, a key or a name compared byte for byte (comparesAsIdentifier):
+ * the columns the schema lint requires in the binary collation, wherever they are declared.
+ */
+export function identifierColumns(): TableColumn[] {
+  return ENTITIES.flatMap((e) =>
+    e.columns.filter(comparesAsIdentifier).map((c) => ({ table: e.tableName, column: c.column })),
+  );
 }

@@ -1,4 +1,4 @@
-import { deletedAt, defineEntity, ext, str, text, ts, uuid } from './define-entity';
+import { defineEntity, deletedAt, ext, label, text, ts, uuid } from './define-entity';
 
 /** The approve / edit / reject audit trail of human decisions. `id` is the decision event's eventId. */
 export interface PlanDecisionRow {
@@ -18,10 +18,10 @@ export const PlanDecisionEntity = defineEntity<PlanDecisionRow>('PlanDecision', 
   id: uuid('id', { primary: true }),
   planId: ext('plan_id'),
   sessionId: ext('session_id'),
-  decision: str('decision', 10),
+  decision: label('decision', 10),
   modifiedSteps: text('modified_steps'),
   feedback: text('feedback'),
-  decidedBy: str('decided_by', 200, true),
+  decidedBy: label('decided_by', 200, true),
   decidedAt: ts('decided_at'),
   deletedAt,
 });

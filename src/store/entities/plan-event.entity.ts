@@ -1,4 +1,4 @@
-import { deletedAt, defineEntity, ext, int, str, text, ts, uuid } from './define-entity';
+import { defineEntity, deletedAt, ext, int, label, text, ts, uuid } from './define-entity';
 
 /** The append-only raw event log. `eventId` is the idempotency key and the primary key. */
 export interface PlanEventRow {
@@ -19,7 +19,7 @@ export const PlanEventEntity = defineEntity<PlanEventRow>('PlanEvent', 'plan_eve
   eventId: uuid('event_id', { primary: true }),
   planId: ext('plan_id'),
   sessionId: ext('session_id'),
-  type: str('type', 40),
+  type: label('type', 40),
   seq: int('seq'),
   specVersion: int('spec_version'),
   occurredAt: ts('occurred_at'),

@@ -1,5 +1,5 @@
 import type { CostSource } from '../../pricing';
-import { count, deletedAt, defineEntity, ext, int, money, str, text, ts, uuid } from './define-entity';
+import { count, defineEntity, deletedAt, ext, int, label, money, str, text, ts, uuid } from './define-entity';
 
 export type StepStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'skipped';
 
@@ -53,10 +53,10 @@ export const PlanStepEntity = defineEntity<PlanStepRow>('PlanStep', 'plan_steps'
   stepIndex: int('step_index'),
   agentId: str('agent_id', 100),
   task: text('task', false),
-  title: str('title', 500, true),
-  expectedOutput: str('expected_output', 50, true),
+  title: label('title', 500, true),
+  expectedOutput: label('expected_output', 50, true),
   dependsOn: text('depends_on'),
-  status: str('status', 20),
+  status: label('status', 20),
   result: text('result'),
   error: text('error'),
   outputContent: text('output_content'),
@@ -69,8 +69,8 @@ export const PlanStepEntity = defineEntity<PlanStepRow>('PlanStep', 'plan_steps'
   reasoningTokens: count('reasoning_tokens'),
   reportedCost: money('reported_cost'),
   cost: money('cost'),
-  costSource: str('cost_source', 20, true),
-  priceRef: str('price_ref', 200, true),
+  costSource: label('cost_source', 20, true),
+  priceRef: label('price_ref', 200, true),
   startedAt: ts('started_at', true),
   completedAt: ts('completed_at', true),
   createdAt: ts('created_at'),

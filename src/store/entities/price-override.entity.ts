@@ -1,4 +1,4 @@
-import { defineEntity, ext, money, str, text, ts, uuid, int } from './define-entity';
+import { defineEntity, ext, int, label, money, str, text, ts, uuid } from './define-entity';
 
 /** `price_overrides`: a negotiated or internal price (`plan-ledger prices set`). */
 export interface PriceOverrideRow {
@@ -19,14 +19,14 @@ export interface PriceOverrideRow {
 
 export const PriceOverrideEntity = defineEntity<PriceOverrideRow>('PriceOverride', 'price_overrides', {
   id: ext('id', { primary: true }),
-  modelPattern: str('model_pattern', 100),
+  modelPattern: label('model_pattern', 100),
   provider: str('provider', 100, true),
   effectiveFrom: ts('effective_from'),
   inputPerMtok: money('input_per_mtok', false),
   outputPerMtok: money('output_per_mtok', false),
   cacheReadPerMtok: money('cache_read_per_mtok'),
   cacheWritePerMtok: money('cache_write_per_mtok'),
-  currency: str('currency', 3),
+  currency: label('currency', 3),
   createdAt: ts('created_at'),
 });
 
@@ -50,7 +50,7 @@ export const PriceRepriceEntity = defineEntity<PriceRepriceRow>('PriceReprice', 
   ranAt: ts('ran_at'),
   fromAt: ts('from_at'),
   toAt: ts('to_at'),
-  model: str('model', 100, true),
+  model: label('model', 100, true),
   steps: int('steps'),
   plans: int('plans'),
   oldTotal: money('old_total', false),

@@ -10,6 +10,9 @@ import { moneyFromColumn } from '../../pricing';
 
 const MIGRATION_LOCK_NAME = 'plan-ledger:migrate';
 
+/** The collation of ids: binary (case and accents count), and its order is the JS sort the lock order assumes. */
+export const ID_COLLATION = 'Latin1_General_100_BIN2';
+
 /**
  * SQL Server (mssql over tedious).
  * - Rows and id lists go as one JSON parameter read with OPENJSON (mssql-json.ts): one statement
@@ -107,6 +110,14 @@ export const mssql: SqlDialect = {
   appendEvents: (m, rows) => appendEventRows(m, mssql, rows),
   errorsEndTransaction: true,
   skipsStoredEvents: false,
+
+  identifierCollation: ID_COLLATION,
+  async textColumns(ds) {
+    const rows: Array<{ table: string; column: string; collation: string }> = await ds.query(
+      `SELECT t.name AS "table", c.name AS "column", c.collation_name AS "collation" FROM sys.columns c JOIN sys.tables t ON t.object_id = c.object_id WHERE t.schema_id = SCHEMA_ID() AND c.collation_name IS NOT NULL`,
+    );
+    return rows.map((r) => ({ ...r, comparesBytes: r.collation === ID_COLLATION }));
+  },
 
   migrations: {
     lock: {

@@ -91,6 +91,14 @@ export const mysql: SqlDialect = {
   errorsEndTransaction: false,
   skipsStoredEvents: false,
 
+  identifierCollation: 'utf8mb4_bin',
+  async textColumns(ds) {
+    const rows: Array<{ table: string; column: string; collation: string }> = await ds.query(
+      'SELECT TABLE_NAME AS `table`, COLUMN_NAME AS `column`, COLLATION_NAME AS `collation` FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND COLLATION_NAME IS NOT NULL',
+    );
+    return rows.map((r) => ({ ...r, comparesBytes: r.collation === 'utf8mb4_bin' }));
+  },
+
   migrations: {
     lock: {
       holder: 'migrating-connection',

@@ -149,6 +149,17 @@ export const postgres: SqlDialect = {
   rows: (m) => new UnnestRows(m, postgres),
   updatesChangedColumnsOnly: false,
 
+  // equality under a deterministic collation is byte equality (ties are broken by the bytes); only a
+  // nondeterministic (ICU, case- or accent-insensitive) collation finds `Plan_A` for `plan_a`
+  identifierCollation: 'a deterministic collation',
+  async textColumns(ds) {
+    const rows: Array<{ table: string; column: string; collation: string | null; deterministic: boolean }> =
+      await ds.query(
+        `SELECT c.table_name AS "table", c.column_name AS "column", c.collation_name AS "collation", COALESCE(co.collisdeterministic, true) AS "deterministic" FROM information_schema.columns c LEFT JOIN pg_catalog.pg_collation co ON co.collname = c.collation_name WHERE c.table_schema = current_schema() AND c.data_type IN ('character varying', 'character', 'text')`,
+      );
+    return rows.map(({ deterministic, ...r }) => ({ ...r, comparesBytes: deterministic }));
+  },
+
   migrations: {
     lock: {
       holder: 'migrating-connection',

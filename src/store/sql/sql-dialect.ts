@@ -1,6 +1,6 @@
 import type { DataSource, DataSourceOptions, EntityManager, QueryRunner } from 'typeorm';
 import type { DatabaseTarget, Dialect } from '../../config/database-url';
-import type { PlanEventRow, PlanHeadRow } from '../entities';
+import type { PlanEventRow, PlanHeadRow, TableColumn } from '../entities';
 import type { ColumnTypes } from './column-kinds';
 
 export type { Dialect } from '../../config/database-url';
@@ -57,6 +57,14 @@ export interface RowStore {
 export interface LockedHead extends PlanHeadRow {
   /** This transaction created the head: none of the plan's events was stored before. */
   isNew: boolean;
+}
+
+/** A text column as the schema has it (the collation lint's input, schema-lint.ts). */
+export interface TextColumnFacts extends TableColumn {
+  /** Its collation; null: the database's default (none named on the column). */
+  collation: string | null;
+  /** Whether that collation compares byte for byte, as ids need. */
+  comparesBytes: boolean;
 }
 
 /** An event row to append to the log; `payload` is the event's payload, not yet JSON text. */
@@ -230,6 +238,15 @@ export interface SqlDialect extends ColumnTypes {
    * connection's request timeout, where the driver has one (SQL Server); elsewhere just runs it.
    */
   withRequestTimeout<T>(timeoutMs: number, work: () => Promise<T>): Promise<T>;
+
+  // --- schema as migrated ---
+  /** The collation ids compare in (named in the schema lint's messages). */
+  readonly identifierCollation: string;
+  /**
+   * The text columns of the plan-ledger tables in the current database or schema, with their
+   * collation and whether it compares byte for byte (schema-lint.ts).
+   */
+  textColumns(ds: DataSource): Promise<TextColumnFacts[]>;
 
   // --- migrations ---
   readonly migrations: {

@@ -3,7 +3,7 @@ import { ENTITY, PlanHeadRow } from '../entities';
 import { appendEventRows, bumpHeadsByUpdate } from './ledger-rows';
 import { limitedTarget, runLimited } from './limited-changes';
 import { SqliteRowStore } from './row-stores';
-import type { LockedHead, SqlDialect } from './sql-dialect';
+import type { LockedHead, SqlDialect, TextColumnFacts } from './sql-dialect';
 import { SqliteRows } from './sqlite-rows';
 
 /**
@@ -98,6 +98,33 @@ export const sqlite: SqlDialect = {
   appendEvents: (m, rows) => appendEventRows(m, sqlite, rows),
   errorsEndTransaction: false,
   skipsStoredEvents: false,
+
+  identifierCollation: 'BINARY',
+  async textColumns(ds) {
+    const tables: Array<{ name: string; sql: string }> = await ds.query(
+      `SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`,
+    );
+    const out: TextColumnFacts[] = [];
+    for (const t of tables) {
+      const columns: Array<{ name: string; type: string }> = await ds.query(
+        `SELECT name, type FROM pragma_table_info(?)`,
+        [t.name],
+      );
+      for (const c of columns) {
+        if (!/char|text|clob/i.test(c.type)) continue;
+        // a column's collation is only in its definition: `"name" type ... COLLATE NOCASE`
+        const def = new RegExp(`"${c.name}"[^,]*?\\bCOLLATE\\s+"?(\\w+)`, 'i').exec(t.sql);
+        const collation = def ? def[1].toUpperCase() : null;
+        out.push({
+          table: t.name,
+          column: c.name,
+          collation,
+          comparesBytes: collation === null || collation === 'BINARY',
+        });
+      }
+    }
+    return out;
+  },
 
   migrations: { lock: 'exclusive-transaction', transaction: 'none' },
 
