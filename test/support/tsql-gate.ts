@@ -280,6 +280,8 @@ export interface Verdict {
   unparsed?: string;
   /** Forbidden constructs found in it. */
   forbidden: string[];
+  /** The parser's syntax tree of `parsed`, when it parsed. */
+  ast?: unknown[];
 }
 
 export const passes = (v: Verdict) => v.parseError === undefined && v.forbidden.length === 0;
@@ -300,7 +302,7 @@ export async function judge(parser: TsqlParser, sqls: string[]): Promise<Verdict
   const results = await parser.parse(prepared.map((p) => p.parsed));
   return prepared.map((p, i): Verdict => {
     const r = results[i];
-    if ('ast' in r) return { ...p, forbidden: forbiddenIn(r.ast) };
+    if ('ast' in r) return { ...p, forbidden: forbiddenIn(r.ast), ast: r.ast };
     const listed = UNPARSED_STATEMENTS.find((u) => u.matches(p.sql));
     return listed ? { ...p, unparsed: listed.name, forbidden: [] } : { ...p, parseError: r.error, forbidden: [] };
   });
