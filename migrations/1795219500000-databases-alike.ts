@@ -38,7 +38,7 @@ export class DatabasesAlike1795219500000 implements MigrationInterface {
 }
 
 type Kind = ColumnKind | { varchar: number };
-interface IdColumn {
+export interface IdColumn {
   table: string;
   column: string;
   kind: Kind;
@@ -265,7 +265,7 @@ function mysqlStatements(mariadb: boolean, direction: Direction): string[] {
  * by). Their names are the server's, so they are found in `sys.stats` and dropped by dynamic SQL;
  * the optimizer creates them again, with the new collation, when a query next needs them.
  */
-function dropColumnStatistics(columns: readonly IdColumn[]): string {
+export function dropColumnStatistics(columns: readonly IdColumn[]): string {
   const byColumn = columns
     .map((c) => `(sc.object_id = OBJECT_ID(N'${c.table}') AND c.name = N'${c.column}')`)
     .join(' OR ');

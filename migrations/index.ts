@@ -6,6 +6,7 @@ import { PlanRestoredAt1795219600000 } from './1795219600000-plan-restored-at';
 import { StepCost1795219700000 } from './1795219700000-step-cost';
 import { PriceOverrides1795219800000 } from './1795219800000-price-overrides';
 import { PlanLineage1795219900000 } from './1795219900000-plan-lineage';
+import { IdentifierCollations1795220000000 } from './1795220000000-identifier-collations';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   StepCost1795219700000,
   PriceOverrides1795219800000,
   PlanLineage1795219900000,
+  IdentifierCollations1795220000000,
 ];

@@ -21,6 +21,7 @@ const ALL = [
   'StepCost1795219700000',
   'PriceOverrides1795219800000',
   'PlanLineage1795219900000',
+  'IdentifierCollations1795220000000',
 ];
 
 /** Holds the migration lock from this process until `release()` is called. */

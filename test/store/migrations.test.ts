@@ -98,6 +98,7 @@ const ALL_MIGRATIONS = [
   'StepCost1795219700000',
   'PriceOverrides1795219800000',
   'PlanLineage1795219900000',
+  'IdentifierCollations1795220000000',
 ];
 
 /** Seed 000, section 6, verbatim. */
@@ -239,7 +240,7 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
   });
 
   it('upgrades stored plans: a plan with rows has every stored event applied, a handoff gets its step key', async () => {
-    for (let i = 0; i < 6; i++) await ds.undoLastMigration({ transaction: 'each' });
+    for (let i = 0; i < 7; i++) await ds.undoLastMigration({ transaction: 'each' });
     const at = kind === 'sqlite' ? "'2026-01-01 00:00:00.000'" : "'2026-01-01 00:00:00'";
     await ds.query(`INSERT INTO sessions (id) VALUES ('up_s')`);
     await ds.query(
@@ -261,6 +262,7 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
       'StepCost1795219700000',
       'PriceOverrides1795219800000',
       'PlanLineage1795219900000',
+      'IdentifierCollations1795220000000',
     ]);
     // a plan stored before costs existed: no cost is made up for it
     const [plan] = await ds.query(`SELECT total_cost, unpriced_steps FROM execution_plans WHERE id = 'up_p'`);

@@ -136,8 +136,13 @@ describe('SQL Server DDL', () => {
   it('drops the column statistics on every column whose collation changes, before the first change (up and down)', () => {
     for (const ddl of [up, down]) {
       const statements = ddl.split(';\n');
-      const drop = statements.findIndex((st) => st.startsWith('DECLARE @drop nvarchar(MAX)'));
-      const firstCollate = statements.findIndex((st) => / ALTER COLUMN .* COLLATE /.test(st));
+      // the ids' migration's (the repair of later columns has its own, tested below)
+      const drop = statements.findIndex(
+        (st) => st.startsWith('DECLARE @drop nvarchar(MAX)') && st.includes("OBJECT_ID(N'sessions')"),
+      );
+      const firstCollate = statements.findIndex((st) =>
+        BINARY_COLUMNS.some((c) => st.startsWith(`ALTER TABLE "${c.table}" ALTER COLUMN "${c.column}" `)),
+      );
       expect(drop).toBeGreaterThanOrEqual(0);
       expect(drop).toBeLessThan(firstCollate);
       const st = statements[drop];
@@ -146,8 +151,29 @@ describe('SQL Server DDL', () => {
       for (const c of BINARY_COLUMNS)
         expect(st).toContain(`(sc.object_id = OBJECT_ID(N'${c.table}') AND c.name = N'${c.column}')`);
       expect(st).toMatch(/IF @drop IS NOT NULL EXEC sp_executesql @drop$/);
-      expect(statements.filter((x) => x.startsWith('DECLARE @drop'))).toHaveLength(1);
+      // one per migration that changes collations: the ids' and the repair of the columns added later
+      expect(statements.filter((x) => x.startsWith('DECLARE @drop'))).toHaveLength(2);
     }
+  });
+
+  it('repairs the columns added in the database default: the parent index and statistics go first', () => {
+    const statements = up.split(';\n');
+    const at = (re: RegExp) => statements.findIndex((st) => re.test(st));
+    const repaired = [
+      ['execution_plans', 'parent_plan_id', 'nvarchar(64)', 'NULL'],
+      ['execution_plans', 'fork_checkpoint', 'nvarchar(64)', 'NULL'],
+      ['plan_steps', 'provider', 'nvarchar(100)', 'NULL'],
+      ['plan_handoffs', 'reason', 'nvarchar(50)', 'NOT NULL'],
+      ['price_overrides', 'provider', 'nvarchar(100)', 'NULL'],
+    ];
+    const drop = statements.map((st) => st.startsWith('DECLARE @drop')).lastIndexOf(true);
+    for (const [table, column, type, nullable] of repaired) {
+      const alter = `ALTER TABLE "${table}" ALTER COLUMN "${column}" ${type} COLLATE Latin1_General_100_BIN2 ${nullable}`;
+      expect(statements.indexOf(alter)).toBeGreaterThan(drop);
+      expect(statements[drop]).toContain(`(sc.object_id = OBJECT_ID(N'${table}') AND c.name = N'${column}')`);
+    }
+    expect(at(/^DROP INDEX "IX_execution_plans_parent"/)).toBeLessThan(drop);
+    expect(statements.at(-1)).toBe('CREATE INDEX "IX_execution_plans_parent" ON "execution_plans" ("parent_plan_id")');
   });
 
   it('alters no column while a key, index, foreign key or default covers it, and recreates every one of them', () => {

@@ -68,7 +68,7 @@ describe('event store SQL on SQL Server', () => {
       { key: 'planId', update: [], concurrentInserts: true },
     );
     expect(sql).toMatch(
-      /^MERGE INTO "plan_heads" WITH \(HOLDLOCK\) AS t USING OPENJSON\(@0\) WITH \("plan_id" nvarchar\(64\) '\$\.planId', /,
+      /^MERGE INTO "plan_heads" WITH \(HOLDLOCK\) AS t USING OPENJSON\(@0\) WITH \("plan_id" nvarchar\(4000\) COLLATE Latin1_General_100_BIN2 '\$\.planId', /,
     );
     expect(sql).toContain(
       'ON t."plan_id" = s."plan_id" WHEN MATCHED THEN UPDATE SET "session_id" = t."session_id" WHEN NOT MATCHED THEN INSERT ("plan_id", "session_id"',

@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { parseDatabaseUrl } from '../../src/config/database-url';
 import { identifierColumns } from '../../src/store/entities';
-import { migrationSql } from '../../src/store/migrator';
+import { migrationSql, runMigrations } from '../../src/store/migrator';
 import { lintCollations, lintSchemaCollations } from '../../src/store/schema-lint';
 import { mssql } from '../../src/store/sql/mssql';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
@@ -90,3 +90,40 @@ describe('the lint names a column changed to a collation that ignores case', () 
     }
   });
 });
+
+describe.each(['sqlite', 'postgres', 'mariadb'] as const)(
+  'the repair migration on %s: a database created by the previous version',
+  (kind) => {
+    it('moves the columns the lint names into the binary collation and keeps their rows', async () => {
+      const { ds, close } = await createMigratedDb(kind);
+      try {
+        await ds.undoLastMigration({ transaction: 'each' });
+        await ds.query(`INSERT INTO sessions (id) VALUES ('s1')`);
+        for (const [id, parent] of [
+          ['plan_a', null],
+          ['Plan_A', null],
+          ['fork_1', 'plan_a'],
+        ])
+          await ds.query(
+            `INSERT INTO execution_plans (id, session_id, query, status, total_steps, parent_plan_id) VALUES ('${id}', 's1', 'q', 'completed', 0, ${parent ? `'${parent}'` : 'NULL'})`,
+          );
+        if (kind === 'mariadb')
+          expect((await lintSchemaCollations(ds)).map((p) => p.split(' ')[0])).toEqual([
+            'execution_plans.parent_plan_id',
+            'execution_plans.fork_checkpoint',
+            'plan_steps.provider',
+            'plan_handoffs.reason',
+            'price_overrides.provider',
+          ]);
+        expect((await runMigrations(ds)).applied).toEqual(['IdentifierCollations1795220000000']);
+        expect(await lintSchemaCollations(ds)).toEqual([]);
+        // the forks of plan_a are not the forks of Plan_A
+        const forks = (id: string) => ds.query(`SELECT id FROM execution_plans WHERE parent_plan_id = '${id}'`);
+        expect(await forks('plan_a')).toEqual([{ id: 'fork_1' }]);
+        expect(await forks('Plan_A')).toEqual([]);
+      } finally {
+        await close();
+      }
+    });
+  },
+);

@@ -61,9 +61,10 @@ describe('collations of the comparisons SQL Server is sent', () => {
   });
 
   describe('the check is not vacuous', () => {
-    it('fails an OPENJSON id list without a COLLATE against a binary column', async () => {
-      const [bad] = await check([
+    it('fails an OPENJSON id list without a COLLATE against a binary column, passes it with one', async () => {
+      const [bad, good] = await check([
         `SELECT "event_id" FROM "plan_events" WHERE "event_id" IN (SELECT v FROM OPENJSON(@0) WITH (v nvarchar(36) '$'))`,
+        `SELECT "event_id" FROM "plan_events" WHERE "event_id" IN (SELECT v FROM OPENJSON(@0) WITH (v nvarchar(36) COLLATE Latin1_General_100_BIN2 '$'))`,
       ]);
       expect(bad.conflicts.map((c) => [c.left, c.right])).toEqual([
         [
@@ -71,6 +72,7 @@ describe('collations of the comparisons SQL Server is sent', () => {
           "OPENJSON column v (implicit, the database's default)",
         ],
       ]);
+      expect(good.conflicts).toEqual([]);
     });
 
     it('fails a join of a binary column with one in the database default', async () => {

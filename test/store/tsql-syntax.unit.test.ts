@@ -70,7 +70,8 @@ describe('T-SQL syntax gate over the statements sent to SQL Server', () => {
     const kinds: Record<string, RegExp> = {
       'MERGE from OPENJSON': /^MERGE INTO "\w+"( WITH \(HOLDLOCK\))? AS t USING OPENJSON\(@0\)/,
       'INSERT from OPENJSON': /^INSERT INTO "\w+" \(.*\) SELECT .* FROM OPENJSON\(@0\)/,
-      'an id list from OPENJSON': / IN \(SELECT v FROM OPENJSON\(@0\) WITH \(v nvarchar\(\d+\) '\$'\)\)/,
+      'an id list from OPENJSON':
+        / IN \(SELECT v FROM OPENJSON\(@0\) WITH \(v nvarchar\(4000\) COLLATE Latin1_General_100_BIN2 '\$'\)\)/,
       DELETE: /^DELETE FROM /,
       UPDATE: /^UPDATE /,
       'the heads lock': /^UPDATE "plan_heads" SET "version" = "version" \+ 1 WHERE "plan_id" IN \(@0/,

@@ -4,7 +4,8 @@ import { chunk } from './batch-limits';
 import { nvarcharMax } from './mssql-parameters';
 import type { LockedHead, RowStore, SqlDialect, Upsert } from './sql-dialect';
 import type { Statement } from './values-statements';
-import { ENTITY, PlanHeadRow } from '../entities';
+import { ENTITY, identifierColumns, PlanHeadRow } from '../entities';
+import { ID_COLLATION } from './mssql-collation';
 
 /**
  * SQL Server's counterpart of PostgreSQL's unnest path: the rows of a statement go as one JSON
@@ -15,15 +16,32 @@ import { ENTITY, PlanHeadRow } from '../entities';
  * Values: strings and numbers as they are, booleans as JSON true/false (bit), instants as ISO 8601
  * UTC wall time without a zone (`2026-01-01T12:00:00.000`, what `datetime2(3)` reads whatever the
  * session's language and date format), null as null.
+ *
+ * Text in `WITH`: an OPENJSON column without COLLATE is in the database's default collation (the
+ * catalog's on a contained database or Azure SQL Database), and comparing it with a key in the ids'
+ * binary collation is Msg 468, "cannot resolve the collation conflict". Every column that compares
+ * as an identifier is therefore declared `COLLATE Latin1_General_100_BIN2`, like its table column.
+ * Bounded text is declared `nvarchar(4000)`, not the column's length: OPENJSON would cut a longer
+ * value to the declared length without a word, where the INSERT into the column refuses it
+ * (Msg 2628, string or binary data would be truncated), as PostgreSQL does.
  */
 
 /** Rows per statement: no parameter cap applies; this bounds one request's size. */
 const JSON_ROWS = 1_000;
 
-/** The declared type of a column, as OPENJSON's WITH clause names it. */
+/** The columns compared as identifiers, as `table.column` (the entities declare them). */
+const IDENTIFIERS = new Set(identifierColumns().map((c) => `${c.table}.${c.column}`));
+
+/** The declared type of a column, as OPENJSON's WITH clause names it (see above for text). */
 function sqlType(c: ColumnMetadata): string {
   if (c.type === 'datetime2') return `datetime2(${c.precision ?? 3})`;
   if (c.type === 'decimal') return `decimal(${c.precision ?? 18}, ${c.scale ?? 0})`;
+  if (c.type === 'nvarchar') {
+    const text = c.length === 'MAX' ? 'nvarchar(MAX)' : 'nvarchar(4000)';
+    return IDENTIFIERS.has(`${c.entityMetadata.tableName}.${c.databaseName}`)
+      ? `${text} COLLATE ${ID_COLLATION}`
+      : text;
+  }
   return c.length ? `${String(c.type)}(${c.length})` : String(c.type);
 }
 

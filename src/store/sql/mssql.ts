@@ -3,15 +3,13 @@ import type { DatabaseTarget } from '../../config/database-url';
 import { appendEventRows } from './ledger-rows';
 import { limitedTarget, runLimited } from './limited-changes';
 import { bumpHeadsJson, eventPlansJson, JsonRows, lockHeadsJson } from './mssql-json';
+import { ID_COLLATION } from './mssql-collation';
 import { typeMssqlParameters } from './mssql-parameters';
 import { scopeRequestTimeouts, withRequestTimeout } from './mssql-request-timeout';
 import type { SqlDialect } from './sql-dialect';
 import { moneyFromColumn } from '../../pricing';
 
 const MIGRATION_LOCK_NAME = 'plan-ledger:migrate';
-
-/** The collation of ids: binary (case and accents count), and its order is the JS sort the lock order assumes. */
-export const ID_COLLATION = 'Latin1_General_100_BIN2';
 
 /**
  * SQL Server (mssql over tedious).
@@ -183,3 +181,5 @@ function timeoutParam(target: DatabaseTarget, name: string, fallback: number): n
   const v = target.params[name];
   return v === undefined ? fallback : Number(v);
 }
+
+export { ID_COLLATION };
