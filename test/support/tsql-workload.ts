@@ -324,40 +324,34 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
 async function recordPrices(rec: SectionRecorder, check: Check): Promise<void> {
   const at = new Date('2030-01-02T00:00:00.000Z');
   const overrides: Row[] = [];
+  const stepId = '00000000-0000-5000-8000-000000000001';
   const ds = await rec.open((sql) => {
     if (/^SELECT .* FROM "price_overrides"/.test(sql)) return overrides;
+    // a reprice's keyset pages: one step, then nothing after it
+    if (/^SELECT "s"\."plan_id" AS "planId", "s"\."id" AS "id" FROM "plan_steps" "s" INNER JOIN/.test(sql))
+      return /"s"\."plan_id" > @/.test(sql) ? [] : [{ planId: 'plan-p', id: stepId }];
     if (/^SELECT .* FROM "plan_steps" "s" INNER JOIN "execution_plans" "p"/.test(sql)) {
       const step: Record<string, unknown> = {
-        id: '00000000-0000-5000-8000-000000000001',
+        id: stepId,
         plan_id: 'plan-p',
-        step_key: 's1',
-        step_index: 0,
-        agent_id: 'coder',
-        task: 't',
-        status: 'completed',
         model: 'gpt-4o',
+        provider: null,
         input_tokens: 1200,
         output_tokens: 300,
         cache_read_tokens: 0,
         cache_write_tokens: 0,
         reasoning_tokens: 0,
+        reported_cost: null,
         cost: 0.006,
         cost_source: 'table',
         price_ref: 'genai-prices:openai/gpt-4o',
         completed_at: at,
-        created_at: at,
       };
       return [Object.fromEntries(Object.entries(step).map(([k, v]) => [`s_${k}`, v]))];
     }
-    if (/^SELECT .* FROM "plan_steps" "PlanStep" WHERE/.test(sql))
-      return [
-        {
-          PlanStep_id: '00000000-0000-5000-8000-000000000001',
-          PlanStep_plan_id: 'plan-p',
-          PlanStep_cost: 0.0048,
-          PlanStep_cost_source: 'override',
-        },
-      ];
+    // the totals of the page's plans, read again under their locks
+    if (/^SELECT .* FROM "plan_steps" "s" WHERE "s"\."plan_id" IN/.test(sql))
+      return [{ s_id: stepId, s_plan_id: 'plan-p', s_cost: 0.0048, s_cost_source: 'override' }];
     return undefined;
   });
   const row = await addPriceOverride(ds, {
