@@ -37,6 +37,8 @@ const MSSQL_PARAMS: Readonly<Record<string, ParamKind>> = {
   trustServerCertificate: 'boolean',
   requestTimeout: 'ms',
   connectionTimeout: 'ms',
+  // an Always On listener spanning subnets: connect to all its addresses at once, not one after the other
+  multiSubnetFailover: 'boolean',
 };
 
 type ParamKind = 'boolean' | 'ms';

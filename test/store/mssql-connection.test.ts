@@ -74,11 +74,16 @@ describe('SQL Server connection options', () => {
     ) as typeof secure;
     expect(compose.options).toMatchObject({ encrypt: true, trustServerCertificate: true });
     expect(compose.requestTimeout).toBe(60_000);
+    expect(secure.options.multiSubnetFailover).toBe(false);
+    const listener = dataSourceOptions(
+      parseDatabaseUrl('mssql://u:p@ag-listener:1433/ledger?multiSubnetFailover=true'),
+    ) as typeof secure;
+    expect(listener.options).toMatchObject({ multiSubnetFailover: true, encrypt: true });
   });
 
   it('refuses an unknown or malformed mssql:// parameter with one line naming it', () => {
     expect(() => parseDatabaseUrl('mssql://u:p@db/ledger?requestTimout=5')).toThrow(
-      /unknown parameter "requestTimout"; mssql:\/\/ takes encrypt, trustServerCertificate, requestTimeout, connectionTimeout/,
+      /unknown parameter "requestTimout"; mssql:\/\/ takes encrypt, trustServerCertificate, requestTimeout, connectionTimeout, multiSubnetFailover/,
     );
     expect(() => parseDatabaseUrl('mssql://u:p@db/ledger?requestTimeout=15s')).toThrow(
       /requestTimeout must be a number of milliseconds, not "15s"/,
@@ -91,6 +96,8 @@ describe('SQL Server connection options', () => {
   it('retries what SQL Server and Azure SQL report while recovering, throttling or short of a resource', () => {
     for (const number of [
       1205, 1222, 1204, 701, 8645, 4060, 18456, 9002, 1105, 40197, 40501, 40613, 49918, 49919, 49920, 10928, 10929,
+      // an Always On failover: a killed session, a replica not yet primary or readable, compile memory
+      596, 976, 978, 983, 3906, 8628, 8651,
     ]) {
       expect([number, isRetryableDbError({ message: 'x', driverError: { number } })]).toEqual([number, true]);
     }

@@ -92,6 +92,15 @@ describe('SQL Server errors while the database restarts or fails over', () => {
     expect(isRetryableDbError(refused)).toBe(true);
   });
 
+  it('retries a request sent on a connection a failover left closing (EINVALIDSTATE)', () => {
+    // tedious raises it with this code; mssql's typings do not list it
+    const err = Object.assign(
+      new mssql.RequestError('Requests can only be made in the LoggedIn state, not the Final state'),
+      { code: 'EINVALIDSTATE' },
+    );
+    expect(isRetryableDbError(new QueryFailedError('SELECT 1', [], err))).toBe(true);
+  });
+
   it('does not retry what a retry cannot fix: a value too long, a syntax error, a conversion failure', () => {
     for (const [number, message] of [
       [8152, 'String or binary data would be truncated.'],

@@ -67,6 +67,9 @@ export const mssql: SqlDialect = {
         // server says trustServerCertificate=true; production servers should not need it)
         encrypt: target.params.encrypt !== 'false',
         trustServerCertificate: target.params.trustServerCertificate === 'true',
+        // after a failover to another subnet, a connect tries every address of the listener in
+        // parallel instead of spending its whole timeout on the dead one first
+        multiSubnetFailover: target.params.multiSubnetFailover === 'true',
       },
     } as DataSourceOptions;
   },
@@ -138,9 +141,10 @@ export const mssql: SqlDialect = {
      * database still recovering from a restart or a failover answers (4060 "Cannot open database",
      * 18456 "Login failed", Azure's 40613 "not currently available"); a wrong password answers
      * the same, and the retry budget bounds it, as for 18456 below. `ENOTOPEN`: the mssql pool is
-     * not open yet, or is closing.
+     * not open yet, or is closing. `EINVALIDSTATE`: a request sent on a connection tedious was
+     * still closing or resetting (what a connection dropped by a failover answers).
      */
-    codes: ['ESOCKET', 'ETIMEOUT', 'ECONNCLOSED', 'EINSTLOOKUP', 'ELOGIN', 'ENOTOPEN'],
+    codes: ['ESOCKET', 'ETIMEOUT', 'ECONNCLOSED', 'EINSTLOOKUP', 'ELOGIN', 'ENOTOPEN', 'EINVALIDSTATE'],
     /** The pool found no connection in time (tarn's TimeoutError, as mssql words it): the server is slow to accept logins. */
     messages: [/^Failed to acquire a connection from the pool/],
     /**
@@ -160,6 +164,13 @@ export const mssql: SqlDialect = {
         'login failed (the database is recovering; a bad password also gives this, and the retry budget bounds it)',
       ],
       [9002, 'transaction log full (until a log backup or autogrowth frees space)'],
+      [596, 'cannot continue: the session is in the kill state (a failover or an operator ended it)'],
+      [976, 'the database is not accessible: an Always On secondary not yet readable'],
+      [978, 'the database is accessible only by read-intent connections (a failover moved the primary)'],
+      [983, 'the availability replica is not in the primary or secondary role yet'],
+      [3906, 'the database is read-only (a replica still becoming primary)'],
+      [8628, 'timeout waiting to optimize the query (memory for compilation)'],
+      [8651, 'could not perform the operation: the minimum query memory is not available'],
       [1105, 'filegroup full (until space is added)'],
       [40197, 'Azure SQL: service error while processing the request (reconfiguration)'],
       [40501, 'Azure SQL: service busy (throttling)'],
