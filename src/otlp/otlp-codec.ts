@@ -1,34 +1,25 @@
 /**
- * OTLP/HTTP bodies in and out. Protobuf goes through the OpenTelemetry project's own protobufjs
- * code generated from the official `opentelemetry-proto` definitions, as
- * `@opentelemetry/otlp-transformer` ships it (its `generated/root` module, decode and encode
- * included); nothing here reads protobuf by hand.
+ * OTLP/HTTP bodies in and out. Protobuf goes through protobufjs (its public reflection API) over the
+ * official `opentelemetry-proto` definitions (otlp-proto.generated.ts, from proto/): nothing here
+ * reads protobuf by hand, and the field numbers are the official ones.
  */
+import type { Root, Type } from 'protobufjs';
 import { OtlpDecodeError, OtlpSpan, spansOfRequest } from './otlp-span';
 
-interface MessageType {
-  decode(body: Uint8Array): object;
-  encode(message: object): { finish(): Uint8Array };
-}
+const TRACE_SERVICE = 'opentelemetry.proto.collector.trace.v1';
 
-interface GeneratedRoot {
-  opentelemetry: {
-    proto: {
-      collector: { trace: { v1: { ExportTraceServiceRequest: MessageType; ExportTraceServiceResponse: MessageType } } };
-    };
-  };
-}
+let root: Root | undefined;
 
-let root: GeneratedRoot['opentelemetry']['proto']['collector']['trace']['v1'] | undefined;
-
-/** Loaded on first use: `plan-ledger serve` without OTLP traffic never loads protobufjs. */
-function messages(): NonNullable<typeof root> {
+/** A message type of the OTLP definitions, loaded on first use: `serve` without OTLP traffic never loads protobufjs. */
+function messageType(name: string): Type {
   if (!root) {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const generated = require('@opentelemetry/otlp-transformer/build/src/generated/root') as GeneratedRoot;
-    root = generated.opentelemetry.proto.collector.trace.v1;
+    const protobuf = require('protobufjs/light') as typeof import('protobufjs');
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { OTLP_PROTO } = require('./otlp-proto.generated') as typeof import('./otlp-proto.generated');
+    root = protobuf.Root.fromJSON(OTLP_PROTO);
   }
-  return root;
+  return root.lookupType(name);
 }
 
 export type OtlpFormat = 'protobuf' | 'json';
@@ -47,7 +38,7 @@ export function decodeTraces(format: OtlpFormat, body: unknown): OtlpSpan[] {
   if (!(body instanceof Uint8Array)) throw new OtlpDecodeError('the body must be a protobuf ExportTraceServiceRequest');
   let message: object;
   try {
-    message = messages().ExportTraceServiceRequest.decode(body);
+    message = messageType(`${TRACE_SERVICE}.ExportTraceServiceRequest`).decode(body);
   } catch (err) {
     throw new OtlpDecodeError(
       `the body is not a protobuf ExportTraceServiceRequest (${err instanceof Error ? err.message : String(err)})`,
@@ -61,11 +52,11 @@ export function encodeResponse(format: OtlpFormat, rejectedSpans: number, errorM
   const response = rejectedSpans > 0 ? { partialSuccess: { rejectedSpans, errorMessage } } : {};
   if (format === 'json')
     return rejectedSpans > 0 ? { partialSuccess: { rejectedSpans: String(rejectedSpans), errorMessage } } : {};
-  return Buffer.from(messages().ExportTraceServiceResponse.encode(response).finish());
+  return Buffer.from(messageType(`${TRACE_SERVICE}.ExportTraceServiceResponse`).encode(response).finish());
 }
 
 /** For tests and the benchmark: a protobuf request body from OTLP/JSON-shaped objects. */
 export function encodeRequest(request: object): Uint8Array {
-  const type = messages().ExportTraceServiceRequest as MessageType & { fromObject(o: object): object };
+  const type = messageType(`${TRACE_SERVICE}.ExportTraceServiceRequest`);
   return type.encode(type.fromObject(request)).finish();
 }

@@ -37,7 +37,8 @@ const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'
 
 /** Protobuf gives bytes; OTLP/JSON gives hex (the specification's JSON mapping of ids). */
 function idOf(value: unknown, bytes: number, what: string): string {
-  if (value === undefined || value === null || value === '') return '';
+  // an unset bytes field: protobufjs's reflection default is an empty array
+  if (value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0)) return '';
   if (typeof value === 'string') {
     const hex = value.toLowerCase();
     if (hex.length === bytes * 2 && /^[0-9a-f]+$/.test(hex)) return /^0+$/.test(hex) ? '' : hex;
