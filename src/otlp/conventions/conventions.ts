@@ -1,0 +1,62 @@
+/**
+ * The conventions the mapping reads, in the order their answers are taken, and the readers that
+ * combine them: for each question, the first convention that answers (for a span's role, the
+ * strongest role any convention gives it). Adding a framework is adding its module here.
+ */
+import type { OtlpSpan } from '../otlp-span';
+import { aiSdkConvention } from './ai-sdk.convention';
+import type { DeclaredHandoff, SpanConvention, SpanRole, SpanUsage } from './convention';
+import { genAiConvention } from './genai.convention';
+import { openInferenceConvention } from './openinference.convention';
+
+export const CONVENTIONS: readonly SpanConvention[] = [genAiConvention, openInferenceConvention, aiSdkConvention];
+
+const LEADING = CONVENTIONS.filter((c) => !c.defer);
+const DEFERRING = CONVENTIONS.filter((c) => c.defer);
+
+/** Of two conventions' roles for one span, the one earlier here wins. */
+const ROLE_STRENGTH: readonly SpanRole[] = ['plan', 'agent', 'tool', 'llm', 'chain'];
+
+/** What a span is by the conventions (the user's `plan_ledger.role` aside: see span-mapping.ts). */
+export function conventionRole(span: OtlpSpan): SpanRole {
+  if (!LEADING.some((c) => c.marks(span)))
+    for (const c of DEFERRING) {
+      const role = c.role(span);
+      if (role !== undefined) return role;
+    }
+  let best = ROLE_STRENGTH.length;
+  for (const c of LEADING) {
+    const role = c.role(span);
+    if (role !== undefined) best = Math.min(best, ROLE_STRENGTH.indexOf(role));
+  }
+  return ROLE_STRENGTH[best] ?? 'none';
+}
+
+function firstAnswer<T>(ask: (c: SpanConvention) => T | undefined): T | undefined {
+  for (const c of CONVENTIONS) {
+    const answer = ask(c);
+    if (answer !== undefined) return answer;
+  }
+  return undefined;
+}
+
+/** The agent a span is or runs as; the workflow's name when no convention names an agent. */
+export const agentNameOf = (span: OtlpSpan): string | undefined =>
+  firstAnswer((c) => c.agentName(span)) ?? firstAnswer((c) => c.workflowName(span));
+export const sessionIdOf = (span: OtlpSpan): string | undefined => firstAnswer((c) => c.sessionId(span));
+export const inputOf = (span: OtlpSpan): string | undefined => firstAnswer((c) => c.input(span));
+export const outputOf = (span: OtlpSpan): string | undefined => firstAnswer((c) => c.output(span));
+export const toolOf = (span: OtlpSpan): string | undefined => firstAnswer((c) => c.tool(span));
+export const declaredHandoffOf = (span: OtlpSpan): DeclaredHandoff | undefined => firstAnswer((c) => c.handoff(span));
+
+/** A span's usage: each figure from the first convention that reports it. */
+export function usageOf(span: OtlpSpan): SpanUsage {
+  const usage: SpanUsage = {};
+  for (const c of CONVENTIONS) {
+    const own = c.usage(span);
+    usage.input ??= own.input;
+    usage.output ??= own.output;
+    usage.model ??= own.model;
+  }
+  return usage;
+}

@@ -1,0 +1,69 @@
+/**
+ * The OpenTelemetry semantic conventions for generative AI (`gen_ai.*`), current and deprecated
+ * attribute names: `gen_ai.operation.name` says what a span is.
+ */
+import type { OtlpSpan } from '../otlp-span';
+import { eventText, first, SpanConvention, SpanRole, SpanUsage, str, tokens } from './convention';
+
+export const GENAI = Object.freeze({
+  operationName: 'gen_ai.operation.name',
+  agentName: 'gen_ai.agent.name',
+  workflowName: 'gen_ai.workflow.name',
+  conversationId: 'gen_ai.conversation.id',
+  requestModel: 'gen_ai.request.model',
+  responseModel: 'gen_ai.response.model',
+  inputTokens: 'gen_ai.usage.input_tokens',
+  outputTokens: 'gen_ai.usage.output_tokens',
+  /** Deprecated names of the two above. */
+  promptTokens: 'gen_ai.usage.prompt_tokens',
+  completionTokens: 'gen_ai.usage.completion_tokens',
+  inputMessages: 'gen_ai.input.messages',
+  outputMessages: 'gen_ai.output.messages',
+  /** Deprecated: the prompt and completion as attributes, or as events of these names. */
+  prompt: 'gen_ai.prompt',
+  completion: 'gen_ai.completion',
+  promptEvent: 'gen_ai.content.prompt',
+  completionEvent: 'gen_ai.content.completion',
+  toolName: 'gen_ai.tool.name',
+  toolArguments: 'gen_ai.tool.call.arguments',
+  toolResult: 'gen_ai.tool.call.result',
+});
+
+/** `gen_ai.operation.name` values, by the role they give a span. */
+const OPERATIONS: Record<Exclude<SpanRole, 'chain' | 'none'>, ReadonlySet<string>> = {
+  plan: new Set(['invoke_workflow', 'workflow', 'create_plan', 'plan']),
+  agent: new Set(['invoke_agent']),
+  tool: new Set(['execute_tool']),
+  llm: new Set(['chat', 'text_completion', 'generate_content', 'embeddings']),
+};
+
+export const genAiConvention: SpanConvention = {
+  name: 'OpenTelemetry GenAI',
+  marks: (span) => str(span.attributes[GENAI.operationName]) !== undefined,
+  role(span: OtlpSpan): SpanRole | undefined {
+    const op = str(span.attributes[GENAI.operationName]);
+    if ((op && OPERATIONS.plan.has(op)) || span.attributes[GENAI.workflowName] !== undefined) return 'plan';
+    if (op === undefined) return undefined;
+    for (const role of ['agent', 'tool', 'llm'] as const) if (OPERATIONS[role].has(op)) return role;
+    return undefined;
+  },
+  agentName: (span) => str(span.attributes[GENAI.agentName]),
+  workflowName: (span) => str(span.attributes[GENAI.workflowName]),
+  sessionId: (span) => str(span.attributes[GENAI.conversationId]),
+  usage(span: OtlpSpan): SpanUsage {
+    const a = span.attributes;
+    return {
+      input: tokens(a, [GENAI.inputTokens, GENAI.promptTokens]),
+      output: tokens(a, [GENAI.outputTokens, GENAI.completionTokens]),
+      model: first(a, [GENAI.responseModel, GENAI.requestModel]),
+    };
+  },
+  input: (span) =>
+    first(span.attributes, [GENAI.inputMessages, GENAI.prompt, GENAI.toolArguments]) ??
+    eventText(span, GENAI.promptEvent, GENAI.prompt),
+  output: (span) =>
+    first(span.attributes, [GENAI.outputMessages, GENAI.completion, GENAI.toolResult]) ??
+    eventText(span, GENAI.completionEvent, GENAI.completion),
+  tool: (span) => str(span.attributes[GENAI.toolName]),
+  handoff: () => undefined,
+};

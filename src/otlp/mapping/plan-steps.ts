@@ -1,0 +1,115 @@
+/**
+ * Stage 2 of the mapping: the steps of one plan and what they used. Agent and tool spans are
+ * steps, and CHAIN spans right under the plan (graph nodes); LLM spans give their tokens and model
+ * to the nearest step above them, or become a step when there is none.
+ */
+import { str, MAX_TOKENS, type SpanRole, type SpanUsage } from '../conventions/convention';
+import { agentNameOf, usageOf } from '../conventions/conventions';
+import type { OtlpSpan } from '../otlp-span';
+import { clip, externalId, OVERRIDE } from './overrides';
+import type { SpanTree } from './span-tree';
+
+/** One plan of a trace: its span, the spans under it and what the plan's events share. */
+export interface PlanScope {
+  tree: SpanTree;
+  planSpan: OtlpSpan;
+  /** The spans whose nearest plan span is this one, by start. */
+  members: OtlpSpan[];
+  planId: string;
+  sessionId: string;
+  /** The plan span's agent: the agent of last resort of its steps. */
+  planAgent: string;
+}
+
+export interface Step {
+  span: OtlpSpan;
+  role: SpanRole;
+  stepId: string;
+  agentId: string;
+  inputTokens: number;
+  outputTokens: number;
+  model?: string;
+  /** An LLM span under it reported tokens. */
+  counted: boolean;
+}
+
+export interface PlanSteps {
+  /** By span id, in the members' order. */
+  steps: Map<string, Step>;
+  /** The LLM spans of the plan (steps of their own, or folded into the step above them). */
+  llms: OtlpSpan[];
+  /** The nearest span above `s` that is a step. */
+  stepAbove(s: OtlpSpan): OtlpSpan | undefined;
+}
+
+/** Whether a member span is a step by itself (LLM spans aside). */
+function isStepSpan(scope: PlanScope, s: OtlpSpan): boolean {
+  const role = scope.tree.role(s);
+  if (role === 'agent' || role === 'tool') return true;
+  // graph nodes; LangGraph's own __start__ / __end__ nodes are not steps of the run
+  if (role === 'chain')
+    return (
+      s.attributes[OVERRIDE.role] === 'step' || (scope.tree.parentOf(s) === scope.planSpan && !/^__.*__$/.test(s.name))
+    );
+  return false;
+}
+
+/** The agent a tool or LLM step runs for: the nearest agent (or graph node) above it, else the plan's. */
+function agentAbove(scope: PlanScope, s: OtlpSpan): string {
+  const { tree, planSpan, planAgent } = scope;
+  for (const a of tree.ancestors(s)) {
+    if (a === planSpan) return planAgent;
+    if (tree.role(a) === 'agent' || (tree.role(a) === 'chain' && tree.parentOf(a) === planSpan))
+      return agentNameOf(a) ?? a.name ?? planAgent;
+  }
+  return planAgent;
+}
+
+function newStep(scope: PlanScope, s: OtlpSpan, role: SpanRole): Step {
+  const own = str(s.attributes[OVERRIDE.stepId]);
+  const agentId =
+    role === 'agent' || role === 'chain' ? (agentNameOf(s) ?? (s.name || scope.planAgent)) : agentAbove(scope, s);
+  return {
+    span: s,
+    role,
+    stepId: own ? externalId(own, 'step') : s.spanId,
+    agentId: clip(agentId, 100),
+    inputTokens: 0,
+    outputTokens: 0,
+    counted: false,
+  };
+}
+
+function addUsage(step: Step, usage: SpanUsage): void {
+  step.inputTokens = Math.min(step.inputTokens + (usage.input ?? 0), MAX_TOKENS);
+  step.outputTokens = Math.min(step.outputTokens + (usage.output ?? 0), MAX_TOKENS);
+}
+
+/** The plan's steps, with the usage of the LLM spans under them (a step's own usage counts only when none reported any). */
+export function collectSteps(scope: PlanScope): PlanSteps {
+  const { tree, members } = scope;
+  const steps = new Map<string, Step>();
+  const stepAbove = (s: OtlpSpan) => tree.ancestors(s).find((a) => steps.has(a.spanId));
+  for (const s of members) if (isStepSpan(scope, s)) steps.set(s.spanId, newStep(scope, s, tree.role(s)));
+  const llms = members.filter((s) => tree.role(s) === 'llm');
+  for (const s of llms) if (!stepAbove(s)) steps.set(s.spanId, newStep(scope, s, 'llm'));
+  for (const s of llms) {
+    const own = steps.get(s.spanId);
+    const above = own ? undefined : stepAbove(s);
+    const step = own ?? (above ? steps.get(above.spanId) : undefined);
+    if (!step) continue;
+    const usage = usageOf(s);
+    if (usage.input !== undefined || usage.output !== undefined) {
+      addUsage(step, usage);
+      step.counted = true;
+    }
+    if (usage.model) step.model = clip(usage.model, 100);
+  }
+  for (const step of steps.values()) {
+    if (step.role === 'llm') continue;
+    const usage = usageOf(step.span);
+    if (!step.counted && (usage.input !== undefined || usage.output !== undefined)) addUsage(step, usage);
+    if (usage.model && !step.model) step.model = clip(usage.model, 100);
+  }
+  return { steps, llms, stepAbove };
+}
