@@ -99,6 +99,7 @@ export const PAYLOAD_SCHEMAS: Readonly<Record<PlanEventTypeName, Schema>> = Obje
       layer: int(0, 100_000),
       checkpointId: externalId,
     }),
+    traceId: externalId,
   }),
   'plan.decision': object(
     ['decision'],

@@ -25,6 +25,8 @@ export interface PlanCreatedPayload {
   complexity?: number;
   /** Set on a fork or replay of a stored plan (see ForkOrigin). */
   forkOf?: ForkOrigin;
+  /** The OpenTelemetry trace the plan was mapped from (POST /v1/traces): where the plan came from. */
+  traceId?: string;
 }
 
 /**

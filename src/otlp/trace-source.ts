@@ -1,19 +1,19 @@
 /**
- * Where a plan came from, told by its defining `plan.created` event: events mapped from OTLP spans
- * carry version 8 UUIDs derived from the trace (span-mapping.ts), while the publisher and the
- * Python client stamp version 7 and other senders any version they like (v4, v7).
+ * Where a plan came from, as its defining `plan.created` event says: a plan mapped from the spans
+ * of an OpenTelemetry trace (POST /v1/traces) carries the trace's id (`traceId`); a plan sent as
+ * events carries none.
  */
 export interface PlanSource {
   /** `opentelemetry`: mapped from the spans of a trace (POST /v1/traces); `events`: sent as events. */
   kind: 'opentelemetry' | 'events';
-  /** The trace's id, when the plan id is the one derived from it (`otlp-<traceId>...`). */
+  /** The trace the plan was mapped from. */
   traceId: string | null;
 }
 
-const DERIVED_PLAN_ID = /^otlp-([0-9a-f]{32})(?:-[0-9a-f]{16})?$/;
-
-export function planSourceOf(planId: string, createdEventId: string | undefined): PlanSource {
-  const fromTrace = createdEventId !== undefined && createdEventId.length === 36 && createdEventId[14] === '8';
-  if (!fromTrace) return { kind: 'events', traceId: null };
-  return { kind: 'opentelemetry', traceId: DERIVED_PLAN_ID.exec(planId)?.[1] ?? null };
+/** The source stored in a plan.created payload (parsed JSON; undefined when the event is gone). */
+export function planSourceOf(createdPayload: unknown): PlanSource {
+  const traceId = (createdPayload as { traceId?: unknown } | null | undefined)?.traceId;
+  return typeof traceId === 'string' && traceId !== ''
+    ? { kind: 'opentelemetry', traceId }
+    : { kind: 'events', traceId: null };
 }

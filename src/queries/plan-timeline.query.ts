@@ -168,7 +168,7 @@ export async function getPlanView(ds: DataSource, planId: string): Promise<PlanV
     ds.getRepository<PlanDecisionRow>(ENTITY.decision).find({ where: { planId } }),
     ds.getRepository<WorkflowCheckpointRow>(ENTITY.checkpoint).find({ where: { workflowId: planId } }),
     ds.getRepository<PlanEventRow>(ENTITY.event).findOne({
-      select: { eventId: true },
+      select: { payload: true },
       where: { planId, type: 'plan.created' },
       order: { seq: 'ASC', eventId: 'ASC' },
     }),
@@ -232,7 +232,7 @@ export async function getPlanView(ds: DataSource, planId: string): Promise<PlanV
       decisionViews,
       checkpoints,
     ),
-    source: planSourceOf(planId, created?.eventId.toLowerCase()),
+    source: planSourceOf(created ? parseJson<unknown>(created.payload, {}) : undefined),
   };
 }
 

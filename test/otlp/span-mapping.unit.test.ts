@@ -4,7 +4,6 @@ import { decodeTraces, encodeRequest, encodeResponse } from '../../src/otlp/otlp
 import { derivedEventIds, mapTrace, OVERRIDE } from '../../src/otlp/span-mapping';
 import { planSourceOf } from '../../src/otlp/trace-source';
 import { formatPlanHeader } from '../../src/queries/plan-timeline.format';
-import { eventIdV7 } from '../../src/publisher/event-id';
 import { TraceAssembler } from '../../src/otlp/trace-assembler';
 import type { OtlpSpan } from '../../src/otlp/otlp-span';
 import { genAiRun, hexId, openInferenceRun, otlpAttributes, span } from './otlp-fixtures';
@@ -235,17 +234,17 @@ describe('span mapping: order, duplicates and batches change nothing', () => {
 });
 
 describe('plan source', () => {
-  it('tells plans mapped from a trace (version 8 event ids) from plans sent as events', () => {
-    expect(planSourceOf(`otlp-${TRACE}`, derivedEventIds('p', 's')('plan.created'))).toEqual({
-      kind: 'opentelemetry',
-      traceId: TRACE,
-    });
-    expect(planSourceOf('trip-2026', derivedEventIds('p', 's')('plan.created'))).toEqual({
-      kind: 'opentelemetry',
-      traceId: null,
-    });
-    expect(planSourceOf(`otlp-${TRACE}`, eventIdV7())).toEqual({ kind: 'events', traceId: null });
-    expect(planSourceOf('plan-1', undefined)).toEqual({ kind: 'events', traceId: null });
+  it('is stored in the plan.created of a plan mapped from a trace, whatever its plan id; a plan sent as events has none', () => {
+    const source = (spans: OtlpSpan[]) => planSourceOf(mapTrace(spans, opts).plans[0].events[0].payload);
+    expect(source(genAiRun(TRACE))).toEqual({ kind: 'opentelemetry', traceId: TRACE });
+    const renamed = genAiRun(TRACE).map((s) =>
+      s.spanId === hexId('root') ? { ...s, attributes: { ...s.attributes, [OVERRIDE.planId]: 'trip-2026' } } : s,
+    );
+    expect(source(renamed)).toEqual({ kind: 'opentelemetry', traceId: TRACE });
+    // the event id says nothing: a sender may stamp version 8 UUIDs too
+    const sent = { eventId: derivedEventIds('p', 's')('plan.created'), payload: { query: 'q', steps: [] } };
+    expect(planSourceOf(sent.payload)).toEqual({ kind: 'events', traceId: null });
+    expect(planSourceOf(undefined)).toEqual({ kind: 'events', traceId: null });
     const plan = {
       planId: `otlp-${TRACE}`,
       status: 'completed',

@@ -433,6 +433,7 @@ PAYLOAD_SPECS: Dict[str, Spec] = {
         "requiresApproval": (False, boolean),
         "complexity": (False, int_in_range(0, 100)),
         "forkOf": (False, fork_origin),
+        "traceId": (False, external_id),
     },
     "plan.decision": {
         "decision": (True, one_of(DECISIONS)),

@@ -76,6 +76,7 @@ const PAYLOAD_SPECS: ReadonlyMap<unknown, ObjectSpec> = new Map<PlanEventTypeNam
       requiresApproval: [false, bool],
       complexity: [false, intInRange(0, 100)],
       forkOf: [false, nestedObject(() => FORK_ORIGIN)],
+      traceId: [false, externalId],
     }),
     'plan.decision': objectSpec({
       decision: [true, oneOf(DECISION_KINDS)],

@@ -1,4 +1,13 @@
-import { Bool, IntInRange, LongText, NestedList, NestedObject, Optional, Required } from '../field.decorators';
+import {
+  Bool,
+  ExternalId,
+  IntInRange,
+  LongText,
+  NestedList,
+  NestedObject,
+  Optional,
+  Required,
+} from '../field.decorators';
 import { WithinLimit } from '../limits';
 import type { PlanCreatedPayload } from '../types';
 import { ForkOriginDto } from './fork-origin.dto';
@@ -16,4 +25,6 @@ export class PlanCreatedPayloadDto implements PlanCreatedPayload {
    * `dependsOn` may name the parent's steps.
    */
   @Optional() @NestedObject(() => ForkOriginDto) forkOf?: ForkOriginDto;
+  /** The OpenTelemetry trace the plan was mapped from (POST /v1/traces): where the plan came from. */
+  @Optional() @ExternalId() traceId?: string;
 }

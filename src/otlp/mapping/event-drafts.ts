@@ -112,7 +112,7 @@ function planDrafts(scope: PlanScope, specs: StepSpec[], options: MappingOptions
       ns: planSpan.startNs,
       rank: 0,
       key: planSpan.spanId,
-      payload: { query: clip(query, MAX_CAPTURED_CHARS), steps: specs },
+      payload: { query: clip(query, MAX_CAPTURED_CHARS), steps: specs, traceId: planSpan.traceId },
     },
     {
       type: 'plan.finalized',
