@@ -84,7 +84,8 @@ function mapPlan(scope: PlanScope, options: MappingOptions, skip: Skip) {
   const handoffs = findHandoffs(scope, plan, graph);
   const events = planEvents(scope, graph.ordered, graph.specs, handoffs, options);
   const llmsMapped = plan.llms.filter((s) => !plan.steps.has(s.spanId)).length;
-  const others = scope.members.length - plan.steps.size - llmsMapped;
+  const planIsStep = plan.steps.has(scope.planSpan.spanId) ? 1 : 0;
+  const others = scope.members.length - (plan.steps.size - planIsStep) - llmsMapped;
   if (others > 0) skip('inside a plan but neither an agent, tool nor LLM span', others);
-  return { planId: scope.planId, events, mapped: 1 + graph.ordered.length + llmsMapped };
+  return { planId: scope.planId, events, mapped: 1 + graph.ordered.length - planIsStep + llmsMapped };
 }

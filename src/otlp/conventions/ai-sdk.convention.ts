@@ -5,7 +5,8 @@
  * convention reads; a span that the GenAI conventions or OpenInference mark is theirs.
  */
 import type { OtlpSpan } from '../otlp-span';
-import { SpanConvention, SpanRole, str } from './convention';
+import { first, normaliseTokens, SpanConvention, SpanRole, SpanUsage, str, tokens } from './convention';
+import { GENAI, genAiUsage } from './genai.convention';
 
 export const AI_SDK = Object.freeze({
   operationId: 'ai.operationId',
@@ -15,11 +16,45 @@ export const AI_SDK = Object.freeze({
   responseText: 'ai.response.text',
   toolCallName: 'ai.toolCall.name',
   toolCallResult: 'ai.toolCall.result',
+  inputTokens: 'ai.usage.inputTokens',
+  outputTokens: 'ai.usage.outputTokens',
+  /** AI SDK 4's names of the two above. */
+  promptTokens: 'ai.usage.promptTokens',
+  completionTokens: 'ai.usage.completionTokens',
+  cachedInputTokens: 'ai.usage.cachedInputTokens',
+  reasoningTokens: 'ai.usage.reasoningTokens',
+  /** `<provider>.<api>`, e.g. `openai.chat`, `anthropic.messages`. */
+  modelProvider: 'ai.model.provider',
+  modelId: 'ai.model.id',
 });
+
+/**
+ * Providers whose AI SDK input count leaves out the cache: the SDK passes on the provider's own
+ * count, and Anthropic's `input_tokens` excludes cache reads and writes.
+ */
+const INPUT_WITHOUT_CACHE = new Set(['anthropic', 'amazon-bedrock', 'google-vertex-anthropic']);
 
 const AGENT_OPERATION = /^ai\.(generateText|streamText|generateObject|streamObject)$/;
 const LLM_OPERATION = /^ai\.(generateText|streamText|generateObject|streamObject)\.(doGenerate|doStream)$/;
 const TOOL_OPERATION = 'ai.toolCall';
+
+/** Usage by the AI SDK's own attributes (its GenAI ones as a fallback), input meaning as the provider's. */
+function aiSdkUsage(span: OtlpSpan): SpanUsage {
+  const a = span.attributes;
+  const provider = str(a[AI_SDK.modelProvider])?.split('.')[0]?.toLowerCase();
+  const counts = normaliseTokens(
+    {
+      input: tokens(a, [AI_SDK.inputTokens, AI_SDK.promptTokens, GENAI.inputTokens, GENAI.promptTokens]),
+      output: tokens(a, [AI_SDK.outputTokens, AI_SDK.completionTokens, GENAI.outputTokens, GENAI.completionTokens]),
+      cacheRead: tokens(a, [AI_SDK.cachedInputTokens]),
+      reasoning: tokens(a, [AI_SDK.reasoningTokens]),
+    },
+    provider === undefined || !INPUT_WITHOUT_CACHE.has(provider),
+  );
+  if (counts.input === undefined && counts.output === undefined) return genAiUsage(span);
+  const model = first(a, [GENAI.responseModel, GENAI.requestModel, AI_SDK.modelId]);
+  return { ...counts, ...(model ? { model } : {}), ...(provider ? { provider } : {}) };
+}
 
 export const aiSdkConvention: SpanConvention = {
   name: 'Vercel AI SDK',
@@ -36,7 +71,7 @@ export const aiSdkConvention: SpanConvention = {
   agentName: (span) => str(span.attributes[AI_SDK.functionId]),
   workflowName: () => undefined,
   sessionId: (span) => str(span.attributes[AI_SDK.sessionId]),
-  usage: () => ({}),
+  usage: aiSdkUsage,
   input: (span) => str(span.attributes[AI_SDK.prompt]),
   output: (span) => str(span.attributes[AI_SDK.responseText]) ?? str(span.attributes[AI_SDK.toolCallResult]),
   tool: (span) => str(span.attributes[AI_SDK.toolCallName]),

@@ -10,11 +10,68 @@ import type { AttrValue, OtlpSpan } from '../otlp-span';
 /** What a span is to the mapping. */
 export type SpanRole = 'plan' | 'agent' | 'tool' | 'chain' | 'llm' | 'none';
 
-/** What a model call used, as one convention reports it; undefined: the span does not say. */
+/**
+ * What a model call used, as one convention reports it, in the ledger's meaning: `input` counts
+ * every input token, cache reads and writes included; `output` every output token, reasoning
+ * included (each convention's module converts its own meaning to this one). Undefined: the span
+ * does not say.
+ */
 export interface SpanUsage {
   input?: number;
   output?: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+  reasoning?: number;
   model?: string;
+  /** The model's provider, lower-cased (`openai`, `anthropic`, `gcp.gemini`, ...). */
+  provider?: string;
+  /** The provider's or instrumentation's own figure for the call, in USD pico-dollars. */
+  reportedCost?: bigint;
+}
+
+/** Token counts as a convention reports them, before they mean what SpanUsage says. */
+export interface RawTokens {
+  input?: number;
+  output?: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+  reasoning?: number;
+}
+
+/**
+ * SpanUsage's counts from a convention's raw ones. `inputHoldsCache`: whether the convention's
+ * input count already includes the cache reads and writes (the OpenTelemetry conventions and
+ * OpenAI: yes; Anthropic's own `input_tokens`: no). A count smaller than its parts cannot hold
+ * them, whatever the convention says: the parts are added then. Reasoning tokens are part of the
+ * output count unless the output is smaller than they are.
+ */
+export function normaliseTokens(raw: RawTokens, inputHoldsCache: boolean): Omit<SpanUsage, 'model' | 'provider'> {
+  const cache = (raw.cacheRead ?? 0) + (raw.cacheWrite ?? 0);
+  const input =
+    raw.input === undefined && cache === 0
+      ? undefined
+      : !inputHoldsCache || (raw.input ?? 0) < cache
+        ? (raw.input ?? 0) + cache
+        : raw.input;
+  const output =
+    raw.output !== undefined && raw.reasoning !== undefined && raw.output < raw.reasoning
+      ? raw.output + raw.reasoning
+      : raw.output;
+  return {
+    ...(input !== undefined ? { input: Math.min(input, MAX_TOKENS) } : {}),
+    ...(output !== undefined ? { output: Math.min(output, MAX_TOKENS) } : {}),
+    ...(raw.cacheRead ? { cacheRead: raw.cacheRead } : {}),
+    ...(raw.cacheWrite ? { cacheWrite: raw.cacheWrite } : {}),
+    ...(raw.reasoning ? { reasoning: raw.reasoning } : {}),
+  };
+}
+
+/** USD as an attribute gives it (a number or a decimal string), in pico-dollars; undefined when it is not an amount. */
+export function usdOf(v: AttrValue | undefined): bigint | undefined {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
+  if (!Number.isFinite(n) || n < 0 || n >= 1e12) return undefined;
+  const [whole, frac = ''] = n.toFixed(12).split('.');
+  return BigInt(whole!) * 10n ** 12n + BigInt(frac.padEnd(12, '0'));
 }
 
 /** A handoff a span declares: the agent that passed the work on, and a short reason code. */

@@ -17,7 +17,11 @@ const DEFERRING = CONVENTIONS.filter((c) => c.defer);
 /** Of two conventions' roles for one span, the one earlier here wins. */
 const ROLE_STRENGTH: readonly SpanRole[] = ['plan', 'agent', 'tool', 'llm', 'chain'];
 
-/** What a span is by the conventions (the user's `plan_ledger.role` aside: see span-mapping.ts). */
+/**
+ * What a span is by the conventions (the user's `plan_ledger.role` aside: see overrides.ts): the
+ * strongest role a convention gives it; a span no convention names but that reports token usage
+ * is an LLM call.
+ */
 export function conventionRole(span: OtlpSpan): SpanRole {
   if (!LEADING.some((c) => c.marks(span)))
     for (const c of DEFERRING) {
@@ -28,6 +32,11 @@ export function conventionRole(span: OtlpSpan): SpanRole {
   for (const c of LEADING) {
     const role = c.role(span);
     if (role !== undefined) best = Math.min(best, ROLE_STRENGTH.indexOf(role));
+  }
+  // a span that reports token usage is a model call, whatever else it says: its tokens are never dropped
+  if (best === ROLE_STRENGTH.length) {
+    const usage = usageOf(span);
+    if (usage.input !== undefined || usage.output !== undefined) return 'llm';
   }
   return ROLE_STRENGTH[best] ?? 'none';
 }
@@ -49,14 +58,29 @@ export const outputOf = (span: OtlpSpan): string | undefined => firstAnswer((c) 
 export const toolOf = (span: OtlpSpan): string | undefined => firstAnswer((c) => c.tool(span));
 export const declaredHandoffOf = (span: OtlpSpan): DeclaredHandoff | undefined => firstAnswer((c) => c.handoff(span));
 
-/** A span's usage: each figure from the first convention that reports it. */
+/**
+ * A span's usage: the token counts of the first convention that reports any, asking first the
+ * conventions that mark the span (their meaning of "input" is the span's); the model, provider
+ * and reported cost from the first that names them.
+ */
 export function usageOf(span: OtlpSpan): SpanUsage {
-  const usage: SpanUsage = {};
-  for (const c of CONVENTIONS) {
+  const marking = CONVENTIONS.filter((c) => c.marks(span));
+  const ordered = marking.length === 0 ? CONVENTIONS : [...marking, ...CONVENTIONS.filter((c) => !c.marks(span))];
+  let usage: SpanUsage | undefined;
+  let model: string | undefined;
+  let provider: string | undefined;
+  let reportedCost: bigint | undefined;
+  for (const c of ordered) {
     const own = c.usage(span);
-    usage.input ??= own.input;
-    usage.output ??= own.output;
-    usage.model ??= own.model;
+    if (!usage && (own.input !== undefined || own.output !== undefined)) usage = own;
+    model ??= own.model;
+    provider ??= own.provider;
+    reportedCost ??= own.reportedCost;
   }
-  return usage;
+  return {
+    ...(usage ?? {}),
+    ...(model ? { model } : {}),
+    ...(provider ? { provider } : {}),
+    ...(reportedCost !== undefined ? { reportedCost } : {}),
+  };
 }

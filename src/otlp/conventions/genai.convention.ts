@@ -3,7 +3,7 @@
  * attribute names: `gen_ai.operation.name` says what a span is.
  */
 import type { OtlpSpan } from '../otlp-span';
-import { eventText, first, SpanConvention, SpanRole, SpanUsage, str, tokens } from './convention';
+import { eventText, first, normaliseTokens, SpanConvention, SpanRole, SpanUsage, str, tokens } from './convention';
 
 export const GENAI = Object.freeze({
   operationName: 'gen_ai.operation.name',
@@ -17,6 +17,19 @@ export const GENAI = Object.freeze({
   /** Deprecated names of the two above. */
   promptTokens: 'gen_ai.usage.prompt_tokens',
   completionTokens: 'gen_ai.usage.completion_tokens',
+  /** Parts of the input tokens: read from and written to the provider's prompt cache. */
+  cacheReadTokens: 'gen_ai.usage.cache_read.input_tokens',
+  cacheWriteTokens: 'gen_ai.usage.cache_creation.input_tokens',
+  /** Deprecated names of the two above. */
+  cacheReadTokensOld: 'gen_ai.usage.cache_read_input_tokens',
+  cacheWriteTokensOld: 'gen_ai.usage.cache_creation_input_tokens',
+  /** Part of the output tokens. */
+  reasoningTokens: 'gen_ai.usage.reasoning.output_tokens',
+  /** OpenLLMetry's name for the one above. */
+  reasoningTokensOld: 'gen_ai.usage.reasoning_tokens',
+  providerName: 'gen_ai.provider.name',
+  /** Deprecated name of the provider. */
+  system: 'gen_ai.system',
   inputMessages: 'gen_ai.input.messages',
   outputMessages: 'gen_ai.output.messages',
   /** Deprecated: the prompt and completion as attributes, or as events of these names. */
@@ -37,6 +50,34 @@ const OPERATIONS: Record<Exclude<SpanRole, 'chain' | 'none'>, ReadonlySet<string
   llm: new Set(['chat', 'text_completion', 'generate_content', 'embeddings']),
 };
 
+/** The provider a span names (`gen_ai.provider.name`, formerly `gen_ai.system`), lower-cased. */
+export function genAiProvider(span: OtlpSpan): string | undefined {
+  const name = first(span.attributes, [GENAI.providerName, GENAI.system])?.toLowerCase();
+  // the conventions' `x_ai` is the price table's `x-ai`; its other names the table matches itself
+  return name === 'x_ai' ? 'x-ai' : name;
+}
+
+/**
+ * Usage by the GenAI conventions, whose input count includes the cache reads and writes ("SHOULD
+ * include all types of input tokens, including cached tokens"), whatever the provider.
+ */
+export function genAiUsage(span: OtlpSpan): SpanUsage {
+  const a = span.attributes;
+  const counts = normaliseTokens(
+    {
+      input: tokens(a, [GENAI.inputTokens, GENAI.promptTokens]),
+      output: tokens(a, [GENAI.outputTokens, GENAI.completionTokens]),
+      cacheRead: tokens(a, [GENAI.cacheReadTokens, GENAI.cacheReadTokensOld]),
+      cacheWrite: tokens(a, [GENAI.cacheWriteTokens, GENAI.cacheWriteTokensOld]),
+      reasoning: tokens(a, [GENAI.reasoningTokens, GENAI.reasoningTokensOld]),
+    },
+    true,
+  );
+  const model = first(a, [GENAI.responseModel, GENAI.requestModel]);
+  const provider = genAiProvider(span);
+  return { ...counts, ...(model ? { model } : {}), ...(provider ? { provider } : {}) };
+}
+
 export const genAiConvention: SpanConvention = {
   name: 'OpenTelemetry GenAI',
   marks: (span) => str(span.attributes[GENAI.operationName]) !== undefined,
@@ -50,14 +91,7 @@ export const genAiConvention: SpanConvention = {
   agentName: (span) => str(span.attributes[GENAI.agentName]),
   workflowName: (span) => str(span.attributes[GENAI.workflowName]),
   sessionId: (span) => str(span.attributes[GENAI.conversationId]),
-  usage(span: OtlpSpan): SpanUsage {
-    const a = span.attributes;
-    return {
-      input: tokens(a, [GENAI.inputTokens, GENAI.promptTokens]),
-      output: tokens(a, [GENAI.outputTokens, GENAI.completionTokens]),
-      model: first(a, [GENAI.responseModel, GENAI.requestModel]),
-    };
-  },
+  usage: genAiUsage,
   input: (span) =>
     first(span.attributes, [GENAI.inputMessages, GENAI.prompt, GENAI.toolArguments]) ??
     eventText(span, GENAI.promptEvent, GENAI.prompt),

@@ -3,7 +3,7 @@
  * instrumentations): `openinference.span.kind` says what a span is.
  */
 import type { OtlpSpan } from '../otlp-span';
-import { first, SpanConvention, SpanRole, SpanUsage, str, tokens } from './convention';
+import { first, normaliseTokens, SpanConvention, SpanRole, SpanUsage, str, tokens, usdOf } from './convention';
 
 export const OPENINFERENCE = Object.freeze({
   spanKind: 'openinference.span.kind',
@@ -12,6 +12,17 @@ export const OPENINFERENCE = Object.freeze({
   modelName: 'llm.model_name',
   promptTokens: 'llm.token_count.prompt',
   completionTokens: 'llm.token_count.completion',
+  /** Parts of the prompt tokens. */
+  cacheReadTokens: 'llm.token_count.prompt_details.cache_read',
+  cacheWriteTokens: 'llm.token_count.prompt_details.cache_write',
+  /** An older name of cache_read. */
+  cacheInputTokens: 'llm.token_count.prompt_details.cache_input',
+  /** Part of the completion tokens. */
+  reasoningTokens: 'llm.token_count.completion_details.reasoning',
+  provider: 'llm.provider',
+  system: 'llm.system',
+  /** The call's cost in USD, as the instrumentation computed it. */
+  costTotal: 'llm.cost.total',
   inputValue: 'input.value',
   outputValue: 'output.value',
   toolName: 'tool.name',
@@ -35,10 +46,25 @@ export const openInferenceConvention: SpanConvention = {
   sessionId: (span) => str(span.attributes[OPENINFERENCE.sessionId]),
   usage(span: OtlpSpan): SpanUsage {
     const a = span.attributes;
+    // OpenInference's prompt count includes its prompt_details (cache reads and writes)
+    const counts = normaliseTokens(
+      {
+        input: tokens(a, [OPENINFERENCE.promptTokens]),
+        output: tokens(a, [OPENINFERENCE.completionTokens]),
+        cacheRead: tokens(a, [OPENINFERENCE.cacheReadTokens, OPENINFERENCE.cacheInputTokens]),
+        cacheWrite: tokens(a, [OPENINFERENCE.cacheWriteTokens]),
+        reasoning: tokens(a, [OPENINFERENCE.reasoningTokens]),
+      },
+      true,
+    );
+    const model = first(a, [OPENINFERENCE.modelName]);
+    const provider = first(a, [OPENINFERENCE.provider, OPENINFERENCE.system])?.toLowerCase();
+    const reportedCost = usdOf(a[OPENINFERENCE.costTotal]);
     return {
-      input: tokens(a, [OPENINFERENCE.promptTokens]),
-      output: tokens(a, [OPENINFERENCE.completionTokens]),
-      model: first(a, [OPENINFERENCE.modelName]),
+      ...counts,
+      ...(model ? { model } : {}),
+      ...(provider ? { provider } : {}),
+      ...(reportedCost !== undefined ? { reportedCost } : {}),
     };
   },
   input: (span) => str(span.attributes[OPENINFERENCE.inputValue]),

@@ -10,6 +10,7 @@ import type { PlanEvent, StepSpec } from '../../contracts';
 import { str } from '../conventions/convention';
 import { inputOf, outputOf } from '../conventions/conventions';
 import type { OtlpSpan } from '../otlp-span';
+import { formatMoney, MAX_MONEY } from '../../pricing/money';
 import { clip } from './overrides';
 import type { PlanScope, Step } from './plan-steps';
 import type { Handoff } from './step-graph';
@@ -45,18 +46,30 @@ function errorOf(span: OtlpSpan): string {
   );
 }
 
-function stepDrafts(step: Step, options: MappingOptions): Draft[] {
-  const s = step.span;
-  const usage = {
+/** What a step's events say it used: tokens and model always, the other usage fields when there is something to say. */
+function usageFields(step: Step): Record<string, unknown> {
+  return {
     inputTokens: step.inputTokens,
     outputTokens: step.outputTokens,
     ...(step.model ? { model: step.model } : {}),
+    ...(step.provider ? { provider: step.provider } : {}),
+    ...(step.cacheReadTokens > 0 ? { cacheReadTokens: step.cacheReadTokens } : {}),
+    ...(step.cacheWriteTokens > 0 ? { cacheWriteTokens: step.cacheWriteTokens } : {}),
+    ...(step.reasoningTokens > 0 ? { reasoningTokens: step.reasoningTokens } : {}),
+    ...(step.reportedCost !== undefined && step.reportedCost <= MAX_MONEY
+      ? { reportedCost: formatMoney(step.reportedCost) }
+      : {}),
   };
+}
+
+function stepDrafts(step: Step, options: MappingOptions): Draft[] {
+  const s = step.span;
+  const usage = usageFields(step);
   const started: Draft = {
     type: 'step.started',
     ns: s.startNs,
     rank: 2,
-    key: s.spanId,
+    key: step.eventKey,
     payload: { stepId: step.stepId },
   };
   if (s.statusCode === 2)
@@ -66,7 +79,7 @@ function stepDrafts(step: Step, options: MappingOptions): Draft[] {
         type: 'step.failed',
         ns: s.endNs,
         rank: 3,
-        key: s.spanId,
+        key: step.eventKey,
         payload: { stepId: step.stepId, error: errorOf(s), ...usage },
       },
     ];
@@ -79,7 +92,7 @@ function stepDrafts(step: Step, options: MappingOptions): Draft[] {
       type: 'step.completed',
       ns: s.endNs,
       rank: 3,
-      key: s.spanId,
+      key: step.eventKey,
       payload: { stepId: step.stepId, ...content, ...usage },
     },
   ];

@@ -28,9 +28,18 @@ export interface Step {
   agentId: string;
   inputTokens: number;
   outputTokens: number;
+  /** Parts of inputTokens and outputTokens. */
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
   model?: string;
+  provider?: string;
+  /** The reported costs of its model calls, summed (pico-dollars); undefined when none reported one. */
+  reportedCost?: bigint;
   /** An LLM span under it reported tokens. */
   counted: boolean;
+  /** What its events' ids derive from: its span id, unless the span is the plan's too. */
+  eventKey: string;
 }
 
 export interface PlanSteps {
@@ -76,18 +85,38 @@ function newStep(scope: PlanScope, s: OtlpSpan, role: SpanRole): Step {
     agentId: clip(agentId, 100),
     inputTokens: 0,
     outputTokens: 0,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    reasoningTokens: 0,
     counted: false,
+    eventKey: s === scope.planSpan ? `${s.spanId}:step` : s.spanId,
   };
 }
 
 function addUsage(step: Step, usage: SpanUsage): void {
   step.inputTokens = Math.min(step.inputTokens + (usage.input ?? 0), MAX_TOKENS);
   step.outputTokens = Math.min(step.outputTokens + (usage.output ?? 0), MAX_TOKENS);
+  step.cacheReadTokens = Math.min(step.cacheReadTokens + (usage.cacheRead ?? 0), step.inputTokens);
+  step.cacheWriteTokens = Math.min(
+    step.cacheWriteTokens + (usage.cacheWrite ?? 0),
+    step.inputTokens - step.cacheReadTokens,
+  );
+  step.reasoningTokens = Math.min(step.reasoningTokens + (usage.reasoning ?? 0), step.outputTokens);
+  if (usage.reportedCost !== undefined) step.reportedCost = (step.reportedCost ?? 0n) + usage.reportedCost;
+}
+
+/** The model and provider of a step: its latest model call's, else its own span's. */
+function nameModel(step: Step, usage: SpanUsage, keep: boolean): void {
+  if (usage.model && !(keep && step.model)) step.model = clip(usage.model, 100);
+  if (usage.provider && !(keep && step.provider)) step.provider = clip(usage.provider, 100);
 }
 
 /** The plan's steps, with the usage of the LLM spans under them (a step's own usage counts only when none reported any). */
 export function collectSteps(scope: PlanScope): PlanSteps {
-  const { tree, members } = scope;
+  const { tree } = scope;
+  // a plan made of a model call or tool call (the top of a tree no convention names) is its own step too
+  const ownRole = tree.role(scope.planSpan);
+  const members = ownRole === 'llm' || ownRole === 'tool' ? [scope.planSpan, ...scope.members] : scope.members;
   const steps = new Map<string, Step>();
   const stepAbove = (s: OtlpSpan) => tree.ancestors(s).find((a) => steps.has(a.spanId));
   for (const s of members) if (isStepSpan(scope, s)) steps.set(s.spanId, newStep(scope, s, tree.role(s)));
@@ -103,13 +132,13 @@ export function collectSteps(scope: PlanScope): PlanSteps {
       addUsage(step, usage);
       step.counted = true;
     }
-    if (usage.model) step.model = clip(usage.model, 100);
+    nameModel(step, usage, false);
   }
   for (const step of steps.values()) {
     if (step.role === 'llm') continue;
     const usage = usageOf(step.span);
     if (!step.counted && (usage.input !== undefined || usage.output !== undefined)) addUsage(step, usage);
-    if (usage.model && !step.model) step.model = clip(usage.model, 100);
+    nameModel(step, usage, true);
   }
   return { steps, llms, stepAbove };
 }

@@ -76,9 +76,25 @@ export class SpanTree {
 
   /**
    * The spans that become plans: each outermost workflow/plan span (or OpenInference CHAIN that is
-   * the trace's root); without one, each outermost agent span.
+   * the trace's root); without one, each outermost agent span. A recognised span under none of
+   * them (a model call whose framework spans no convention names, say) makes a plan of the top of
+   * its tree, so nothing with usage is dropped.
    */
   planSpans(): OtlpSpan[] {
+    const plans = this.namedPlanSpans();
+    const planIds = new Set(plans.map((p) => p.spanId));
+    for (const s of this.spans) {
+      if (this.role(s) === 'none' || planIds.has(s.spanId)) continue;
+      const chain = this.ancestors(s);
+      if (chain.some((a) => planIds.has(a.spanId))) continue;
+      const top = chain.at(-1) ?? s;
+      planIds.add(top.spanId);
+      plans.push(top);
+    }
+    return plans.sort(byStart);
+  }
+
+  private namedPlanSpans(): OtlpSpan[] {
     const planLike = (s: OtlpSpan) => {
       const role = this.role(s);
       return role === 'plan' || (role === 'chain' && !this.parentOf(s) && s.attributes[OVERRIDE.role] === undefined);
