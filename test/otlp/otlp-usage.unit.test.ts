@@ -281,3 +281,85 @@ describe('no span with usage is dropped silently (property)', () => {
 function hexOf(s: OtlpSpan): string {
   return Buffer.from(s.spanId, 'hex').toString().replace(/_+$/, '');
 }
+
+describe('OpenLLMetry', () => {
+  const kind = (k: string, name: string) => ({
+    'traceloop.span.kind': k,
+    'traceloop.entity.name': name,
+    'traceloop.workflow.name': 'trip',
+    'traceloop.association.properties.session_id': 'sess-9',
+  });
+  const chat = (model: string, input: number, output: number) => ({
+    'gen_ai.system': 'openai',
+    'llm.request.type': 'chat',
+    'gen_ai.request.model': model,
+    'gen_ai.usage.prompt_tokens': input,
+    'gen_ai.usage.completion_tokens': output,
+    'traceloop.workflow.name': 'trip',
+  });
+  const run = [
+    span(TRACE, { id: 'wf', name: 'trip.workflow', start: 0, end: 1000, attrs: kind('workflow', 'trip') }),
+    span(TRACE, {
+      id: 'plan',
+      parent: 'wf',
+      name: 'planner.agent',
+      start: 10,
+      end: 400,
+      attrs: kind('agent', 'planner'),
+    }),
+    span(TRACE, { id: 'c1', parent: 'plan', name: 'openai.chat', start: 20, end: 80, attrs: chat('gpt-4o', 120, 30) }),
+    span(TRACE, {
+      id: 'res',
+      parent: 'wf',
+      name: 'researcher.agent',
+      start: 410,
+      end: 800,
+      attrs: kind('agent', 'researcher'),
+    }),
+    span(TRACE, {
+      id: 'c2',
+      parent: 'res',
+      name: 'openai.chat',
+      start: 420,
+      end: 480,
+      attrs: chat('gpt-4o-mini', 200, 50),
+    }),
+    span(TRACE, {
+      id: 'tool',
+      parent: 'res',
+      name: 'book_hotel.tool',
+      start: 500,
+      end: 600,
+      attrs: kind('tool', 'book_hotel'),
+      exception: { type: 'HotelApiError', message: 'no rooms left' },
+    }),
+  ];
+
+  it('its workflow, agent and tool spans are a plan, its steps and their tokens; none is refused', () => {
+    const assembler = new TraceAssembler(
+      { captureContent: false, quietMs: 100, rootlessMs: 100, maxSpans: 100 },
+      { publish: () => undefined, unmapped: () => undefined },
+    );
+    expect(assembler.add(run)).toMatchObject({ accepted: 6, rejected: 0 });
+    const { plans } = mapTrace(run, opts);
+    expect(plans).toHaveLength(1);
+    const events = plans[0].events;
+    expect(events[0].sessionId).toBe('sess-9');
+    const created = events[0] as Extract<PlanEvent, { type: 'plan.created' }>;
+    expect(created.payload.steps.map((s) => [s.agentId, s.title])).toEqual([
+      ['planner', 'planner'],
+      ['researcher', 'researcher'],
+      ['researcher', 'book_hotel'],
+    ]);
+    expect(stepEnds(events).map((e) => [e.type, e.payload.inputTokens, e.payload.outputTokens])).toEqual([
+      ['step.completed', 120, 30],
+      ['step.failed', 0, 0],
+      ['step.completed', 200, 50],
+    ]);
+    expect(stepEnds(events).map((e) => (e.payload as { provider?: string }).provider)).toEqual([
+      'openai',
+      undefined,
+      'openai',
+    ]);
+  });
+});

@@ -8,8 +8,14 @@ import { aiSdkConvention } from './ai-sdk.convention';
 import type { DeclaredHandoff, SpanConvention, SpanRole, SpanUsage } from './convention';
 import { genAiConvention } from './genai.convention';
 import { openInferenceConvention } from './openinference.convention';
+import { openLlmetryConvention } from './openllmetry.convention';
 
-export const CONVENTIONS: readonly SpanConvention[] = [genAiConvention, openInferenceConvention, aiSdkConvention];
+export const CONVENTIONS: readonly SpanConvention[] = [
+  genAiConvention,
+  openInferenceConvention,
+  openLlmetryConvention,
+  aiSdkConvention,
+];
 
 const LEADING = CONVENTIONS.filter((c) => !c.defer);
 const DEFERRING = CONVENTIONS.filter((c) => c.defer);
