@@ -28,6 +28,11 @@ export const AI_SDK = Object.freeze({
   modelId: 'ai.model.id',
 });
 
+const INPUT_TOKENS_KEYS = [AI_SDK.inputTokens, AI_SDK.promptTokens, GENAI.inputTokens, GENAI.promptTokens];
+const OUTPUT_TOKENS_KEYS = [AI_SDK.outputTokens, AI_SDK.completionTokens, GENAI.outputTokens, GENAI.completionTokens];
+const CACHED_INPUT_TOKENS_KEYS = [AI_SDK.cachedInputTokens];
+const REASONING_TOKENS_KEYS = [AI_SDK.reasoningTokens];
+const MODEL_KEYS = [GENAI.responseModel, GENAI.requestModel, AI_SDK.modelId];
 /**
  * Providers whose AI SDK input count leaves out the cache: the SDK passes on the provider's own
  * count, and Anthropic's `input_tokens` excludes cache reads and writes.
@@ -44,15 +49,15 @@ function aiSdkUsage(span: OtlpSpan): SpanUsage {
   const provider = str(a[AI_SDK.modelProvider])?.split('.')[0]?.toLowerCase();
   const counts = normaliseTokens(
     {
-      input: tokens(a, [AI_SDK.inputTokens, AI_SDK.promptTokens, GENAI.inputTokens, GENAI.promptTokens]),
-      output: tokens(a, [AI_SDK.outputTokens, AI_SDK.completionTokens, GENAI.outputTokens, GENAI.completionTokens]),
-      cacheRead: tokens(a, [AI_SDK.cachedInputTokens]),
-      reasoning: tokens(a, [AI_SDK.reasoningTokens]),
+      input: tokens(a, INPUT_TOKENS_KEYS),
+      output: tokens(a, OUTPUT_TOKENS_KEYS),
+      cacheRead: tokens(a, CACHED_INPUT_TOKENS_KEYS),
+      reasoning: tokens(a, REASONING_TOKENS_KEYS),
     },
     provider === undefined || !INPUT_WITHOUT_CACHE.has(provider),
   );
   if (counts.input === undefined && counts.output === undefined) return genAiUsage(span);
-  const model = first(a, [GENAI.responseModel, GENAI.requestModel, AI_SDK.modelId]);
+  const model = first(a, MODEL_KEYS);
   return { ...counts, ...(model ? { model } : {}), ...(provider ? { provider } : {}) };
 }
 

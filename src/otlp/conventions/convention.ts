@@ -45,7 +45,7 @@ export interface RawTokens {
  * them, whatever the convention says: the parts are added then. Reasoning tokens are part of the
  * output count unless the output is smaller than they are.
  */
-export function normaliseTokens(raw: RawTokens, inputHoldsCache: boolean): Omit<SpanUsage, 'model' | 'provider'> {
+export function normaliseTokens(raw: RawTokens, inputHoldsCache: boolean): SpanUsage {
   const cache = (raw.cacheRead ?? 0) + (raw.cacheWrite ?? 0);
   const input =
     raw.input === undefined && cache === 0
@@ -57,13 +57,13 @@ export function normaliseTokens(raw: RawTokens, inputHoldsCache: boolean): Omit<
     raw.output !== undefined && raw.reasoning !== undefined && raw.output < raw.reasoning
       ? raw.output + raw.reasoning
       : raw.output;
-  return {
-    ...(input !== undefined ? { input: Math.min(input, MAX_TOKENS) } : {}),
-    ...(output !== undefined ? { output: Math.min(output, MAX_TOKENS) } : {}),
-    ...(raw.cacheRead ? { cacheRead: raw.cacheRead } : {}),
-    ...(raw.cacheWrite ? { cacheWrite: raw.cacheWrite } : {}),
-    ...(raw.reasoning ? { reasoning: raw.reasoning } : {}),
-  };
+  const usage: SpanUsage = {};
+  if (input !== undefined) usage.input = Math.min(input, MAX_TOKENS);
+  if (output !== undefined) usage.output = Math.min(output, MAX_TOKENS);
+  if (raw.cacheRead) usage.cacheRead = raw.cacheRead;
+  if (raw.cacheWrite) usage.cacheWrite = raw.cacheWrite;
+  if (raw.reasoning) usage.reasoning = raw.reasoning;
+  return usage;
 }
 
 /** USD as an attribute gives it (a number or a decimal string), in pico-dollars; undefined when it is not an amount. */

@@ -29,6 +29,15 @@ const ROLE_STRENGTH: readonly SpanRole[] = ['plan', 'agent', 'tool', 'llm', 'cha
  * is an LLM call.
  */
 export function conventionRole(span: OtlpSpan): SpanRole {
+  let known = roles.get(span);
+  if (known === undefined) roles.set(span, (known = readRole(span)));
+  return known;
+}
+
+/** Each span's role, read once. */
+const roles = new WeakMap<OtlpSpan, SpanRole>();
+
+function readRole(span: OtlpSpan): SpanRole {
   if (!LEADING.some((c) => c.marks(span)))
     for (const c of DEFERRING) {
       const role = c.role(span);
@@ -70,23 +79,29 @@ export const declaredHandoffOf = (span: OtlpSpan): DeclaredHandoff | undefined =
  * and reported cost from the first that names them.
  */
 export function usageOf(span: OtlpSpan): SpanUsage {
-  const marking = CONVENTIONS.filter((c) => c.marks(span));
-  const ordered = marking.length === 0 ? CONVENTIONS : [...marking, ...CONVENTIONS.filter((c) => !c.marks(span))];
+  let known = usages.get(span);
+  if (!known) usages.set(span, (known = readUsage(span)));
+  return known;
+}
+
+/** Each span's usage, read once: the assembler, the tree and the steps all ask. */
+const usages = new WeakMap<OtlpSpan, SpanUsage>();
+
+function readUsage(span: OtlpSpan): SpanUsage {
   let usage: SpanUsage | undefined;
-  let model: string | undefined;
-  let provider: string | undefined;
-  let reportedCost: bigint | undefined;
-  for (const c of ordered) {
+  const named: SpanUsage = {};
+  const ask = (c: SpanConvention) => {
     const own = c.usage(span);
     if (!usage && (own.input !== undefined || own.output !== undefined)) usage = own;
-    model ??= own.model;
-    provider ??= own.provider;
-    reportedCost ??= own.reportedCost;
-  }
-  return {
-    ...(usage ?? {}),
-    ...(model ? { model } : {}),
-    ...(provider ? { provider } : {}),
-    ...(reportedCost !== undefined ? { reportedCost } : {}),
+    named.model ??= own.model;
+    named.provider ??= own.provider;
+    named.reportedCost ??= own.reportedCost;
   };
+  for (const c of CONVENTIONS) if (c.marks(span)) ask(c);
+  for (const c of CONVENTIONS) if (!c.marks(span)) ask(c);
+  const result: SpanUsage = { ...(usage ?? {}) };
+  if (named.model) result.model = named.model;
+  if (named.provider) result.provider = named.provider;
+  if (named.reportedCost !== undefined) result.reportedCost = named.reportedCost;
+  return result;
 }

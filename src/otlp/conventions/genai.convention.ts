@@ -42,6 +42,12 @@ export const GENAI = Object.freeze({
   toolResult: 'gen_ai.tool.call.result',
 });
 
+const INPUT_TOKENS_KEYS = [GENAI.inputTokens, GENAI.promptTokens];
+const OUTPUT_TOKENS_KEYS = [GENAI.outputTokens, GENAI.completionTokens];
+const CACHE_READ_TOKENS_KEYS = [GENAI.cacheReadTokens, GENAI.cacheReadTokensOld];
+const CACHE_WRITE_TOKENS_KEYS = [GENAI.cacheWriteTokens, GENAI.cacheWriteTokensOld];
+const REASONING_TOKENS_KEYS = [GENAI.reasoningTokens, GENAI.reasoningTokensOld];
+const RESPONSE_MODEL_KEYS = [GENAI.responseModel, GENAI.requestModel];
 /** `gen_ai.operation.name` values, by the role they give a span. */
 const OPERATIONS: Record<Exclude<SpanRole, 'chain' | 'none'>, ReadonlySet<string>> = {
   plan: new Set(['invoke_workflow', 'workflow', 'create_plan', 'plan']),
@@ -65,17 +71,19 @@ export function genAiUsage(span: OtlpSpan): SpanUsage {
   const a = span.attributes;
   const counts = normaliseTokens(
     {
-      input: tokens(a, [GENAI.inputTokens, GENAI.promptTokens]),
-      output: tokens(a, [GENAI.outputTokens, GENAI.completionTokens]),
-      cacheRead: tokens(a, [GENAI.cacheReadTokens, GENAI.cacheReadTokensOld]),
-      cacheWrite: tokens(a, [GENAI.cacheWriteTokens, GENAI.cacheWriteTokensOld]),
-      reasoning: tokens(a, [GENAI.reasoningTokens, GENAI.reasoningTokensOld]),
+      input: tokens(a, INPUT_TOKENS_KEYS),
+      output: tokens(a, OUTPUT_TOKENS_KEYS),
+      cacheRead: tokens(a, CACHE_READ_TOKENS_KEYS),
+      cacheWrite: tokens(a, CACHE_WRITE_TOKENS_KEYS),
+      reasoning: tokens(a, REASONING_TOKENS_KEYS),
     },
     true,
   );
-  const model = first(a, [GENAI.responseModel, GENAI.requestModel]);
+  const model = first(a, RESPONSE_MODEL_KEYS);
   const provider = genAiProvider(span);
-  return { ...counts, ...(model ? { model } : {}), ...(provider ? { provider } : {}) };
+  if (model) counts.model = model;
+  if (provider) counts.provider = provider;
+  return counts;
 }
 
 export const genAiConvention: SpanConvention = {

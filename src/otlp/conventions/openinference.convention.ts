@@ -28,6 +28,13 @@ export const OPENINFERENCE = Object.freeze({
   toolName: 'tool.name',
 });
 
+const PROMPT_TOKENS_KEYS = [OPENINFERENCE.promptTokens];
+const COMPLETION_TOKENS_KEYS = [OPENINFERENCE.completionTokens];
+const CACHE_READ_TOKENS_KEYS = [OPENINFERENCE.cacheReadTokens, OPENINFERENCE.cacheInputTokens];
+const CACHE_WRITE_TOKENS_KEYS = [OPENINFERENCE.cacheWriteTokens];
+const REASONING_TOKENS_KEYS = [OPENINFERENCE.reasoningTokens];
+const MODEL_NAME_KEYS = [OPENINFERENCE.modelName];
+const PROVIDER_KEYS = [OPENINFERENCE.provider, OPENINFERENCE.system];
 /** `openinference.span.kind` values (upper-cased), by the role they give a span. */
 const KINDS: Record<string, SpanRole> = {
   AGENT: 'agent',
@@ -49,16 +56,16 @@ export const openInferenceConvention: SpanConvention = {
     // OpenInference's prompt count includes its prompt_details (cache reads and writes)
     const counts = normaliseTokens(
       {
-        input: tokens(a, [OPENINFERENCE.promptTokens]),
-        output: tokens(a, [OPENINFERENCE.completionTokens]),
-        cacheRead: tokens(a, [OPENINFERENCE.cacheReadTokens, OPENINFERENCE.cacheInputTokens]),
-        cacheWrite: tokens(a, [OPENINFERENCE.cacheWriteTokens]),
-        reasoning: tokens(a, [OPENINFERENCE.reasoningTokens]),
+        input: tokens(a, PROMPT_TOKENS_KEYS),
+        output: tokens(a, COMPLETION_TOKENS_KEYS),
+        cacheRead: tokens(a, CACHE_READ_TOKENS_KEYS),
+        cacheWrite: tokens(a, CACHE_WRITE_TOKENS_KEYS),
+        reasoning: tokens(a, REASONING_TOKENS_KEYS),
       },
       true,
     );
-    const model = first(a, [OPENINFERENCE.modelName]);
-    const provider = first(a, [OPENINFERENCE.provider, OPENINFERENCE.system])?.toLowerCase();
+    const model = first(a, MODEL_NAME_KEYS);
+    const provider = first(a, PROVIDER_KEYS)?.toLowerCase();
     const reportedCost = usdOf(a[OPENINFERENCE.costTotal]);
     return {
       ...counts,
