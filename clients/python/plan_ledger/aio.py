@@ -11,7 +11,8 @@ import asyncio
 import functools
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, TypeVar, Union
 
-from .client import PlanLedgerClient, PublishResult, Stats, _EventHelpers
+from ._events import PublishResult, _EventHelpers
+from .client import PlanLedgerClient, Stats
 from .results import (
     Decision,
     EventStatus,
