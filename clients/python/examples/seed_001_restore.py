@@ -12,17 +12,39 @@ PLAN = Plan("plan-001-bibliography", SESSION)
 
 # --- before the restart
 ledger = client("seed-001-before")
-ledger.plan_created(PLAN, query="Add a bibliography section", steps=[
-    {"stepId": "read", "index": 0, "agentId": "reader", "task": "Read the existing structure", "title": "Read structure"},
-    {"stepId": "write", "index": 1, "agentId": "writer", "task": "Write the section", "title": "Write section", "dependsOn": ["read"]},
-])
+ledger.plan_created(
+    PLAN,
+    query="Add a bibliography section",
+    steps=[
+        {
+            "stepId": "read",
+            "index": 0,
+            "agentId": "reader",
+            "task": "Read the existing structure",
+            "title": "Read structure",
+        },
+        {
+            "stepId": "write",
+            "index": 1,
+            "agentId": "writer",
+            "task": "Write the section",
+            "title": "Write section",
+            "dependsOn": ["read"],
+        },
+    ],
+)
 ledger.step_started(PLAN, "read")
 ledger.step_completed(PLAN, "read", input_tokens=100, output_tokens=50, output_content="structure notes")
 assert ledger.close(30), "events not delivered"
 
 # --- after the restart: only the session id is known
 ledger = client("seed-001-after")
-active = wait_for("the active plan", lambda: (lambda a: a if a["activePlan"] and a["activePlan"]["completedSteps"] == 1 else None)(ledger.active_plan(SESSION)))["activePlan"]
+active = wait_for(
+    "the active plan",
+    lambda: (lambda a: a if a["activePlan"] and a["activePlan"]["completedSteps"] == 1 else None)(
+        ledger.active_plan(SESSION)
+    ),
+)["activePlan"]
 print(f"restored {active['planId']}: {active['query']} ({active['status']})")
 for step in active["steps"]:
     print(f"  #{step['index']} {step['title']}: {step['status']}")
@@ -42,5 +64,7 @@ assert history[0]["planId"] == PLAN.plan_id and history[0]["status"] == "complet
 assert ledger.active_plan(SESSION)["activePlan"] is None
 timeline = ledger.plan(PLAN.plan_id)
 assert [e["kind"] for e in timeline["timeline"]].count("step.completed") == 2
-print(f"finished: {history[0]['status']}, {history[0]['completedSteps']}/{history[0]['totalSteps']} steps; no seq reused")
+print(
+    f"finished: {history[0]['status']}, {history[0]['completedSteps']}/{history[0]['totalSteps']} steps; no seq reused"
+)
 ledger.close(5)

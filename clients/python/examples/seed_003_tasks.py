@@ -11,10 +11,14 @@ PLAN_MD = "# Implementation plan\n\n1. Add the `Todo` model\n2. Expose `GET /tod
 
 # --- the plan task
 planner = client("seed-003-plan")
-planner.plan_created(WORKFLOW, query="Implement the TODO feature", steps=[
-    {"stepId": "plan", "index": 0, "agentId": "planner", "task": "Write the implementation plan"},
-    {"stepId": "implement", "index": 1, "agentId": "coder", "task": "Implement the plan", "dependsOn": ["plan"]},
-])
+planner.plan_created(
+    WORKFLOW,
+    query="Implement the TODO feature",
+    steps=[
+        {"stepId": "plan", "index": 0, "agentId": "planner", "task": "Write the implementation plan"},
+        {"stepId": "implement", "index": 1, "agentId": "coder", "task": "Implement the plan", "dependsOn": ["plan"]},
+    ],
+)
 planner.step_started(WORKFLOW, "plan")
 planner.step_completed(WORKFLOW, "plan", input_tokens=400, output_tokens=200, model="gpt-4o", output_content=PLAN_MD)
 assert planner.close(30)
@@ -29,7 +33,15 @@ point = coder.resume_point(WORKFLOW.plan_id)
 coder.continue_plan(WORKFLOW.plan_id, point["nextSeq"])
 coder.step_started(WORKFLOW, "implement")
 steps_in_plan = [line for line in text.splitlines() if line[:2] in ("1.", "2.")]
-coder.step_completed(WORKFLOW, "implement", input_tokens=900, output_tokens=1500, output_content=f"implemented {len(steps_in_plan)} plan items")
+coder.step_completed(
+    WORKFLOW,
+    "implement",
+    input_tokens=900,
+    output_tokens=1500,
+    output_content=f"implemented {len(steps_in_plan)} plan items",
+)
 coder.plan_finalized(WORKFLOW, "completed")
 assert coder.close(30)
-print(f"implement task read {len(text.encode('utf-8'))} bytes of plan output and implemented {len(steps_in_plan)} items")
+print(
+    f"implement task read {len(text.encode('utf-8'))} bytes of plan output and implemented {len(steps_in_plan)} items"
+)

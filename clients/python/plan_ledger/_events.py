@@ -12,6 +12,7 @@ from ._contract import SPEC_VERSION, Violation
 
 JsonObject = Dict[str, Any]
 
+
 @dataclass(frozen=True)
 class PublishResult:
     """What ``publish()`` says at once.
@@ -40,7 +41,12 @@ class Plan:
     session_id: str
 
 
-_STEP_KEYS = {"step_id": "stepId", "agent_id": "agentId", "expected_output": "expectedOutput", "depends_on": "dependsOn"}
+_STEP_KEYS = {
+    "step_id": "stepId",
+    "agent_id": "agentId",
+    "expected_output": "expectedOutput",
+    "depends_on": "dependsOn",
+}
 
 
 def _step_dict(step: Any) -> Any:
@@ -98,54 +104,199 @@ class _EventHelpers:
     def publish(self, event: Mapping[str, Any]) -> PublishResult:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def _typed(self, type_: str, plan: Plan, payload: JsonObject, seq: Optional[int], event_id: Optional[str]) -> PublishResult:
-        event: JsonObject = {"type": type_, "planId": plan.plan_id, "sessionId": plan.session_id, "payload": {k: v for k, v in payload.items() if v is not None}}
+    def _typed(
+        self, type_: str, plan: Plan, payload: JsonObject, seq: Optional[int], event_id: Optional[str]
+    ) -> PublishResult:
+        event: JsonObject = {
+            "type": type_,
+            "planId": plan.plan_id,
+            "sessionId": plan.session_id,
+            "payload": {k: v for k, v in payload.items() if v is not None},
+        }
         if seq is not None:
             event["seq"] = seq
         if event_id is not None:
             event["eventId"] = event_id
         return self.publish(event)
 
-    def plan_created(self, plan: Plan, query: str, steps: Iterable[Any], requires_approval: Optional[bool] = None, complexity: Optional[int] = None, seq: Optional[int] = None, event_id: Optional[str] = None) -> PublishResult:
-        """``steps``: ``StepInput`` or dicts ``{"stepId", "index", "agentId", "task", "title"?, "expectedOutput"?, "dependsOn"?}``
+    def plan_created(
+        self,
+        plan: Plan,
+        query: str,
+        steps: Iterable[Any],
+        requires_approval: Optional[bool] = None,
+        complexity: Optional[int] = None,
+        seq: Optional[int] = None,
+        event_id: Optional[str] = None,
+    ) -> PublishResult:
+        """``steps``: ``StepInput`` or dicts
+        ``{"stepId", "index", "agentId", "task", "title"?, "expectedOutput"?, "dependsOn"?}``
         (snake_case keys such as ``step_id``, ``agent_id``, ``depends_on`` are accepted too)."""
-        return self._typed("plan.created", plan, {"query": query, "steps": _steps(steps), "requiresApproval": requires_approval, "complexity": complexity}, seq, event_id)
+        return self._typed(
+            "plan.created",
+            plan,
+            {"query": query, "steps": _steps(steps), "requiresApproval": requires_approval, "complexity": complexity},
+            seq,
+            event_id,
+        )
 
-    def plan_decision(self, plan: Plan, decision: str, steps: Optional[Iterable[Any]] = None, feedback: Optional[str] = None, decided_by: Optional[str] = None, seq: Optional[int] = None, event_id: Optional[str] = None) -> PublishResult:
+    def plan_decision(
+        self,
+        plan: Plan,
+        decision: str,
+        steps: Optional[Iterable[Any]] = None,
+        feedback: Optional[str] = None,
+        decided_by: Optional[str] = None,
+        seq: Optional[int] = None,
+        event_id: Optional[str] = None,
+    ) -> PublishResult:
         """``decision``: approve | edit (with the full new ``steps``) | reject."""
-        return self._typed("plan.decision", plan, {"decision": decision, "steps": _steps(steps), "feedback": feedback, "decidedBy": decided_by}, seq, event_id)
+        return self._typed(
+            "plan.decision",
+            plan,
+            {"decision": decision, "steps": _steps(steps), "feedback": feedback, "decidedBy": decided_by},
+            seq,
+            event_id,
+        )
 
-    def step_started(self, plan: Plan, step_id: str, agent_id: Optional[str] = None, seq: Optional[int] = None) -> PublishResult:
+    def step_started(
+        self, plan: Plan, step_id: str, agent_id: Optional[str] = None, seq: Optional[int] = None
+    ) -> PublishResult:
         return self._typed("step.started", plan, {"stepId": step_id, "agentId": agent_id}, seq, None)
 
-    def step_completed(self, plan: Plan, step_id: str, input_tokens: int, output_tokens: int, result: Optional[str] = None, output_content: Optional[str] = None, model: Optional[str] = None, seq: Optional[int] = None, *, provider: Optional[str] = None, cache_read_tokens: Optional[int] = None, cache_write_tokens: Optional[int] = None, reasoning_tokens: Optional[int] = None, reported_cost: Optional[str] = None) -> PublishResult:
+    def step_completed(
+        self,
+        plan: Plan,
+        step_id: str,
+        input_tokens: int,
+        output_tokens: int,
+        result: Optional[str] = None,
+        output_content: Optional[str] = None,
+        model: Optional[str] = None,
+        seq: Optional[int] = None,
+        *,
+        provider: Optional[str] = None,
+        cache_read_tokens: Optional[int] = None,
+        cache_write_tokens: Optional[int] = None,
+        reasoning_tokens: Optional[int] = None,
+        reported_cost: Optional[str] = None,
+    ) -> PublishResult:
         """``input_tokens`` counts cache reads and writes too, ``output_tokens`` reasoning too; ``reported_cost``
         (USD, a decimal string such as ``"0.0123"``) is the provider's own figure and wins over any price."""
-        payload = {"stepId": step_id, "inputTokens": input_tokens, "outputTokens": output_tokens, "result": result, "outputContent": output_content, "model": model}
-        return self._typed("step.completed", plan, {**payload, **_usage(provider, cache_read_tokens, cache_write_tokens, reasoning_tokens, reported_cost)}, seq, None)
+        payload = {
+            "stepId": step_id,
+            "inputTokens": input_tokens,
+            "outputTokens": output_tokens,
+            "result": result,
+            "outputContent": output_content,
+            "model": model,
+        }
+        return self._typed(
+            "step.completed",
+            plan,
+            {**payload, **_usage(provider, cache_read_tokens, cache_write_tokens, reasoning_tokens, reported_cost)},
+            seq,
+            None,
+        )
 
-    def step_failed(self, plan: Plan, step_id: str, error: str, input_tokens: Optional[int] = None, output_tokens: Optional[int] = None, model: Optional[str] = None, seq: Optional[int] = None, *, provider: Optional[str] = None, cache_read_tokens: Optional[int] = None, cache_write_tokens: Optional[int] = None, reasoning_tokens: Optional[int] = None, reported_cost: Optional[str] = None) -> PublishResult:
-        payload = {"stepId": step_id, "error": error, "inputTokens": input_tokens, "outputTokens": output_tokens, "model": model}
-        return self._typed("step.failed", plan, {**payload, **_usage(provider, cache_read_tokens, cache_write_tokens, reasoning_tokens, reported_cost)}, seq, None)
+    def step_failed(
+        self,
+        plan: Plan,
+        step_id: str,
+        error: str,
+        input_tokens: Optional[int] = None,
+        output_tokens: Optional[int] = None,
+        model: Optional[str] = None,
+        seq: Optional[int] = None,
+        *,
+        provider: Optional[str] = None,
+        cache_read_tokens: Optional[int] = None,
+        cache_write_tokens: Optional[int] = None,
+        reasoning_tokens: Optional[int] = None,
+        reported_cost: Optional[str] = None,
+    ) -> PublishResult:
+        payload = {
+            "stepId": step_id,
+            "error": error,
+            "inputTokens": input_tokens,
+            "outputTokens": output_tokens,
+            "model": model,
+        }
+        return self._typed(
+            "step.failed",
+            plan,
+            {**payload, **_usage(provider, cache_read_tokens, cache_write_tokens, reasoning_tokens, reported_cost)},
+            seq,
+            None,
+        )
 
-    def step_skipped(self, plan: Plan, step_id: str, reason: Optional[str] = None, seq: Optional[int] = None) -> PublishResult:
+    def step_skipped(
+        self, plan: Plan, step_id: str, reason: Optional[str] = None, seq: Optional[int] = None
+    ) -> PublishResult:
         return self._typed("step.skipped", plan, {"stepId": step_id, "reason": reason}, seq, None)
 
-    def handoff_recorded(self, plan: Plan, handoff_id: str, from_agent_id: str, to_agent_id: str, reason: str, step_id: Optional[str] = None, explanation: Optional[str] = None, seq: Optional[int] = None) -> PublishResult:
-        return self._typed("handoff.recorded", plan, {"handoffId": handoff_id, "fromAgentId": from_agent_id, "toAgentId": to_agent_id, "reason": reason, "stepId": step_id, "explanation": explanation}, seq, None)
+    def handoff_recorded(
+        self,
+        plan: Plan,
+        handoff_id: str,
+        from_agent_id: str,
+        to_agent_id: str,
+        reason: str,
+        step_id: Optional[str] = None,
+        explanation: Optional[str] = None,
+        seq: Optional[int] = None,
+    ) -> PublishResult:
+        return self._typed(
+            "handoff.recorded",
+            plan,
+            {
+                "handoffId": handoff_id,
+                "fromAgentId": from_agent_id,
+                "toAgentId": to_agent_id,
+                "reason": reason,
+                "stepId": step_id,
+                "explanation": explanation,
+            },
+            seq,
+            None,
+        )
 
-    def checkpoint_saved(self, plan: Plan, checkpoint_id: str, layer: int, state: JsonObject, seq: Optional[int] = None) -> PublishResult:
-        return self._typed("checkpoint.saved", plan, {"checkpointId": checkpoint_id, "layer": layer, "state": state}, seq, None)
+    def checkpoint_saved(
+        self, plan: Plan, checkpoint_id: str, layer: int, state: JsonObject, seq: Optional[int] = None
+    ) -> PublishResult:
+        return self._typed(
+            "checkpoint.saved", plan, {"checkpointId": checkpoint_id, "layer": layer, "state": state}, seq, None
+        )
 
-    def plan_finalized(self, plan: Plan, status: str, summary: Optional[str] = None, failure_reason: Optional[str] = None, seq: Optional[int] = None) -> PublishResult:
+    def plan_finalized(
+        self,
+        plan: Plan,
+        status: str,
+        summary: Optional[str] = None,
+        failure_reason: Optional[str] = None,
+        seq: Optional[int] = None,
+    ) -> PublishResult:
         """``status``: completed | failed | cancelled."""
-        return self._typed("plan.finalized", plan, {"status": status, "summary": summary, "failureReason": failure_reason}, seq, None)
+        return self._typed(
+            "plan.finalized", plan, {"status": status, "summary": summary, "failureReason": failure_reason}, seq, None
+        )
 
 
-
-def _usage(provider: Optional[str], cache_read: Optional[int], cache_write: Optional[int], reasoning: Optional[int], reported_cost: Optional[str]) -> JsonObject:
+def _usage(
+    provider: Optional[str],
+    cache_read: Optional[int],
+    cache_write: Optional[int],
+    reasoning: Optional[int],
+    reported_cost: Optional[str],
+) -> JsonObject:
     """The optional usage fields of step.completed / step.failed."""
-    return {"provider": provider, "cacheReadTokens": cache_read, "cacheWriteTokens": cache_write, "reasoningTokens": reasoning, "reportedCost": reported_cost}
+    return {
+        "provider": provider,
+        "cacheReadTokens": cache_read,
+        "cacheWriteTokens": cache_write,
+        "reasoningTokens": reasoning,
+        "reportedCost": reported_cost,
+    }
 
 
 # ---------------------------------------------------------------- stamps
@@ -162,7 +313,12 @@ class Clock:
         ms = time.time_ns() // 1_000_000
         last = self._last
         if ms != last[0]:
-            last = (ms, datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+            last = (
+                ms,
+                datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+                .isoformat(timespec="milliseconds")
+                .replace("+00:00", "Z"),
+            )
             self._last = last
         return last[1]
 
@@ -244,4 +400,3 @@ def _uuid7() -> str:
             _counter = 0
     h = "%012x%04x%016x" % (_last_ms, 0x7000 | _counter, (0x2 << 62) | random.getrandbits(62))
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-

@@ -11,8 +11,9 @@ PEER_CLOSED = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)
 
 def connect(url: urllib.parse.SplitResult, timeout: float) -> http.client.HTTPConnection:
     """A new (not yet opened) connection to ``url``'s host and port."""
-    cls = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-    return cls(url.hostname or "", url.port, timeout=timeout)
+    if url.scheme == "https":
+        return http.client.HTTPSConnection(url.hostname or "", url.port, timeout=timeout)
+    return http.client.HTTPConnection(url.hostname or "", url.port, timeout=timeout)
 
 
 def closed_by_peer(conn: http.client.HTTPConnection) -> bool:

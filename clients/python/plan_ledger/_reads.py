@@ -59,7 +59,11 @@ class _Reads:
             try:
                 status = self.events_status(chunk, wait_ms=int(min(remaining, 30.0) * 1000))
             except NotFound:
-                raise PlanLedgerError(404, "the server has no POST /v1/events/status (it is older than this client): flush(stored=True) cannot confirm storage") from None
+                raise PlanLedgerError(
+                    404,
+                    "the server has no POST /v1/events/status (it is older than this client): flush(stored=True) "
+                    "cannot confirm storage",
+                ) from None
             except PlanLedgerError as err:
                 if err.status not in (0, 502, 503, 504):
                     raise
@@ -68,7 +72,11 @@ class _Reads:
             done = set(status.applied) | set(status.refused)
             if status.refused:
                 self._stats.dead_lettered += len(status.refused)
-                log.warning("plan-ledger: the worker refused %d delivered event(s) (dead-lettered; their seqs voided), e.g. %s", len(status.refused), ", ".join(status.refused[:5]))
+                log.warning(
+                    "plan-ledger: the worker refused %d delivered event(s) (dead-lettered; their seqs voided), e.g. %s",
+                    len(status.refused),
+                    ", ".join(status.refused[:5]),
+                )
             self._stats.confirmed += len(status.applied)
             with self._track_lock:
                 for eid in done:
@@ -100,7 +108,8 @@ class _Reads:
         return SessionHistory.from_json(self._get(f"/v1/sessions/{_q(session_id)}/history?limit={int(limit)}"))
 
     def plans(self, session_id: str, status: Optional[str] = None, limit: int = 20, offset: int = 0) -> PlanPage:
-        """One page of a session's plans, newest first (``status``: planning, executing, completed, failed, cancelled...)."""
+        """One page of a session's plans, newest first (``status``: planning, executing, completed, failed,
+        cancelled...)."""
         query = {"sessionId": session_id, "limit": str(int(limit)), "offset": str(int(offset))}
         if status is not None:
             query["status"] = status
@@ -120,7 +129,13 @@ class _Reads:
 
     def step_output(self, plan_id: str, step: Union[str, int]) -> str:
         """A step's stored output content, exactly as stored. Raises NotFound when none."""
-        return self._request("GET", f"/v1/plans/{_q(plan_id)}/steps/{_q(str(step))}/output", None, self._read_key or self._admin_key, accept="text/plain")[1].decode("utf-8")
+        return self._request(
+            "GET",
+            f"/v1/plans/{_q(plan_id)}/steps/{_q(str(step))}/output",
+            None,
+            self._read_key or self._admin_key,
+            accept="text/plain",
+        )[1].decode("utf-8")
 
     def plan_lineage(self, plan_id: str) -> PlanLineage:
         """The fork tree the plan belongs to: ``root`` (the oldest ancestor still stored), each node's
@@ -154,7 +169,10 @@ class _Reads:
         ``ValueError`` before sending when the start is not exactly one or the client has no ``admin_key``."""
         given = [from_layer is not None, from_checkpoint is not None, from_failure is True]
         if given.count(True) != 1:
-            raise ValueError("fork_plan: give exactly one of from_layer=N, from_checkpoint=ID, from_failure=True (or use replay_plan)")
+            raise ValueError(
+                "fork_plan: give exactly one of from_layer=N, from_checkpoint=ID, from_failure=True (or use "
+                "replay_plan)"
+            )
         body: JsonObject = {}
         if from_layer is not None:
             body["fromLayer"] = from_layer
@@ -176,9 +194,20 @@ class _Reads:
         layer to run, its lineage recorded. Arguments, answer and errors as ``fork_plan``'s."""
         return self._fork("replay", plan_id, {}, new_plan_id, session_id, edit_steps)
 
-    def _fork(self, kind: str, plan_id: str, body: JsonObject, new_plan_id: Optional[str], session_id: Optional[str], edit_steps: Optional[Iterable[Any]]) -> ForkOutcome:
+    def _fork(
+        self,
+        kind: str,
+        plan_id: str,
+        body: JsonObject,
+        new_plan_id: Optional[str],
+        session_id: Optional[str],
+        edit_steps: Optional[Iterable[Any]],
+    ) -> ForkOutcome:
         if not self._admin_key:
-            raise ValueError(f"{kind}_plan needs an admin key: create the client with admin_key= (a key of the server's HTTP_ADMIN_KEYS)")
+            raise ValueError(
+                f"{kind}_plan needs an admin key: create the client with admin_key= (a key of the server's "
+                "HTTP_ADMIN_KEYS)"
+            )
         if new_plan_id is not None:
             body["planId"] = new_plan_id
         if session_id is not None:
@@ -186,12 +215,23 @@ class _Reads:
         if edit_steps is not None:
             body["editSteps"] = _steps(edit_steps)
         data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        return ForkOutcome.from_json(json.loads(self._request("POST", f"/v1/plans/{_q(plan_id)}/{kind}", data, self._admin_key)[1]))
+        return ForkOutcome.from_json(
+            json.loads(self._request("POST", f"/v1/plans/{_q(plan_id)}/{kind}", data, self._admin_key)[1])
+        )
 
     def _get(self, path: str) -> JsonObject:
-        return json.loads(self._request("GET", path, None, self._read_key or self._admin_key)[1])  # type: ignore[no-any-return]
+        answer: JsonObject = json.loads(self._request("GET", path, None, self._read_key or self._admin_key)[1])
+        return answer
 
-    def _request(self, method: str, path: str, body: Optional[bytes], key: Optional[str], accept: str = "application/json", timeout: Optional[float] = None) -> Tuple[int, bytes]:
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: Optional[bytes],
+        key: Optional[str],
+        accept: str = "application/json",
+        timeout: Optional[float] = None,
+    ) -> Tuple[int, bytes]:
         headers = {"accept": accept}
         if key:
             headers["authorization"] = f"Bearer {key}"
@@ -213,7 +253,6 @@ class _Reads:
                 message = data.decode("utf-8", "replace")
             raise _ERRORS.get(res.status, PlanLedgerError)(res.status, message)
         return res.status, data
-
 
 
 def _q(part: str) -> str:

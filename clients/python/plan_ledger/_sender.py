@@ -56,7 +56,6 @@ class Stats:
     torn_bytes: int = 0  # journal bytes cut on open (a torn last line) or skipped as unreadable
 
 
-
 def _show(value: Any) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -122,7 +121,13 @@ class _Sender:
                         log.exception("plan-ledger lost %d event(s) to an internal error", len(batch))
                 # released once kept: flush() must never see the batch in neither place
                 self._in_hand = None
-            self._log_rarely("sender", logging.ERROR, "plan-ledger sender thread survived an unexpected error (%d so far); its batch is kept", self._stats.sender_errors, exc_info=err)
+            self._log_rarely(
+                "sender",
+                logging.ERROR,
+                "plan-ledger sender thread survived an unexpected error (%d so far); its batch is kept",
+                self._stats.sender_errors,
+                exc_info=err,
+            )
             self._wake.wait(0.05)
         except BaseException:  # noqa: B036 - never let the thread die
             pass
@@ -137,7 +142,9 @@ class _Sender:
                 self._reachable = True
                 self._next_post = now
             else:
-                self._next_probe = time.monotonic() + (min(0.2, self._probe_interval) if self._closing and journal is None else self._probe_interval)
+                self._next_probe = time.monotonic() + (
+                    min(0.2, self._probe_interval) if self._closing and journal is None else self._probe_interval
+                )
         up = self._reachable and (retry or now >= self._next_post)
         if journal is not None and self._buffer and (not up or journal.backlog):
             if self._closing or now - self._last_commit >= self._commit_s:
@@ -149,7 +156,12 @@ class _Sender:
             if not os.path.basename(journal.directory).startswith(FORK_PREFIX):
                 journal.adopt_forks()
                 self._adopt_unconfirmed(journal)
-        if self._closing and not self._buffer and self._in_hand is None and (journal is None or not journal.backlog or not up):
+        if (
+            self._closing
+            and not self._buffer
+            and self._in_hand is None
+            and (journal is None or not journal.backlog or not up)
+        ):
             self._close_done.set()
         self._sleep(journal)
 
@@ -163,7 +175,9 @@ class _Sender:
             until = min(until, self._next_post)
         if journal is not None and (not sendable or journal.backlog):
             # while events cannot be sent, memory goes to the journal every journal_commit_ms
-            until = min(until, max(self._last_commit + self._commit_s, now + 0.001) if self._buffer else now + self._commit_s)
+            until = min(
+                until, max(self._last_commit + self._commit_s, now + 0.001) if self._buffer else now + self._commit_s
+            )
         self._sleeping = sendable  # an event published now is worth waking for
         self._wake.clear()
         if not (sendable and self._buffer) and not self._stopping and not self._retry_now:
@@ -281,7 +295,14 @@ class _Sender:
             self._conn.close()
         self._conn = None
         if self._reachable:
-            self._log_rarely("down", logging.WARNING, "plan-ledger server unreachable at %s: events go to %s; probing every %.1f s", self._url.geturl(), "the journal" if self._journal else "memory", self._probe_interval)
+            self._log_rarely(
+                "down",
+                logging.WARNING,
+                "plan-ledger server unreachable at %s: events go to %s; probing every %.1f s",
+                self._url.geturl(),
+                "the journal" if self._journal else "memory",
+                self._probe_interval,
+            )
         self._reachable = False
         self._next_probe = time.monotonic() + self._probe_interval
 
@@ -314,7 +335,7 @@ class _Sender:
                 data = res.read()
                 break
             except (OSError, http.client.HTTPException) as err:
-                if attempt == 1 and reused and isinstance(err, PEER_CLOSED):
+                if attempt == 1 and reused and conn is not None and isinstance(err, PEER_CLOSED):
                     # the server closed its idle keep-alive connection as this request left: not an
                     # outage; once more on a new connection (the server keeps one copy of an eventId)
                     conn.close()
@@ -344,7 +365,13 @@ class _Sender:
             return True
         if status in (401, 403):
             # a key problem is fixed by an operator, not by dropping events: keep them (journal) and retry
-            self._log_rarely("key", logging.ERROR, "plan-ledger: the server refused the ingest key (%d: %s); events are kept and retried", status, data[:200].decode("utf-8", "replace"))
+            self._log_rarely(
+                "key",
+                logging.ERROR,
+                "plan-ledger: the server refused the ingest key (%d: %s); events are kept and retried",
+                status,
+                data[:200].decode("utf-8", "replace"),
+            )
         retry_after = res.getheader("retry-after")
         try:
             after = float(retry_after) if retry_after is not None else None
@@ -400,7 +427,12 @@ class _Sender:
             "rejected",
             logging.WARNING,
             "plan-ledger server refused an event: %s of plan %s, seq %s, eventId %s: %s (refused so far: %d)",
-            _show(e.get("type")), _show(e.get("planId")), _show(e.get("seq")), _show(e.get("eventId")), "; ".join(violations[:5]), self._stats.rejected + 1,
+            _show(e.get("type")),
+            _show(e.get("planId")),
+            _show(e.get("seq")),
+            _show(e.get("eventId")),
+            "; ".join(violations[:5]),
+            self._stats.rejected + 1,
         )
 
     def _adopt_unconfirmed(self, journal: Journal) -> None:
@@ -409,7 +441,12 @@ class _Sender:
         ids = journal.take_unconfirmed()
         if ids:
             self._track(ids)
-            log.info("plan-ledger: %d event(s) a previous client on %s delivered are not yet confirmed stored; flush(stored=True) waits for them", len(ids), journal.directory)
+            log.info(
+                "plan-ledger: %d event(s) a previous client on %s delivered are not yet confirmed stored; "
+                "flush(stored=True) waits for them",
+                len(ids),
+                journal.directory,
+            )
 
     def _track(self, ids: Iterable[Optional[str]]) -> None:
         """Delivered ids, kept for flush(stored=True); the oldest are forgotten past ``max_unconfirmed``."""
@@ -458,11 +495,19 @@ class _Sender:
         try:
             journal.save_unconfirmed(ids)
         except OSError as err:
-            log.warning("plan-ledger: the ids of %d delivered event(s) not yet confirmed stored could not be kept in %s (%s); the next client's flush(stored=True) will not wait for them", len(ids), journal.directory, err)
+            log.warning(
+                "plan-ledger: the ids of %d delivered event(s) not yet confirmed stored could not be kept in %s "
+                "(%s); the next client's flush(stored=True) will not wait for them",
+                len(ids),
+                journal.directory,
+                err,
+            )
 
     # ---------------------------------------------------------------- logs
 
-    def _log_rarely(self, kind: str, level: int, message: str, *args: Any, exc_info: Optional[BaseException] = None) -> None:
+    def _log_rarely(
+        self, kind: str, level: int, message: str, *args: Any, exc_info: Optional[BaseException] = None
+    ) -> None:
         """At most one line per kind per 5 s: a flood of refusals or drops must not flood the log."""
         now = time.monotonic()
         if now - self._last_log.get(kind, -10.0) > 5.0:
@@ -472,5 +517,11 @@ class _Sender:
     def _drop(self, count: int, why: str) -> None:
         with self._count_lock:
             self._stats.dropped += count
-        self._log_rarely("drop", logging.ERROR, "plan-ledger dropped %d event(s): %s (dropped so far: %d)", count, why, self._stats.dropped)
-
+        self._log_rarely(
+            "drop",
+            logging.ERROR,
+            "plan-ledger dropped %d event(s): %s (dropped so far: %d)",
+            count,
+            why,
+            self._stats.dropped,
+        )

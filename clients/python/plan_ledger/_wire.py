@@ -48,7 +48,9 @@ def _walk(value: Any, path: str, out: List[Violation], on_path: Set[int], depth:
         return
     if isinstance(value, float):
         if not math.isfinite(value):
-            out.append(Violation(path, f"{_label(path)}: Out of range float values are not JSON compliant: {value!r}", True))
+            out.append(
+                Violation(path, f"{_label(path)}: Out of range float values are not JSON compliant: {value!r}", True)
+            )
         return
     if isinstance(value, (list, tuple, dict)):
         if id(value) in on_path:
@@ -83,7 +85,8 @@ def surrogate_problem(text: str) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError as err:
         return (
-            f"contains the lone surrogate U+{ord(text[err.start]):04X} at index {err.start}, which strict UTF-8 cannot encode "
+            f"contains the lone surrogate U+{ord(text[err.start]):04X} at index {err.start}, which strict UTF-8 "
+            "cannot encode "
             "(text decoded with errors='surrogateescape'? decode it with errors='replace', or send it another way)"
         )
     return ""

@@ -42,7 +42,7 @@ class AsyncPlanLedgerClient(_EventHelpers):
     def __init__(self, base_url: str, **options: Any) -> None:
         self._client = PlanLedgerClient(base_url, **options)
         # the bound method itself: publish() costs what the threaded client's does
-        self.publish = self._client.publish  # type: ignore[method-assign]
+        setattr(self, "publish", self._client.publish)
 
     @property
     def client(self) -> PlanLedgerClient:
@@ -59,7 +59,8 @@ class AsyncPlanLedgerClient(_EventHelpers):
         return self._client.stats()
 
     def install_sigterm_handler(self, timeout: Optional[float] = None) -> Any:
-        """As ``PlanLedgerClient.install_sigterm_handler`` (the close runs in the signal handler, before the previous handler)."""
+        """As ``PlanLedgerClient.install_sigterm_handler`` (the close runs in the signal handler, before the
+        previous handler)."""
         return self._client.install_sigterm_handler(timeout)
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -139,4 +140,6 @@ class AsyncPlanLedgerClient(_EventHelpers):
         edit_steps: Optional[Iterable[Any]] = None,
     ) -> ForkOutcome:
         """As ``PlanLedgerClient.replay_plan``."""
-        return await self._run(self._client.replay_plan, plan_id, new_plan_id=new_plan_id, session_id=session_id, edit_steps=edit_steps)
+        return await self._run(
+            self._client.replay_plan, plan_id, new_plan_id=new_plan_id, session_id=session_id, edit_steps=edit_steps
+        )

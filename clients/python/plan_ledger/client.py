@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import codecs
 import collections
+import functools
 import logging
 import os
 import signal
@@ -28,7 +29,18 @@ from ._wire import ENCODE_ERRORS, encode, find_unencodable
 from .errors import Conflict, NotFound, PlanLedgerError
 from .journal import FORK_PREFIX, Journal
 
-__all__ = ["PlanLedgerClient", "Plan", "StepInput", "PublishResult", "Stats", "PlanLedgerError", "NotFound", "Conflict", "JsonObject", "Item"]
+__all__ = [
+    "PlanLedgerClient",
+    "Plan",
+    "StepInput",
+    "PublishResult",
+    "Stats",
+    "PlanLedgerError",
+    "NotFound",
+    "Conflict",
+    "JsonObject",
+    "Item",
+]
 
 # socket.getaddrinfo encodes a host name with the "idna" codec, whose module the first lookup imports.
 # Looked up here, at import, the sender thread never imports it: a fork() while another thread holds
@@ -61,7 +73,7 @@ def _after_fork_in_child() -> None:
 atexit.register(_close_all_at_exit)
 if hasattr(threading, "_register_atexit"):
     try:
-        threading._register_atexit(_close_all_at_exit)  # type: ignore[attr-defined]
+        getattr(threading, "_register_atexit")(_close_all_at_exit)
     except RuntimeError:  # pragma: no cover - imported during interpreter shutdown
         pass
 if hasattr(os, "register_at_fork"):
@@ -82,9 +94,11 @@ class PlanLedgerClient(_EventHelpers, _Reads, _Sender):
 
     Example::
 
-        with PlanLedgerClient("http://127.0.0.1:8080", ingest_key=KEY, read_key=RKEY, journal_dir="./journal") as ledger:
+        url = "http://127.0.0.1:8080"
+        with PlanLedgerClient(url, ingest_key=KEY, read_key=RKEY, journal_dir="./journal") as ledger:
             plan = Plan("plan_42", "session_7")
-            ledger.plan_created(plan, query="Summarise", steps=[{"step_id": "s1", "index": 0, "agent_id": "writer", "task": "Summarise"}])
+            step = {"step_id": "s1", "index": 0, "agent_id": "writer", "task": "Summarise"}
+            ledger.plan_created(plan, query="Summarise", steps=[step])
             ledger.step_completed(plan, step_id="s1", input_tokens=812, output_tokens=240, output_content="# Summary")
     """
 
@@ -221,7 +235,17 @@ class PlanLedgerClient(_EventHelpers, _Reads, _Sender):
         except (TypeError, ValueError):
             with self._count_lock:
                 self._stats.invalid += 1
-            return PublishResult(False, None, None, "invalid", (Violation("", f"(root) must be an object (a mapping of the event's fields), got {type(event).__name__}"),))
+            return PublishResult(
+                False,
+                None,
+                None,
+                "invalid",
+                (
+                    Violation(
+                        "", f"(root) must be an object (a mapping of the event's fields), got {type(event).__name__}"
+                    ),
+                ),
+            )
         all_own = stamp_event(e, self._clock)
         event_id = e["eventId"]
         if self._closed:
@@ -240,7 +264,9 @@ class PlanLedgerClient(_EventHelpers, _Reads, _Sender):
         except ENCODE_ERRORS as err:
             return self._refuse(e, find_unencodable(e) or [Violation("", f"(root): {err}", True)])
         if len(data) > MAX_EVENT_BYTES:
-            return self._refuse(e, [Violation("", f"(root) is {len(data)} bytes of JSON, more than the contract's {MAX_EVENT_BYTES}")])
+            return self._refuse(
+                e, [Violation("", f"(root) is {len(data)} bytes of JSON, more than the contract's {MAX_EVENT_BYTES}")]
+            )
         if len(self._buffer) >= self._max_buffered:
             self._drop(1, "the in-memory buffer is full (max_buffered)")
             return PublishResult(False, event_id, None, "dropped")
@@ -267,7 +293,8 @@ class PlanLedgerClient(_EventHelpers, _Reads, _Sender):
         self._log_rarely(
             "invalid",
             logging.WARNING,
-            "plan-ledger refused an event at publish(): %s of plan %s: %s (it took no seq; refused at the call so far: %d)",
+            "plan-ledger refused an event at publish(): %s of plan %s: %s (it took no seq; refused at the call so "
+            "far: %d)",
             _show(e.get("type")),
             _show(e.get("planId")),
             "; ".join(v.message for v in violations[:5]),
@@ -348,7 +375,7 @@ class PlanLedgerClient(_EventHelpers, _Reads, _Sender):
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(0.05)  # a sender between two steps stops at once
-            self._wait_for_close(lambda: _joined(thread, 0.05))
+            self._wait_for_close(functools.partial(_joined, thread, 0.05))
         nothing_left = self._journal_leftovers()
         journal = self._journal
         delivered = nothing_left and not (journal is not None and journal.backlog)
@@ -427,8 +454,23 @@ class PlanLedgerClient(_EventHelpers, _Reads, _Sender):
         s = self._stats
         j = self._journal
         return Stats(
-            s.published, s.accepted, s.rejected, len(self._buffer) + len(self._in_hand or ()), s.journaled, j.backlog if j is not None else 0, s.dropped,
-            s.invalid, s.unencodable, s.closed, s.lost, s.sender_errors, s.dead_lettered, s.confirmed, len(self._unconfirmed), s.untracked, s.torn_bytes,
+            s.published,
+            s.accepted,
+            s.rejected,
+            len(self._buffer) + len(self._in_hand or ()),
+            s.journaled,
+            j.backlog if j is not None else 0,
+            s.dropped,
+            s.invalid,
+            s.unencodable,
+            s.closed,
+            s.lost,
+            s.sender_errors,
+            s.dead_lettered,
+            s.confirmed,
+            len(self._unconfirmed),
+            s.untracked,
+            s.torn_bytes,
         )
 
     # ---------------------------------------------------------------- fork
@@ -457,7 +499,12 @@ class PlanLedgerClient(_EventHelpers, _Reads, _Sender):
                     where = f"its own journal {directory} (adopted by the journal's owner once this process is gone)"
                 except OSError as err:
                     where = f"no journal ({directory}: {err})"
-            log.info("plan-ledger: client used in forked process %d: it sends with a sender thread of its own and %s; the parent's buffered events stay the parent's", os.getpid(), where)
+            log.info(
+                "plan-ledger: client used in forked process %d: it sends with a sender thread of its own and %s; "
+                "the parent's buffered events stay the parent's",
+                os.getpid(),
+                where,
+            )
             self._start_sender()
             _LIVE.add(self)
             self._fork_pending = False

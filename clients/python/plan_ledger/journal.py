@@ -137,7 +137,10 @@ class Journal:
                 continue
             os.close(fd)
             if time.monotonic() >= deadline:
-                raise JournalLockedError(f"journal directory {self.directory} is used by another live client; give each client its own journal_dir")
+                raise JournalLockedError(
+                    f"journal directory {self.directory} is used by another live client; "
+                    "give each client its own journal_dir"
+                )
             time.sleep(0.01)
 
     def _read_offset(self) -> int:
@@ -155,7 +158,12 @@ class Journal:
         os.ftruncate(self._fd, keep)
         os.fsync(self._fd)
         self._size = keep
-        log.warning("plan-ledger journal %s: cut %d byte(s) of a torn last line (a process was killed while writing it); the events in them are lost", self.directory, cut)
+        log.warning(
+            "plan-ledger journal %s: cut %d byte(s) of a torn last line (a process was killed while writing it); "
+            "the events in them are lost",
+            self.directory,
+            cut,
+        )
         return cut
 
     @property
@@ -218,7 +226,13 @@ class Journal:
                 raise ValueError("not a JSON array")
             items: List[Item] = [(e.get("eventId") if isinstance(e, dict) else None, encode(e)) for e in batch]
         except (ValueError, TypeError) as err:
-            log.error("plan-ledger journal %s: skipped an unreadable line of %d bytes at offset %d (%s)", self.directory, len(data), start, err)
+            log.error(
+                "plan-ledger journal %s: skipped an unreadable line of %d bytes at offset %d (%s)",
+                self.directory,
+                len(data),
+                start,
+                err,
+            )
             self.torn_bytes += len(data)
             items = []
         return end, items
@@ -283,7 +297,9 @@ class Journal:
                     continue  # its process is alive
                 adopted += self._adopt(d, name)
             except OSError as err:
-                log.error("plan-ledger journal %s: could not adopt %s (%s); it is left in place", self.directory, d, err)
+                log.error(
+                    "plan-ledger journal %s: could not adopt %s (%s); it is left in place", self.directory, d, err
+                )
             finally:
                 os.close(fd)
         return adopted
@@ -302,7 +318,12 @@ class Journal:
                 lines = f.read()
             lines = lines[: lines.rfind(b"\n") + 1]
         if lines and not self.append_raw(lines):
-            log.error("plan-ledger journal %s: no room to adopt %s (%d bytes, max_journal_bytes); it is left in place", self.directory, d, len(lines))
+            log.error(
+                "plan-ledger journal %s: no room to adopt %s (%d bytes, max_journal_bytes); it is left in place",
+                self.directory,
+                d,
+                len(lines),
+            )
             return 0
         ids = _read_ids(os.path.join(d, _UNCONFIRMED))
         if ids:
@@ -318,7 +339,12 @@ class Journal:
         except OSError:
             pass
         if lines:
-            log.info("plan-ledger journal %s: adopted %d undelivered byte(s) left by process %s", self.directory, len(lines), name[len(FORK_PREFIX):])
+            log.info(
+                "plan-ledger journal %s: adopted %d undelivered byte(s) left by process %s",
+                self.directory,
+                len(lines),
+                name[len(FORK_PREFIX) :],
+            )
         return len(lines)
 
     def release_in_child(self) -> None:

@@ -12,7 +12,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Type, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Type, TypeVar, cast
 
 JsonObject = Dict[str, Any]
 T = TypeVar("T", bound="_Result")
@@ -33,7 +33,7 @@ class _Result(Mapping[str, Any]):
     @classmethod
     def from_json(cls: Type[T], raw: JsonObject) -> T:
         kwargs: Dict[str, Any] = {}
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        for f in dataclasses.fields(cast(Any, cls)):
             if f.name == "raw":
                 continue
             value = raw.get(_camel(f.name))
@@ -334,7 +334,11 @@ class ResumePoint(_Result):
     next_steps: Optional[List[ResumeStep]]
     layers: Optional[List[LayerProgress]]
     next_seq: int
-    _nested = {"latest_checkpoint": ResumeCheckpoint.from_json, "next_steps": _list_of(ResumeStep), "layers": _list_of(LayerProgress)}
+    _nested = {
+        "latest_checkpoint": ResumeCheckpoint.from_json,
+        "next_steps": _list_of(ResumeStep),
+        "layers": _list_of(LayerProgress),
+    }
 
 
 @dataclass(frozen=True, eq=False)

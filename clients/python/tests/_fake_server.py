@@ -3,6 +3,7 @@ server (202, one result per event), /healthz, and POST /v1/events/status (every 
 other routes answer what ``routes`` (GET) and ``post_routes`` (POST) say, each request recorded in
 ``requests``."""
 import json
+import logging
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -93,7 +94,10 @@ class FakeServer:
                         return self._send(*custom)
                     with server.lock:
                         server.events.extend(events)
-                    results = [{"index": i, "status": "accepted", "eventId": e["eventId"], "seq": e["seq"]} for i, e in enumerate(events)]
+                    results = [
+                        {"index": i, "status": "accepted", "eventId": e["eventId"], "seq": e["seq"]}
+                        for i, e in enumerate(events)
+                    ]
                     return self._send(202, {"accepted": len(events), "invalid": 0, "dropped": 0, "results": results})
                 if self.path == "/v1/events/status":
                     ids = json.loads(body)["eventIds"]
@@ -101,11 +105,26 @@ class FakeServer:
                         return self._send(200, server.status_answer(ids))
                     with server.lock:
                         known = {e["eventId"] for e in server.events}
-                    return self._send(200, {"applied": [i for i in ids if i in known], "waiting": [], "refused": [], "unknown": [i for i in ids if i not in known]})
+                    return self._send(
+                        200,
+                        {
+                            "applied": [i for i in ids if i in known],
+                            "waiting": [],
+                            "refused": [],
+                            "unknown": [i for i in ids if i not in known],
+                        },
+                    )
                 for prefix, (status, answer) in server.post_routes.items():
                     if self.path.startswith(prefix):
                         with server.lock:
-                            server.requests.append(("POST", self.path, self.headers.get("authorization"), json.loads(body) if body else None))
+                            server.requests.append(
+                                (
+                                    "POST",
+                                    self.path,
+                                    self.headers.get("authorization"),
+                                    json.loads(body) if body else None,
+                                )
+                            )
                         return self._send(status, answer)
                 self._send(404, {"error": "no route"})
 
@@ -134,5 +153,6 @@ class FakeServer:
     def stored(self) -> List[Dict[str, Any]]:
         with self.lock:
             return list(self.events)
-import logging
+
+
 logging.getLogger("plan_ledger").addHandler(logging.NullHandler())

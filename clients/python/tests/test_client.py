@@ -33,7 +33,9 @@ class ClientWithoutServer(unittest.TestCase):
         c = PlanLedgerClient(self.url, journal_dir=os.path.join(self.dir, "j"), max_backoff=0.2)
         try:
             a, b = Plan("plan-a", "s1"), Plan("plan-b", "s1")
-            self.assertEqual([c.step_started(a, "x").seq, c.step_started(a, "y").seq, c.step_started(b, "x").seq], [0, 1, 0])
+            self.assertEqual(
+                [c.step_started(a, "x").seq, c.step_started(a, "y").seq, c.step_started(b, "x").seq], [0, 1, 0]
+            )
             c.continue_plan("plan-b", 7)
             r = c.step_started(b, "y")
             self.assertTrue(r.ok)

@@ -55,7 +55,12 @@ class SigtermDuringClose(unittest.TestCase):
         server = SilentServer()
         journal = tempfile.mkdtemp(prefix="plan-ledger-term-")
         try:
-            child = subprocess.Popen([sys.executable, CHILD, server.url, journal, mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            child = subprocess.Popen(
+                [sys.executable, CHILD, server.url, journal, mode],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             self.assertEqual(child.stdout.readline().strip(), "closing")
             time.sleep(0.5)  # close(5) is waiting for the server that never answers
             child.send_signal(signal.SIGTERM)

@@ -40,7 +40,9 @@ class Encoding(unittest.TestCase):
 
     def setUp(self) -> None:
         self.dir = tempfile.mkdtemp(prefix="plan-ledger-py-")
-        self.client = PlanLedgerClient(f"http://127.0.0.1:{free_port()}", journal_dir=os.path.join(self.dir, "j"), probe_interval=3600)
+        self.client = PlanLedgerClient(
+            f"http://127.0.0.1:{free_port()}", journal_dir=os.path.join(self.dir, "j"), probe_interval=3600
+        )
 
     def tearDown(self) -> None:
         self.client.close(0)
@@ -49,14 +51,32 @@ class Encoding(unittest.TestCase):
         cyclic: dict = {}
         cyclic["self"] = cyclic
         bad = {
-            "lone surrogate": ({"name": "report-\udcff.txt"}, "payload.state.name: contains the lone surrogate U+DCFF at index 7"),
-            "datetime": ({"when": datetime.datetime(2024, 5, 1)}, "payload.state.when: Object of type datetime is not JSON serializable"),
+            "lone surrogate": (
+                {"name": "report-\udcff.txt"},
+                "payload.state.name: contains the lone surrogate U+DCFF at index 7",
+            ),
+            "datetime": (
+                {"when": datetime.datetime(2024, 5, 1)},
+                "payload.state.when: Object of type datetime is not JSON serializable",
+            ),
             "set": ({"tags": {"a"}}, "payload.state.tags: Object of type set is not JSON serializable"),
             "bytes": ({"blob": b"\x00\x01"}, "payload.state.blob: Object of type bytes is not JSON serializable"),
-            "Decimal": ({"price": decimal.Decimal("1.10")}, "payload.state.price: Object of type Decimal is not JSON serializable"),
-            "NaN": ({"score": float("nan")}, "payload.state.score: Out of range float values are not JSON compliant: nan"),
-            "Infinity": ({"nested": [1, {"x": float("inf")}]}, "payload.state.nested[1].x: Out of range float values are not JSON compliant: inf"),
-            "-Infinity": ({"x": float("-inf")}, "payload.state.x: Out of range float values are not JSON compliant: -inf"),
+            "Decimal": (
+                {"price": decimal.Decimal("1.10")},
+                "payload.state.price: Object of type Decimal is not JSON serializable",
+            ),
+            "NaN": (
+                {"score": float("nan")},
+                "payload.state.score: Out of range float values are not JSON compliant: nan",
+            ),
+            "Infinity": (
+                {"nested": [1, {"x": float("inf")}]},
+                "payload.state.nested[1].x: Out of range float values are not JSON compliant: inf",
+            ),
+            "-Infinity": (
+                {"x": float("-inf")},
+                "payload.state.x: Out of range float values are not JSON compliant: -inf",
+            ),
             "non-str key": ({1: "one"}, "payload.state: keys must be str, not int"),
             "surrogate key": ({"k\ud800": 1}, "lone surrogate U+D800"),
             "self-reference": (cyclic, "must not be nested more than 32 levels deep"),
@@ -78,32 +98,62 @@ class Encoding(unittest.TestCase):
 
     def test_bad_values_in_typed_fields_and_lone_surrogates_in_text(self) -> None:
         r = self.client.step_completed(PLAN, "s1", input_tokens=decimal.Decimal(3), output_tokens=1)
-        self.assertEqual([v.message for v in r.violations], ["payload.inputTokens: Object of type Decimal is not JSON serializable"])
+        self.assertEqual(
+            [v.message for v in r.violations], ["payload.inputTokens: Object of type Decimal is not JSON serializable"]
+        )
         r = self.client.step_failed(PLAN, "s1", error="bad file \udc80")
         self.assertIn("payload.error: contains the lone surrogate U+DC80", r.violations[0].message)
         r = self.client.step_completed(PLAN, "s1", input_tokens=True, output_tokens=float("nan"))
         self.assertEqual(
             [v.message for v in r.violations],
-            ["payload.inputTokens must be an integer", "payload.outputTokens: Out of range float values are not JSON compliant: nan"],
+            [
+                "payload.inputTokens must be an integer",
+                "payload.outputTokens: Out of range float values are not JSON compliant: nan",
+            ],
         )
-        r = self.client.publish({"type": "step.started", "planId": "p", "sessionId": "s", "payload": {"stepId": "x"}, "occurredAt": datetime.datetime.now()})
-        self.assertEqual([v.message for v in r.violations], ["occurredAt: Object of type datetime is not JSON serializable"])
+        r = self.client.publish(
+            {
+                "type": "step.started",
+                "planId": "p",
+                "sessionId": "s",
+                "payload": {"stepId": "x"},
+                "occurredAt": datetime.datetime.now(),
+            }
+        )
+        self.assertEqual(
+            [v.message for v in r.violations], ["occurredAt: Object of type datetime is not JSON serializable"]
+        )
         self.assertEqual(self.client.stats().unencodable, 4)
         self.assertEqual(self.client.step_started(PLAN, "s1").seq, 0)
 
     def test_usage_fields_and_a_reported_cost(self) -> None:
-        ok = self.client.step_completed(PLAN, "s1", 1200, 300, model="gpt-4o", provider="openai", cache_read_tokens=1024, reasoning_tokens=0, reported_cost="0.0123")
+        ok = self.client.step_completed(
+            PLAN,
+            "s1",
+            1200,
+            300,
+            model="gpt-4o",
+            provider="openai",
+            cache_read_tokens=1024,
+            reasoning_tokens=0,
+            reported_cost="0.0123",
+        )
         self.assertTrue(ok.ok)
         r = self.client.step_failed(PLAN, "s1", error="x", reported_cost=0.01)  # type: ignore[arg-type]
         self.assertEqual([v.message for v in r.violations], ["payload.reportedCost must be a string"])
         r = self.client.step_failed(PLAN, "s1", error="x", reported_cost="1e-3")
         self.assertEqual(
             [v.message for v in r.violations],
-            ['payload.reportedCost must be a decimal string of at most 12 digits before and 12 after the point, e.g. "0.0123"'],
+            [
+                "payload.reportedCost must be a decimal string of at most 12 digits before and 12 after the point, "
+                'e.g. "0.0123"'
+            ],
         )
 
     def test_no_value_is_converted(self) -> None:
-        r = self.client.publish({"type": "step.started", "planId": "p", "sessionId": "s", "payload": {"stepId": "x"}, "extra": (1, 2)})
+        r = self.client.publish(
+            {"type": "step.started", "planId": "p", "sessionId": "s", "payload": {"stepId": "x"}, "extra": (1, 2)}
+        )
         self.assertEqual([v.message for v in r.violations], ["extra is not an allowed field"])
         ok = self.client.checkpoint_saved(PLAN, "cp", 0, {"text": "héllo 😀", "t": (1, 2.5, None)})
         self.assertTrue(ok.ok)
@@ -112,7 +162,9 @@ class Encoding(unittest.TestCase):
             self.assertIn('"text":"héllo 😀"'.encode("utf-8"), data)
 
     def test_an_event_over_1_mib_is_refused(self) -> None:
-        r = self.client.step_completed(PLAN, "s1", input_tokens=1, output_tokens=1, result="x" * 199_000, output_content="y" * 199_000)
+        r = self.client.step_completed(
+            PLAN, "s1", input_tokens=1, output_tokens=1, result="x" * 199_000, output_content="y" * 199_000
+        )
         self.assertTrue(r.ok)
         r = self.client.checkpoint_saved(PLAN, "cp", 0, {f"k{i}": "z" * 1000 for i in range(1100)})
         self.assertFalse(r.ok)
@@ -133,7 +185,13 @@ class Mirror(unittest.TestCase):
         self.assertEqual(self.messages(valid_event()), [])
         self.assertEqual(self.messages(valid_event(seq=3.0)), [])  # JSON's 3.0 is the integer 3
         for type_ in ("plan.created",):
-            e = valid_event(type=type_, payload={"query": "q", "steps": [{"stepId": "a", "index": 0, "agentId": "x", "task": "t", "dependsOn": []}]})
+            e = valid_event(
+                type=type_,
+                payload={
+                    "query": "q",
+                    "steps": [{"stepId": "a", "index": 0, "agentId": "x", "task": "t", "dependsOn": []}],
+                },
+            )
             self.assertEqual(self.messages(e), [])
 
     def test_envelope_rules(self) -> None:
@@ -143,48 +201,121 @@ class Mirror(unittest.TestCase):
         self.assertEqual(self.messages(valid_event(seq=True)), ["seq must be an integer"])
         self.assertEqual(self.messages(valid_event(seq=-1)), ["seq must be at least 0"])
         self.assertEqual(self.messages(valid_event(seq=2**31)), ["seq must be at most 2147483647"])
-        self.assertEqual(self.messages(valid_event(specVersion=2)), ["specVersion must be 1, the only spec version this parser supports"])
-        self.assertEqual(self.messages(valid_event(specVersion=True)), ["specVersion must be 1, the only spec version this parser supports"])
+        self.assertEqual(
+            self.messages(valid_event(specVersion=2)),
+            ["specVersion must be 1, the only spec version this parser supports"],
+        )
+        self.assertEqual(
+            self.messages(valid_event(specVersion=True)),
+            ["specVersion must be 1, the only spec version this parser supports"],
+        )
         self.assertEqual(self.messages(valid_event(eventId="not-a-uuid")), ["eventId must be a UUID"])
-        self.assertEqual(self.messages(valid_event(planId="bad id!")), ["planId must be an external id (1-64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit)"])
-        self.assertEqual(self.messages(valid_event(planId="p1\n")), ["planId must be an external id (1-64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit)"])
-        self.assertEqual(self.messages(valid_event(type="step.exploded")), ["type must be one of: plan.created, plan.decision, step.started, step.completed, step.failed, step.skipped, handoff.recorded, checkpoint.saved, plan.finalized"])
+        self.assertEqual(
+            self.messages(valid_event(planId="bad id!")),
+            [
+                "planId must be an external id (1-64 letters, digits, '_', '.', ':' or '-', starting with a letter "
+                "or digit)"
+            ],
+        )
+        self.assertEqual(
+            self.messages(valid_event(planId="p1\n")),
+            [
+                "planId must be an external id (1-64 letters, digits, '_', '.', ':' or '-', starting with a letter "
+                "or digit)"
+            ],
+        )
+        self.assertEqual(
+            self.messages(valid_event(type="step.exploded")),
+            [
+                "type must be one of: plan.created, plan.decision, step.started, step.completed, step.failed, "
+                "step.skipped, handoff.recorded, checkpoint.saved, plan.finalized"
+            ],
+        )
         self.assertEqual(self.messages(valid_event(payload=[])), ["payload must be an object"])
         self.assertEqual(self.messages(valid_event(extra=None)), ["extra is not an allowed field"])
 
     def test_timestamps_as_the_schema_and_its_format_take_them(self) -> None:
-        for ok in ("2024-05-01T12:00:00Z", "2024-05-01T12:00:00.123456789+00:00", "2024-02-29T00:00:00Z", "1000-01-01T00:00:00Z"):
+        for ok in (
+            "2024-05-01T12:00:00Z",
+            "2024-05-01T12:00:00.123456789+00:00",
+            "2024-02-29T00:00:00Z",
+            "1000-01-01T00:00:00Z",
+        ):
             self.assertTrue(timestamp_ok(ok), ok)
         # a leap second and a year before 1000 are refused, as the contract refuses them
-        for bad in ("2016-12-31T23:59:60Z", "0999-12-31T23:59:59Z", "2024-02-30T00:00:00Z", "2023-02-29T00:00:00Z", "2024-05-01T12:00:00+01:00", "2024-05-01 12:00:00Z", "2024-05-01T24:00:00Z",
-                    "2024-05-01T12:60:00Z", "2024-05-01T12:00:60Z", "2024-13-01T00:00:00Z", "2024-05-01T12:00:00Z\n", "２０２４-05-01T12:00:00Z"):
+        for bad in (
+            "2016-12-31T23:59:60Z",
+            "0999-12-31T23:59:59Z",
+            "2024-02-30T00:00:00Z",
+            "2023-02-29T00:00:00Z",
+            "2024-05-01T12:00:00+01:00",
+            "2024-05-01 12:00:00Z",
+            "2024-05-01T24:00:00Z",
+            "2024-05-01T12:60:00Z",
+            "2024-05-01T12:00:60Z",
+            "2024-13-01T00:00:00Z",
+            "2024-05-01T12:00:00Z\n",
+            "２０２４-05-01T12:00:00Z",
+        ):
             self.assertFalse(timestamp_ok(bad), bad)
 
     def test_payload_rules(self) -> None:
         decision = lambda **p: valid_event(type="plan.decision", payload=p)  # noqa: E731
         step = {"stepId": "a", "index": 0, "agentId": "x", "task": "t"}
         self.assertEqual(self.messages(decision(decision="edit")), ["payload.steps is required for an edit"])
-        self.assertEqual(self.messages(decision(decision="edit", steps=[])), ["payload.steps must contain at least 1 item for an edit"])
-        self.assertEqual(self.messages(decision(decision="approve", steps=[step])), ["payload.steps must be absent unless decision is edit"])
+        self.assertEqual(
+            self.messages(decision(decision="edit", steps=[])),
+            ["payload.steps must contain at least 1 item for an edit"],
+        )
+        self.assertEqual(
+            self.messages(decision(decision="approve", steps=[step])),
+            ["payload.steps must be absent unless decision is edit"],
+        )
         self.assertEqual(self.messages(decision(decision="edit", steps=[step])), [])
-        self.assertEqual(self.messages(decision(decision="edit", steps=[dict(step, dependsOn=["b", "b"])])), ["payload.steps[0].dependsOn must not contain duplicates"])
-        self.assertEqual(self.messages(decision(decision="edit", steps=[dict(step, index=1.5)])), ["payload.steps[0].index must be an integer"])
-        self.assertEqual(self.messages(decision(decision="edit", steps=[dict(step, agentId="")])), ["payload.steps[0].agentId must be 1 to 100 characters long"])
-        self.assertEqual(self.messages(decision(decision="edit", steps=[dict(step, title="nul\x00")])), ["payload.steps[0].title must not contain the NUL character (U+0000): PostgreSQL cannot store it"])
+        self.assertEqual(
+            self.messages(decision(decision="edit", steps=[dict(step, dependsOn=["b", "b"])])),
+            ["payload.steps[0].dependsOn must not contain duplicates"],
+        )
+        self.assertEqual(
+            self.messages(decision(decision="edit", steps=[dict(step, index=1.5)])),
+            ["payload.steps[0].index must be an integer"],
+        )
+        self.assertEqual(
+            self.messages(decision(decision="edit", steps=[dict(step, agentId="")])),
+            ["payload.steps[0].agentId must be 1 to 100 characters long"],
+        )
+        self.assertEqual(
+            self.messages(decision(decision="edit", steps=[dict(step, title="nul\x00")])),
+            ["payload.steps[0].title must not contain the NUL character (U+0000): PostgreSQL cannot store it"],
+        )
         # the step graph is the server's to check: a cycle passes the mirror
         cycle = [dict(step, stepId="a", dependsOn=["b"]), dict(step, stepId="b", index=1, dependsOn=["a"])]
         self.assertEqual(self.messages(decision(decision="edit", steps=cycle)), [])
-        self.assertEqual(self.messages(valid_event(payload={"stepId": "s1", "inputTokens": 1})), ["payload.outputTokens is required"])
+        self.assertEqual(
+            self.messages(valid_event(payload={"stepId": "s1", "inputTokens": 1})), ["payload.outputTokens is required"]
+        )
         # lengths in characters (code points), as the schema counts them
-        self.assertEqual(self.messages(valid_event(type="step.started", payload={"stepId": "s", "agentId": "😀" * 100})), [])
+        self.assertEqual(
+            self.messages(valid_event(type="step.started", payload={"stepId": "s", "agentId": "😀" * 100})), []
+        )
         state = {}
         node = state
         for _ in range(31):
             node["n"] = {}
             node = node["n"]
-        self.assertEqual(self.messages(valid_event(type="checkpoint.saved", payload={"checkpointId": "c", "layer": 0, "state": state})), [])
+        self.assertEqual(
+            self.messages(
+                valid_event(type="checkpoint.saved", payload={"checkpointId": "c", "layer": 0, "state": state})
+            ),
+            [],
+        )
         node["n"] = {}
-        self.assertEqual(self.messages(valid_event(type="checkpoint.saved", payload={"checkpointId": "c", "layer": 0, "state": state})), ["payload.state must not be nested more than 32 levels deep"])
+        self.assertEqual(
+            self.messages(
+                valid_event(type="checkpoint.saved", payload={"checkpointId": "c", "layer": 0, "state": state})
+            ),
+            ["payload.state must not be nested more than 32 levels deep"],
+        )
 
 
 class SnakeCase(unittest.TestCase):
@@ -198,23 +329,39 @@ class SnakeCase(unittest.TestCase):
         return json.loads(self.client._buffer[-1][1])["payload"]
 
     def test_snake_case_step_fields_become_camel_case(self) -> None:
-        r = self.client.plan_created(PLAN, query="q", requires_approval=True, steps=[
-            {"step_id": "a", "index": 0, "agent_id": "x", "task": "t", "expected_output": "md", "title": None},
-            StepInput("b", 1, "y", "u", depends_on=("a",)),
-            {"stepId": "c", "index": 2, "agentId": "z", "task": "v", "depends_on": ["a", "b"]},
-        ])
+        r = self.client.plan_created(
+            PLAN,
+            query="q",
+            requires_approval=True,
+            steps=[
+                {"step_id": "a", "index": 0, "agent_id": "x", "task": "t", "expected_output": "md", "title": None},
+                StepInput("b", 1, "y", "u", depends_on=("a",)),
+                {"stepId": "c", "index": 2, "agentId": "z", "task": "v", "depends_on": ["a", "b"]},
+            ],
+        )
         self.assertTrue(r.ok, r.violations)
-        self.assertEqual(self.last_payload(), {"query": "q", "requiresApproval": True, "steps": [
-            {"stepId": "a", "index": 0, "agentId": "x", "task": "t", "expectedOutput": "md"},
-            {"stepId": "b", "index": 1, "agentId": "y", "task": "u", "dependsOn": ["a"]},
-            {"stepId": "c", "index": 2, "agentId": "z", "task": "v", "dependsOn": ["a", "b"]},
-        ]})
-        r = self.client.plan_decision(PLAN, "edit", decided_by="bob", steps=[{"step_id": "a", "index": 0, "agent_id": "x", "task": "t"}])
+        self.assertEqual(
+            self.last_payload(),
+            {
+                "query": "q",
+                "requiresApproval": True,
+                "steps": [
+                    {"stepId": "a", "index": 0, "agentId": "x", "task": "t", "expectedOutput": "md"},
+                    {"stepId": "b", "index": 1, "agentId": "y", "task": "u", "dependsOn": ["a"]},
+                    {"stepId": "c", "index": 2, "agentId": "z", "task": "v", "dependsOn": ["a", "b"]},
+                ],
+            },
+        )
+        r = self.client.plan_decision(
+            PLAN, "edit", decided_by="bob", steps=[{"step_id": "a", "index": 0, "agent_id": "x", "task": "t"}]
+        )
         self.assertTrue(r.ok, r.violations)
         self.assertEqual(self.last_payload()["steps"], [{"stepId": "a", "index": 0, "agentId": "x", "task": "t"}])
 
     def test_a_field_in_both_spellings_is_refused(self) -> None:
-        r = self.client.plan_created(PLAN, query="q", steps=[{"step_id": "a", "stepId": "b", "index": 0, "agentId": "x", "task": "t"}])
+        r = self.client.plan_created(
+            PLAN, query="q", steps=[{"step_id": "a", "stepId": "b", "index": 0, "agentId": "x", "task": "t"}]
+        )
         self.assertEqual([v.message for v in r.violations], ["payload.steps[0].step_id is not an allowed field"])
 
 

@@ -77,7 +77,10 @@ class WakeUps(Base):
         wait_until("the sender asleep", lambda: c._sleeping)
         before = len(waits)
         c.step_started(PLAN, "s1")
-        wait_until("the event at the server, and its answer counted", lambda: len(server.stored()) == 1 and c.stats().accepted == 1)
+        wait_until(
+            "the event at the server, and its answer counted",
+            lambda: len(server.stored()) == 1 and c.stats().accepted == 1,
+        )
         # woken by the publish: the wait it was in had no short timeout to end it
         self.assertTrue(all(t is None or t >= 1.0 for t in waits[: before + 1]), waits[: before + 1])
         self.assertEqual(c.stats().accepted, 1)
@@ -115,7 +118,9 @@ class WakeUps(Base):
         self.assertEqual([e["payload"]["stepId"] for e in server.stored()], ["s1"])
 
     def test_close_with_the_server_down_returns_once_memory_is_journaled(self) -> None:
-        c = self.client(f"http://127.0.0.1:{free_port()}", probe_interval=3600, max_backoff=3600, journal_commit_ms=3_600_000)
+        c = self.client(
+            f"http://127.0.0.1:{free_port()}", probe_interval=3600, max_backoff=3600, journal_commit_ms=3_600_000
+        )
         for i in range(100):
             c.step_started(PLAN, f"s{i}")
         self.assertFalse(c.close(3600))  # returns (the test would hang otherwise), not delivered
@@ -153,7 +158,10 @@ class SenderSurvives(Base):
         c = self.client(server.url, journal_dir=None)
         fail_first_post(c, RuntimeError("injected"))
         c.step_started(PLAN, "s1")
-        wait_until("the event stored after the error, and its answer counted", lambda: len(server.stored()) == 1 and c.stats().accepted == 1)
+        wait_until(
+            "the event stored after the error, and its answer counted",
+            lambda: len(server.stored()) == 1 and c.stats().accepted == 1,
+        )
         s = c.stats()
         self.assertEqual((s.sender_errors, s.lost, s.accepted), (1, 0, 1))
         self.assertTrue(c._thread.is_alive())
@@ -187,7 +195,13 @@ class SenderSurvives(Base):
             results = []
             for i, e in enumerate(events):
                 if e["payload"]["stepId"] == "bad":
-                    results.append({"index": i, "status": "invalid", "violations": [{"path": "payload", "message": "payload is refused by the server"}]})
+                    results.append(
+                        {
+                            "index": i,
+                            "status": "invalid",
+                            "violations": [{"path": "payload", "message": "payload is refused by the server"}],
+                        }
+                    )
                 else:
                     server.events.append(e)
                     results.append({"index": i, "status": "accepted", "eventId": e["eventId"], "seq": e["seq"]})
@@ -209,7 +223,11 @@ class SenderSurvives(Base):
 
     def test_a_400_batch_is_split_so_one_event_cannot_refuse_the_others(self) -> None:
         server = self.server()
-        server.on_post = lambda events: (400, {"error": "unreadable"}) if any(e["payload"]["stepId"] == "bad" for e in events) else None
+        server.on_post = (
+            lambda events: (400, {"error": "unreadable"})
+            if any(e["payload"]["stepId"] == "bad" for e in events)
+            else None
+        )
         c = self.client(server.url, journal_dir=None, probe_interval=3600, max_backoff=3600)
         c._reachable = False  # hold the events until all three are queued, then send them as one batch
         for step in ("ok1", "bad", "ok2"):
@@ -222,7 +240,20 @@ class SenderSurvives(Base):
 class Journaling(Base):
     def test_a_torn_tail_is_cut_on_open_so_new_events_are_not_glued_to_it(self) -> None:
         os.makedirs(self.journal)
-        whole = json.dumps([{"specVersion": 1, "eventId": "01900000-0000-7000-8000-000000000001", "type": "step.started", "planId": "old", "sessionId": "s", "seq": 0, "occurredAt": "2024-05-01T12:00:00.000Z", "payload": {"stepId": "a"}}])
+        whole = json.dumps(
+            [
+                {
+                    "specVersion": 1,
+                    "eventId": "01900000-0000-7000-8000-000000000001",
+                    "type": "step.started",
+                    "planId": "old",
+                    "sessionId": "s",
+                    "seq": 0,
+                    "occurredAt": "2024-05-01T12:00:00.000Z",
+                    "payload": {"stepId": "a"},
+                }
+            ]
+        )
         with open(os.path.join(self.journal, "journal.jsonl"), "w") as f:
             f.write(whole + "\n" + whole[: len(whole) // 2])  # a kill in the middle of the second write
         port = free_port()
@@ -252,7 +283,9 @@ class Journaling(Base):
         self.assertEqual({len(e["payload"]["outputContent"]) for e in server.stored()}, {150_000})
 
     def test_one_client_per_journal_directory_and_a_journal_full_is_counted(self) -> None:
-        c = self.client(f"http://127.0.0.1:{free_port()}", max_journal_bytes=2000, probe_interval=3600, journal_commit_ms=10)
+        c = self.client(
+            f"http://127.0.0.1:{free_port()}", max_journal_bytes=2000, probe_interval=3600, journal_commit_ms=10
+        )
         from plan_ledger import JournalLockedError
 
         with self.assertRaises(JournalLockedError):
@@ -279,7 +312,9 @@ class Stats(Base):
         c.close(5)
         self.assertEqual(c.step_started(PLAN, "late").reason, "closed")
         s = c.stats()
-        self.assertEqual((s.accepted, s.dropped, s.invalid, s.unencodable, s.closed, s.lost, s.sender_errors), (3, 2, 1, 1, 1, 0, 0))
+        self.assertEqual(
+            (s.accepted, s.dropped, s.invalid, s.unencodable, s.closed, s.lost, s.sender_errors), (3, 2, 1, 1, 1, 0, 0)
+        )
 
 
 class ReadYourWrites(Base):
@@ -291,7 +326,12 @@ class ReadYourWrites(Base):
         def status(ids):
             asked.append(list(ids))
             stored = {e["eventId"] for e in server.stored()}
-            answer = {"applied": [i for i in ids if i in applied], "waiting": [i for i in ids if i in stored and i not in applied], "refused": [], "unknown": [i for i in ids if i not in stored]}
+            answer = {
+                "applied": [i for i in ids if i in applied],
+                "waiting": [i for i in ids if i in stored and i not in applied],
+                "refused": [],
+                "unknown": [i for i in ids if i not in stored],
+            }
             applied.update(stored)  # applied by the next question
             return answer
 
@@ -334,15 +374,77 @@ class ReadYourWrites(Base):
 class Reads(Base):
     def test_typed_results_keep_dict_access(self) -> None:
         server = self.server()
-        active = {"sessionId": "s1", "activePlan": {"planId": "p1", "sessionId": "s1", "query": "q", "status": "executing", "approvalStatus": None, "requiresApproval": False, "complexity": None, "totalSteps": 2, "completedSteps": 1, "failedSteps": 0, "skippedSteps": 0, "inputTokens": 10, "outputTokens": 5, "createdAt": "2024-05-01T12:00:00.000Z", "completedAt": None, "durationMs": None, "summary": None, "failureReason": None, "steps": [{"stepId": "a", "index": 0, "title": None, "agentId": "x", "status": "completed"}], "nextSeq": 3}, "otherActivePlanIds": []}
+        active = {
+            "sessionId": "s1",
+            "activePlan": {
+                "planId": "p1",
+                "sessionId": "s1",
+                "query": "q",
+                "status": "executing",
+                "approvalStatus": None,
+                "requiresApproval": False,
+                "complexity": None,
+                "totalSteps": 2,
+                "completedSteps": 1,
+                "failedSteps": 0,
+                "skippedSteps": 0,
+                "inputTokens": 10,
+                "outputTokens": 5,
+                "createdAt": "2024-05-01T12:00:00.000Z",
+                "completedAt": None,
+                "durationMs": None,
+                "summary": None,
+                "failureReason": None,
+                "steps": [{"stepId": "a", "index": 0, "title": None, "agentId": "x", "status": "completed"}],
+                "nextSeq": 3,
+            },
+            "otherActivePlanIds": [],
+        }
         server.routes["/v1/sessions/s1/active"] = (200, active)
-        server.routes["/v1/plans?"] = (200, {"total": 1, "limit": 20, "offset": 0, "plans": [dict(active["activePlan"])]})
-        server.routes["/v1/plans/p1"] = (200, {"plan": active["activePlan"], "steps": [], "handoffs": [], "checkpoints": [], "timeline": [], "decisions": [
-            {"decisionId": "d1", "decision": "edit", "decidedBy": "bob", "feedback": None, "editedStepCount": 1, "at": "2024-05-01T12:00:00.000Z",
-             "stepChanges": {"added": [], "removed": [], "changed": ["a"], "replaced": [{"stepId": "a", "agentId": "x", "task": "old", "title": None, "expectedOutput": None, "dependsOn": []}]}}]})
+        server.routes["/v1/plans?"] = (
+            200,
+            {"total": 1, "limit": 20, "offset": 0, "plans": [dict(active["activePlan"])]},
+        )
+        server.routes["/v1/plans/p1"] = (
+            200,
+            {
+                "plan": active["activePlan"],
+                "steps": [],
+                "handoffs": [],
+                "checkpoints": [],
+                "timeline": [],
+                "decisions": [
+                    {
+                        "decisionId": "d1",
+                        "decision": "edit",
+                        "decidedBy": "bob",
+                        "feedback": None,
+                        "editedStepCount": 1,
+                        "at": "2024-05-01T12:00:00.000Z",
+                        "stepChanges": {
+                            "added": [],
+                            "removed": [],
+                            "changed": ["a"],
+                            "replaced": [
+                                {
+                                    "stepId": "a",
+                                    "agentId": "x",
+                                    "task": "old",
+                                    "title": None,
+                                    "expectedOutput": None,
+                                    "dependsOn": [],
+                                }
+                            ],
+                        },
+                    }
+                ],
+            },
+        )
         c = self.client(server.url, journal_dir=None)
         a = c.active_plan("s1")
-        self.assertEqual((a.active_plan.plan_id, a.active_plan.next_seq, a.active_plan.steps[0].step_id), ("p1", 3, "a"))
+        self.assertEqual(
+            (a.active_plan.plan_id, a.active_plan.next_seq, a.active_plan.steps[0].step_id), ("p1", 3, "a")
+        )
         self.assertEqual((a["activePlan"]["nextSeq"], a["activePlan"]["steps"][0]["status"]), (3, "completed"))
         self.assertEqual(dict(a), active)
         self.assertEqual(c.plans("s1").plans[0].completed_steps, 1)
@@ -417,7 +519,9 @@ try:
     c.plan("nope")
 except NotFound:
     pass
-down = PlanLedgerClient(sys.argv[4], ingest_key="k" * 16, journal_dir=sys.argv[3] + "-down", probe_interval=0.01, journal_commit_ms=1)
+down = PlanLedgerClient(
+    sys.argv[4], ingest_key="k" * 16, journal_dir=sys.argv[3] + "-down", probe_interval=0.01, journal_commit_ms=1
+)
 down.step_started(plan, "s2")
 while down.stats().journaled < 1:
     time.sleep(0.01)
@@ -428,7 +532,9 @@ print(json.dumps(sorted(set(sys.modules) - before)))
         client_dir = os.path.join(os.path.dirname(__file__), "..")
         run = subprocess.run(
             [sys.executable, "-c", script, client_dir, server.url, self.journal, f"http://127.0.0.1:{free_port()}"],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertEqual(json.loads(run.stdout), [])
@@ -487,7 +593,6 @@ print(json.dumps(sorted(set(sys.modules) - before)))
         self.assertEqual(sorted(e["payload"]["stepId"] for e in server.stored()), ["c0", "c1", "c2"])
         self.assertNotIn(f"fork-{pid}", os.listdir(self.journal))
 
-
     @unittest.skipUnless(hasattr(os, "fork"), "needs os.fork")
     def test_a_multiprocessing_child_that_never_closes_the_client_delivers_at_its_exit(self) -> None:
         import multiprocessing
@@ -538,10 +643,14 @@ class Lifecycle(Base):
 class AsyncClient(Base):
     def test_publish_from_coroutines_then_await_flush_and_reads(self) -> None:
         server = self.server()
-        server.routes["/v1/sessions/s1/active"] = (200, {"sessionId": "s1", "activePlan": None, "otherActivePlanIds": []})
+        server.routes["/v1/sessions/s1/active"] = (
+            200,
+            {"sessionId": "s1", "activePlan": None, "otherActivePlanIds": []},
+        )
 
         async def main():
             async with AsyncPlanLedgerClient(server.url, journal_dir=self.journal) as ledger:
+
                 async def task(k):
                     plan = Plan(f"plan-async-{k}", "s1")
                     for i in range(50):
