@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { freePort } from '../publisher/support/redis-process';
 import { waitFor } from '../worker/helpers/queue-harness';
 import { ApiStack, startApiStack } from './http-harness';
-import { DRIVER, eventCounts, python, ROOT, storedSeqs } from './python/py-run';
+import { buildPython, DRIVER, eventCounts, python, ROOT, storedSeqs } from './python/py-run';
 
 jest.setTimeout(120_000);
 
@@ -43,48 +43,57 @@ describe('the Python client (clients/python) against a real plan-ledger serve, R
     });
   });
 
-  it('installs with pip (pip install ./clients/python) and imports from the install', async () => {
+  it('installs with pip offline (pip install --no-build-isolation ./clients/python) and imports from the install', async () => {
     const src = tmp();
     fs.cpSync(path.join(ROOT, 'clients', 'python'), src, {
       recursive: true,
       filter: (f) => !/__pycache__|egg-info|[\\/]build$/.test(f),
     });
     const target = tmp();
-    const install = python([
-      '-m',
-      'pip',
-      'install',
-      '--quiet',
-      '--disable-pip-version-check',
-      '--no-deps',
-      '--target',
-      target,
-      src,
-    ]);
+    const install = python(
+      [
+        '-m',
+        'pip',
+        'install',
+        '--quiet',
+        '--disable-pip-version-check',
+        '--no-deps',
+        '--no-build-isolation',
+        '--target',
+        target,
+        src,
+      ],
+      undefined,
+      buildPython(),
+    );
     const installed = await install.exited;
     expect(installed.code).toBe(0);
     expect(await importFrom(target)).toEqual([path.join(target, 'plan_ledger', '__init__.py'), '0.2.0', 'True']);
   });
 
-  it('builds a wheel offline with the in-tree backend (pip wheel --no-build-isolation), which installs and imports', async () => {
+  it('builds a wheel offline with setuptools (pip wheel --no-build-isolation), which installs and imports', async () => {
     const src = tmp();
     fs.cpSync(path.join(ROOT, 'clients', 'python'), src, {
       recursive: true,
       filter: (f) => !/__pycache__|egg-info|[\\/]build$/.test(f),
     });
     const dist = tmp();
-    const build = python([
-      '-m',
-      'pip',
-      'wheel',
-      '--quiet',
-      '--disable-pip-version-check',
-      '--no-deps',
-      '--no-build-isolation',
-      '-w',
-      dist,
-      src,
-    ]);
+    const build = python(
+      [
+        '-m',
+        'pip',
+        'wheel',
+        '--quiet',
+        '--disable-pip-version-check',
+        '--no-deps',
+        '--no-build-isolation',
+        '-w',
+        dist,
+        src,
+      ],
+      undefined,
+      buildPython(),
+    );
     expect((await build.exited).code).toBe(0);
     expect(fs.readdirSync(dist)).toEqual(['plan_ledger_client-0.2.0-py3-none-any.whl']);
     const target = tmp();
@@ -103,6 +112,9 @@ describe('the Python client (clients/python) against a real plan-ledger serve, R
     expect((await install.exited).code).toBe(0);
     expect(await importFrom(target)).toEqual([path.join(target, 'plan_ledger', '__init__.py'), '0.2.0', 'True']);
     expect(fs.readdirSync(target).sort()).toEqual(['plan_ledger', 'plan_ledger_client-0.2.0.dist-info']);
+    // built by setuptools' standard backend (its bdist_wheel), not by code of this repository
+    const wheelInfo = fs.readFileSync(path.join(target, 'plan_ledger_client-0.2.0.dist-info', 'WHEEL'), 'utf8');
+    expect(wheelInfo).toMatch(/^Generator: bdist_wheel /m);
   });
 
   it('a publisher killed while the server is down delivers its journal exactly once when started again', async () => {

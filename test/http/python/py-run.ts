@@ -1,4 +1,4 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import type { ApiStack } from '../http-harness';
 import { ADMIN_KEY, INGEST_KEY, READ_KEY } from '../http-harness';
@@ -14,9 +14,26 @@ export interface PyRun {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
 }
 
-/** python3 with `args`, from the repository root; the ingest, read and admin keys in its environment. */
-export function python(args: string[], key = INGEST_KEY): PyRun {
-  const child = spawn('python3', args, {
+/**
+ * A python3 that builds clients/python offline (pip, setuptools >= 61 and wheel, for --no-build-isolation):
+ * python3 on PATH when it has them, else Debian's /usr/bin/python3 (python3-pip, python3-setuptools, python3-wheel).
+ */
+export function buildPython(): string {
+  const probe = 'import setuptools, wheel, pip; assert int(setuptools.__version__.split(".")[0]) >= 61';
+  const found = ['python3', '/usr/bin/python3'].find(
+    (exe) => spawnSync(exe, ['-c', probe], { stdio: 'ignore' }).status === 0,
+  );
+  if (!found) {
+    throw new Error(
+      'no python3 with pip, setuptools >= 61 and wheel: apt-get install python3-pip python3-setuptools python3-wheel',
+    );
+  }
+  return found;
+}
+
+/** python3 (or `exe`) with `args`, from the repository root; the ingest, read and admin keys in its environment. */
+export function python(args: string[], key = INGEST_KEY, exe = 'python3'): PyRun {
+  const child = spawn(exe, args, {
     cwd: ROOT,
     env: {
       ...process.env,
