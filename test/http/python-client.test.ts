@@ -43,72 +43,36 @@ describe('the Python client (clients/python) against a real plan-ledger serve, R
     });
   });
 
-  it('installs with pip offline (pip install --no-build-isolation ./clients/python) and imports from the install', async () => {
+  /** A copy of clients/python without what a build leaves behind. */
+  const clientCopy = () => {
     const src = tmp();
     fs.cpSync(path.join(ROOT, 'clients', 'python'), src, {
       recursive: true,
       filter: (f) => !/__pycache__|egg-info|[\\/]build$/.test(f),
     });
+    return src;
+  };
+  /** `pip <command> args`, quiet and without dependencies, in `exe`. */
+  const pip = (command: string, args: string[], exe = 'python3') =>
+    python(['-m', 'pip', command, '--quiet', '--disable-pip-version-check', '--no-deps', ...args], undefined, exe);
+
+  it('installs with pip offline (pip install --no-build-isolation ./clients/python) and imports from the install', async () => {
+    const src = clientCopy();
     const target = tmp();
-    const install = python(
-      [
-        '-m',
-        'pip',
-        'install',
-        '--quiet',
-        '--disable-pip-version-check',
-        '--no-deps',
-        '--no-build-isolation',
-        '--target',
-        target,
-        src,
-      ],
-      undefined,
-      buildPython(),
-    );
-    const installed = await install.exited;
-    expect(installed.code).toBe(0);
+    const install = pip('install', ['--no-build-isolation', '--target', target, src], buildPython());
+    expect((await install.exited).code).toBe(0);
     expect(await importFrom(target)).toEqual([path.join(target, 'plan_ledger', '__init__.py'), '0.2.0', 'True']);
   });
 
   it('builds a wheel offline with setuptools (pip wheel --no-build-isolation), which installs and imports', async () => {
-    const src = tmp();
-    fs.cpSync(path.join(ROOT, 'clients', 'python'), src, {
-      recursive: true,
-      filter: (f) => !/__pycache__|egg-info|[\\/]build$/.test(f),
-    });
+    const src = clientCopy();
     const dist = tmp();
-    const build = python(
-      [
-        '-m',
-        'pip',
-        'wheel',
-        '--quiet',
-        '--disable-pip-version-check',
-        '--no-deps',
-        '--no-build-isolation',
-        '-w',
-        dist,
-        src,
-      ],
-      undefined,
-      buildPython(),
-    );
+    const build = pip('wheel', ['--no-build-isolation', '-w', dist, src], buildPython());
     expect((await build.exited).code).toBe(0);
     expect(fs.readdirSync(dist)).toEqual(['plan_ledger_client-0.2.0-py3-none-any.whl']);
     const target = tmp();
-    const install = python([
-      '-m',
-      'pip',
-      'install',
-      '--quiet',
-      '--disable-pip-version-check',
-      '--no-deps',
-      '--no-index',
-      '--target',
-      target,
-      path.join(dist, 'plan_ledger_client-0.2.0-py3-none-any.whl'),
-    ]);
+    const wheel = path.join(dist, 'plan_ledger_client-0.2.0-py3-none-any.whl');
+    const install = pip('install', ['--no-index', '--target', target, wheel]);
     expect((await install.exited).code).toBe(0);
     expect(await importFrom(target)).toEqual([path.join(target, 'plan_ledger', '__init__.py'), '0.2.0', 'True']);
     expect(fs.readdirSync(target).sort()).toEqual(['plan_ledger', 'plan_ledger_client-0.2.0.dist-info']);
