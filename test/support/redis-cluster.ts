@@ -45,6 +45,57 @@ export class RedisCluster {
     return child;
   }
 
+  /** Starts one node on new ports; undefined when its server exited at once (a port was taken). */
+  private async startNode(options: RedisClusterOptions): Promise<number | undefined> {
+    const port = await freePort();
+    const busPort = await freePort();
+    this.args.set(port, [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--cluster-enabled',
+      'yes',
+      '--cluster-port',
+      String(busPort),
+      '--cluster-config-file',
+      `nodes-${port}.conf`,
+      '--cluster-node-timeout',
+      '5000',
+      '--save',
+      '',
+      ...(options.durable
+        ? [
+            '--appendonly',
+            'yes',
+            '--appendfsync',
+            'everysec',
+            '--appendfilename',
+            `appendonly-${port}.aof`,
+            '--appenddirname',
+            `aof-${port}`,
+          ]
+        : ['--appendonly', 'no']),
+      '--dir',
+      this.dir,
+      '--maxmemory-policy',
+      'noeviction',
+      '--logfile',
+      `redis-${port}.log`,
+    ]);
+    const child = this.spawnServer(port);
+    const exited = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), 1_000);
+      child.once('exit', () => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+    if (exited) return undefined;
+    this.children.push(child);
+    return port;
+  }
+
   /** `127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3`: what REDIS_CLUSTER_NODES takes. */
   get nodes(): string {
     return this.ports.map((p) => `127.0.0.1:${p}`).join(',');
@@ -57,45 +108,18 @@ export class RedisCluster {
     const cluster = new RedisCluster(dir, ports, children);
     try {
       for (let i = 0; i < masters; i++) {
-        const port = await freePort();
-        const busPort = await freePort();
-        cluster.args.set(port, [
-          '--port',
-          String(port),
-          '--bind',
-          '127.0.0.1',
-          '--cluster-enabled',
-          'yes',
-          '--cluster-port',
-          String(busPort),
-          '--cluster-config-file',
-          `nodes-${port}.conf`,
-          '--cluster-node-timeout',
-          '5000',
-          '--save',
-          '',
-          ...(options.durable
-            ? [
-                '--appendonly',
-                'yes',
-                '--appendfsync',
-                'everysec',
-                '--appendfilename',
-                `appendonly-${port}.aof`,
-                '--appenddirname',
-                `aof-${port}`,
-              ]
-            : ['--appendonly', 'no']),
-          '--dir',
-          dir,
-          '--maxmemory-policy',
-          'noeviction',
-          '--logfile',
-          `redis-${port}.log`,
-        ]);
-        ports.push(port);
-        children.push(cluster.spawnServer(port));
+        // a port found free can be taken by another process before redis-server binds it (on a
+        // busy machine, by an outgoing connection): a server that exits at once gets new ports
+        for (let attempt = 1; ; attempt++) {
+          const port = await cluster.startNode(options);
+          if (port !== undefined) {
+            ports.push(port);
+            break;
+          }
+          if (attempt === 5) throw new Error('redis-server exited at start 5 times (ports taken?)');
+        }
       }
+      for (const port of ports) await cluster.waitFor(port, async (r) => (await r.ping()) === 'PONG', 'answer PING');
       for (const port of ports) await cluster.waitFor(port, async (r) => (await r.ping()) === 'PONG', 'answer PING');
       await run(
         'redis-cli',
