@@ -62,7 +62,11 @@ export const postgres: SqlDialect = {
   },
   prepareDataSource: (ds) => ds,
   async afterOpen(ds, target) {
-    if (target.schema) await ds.query(`CREATE SCHEMA IF NOT EXISTS "${target.schema.replace(/"/g, '""')}"`);
+    if (!target.schema) return;
+    // only when missing: CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when the
+    // schema exists, which a worker's login that reads and writes rows only does not have
+    const [found] = await ds.query('SELECT 1 AS ok FROM pg_namespace WHERE nspname = $1', [target.schema]);
+    if (!found) await ds.query(`CREATE SCHEMA IF NOT EXISTS "${target.schema.replace(/"/g, '""')}"`);
   },
   serializesWrites: false,
   // READ COMMITTED: after a plan_heads lock is granted, the next statement sees what the previous holder committed
@@ -178,6 +182,11 @@ export const postgres: SqlDialect = {
   transient: {
     codes: ['40001', '40P01', '55P03', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300'],
   },
+  standingFaults: [
+    // undefined_table, undefined_column, undefined_function
+    { kind: 'missing table, column or function', codes: ['42P01', '42703', '42883'] },
+    { kind: 'permission denied', codes: ['42501'] }, // insufficient_privilege
+  ],
   isDuplicateKey: (f) => f.code === '23505', // unique_violation
 };
 
