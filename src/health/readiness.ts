@@ -7,6 +7,8 @@ export interface ReadinessProbes {
   pingDatabase(): Promise<unknown>;
   /** False while the worker has paused itself because the database is unreachable. */
   databaseGateUp(): boolean;
+  /** Why a standing database fault paused the worker (a missing table, a permission); absent: none. */
+  databaseFault?(): string | undefined;
   /** Jobs waiting to be fetched (the backlog). */
   waitingJobs(): Promise<number>;
   /** Last time the worker made progress or had nothing to do: a commit, an empty queue, its start. */
@@ -37,11 +39,14 @@ export async function checkReadiness(p: ReadinessProbes): Promise<Readiness> {
       return { ok: false, detail: (err as Error).message };
     }
   };
+  const fault = p.databaseFault?.();
   const [redis, database] = await Promise.all([
     attempt(p.pingRedis, 'Redis'),
-    p.databaseGateUp()
-      ? attempt(p.pingDatabase, 'database')
-      : Promise.resolve({ ok: false, detail: 'database unreachable: worker paused, probing with backoff' }),
+    !p.databaseGateUp()
+      ? Promise.resolve({ ok: false, detail: 'database unreachable: worker paused, probing with backoff' })
+      : fault
+        ? Promise.resolve({ ok: false, detail: `worker ${fault}` })
+        : attempt(p.pingDatabase, 'database'),
   ]);
   const schema = p.schema?.() ?? { ok: true };
   let progress: { ok: boolean; detail?: string } = { ok: true };

@@ -1,4 +1,5 @@
 import { DIALECTS } from './sql/dialects';
+import type { StandingFaultKind } from './sql/sql-dialect';
 
 /**
  * Which database errors are worth retrying. A retryable error means "the same transaction may
@@ -65,6 +66,37 @@ export function isRetryableDbError(err: unknown, depth = 0): boolean {
   if (f.cause && depth < 3) return isRetryableDbError(f.cause, depth + 1);
   const errors = (err as { errors?: unknown[] })?.errors; // AggregateError from net.connect (IPv4 + IPv6)
   return Array.isArray(errors) && depth < 3 && errors.some((e) => isRetryableDbError(e, depth + 1));
+}
+
+/** A standing fault: what it is about, and the database's own words (one line). */
+export interface StandingFault {
+  kind: StandingFaultKind;
+  code?: string;
+  message: string;
+}
+
+const STANDING_FAULTS = dialects.flatMap((d) => d.standingFaults);
+
+/**
+ * The standing fault `err` is, if it is one: an error that cannot depend on the event (a missing
+ * table, column or function, a permission denied, a collation conflict), so writing the events
+ * one by one would only dead-letter each of them. Each dialect lists its own (`standingFaults`).
+ */
+export function standingFault(err: unknown, depth = 0): StandingFault | undefined {
+  const f = fields(err);
+  const mysql = /mysql|maria|^ER_/i.test(f.message + (f.code ?? ''));
+  const match = STANDING_FAULTS.find(
+    (s) =>
+      (f.code !== undefined && s.codes?.includes(f.code)) ||
+      (f.number !== undefined && s.numbers?.has(f.number)) ||
+      (f.errno !== undefined && mysql && s.errnos?.has(f.errno)) ||
+      s.messages?.some((re) => re.test(f.message)),
+  );
+  if (match) {
+    const code = f.number !== undefined ? String(f.number) : f.code;
+    return { kind: match.kind, code, message: f.message.split('\n')[0] };
+  }
+  return f.cause !== undefined && depth < 3 ? standingFault(f.cause, depth + 1) : undefined;
 }
 
 /** Codes, server errors (SQL Server numbers) and MySQL errnos saying a transaction holds more locks than the server can keep. */

@@ -1,6 +1,6 @@
 import type { PlanEvent } from '../contracts';
 import type { Logger } from '../shared/logger';
-import { dbErrorCode, isRetryableDbError } from '../store/db-errors';
+import { dbErrorCode, isRetryableDbError, standingFault } from '../store/db-errors';
 import type { PersistOutcome } from '../store/plan-event-store';
 import { isVoidedSeq } from '../store/projection/voided-seq';
 import type { WorkerMetrics } from './worker-metrics';
@@ -36,7 +36,10 @@ export interface BatchWriterDeps {
   store: EventPersister;
   metrics: WorkerMetrics;
   logger: Logger;
-  /** Told about every transient failure, so the database gate can check reachability. */
+  /**
+   * Told about every transient failure and standing fault, so the database gate can check
+   * reachability or pause the worker.
+   */
   onTransientError(err: unknown): void;
   /** Told about every commit, for the readiness "progress" check and handle events. */
   onCommit(info: { events: number; inserted: number; duplicates: number; durationMs: number }): void;
@@ -46,8 +49,9 @@ export interface BatchWriterDeps {
  * Writes one micro-batch (the valid events of several jobs) in one transaction. When the
  * database refuses the batch for a permanent reason, the batch is split in halves until the
  * failing job is alone, then that job's events are written one by one: one bad job never fails
- * its neighbours, and inside it only the refused event is set aside. Transient failures are
- * returned to the jobs of the failed write, which retry (see job-processor.ts).
+ * its neighbours, and inside it only the refused event is set aside. Transient failures, and
+ * standing faults (errors no event can cause: a missing table, a permission denied, see
+ * db-errors.ts), are returned to the jobs of the failed write, which retry (see job-processor.ts).
  */
 export class BatchWriter {
   constructor(private readonly deps: BatchWriterDeps) {}
@@ -59,7 +63,7 @@ export class BatchWriter {
       const outcome = await this.commit(events, entries);
       return this.distribute(entries, outcome);
     } catch (err) {
-      if (isRetryableDbError(err)) return this.transient(entries, events.length, err);
+      if (retryable(err)) return this.transient(entries, events.length, err);
       this.deps.logger.warn(
         { jobIds: entries.map((e) => e.key), events: events.length, code: dbErrorCode(err), err },
         entries.length > 1
@@ -138,9 +142,12 @@ export class BatchWriter {
   private transient(entries: BatchEntry<PlanEvent>[], events: number, err: unknown): EntryResult<JobWriteOutcome>[] {
     const code = dbErrorCode(err) ?? 'unknown';
     this.deps.metrics.retries.inc({ code });
+    const fault = standingFault(err);
     this.deps.logger.warn(
       { jobIds: entries.map((e) => e.key), events, code, err },
-      'batch write failed for a transient reason; its jobs will retry',
+      fault
+        ? `batch write failed with a standing database fault (${fault.kind}); its jobs will retry`
+        : 'batch write failed for a transient reason; its jobs will retry',
     );
     this.deps.onTransientError(err);
     return entries.map(() => ({ ok: false as const, error: err }));
@@ -158,7 +165,7 @@ export class BatchWriter {
           result.duplicates += single.value.duplicates;
         }
       } catch (err) {
-        if (isRetryableDbError(err)) return this.transient([entry], entry.events.length, err)[0];
+        if (retryable(err)) return this.transient([entry], entry.events.length, err)[0];
         this.deps.logger.warn(
           { jobId: entry.key, eventId: event.eventId, planId: event.planId, code: dbErrorCode(err), err },
           'event refused by the database for good',
@@ -168,4 +175,9 @@ export class BatchWriter {
     }
     return { ok: true, value: result };
   }
+}
+
+/** Retried by the jobs rather than split: the same write may succeed later, or fails whatever its events. */
+function retryable(err: unknown): boolean {
+  return isRetryableDbError(err) || standingFault(err) !== undefined;
 }

@@ -6,7 +6,7 @@ import type { WorkerMetrics } from './worker-metrics';
 import type { EventBatchJobData } from '../queue/queue-names';
 import { pushAll } from '../shared/arrays';
 import type { Logger } from '../shared/logger';
-import { dbErrorCode } from '../store/db-errors';
+import { dbErrorCode, standingFault } from '../store/db-errors';
 import { EventConflictError } from '../store/ledger/event-conflict';
 import { refusedSeqOf, voidedSeqEvent } from '../store/projection/voided-seq';
 import { BackoffPolicy, backoffDelay, sleep } from '../shared/backoff';
@@ -65,7 +65,9 @@ type Write =
  * exponential backoff and jitter, until the retry budget (time since the first failure) is
  * spent; the job then ends with its events dead-lettered as `retries-exhausted`, written
  * before the job completes so a crash in between loses nothing (the redelivery rewrites the
- * same dead-letter ids).
+ * same dead-letter ids). A standing fault (a missing table, a permission denied: see
+ * db-errors.ts) spends no budget: the job retries until an operator repairs the database, while
+ * the database gate keeps the worker from fetching more.
  */
 export function createJobProcessor(deps: JobProcessorDeps) {
   return async function processJob(job: Job<WorkerJobData>, token?: string): Promise<JobSummary> {
@@ -227,6 +229,12 @@ export function createJobProcessor(deps: JobProcessorDeps) {
       try {
         return { done: true, outcome: await deps.batcher.submit(String(job.id), events), tries };
       } catch (error) {
+        if (standingFault(error)) {
+          // the same for every event: no reason to give up on these; the gate has paused fetching
+          await sleep(backoffDelay(tries, deps.backoff), deps.closing);
+          if (deps.closing.aborted) return { done: false, error, tries, firstFailedAt: firstFailedAt ?? Date.now() };
+          continue;
+        }
         const now = Date.now();
         if (firstFailedAt === undefined) {
           firstFailedAt = now;

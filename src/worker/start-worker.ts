@@ -231,12 +231,12 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     for (const w of workers) w.concurrency = perShard(pipeline.concurrency.concurrency);
     if (fetching) {
       run(worker);
-      if (!gate.isUp) void worker.pause(true); // as the others while the database is down
+      if (!gate.isOpen) void worker.pause(true); // as the others while the database is down or faulty
     }
     return runtime;
   };
   for (const shard of shards) addShard(shard);
-  // the pipeline decides, the BullMQ workers follow: paused while the database is down, sized to the jobs
+  // the pipeline decides, the BullMQ workers follow: paused while the database is down or faulty, sized to the jobs
   gate.onChange((up) => {
     for (const worker of workers) {
       if (up) {
@@ -305,7 +305,7 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
   return {
     healthPort: health?.port ?? null,
     metrics,
-    stats: () => state.snapshot(gate.isUp, batcher.size),
+    stats: () => state.snapshot(gate.isUp, batcher.size, gate.fault ?? null),
     readiness,
     idle: (timeoutMs = 60_000) => waitIdle(queues, batcher, timeoutMs),
     close: (deadlineMs = settings.shutdownTimeoutMs) =>
@@ -351,6 +351,7 @@ function readinessOf(r: {
     pingRedis: () => Promise.all(r.queues.map((q) => r.connection.exists(q.toKey('meta')))),
     pingDatabase: () => r.ds.query('SELECT 1'),
     databaseGateUp: () => r.gate.isUp,
+    databaseFault: () => r.gate.fault,
     waitingJobs: async () => {
       const counts = await Promise.all(r.queues.map((q) => q.getJobCounts('wait', 'prioritized')));
       return counts.reduce((n, c) => n + (c.wait ?? 0) + (c.prioritized ?? 0), 0);

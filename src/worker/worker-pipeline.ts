@@ -47,7 +47,10 @@ export interface PipelineDeps {
  * feeds it.
  */
 export interface WorkerPipeline {
-  /** Whether the database answers; the composition root pauses the BullMQ worker while it does not. */
+  /**
+   * Whether the database answers and no standing fault paused the worker; the composition root
+   * pauses the BullMQ worker while either holds.
+   */
   gate: DatabaseGate;
   batcher: MicroBatcher<PlanEvent, JobWriteOutcome>;
   processor: ReturnType<typeof createJobProcessor>;
@@ -60,7 +63,7 @@ export interface WorkerPipeline {
 export function buildPipeline(deps: PipelineDeps): WorkerPipeline {
   const { settings, metrics, state, logger } = deps;
   const gate = new DatabaseGate({ probe: () => deps.ds.query('SELECT 1'), logger });
-  gate.onChange((up) => void metrics.databaseUp.set(up ? 1 : 0));
+  gate.onChange(() => void metrics.databaseUp.set(gate.isUp ? 1 : 0));
   const store = new PlanEventStore(deps.ds, logger, { rowCacheBytes: settings.rowCacheMb * 1024 * 1024 });
   const writer = new BatchWriter({
     store: deps.store ?? store,
@@ -68,6 +71,7 @@ export function buildPipeline(deps: PipelineDeps): WorkerPipeline {
     logger,
     onTransientError: (err) => gate.reportFailure(err),
     onCommit: (info) => {
+      gate.reportSuccess();
       state.committed(info);
       recordStoredEvents(deps.connection, deps.queuePrefix, info.inserted);
       deps.onCommit?.(info);

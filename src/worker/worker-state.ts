@@ -11,6 +11,8 @@ export interface WorkerStats {
   lastCommitAt: number | null;
   /** False while the worker is paused because the database is unreachable. */
   databaseUp: boolean;
+  /** Why a standing database fault paused the worker (see DatabaseGate.fault), or null. */
+  databaseFault: string | null;
   /** Jobs whose events wait for, or are in, a transaction. */
   jobsInBatcher: number;
 }
@@ -44,7 +46,7 @@ export class WorkerState {
     return Math.max(this.lastCommitAt ?? 0, this.lastIdleAt);
   }
 
-  snapshot(databaseUp: boolean, jobsInBatcher: number): WorkerStats {
+  snapshot(databaseUp: boolean, jobsInBatcher: number, databaseFault: string | null = null): WorkerStats {
     return {
       batches: this.batches,
       inserted: this.inserted,
@@ -52,6 +54,7 @@ export class WorkerState {
       deadLettered: this.dead,
       lastCommitAt: this.lastCommitAt,
       databaseUp,
+      databaseFault,
       jobsInBatcher,
     };
   }

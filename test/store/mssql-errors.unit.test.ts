@@ -8,7 +8,7 @@ import * as mssql from 'mssql';
 import * as tedious from 'tedious';
 import { TimeoutError } from 'tarn';
 import { QueryFailedError } from 'typeorm';
-import { isRetryableDbError } from '../../src/store/db-errors';
+import { isRetryableDbError, standingFault } from '../../src/store/db-errors';
 
 /** A login the server refused, as tedious raises it at connect time and mssql passes it on. */
 const refusedLogin = (message: string) => new mssql.ConnectionError(new tedious.ConnectionError(message, 'ELOGIN'));
@@ -109,6 +109,42 @@ describe('SQL Server errors while the database restarts or fails over', () => {
     ] as const) {
       const err = Object.assign(new mssql.RequestError(message, 'EREQUEST'), { number });
       expect({ number, retryable: isRetryableDbError(err) }).toEqual({ number, retryable: false });
+    }
+  });
+
+  it('reads a missing object, a permission denied and a collation conflict as standing faults (the worker pauses), nothing else', () => {
+    const cases = [
+      [208, "Invalid object name 'OPENJSON'.", 'missing table, column or function'],
+      [207, "Invalid column name 'parent_plan_id'.", 'missing table, column or function'],
+      [2812, "Could not find stored procedure 'sp_getapplock'.", 'missing table, column or function'],
+      [
+        229,
+        "The INSERT permission was denied on the object 'plan_events', database 'ledger', schema 'dbo'.",
+        'permission denied',
+      ],
+      [
+        230,
+        "The SELECT permission was denied on the column 'payload' of the object 'plan_events'.",
+        'permission denied',
+      ],
+      [
+        468,
+        'Cannot resolve the collation conflict between "Latin1_General_100_BIN2" and "SQL_Latin1_General_CP1_CI_AS" in the equal to operation.',
+        'collation conflict',
+      ],
+      [8152, 'String or binary data would be truncated.', undefined],
+      [1205, 'Transaction was deadlocked', undefined],
+    ] as const;
+    for (const [number, message, kind] of cases) {
+      const err = new QueryFailedError(
+        'MERGE ...',
+        [],
+        Object.assign(new mssql.RequestError(message, 'EREQUEST'), { number }),
+      );
+      expect({ number, fault: standingFault(err) }).toEqual({
+        number,
+        fault: kind ? { kind, code: String(number), message: expect.stringContaining(message) } : undefined,
+      });
     }
   });
 });

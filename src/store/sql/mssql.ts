@@ -184,6 +184,14 @@ export const mssql: SqlDialect = {
     // a transaction with fewer rows takes fewer locks (retention and erasure retry with fewer)
     tooManyLocks: { numbers: new Set([1204]) },
   },
+  standingFaults: [
+    // invalid object name, invalid column name, could not find stored procedure
+    { kind: 'missing table, column or function', numbers: new Set([208, 207, 2812]) },
+    // permission denied on an object, on a column
+    { kind: 'permission denied', numbers: new Set([229, 230]) },
+    // cannot resolve the collation conflict
+    { kind: 'collation conflict', numbers: new Set([468]) },
+  ],
   isDuplicateKey: (f) => f.number === 2627 || f.number === 2601, // primary key / unique index
 };
 

@@ -127,6 +127,20 @@ export const mysql: SqlDialect = {
     // ER_LOCK_TABLE_FULL: the transaction's row locks filled the buffer pool's lock table
     tooManyLocks: { codes: ['ER_LOCK_TABLE_FULL'], errnos: new Set([1206]) },
   },
+  standingFaults: [
+    {
+      kind: 'missing table, column or function',
+      codes: ['ER_NO_SUCH_TABLE', 'ER_BAD_FIELD_ERROR', 'ER_SP_DOES_NOT_EXIST'],
+      errnos: new Set([1146, 1054, 1305]),
+    },
+    {
+      kind: 'permission denied',
+      codes: ['ER_TABLEACCESS_DENIED_ERROR', 'ER_COLUMNACCESS_DENIED_ERROR'],
+      errnos: new Set([1142, 1143]),
+    },
+    // "Illegal mix of collations"
+    { kind: 'collation conflict', codes: ['ER_CANT_AGGREGATE_2COLLATIONS'], errnos: new Set([1267]) },
+  ],
   isDuplicateKey: (f) => f.code === 'ER_DUP_ENTRY' || f.errno === 1062,
 };
 

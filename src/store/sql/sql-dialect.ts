@@ -113,6 +113,27 @@ export interface TransientErrors {
   tooManyLocks?: { codes?: readonly string[]; numbers?: ReadonlySet<number>; errnos?: ReadonlySet<number> };
 }
 
+/** What a standing fault is about (see StandingFaults). */
+export type StandingFaultKind = 'missing table, column or function' | 'permission denied' | 'collation conflict';
+
+/**
+ * Errors that cannot depend on the event being written: the database lacks a table, a column or a
+ * function the statements use, the login lacks a permission, or two collations conflict. Every
+ * event fails the same way until an operator repairs the database, so the worker pauses instead of
+ * dead-lettering the stream (see database-gate.ts).
+ */
+export type StandingFaults = readonly {
+  kind: StandingFaultKind;
+  /** `code` strings (SQLSTATEs, driver codes). */
+  codes?: readonly string[];
+  /** Numbered server errors (SQL Server's `number`). */
+  numbers?: ReadonlySet<number>;
+  /** MySQL `errno` values (counted only for errors that say MySQL or MariaDB). */
+  errnos?: ReadonlySet<number>;
+  /** Messages of errors whose code is too broad to say (SQLite's `SQLITE_ERROR`). */
+  messages?: readonly RegExp[];
+}[];
+
 /**
  * A change of at most `limit` rows of one plan in one table: a chunk of a plan too large for one
  * transaction (retention, erasure). Which rows is the database's choice.
@@ -260,6 +281,8 @@ export interface SqlDialect extends ColumnTypes {
 
   // --- errors ---
   readonly transient: TransientErrors;
+  /** Errors that stay until the database is repaired, whatever the event (see StandingFaults). */
+  readonly standingFaults: StandingFaults;
   /** A unique or primary key violation: for an idempotent insert, the row is already there. */
   isDuplicateKey(f: { code?: string; number?: number; errno?: number }): boolean;
 }

@@ -129,6 +129,8 @@ export const sqlite: SqlDialect = {
   migrations: { lock: 'exclusive-transaction', transaction: 'none' },
 
   transient: { codes: ['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_RECOVERY'] },
+  // SQLite says SQLITE_ERROR for these and for much else: its message says which
+  standingFaults: [{ kind: 'missing table, column or function', messages: [/no such (?:table|column|function):/] }],
   isDuplicateKey: (f) => f.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || f.code === 'SQLITE_CONSTRAINT_UNIQUE',
 };
 
