@@ -20,6 +20,7 @@ import { WorkerMetrics } from './worker-metrics';
 import { DEAD_LETTER_QUEUE, EVENTS_QUEUE } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
 import { hideRedisCommandArguments } from '../shared/redis-debug';
+import { assertCapabilities } from '../store/capabilities';
 import { assertSchema, openDataSource } from '../store/data-source';
 import { DIALECTS, sqlDialectOf } from '../store/sql/dialects';
 import { BackoffPolicy, withTimeout } from '../shared/backoff';
@@ -111,6 +112,8 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
       opened.dataSource(await openDataSource(config.database, { poolSize: flushConcurrency + 2 }));
     // never migrated: most likely the wrong DATABASE_URL, so fail at once; merely behind: wait, not ready
     await assertSchema(ds, config.database, 'the worker');
+    // a login without a permission, or a SQL Server below OPENJSON's level: one line now, not a paused stream
+    await assertCapabilities(ds, config.database, 'worker', logger);
     const schema = await watchDataSourceSchema(ds, logger, options.schemaPollMs);
     opened.closable({ close: async () => schema.stop() });
     return await assemble({ options, settings, connection, ds, transactions: flushConcurrency, opened, schema });

@@ -6,6 +6,7 @@ import { eraseSession } from '../../src/retention/session-erasure';
 import { restorePlan } from '../../src/retention/plan-restore';
 import { retentionPolicy } from '../../src/retention/retention-config';
 import { runRetention } from '../../src/retention/retention.service';
+import { assertCapabilities } from '../../src/store/capabilities';
 import { assertSchema } from '../../src/store/data-source';
 import { knownMigrations, migrationStatus } from '../../src/store/migration-status';
 import { migrationSql, revertAllMigrations, runMigrations } from '../../src/store/migrator';
@@ -482,6 +483,7 @@ function migrationsAnswer(): Answer {
     if (sql.includes('sp_getapplock')) return [{ ok: 0 }];
     if (/^SELECT SCHEMA_NAME\(\)/.test(sql)) return [{ schema_name: 'dbo' }];
     if (/^SELECT DB_NAME\(\)/.test(sql)) return [{ db_name: 'none' }];
+    if (/FROM sys\.databases d/.test(sql)) return [CAPABLE_DATABASE];
     if (/INFORMATION_SCHEMA"\."TABLES"/.test(sql)) return created ? [{ TABLE_NAME: 'migrations' }] : [];
     if (/^CREATE TABLE .*"migrations"/.test(sql)) created = true;
     if (/^INSERT INTO .*"migrations"/.test(sql))
@@ -497,16 +499,29 @@ function migrationsAnswer(): Answer {
   };
 }
 
+/** The capability probe's row of a database plan-ledger can use: level 160, every permission. */
+const CAPABLE_DATABASE = {
+  compatibility_level: 160,
+  containment: 'NONE',
+  collation_name: 'SQL_Latin1_General_CP1_CI_AS',
+  rcsi: true,
+  can_create_table: 1,
+  can_alter_schema: 1,
+  table_name: null,
+};
+
 /** `migrate --print-sql`'s DDL, a `migrate` and a `migrate --revert-all`, the schema checks of a starting process. */
 async function recordMigrations(rec: SectionRecorder, check: Check): Promise<void> {
   const printed = (await migrationSql(TARGET)).flatMap((m) => m.statements);
   check('migrate --print-sql prints DDL', printed.length > 50);
   rec.add(printed.map((sql) => ({ sql, params: [], runner: 0 })));
   const ds = await rec.open(migrationsAnswer());
+  await assertCapabilities(ds, TARGET, 'migrate'); // what migrate asks first
   const { applied } = await runMigrations(ds);
   check('a migrate applies every migration', applied.length === knownMigrations().length);
   check('the schema is up to date after it', (await migrationStatus(ds)).pending.length === 0);
   await assertSchema(ds, TARGET, 'the worker');
+  await assertCapabilities(ds, TARGET, 'worker');
   await ds.query('SELECT 1'); // the worker's database probe
   const { reverted } = await revertAllMigrations(ds);
   check('a revert undoes every migration', reverted.length === applied.length);

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { CliContext } from '../cli-context';
+import { assertCapabilities } from '../../store/capabilities';
 import { openDataSource } from '../../store/data-source';
 import { migrationSql, revertAllMigrations, runMigrations } from '../../store/migrator';
 import { migrationStatus, pendingMigrationsLine } from '../../store/migration-status';
@@ -35,6 +36,8 @@ export async function migrate(ctx: CliContext, opts: MigrateOptions): Promise<vo
   const ds = await openDataSource(target, { poolSize: 2, requestTimeoutMs: 0 });
   try {
     if (opts.status) return await printStatus(ctx, ds, opts.json === true);
+    // a login that cannot create tables, or a SQL Server below OPENJSON's level: one line before any DDL
+    await assertCapabilities(ds, target, 'migrate', ctx.logger);
     const report = opts.revertAll ? await revertAllMigrations(ds) : await runMigrations(ds);
     if (opts.json) return ctx.raw(JSON.stringify({ database: target.redacted, ...report }));
     const done = opts.revertAll ? report.reverted : report.applied;

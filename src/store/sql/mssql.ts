@@ -8,6 +8,8 @@ import { typeMssqlParameters } from './mssql-parameters';
 import { scopeRequestTimeouts, withRequestTimeout } from './mssql-request-timeout';
 import type { SqlDialect } from './sql-dialect';
 import { moneyFromColumn } from '../../pricing';
+import { isGranted, missingRowPrivileges, ROW_PRIVILEGES } from './table-privileges';
+import { pushAll } from '../../shared/arrays';
 
 const MIGRATION_LOCK_NAME = 'plan-ledger:migrate';
 
@@ -183,6 +185,47 @@ export const mssql: SqlDialect = {
     ]),
     // a transaction with fewer rows takes fewer locks (retention and erasure retry with fewer)
     tooManyLocks: { numbers: new Set([1204]) },
+  },
+  capabilities: {
+    // no OPENJSON here: it is what an old compatibility level lacks
+    statement: (_purpose, tables) => ({
+      sql:
+        'SELECT d.compatibility_level AS compatibility_level, d.containment_desc AS containment, ' +
+        'd.collation_name AS collation_name, d.is_read_committed_snapshot_on AS rcsi, ' +
+        "HAS_PERMS_BY_NAME(DB_NAME(), N'DATABASE', N'CREATE TABLE') AS can_create_table, " +
+        "HAS_PERMS_BY_NAME(SCHEMA_NAME(), N'SCHEMA', N'ALTER') AS can_alter_schema, " +
+        't.name AS table_name, ' +
+        ROW_PRIVILEGES.map(
+          (p) =>
+            `HAS_PERMS_BY_NAME(QUOTENAME(SCHEMA_NAME(t.schema_id)) + N'.' + QUOTENAME(t.name), N'OBJECT', N'${p}') AS can_${p.toLowerCase()}`,
+        ).join(', ') +
+        ' FROM sys.databases d LEFT JOIN sys.tables t ON t.schema_id = SCHEMA_ID() AND t.name IN (' +
+        tables.map((_, i) => `@${i}`).join(', ') +
+        ') WHERE d.database_id = DB_ID()',
+      params: tables,
+    }),
+    read: (rows, purpose) => {
+      const [d] = rows;
+      if (!d) return { missing: ['sys.databases shows no row for the current database'], notes: [] };
+      const missing: string[] = [];
+      const level = Number(d.compatibility_level);
+      if (level < 130)
+        missing.push(
+          `compatibility level ${level} is below 130, which OPENJSON needs (ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 160)`,
+        );
+      if (purpose === 'migrate') {
+        if (!isGranted(d.can_create_table)) missing.push('the login has no CREATE TABLE permission');
+        if (!isGranted(d.can_alter_schema)) missing.push('the login has no ALTER permission on its default schema');
+      } else pushAll(missing, missingRowPrivileges(rows));
+      const notes = [
+        `containment ${String(d.containment)}`,
+        `collation ${String(d.collation_name)}`,
+        isGranted(d.rcsi)
+          ? 'READ_COMMITTED_SNAPSHOT on'
+          : 'READ_COMMITTED_SNAPSHOT off: readers wait for writers (ALTER DATABASE CURRENT SET READ_COMMITTED_SNAPSHOT ON)',
+      ];
+      return { missing, notes };
+    },
   },
   standingFaults: [
     // invalid object name, invalid column name, could not find stored procedure

@@ -8,6 +8,7 @@ import { limitedTarget, runLimited } from './limited-changes';
 import { UnnestRows } from './row-stores';
 import type { LockedHead, SqlDialect } from './sql-dialect';
 import { moneyFromColumn } from '../../pricing';
+import { isGranted, missingRowPrivileges, ROW_PRIVILEGES } from './table-privileges';
 
 /** PostgreSQL advisory locks take (int, int): a fixed first key for "plan-ledger migrate". */
 const PG_LOCK_CLASS = 0x504c_4d47; // "PLMG"
@@ -181,6 +182,31 @@ export const postgres: SqlDialect = {
    */
   transient: {
     codes: ['40001', '40P01', '55P03', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300'],
+  },
+  capabilities: {
+    statement: (purpose, tables) =>
+      purpose === 'migrate'
+        ? {
+            sql: `SELECT current_schema() AS schema_name, has_schema_privilege(current_schema(), 'CREATE') AS can_create`,
+            params: [],
+          }
+        : {
+            sql: `SELECT c.relname AS table_name, ${ROW_PRIVILEGES.map((p) => `has_table_privilege(c.oid, '${p}') AS can_${p.toLowerCase()}`).join(', ')} FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.relname = ANY($1)`,
+            params: [tables],
+          },
+    read: (rows, purpose) => {
+      if (purpose === 'worker') return { missing: missingRowPrivileges(rows), notes: [] };
+      const [r] = rows;
+      const missing =
+        r?.schema_name == null
+          ? ['no schema of the search_path exists (set ?schema= or create it)']
+          : isGranted(r.can_create)
+            ? []
+            : [
+                `the login has no CREATE on schema ${String(r.schema_name)} (GRANT CREATE ON SCHEMA ... TO it, or migrate as its owner)`,
+              ];
+      return { missing, notes: [] };
+    },
   },
   standingFaults: [
     // undefined_table, undefined_column, undefined_function

@@ -113,6 +113,19 @@ export interface TransientErrors {
   tooManyLocks?: { codes?: readonly string[]; numbers?: ReadonlySet<number>; errnos?: ReadonlySet<number> };
 }
 
+/** Who needs the database: `migrate` (DDL) or a process that reads and writes rows (the worker). */
+export type CapabilityPurpose = 'migrate' | 'worker';
+
+/**
+ * What plan-ledger's SQL needs of a database that it can ask cheaply at start: one statement, and
+ * what its rows say is missing (refused, one item each) or worth knowing (logged). See capabilities.ts.
+ */
+export interface CapabilityProbe {
+  /** The statement; `tables`: the tables the entities name. */
+  statement(purpose: CapabilityPurpose, tables: string[]): { sql: string; params: unknown[] };
+  read(rows: Record<string, unknown>[], purpose: CapabilityPurpose): { missing: string[]; notes: string[] };
+}
+
 /** What a standing fault is about (see StandingFaults). */
 export type StandingFaultKind = 'missing table, column or function' | 'permission denied' | 'collation conflict';
 
@@ -281,6 +294,8 @@ export interface SqlDialect extends ColumnTypes {
 
   // --- errors ---
   readonly transient: TransientErrors;
+  /** What the SQL needs of the database, asked at `migrate` and worker start; absent: nothing asked. */
+  readonly capabilities?: CapabilityProbe;
   /** Errors that stay until the database is repaired, whatever the event (see StandingFaults). */
   readonly standingFaults: StandingFaults;
   /** A unique or primary key violation: for an idempotent insert, the row is already there. */
