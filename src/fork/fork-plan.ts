@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { In, type DataSource } from 'typeorm';
 import { parsePlanEvent, type ForkOrigin, type PlanEvent, type StepSpec } from '../contracts';
 import { isExternalId } from '../contracts/field-formats';
@@ -16,7 +16,9 @@ import {
   WorkflowCheckpointRow,
   WorkflowDagRow,
 } from '../store/entities';
+import { EventLog } from '../store/ledger/event-log';
 import { PlanEventStore } from '../store/plan-event-store';
+import { sqlDialectOf } from '../store/sql/dialects';
 import { dagLayers, type DagNode } from '../store/projection/dag-layers';
 
 /** Where a fork starts: a layer, a checkpoint of the parent (the layer after it), or the parent's first failed layer. */
@@ -37,6 +39,11 @@ export interface ForkRequest {
    * after every step of the parent.
    */
   editSteps?: StepSpec[];
+  /**
+   * The caller's id of this request (HTTP: `Idempotency-Key`): the same request sent again, after
+   * an answer that was lost, answers the fork it created instead of creating another or refusing.
+   */
+  requestId?: string;
   now?: Date;
   /** How the caller names the request's parts, for its error messages (default: the CLI's options). */
   names?: ForkArgumentNames;
@@ -50,6 +57,7 @@ export interface ForkArgumentNames {
   planId: string;
   sessionId: string;
   editSteps: string;
+  requestId?: string;
 }
 
 /** `plans fork|replay`'s options. */
@@ -79,6 +87,8 @@ export interface ForkOutcome {
   nextLayer: number;
   nextSteps: string[];
   nextSeq: number;
+  /** True when the request (its `requestId`) had created this fork already: nothing was written now. */
+  replayed?: boolean;
 }
 
 /** A fork the parent's shape does not allow: says what and why, in one line. */
@@ -101,11 +111,25 @@ export async function forkPlan(ds: DataSource, request: ForkRequest, store?: Pla
   const shape = await parentShape(ds, parent);
   const names = request.names ?? CLI_FORK_NAMES;
   const start = await startOf(parent, shape, request, names);
-  const planId = request.planId ?? defaultForkId(parent.id, request.kind);
+  // a request id names its plan.created event, and the fork when no plan id is given
+  const eventId = request.requestId === undefined ? randomUUID() : requestEventId(request);
+  const planId = request.planId ?? defaultForkId(parent.id, request.kind, request.requestId && eventId);
   if (!isExternalId(planId))
     throw new QueryArgumentError(names.planId, `"${planId}" is not a plan id (1-64 letters, digits, _ . : -)`);
   const taken = () => new ForkRefusedError(`plan "${planId}" already exists: choose another ${names.planId}`);
-  if (await ds.getRepository<PlanHeadRow>(ENTITY.head).exists({ where: { planId }, withDeleted: true })) throw taken();
+  /** Whether this request created the fork already (true), another plan (throws), or nothing yet. */
+  const createdBefore = async () => {
+    if (request.requestId === undefined) return false;
+    const stored = (await new EventLog(ds.manager, sqlDialectOf(ds)).storedPlans([eventId])).get(eventId);
+    if (stored === undefined) return false;
+    if (stored === planId) return true;
+    throw new ForkRefusedError(
+      `${names.requestId ?? 'the request id'} "${request.requestId}" created plan "${stored}" already; a new fork needs a new one`,
+    );
+  };
+  let replayed = await createdBefore();
+  if (!replayed && (await ds.getRepository<PlanHeadRow>(ENTITY.head).exists({ where: { planId }, withDeleted: true })))
+    throw taken();
   const sessionId = request.sessionId ?? parent.sessionId;
   if (!isExternalId(sessionId))
     throw new QueryArgumentError(names.sessionId, `"${sessionId}" is not a session id (1-64 letters, digits, _ . : -)`);
@@ -113,13 +137,21 @@ export async function forkPlan(ds: DataSource, request: ForkRequest, store?: Pla
   const edits = placeEdits(shape, changes.length > 0 ? await shape.nodes() : [], start.layer, changes, names.editSteps);
   const event = forkEvent(
     parent,
-    { planId, sessionId, layer: start.layer, checkpointId: start.checkpointId },
+    { planId, sessionId, layer: start.layer, checkpointId: start.checkpointId, eventId },
     request,
     edits.specs,
     names.editSteps,
   );
   // the check above answers most requests; this one, under the plan's lock, settles a race for the id
-  await (store ?? new PlanEventStore(ds, undefined, { rowCacheBytes: 0 })).createPlan(event, taken);
+  if (!replayed) {
+    try {
+      await (store ?? new PlanEventStore(ds, undefined, { rowCacheBytes: 0 })).createPlan(event, taken);
+    } catch (err) {
+      // the same request sent twice at once: the other one created it
+      if (!(err instanceof ForkRefusedError) || !(await createdBefore())) throw err;
+      replayed = true;
+    }
+  }
   const inherited = shape.layers.sizes.slice(0, start.layer).reduce((n, size) => n + size, 0);
   return {
     planId,
@@ -135,7 +167,17 @@ export async function forkPlan(ds: DataSource, request: ForkRequest, store?: Pla
     nextLayer: start.layer,
     nextSteps: edits.nextSteps,
     nextSeq: 1,
+    ...(replayed ? { replayed } : {}),
   };
+}
+
+/** The plan.created event id of the fork a request id asks for: the same request, the same id. */
+function requestEventId(request: ForkRequest): string {
+  const h = createHash('sha256')
+    .update(`fork-request\u0000${request.parentPlanId}\u0000${request.kind}\u0000${request.requestId}`)
+    .digest('hex');
+  const variant = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
 /** The parent's steps as its DAG draws them (for a fork: its whole step list, ancestors' included). */
@@ -391,7 +433,7 @@ function placeEdits(
 
 function forkEvent(
   parent: ExecutionPlanRow,
-  at: { planId: string; sessionId: string; layer: number; checkpointId: string | null },
+  at: { planId: string; sessionId: string; layer: number; checkpointId: string | null; eventId: string },
   request: ForkRequest,
   steps: StepSpec[],
   argument: string,
@@ -404,7 +446,7 @@ function forkEvent(
   };
   const parsed = parsePlanEvent({
     specVersion: 1,
-    eventId: randomUUID(),
+    eventId: at.eventId,
     type: 'plan.created',
     planId: at.planId,
     sessionId: at.sessionId,
@@ -423,8 +465,12 @@ function forkEvent(
   return parsed.event;
 }
 
-/** `<parent>.fork-<8 hex>` (or `.replay-`), cut to the 64 characters of a plan id. */
-function defaultForkId(parentId: string, kind: ForkOrigin['kind']): string {
-  const suffix = `.${kind}-${randomBytes(4).toString('hex')}`;
+/**
+ * `<parent>.fork-<8 hex>` (or `.replay-`), cut to the 64 characters of a plan id; the hex from
+ * the request's event id when there is a request id (the same request, the same fork), else random.
+ */
+function defaultForkId(parentId: string, kind: ForkOrigin['kind'], requestEventId?: string): string {
+  const hex = requestEventId ? requestEventId.slice(0, 8) : randomBytes(4).toString('hex');
+  const suffix = `.${kind}-${hex}`;
   return parentId.slice(0, 64 - suffix.length) + suffix;
 }

@@ -16,16 +16,19 @@ const HTTP_FORK_NAMES: ForkArgumentNames = {
   planId: 'planId',
   sessionId: 'sessionId',
   editSteps: 'editSteps',
+  requestId: 'Idempotency-Key',
 };
 
-const FORK_FIELDS = ['fromLayer', 'fromCheckpoint', 'fromFailure', 'planId', 'sessionId', 'editSteps'];
-const REPLAY_FIELDS = ['planId', 'sessionId', 'editSteps'];
+const FORK_FIELDS = ['fromLayer', 'fromCheckpoint', 'fromFailure', 'planId', 'sessionId', 'editSteps', 'requestId'];
+const REPLAY_FIELDS = ['planId', 'sessionId', 'editSteps', 'requestId'];
 
 /**
  * `POST /v1/plans/{planId}/fork` and `/replay` (admin scope): the same `forkPlan` as the CLI's
  * `plans fork|replay`, its outcome answered 201 as the CLI's `--json` prints it. A malformed body: 400;
  * an unknown parent or checkpoint: 404; a fork the parent does not allow, or a new plan id
- * already taken: 409 (the server's error handler maps each kind).
+ * already taken: 409 (the server's error handler maps each kind). With an `Idempotency-Key`
+ * header (or a `requestId` field), the same request sent again answers the fork it created (201,
+ * `idempotent-replayed: true`), so a client may retry after a lost answer.
  */
 export function registerForkRoutes(app: FastifyInstance, ds: DataSource): void {
   const admin = { config: { scope: 'admin' } } as const;
@@ -36,7 +39,12 @@ export function registerForkRoutes(app: FastifyInstance, ds: DataSource): void {
       { ...admin, schema: forkRouteSchema(kind), validatorCompiler: () => () => true },
       async (req, reply) => {
         const parentPlanId = requireId('planId', (req.params as Record<string, string>).planId);
-        const outcome = await forkPlan(ds, forkRequest(parentPlanId, kind, req.body));
+        const key = req.headers['idempotency-key'];
+        const { replayed, ...outcome } = await forkPlan(
+          ds,
+          forkRequest(parentPlanId, kind, req.body, Array.isArray(key) ? key.join(',') : key),
+        );
+        if (replayed) void reply.header('idempotent-replayed', 'true');
         return reply
           .code(201)
           .header('location', `/v1/plans/${encodeURIComponent(outcome.planId)}`)
@@ -46,8 +54,16 @@ export function registerForkRoutes(app: FastifyInstance, ds: DataSource): void {
   }
 }
 
-/** The request a body asks for; QueryArgumentError (400) naming the first field that is wrong. */
-export function forkRequest(parentPlanId: string, kind: 'fork' | 'replay', raw: unknown): ForkRequest {
+/**
+ * The request a body (and an `Idempotency-Key` header) asks for; QueryArgumentError (400) naming
+ * the first field that is wrong.
+ */
+export function forkRequest(
+  parentPlanId: string,
+  kind: 'fork' | 'replay',
+  raw: unknown,
+  idempotencyKey?: string,
+): ForkRequest {
   const fields = kind === 'fork' ? FORK_FIELDS : REPLAY_FIELDS;
   const body: Body = raw === undefined || raw === null ? {} : (raw as Body);
   if (typeof body !== 'object' || Array.isArray(body))
@@ -67,8 +83,19 @@ export function forkRequest(parentPlanId: string, kind: 'fork' | 'replay', raw: 
     planId: optionalId(body, 'planId'),
     sessionId: optionalId(body, 'sessionId'),
     editSteps: body.editSteps === undefined ? undefined : checkEditSteps(body.editSteps, 'editSteps'),
+    requestId: requestIdOf(body, idempotencyKey),
     names: HTTP_FORK_NAMES,
   };
+}
+
+/** The request id: the `Idempotency-Key` header or the `requestId` field (the same if both). */
+function requestIdOf(body: Body, header: string | undefined): string | undefined {
+  const field = optionalId(body, 'requestId');
+  if (header === undefined) return field;
+  const key = requireId('Idempotency-Key', header);
+  if (field !== undefined && field !== key)
+    throw new QueryArgumentError('requestId', 'differs from the Idempotency-Key header: send one of them');
+  return key;
 }
 
 function startOf(body: Body): ForkStart {

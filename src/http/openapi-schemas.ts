@@ -220,6 +220,11 @@ export function forkRouteSchema(kind: 'fork' | 'replay') {
   const common = {
     planId: { type: 'string', description: "the new plan's id (default: the parent's id and ." + kind + '-<8 hex>)' },
     sessionId: { type: 'string', description: "the new plan's session (default: the parent's)" },
+    requestId: {
+      type: 'string',
+      description:
+        'an id of this request (or the Idempotency-Key header): sent again, it answers the fork it created (header idempotent-replayed: true) instead of creating another',
+    },
     editSteps: {
       description:
         'steps to change (a stepId of the parent, of the fork layer or later) or add (a new stepId): an array of steps as in plan.created (stepId, agentId, task, title?, expectedOutput?, dependsOn?; index is set by the server), or a plans export template (an object with "steps"); steps equal to the parent\'s are no change',

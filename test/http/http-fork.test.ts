@@ -211,6 +211,54 @@ describe.each<TestDb>(['sqlite', 'postgres'])('POST /v1/plans/{planId}/fork|repl
     ]);
   });
 
+  it('with an Idempotency-Key (or requestId), a request sent again answers the fork it created: one fork, even at once', async () => {
+    const forks = async () =>
+      Number(
+        (
+          await stack.db.ds.query(`SELECT COUNT(*) AS n FROM execution_plans WHERE parent_plan_id = ${param}`, [parent])
+        )[0].n,
+      );
+    const before = await forks();
+    const send = (key: string, body: object) =>
+      call(stack, 'POST', `/v1/plans/${parent}/fork`, {
+        key: ADMIN_KEY,
+        body,
+        headers: { 'idempotency-key': key },
+      });
+    // the answer of the first is lost (an ambiguous commit): the client sends the same request again
+    const first = await send('req-1', { fromLayer: 2 });
+    expect(first.status).toBe(201);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    const again = await send('req-1', { fromLayer: 2 });
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.json).toEqual(first.json);
+    expect(again.headers.get('location')).toBe(first.headers.get('location'));
+    expect(await forks()).toBe(before + 1);
+    // with a plan id of the caller's (before: 409 "already exists" on the retry), and as a body field
+    const named = { fromLayer: 1, planId: `hf-idem-${kind}`, requestId: 'req-2' };
+    const post1 = await post(`/v1/plans/${parent}/fork`, named);
+    const post2 = await post(`/v1/plans/${parent}/fork`, named);
+    expect([post1.status, post2.status]).toEqual([201, 201]);
+    expect(post2.json).toEqual(post1.json);
+    expect(await forks()).toBe(before + 2);
+    // the same request twice at once
+    const both = await Promise.all([send('req-3', { fromLayer: 0 }), send('req-3', { fromLayer: 0 })]);
+    expect(both.map((a) => a.status)).toEqual([201, 201]);
+    expect(both[1].json).toEqual(both[0].json);
+    expect(await forks()).toBe(before + 3);
+    // a key used for another plan id is refused, and a header that differs from the field is a bad request
+    const reused = await post(`/v1/plans/${parent}/fork`, { ...named, planId: `hf-idem2-${kind}` });
+    expect(reused.status).toBe(409);
+    expect(reused.json).toEqual({
+      error: `Idempotency-Key "req-2" created plan "hf-idem-${kind}" already; a new fork needs a new one`,
+    });
+    const differs = await send('req-4', { fromLayer: 0, requestId: 'req-5' });
+    expect(differs.status).toBe(400);
+    expect(differs.text).toContain('differs from the Idempotency-Key header');
+    expect(await forks()).toBe(before + 3);
+  });
+
   it('needs the admin scope: 401 without a key, 403 with a read or ingest key; nothing written', async () => {
     const before = await planCount();
     const body = { fromLayer: 1 };
@@ -255,12 +303,12 @@ describe.each<TestDb>(['sqlite', 'postgres'])('POST /v1/plans/{planId}/fork|repl
       [
         fork,
         { fromLayer: 1, frmLayer: 1 },
-        'frmLayer: is not a field of a fork request; its fields: fromLayer, fromCheckpoint, fromFailure, planId, sessionId, editSteps',
+        'frmLayer: is not a field of a fork request; its fields: fromLayer, fromCheckpoint, fromFailure, planId, sessionId, editSteps, requestId',
       ],
       [
         fork,
         [1],
-        'body: must be a JSON object with fromLayer, fromCheckpoint, fromFailure, planId, sessionId, editSteps',
+        'body: must be a JSON object with fromLayer, fromCheckpoint, fromFailure, planId, sessionId, editSteps, requestId',
       ],
       [fork, { fromLayer: 1, editSteps: 'd' }, 'editSteps: must be a JSON array of steps, or an object with "steps"'],
       [

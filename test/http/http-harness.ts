@@ -132,9 +132,15 @@ export async function call(
   stack: ApiStack,
   method: string,
   route: string,
-  options: { key?: string | null; body?: unknown; rawBody?: string; accept?: string } = {},
+  options: {
+    key?: string | null;
+    body?: unknown;
+    rawBody?: string;
+    accept?: string;
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<Answer> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...options.headers };
   const key = options.key === undefined ? (method === 'POST' ? INGEST_KEY : READ_KEY) : options.key;
   if (key !== null) headers.authorization = `Bearer ${key}`;
   if (options.accept) headers.accept = options.accept;
