@@ -19,6 +19,7 @@ import { registerPlansFork } from './commands/plans-fork.command';
 import { registerPlansRestore } from './commands/plans-restore.command';
 import { registerServe } from './commands/serve.command';
 import { registerPrices } from './commands/prices.command';
+import { registerCost } from './commands/cost.command';
 import { redactUrl } from '../config/database-url';
 import { escapeControl } from '../shared/terminal-text';
 
@@ -51,6 +52,7 @@ export function buildProgram(io: CliIo): Command {
   registerPlansFork(plans, context);
   registerSessions(program, context);
   registerPrices(program, context);
+  registerCost(program, context);
   registerWorkflows(program, context);
   registerSteps(program, context);
   registerAnalytics(program, context);

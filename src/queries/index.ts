@@ -19,3 +19,4 @@ export * from './token-usage.query';
 export * from './cost-usage.query';
 export * from './text-output';
 export * from './plan-lineage.query';
+export * from './reconcile.query';

@@ -13,6 +13,7 @@ import {
   buildStepTokensQuery,
 } from '../../src/queries/token-usage.query';
 import { buildLatestCheckpointQuery } from '../../src/queries/workflow-resume.query';
+import { buildLedgerUsageQuery } from '../../src/queries/reconcile.query';
 
 /**
  * No SQL Server runs here: the read queries are built on an mssql DataSource that never connects
@@ -65,6 +66,20 @@ describe('read queries on SQL Server (generated SQL)', () => {
       /ORDER BY "c"\."layer" DESC, "c"\."created_at" DESC, "c"\."id" DESC OFFSET 0 ROWS FETCH NEXT 1 ROWS ONLY$/,
     );
     expect(sql).toContain('"c"."deleted_at" IS NULL');
+  });
+
+  it('sums steps for a reconciliation per UTC day of their completion, provider and model, sums in bigint and as text', () => {
+    const [sql, params] = sqlOf(buildLedgerUsageQuery(ds, range));
+    const at = 'COALESCE("s"."completed_at", "s"."started_at", "s"."created_at")';
+    expect(sql).toContain(`CAST(${at} AS DATE) AS "day"`);
+    expect(sql).toContain('SUM(CAST("s"."cache_read_tokens" AS BIGINT)) AS "cacheRead"');
+    expect(sql).toContain('CAST(SUM("s"."cost") AS NVARCHAR(50)) AS "cost"');
+    expect(sql).toContain(`${at} >= @0 AND ${at} < @1`);
+    expect(sql).toContain(
+      `GROUP BY "s"."provider", DATALENGTH("s"."provider"), "s"."model", DATALENGTH("s"."model"), CAST(${at} AS DATE)`,
+    );
+    expect(sql).toContain('"p"."deleted_at" IS NULL');
+    for (const p of params) expect(p).toMatchObject({ type: 'datetime2', params: [3] });
   });
 
   it('buckets plans per day with CAST(created_at AS DATE) and datetime2 range parameters', () => {

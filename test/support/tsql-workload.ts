@@ -310,6 +310,10 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
     costUsage: async () => {
       for (const range of ranges) for (const by of queries.COST_DIMENSIONS) await queries.costUsage(ds, range, by);
     },
+    reconcile: async () => {
+      const bill = [{ day: '2026-11-01', model: 'gpt-4o-2024-08-06', cost: 1_000_000_000n }];
+      for (const range of ranges) await queries.reconcile(ds, 'openai', bill, range);
+    },
     eventStatuses: async () =>
       check('an applied event is reported applied', (await eventStatuses(ds, [eventId])).applied.length === 1),
     awaitEventStatuses: () => awaitEventStatuses(ds, [eventId], 0),
