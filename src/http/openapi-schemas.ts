@@ -106,6 +106,29 @@ export const readRouteSchemas = {
       '{ resumable: true, dag, latestCheckpoint, nextLayer, nextSteps, layers, nextSeq, ... } or { resumable: false, reason, nextSeq }',
     ),
   },
+  reconcile: {
+    summary: "the ledger against a provider's usage/cost export (CLI: cost reconcile --json)",
+    description:
+      'The body is the export: JSON pages of the OpenAI usage/costs or Anthropic usage_report/cost_report API ' +
+      '(one page, an array of pages, or JSON Lines) or CSV with their field names. Nothing is stored.',
+    tags: ['read'],
+    security,
+    querystring: {
+      type: 'object',
+      properties: {
+        provider: { type: 'string', description: 'openai or anthropic (required)' },
+        from: { type: 'string', description: 'ISO instant, inclusive (default: the first day of the export)' },
+        to: {
+          type: 'string',
+          description: 'ISO instant, exclusive (default: the day after the last day of the export)',
+        },
+        failOver: { type: 'string', description: 'a %: the answer says in check.beyond why it is beyond it, or null' },
+      },
+    },
+    response: readResponses(
+      '{ from, to, provider, billed, ledger, billedTotals, coveragePct, costDelta, costDeltaPct, byModel, byDay, unattributed, check? }',
+    ),
+  },
   analytics: {
     summary: 'analytics reports (CLI: analytics daily|agents|handoffs|tokens|cost --json)',
     tags: ['read'],

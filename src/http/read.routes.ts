@@ -6,6 +6,8 @@ import { getPlanLineage } from '../queries/plan-lineage.query';
 import { listPlans } from '../queries/plan-list.query';
 import { getPlanView } from '../queries/plan-timeline.query';
 import { costUsage } from '../queries/cost-usage.query';
+import { BILLING_PROVIDERS, type BillingProvider, parseBillingExport } from '../pricing/billing-export';
+import { parseFailOver, reconcileReport } from '../queries/reconcile.query';
 import {
   parseCostDimension,
   parseDateRange,
@@ -108,6 +110,32 @@ export function registerReadRoutes(app: FastifyInstance, ds: DataSource): void {
         );
     }
   });
+
+  // The export is the body, read as text by the same parser as the CLI's files: JSON pages (one,
+  // an array, or JSON Lines) or CSV. Read-only: nothing is stored.
+  app.register(async (scope) => {
+    scope.removeContentTypeParser(['application/json', 'text/plain']);
+    scope.addContentTypeParser(
+      ['application/json', 'application/x-ndjson', 'text/csv', 'text/plain'],
+      { parseAs: 'string' },
+      (_req, body, done) => done(null, body),
+    );
+    scope.post('/v1/analytics/reconcile', { ...read, schema: S.reconcile }, async (req) => {
+      const q = req.query as Q;
+      const provider = parseProvider(q.provider);
+      const range = parseDateRange(q.from, q.to);
+      const failOver = q.failOver === undefined ? undefined : parseFailOver(q.failOver, 'failOver');
+      const text = typeof req.body === 'string' ? req.body : '';
+      return reconcileReport(ds, provider, parseBillingExport(provider, 'the body', text), range, failOver);
+    });
+  });
+}
+
+function parseProvider(raw: string | undefined): BillingProvider {
+  const value = (raw ?? '').trim().toLowerCase();
+  if (!(BILLING_PROVIDERS as readonly string[]).includes(value))
+    throw new QueryArgumentError('provider', `"${raw ?? ''}" is not one of ${BILLING_PROVIDERS.join(', ')}`);
+  return value as BillingProvider;
 }
 
 function wantsText(accept: string | undefined): boolean {

@@ -367,3 +367,31 @@ export function parseFailOver(raw: string, argument = '--fail-over'): number {
   if (!Number.isFinite(n)) throw new QueryArgumentError(argument, `"${raw}" is not a percentage (e.g. 5 or 2.5)`);
   return n;
 }
+
+/** What `cost reconcile --json` prints and `POST /v1/analytics/reconcile` answers. */
+export type ReconcileReport = Reconciliation & {
+  /** With `--fail-over` (`failOver`): the threshold and why the answer is beyond it, or null. */
+  check?: { failOverPct: number; beyond: string | null };
+};
+
+/**
+ * Reconciles over `range`, or, where it leaves an end open, from the export's first day to the day
+ * after its last; with `failOverPct`, says whether the answer is beyond it.
+ */
+export async function reconcileReport(
+  ds: DataSource,
+  provider: BillingProvider,
+  bill: BillLine[],
+  range: DateRange,
+  failOverPct?: number,
+): Promise<ReconcileReport> {
+  const window = { ...range };
+  const days = bill.map((l) => l.day).sort();
+  if (days.length > 0) {
+    window.from ??= new Date(`${days[0]}T00:00:00Z`);
+    window.to ??= new Date(Date.parse(`${days[days.length - 1]}T00:00:00Z`) + 86_400_000);
+  }
+  const result = await reconcile(ds, provider, bill, window);
+  if (failOverPct === undefined) return result;
+  return { ...result, check: { failOverPct, beyond: reconcileBeyond(result, failOverPct) } };
+}

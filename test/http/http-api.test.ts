@@ -187,6 +187,7 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
     const doc = (await call(stack, 'GET', '/v1/openapi.json', { key: null })).json;
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths).sort()).toEqual([
+      '/v1/analytics/reconcile',
       '/v1/analytics/{report}',
       '/v1/dead-letters',
       '/v1/dead-letters/purge',

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { basename } from 'node:path';
 import type { CliContext } from '../cli-context';
 import {
   BillingExportError,
@@ -8,7 +7,7 @@ import {
   parseBillingExport,
 } from '../../pricing/billing-export';
 import { parseDateRange } from '../../queries/query-args';
-import { parseFailOver, reconcile, reconcileBeyond, type Reconciliation } from '../../queries/reconcile.query';
+import { parseFailOver, reconcileReport, type Reconciliation } from '../../queries/reconcile.query';
 import { formatInt, renderTable } from '../../queries/text-output';
 import { escapeControl } from '../../shared/terminal-text';
 import { CheckFailedError, CliError } from '../exit-codes';
@@ -45,23 +44,14 @@ export async function runReconcile(ctx: CliContext, opts: ReconcileOptions): Pro
     } catch (err) {
       throw new BillingExportError(`${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
     }
-    bill.push(...parseBillingExport(provider, basename(file), text));
+    bill.push(...parseBillingExport(provider, file, text));
   }
-  const window = { ...range };
-  if (!window.from || !window.to) {
-    const days = bill.map((l) => l.day).sort();
-    if (days.length > 0) {
-      window.from ??= new Date(`${days[0]}T00:00:00Z`);
-      window.to ??= new Date(new Date(`${days[days.length - 1]}T00:00:00Z`).getTime() + 86_400_000);
-    }
-  }
-  const result = await withReadSource(ctx, 'cost reconcile', (ds) => reconcile(ds, provider, bill, window));
+  const result = await withReadSource(ctx, 'cost reconcile', (ds) =>
+    reconcileReport(ds, provider, bill, range, failOver),
+  );
   if (opts.json) printJson(ctx, result);
   else for (const line of reconcileText(result)) ctx.out(line);
-  if (failOver !== undefined) {
-    const beyond = reconcileBeyond(result, failOver);
-    if (beyond !== null) throw new CheckFailedError(`cost reconcile: ${beyond}`);
-  }
+  if (result.check?.beyond) throw new CheckFailedError(`cost reconcile: ${result.check.beyond}`);
 }
 
 const n = (v: number) => formatInt(v);
