@@ -88,6 +88,7 @@ export function buildLedgerUsageQuery(ds: DataSource, range: DateRange): SelectQ
   return qb;
 }
 
+/** One side's sums of a day and model, or of a total: the ledger's (steps) or the bill's (has...). */
 interface Sums {
   input: number;
   output: number;
@@ -96,25 +97,18 @@ interface Sums {
   cost: bigint;
   steps: number;
   unpriced: number;
-}
-
-interface BillSums {
-  input: number;
-  output: number;
-  cacheRead: number;
-  cacheWrite: number;
-  cost: bigint;
   hasUsage: boolean;
   hasCost: boolean;
 }
 
-const zeroSums = (): Sums => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0n, steps: 0, unpriced: 0 });
-const zeroBill = (): BillSums => ({
+const zero = (): Sums => ({
   input: 0,
   output: 0,
   cacheRead: 0,
   cacheWrite: 0,
   cost: 0n,
+  steps: 0,
+  unpriced: 0,
   hasUsage: false,
   hasCost: false,
 });
@@ -152,7 +146,7 @@ export async function reconcile(
     (!range.to || new Date(`${day}T00:00:00Z`).getTime() < range.to.getTime());
 
   // the bill, summed per day and model key
-  const billed = new Map<string, BillSums>();
+  const billed = new Map<string, Sums>();
   const billedNames = new Map<string, string>();
   let costWithoutModel = 0n;
   let hasUsage = false;
@@ -167,7 +161,7 @@ export async function reconcile(
     }
     const key = modelKey(line.model);
     if (!billedNames.has(key) || line.model.length < billedNames.get(key)!.length) billedNames.set(key, line.model);
-    const sums = getOr(billed, `${line.day}\t${key}`, zeroBill);
+    const sums = getOr(billed, `${line.day}\t${key}`, zero);
     if (line.tokens) {
       sums.hasUsage = true;
       sums.input += line.tokens.inputTokens;
@@ -195,7 +189,7 @@ export async function reconcile(
       (stepProvider === null && (billedNames.has(key) || FAMILY[provider].test(model.trim())));
     if (!counts) continue;
     if (!ledgerNames.has(key) || model.length < ledgerNames.get(key)!.length) ledgerNames.set(key, model);
-    const sums = getOr(ledger, `${toDay(r.day)}\t${key}`, zeroSums);
+    const sums = getOr(ledger, `${toDay(r.day)}\t${key}`, zero);
     sums.input += toNum(r.input);
     sums.output += toNum(r.output);
     sums.cacheRead += toNum(r.cacheRead);
@@ -207,23 +201,23 @@ export async function reconcile(
 
   const nameOf = (key: string) => billedNames.get(key) ?? ledgerNames.get(key) ?? key;
   const byDay: ReconcileDay[] = [];
-  const models = new Map<string, { ledger: Sums; billed: BillSums }>();
+  const models = new Map<string, { ledger: Sums; billed: Sums }>();
   for (const k of new Set([...billed.keys(), ...ledger.keys()])) {
     const [day, key] = k.split('\t') as [string, string];
-    const l = ledger.get(k) ?? zeroSums();
-    const b = billed.get(k) ?? zeroBill();
+    const l = ledger.get(k) ?? zero();
+    const b = billed.get(k) ?? zero();
     byDay.push({ day, ...line(nameOf(key), l, b, hasUsage, hasCost) });
-    const m = getOr(models, key, () => ({ ledger: zeroSums(), billed: zeroBill() }));
-    addSums(m.ledger, l);
-    addBill(m.billed, b);
+    const m = getOr(models, key, () => ({ ledger: zero(), billed: zero() }));
+    add(m.ledger, l);
+    add(m.billed, b);
   }
   byDay.sort((a, b) => compareText(a.day, b.day) || compareText(a.model, b.model));
 
-  const total = { ledger: zeroSums(), billed: zeroBill() };
+  const total = { ledger: zero(), billed: zero() };
   const byModel: ReconcileLine[] = [];
   for (const [key, m] of models) {
-    addSums(total.ledger, m.ledger);
-    addBill(total.billed, m.billed);
+    add(total.ledger, m.ledger);
+    add(total.billed, m.billed);
     byModel.push(line(nameOf(key), m.ledger, m.billed, hasUsage, hasCost));
   }
   total.billed.cost += costWithoutModel;
@@ -265,7 +259,7 @@ export async function reconcile(
   };
 }
 
-function line(model: string, l: Sums, b: BillSums, hasUsage: boolean, hasCost: boolean): ReconcileLine {
+function line(model: string, l: Sums, b: Sums, hasUsage: boolean, hasCost: boolean): ReconcileLine {
   const billedAny = b.hasUsage || b.hasCost;
   return {
     model,
@@ -291,7 +285,7 @@ function ledgerCounts(s: Sums): Reconciliation['ledger'] {
   };
 }
 
-function billedCounts(b: BillSums): TokenCounts {
+function billedCounts(b: Sums): TokenCounts {
   return {
     inputTokens: b.input,
     outputTokens: b.output,
@@ -301,7 +295,7 @@ function billedCounts(b: BillSums): TokenCounts {
   };
 }
 
-function addSums(to: Sums, s: Sums): void {
+function add(to: Sums, s: Sums): void {
   to.input += s.input;
   to.output += s.output;
   to.cacheRead += s.cacheRead;
@@ -309,16 +303,8 @@ function addSums(to: Sums, s: Sums): void {
   to.cost += s.cost;
   to.steps += s.steps;
   to.unpriced += s.unpriced;
-}
-
-function addBill(to: BillSums, b: BillSums): void {
-  to.input += b.input;
-  to.output += b.output;
-  to.cacheRead += b.cacheRead;
-  to.cacheWrite += b.cacheWrite;
-  to.cost += b.cost;
-  to.hasUsage ||= b.hasUsage;
-  to.hasCost ||= b.hasCost;
+  to.hasUsage ||= s.hasUsage;
+  to.hasCost ||= s.hasCost;
 }
 
 /** part / whole in %, rounded half away from zero at 2 decimals, in integers; null for a zero whole. */
