@@ -156,7 +156,8 @@ async function timed(url: string, args: string[]): Promise<{ ms: number; out: st
   return { ms, out: out.join('\n') };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+const median = (xs: number[]) => sorted(xs)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
   const steps = opts.number('steps', 1_000_000);
@@ -193,7 +194,7 @@ async function main(): Promise<void> {
       `reconciled ${byDay.length} day x model rows: coverage ${String(report.coveragePct)} %, delta ${String(report.costDeltaPct)} %`,
     );
     const fmt = (xs: number[]) =>
-      `${(median(xs) / 1000).toFixed(2)} s (min ${(Math.min(...xs) / 1000).toFixed(2)}, max ${(Math.max(...xs) / 1000).toFixed(2)})`;
+      `${(median(xs) / 1000).toFixed(2)} s (min ${(sorted(xs)[0]! / 1000).toFixed(2)}, max ${(sorted(xs)[xs.length - 1]! / 1000).toFixed(2)})`;
     console.log(`cost reconcile, a year of daily exports: ${fmt(reconcile)}`);
     console.log(`baseline analytics cost --by model: ${fmt(baseline)}`);
     console.log(

@@ -314,6 +314,8 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
       const bill = [{ day: '2026-11-01', model: 'gpt-4o-2024-08-06', cost: 1_000_000_000n }];
       for (const range of ranges) await queries.reconcile(ds, 'openai', bill, range);
     },
+    reconcileReport: () =>
+      queries.reconcileReport(ds, 'anthropic', [{ day: '2026-11-01', model: 'claude-sonnet-4', cost: 1n }], {}, 5),
     eventStatuses: async () =>
       check('an applied event is reported applied', (await eventStatuses(ds, [eventId])).applied.length === 1),
     awaitEventStatuses: () => awaitEventStatuses(ds, [eventId], 0),

@@ -9,6 +9,7 @@ import {
 import { parseDateRange } from '../../queries/query-args';
 import { parseFailOver, reconcileReport, type Reconciliation } from '../../queries/reconcile.query';
 import { formatInt, renderTable } from '../../queries/text-output';
+import { pushAll } from '../../shared/arrays';
 import { escapeControl } from '../../shared/terminal-text';
 import { CheckFailedError, CliError } from '../exit-codes';
 import { parseArgs, printJson, withReadSource } from './read-command';
@@ -44,7 +45,7 @@ export async function runReconcile(ctx: CliContext, opts: ReconcileOptions): Pro
     } catch (err) {
       throw new BillingExportError(`${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
     }
-    bill.push(...parseBillingExport(provider, file, text));
+    pushAll(bill, parseBillingExport(provider, file, text));
   }
   const result = await withReadSource(ctx, 'cost reconcile', (ds) =>
     reconcileReport(ds, provider, bill, range, failOver),
@@ -70,8 +71,9 @@ function reconcileText(r: Reconciliation): string[] {
   ];
   if (r.ledger.unpricedSteps > 0) out.push(`unpriced ledger steps (no cost counted): ${n(r.ledger.unpricedSteps)}`);
   out.push('');
-  out.push(
-    ...renderTable(
+  pushAll(
+    out,
+    renderTable(
       ['model', 'ledger_tokens', 'billed_tokens', 'coverage', 'ledger_usd', 'billed_usd', 'delta_usd'],
       r.byModel.map((m) => [
         escapeControl(m.model),
