@@ -81,11 +81,18 @@ function planScope(tree: SpanTree, planSpan: OtlpSpan, members: OtlpSpan[]): Pla
 function mapPlan(scope: PlanScope, options: MappingOptions, skip: Skip) {
   const plan = collectSteps(scope);
   const graph = buildStepGraph(scope, plan, skip);
-  const handoffs = findHandoffs(scope, plan, graph);
+  const { handoffs, unplacedMarks } = findHandoffs(scope, plan, graph);
+  if (unplacedMarks > 0) skip('a handoff span naming an agent that has no later span in its plan', unplacedMarks);
   const events = planEvents(scope, graph.ordered, graph.specs, handoffs, options);
   const llmsMapped = plan.llms.filter((s) => !plan.steps.has(s.spanId)).length;
   const planIsStep = plan.steps.has(scope.planSpan.spanId) ? 1 : 0;
-  const others = scope.members.length - (plan.steps.size - planIsStep) - llmsMapped;
+  // handoff marks and wrappers become the handoffs and the tree's shape (a mark with no agent to go to is counted out)
+  const structural = plan.handoffMarks.length + plan.wrappers.length;
+  const others = scope.members.length - (plan.steps.size - planIsStep) - llmsMapped - structural;
   if (others > 0) skip('inside a plan but neither an agent, tool nor LLM span', others);
-  return { planId: scope.planId, events, mapped: 1 + graph.ordered.length - planIsStep + llmsMapped };
+  return {
+    planId: scope.planId,
+    events,
+    mapped: 1 + graph.ordered.length - planIsStep + llmsMapped + structural - unplacedMarks,
+  };
 }

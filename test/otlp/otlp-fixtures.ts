@@ -254,3 +254,64 @@ export function otlpJsonRequest(spans: OtlpSpan[]): object {
     ],
   };
 }
+
+/**
+ * A triage agent handing off to a billing agent, as OpenInference's OpenAI Agents SDK
+ * instrumentation exports it: the trace's root is the SDK's "Agent workflow" wrapper (kind AGENT,
+ * no agent name); each agent run is an AGENT span named after the agent with `graph.node.id`, the
+ * agent handed to also `graph.node.parent_id`; the handoff itself is a TOOL span named
+ * `handoff to <agent>` under the agent that hands off; model calls are LLM spans named `response`,
+ * function tools TOOL spans with `tool.name`. `graphNodes: false`: as versions before the graph
+ * attributes exported it.
+ */
+export function openAiAgentsRun(traceId: string, { graphNodes = true } = {}): OtlpSpan[] {
+  const oi = (kind: string, more: Record<string, AttrValue> = {}) => ({
+    'openinference.span.kind': kind,
+    'llm.system': 'openai',
+    ...more,
+  });
+  const node = (id: string, parent?: string): Record<string, AttrValue> =>
+    graphNodes ? { 'graph.node.id': id, ...(parent ? { 'graph.node.parent_id': parent } : {}) } : {};
+  const usage = (prompt: number, completion: number, cached = 0) => ({
+    'llm.model_name': 'gpt-4o-2024-08-06',
+    'llm.provider': 'openai',
+    'llm.token_count.prompt': prompt,
+    'llm.token_count.completion': completion,
+    'llm.token_count.total': prompt + completion,
+    ...(cached ? { 'llm.token_count.prompt_details.cache_read': cached } : {}),
+  });
+  const sketches: SpanSketch[] = [
+    { id: 'wf', name: 'Agent workflow', start: 0, end: 900, attrs: { 'openinference.span.kind': 'AGENT' } },
+    { id: 'triage', parent: 'wf', name: 'Triage Agent', start: 5, end: 200, attrs: oi('AGENT', node('Triage Agent')) },
+    { id: 'resp1', parent: 'triage', name: 'response', start: 10, end: 150, attrs: oi('LLM', usage(300, 20)) },
+    { id: 'handoff', parent: 'triage', name: 'handoff to Billing Agent', start: 160, end: 161, attrs: oi('TOOL') },
+    {
+      id: 'billing',
+      parent: 'wf',
+      name: 'Billing Agent',
+      start: 210,
+      end: 890,
+      attrs: oi('AGENT', node('Billing Agent', 'Triage Agent')),
+    },
+    { id: 'resp2', parent: 'billing', name: 'response', start: 220, end: 400, attrs: oi('LLM', usage(500, 40)) },
+    {
+      id: 'call1',
+      parent: 'billing',
+      name: 'lookup_invoice',
+      start: 410,
+      end: 450,
+      attrs: oi('TOOL', { 'tool.name': 'lookup_invoice' }),
+      error: 'Error running tool (non-fatal)',
+    },
+    {
+      id: 'call2',
+      parent: 'billing',
+      name: 'lookup_invoice',
+      start: 460,
+      end: 500,
+      attrs: oi('TOOL', { 'tool.name': 'lookup_invoice', 'output.value': 'INV-7: 42.00' }),
+    },
+    { id: 'resp3', parent: 'billing', name: 'response', start: 510, end: 880, attrs: oi('LLM', usage(900, 60, 512)) },
+  ];
+  return sketches.map((s) => span(traceId, s));
+}

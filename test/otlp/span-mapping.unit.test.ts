@@ -6,7 +6,7 @@ import { planSourceOf } from '../../src/otlp/trace-source';
 import { formatPlanHeader } from '../../src/queries/plan-timeline.format';
 import { TraceAssembler } from '../../src/otlp/trace-assembler';
 import type { OtlpSpan } from '../../src/otlp/otlp-span';
-import { genAiRun, hexId, openInferenceRun, otlpAttributes, span } from './otlp-fixtures';
+import { genAiRun, hexId, openAiAgentsRun, openInferenceRun, otlpAttributes, span } from './otlp-fixtures';
 
 const TRACE = '0af7651916cd43dd8448eb211c80319c';
 const opts = { captureContent: false };
@@ -76,6 +76,84 @@ describe('span mapping: GenAI conventions', () => {
     const captured = JSON.stringify(mapTrace(genAiRun(TRACE), { captureContent: true }).plans[0].events);
     expect(captured).toContain('Plan a weekend in Lisbon');
     expect(captured).toContain('3 flights found');
+  });
+});
+
+describe('span mapping: OpenInference, the OpenAI Agents SDK handing off', () => {
+  const stepsOf = (events: PlanEvent[]) =>
+    (events[0] as Extract<PlanEvent, { type: 'plan.created' }>).payload.steps.map((s) => [s.agentId, s.title]);
+
+  for (const graphNodes of [true, false])
+    describe(
+      graphNodes ? 'with graph.node.id / parent_id' : 'with the handoff span only (no graph.node attributes)',
+      () => {
+        const result = mapTrace(openAiAgentsRun(TRACE, { graphNodes }), opts);
+        const events = result.plans[0].events;
+
+        it('records one handoff, from the triage agent to the billing agent, and no delegation from the service', () => {
+          expect(result.plans).toHaveLength(1);
+          expect(byType(events, 'handoff.recorded').map((e) => e.payload)).toEqual([
+            {
+              handoffId: `handoff-${hexId('billing')}`,
+              stepId: hexId('billing'),
+              fromAgentId: 'Triage Agent',
+              toAgentId: 'Billing Agent',
+              reason: 'handoff',
+            },
+          ]);
+          for (const e of events) expect(checkStoredEvent(e)).toMatchObject({ ok: true });
+        });
+
+        it('makes steps of the agents and their tools only: neither the workflow wrapper nor the handoff span is a step', () => {
+          expect(stepsOf(events)).toEqual([
+            ['Triage Agent', 'Triage Agent'],
+            ['Billing Agent', 'Billing Agent'],
+            ['Billing Agent', 'lookup_invoice'],
+            ['Billing Agent', 'lookup_invoice'],
+          ]);
+          expect(byType(events, 'step.failed').map((e) => (e.payload as { stepId: string }).stepId)).toEqual([
+            hexId('call1'),
+          ]);
+        });
+
+        it('counts every span as mapped, the tokens on the agents that called the model', () => {
+          expect([...result.unmapped]).toEqual([]);
+          expect(result.mapped).toBe(9);
+          const done = byType(events, 'step.completed').map((e) => e.payload);
+          expect(done).toContainEqual(
+            expect.objectContaining({ stepId: hexId('triage'), inputTokens: 300, outputTokens: 20 }),
+          );
+          expect(done).toContainEqual(
+            expect.objectContaining({
+              stepId: hexId('billing'),
+              inputTokens: 1400,
+              outputTokens: 100,
+              cacheReadTokens: 512,
+            }),
+          );
+        });
+      },
+    );
+
+  it('reads graph.node.parent_id as the node it names: the agent of the span that is that node', () => {
+    const spans = openAiAgentsRun(TRACE).map((s) =>
+      s.spanId === hexId('triage')
+        ? { ...s, attributes: { ...s.attributes, 'graph.node.id': 'node-1' } }
+        : s.spanId === hexId('billing')
+          ? { ...s, attributes: { ...s.attributes, 'graph.node.parent_id': 'node-1' } }
+          : s,
+    );
+    const handoffs = byType(mapTrace(spans, opts).plans[0].events, 'handoff.recorded').map((e) => e.payload);
+    expect(handoffs).toEqual([expect.objectContaining({ fromAgentId: 'Triage Agent', toAgentId: 'Billing Agent' })]);
+  });
+
+  it('counts out a handoff span whose agent never runs in the plan, with its reason', () => {
+    const spans = openAiAgentsRun(TRACE, { graphNodes: false }).map((s) =>
+      s.spanId === hexId('handoff') ? { ...s, name: 'handoff to Refunds Agent' } : s,
+    );
+    const result = mapTrace(spans, opts);
+    expect([...result.unmapped]).toEqual([['a handoff span naming an agent that has no later span in its plan', 1]]);
+    expect(byType(result.plans[0].events, 'handoff.recorded')).toEqual([]);
   });
 });
 

@@ -81,4 +81,6 @@ export const aiSdkConvention: SpanConvention = {
   output: (span) => str(span.attributes[AI_SDK.responseText]) ?? str(span.attributes[AI_SDK.toolCallResult]),
   tool: (span) => str(span.attributes[AI_SDK.toolCallName]),
   handoff: () => undefined,
+  handoffTo: () => undefined,
+  nodeId: () => undefined,
 };

@@ -74,10 +74,15 @@ export function usdOf(v: AttrValue | undefined): bigint | undefined {
   return BigInt(whole!) * 10n ** 12n + BigInt(frac.padEnd(12, '0'));
 }
 
-/** A handoff a span declares: the agent that passed the work on, and a short reason code. */
+/**
+ * A handoff a span declares: the agent that passed the work on, and a short reason code.
+ * `fromNode`: `from` names a graph node (resolved to the agent of the span that is that node,
+ * when the trace has one).
+ */
 export interface DeclaredHandoff {
   from: string;
   reason: string;
+  fromNode?: boolean;
 }
 
 export interface SpanConvention {
@@ -106,6 +111,13 @@ export interface SpanConvention {
   tool(span: OtlpSpan): string | undefined;
   /** A handoff the span declares itself. */
   handoff(span: OtlpSpan): DeclaredHandoff | undefined;
+  /**
+   * The agent a span passes control to when the span only marks a handoff (it is then no step:
+   * the handoff belongs to the agent it names).
+   */
+  handoffTo(span: OtlpSpan): string | undefined;
+  /** The span's node id in the framework's agent graph. */
+  nodeId(span: OtlpSpan): string | undefined;
 }
 
 /** A non-empty string of a scalar attribute. */

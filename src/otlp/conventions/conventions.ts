@@ -72,6 +72,8 @@ export const inputOf = (span: OtlpSpan): string | undefined => firstAnswer((c) =
 export const outputOf = (span: OtlpSpan): string | undefined => firstAnswer((c) => c.output(span));
 export const toolOf = (span: OtlpSpan): string | undefined => firstAnswer((c) => c.tool(span));
 export const declaredHandoffOf = (span: OtlpSpan): DeclaredHandoff | undefined => firstAnswer((c) => c.handoff(span));
+export const handoffTargetOf = (span: OtlpSpan): string | undefined => firstAnswer((c) => c.handoffTo(span));
+export const graphNodeOf = (span: OtlpSpan): string | undefined => firstAnswer((c) => c.nodeId(span));
 
 /**
  * A span's usage: the token counts of the first convention that reports any, asking first the

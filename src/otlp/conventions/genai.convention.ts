@@ -108,4 +108,6 @@ export const genAiConvention: SpanConvention = {
     eventText(span, GENAI.completionEvent, GENAI.completion),
   tool: (span) => str(span.attributes[GENAI.toolName]),
   handoff: () => undefined,
+  handoffTo: () => undefined,
+  nodeId: () => undefined,
 };

@@ -26,7 +26,17 @@ export const OPENINFERENCE = Object.freeze({
   inputValue: 'input.value',
   outputValue: 'output.value',
   toolName: 'tool.name',
+  /** The span's node in the agent graph (the OpenAI Agents SDK's instrumentation: the agent's name). */
+  graphNodeId: 'graph.node.id',
+  /** The node that handed control to this one. */
+  graphNodeParentId: 'graph.node.parent_id',
 });
+
+/**
+ * The name the OpenAI Agents SDK's instrumentation gives a handoff's span (a TOOL span under the
+ * agent handing off), the agent handed to after it.
+ */
+const HANDOFF_SPAN_NAME = /^handoff to (.+)$/s;
 
 const PROMPT_TOKENS_KEYS = [OPENINFERENCE.promptTokens];
 const COMPLETION_TOKENS_KEYS = [OPENINFERENCE.completionTokens];
@@ -77,5 +87,13 @@ export const openInferenceConvention: SpanConvention = {
   input: (span) => str(span.attributes[OPENINFERENCE.inputValue]),
   output: (span) => str(span.attributes[OPENINFERENCE.outputValue]),
   tool: (span) => str(span.attributes[OPENINFERENCE.toolName]),
-  handoff: () => undefined,
+  handoff(span) {
+    const from = str(span.attributes[OPENINFERENCE.graphNodeParentId]);
+    return from === undefined ? undefined : { from, reason: 'handoff', fromNode: true };
+  },
+  handoffTo(span) {
+    if (str(span.attributes[OPENINFERENCE.spanKind])?.toUpperCase() !== 'TOOL') return undefined;
+    return HANDOFF_SPAN_NAME.exec(span.name)?.[1]?.trim() || undefined;
+  },
+  nodeId: (span) => str(span.attributes[OPENINFERENCE.graphNodeId]),
 };

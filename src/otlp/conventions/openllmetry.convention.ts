@@ -44,4 +44,6 @@ export const openLlmetryConvention: SpanConvention = {
   output: (span) => str(span.attributes[OPENLLMETRY.entityOutput]),
   tool: (span) => (kindOf(span) === 'tool' ? str(span.attributes[OPENLLMETRY.entityName]) : undefined),
   handoff: () => undefined,
+  handoffTo: () => undefined,
+  nodeId: () => undefined,
 };

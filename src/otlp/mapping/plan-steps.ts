@@ -4,7 +4,7 @@
  * to the nearest step above them, or become a step when there is none.
  */
 import { str, MAX_TOKENS, type SpanRole, type SpanUsage } from '../conventions/convention';
-import { agentNameOf, usageOf } from '../conventions/conventions';
+import { agentNameOf, handoffTargetOf, usageOf } from '../conventions/conventions';
 import type { OtlpSpan } from '../otlp-span';
 import { clip, externalId, OVERRIDE } from './overrides';
 import type { SpanTree } from './span-tree';
@@ -49,12 +49,17 @@ export interface PlanSteps {
   llms: OtlpSpan[];
   /** The nearest span above `s` that is a step. */
   stepAbove(s: OtlpSpan): OtlpSpan | undefined;
+  /** Spans that only mark a handoff to the agent they name (no steps). */
+  handoffMarks: OtlpSpan[];
+  /** Framework wrappers around agents (no steps, no agents: see SpanTree.isWrapper). */
+  wrappers: OtlpSpan[];
 }
 
 /** Whether a member span is a step by itself (LLM spans aside). */
 function isStepSpan(scope: PlanScope, s: OtlpSpan): boolean {
   const role = scope.tree.role(s);
-  if (role === 'agent' || role === 'tool') return true;
+  if (role === 'agent') return !scope.tree.isWrapper(s);
+  if (role === 'tool') return handoffTargetOf(s) === undefined;
   // graph nodes; LangGraph's own __start__ / __end__ nodes are not steps of the run
   if (role === 'chain')
     return (
@@ -64,11 +69,11 @@ function isStepSpan(scope: PlanScope, s: OtlpSpan): boolean {
 }
 
 /** The agent a tool or LLM step runs for: the nearest agent (or graph node) above it, else the plan's. */
-function agentAbove(scope: PlanScope, s: OtlpSpan): string {
+export function agentAbove(scope: PlanScope, s: OtlpSpan): string {
   const { tree, planSpan, planAgent } = scope;
   for (const a of tree.ancestors(s)) {
     if (a === planSpan) return planAgent;
-    if (tree.role(a) === 'agent' || (tree.role(a) === 'chain' && tree.parentOf(a) === planSpan))
+    if ((tree.role(a) === 'agent' && !tree.isWrapper(a)) || (tree.role(a) === 'chain' && tree.parentOf(a) === planSpan))
       return agentNameOf(a) ?? a.name ?? planAgent;
   }
   return planAgent;
@@ -140,5 +145,7 @@ export function collectSteps(scope: PlanScope): PlanSteps {
     if (!step.counted && (usage.input !== undefined || usage.output !== undefined)) addUsage(step, usage);
     nameModel(step, usage, true);
   }
-  return { steps, llms, stepAbove };
+  const handoffMarks = members.filter((s) => tree.role(s) === 'tool' && handoffTargetOf(s) !== undefined);
+  const wrappers = members.filter((s) => tree.role(s) === 'agent' && tree.isWrapper(s));
+  return { steps, llms, stepAbove, handoffMarks, wrappers };
 }

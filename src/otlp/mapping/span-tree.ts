@@ -3,6 +3,7 @@
  * the spans came in, each span's role and ancestors, and which spans are plans.
  */
 import type { SpanRole } from '../conventions/convention';
+import { agentNameOf, handoffTargetOf } from '../conventions/conventions';
 import type { OtlpSpan } from '../otlp-span';
 import { OVERRIDE, roleOf } from './overrides';
 
@@ -45,6 +46,7 @@ export class SpanTree {
   private readonly byId: Map<string, OtlpSpan>;
   private readonly roles: Map<string, SpanRole>;
   private readonly chains = new Map<string, OtlpSpan[]>();
+  private wrappers?: Set<string>;
 
   constructor(input: readonly OtlpSpan[]) {
     this.spans = distinct(input);
@@ -58,6 +60,38 @@ export class SpanTree {
 
   parentOf(s: OtlpSpan): OtlpSpan | undefined {
     return s.parentSpanId ? this.byId.get(s.parentSpanId) : undefined;
+  }
+
+  /**
+   * Whether `s` is a framework's wrapper around agents rather than an agent: an agent span no
+   * convention names, with agent spans under it and no model or tool call of its own (every one
+   * under it runs in an agent below it), such as the OpenAI Agents SDK's "Agent workflow" span.
+   * A wrapper is neither a step nor the end of a handoff.
+   */
+  isWrapper(s: OtlpSpan): boolean {
+    if (!this.wrappers) {
+      const acting = new Set<string>();
+      const holding = new Set<string>();
+      for (const x of this.spans) {
+        const role = this.role(x);
+        const agent = this.ancestors(x).find((a) => this.role(a) === 'agent');
+        if (agent && (role === 'llm' || (role === 'tool' && handoffTargetOf(x) === undefined)))
+          acting.add(agent.spanId);
+        if (agent && role === 'agent') holding.add(agent.spanId);
+      }
+      this.wrappers = new Set(
+        this.spans
+          .filter(
+            (x) =>
+              this.role(x) === 'agent' &&
+              holding.has(x.spanId) &&
+              !acting.has(x.spanId) &&
+              agentNameOf(x) === undefined,
+          )
+          .map((x) => x.spanId),
+      );
+    }
+    return this.wrappers.has(s.spanId);
   }
 
   /** The span's ancestors, nearest first, computed once (a cycle of parent ids ends the chain). */

@@ -3,16 +3,18 @@
  * - dependsOn: the steps of the same parent that ended before the step started (the latest of
  *   them), the span's links to other steps, and `plan_ledger.depends_on`; only earlier steps (by
  *   start), so the graph has no cycle;
- * - a handoff where an agent step runs under another agent (step or plan) of another name, where a
- *   span declares one, and where control passes from one model-calling graph node to the next.
+ * - a handoff where a span declares one (`graph.node.parent_id`, say), where a span marks one
+ *   (`handoff to <agent>`), where an agent step runs under another agent (step or plan) of another
+ *   name, and where control passes from one model-calling graph node to the next. A framework's
+ *   wrapper around agents is no end of a handoff.
  */
 import { DEFAULT_LIMITS } from '../../contracts/limits';
 import type { StepSpec } from '../../contracts';
 import { str } from '../conventions/convention';
-import { agentNameOf, declaredHandoffOf, toolOf } from '../conventions/conventions';
+import { agentNameOf, declaredHandoffOf, graphNodeOf, handoffTargetOf, toolOf } from '../conventions/conventions';
 import type { OtlpSpan } from '../otlp-span';
 import { clip, OVERRIDE } from './overrides';
-import type { PlanScope, PlanSteps, Step } from './plan-steps';
+import { agentAbove, type PlanScope, type PlanSteps, type Step } from './plan-steps';
 import { byStart } from './span-tree';
 
 /**
@@ -98,28 +100,72 @@ export function buildStepGraph(
   return { ordered, specs, precedes };
 }
 
-/** The agent an agent span was called by: the nearest agent span above it (the plan's own, when it is an agent). */
+/**
+ * The agent an agent span was called by: the nearest agent span above it (the plan's own, when it
+ * is an agent); a framework's wrapper around agents is none.
+ */
 function callerAgent(scope: PlanScope, s: OtlpSpan): string | undefined {
   const { tree, planSpan } = scope;
   for (const a of tree.ancestors(s)) {
-    if (a === planSpan) return tree.role(a) === 'agent' ? scope.planAgent : undefined;
-    if (tree.role(a) === 'agent') return agentNameOf(a) ?? a.name;
+    const agent = tree.role(a) === 'agent' && !tree.isWrapper(a);
+    if (a === planSpan) return agent ? scope.planAgent : undefined;
+    if (agent) return agentNameOf(a) ?? a.name;
   }
   return undefined;
 }
 
-/** A handoff a step's span declares (`plan_ledger.handoff_from`, else its convention's). */
-function declaredHandoff(s: OtlpSpan): { from: string; reason: string } | undefined {
+/**
+ * A handoff a step's span declares (`plan_ledger.handoff_from`, else its convention's), a graph
+ * node named as its origin read as the agent of the step that is that node.
+ */
+function declaredHandoff(s: OtlpSpan, agentOfNode: Map<string, string>): { from: string; reason: string } | undefined {
   const from = str(s.attributes[OVERRIDE.handoffFrom]);
   if (from !== undefined) return { from, reason: clip(str(s.attributes[OVERRIDE.handoffReason]) ?? 'handoff', 50) };
-  return declaredHandoffOf(s);
+  const declared = declaredHandoffOf(s);
+  if (!declared) return undefined;
+  return { from: (declared.fromNode && agentOfNode.get(declared.from)) || declared.from, reason: declared.reason };
 }
 
-/** The handoffs of a plan: declared by a span, else an agent called by another agent (a delegation), plus graph edges. */
-export function findHandoffs(scope: PlanScope, plan: PlanSteps, graph: StepGraph): Handoff[] {
+/**
+ * The handoffs that spans marking one give (a span named `handoff to <agent>`): from the agent
+ * the marking span runs in to the first step of the agent it names that starts after it. A mark
+ * whose agent has no such step gives none.
+ */
+function markedHandoffs(
+  scope: PlanScope,
+  plan: PlanSteps,
+  graph: StepGraph,
+): Map<Step, { from: string; reason: string }> {
+  const marked = new Map<Step, { from: string; reason: string }>();
+  for (const mark of [...plan.handoffMarks].sort(byStart)) {
+    const to = clip(handoffTargetOf(mark) ?? '', 100);
+    const target = graph.ordered.find(
+      (st) =>
+        st.role === 'agent' && st.agentId === to && st.span.startNs + CLOCK_GRAIN_NS >= mark.startNs && !marked.has(st),
+    );
+    if (target) marked.set(target, { from: agentAbove(scope, mark), reason: 'handoff' });
+  }
+  return marked;
+}
+
+/**
+ * The handoffs of a plan: declared by a step's span, else marked by a handoff span, else an agent
+ * called by another agent (a delegation); plus graph edges.
+ */
+export function findHandoffs(
+  scope: PlanScope,
+  plan: PlanSteps,
+  graph: StepGraph,
+): { handoffs: Handoff[]; unplacedMarks: number } {
   const handoffs: Handoff[] = [];
+  const agentOfNode = new Map<string, string>();
+  for (const st of graph.ordered) {
+    const node = st.role === 'agent' ? graphNodeOf(st.span) : undefined;
+    if (node !== undefined && !agentOfNode.has(node)) agentOfNode.set(node, st.agentId);
+  }
+  const marked = markedHandoffs(scope, plan, graph);
   for (const step of graph.ordered) {
-    const declared = declaredHandoff(step.span);
+    const declared = declaredHandoff(step.span, agentOfNode) ?? marked.get(step);
     const caller = declared === undefined && step.role === 'agent' ? callerAgent(scope, step.span) : undefined;
     if (declared) handoffs.push({ step, ...declared });
     else if (caller !== undefined && caller !== step.agentId)
@@ -136,5 +182,5 @@ export function findHandoffs(scope: PlanScope, plan: PlanSteps, graph: StepGraph
     if (from && from.agentId !== step.agentId && step.span.attributes[OVERRIDE.handoffFrom] === undefined)
       handoffs.push({ step, from: from.agentId, reason: 'graph_edge' });
   });
-  return handoffs;
+  return { handoffs, unplacedMarks: plan.handoffMarks.length - marked.size };
 }
