@@ -35,6 +35,12 @@ export class HttpMetrics {
     labelNames: ['outcome'],
     registers: [this.registry],
   });
+  readonly otlpLogRecords = new Counter({
+    name: 'plan_ledger_otlp_log_records_total',
+    help: 'log records received by POST /v1/logs, by outcome (accepted: an exception record held with its trace, rejected: not an exception record, no span, or late, unmapped: its span never arrived)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
   readonly otlpEvents = new Counter({
     name: 'plan_ledger_otlp_events_total',
     help: 'events mapped from OTLP spans, by outcome (accepted, invalid, dropped)',

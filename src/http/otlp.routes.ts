@@ -3,7 +3,7 @@ import { createGunzip } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { PlanEvent } from '../contracts';
-import { decodeTraces, encodeResponse, OtlpFormat, otlpFormatOf } from '../otlp/otlp-codec';
+import { decodeLogs, decodeTraces, encodeResponse, OtlpFormat, otlpFormatOf } from '../otlp/otlp-codec';
 import { OtlpDecodeError } from '../otlp/otlp-span';
 import { HeldSpanJournal } from '../otlp/held-span-journal';
 import { TraceAssembler } from '../otlp/trace-assembler';
@@ -39,8 +39,10 @@ const CLOSE_WAIT_MS = 2_000;
 type CountedStream = Transform & { receivedEncodedLength: number };
 
 /**
- * `POST /v1/traces`, the OTLP/HTTP trace path: `OTEL_EXPORTER_OTLP_ENDPOINT=http://host:8080`
- * works as it is. Protobuf or JSON, gzip or not. Spans are held per trace until the trace is
+ * `POST /v1/traces` and `POST /v1/logs`, the OTLP/HTTP trace and log paths:
+ * `OTEL_EXPORTER_OTLP_ENDPOINT=http://host:8080` works as it is. Log records count only when they
+ * report an exception of a span: they are held with their trace's spans, whichever comes first,
+ * and give the span its error when the trace is mapped (otlp-log.ts). Protobuf or JSON, gzip or not. Spans are held per trace until the trace is
  * complete (TraceAssembler), then mapped to plan events (span-mapping.ts) and published like
  * POST /v1/events' (journal, dead letters). Answers an `ExportTraceServiceResponse` in the
  * request's format with `partialSuccess` naming the spans it could not use; 503 (shutting down,
@@ -84,6 +86,7 @@ export function registerOtlpRoutes(app: FastifyInstance, deps: OtlpDeps): OtlpIn
         }
       },
       unmapped: (reason, count) => metrics.otlpSpans.inc({ outcome: 'unmapped' }, count),
+      unmappedLogs: (count) => metrics.otlpLogRecords.inc({ outcome: 'unmapped' }, count),
       mapped: (traceIds) => {
         const since = mark ?? publisher.durabilityMark();
         mark = undefined;
@@ -95,8 +98,9 @@ export function registerOtlpRoutes(app: FastifyInstance, deps: OtlpDeps): OtlpIn
       },
     },
   );
-  const recovered = heldSpans.recover();
-  if (recovered.length > 0) assembler.add(recovered, true);
+  const recovered = heldSpans.recoverAll();
+  if (recovered.spans.length > 0) assembler.add(recovered.spans, true);
+  if (recovered.logs.length > 0) assembler.addLogs(recovered.logs, true);
   assembler.start();
   app.addHook('onClose', async () => assembler.close());
 
@@ -106,73 +110,117 @@ export function registerOtlpRoutes(app: FastifyInstance, deps: OtlpDeps): OtlpIn
       { parseAs: 'buffer', bodyLimit: settings.bodyLimitBytes },
       (_req, body, done) => done(null, body),
     );
-    scope.post(
-      '/v1/traces',
-      {
-        config: { scope: 'ingest' },
-        schema: {
-          summary: 'OTLP/HTTP trace export: spans of agent runs become plans',
-          description:
-            'An ExportTraceServiceRequest (application/x-protobuf or application/json, optionally gzip). ' +
-            'Spans are mapped to plan events once their trace is complete (docs/otlp.md#when-a-trace-becomes-a-plan).',
-          tags: ['ingest'],
-          security: [{ apiKey: [] }],
+    /** One OTLP/HTTP export path: the body decoded and taken by `take`, the answer in the request's format. */
+    const exportPath = (
+      url: '/v1/traces' | '/v1/logs',
+      summary: string,
+      description: string,
+      take: (format: OtlpFormat, body: unknown) => Taken,
+    ) =>
+      scope.post(
+        url,
+        {
+          config: { scope: 'ingest' },
+          schema: { summary, description, tags: ['ingest'], security: [{ apiKey: [] }] },
+          validatorCompiler: () => () => true,
+          preParsing: async (req, _reply, payload) => {
+            const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
+            if (encoding === 'identity') return payload;
+            if (encoding !== 'gzip')
+              throw Object.assign(new Error(`Content-Encoding ${encoding} is not supported; send gzip or none`), {
+                statusCode: 415,
+              });
+            const gunzip = createGunzip() as unknown as CountedStream;
+            gunzip.receivedEncodedLength = 0;
+            payload.on('data', (chunk: Buffer) => (gunzip.receivedEncodedLength += chunk.length));
+            payload.on('error', (err) => gunzip.destroy(err));
+            return payload.pipe(gunzip);
+          },
         },
-        validatorCompiler: () => () => true,
-        preParsing: async (req, _reply, payload) => {
-          const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
-          if (encoding === 'identity') return payload;
-          if (encoding !== 'gzip')
-            throw Object.assign(new Error(`Content-Encoding ${encoding} is not supported; send gzip or none`), {
-              statusCode: 415,
-            });
-          const gunzip = createGunzip() as unknown as CountedStream;
-          gunzip.receivedEncodedLength = 0;
-          payload.on('data', (chunk: Buffer) => (gunzip.receivedEncodedLength += chunk.length));
-          payload.on('error', (err) => gunzip.destroy(err));
-          return payload.pipe(gunzip);
-        },
-      },
-      async (req, reply) => {
-        const format = otlpFormatOf(req.headers['content-type']);
-        if (!format)
-          return reply.code(415).send({ error: 'Content-Type must be application/x-protobuf or application/json' });
-        const retryLater = (status: 429 | 503, why: string) =>
-          reply
-            .code(status)
-            .header('retry-after', String(settings.retryAfterSeconds))
-            .send({ error: `${why}; retry after ${settings.retryAfterSeconds} s` });
-        const bodyBytes = Number(req.headers['content-length'] ?? 0);
-        if (deps.closing()) return retryLater(503, 'the server is shutting down');
-        if (publisher.stats().journalBytes + 4 * bodyBytes > settings.maxJournalBytes)
-          return retryLater(503, 'the server cannot hold more events until Redis takes its backlog');
-        let spans;
-        try {
-          spans = decodeTraces(format, req.body);
-        } catch (err) {
-          if (err instanceof OtlpDecodeError) return reply.code(400).send({ error: err.message });
-          throw err;
-        }
-        const added = assembler.add(spans);
-        if (!added.ok)
-          return retryLater(
-            429,
-            `the server holds ${settings.otlpMaxHeldSpans} spans of unfinished traces (OTLP_MAX_HELD_SPANS)`,
-          );
-        if (!settings.ackBeforeDurable) {
+        async (req, reply) => {
+          const format = otlpFormatOf(req.headers['content-type']);
+          if (!format)
+            return reply.code(415).send({ error: 'Content-Type must be application/x-protobuf or application/json' });
+          const retryLater = (status: 429 | 503, why: string) =>
+            reply
+              .code(status)
+              .header('retry-after', String(settings.retryAfterSeconds))
+              .send({ error: `${why}; retry after ${settings.retryAfterSeconds} s` });
+          const bodyBytes = Number(req.headers['content-length'] ?? 0);
+          if (deps.closing()) return retryLater(503, 'the server is shutting down');
+          if (publisher.stats().journalBytes + 4 * bodyBytes > settings.maxJournalBytes)
+            return retryLater(503, 'the server cannot hold more events until Redis takes its backlog');
+          let taken: Taken;
           try {
-            heldSpans.append(added.held);
-            await heldSpans.synced();
+            taken = take(format, req.body);
           } catch (err) {
-            // held in memory all the same: a retried request is taken again (one copy per span id)
-            req.log.error({ err }, 'held-span journal write failed');
-            metrics.acks.inc({ outcome: 'lost' });
-            return retryLater(503, 'the spans could not be written to the held-span journal (see the server log)');
+            if (err instanceof OtlpDecodeError) return reply.code(400).send({ error: err.message });
+            throw err;
           }
-        }
-        if (added.accepted > 0) metrics.otlpSpans.inc({ outcome: 'accepted' }, added.accepted);
-        if (added.rejected > 0) metrics.otlpSpans.inc({ outcome: 'rejected' }, added.rejected);
-        return send(reply, format, added.rejected, added.reasons.join('; '));
+          if (!taken.ok)
+            return retryLater(
+              429,
+              `the server holds ${settings.otlpMaxHeldSpans} spans and log records of unfinished traces (OTLP_MAX_HELD_SPANS)`,
+            );
+          if (!settings.ackBeforeDurable) {
+            try {
+              taken.journal();
+              await heldSpans.synced();
+            } catch (err) {
+              // held in memory all the same: a retried request is taken again (one copy per span id or record)
+              req.log.error({ err }, 'held-span journal write failed');
+              metrics.acks.inc({ outcome: 'lost' });
+              return retryLater(
+                503,
+                'what was sent could not be written to the held-span journal (see the server log)',
+              );
+            }
+          }
+          taken.count();
+          return send(reply, format, taken.rejected, taken.reasons.join('; '), url === '/v1/logs' ? 'logs' : 'traces');
+        },
+      );
+
+    exportPath(
+      '/v1/traces',
+      'OTLP/HTTP trace export: spans of agent runs become plans',
+      'An ExportTraceServiceRequest (application/x-protobuf or application/json, optionally gzip). ' +
+        'Spans are mapped to plan events once their trace is complete (docs/otlp.md#when-a-trace-becomes-a-plan).',
+      (format, body) => {
+        const added = assembler.add(decodeTraces(format, body));
+        return {
+          ...added,
+          journal: () => heldSpans.append(added.held),
+          count: () => {
+            if (added.accepted > 0) metrics.otlpSpans.inc({ outcome: 'accepted' }, added.accepted);
+            if (added.rejected > 0) metrics.otlpSpans.inc({ outcome: 'rejected' }, added.rejected);
+          },
+        };
+      },
+    );
+    exportPath(
+      '/v1/logs',
+      'OTLP/HTTP log export: exception log records give failed steps their error',
+      'An ExportLogsServiceRequest (application/x-protobuf or application/json, optionally gzip). ' +
+        'Exception records (exception.* attributes, or severity ERROR and above) with a trace and span id are held ' +
+        'with their trace and give its failed span its error (docs/otlp.md#exceptions-as-log-records); ' +
+        'other records are counted in partialSuccess.rejectedLogRecords.',
+      (format, body) => {
+        const { records, rejected } = decodeLogs(format, body);
+        const added = assembler.addLogs(records);
+        const reasons = [...rejected].map(([why, n]) => `${n} ${why}`);
+        const refused = [...rejected.values()].reduce((a, b) => a + b, 0);
+        return {
+          ...added,
+          rejected: added.rejected + refused,
+          reasons: [...added.reasons, ...reasons],
+          journal: () => heldSpans.appendLogs(added.held),
+          count: () => {
+            if (added.accepted > 0) metrics.otlpLogRecords.inc({ outcome: 'accepted' }, added.accepted);
+            if (added.rejected + refused > 0)
+              metrics.otlpLogRecords.inc({ outcome: 'rejected' }, added.rejected + refused);
+          },
+        };
       },
     );
   });
@@ -187,8 +235,23 @@ export function registerOtlpRoutes(app: FastifyInstance, deps: OtlpDeps): OtlpIn
   };
 }
 
-function send(reply: FastifyReply, format: OtlpFormat, rejected: number, message: string): FastifyReply {
-  const body = encodeResponse(format, rejected, message);
+/** What one export request gave: taken or refused whole (`ok`), what to journal, what to count. */
+interface Taken {
+  ok: boolean;
+  rejected: number;
+  reasons: string[];
+  journal(): void;
+  count(): void;
+}
+
+function send(
+  reply: FastifyReply,
+  format: OtlpFormat,
+  rejected: number,
+  message: string,
+  signal: 'traces' | 'logs',
+): FastifyReply {
+  const body = encodeResponse(format, rejected, message, signal);
   return format === 'protobuf'
     ? reply.code(200).type('application/x-protobuf').send(body)
     : reply.code(200).type('application/json').send(body);

@@ -5,7 +5,8 @@
  * trace had not yet become durable events.
  *
  * Layout, one directory: `spans-<12 digits>.jsonl`, oldest = lowest number, appended by one process
- * at a time (the server's journal lock covers it). A line is `S\t<spans JSON>` (spans taken) or
+ * at a time (the server's journal lock covers it). A line is `S\t<spans JSON>` (spans taken),
+ * `L\t<log records JSON>` (exception log records of POST /v1/logs, held with their traces' spans) or
  * `D\t<trace ids JSON>` (these traces are mapped and their events durable: never hold them again).
  * A segment is removed once every trace with spans in it is done and that fact is on disk; an
  * unreadable line (a torn last write) is skipped.
@@ -14,6 +15,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { appendAllSync } from '../shared/append-file';
 import type { Logger } from '../shared/logger';
+import type { OtlpLogRecord } from './otlp-log';
 import type { OtlpSpan } from './otlp-span';
 
 const SEGMENT = /^spans-(\d{12})\.jsonl$/;
@@ -55,12 +57,18 @@ export class HeldSpanJournal {
    * stay until those traces are done again.
    */
   recover(): OtlpSpan[] {
+    return this.recoverAll().spans;
+  }
+
+  /** As `recover`, with the exception log records held beside the spans. */
+  recoverAll(): { spans: OtlpSpan[]; logs: OtlpLogRecord[] } {
     const names = fs
       .readdirSync(this.dir)
       .filter((n) => SEGMENT.test(n))
       .sort();
     const done = new Set<string>();
     const taken: { no: number; spans: OtlpSpan[] }[] = [];
+    const takenLogs: { no: number; logs: OtlpLogRecord[] }[] = [];
     let unreadable = 0;
     for (const name of names) {
       const no = Number(SEGMENT.exec(name)![1]);
@@ -73,6 +81,7 @@ export class HeldSpanJournal {
         try {
           if (line.startsWith('D\t')) for (const id of JSON.parse(line.slice(2)) as string[]) done.add(id);
           else if (line.startsWith('S\t')) taken.push({ no, spans: decodeSpans(line.slice(2)) });
+          else if (line.startsWith('L\t')) takenLogs.push({ no, logs: decodeLogs(line.slice(2)) });
           else unreadable++;
         } catch {
           unreadable++;
@@ -87,10 +96,20 @@ export class HeldSpanJournal {
         this.note(span.traceId, no);
         spans.push(span);
       }
+    const logs: OtlpLogRecord[] = [];
+    for (const { no, logs: group } of takenLogs)
+      for (const record of group) {
+        if (done.has(record.traceId)) continue;
+        this.note(record.traceId, no);
+        logs.push(record);
+      }
     for (const segment of [...this.segments.values()]) if (segment.open.size === 0) this.remove(segment);
-    if (spans.length > 0)
-      this.logger.info({ dir: this.dir, spans: spans.length }, 'spans held by a previous serve are held again');
-    return spans;
+    if (spans.length + logs.length > 0)
+      this.logger.info(
+        { dir: this.dir, spans: spans.length, logRecords: logs.length },
+        'spans held by a previous serve are held again',
+      );
+    return { spans, logs };
   }
 
   /** Writes spans taken by a request (to the OS at once); `synced()` then makes them durable. */
@@ -99,6 +118,14 @@ export class HeldSpanJournal {
     const segment = this.writable();
     this.write(segment, `S\t${encodeSpans(spans)}\n`);
     for (const span of spans) this.note(span.traceId, segment.no);
+  }
+
+  /** Writes exception log records taken by a request, as `append` writes spans. */
+  appendLogs(records: readonly OtlpLogRecord[]): void {
+    if (records.length === 0) return;
+    const segment = this.writable();
+    this.write(segment, `L\t${encodeSpans(records)}\n`);
+    for (const record of records) this.note(record.traceId, segment.no);
   }
 
   /**
@@ -191,8 +218,8 @@ export class HeldSpanJournal {
   }
 }
 
-/** Spans as JSON: nanosecond times (bigint) as decimal strings. */
-export function encodeSpans(spans: readonly OtlpSpan[]): string {
+/** Spans or log records as JSON: nanosecond times (bigint) as decimal strings. */
+export function encodeSpans(spans: readonly (OtlpSpan | OtlpLogRecord)[]): string {
   return JSON.stringify(spans, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
 }
 
@@ -208,4 +235,9 @@ export function decodeSpans(json: string): OtlpSpan[] {
     endNs: BigInt(s.endNs),
     events: s.events.map((e) => ({ ...e, timeNs: BigInt(e.timeNs) })),
   }));
+}
+
+export function decodeLogs(json: string): OtlpLogRecord[] {
+  const records = JSON.parse(json) as (Omit<OtlpLogRecord, 'timeNs'> & { timeNs: string })[];
+  return records.map((r) => ({ ...r, timeNs: BigInt(r.timeNs) }));
 }

@@ -4,9 +4,11 @@
  * reads protobuf by hand, and the field numbers are the official ones.
  */
 import type { Root, Type } from 'protobufjs';
+import { logRecordsOfRequest, type LogRecords } from './otlp-log';
 import { OtlpDecodeError, OtlpSpan, spansOfRequest } from './otlp-span';
 
 const TRACE_SERVICE = 'opentelemetry.proto.collector.trace.v1';
+const LOGS_SERVICE = 'opentelemetry.proto.collector.logs.v1';
 
 let root: Root | undefined;
 
@@ -32,31 +34,53 @@ export function otlpFormatOf(contentType: string | undefined): OtlpFormat | unde
   return undefined;
 }
 
-/** The spans of a request body: protobuf bytes, or OTLP/JSON already parsed. */
-export function decodeTraces(format: OtlpFormat, body: unknown): OtlpSpan[] {
-  if (format === 'json') return spansOfRequest(body);
-  if (!(body instanceof Uint8Array)) throw new OtlpDecodeError('the body must be a protobuf ExportTraceServiceRequest');
-  let message: object;
+/** A protobuf message of the OTLP definitions, or an error naming what the body should have been. */
+function decodeMessage(type: string, body: unknown): object {
+  const name = type.slice(type.lastIndexOf('.') + 1);
+  if (!(body instanceof Uint8Array)) throw new OtlpDecodeError(`the body must be a protobuf ${name}`);
   try {
-    message = messageType(`${TRACE_SERVICE}.ExportTraceServiceRequest`).decode(body);
+    return messageType(type).decode(body);
   } catch (err) {
     throw new OtlpDecodeError(
-      `the body is not a protobuf ExportTraceServiceRequest (${err instanceof Error ? err.message : String(err)})`,
+      `the body is not a protobuf ${name} (${err instanceof Error ? err.message : String(err)})`,
     );
   }
-  return spansOfRequest(message);
 }
 
-/** An `ExportTraceServiceResponse` in the request's format; `partialSuccess` only when spans were rejected. */
-export function encodeResponse(format: OtlpFormat, rejectedSpans: number, errorMessage: string): Buffer | object {
-  const response = rejectedSpans > 0 ? { partialSuccess: { rejectedSpans, errorMessage } } : {};
-  if (format === 'json')
-    return rejectedSpans > 0 ? { partialSuccess: { rejectedSpans: String(rejectedSpans), errorMessage } } : {};
-  return Buffer.from(messageType(`${TRACE_SERVICE}.ExportTraceServiceResponse`).encode(response).finish());
+/** The spans of a request body: protobuf bytes, or OTLP/JSON already parsed. */
+export function decodeTraces(format: OtlpFormat, body: unknown): OtlpSpan[] {
+  return spansOfRequest(format === 'json' ? body : decodeMessage(`${TRACE_SERVICE}.ExportTraceServiceRequest`, body));
 }
 
-/** For tests and the benchmark: a protobuf request body from OTLP/JSON-shaped objects. */
-export function encodeRequest(request: object): Uint8Array {
-  const type = messageType(`${TRACE_SERVICE}.ExportTraceServiceRequest`);
+/** The exception log records of a request body (POST /v1/logs), and the other records counted by reason. */
+export function decodeLogs(format: OtlpFormat, body: unknown): LogRecords {
+  return logRecordsOfRequest(
+    format === 'json' ? body : decodeMessage(`${LOGS_SERVICE}.ExportLogsServiceRequest`, body),
+  );
+}
+
+/**
+ * An `ExportTraceServiceResponse` (or, for `logs`, an `ExportLogsServiceResponse`) in the
+ * request's format; `partialSuccess` only when spans (log records) were rejected.
+ */
+export function encodeResponse(
+  format: OtlpFormat,
+  rejected: number,
+  errorMessage: string,
+  signal: 'traces' | 'logs' = 'traces',
+): Buffer | object {
+  const field = signal === 'logs' ? 'rejectedLogRecords' : 'rejectedSpans';
+  if (format === 'json') return rejected > 0 ? { partialSuccess: { [field]: String(rejected), errorMessage } } : {};
+  const response = rejected > 0 ? { partialSuccess: { [field]: rejected, errorMessage } } : {};
+  const type =
+    signal === 'logs' ? `${LOGS_SERVICE}.ExportLogsServiceResponse` : `${TRACE_SERVICE}.ExportTraceServiceResponse`;
+  return Buffer.from(messageType(type).encode(response).finish());
+}
+
+/** For tests and the benchmark: a protobuf request body (traces, or logs) from OTLP/JSON-shaped objects. */
+export function encodeRequest(request: object, signal: 'traces' | 'logs' = 'traces'): Uint8Array {
+  const type = messageType(
+    signal === 'logs' ? `${LOGS_SERVICE}.ExportLogsServiceRequest` : `${TRACE_SERVICE}.ExportTraceServiceRequest`,
+  );
   return type.encode(type.fromObject(request)).finish();
 }

@@ -36,7 +36,7 @@ export class OtlpDecodeError extends Error {
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 /** Protobuf gives bytes; OTLP/JSON gives hex (the specification's JSON mapping of ids). */
-function idOf(value: unknown, bytes: number, what: string): string {
+export function idOf(value: unknown, bytes: number, what: string): string {
   // an unset bytes field: protobufjs's reflection default is an empty array
   if (value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0)) return '';
   if (typeof value === 'string') {
@@ -55,7 +55,7 @@ function idOf(value: unknown, bytes: number, what: string): string {
 }
 
 /** fixed64 nanoseconds: a protobufjs Long, a number, or (JSON) a decimal string. */
-function nanosOf(value: unknown, what: string): bigint {
+export function nanosOf(value: unknown, what: string): bigint {
   if (value === undefined || value === null || value === '') return 0n;
   try {
     const text = typeof value === 'object' ? String(value) : String(value as string | number);
@@ -67,7 +67,7 @@ function nanosOf(value: unknown, what: string): bigint {
   }
 }
 
-function anyValue(value: unknown, depth = 0): AttrValue {
+export function anyValue(value: unknown, depth = 0): AttrValue {
   if (typeof value !== 'object' || value === null || depth > 8) return null;
   const v = value as Record<string, unknown>;
   // protobufjs messages expose the set member of the oneof as `value`; JSON objects carry only it
@@ -98,7 +98,11 @@ function anyValue(value: unknown, depth = 0): AttrValue {
   }
 }
 
-function attributesOf(list: unknown, depth = 0, into: Record<string, AttrValue> = {}): Record<string, AttrValue> {
+export function attributesOf(
+  list: unknown,
+  depth = 0,
+  into: Record<string, AttrValue> = {},
+): Record<string, AttrValue> {
   if (!Array.isArray(list)) return into;
   for (const kv of list as { key?: unknown; value?: unknown }[]) {
     if (typeof kv?.key !== 'string' || kv.key === '__proto__') continue;
@@ -107,7 +111,7 @@ function attributesOf(list: unknown, depth = 0, into: Record<string, AttrValue> 
   return into;
 }
 
-function listOf(value: unknown): Record<string, unknown>[] {
+export function listOf(value: unknown): Record<string, unknown>[] {
   return Array.isArray(value)
     ? (value.filter((x) => typeof x === 'object' && x !== null) as Record<string, unknown>[])
     : [];

@@ -1,4 +1,5 @@
 import type { PlanEvent } from '../contracts';
+import { logRecordKey, withLoggedExceptions, type OtlpLogRecord } from './otlp-log';
 import type { OtlpSpan } from './otlp-span';
 import { isRecognised, mapTrace, MappingOptions } from './span-mapping';
 
@@ -30,12 +31,24 @@ export interface AssemblerSink {
   publish(events: PlanEvent[]): void;
   /** Spans that were taken but did not map, by reason. */
   unmapped(reason: string, count: number): void;
+  /** Exception log records that were taken but whose span never arrived. */
+  unmappedLogs?(count: number): void;
   /** These traces were mapped and their events handed to `publish` (their spans are no longer held). */
   mapped?(traceIds: string[]): void;
 }
 
+/** What `addLogs` took: as AddResult, the records now held for the held-span journal. */
+export interface AddLogsResult extends Omit<AddResult, 'held'> {
+  held: OtlpLogRecord[];
+}
+
+/** Why a span or log record is refused once its trace was mapped. */
+const ALREADY_MAPPED = 'its trace was already turned into a plan (raise OTLP_TRACE_QUIET_MS)';
+
 interface Pending {
   spans: Map<string, OtlpSpan>;
+  /** Exception log records of the trace, by logRecordKey. */
+  logs: Map<string, OtlpLogRecord>;
   hasRoot: boolean;
   lastAt: number;
 }
@@ -87,15 +100,10 @@ export class TraceAssembler {
         continue;
       }
       if (this.mapped.has(span.traceId)) {
-        reject('its trace was already turned into a plan (raise OTLP_TRACE_QUIET_MS)');
+        reject(ALREADY_MAPPED);
         continue;
       }
-      let trace = this.pending.get(span.traceId);
-      if (!trace) {
-        trace = { spans: new Map(), hasRoot: false, lastAt: at };
-        this.pending.set(span.traceId, trace);
-      }
-      trace.lastAt = at;
+      const trace = this.pendingTrace(span.traceId, at);
       if (span.parentSpanId === '') trace.hasRoot = true;
       if (!isRecognised(span)) reject('no GenAI or OpenInference attributes');
       else accepted++;
@@ -108,6 +116,46 @@ export class TraceAssembler {
     return { ok: true, accepted, rejected, reasons: [...reasons].map(([why, n]) => `${n} ${why}`), held };
   }
 
+  /**
+   * Takes a request's exception log records, held with their trace's spans (whichever arrive
+   * first) and given to their spans when the trace is mapped; refused as `add` refuses spans.
+   */
+  addLogs(records: readonly OtlpLogRecord[], force = false): AddLogsResult {
+    if (!force && this.held + records.length > this.options.maxSpans && this.held > 0)
+      return { ok: false, accepted: 0, rejected: 0, reasons: [], held: [] };
+    const held: OtlpLogRecord[] = [];
+    let late = 0;
+    const at = this.now();
+    for (const record of records) {
+      if (this.mapped.has(record.traceId)) {
+        late++;
+        continue;
+      }
+      const trace = this.pendingTrace(record.traceId, at);
+      const key = logRecordKey(record);
+      if (!trace.logs.has(key)) this.held++;
+      trace.logs.set(key, record);
+      held.push(record);
+    }
+    return {
+      ok: true,
+      accepted: held.length,
+      rejected: late,
+      reasons: late > 0 ? [`${late} ${ALREADY_MAPPED}`] : [],
+      held,
+    };
+  }
+
+  private pendingTrace(traceId: string, at: number): Pending {
+    let trace = this.pending.get(traceId);
+    if (!trace) {
+      trace = { spans: new Map(), logs: new Map(), hasRoot: false, lastAt: at };
+      this.pending.set(traceId, trace);
+    }
+    trace.lastAt = at;
+    return trace;
+  }
+
   /** Maps the traces that are due (or, with `all`, every trace held). */
   flushDue(all = false): void {
     const at = this.now();
@@ -116,9 +164,11 @@ export class TraceAssembler {
       const idle = at - trace.lastAt;
       if (!all && idle < (trace.hasRoot ? this.options.quietMs : this.options.rootlessMs)) continue;
       this.pending.delete(traceId);
-      this.held -= trace.spans.size;
+      this.held -= trace.spans.size + trace.logs.size;
       this.remember(traceId);
-      const result = mapTrace([...trace.spans.values()], this.options);
+      const { spans, orphans } = withLoggedExceptions([...trace.spans.values()], trace.logs.values());
+      if (orphans > 0) this.sink.unmappedLogs?.(orphans);
+      const result = mapTrace(spans, this.options);
       for (const plan of result.plans) this.sink.publish(plan.events);
       for (const [reason, count] of result.unmapped) this.sink.unmapped(reason, count);
       mapped.push(traceId);

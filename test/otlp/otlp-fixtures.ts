@@ -315,3 +315,46 @@ export function openAiAgentsRun(traceId: string, { graphNodes = true } = {}): Ot
   ];
   return sketches.map((s) => span(traceId, s));
 }
+
+/**
+ * genAiRun with its failing tool's exception moved to a log record, as instrumentations that log
+ * exceptions instead of adding span events send it: the span ends with status ERROR and nothing
+ * else; `logs` is the OTLP/JSON ExportLogsServiceRequest with the exception record (and an INFO
+ * record of the same span, which says nothing of a failure).
+ */
+export function loggedExceptionRun(traceId: string): { spans: OtlpSpan[]; logs: object } {
+  const spans = genAiRun(traceId).map((s) => (s.spanId === hexId('tool2') ? { ...s, events: [] } : s));
+  const tool = spans.find((s) => s.spanId === hexId('tool2'))!;
+  const record = (severityNumber: number, attrs: Record<string, AttrValue>, body: string) => ({
+    timeUnixNano: String(tool.endNs),
+    severityNumber,
+    body: { stringValue: body },
+    attributes: otlpAttributes(attrs),
+    traceId,
+    spanId: tool.spanId,
+  });
+  const logs = {
+    resourceLogs: [
+      {
+        resource: { attributes: otlpAttributes({ 'service.name': 'travel-agents' }) },
+        scopeLogs: [
+          {
+            logRecords: [
+              record(9, {}, 'calling the hotel API'),
+              record(
+                17,
+                {
+                  'exception.type': 'HotelApiError',
+                  'exception.message': 'no rooms left',
+                  'exception.stacktrace': 'HotelApiError: no rooms left\n    at book (hotel.ts:12)',
+                },
+                'no rooms left',
+              ),
+            ],
+          },
+        ],
+      },
+    ],
+  };
+  return { spans, logs };
+}
