@@ -88,7 +88,7 @@ export interface HttpConfig {
   otlpQuietMs: number;
   /** OTLP_TRACE_ROOTLESS_MS: a trace whose root span never arrived becomes plans after this long without a new span. @defaultValue 30000 */
   otlpRootlessMs: number;
-  /** OTLP_MAX_HELD_SPANS: spans held while their traces complete; past it POST /v1/traces answers 503. @defaultValue 200000 */
+  /** OTLP_MAX_HELD_SPANS: spans and exception log records held while their traces complete; past it POST /v1/traces and /v1/logs answer 429. @defaultValue 200000 */
   otlpMaxHeldSpans: number;
 }
 
@@ -143,7 +143,7 @@ export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ],
   [
     'OTLP_MAX_HELD_SPANS',
-    'POST /v1/traces: spans held while traces complete; past it 503 + Retry-After (default 200000)',
+    'POST /v1/traces, /v1/logs: spans and log records held while traces complete; past it 429 + Retry-After (default 200000)',
   ],
 ];
 

@@ -85,7 +85,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
             type: 'http',
             scheme: 'bearer',
             description:
-              'HTTP_INGEST_KEYS (POST /v1/events, /v1/traces), HTTP_READ_KEYS (GET /v1/...) or HTTP_ADMIN_KEYS (read, plus fork, replay and dead-letter replay/purge)',
+              'HTTP_INGEST_KEYS (POST /v1/events, /v1/traces, /v1/logs), HTTP_READ_KEYS (GET /v1/...) or HTTP_ADMIN_KEYS (read, plus fork, replay and dead-letter replay/purge)',
           },
         },
       },

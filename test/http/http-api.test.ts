@@ -198,6 +198,7 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
       '/v1/events',
       '/v1/events/status',
       '/v1/health',
+      '/v1/logs',
       '/v1/plans',
       '/v1/plans/{planId}',
       '/v1/plans/{planId}/export',
