@@ -147,6 +147,37 @@ describe('span mapping: OpenInference, the OpenAI Agents SDK handing off', () =>
     expect(handoffs).toEqual([expect.objectContaining({ fromAgentId: 'Triage Agent', toAgentId: 'Billing Agent' })]);
   });
 
+  it('keeps a wrapper that reports usage as a step, so its tokens are stored', () => {
+    const nested = (usage: boolean) =>
+      [
+        span(TRACE, { id: 'top', name: 'run', start: 0, end: 950, attrs: { 'openinference.span.kind': 'CHAIN' } }),
+        ...openAiAgentsRun(TRACE),
+      ].map((s) =>
+        s.spanId === hexId('wf')
+          ? {
+              ...s,
+              parentSpanId: hexId('top'),
+              attributes: { ...s.attributes, ...(usage ? { 'llm.token_count.prompt': 50 } : {}) },
+            }
+          : s,
+      );
+    const steps = (usage: boolean) =>
+      (mapTrace(nested(usage), opts).plans[0].events[0] as Extract<PlanEvent, { type: 'plan.created' }>).payload.steps;
+    expect(steps(false).map((s) => s.agentId)).toEqual([
+      'Triage Agent',
+      'Billing Agent',
+      'Billing Agent',
+      'Billing Agent',
+    ]);
+    expect(steps(true).map((s) => s.agentId)).toEqual([
+      'Agent workflow',
+      'Triage Agent',
+      'Billing Agent',
+      'Billing Agent',
+      'Billing Agent',
+    ]);
+  });
+
   it('counts out a handoff span whose agent never runs in the plan, with its reason', () => {
     const spans = openAiAgentsRun(TRACE, { graphNodes: false }).map((s) =>
       s.spanId === hexId('handoff') ? { ...s, name: 'handoff to Refunds Agent' } : s,

@@ -3,7 +3,7 @@
  * the spans came in, each span's role and ancestors, and which spans are plans.
  */
 import type { SpanRole } from '../conventions/convention';
-import { agentNameOf, handoffTargetOf } from '../conventions/conventions';
+import { agentNameOf, handoffTargetOf, usageOf } from '../conventions/conventions';
 import type { OtlpSpan } from '../otlp-span';
 import { OVERRIDE, roleOf } from './overrides';
 
@@ -66,7 +66,8 @@ export class SpanTree {
    * Whether `s` is a framework's wrapper around agents rather than an agent: an agent span no
    * convention names, with agent spans under it and no model or tool call of its own (every one
    * under it runs in an agent below it), such as the OpenAI Agents SDK's "Agent workflow" span.
-   * A wrapper is neither a step nor the end of a handoff.
+   * A wrapper is neither a step nor the end of a handoff. A span that reports usage is never one
+   * (its usage is a step's).
    */
   isWrapper(s: OtlpSpan): boolean {
     if (!this.wrappers) {
@@ -86,7 +87,9 @@ export class SpanTree {
               this.role(x) === 'agent' &&
               holding.has(x.spanId) &&
               !acting.has(x.spanId) &&
-              agentNameOf(x) === undefined,
+              agentNameOf(x) === undefined &&
+              usageOf(x).input === undefined &&
+              usageOf(x).output === undefined,
           )
           .map((x) => x.spanId),
       );
