@@ -1,8 +1,15 @@
-import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { SeverityNumber } from '@opentelemetry/api-logs';
+import {
+  JsonLogsSerializer,
+  JsonTraceSerializer,
+  ProtobufLogsSerializer,
+  ProtobufTraceSerializer,
+} from '@opentelemetry/otlp-transformer';
+import { InMemoryLogRecordExporter, LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { context, SpanStatusCode, trace } from '@opentelemetry/api';
-import { decodeTraces } from '../../src/otlp/otlp-codec';
+import { decodeLogs, decodeTraces } from '../../src/otlp/otlp-codec';
 import { otlpProtoJson } from '../../scripts/otlp-proto';
 import { OTLP_PROTO } from '../../src/otlp/otlp-proto.generated';
 
@@ -56,5 +63,41 @@ describe('OTLP protobuf definitions', () => {
     expect(decoded.links).toHaveLength(1);
     expect(decoded.endNs).toBeGreaterThanOrEqual(decoded.startNs);
     expect(decoded.startNs).toBeGreaterThan(1_700_000_000_000_000_000n);
+  });
+
+  it('reads the exception log records the OpenTelemetry logs SDK serialises, correlated with the span they were emitted in', () => {
+    const spans = new InMemorySpanExporter();
+    const tracer = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }).getTracer('t');
+    const memory = new InMemoryLogRecordExporter();
+    const logger = new LoggerProvider({ processors: [new SimpleLogRecordProcessor({ exporter: memory })] }).getLogger(
+      'l',
+    );
+    const tool = tracer.startSpan('execute_tool book_hotel');
+    const inTool = trace.setSpan(context.active(), tool);
+    logger.emit({ severityNumber: SeverityNumber.INFO, body: 'calling the hotel API', context: inTool });
+    logger.emit({
+      context: inTool,
+      severityNumber: SeverityNumber.ERROR,
+      body: 'no rooms left',
+      attributes: { 'exception.type': 'HotelApiError', 'exception.message': 'no rooms left' },
+    });
+
+    tool.end();
+    const records = memory.getFinishedLogRecords();
+    const fromProto = decodeLogs('protobuf', ProtobufLogsSerializer.serializeRequest(records)!);
+    const fromJson = decodeLogs(
+      'json',
+      JSON.parse(Buffer.from(JsonLogsSerializer.serializeRequest(records)!).toString()),
+    );
+    expect(fromProto).toEqual(fromJson);
+    expect(fromProto.records).toEqual([
+      {
+        traceId: tool.spanContext().traceId,
+        spanId: tool.spanContext().spanId,
+        timeNs: expect.any(BigInt),
+        exception: { 'exception.type': 'HotelApiError', 'exception.message': 'no rooms left' },
+      },
+    ]);
+    expect([...fromProto.rejected]).toEqual([['not an exception or ERROR log record', 1]]);
   });
 });
