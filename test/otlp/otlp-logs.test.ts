@@ -2,21 +2,14 @@ import { gzipSync } from 'node:zlib';
 import { encodeRequest } from '../../src/otlp/otlp-codec';
 import { ApiStack, call, INGEST_KEY, startApiStack } from '../http/http-harness';
 import { waitFor } from '../worker/helpers/queue-harness';
-import { hexId, loggedExceptionRun, otlpJsonRequest } from './otlp-fixtures';
+import { hexId, loggedExceptionRun, otlpJsonRequest, protobufShaped } from './otlp-fixtures';
 
 jest.setTimeout(90_000);
 
 const trace = (n: number) => `${n.toString(16).padStart(2, '0')}e7651916cd43dd8448eb211c80319c`;
 
 async function post(stack: ApiStack, url: string, body: object, protobuf = false) {
-  const bytes = protobuf
-    ? encodeRequest(
-        JSON.parse(JSON.stringify(body), (k: string, v: unknown) =>
-          (k === 'traceId' || k === 'spanId') && typeof v === 'string' ? Buffer.from(v, 'hex') : v,
-        ) as object,
-        'logs',
-      )
-    : JSON.stringify(body);
+  const bytes = protobuf ? encodeRequest(protobufShaped(body), 'logs') : JSON.stringify(body);
   return fetch(`${stack.server.url}${url}`, {
     method: 'POST',
     headers: {

@@ -9,7 +9,7 @@ import { HeldSpanJournal } from '../../src/otlp/held-span-journal';
 import type { OtlpLogRecord } from '../../src/otlp/otlp-log';
 import { TraceAssembler } from '../../src/otlp/trace-assembler';
 import type { OtlpSpan } from '../../src/otlp/otlp-span';
-import { hexId, loggedExceptionRun } from './otlp-fixtures';
+import { hexId, loggedExceptionRun, protobufShaped } from './otlp-fixtures';
 
 const TRACE = '5af7651916cd43dd8448eb211c80319c';
 const opts = { captureContent: false, quietMs: 1_000, rootlessMs: 60_000, maxSpans: 10_000 };
@@ -32,9 +32,7 @@ describe('OTLP log records (POST /v1/logs)', () => {
 
   it('reads the exception record of a span from protobuf and OTLP/JSON alike, and counts the others with why', () => {
     const fromJson = decodeLogs('json', logs);
-    const proto = JSON.parse(JSON.stringify(logs), (k: string, v: unknown) =>
-      (k === 'traceId' || k === 'spanId') && typeof v === 'string' ? Buffer.from(v, 'hex') : v,
-    ) as object;
+    const proto = protobufShaped(logs);
     const fromProtobuf = decodeLogs('protobuf', encodeRequest(proto, 'logs'));
     expect(fromProtobuf).toEqual(fromJson);
     expect(fromJson.records).toEqual([
