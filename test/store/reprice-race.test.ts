@@ -9,6 +9,8 @@ import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
 import { stableUuid } from '../support/event-factory';
 
+jest.setTimeout(180_000);
+
 /**
  * `prices reprice --yes` while a worker re-runs the steps it reprices: every step must end with the
  * cost of its final usage. A reprice that priced a step from usage read before a re-run, and wrote
@@ -150,9 +152,17 @@ describe.each(['postgres', 'mariadb'] as const)('a step re-run while the reprice
         to: new Date('2025-04-01T00:00:00.000Z'),
         apply: true,
       });
+      let settled = false;
+      reprice.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
+      const deadline = Date.now() + 60_000;
       for (;;) {
         const [{ n }] = await ds.query(LOCK_WAITS[kind]);
         if (Number(n) > 0) break;
+        if (settled) throw new Error("the reprice ended without waiting for the plan's head lock");
+        if (Date.now() > deadline) throw new Error('no lock wait seen within 60 s');
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       // the re-run's new usage and its cost, as the worker writes them, then its commit
