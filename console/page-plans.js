@@ -27,9 +27,12 @@ import { lineagePanel } from './page-compare.js';
 var PAGE = 20;
 
 export function plansPage(q) {
-  var offset = Number(q.offset || 0);
+  // pages go by cursor (the last plan of the page before): a deep page costs what the first does;
+  // `at` only numbers the page's rows for the reader
+  var at = Number(q.at || 0);
   var filter = { sessionId: q.sessionId, status: q.status, agentId: q.agentId, from: q.from, to: q.to };
-  return api('/v1/plans?' + toQuery(Object.assign({}, filter, { limit: PAGE, offset: offset }))).then(function (page) {
+  var query = Object.assign({}, filter, { limit: PAGE }, q.cursor ? { cursor: q.cursor } : {});
+  return api('/v1/plans?' + toQuery(query)).then(function (page) {
     var fields = {};
     function field(name, label, attrs) {
       fields[name] = h('input', Object.assign({ name: name, value: q[name] || '' }, attrs || {}));
@@ -93,20 +96,19 @@ export function plansPage(q) {
         h('td', { text: p.query.length > 120 ? p.query.slice(0, 119) + '…' : p.query }),
       );
     });
+    var total = fmtNum(page.total) + (page.totalExact ? '' : '+');
     var pager = h(
       'p',
-      null,
-      offset > 0
-        ? link('#/plans?' + toQuery(Object.assign({}, filter, { offset: Math.max(0, offset - PAGE) })), '← newer')
-        : null,
+      { id: 'plans-pager' },
+      at > 0 ? link('#/plans?' + toQuery(filter), '← newest') : null,
       ' ',
       h('span', {
         class: 'muted',
-        text: page.total === 0 ? 'no plans' : offset + 1 + '–' + (offset + page.plans.length) + ' of ' + page.total,
+        text: page.plans.length === 0 ? 'no plans' : at + 1 + '–' + (at + page.plans.length) + ' of ' + total,
       }),
       ' ',
-      offset + PAGE < page.total
-        ? link('#/plans?' + toQuery(Object.assign({}, filter, { offset: offset + PAGE })), 'older →')
+      page.nextCursor
+        ? link('#/plans?' + toQuery(Object.assign({}, filter, { cursor: page.nextCursor, at: at + PAGE })), 'older →')
         : null,
     );
     show(

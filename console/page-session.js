@@ -51,10 +51,16 @@ export function sessionPage(sessionId, q) {
           text:
             history.total === 0
               ? 'no plans'
-              : offset + 1 + '–' + (offset + history.plans.length) + ' of ' + fmtNum(history.total),
+              : offset +
+                1 +
+                '–' +
+                (offset + history.plans.length) +
+                ' of ' +
+                fmtNum(history.total) +
+                (history.totalExact === false ? '+' : ''),
         }),
         ' ',
-        offset + SESSION_PAGE < history.total ? link(here + (offset + SESSION_PAGE), 'older →') : null,
+        history.hasMore ? link(here + (offset + SESSION_PAGE), 'older →') : null,
       ),
       table(
         'history',

@@ -7,6 +7,7 @@ import { StepCost1795219700000 } from './1795219700000-step-cost';
 import { PriceOverrides1795219800000 } from './1795219800000-price-overrides';
 import { PlanLineage1795219900000 } from './1795219900000-plan-lineage';
 import { IdentifierCollations1795220000000 } from './1795220000000-identifier-collations';
+import { PlanList1795221000000 } from './1795221000000-plan-list';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   PriceOverrides1795219800000,
   PlanLineage1795219900000,
   IdentifierCollations1795220000000,
+  PlanList1795221000000,
 ];

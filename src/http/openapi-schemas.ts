@@ -37,9 +37,10 @@ export const readRouteSchemas = {
         agentId: { type: 'string', description: 'plans with a step of this agent' },
         limit: { type: 'string', description: '1-1000, default 20' },
         offset: { type: 'string', description: 'default 0' },
+        cursor: { type: 'string', description: 'the nextCursor of the previous page (instead of offset)' },
       },
     },
-    response: readResponses('{ total, limit, offset, plans }'),
+    response: readResponses('{ total (counted up to 1,000), totalExact, limit, offset, hasMore, nextCursor, plans }'),
   },
   planTimeline: {
     summary: "a plan's timeline (CLI: plans show --json)",

@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import { agentUsage, echoRange, handoffPatterns, plansPerDay } from '../queries/analytics.query';
 import { exportPlanTemplate } from '../queries/plan-export.query';
 import { getPlanLineage } from '../queries/plan-lineage.query';
-import { listPlans } from '../queries/plan-list.query';
+import { listPlans, parsePlanCursor } from '../queries/plan-list.query';
 import { getPlanView } from '../queries/plan-timeline.query';
 import { costUsage } from '../queries/cost-usage.query';
 import { BILLING_PROVIDERS, type BillingProvider, parseBillingExport } from '../pricing/billing-export';
@@ -43,7 +43,10 @@ export function registerReadRoutes(app: FastifyInstance, ds: DataSource): void {
       agentId: q.agentId === undefined ? undefined : requireId('agentId', q.agentId),
       limit: parseLimit(q.limit),
       offset: parseOffset(q.offset),
+      cursor: q.cursor === undefined ? undefined : parsePlanCursor(q.cursor, 'cursor'),
     };
+    if (filter.cursor && q.offset !== undefined)
+      throw new QueryArgumentError('cursor', 'give cursor or offset, not both');
     return listPlans(ds, filter);
   });
 

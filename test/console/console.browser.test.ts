@@ -564,7 +564,7 @@ describe('the web console in headless Chromium', () => {
     await page.context().close();
   });
 
-  it('a session with more plans than a page shows how many and pages through them', async () => {
+  it('a session with more plans than a page shows how many and pages through them; the plans list by cursor', async () => {
     const sessionId = 'session-many';
     for (let i = 0; i < 60; i++) {
       publisher.planCreated(
@@ -583,6 +583,22 @@ describe('the web console in headless Chromium', () => {
     await page.click('#history-pager a:has-text("older")');
     await page.waitForFunction(() => document.querySelector('#history-pager')?.textContent?.includes('51–60 of 60'));
     expect(await page.locator('#history tbody tr').count()).toBe(10);
+    // the plans list pages by cursor: each page starts after the last plan of the page before
+    await page.goto(`${stack.server.url}/#/plans?sessionId=${sessionId}`);
+    await page.waitForFunction(() => document.querySelector('#plans-pager')?.textContent?.includes('1–20 of 60'));
+    const first = await page
+      .locator('#plans tbody tr')
+      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-plan')));
+    await page.click('#plans-pager a:has-text("older")');
+    await page.waitForFunction(() => document.querySelector('#plans-pager')?.textContent?.includes('21–40 of 60'));
+    expect(page.url()).toContain('cursor=');
+    const second = await page
+      .locator('#plans tbody tr')
+      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-plan')));
+    expect(first[0]).toBe('plan-many-59');
+    expect(second).toEqual(Array.from({ length: 20 }, (_, i) => `plan-many-${String(39 - i).padStart(2, '0')}`));
+    await page.click('#plans-pager a:has-text("newest")');
+    await page.waitForFunction(() => document.querySelector('#plans-pager')?.textContent?.includes('1–20 of 60'));
     await page.context().close();
   });
 

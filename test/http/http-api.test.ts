@@ -152,6 +152,15 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
     });
     const badLimit = await call(stack, 'GET', `/v1/plans?limit=-3`);
     expect(badLimit.status).toBe(400);
+    // a page by the previous page's cursor is the page by offset
+    await new PlanEventStore(stack.db.ds).persist(planRun({ seed: 14, steps: 1 }));
+    const page1 = await call(stack, 'GET', `/v1/plans?limit=1`);
+    expect(page1.json).toMatchObject({ totalExact: true, hasMore: true, nextCursor: expect.any(String) });
+    const byCursor = await call(stack, 'GET', `/v1/plans?limit=1&cursor=${page1.json.nextCursor}`);
+    const byOffset = await call(stack, 'GET', `/v1/plans?limit=1&offset=1`);
+    expect(byCursor.json.plans).toEqual(byOffset.json.plans);
+    const both = await call(stack, 'GET', `/v1/plans?limit=1&offset=1&cursor=${page1.json.nextCursor}`);
+    expect([both.status, both.json.error]).toEqual([400, 'cursor: give cursor or offset, not both']);
   });
 
   it('answers the fork tree of a plan as plans lineage --json does; an unknown plan 404 with one line', async () => {

@@ -43,7 +43,7 @@ describe('read queries on SQL Server (generated SQL)', () => {
     expect(params).toEqual(['s-1', 'completed', 'failed']);
   });
 
-  it('filters plan lists by agent with an EXISTS on plan_steps and by creation time, all as parameters', () => {
+  it("filters plan lists by agent through plan_agents' index (checked against plan_steps) and by creation time, all as parameters", () => {
     const [sql, params] = sqlOf(
       buildPlanListQuery(ds, {
         agentId: "o'brien",
@@ -52,12 +52,29 @@ describe('read queries on SQL Server (generated SQL)', () => {
       }),
     );
     expect(sql).toContain(
-      'EXISTS (SELECT 1 FROM "plan_steps" "s" WHERE ( "s"."plan_id" = "p"."id" AND ("s"."agent_id" = @2 AND DATALENGTH("s"."agent_id") = DATALENGTH(@2)) ) AND ( "s"."deleted_at" IS NULL ))',
+      'INNER JOIN "plan_agents" "a" ON "a"."plan_id" = "p"."id" AND ("a"."agent_id" = @0 AND DATALENGTH("a"."agent_id") = DATALENGTH(@0))',
     );
+    expect(sql).toContain(
+      'EXISTS (SELECT 1 FROM "plan_steps" "s" WHERE ( "s"."plan_id" = "p"."id" AND ("s"."agent_id" = @0 AND DATALENGTH("s"."agent_id") = DATALENGTH(@0)) )',
+    );
+    expect(sql).toMatch(/ORDER BY "a"\."created_at" DESC, "a"\."plan_id" DESC OFFSET 0 ROWS FETCH NEXT 20 ROWS ONLY$/);
     expect(sql).toContain('"p"."created_at" >= @');
     expect(sql).toContain('"p"."created_at" < @');
     expect(sql).not.toContain("o'brien");
     expect(params).toContain("o'brien");
+  });
+
+  it('pages by cursor with a bounded (created_at, id) range, as parameters', () => {
+    const [sql, params] = sqlOf(
+      buildPlanListQuery(ds, {
+        statuses: ['failed'],
+        cursor: { createdAt: new Date('2026-01-15T00:00:00Z'), planId: "p'1" },
+        limit: 20,
+      }),
+    );
+    expect(sql).toContain('"p"."created_at" <= @1 AND ("p"."created_at" < @1 OR "p"."id" < @2)');
+    expect(sql).not.toContain("p'1");
+    expect(params).toContain("p'1");
   });
 
   it('reads the latest checkpoint as one row with OFFSET 0 ROWS FETCH NEXT 1', () => {

@@ -145,6 +145,8 @@ describe('read commands: exit codes and one-line errors', () => {
       '--status: "done" is not one of planning, executing, completed, failed, cancelled',
     ],
     [['plans', 'list', '--offset', '-3'], '--offset: "-3" must be a whole number 0 or more'],
+    [['plans', 'list', '--cursor', 'x!'], '--cursor: "x!" is not a cursor of plans list (pass its nextCursor)'],
+    [['plans', 'list', '--cursor', 'abc', '--offset', '4'], '--cursor: give --cursor or --offset, not both'],
     [['sessions', 'history', 'sess-alpha', '--limit', 'ten'], '--limit: "ten" must be a whole number from 1 to 1000'],
     [['analytics', 'daily', '--from', '2026-02-30'], '--from: "2026-02-30" is not an ISO-8601 date'],
     [['analytics', 'agents', '--to', 'yesterday'], '--to: "yesterday" is not an ISO-8601 date'],
@@ -164,6 +166,23 @@ describe('read commands: exit codes and one-line errors', () => {
     expect(result.stdout).toBe('');
     expect(result.stderr).toHaveLength(1);
     expect(result.stderr[0]).toContain(`plan-ledger: ${message}`);
+  });
+
+  it('pages plans by the cursor each page prints', async () => {
+    const first = await cli('plans', 'list', '--limit', '4');
+    expect(first.code).toBe(0);
+    const lines = first.stdout.split('\n');
+    const cursor = /^plans 1-4 of 10 \(next page: --cursor (\S+)\)$/.exec(lines[lines.length - 1])?.[1];
+    expect(cursor).toBeDefined();
+    const ids = (out: string) =>
+      out
+        .split('\n')
+        .slice(1, -1)
+        .map((l) => l.split(/\s+/)[0]);
+    const next = await cli('plans', 'list', '--limit', '4', '--cursor', cursor!);
+    const byOffset = await cli('plans', 'list', '--limit', '4', '--offset', '4');
+    expect(ids(next.stdout)).toEqual(ids(byOffset.stdout));
+    expect(next.stdout.split('\n').pop()).toMatch(/^4 plans after the cursor of 10 \(next page: --cursor \S+\)$/);
   });
 
   it('prints a step output exactly, and says why when there is none', async () => {

@@ -76,6 +76,7 @@ const EXPECTED_COLUMNS: Record<string, string[]> = {
     'currency',
   ],
   price_reprices: ['id', 'ran_at', 'from_at', 'to_at', 'model', 'steps', 'plans', 'old_total', 'new_total', 'diff'],
+  plan_agents: ['id', 'plan_id', 'agent_id', 'created_at'],
   plan_heads: [
     'plan_id',
     'version',
@@ -99,6 +100,7 @@ const ALL_MIGRATIONS = [
   'PriceOverrides1795219800000',
   'PlanLineage1795219900000',
   'IdentifierCollations1795220000000',
+  'PlanList1795221000000',
 ];
 
 /** Seed 000, section 6, verbatim. */
@@ -192,7 +194,8 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
         expect.arrayContaining([
           'IX_execution_plans_session',
           'IX_execution_plans_status',
-          'IX_execution_plans_created',
+          'IX_execution_plans_created_id',
+          'IX_execution_plans_status_created',
           'IX_execution_plans_deleted',
         ]),
       );
@@ -240,14 +243,14 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
   });
 
   it('upgrades stored plans: a plan with rows has every stored event applied, a handoff gets its step key', async () => {
-    for (let i = 0; i < 7; i++) await ds.undoLastMigration({ transaction: 'each' });
+    for (let i = 0; i < 8; i++) await ds.undoLastMigration({ transaction: 'each' });
     const at = kind === 'sqlite' ? "'2026-01-01 00:00:00.000'" : "'2026-01-01 00:00:00'";
     await ds.query(`INSERT INTO sessions (id) VALUES ('up_s')`);
     await ds.query(
       `INSERT INTO execution_plans (id, session_id, query, status, total_steps) VALUES ('up_p', 'up_s', 'q', 'executing', 1)`,
     );
     await ds.query(
-      `INSERT INTO plan_steps (id, plan_id, step_key, step_index, agent_id, task, status) VALUES ('00000000-0000-4000-8000-00000000000a', 'up_p', 'a', 0, 'coder', 't', 'pending')`,
+      `INSERT INTO plan_steps (id, plan_id, step_key, step_index, agent_id, task, status) VALUES ('00000000-0000-4000-8000-00000000000a', 'up_p', 'a', 0, 'coder', 't', 'pending'), ('00000000-0000-4000-8000-00000000000d', 'up_p', 'b', 1, 'coder ', 't', 'pending'), ('00000000-0000-4000-8000-00000000000e', 'up_p', 'c', 2, 'coder', 't', 'pending')`,
     );
     await ds.query(
       `INSERT INTO plan_handoffs (id, plan_id, step_id, handoff_key, from_agent_id, to_agent_id, reason) VALUES ('00000000-0000-4000-8000-00000000000b', 'up_p', '00000000-0000-4000-8000-00000000000a', 'h1', 'x', 'y', 'r'), ('00000000-0000-4000-8000-00000000000c', 'up_p', NULL, 'h2', 'x', 'y', 'r')`,
@@ -263,6 +266,7 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
       'PriceOverrides1795219800000',
       'PlanLineage1795219900000',
       'IdentifierCollations1795220000000',
+      'PlanList1795221000000',
     ]);
     // a plan stored before costs existed: no cost is made up for it
     const [plan] = await ds.query(`SELECT total_cost, unpriced_steps FROM execution_plans WHERE id = 'up_p'`);
@@ -290,5 +294,10 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
       { handoff_key: 'h1', step_key: 'a' },
       { handoff_key: 'h2', step_key: null },
     ]);
+    // each agent of the plan's steps, byte for byte (`coder ` is not `coder`), once
+    const agents: Array<{ agent_id: string }> = await ds.query(
+      `SELECT agent_id FROM plan_agents WHERE plan_id = 'up_p'`,
+    );
+    expect(agents.map((a) => `[${a.agent_id}]`).sort()).toEqual(['[coder ]', '[coder]']);
   });
 });

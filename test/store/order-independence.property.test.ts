@@ -55,6 +55,13 @@ async function snapshot(ds: DataSource, planId: string): Promise<Record<string, 
     session: norm(
       await q(`SELECT s.* FROM sessions s JOIN execution_plans p ON p.session_id = s.id WHERE p.id = :plan`),
     ),
+    // every agent of the plan's steps has its plan_agents row, with the plan's creation time (stale
+    // rows of agents that left the plan may differ between paths: the list checks the steps)
+    agentsWithoutRow: norm(
+      await q(
+        `SELECT DISTINCT s.agent_id FROM plan_steps s JOIN execution_plans p ON p.id = s.plan_id WHERE s.plan_id = :plan AND NOT EXISTS (SELECT 1 FROM plan_agents a WHERE a.plan_id = s.plan_id AND a.agent_id = s.agent_id AND a.created_at = p.created_at)`,
+      ),
+    ),
   };
 }
 
@@ -68,6 +75,7 @@ const time = (v: unknown) =>
  */
 function checkInvariants(snap: Record<string, Array<Record<string, unknown>>>): void {
   const [head] = snap.head;
+  expect(snap.agentsWithoutRow).toEqual([]);
   const seqs = snap.events.map((e) => num(e.seq));
   expect(num(head.event_count)).toBe(seqs.length);
   expect(num(head.last_seq)).toBe(seqs.reduce((a, b) => Math.max(a, b), -1));
@@ -93,6 +101,7 @@ function checkInvariants(snap: Record<string, Array<Record<string, unknown>>>): 
 
 async function erase(ds: DataSource, planId: string, sessionId: string): Promise<void> {
   for (const [table, col] of [
+    ['plan_agents', 'plan_id'],
     ['plan_handoffs', 'plan_id'],
     ['plan_decisions', 'plan_id'],
     ['workflow_checkpoints', 'workflow_id'],

@@ -258,6 +258,8 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
       await queries.listPlans(ds, { limit: 20 });
       const filters = { sessionId, statuses: ['completed', 'failed'] as const, created: range, agentId: 'coder' };
       await queries.listPlans(ds, { ...filters, statuses: [...filters.statuses], limit: 20, offset: 40 });
+      const cursor = { createdAt: new Date('2026-01-15T00:00:00Z'), planId: 'plan-7' };
+      await queries.listPlans(ds, { ...filters, statuses: [...filters.statuses], limit: 20, cursor });
     },
     getPlanView: async () => {
       const view = await queries.getPlanView(ds, planId);

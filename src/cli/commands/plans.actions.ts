@@ -1,10 +1,11 @@
 import type { CliContext } from '../cli-context';
 import { getPlanView } from '../../queries/plan-timeline.query';
 import { formatPlanView } from '../../queries/plan-timeline.format';
-import { listPlans, PlanPage } from '../../queries/plan-list.query';
+import { listPlans, PlanPage, parsePlanCursor } from '../../queries/plan-list.query';
 import { exportPlanTemplate } from '../../queries/plan-export.query';
 import { formatPlanLineage, getPlanLineage } from '../../queries/plan-lineage.query';
 import { parseDateRange, parseLimit, parseOffset, parsePlanStatus, requireId } from '../../queries/query-args';
+import { QueryArgumentError } from '../../queries/query-errors';
 import { formatInt, renderTable } from '../../queries/text-output';
 import { parseArgs, printJson, withReadSource } from './read-command';
 
@@ -16,6 +17,7 @@ export interface ListOptions {
   to?: string;
   limit?: string;
   offset?: string;
+  cursor?: string;
   json?: boolean;
 }
 
@@ -34,15 +36,29 @@ export async function listCommand(ctx: CliContext, opts: ListOptions): Promise<v
     created: parseDateRange(opts.from, opts.to),
     limit: parseLimit(opts.limit),
     offset: parseOffset(opts.offset),
+    cursor: parseCursorOption(opts.cursor, opts.offset),
   }));
   const page = await withReadSource(ctx, 'plans list', (ds) => listPlans(ds, filter));
   if (opts.json) return printJson(ctx, page);
-  for (const line of formatPlanPage(page)) ctx.out(line);
+  for (const line of formatPlanPage(page, filter.cursor !== undefined)) ctx.out(line);
 }
 
-export function formatPlanPage(page: PlanPage): string[] {
+/** `--cursor`, which replaces `--offset`: both at once is a usage error. */
+function parseCursorOption(cursor: string | undefined, offset: string | undefined) {
+  if (cursor === undefined) return undefined;
+  if (offset !== undefined) throw new QueryArgumentError('--cursor', 'give --cursor or --offset, not both');
+  return parsePlanCursor(cursor);
+}
+
+/** "1,000+" when the count stopped at its cap. */
+export function planTotalText(page: Pick<PlanPage, 'total' | 'totalExact'>): string {
+  return `${formatInt(page.total)}${page.totalExact ? '' : '+'}`;
+}
+
+/** The page as a table and a line saying where it is; `afterCursor`: a page asked for by --cursor. */
+export function formatPlanPage(page: PlanPage, afterCursor = false): string[] {
   if (page.plans.length === 0)
-    return [page.total === 0 ? 'no plans match' : `no plans past offset ${page.offset} (${page.total} match)`];
+    return [page.total === 0 ? 'no plans match' : `no plans past this page (${planTotalText(page)} match)`];
   const rows = page.plans.map((p) => [
     p.planId,
     p.sessionId,
@@ -53,11 +69,13 @@ export function formatPlanPage(page: PlanPage): string[] {
     p.createdAt,
     p.query,
   ]);
-  const last = page.offset + page.plans.length;
-  const more = last < page.total ? ` (next page: --offset ${last})` : '';
+  const more = page.nextCursor ? ` (next page: --cursor ${page.nextCursor})` : '';
+  const shown = afterCursor
+    ? `${page.plans.length} plans after the cursor`
+    : `plans ${page.offset + 1}-${page.offset + page.plans.length}`;
   return [
     ...renderTable(['PLAN', 'SESSION', 'STATUS', 'DONE', 'FAILED', 'TOKENS in/out', 'CREATED', 'QUERY'], rows, 50),
-    `plans ${page.offset + 1}-${last} of ${page.total}${more}`,
+    `${shown} of ${planTotalText(page)}${more}`,
   ];
 }
 

@@ -32,8 +32,13 @@ export function registerPlans(program: Command, context: () => CliContext): Comm
     .option('--to <iso>', 'only plans created before this instant (exclusive)')
     .option('--limit <n>', 'page size, 1-1000 (default: 20)')
     .option('--offset <n>', 'plans to skip (default: 0)')
-    .option('--json', 'print { total, limit, offset, plans } as JSON')
-    .addHelpText('after', '\nExample:\n  plan-ledger plans list --session chat-7 --status failed --limit 5')
+    .option('--cursor <cursor>', 'the page after the one that printed this cursor (nextCursor); instead of --offset')
+    .option('--json', 'print { total, totalExact, limit, offset, hasMore, nextCursor, plans } as JSON')
+    .addHelpText(
+      'after',
+      '\nThe total counts up to 1,000 plans ("1,000+" past that). Deep pages: follow the cursor each page prints.\n' +
+        '\nExample:\n  plan-ledger plans list --session chat-7 --status failed --limit 5',
+    )
     .action(async (opts: ListOptions) => actions().listCommand(context(), opts));
 
   plans

@@ -1,7 +1,9 @@
 import { pushAll as push } from '../../shared/arrays';
+import { derivedId } from '../projection/derived-id';
 import {
   ENTITY,
   ExecutionPlanRow,
+  PlanAgentRow,
   PlanDecisionRow,
   PlanHandoffRow,
   PlanStepRow,
@@ -85,6 +87,8 @@ export class PlanWrites {
   private readonly upsertDags: WorkflowDagRow[] = [];
   private readonly insertCheckpoints: WorkflowCheckpointRow[] = [];
   private readonly upsertCheckpoints: WorkflowCheckpointRow[] = [];
+  private readonly insertAgents: PlanAgentRow[] = [];
+  private readonly upsertAgents: PlanAgentRow[] = [];
   private readonly sessions = new Map<string, SessionRow>();
   /** Rows as read before this transaction's events, by key: what an UPDATE may leave out (SQLite). */
   private readonly storedPlans = new Map<string, ExecutionPlanRow>();
@@ -98,7 +102,8 @@ export class PlanWrites {
   /** Rows of a plan rebuilt from its whole log: its stored rows are replaced. */
   addRebuilt(rows: PlanRows, deletedAt: Date | null): void {
     this.rebuilt.push(rows.plan.id);
-    this.addWhole({ ...rows, isNew: true, stepsReplaced: false, newSteps: [] }, deletedAt);
+    const agents = [...new Set(rows.steps.map((s) => s.agentId))];
+    this.addWhole({ ...rows, isNew: true, stepsReplaced: false, newSteps: [], agents }, deletedAt);
   }
 
   /** What applying new events changed (PlanProjection.changes). */
@@ -115,11 +120,13 @@ export class PlanWrites {
       this.replaced.push(changes.plan.id);
       push(this.insertSteps, changes.steps.map(s));
       push(this.insertHandoffs, changes.handoffs.map(s));
+      push(this.insertAgents, agentRows(changes.plan, changes.agents));
       if (changes.dag) this.upsertDags.push(s(changes.dag));
     } else {
       push(this.insertSteps, changes.newSteps.map(s));
       push(this.updateSteps, changes.steps.map(s));
       push(this.upsertHandoffs, changes.handoffs.map(s));
+      push(this.upsertAgents, agentRows(changes.plan, changes.agents));
     }
     push(this.decisions, changes.decisions.map(s));
     push(this.upsertCheckpoints, changes.checkpoints.map(s));
@@ -128,6 +135,7 @@ export class PlanWrites {
   private addWhole(rows: Omit<PlanChanges, 'dag'> & { dag: WorkflowDagRow | null }, deletedAt: Date | null): void {
     const s = stamper(deletedAt);
     this.insertPlans.push(s(rows.plan));
+    push(this.insertAgents, agentRows(rows.plan, rows.agents));
     this.session(rows.plan, rows.sessionActivity);
     push(this.insertSteps, rows.steps.map(s));
     push(this.insertHandoffs, rows.handoffs.map(s));
@@ -161,11 +169,14 @@ export class PlanWrites {
       keep: { createdAt: 'min', updatedAt: 'max' },
       concurrentInserts: true,
     });
+    await rows.deleteWhereIn(ENTITY.planAgent, 'planId', [...this.rebuilt, ...this.replaced]);
     for (const t of PROJECTION_TABLES) await rows.deleteWhereIn(t.entity, t.planKey, this.rebuilt);
     await rows.deleteWhereIn(ENTITY.handoff, 'planId', this.replaced);
     await rows.deleteWhereIn(ENTITY.step, 'planId', this.replaced);
     await rows.insert(ENTITY.plan, this.insertPlans);
     await rows.update(ENTITY.plan, this.updatePlans, 'id', PLAN_UPDATE, (p) => this.storedPlans.get(p.id));
+    await rows.insert(ENTITY.planAgent, this.insertAgents);
+    await rows.upsert(ENTITY.planAgent, this.upsertAgents, { key: 'id', update: [] });
     await rows.insert(ENTITY.step, this.insertSteps);
     await rows.update(ENTITY.step, this.updateSteps, 'id', STEP_UPDATE, (s) => this.storedSteps.get(s.id));
     await rows.insert(ENTITY.handoff, this.insertHandoffs);
@@ -176,6 +187,16 @@ export class PlanWrites {
     await rows.insert(ENTITY.checkpoint, this.insertCheckpoints);
     await rows.upsert(ENTITY.checkpoint, this.upsertCheckpoints, { key: 'id', update: CHECKPOINT_UPDATE });
   }
+}
+
+/** The `plan_agents` rows of a plan's agents. */
+function agentRows(plan: ExecutionPlanRow, agents: readonly string[]): PlanAgentRow[] {
+  return agents.map((agentId) => ({
+    id: derivedId(plan.id, 'agent', agentId),
+    planId: plan.id,
+    agentId,
+    createdAt: plan.createdAt,
+  }));
 }
 
 /** Rows written for a plan retention already soft-deleted stay soft-deleted: a late event does not resurrect it. */

@@ -11,6 +11,7 @@ import { WorkflowCheckpointEntity } from './workflow-checkpoint.entity';
 import { PlanHeadEntity } from './plan-head.entity';
 import { PlanEventEntity } from './plan-event.entity';
 import { PriceOverrideEntity, PriceRepriceEntity } from './price-override.entity';
+import { PlanAgentEntity } from './plan-agent.entity';
 
 export * from './session.entity';
 export * from './execution-plan.entity';
@@ -22,6 +23,7 @@ export * from './workflow-checkpoint.entity';
 export * from './plan-head.entity';
 export * from './plan-event.entity';
 export * from './price-override.entity';
+export * from './plan-agent.entity';
 
 /** Entity names, for `dataSource.getRepository(ENTITY.plan)`. */
 export const ENTITY = {
@@ -36,6 +38,7 @@ export const ENTITY = {
   event: 'PlanEvent',
   priceOverride: 'PriceOverride',
   priceReprice: 'PriceReprice',
+  planAgent: 'PlanAgent',
 } as const;
 
 const ENTITIES = [
@@ -50,6 +53,7 @@ const ENTITIES = [
   PlanEventEntity,
   PriceOverrideEntity,
   PriceRepriceEntity,
+  PlanAgentEntity,
 ] as const;
 
 export function buildEntitySchemas(types: ColumnTypes): EntitySchema[] {

@@ -8,7 +8,11 @@ const NAMESPACE = Buffer.from('6f1c2a8e4b7d4e0f9a3c5d2e1b0f7a9c', 'hex');
  * get the same id however often and in whatever order the events are applied, which is what
  * makes rebuilding a plan's rows idempotent.
  */
-export function derivedId(planId: string, kind: 'step' | 'handoff' | 'checkpoint' | 'void', key: string): string {
+export function derivedId(
+  planId: string,
+  kind: 'step' | 'handoff' | 'checkpoint' | 'void' | 'agent',
+  key: string,
+): string {
   const name = `${planId}\u0000${kind}\u0000${key}`;
   const input = Buffer.allocUnsafe(NAMESPACE.length + Buffer.byteLength(name));
   NAMESPACE.copy(input, 0);

@@ -31,6 +31,11 @@ export interface PlanChanges {
   newSteps: PlanStepRow[];
   /** All handoffs when isNew or stepsReplaced, else the new or changed ones. */
   handoffs: PlanHandoffRow[];
+  /**
+   * Agents of the plan's steps that may have no `plan_agents` row yet: every agent of its steps
+   * when isNew or stepsReplaced, else those of changed or new steps no step as read was given to.
+   */
+  agents: string[];
   decisions: PlanDecisionRow[];
   /** The DAG row when isNew or stepsReplaced (the DAG is the plan's definition), else null. */
   dag: WorkflowDagRow | null;
@@ -62,6 +67,8 @@ export class PlanProjection extends PlanReducer {
   private readonly isFork: boolean;
   /** The stored rows as read (resume, provide), before any event changed them. */
   private readonly stored: { plan: ExecutionPlanRow; steps: Map<string, PlanStepRow> } | undefined;
+  /** Agents of the stored steps as read: each has its `plan_agents` row already. */
+  private readonly readAgents = new Set<string>();
 
   private constructor(
     plan: ExecutionPlanRow,
@@ -138,6 +145,7 @@ export class PlanProjection extends PlanReducer {
     if (this.known === 'all') return;
     for (const s of steps) {
       if (this.steps.has(s.stepKey)) continue;
+      this.readAgents.add(s.agentId);
       this.steps.set(s.stepKey, s);
       this.stored?.steps.set(s.stepKey, { ...s });
     }
@@ -164,16 +172,19 @@ export class PlanProjection extends PlanReducer {
   /** What to write back: everything for a new plan, the rows the applied events touched otherwise. */
   changes(): PlanChanges {
     const all = this.isNew || this.touched.stepsReplaced;
+    const steps = all
+      ? this.sortedSteps()
+      : [...this.touched.steps].filter((k) => !this.materialized.has(k)).map((k) => this.steps.get(k)!);
+    const newSteps = all ? [] : [...this.materialized].map((k) => this.steps.get(k)!);
     return {
       plan: this.plan,
       sessionActivity: this.sessionActivity,
       stored: this.stored,
       isNew: this.isNew,
       stepsReplaced: this.touched.stepsReplaced,
-      steps: all
-        ? this.sortedSteps()
-        : [...this.touched.steps].filter((k) => !this.materialized.has(k)).map((k) => this.steps.get(k)!),
-      newSteps: all ? [] : [...this.materialized].map((k) => this.steps.get(k)!),
+      steps,
+      newSteps,
+      agents: agentsOf(steps, newSteps, all ? undefined : this.readAgents),
       handoffs: byId(all ? [...this.handoffs.values()] : [...this.touched.handoffs].map((k) => this.handoffs.get(k)!)),
       decisions: byId([...this.decisions]),
       dag: all ? this.dag : null,
@@ -198,4 +209,11 @@ export class PlanProjection extends PlanReducer {
   protected override beforeReplacingSteps(): void {
     if (this.known !== 'all') throw new Error(`plan ${this.plan.id}: an edit was applied without every step read`);
   }
+}
+
+/** Distinct agents of these steps, less those in `known`. */
+function agentsOf(steps: PlanStepRow[], more: PlanStepRow[], known?: ReadonlySet<string>): string[] {
+  const out = new Set<string>();
+  for (const list of [steps, more]) for (const s of list) if (!known?.has(s.agentId)) out.add(s.agentId);
+  return [...out];
 }

@@ -57,8 +57,9 @@ export const postgres: SqlDialect = {
       url: url.toString(),
       ...(target.schema ? { schema: target.schema } : {}),
       poolSize,
-      // raw SQL (the PRD's analytics queries) must see the same schema as TypeORM does
-      extra: target.schema ? { options: `-c search_path=${target.schema}` } : {},
+      // raw SQL (the PRD's analytics queries) must see the same schema as TypeORM does; JIT off:
+      // compiling a plan costs 50-150 ms, more than any of the store's statements or reads runs
+      extra: { options: `${target.schema ? `-c search_path=${target.schema} ` : ''}-c jit=off` },
     } as DataSourceOptions;
   },
   prepareDataSource: (ds) => ds,
