@@ -94,6 +94,31 @@ describe.each(ALL_TEST_DBS)('the row cache on %s', (kind) => {
     expect(await rows(ds, events[0].planId)).toEqual(await uncached(batches, events[0].planId));
   });
 
+  it('after an edit that drops a step, a later event naming that step finds none, as without the cache', async () => {
+    const base = { planId: `edit-drop-${kind}`, sessionId: `edit-drop-s-${kind}` };
+    const at = (s: number) => new Date(Date.UTC(2026, 1, 1, 9, 0, s)).toISOString();
+    const step = (stepId: string, index: number) => ({ stepId, index, agentId: 'coder', task: `task ${stepId}` });
+    const event = (seq: number, type: string, payload: object) =>
+      ({ specVersion: 1, eventId: randomUUID(), ...base, seq, type, occurredAt: at(seq), payload }) as PlanEvent;
+    const events = [
+      event(0, 'plan.created', { query: 'q', steps: [step('a', 0), step('b', 1)], requiresApproval: true }),
+      event(1, 'step.started', { stepId: 'a' }),
+      // b never ran: the edit drops it
+      event(2, 'plan.decision', { decision: 'edit', steps: [step('a', 0), step('c', 1)] }),
+      // a handoff to the dropped step: it points at no step row (before the fix: at b's deleted row,
+      // taken from the cached steps, and the foreign key refused the whole transaction)
+      event(3, 'handoff.recorded', { handoffId: 'h', stepId: 'b', fromAgentId: 'coder', toAgentId: 'x', reason: 'r' }),
+      event(4, 'step.started', { stepId: 'b' }),
+    ];
+    const store = new PlanEventStore(ds);
+    let hits = 0;
+    for (const batch of oneByOne(events)) hits += (await store.persist(batch)).cacheHits;
+    expect(hits).toBe(events.length - 1);
+    const stored = (await rows(ds, base.planId)) as { handoffs: Array<{ step_id: unknown }>; steps: unknown[] };
+    expect(stored.handoffs.map((h) => h.step_id)).toEqual([null]);
+    expect(stored).toEqual(await uncached(oneByOne(events), base.planId));
+  });
+
   it('two stores (two workers) writing one plan in turn never apply to rows the other changed', async () => {
     const events = planRun({ seed: 702, steps: 6 });
     const a = new PlanEventStore(ds);

@@ -329,7 +329,10 @@ export class PlanApplier {
       applied: watermark,
     });
     // the rows as written, read when the transaction commits (nothing changes them after finish())
-    this.cache?.stage.put(this.nextHeads.get(head.planId)!, () => projection.held(), this.cacheBases.get(head.planId));
+    // after an edit the steps held are the plan's whole list: the entry starts again from them, or
+    // the cached steps the edit dropped would be found by a later event (and written again)
+    const base = projection.stepsReplaced ? undefined : this.cacheBases.get(head.planId);
+    this.cache?.stage.put(this.nextHeads.get(head.planId)!, () => projection.held(), base);
   }
 
   private setHead(

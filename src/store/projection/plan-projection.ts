@@ -155,6 +155,11 @@ export class PlanProjection extends PlanReducer {
     } else for (const k of lookedUp) this.known.add(k);
   }
 
+  /** An edit replaced the step list: the steps held are all of the plan's (steps it dropped are gone). */
+  get stepsReplaced(): boolean {
+    return this.touched.stepsReplaced;
+  }
+
   /**
    * The plan row and the step rows held now (all of them for a plan started by `create`, else
    * those read or provided), as they are after the events applied: what a row cache can keep.
