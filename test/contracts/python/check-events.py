@@ -1,7 +1,7 @@
-"""Reads events as JSON lines on stdin; prints the Python client's contract mirror verdict for each:
-"1" (valid) or "0 <first violation>", one line per input, in order.
+"""Reads events as JSON lines on stdin; prints, one JSON line per input and in order, the messages of
+the Python client's ``check_event`` (``[]``: valid).
 
-  python3 mirror-verdicts.py < corpus.jsonl
+  python3 check-events.py < corpus.jsonl
 """
 import json
 import os
@@ -14,5 +14,5 @@ out = []
 for line in sys.stdin:
     value = json.loads(line)
     violations = check_event(value) if isinstance(value, dict) else ["(root) must be an object"]
-    out.append("1" if not violations else f"0 {violations[0]}")
+    out.append(json.dumps([str(v) for v in violations]))
 sys.stdout.write("\n".join(out) + "\n")
