@@ -1,3 +1,5 @@
+import { MESSAGES, say } from './messages';
+
 /**
  * String formats of the contract, as plain predicates (own regexes rather than validator.js ones, so
  * the accepted set cannot shift under a dependency upgrade).
@@ -14,7 +16,7 @@ export function isExternalId(s: unknown): s is string {
 }
 
 /** Any UUID version (v4 and v7 are both in use by publishers), either case. */
-const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+export const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
 export function isUuid(s: unknown): s is string {
   return typeof s === 'string' && UUID_PATTERN.test(s);
@@ -25,7 +27,7 @@ export function isUuid(s: unknown): s is string {
  * zero are refused rather than converted: a non-UTC stamp means the executor's clock handling is off,
  * and `-00:00` means "offset unknown" in RFC 3339.
  */
-const UTC_TIMESTAMP_PATTERN =
+export const UTC_TIMESTAMP_PATTERN =
   /^(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?(Z|\+00:00)$/;
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
@@ -44,10 +46,10 @@ export function isUtcTimestamp(s: unknown): s is string {
  */
 export const EARLIEST_TIMESTAMP = '1000-01-01T00:00:00.000Z';
 export const LATEST_TIMESTAMP = '9999-12-31T23:59:59.999Z';
-const EARLIEST_YEAR = 1000;
+export const EARLIEST_YEAR = 1000;
 
-export const TIMESTAMP_FORMAT_RULE = 'must be an ISO-8601 timestamp in UTC, e.g. 2024-05-01T12:00:00.000Z';
-export const TIMESTAMP_RANGE_RULE = `must be between ${EARLIEST_TIMESTAMP} and ${LATEST_TIMESTAMP}, the range every supported database stores alike`;
+const TIMESTAMP_FORMAT_RULE = MESSAGES.timestampFormat;
+const TIMESTAMP_RANGE_RULE = say('timestampRange', { earliest: EARLIEST_TIMESTAMP, latest: LATEST_TIMESTAMP });
 
 /**
  * What is wrong with a timestamp string, or undefined: the one place that decides, for the
@@ -66,5 +68,3 @@ export function utcTimestampProblem(s: string): string | undefined {
 
 /** A non-negative amount of money as a decimal string: up to 12 digits before and after the point. */
 export const DECIMAL_AMOUNT_PATTERN = /^[0-9]{1,12}(\.[0-9]{1,12})?$/;
-export const DECIMAL_AMOUNT_RULE =
-  'must be a decimal string of at most 12 digits before and 12 after the point, e.g. "0.0123"';

@@ -5,6 +5,7 @@
  */
 import type { ValidationError } from 'class-validator';
 import type { Violation } from './invalid-event.error';
+import { MESSAGES } from './messages';
 import { childPath, violationAt } from './violation-path';
 
 /** class-validator's constraint name for a field no DTO declares (`forbidNonWhitelisted`). */
@@ -24,7 +25,7 @@ export function flattenValidationErrors(
     const key = !unknownField && INDEX.test(error.property) ? Number(error.property) : error.property;
     const path = childPath(parentPath, key);
     for (const [name, message] of Object.entries(constraints)) {
-      out.push(violationAt(path, name === UNKNOWN_FIELD ? 'is not an allowed field' : message));
+      out.push(violationAt(path, name === UNKNOWN_FIELD ? MESSAGES.unknownField : message));
     }
     if (error.children && error.children.length > 0) flattenValidationErrors(error.children, path, out);
   }

@@ -6,7 +6,9 @@
  * without module-level mutable state. Instead `@WithinLimit` only records which fields are bounded
  * by which limit, and `checkLimits` compares them against the limits of the call in progress.
  */
+import type { FieldLimit } from './contract-kinds';
 import type { Violation } from './invalid-event.error';
+import { say } from './messages';
 import { childPath, violationAt } from './violation-path';
 
 export interface ContractLimits {
@@ -65,9 +67,6 @@ export function utf8BytesOver(text: string, max: number): number | undefined {
   return bytes > max ? bytes : undefined;
 }
 
-/** The limits that bound one field: text length or list length. */
-export type FieldLimit = 'maxLongText' | 'maxSteps' | 'maxDependsOn';
-
 interface LimitedField {
   property: string;
   limit: FieldLimit;
@@ -97,9 +96,9 @@ export function checkLimits(dto: object, limits: ContractLimits, path: string, o
     const value = record[property];
     const max = limits[limit];
     if (typeof value === 'string' && value.length > max) {
-      out.push(violationAt(childPath(path, property), `must be at most ${max} characters long`));
+      out.push(violationAt(childPath(path, property), say('textMax', { max })));
     } else if (Array.isArray(value) && value.length > max) {
-      out.push(violationAt(childPath(path, property), `must contain at most ${max} items`));
+      out.push(violationAt(childPath(path, property), say('listMax', { max })));
       oversized.add(property);
     }
   }

@@ -1,36 +1,50 @@
 /**
- * Cross-field rules of payloads, reported as violations with paths like the field checks. They run
- * on the guarded plain JSON, so they must tolerate shapes the DTO checks have already rejected.
+ * The cross-field rules a payload declares (declaration.ts, `rules`), reported as violations with
+ * paths like the field checks. They run on the guarded plain JSON, so they must tolerate shapes the
+ * field checks have already rejected.
  */
+import type { CrossFieldRule, Kind } from './contract-kinds';
+import { ENVELOPE, PAYLOADS } from './declaration';
 import type { PlanEventTypeName } from './event-types';
 import type { Violation } from './invalid-event.error';
+import { say } from './messages';
 import { checkStepGraph } from './step-graph.check';
-import { violationAt } from './violation-path';
+import { childPath, violationAt } from './violation-path';
+
+const PAYLOAD_PATH = Object.keys(ENVELOPE.fields).find((name) => ENVELOPE.fields[name].kind.kind === 'payload')!;
 
 export function checkPayloadRules(type: PlanEventTypeName, payload: unknown, out: Violation[]): void {
-  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return;
-  const fields = payload as Record<string, unknown>;
-  if (type === 'plan.created') {
-    // a fork's steps may depend on the parent's steps, which only the store knows
-    const forkOf = fields.forkOf;
-    const isFork = typeof forkOf === 'object' && forkOf !== null && !Array.isArray(forkOf);
-    checkStepGraph(fields.steps, 'payload.steps', out, { outsideDependencies: isFork });
-  }
-  if (type === 'plan.decision') checkDecision(fields, out);
+  const rules = PAYLOADS[type]?.rules;
+  if (rules === undefined || typeof payload !== 'object' || payload === null || Array.isArray(payload)) return;
+  for (const rule of rules) checkRule(type, rule, payload as Record<string, unknown>, out);
 }
 
-/**
- * An edit carries the full new step list (the worker replaces the plan's steps with it); approve and
- * reject carry none, so a stray list can never be mistaken for an edit.
- */
-function checkDecision(payload: Record<string, unknown>, out: Violation[]): void {
-  const { decision, steps } = payload;
-  if (decision === 'edit') {
-    if (steps === undefined) out.push(violationAt('payload.steps', 'is required when decision is edit'));
-    else if (Array.isArray(steps) && steps.length === 0)
-      out.push(violationAt('payload.steps', 'must contain at least 1 step when decision is edit'));
-    else checkStepGraph(steps, 'payload.steps', out);
-  } else if ((decision === 'approve' || decision === 'reject') && steps !== undefined) {
-    out.push(violationAt('payload.steps', 'must be absent unless decision is edit'));
+function checkRule(type: PlanEventTypeName, rule: CrossFieldRule, fields: Record<string, unknown>, out: Violation[]) {
+  const path = childPath(PAYLOAD_PATH, rule.field);
+  if (rule.rule === 'stepGraph') {
+    // a fork's steps may depend on the parent's steps, which only the store knows
+    const outside = rule.outsideWhen === undefined ? undefined : fields[rule.outsideWhen];
+    const isOutsideAllowed = typeof outside === 'object' && outside !== null && !Array.isArray(outside);
+    checkStepGraph(fields[rule.field], path, out, { outsideDependencies: isOutsideAllowed });
+    return;
   }
+  const { field, when, is, minItems, noun } = rule;
+  const condition = fields[when];
+  const value = fields[field];
+  if (condition === is) {
+    if (value === undefined) out.push(violationAt(path, say('requiredWhen', { when, is })));
+    else if (Array.isArray(value) && value.length < minItems)
+      out.push(violationAt(path, say('minItemsWhen', { min: minItems, noun, when, is })));
+    else if (isGraphList(PAYLOADS[type].fields[field]?.kind)) checkStepGraph(value, path, out);
+  } else if (otherValues(type, when, is).includes(condition) && value !== undefined) {
+    out.push(violationAt(path, say('absentUnless', { when, is })));
+  }
+}
+
+const isGraphList = (kind: Kind | undefined): boolean => kind?.kind === 'list' && kind.shape.graph !== undefined;
+
+/** The values of the `when` field other than `is`: with any of them the field must be absent. */
+function otherValues(type: PlanEventTypeName, when: string, is: string): readonly unknown[] {
+  const kind = PAYLOADS[type].fields[when]?.kind;
+  return kind?.kind === 'oneOf' ? kind.values.filter((v) => v !== is) : [];
 }

@@ -17,9 +17,11 @@
  * The result is a tree the caller owns: a fresh JSON.parse result, or a copy of an object input, so
  * a publisher's later mutation of its own object cannot change an accepted event.
  */
+import { ENVELOPE, PAYLOADS } from './declaration';
 import type { Violation } from './invalid-event.error';
 import type { ContractLimits } from './limits';
-import { stateKeyProblem, textProblem } from './storable-text';
+import { MESSAGES, say } from './messages';
+import { FORBIDDEN_KEYS, stateKeyProblem, textProblem } from './storable-text';
 import { childPath, violationAt } from './violation-path';
 
 export type GuardResult = { ok: true; root: Record<string, unknown> } | { ok: false; violations: Violation[] };
@@ -40,8 +42,13 @@ interface Frame {
   inState: boolean;
 }
 
-/** The keys of Object.prototype (`__proto__`, `constructor`, `toString`, ...) plus `prototype`. */
-const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['prototype', ...Object.getOwnPropertyNames(Object.prototype)]);
+/** The envelope's payload field, and the payload fields holding checkpoint state (declaration.ts). */
+const PAYLOAD_FIELD = Object.keys(ENVELOPE.fields).find((name) => ENVELOPE.fields[name].kind.kind === 'payload')!;
+const STATE_FIELDS: ReadonlySet<string | number> = new Set(
+  Object.values(PAYLOADS).flatMap((shape) =>
+    Object.keys(shape.fields).filter((name) => shape.fields[name].kind.kind === 'jsonState'),
+  ),
+);
 
 /** Levels above checkpoint state: the event and its payload. */
 const LEVELS_ABOVE_STATE = 2;
@@ -61,10 +68,10 @@ export function guardRawInput(input: unknown, limits: ContractLimits): GuardResu
     try {
       value = JSON.parse(input);
     } catch {
-      return fail('must be a JSON object; got a string that is not JSON text');
+      return fail(MESSAGES.notJsonText);
     }
   }
-  if (!isPlainObject(value)) return fail('must be a JSON object');
+  if (!isPlainObject(value)) return fail(MESSAGES.mustBeJsonObject);
   const walk = new Walk(limits, typeof input !== 'string');
   const root = walk.run(value);
   if (walk.violations.length > 0) return { ok: false, violations: walk.violations };
@@ -126,8 +133,7 @@ class Walk {
   private visit(frame: Frame, key: string | number): void {
     const value = frame.source[key];
     if (typeof key === 'string') {
-      if (FORBIDDEN_KEYS.has(key))
-        return this.report(frame, key, 'is a forbidden key (it names a built-in object property)');
+      if (FORBIDDEN_KEYS.has(key)) return this.report(frame, key, MESSAGES.forbiddenKey);
       if (frame.inState) {
         const problem = stateKeyProblem(key);
         if (problem !== undefined) return this.report(frame, key, problem);
@@ -139,7 +145,7 @@ class Walk {
     }
     if (value === null || typeof value !== 'object') return this.scalar(frame, key, value);
     if (!Array.isArray(value) && !isPlainObject(value))
-      return this.report(frame, key, 'must be a plain object or array');
+      return this.report(frame, key, MESSAGES.mustBePlainObjectOrArray);
     const level = frame.level + 1;
     const isState = isCheckpointState(frame, key);
     const maxLevel = isState ? this.limits.maxStateDepth + LEVELS_ABOVE_STATE : frame.maxLevel;
@@ -168,7 +174,7 @@ class Walk {
         break;
       }
       case 'number':
-        if (!Number.isFinite(value)) return this.report(frame, key, 'must be a finite number');
+        if (!Number.isFinite(value)) return this.report(frame, key, MESSAGES.mustBeFinite);
         this.count(1, MAX_NUMBER_CHARS);
         break;
       case 'boolean':
@@ -176,7 +182,7 @@ class Walk {
         this.count(4, 5);
         break;
       default: // undefined array items (JSON would turn them into null), functions, symbols, bigints
-        return this.report(frame, key, 'must be a JSON value');
+        return this.report(frame, key, MESSAGES.mustBeJsonValue);
     }
     if (this.copy) frame.target[key] = value;
   }
@@ -189,9 +195,7 @@ class Walk {
     const path = keysOf(frame, key).slice(0, LEVELS_ABOVE_STATE).reduce<string>(childPath, '');
     if (this.reportedTooDeep.has(path)) return;
     this.reportedTooDeep.add(path);
-    this.violations.push(
-      violationAt(path, `must not be nested more than ${maxLevel - LEVELS_ABOVE_STATE} levels deep`),
-    );
+    this.violations.push(violationAt(path, say('tooDeep', { max: maxLevel - LEVELS_ABOVE_STATE })));
   }
 
   private report(frame: Frame, key: string | number, predicate: string): void {
@@ -206,7 +210,12 @@ class Walk {
 
 /** `payload.state` gets `maxStateDepth` levels; other subtrees get at least the structural depth. */
 function isCheckpointState(frame: Frame, key: string | number): boolean {
-  return key === 'state' && frame.key === 'payload' && frame.parent !== undefined && frame.parent.parent === undefined;
+  return (
+    STATE_FIELDS.has(key) &&
+    frame.key === PAYLOAD_FIELD &&
+    frame.parent !== undefined &&
+    frame.parent.parent === undefined
+  );
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -223,7 +232,7 @@ function keysOf(frame: Frame, key: string | number): (string | number)[] {
 }
 
 function tooLarge(limits: ContractLimits): string {
-  return `must be at most ${limits.maxEventBytes} bytes of UTF-8 JSON`;
+  return say('eventBytes', { max: limits.maxEventBytes });
 }
 
 function fail(predicate: string): GuardResult {

@@ -6,8 +6,13 @@
  * Runs on the guarded plain JSON even when field checks failed, so one report lists everything.
  * Malformed items were already reported by the DTO checks; here they simply take no part.
  */
+import { STEP_SPEC } from './declaration';
 import type { Violation } from './invalid-event.error';
+import { say } from './messages';
 import { childPath, violationAt } from './violation-path';
+
+/** Which fields of a step make the graph: its id, its position, the ids it depends on. */
+const GRAPH = STEP_SPEC.graph!;
 
 /** A long cycle is named by its first hops only; the path of the step that closes it is enough to fix it. */
 const MAX_CYCLE_HOPS = 10;
@@ -30,32 +35,32 @@ export function checkStepGraph(
   const items = Array.from(steps, (step: unknown) =>
     typeof step === 'object' && step !== null && !Array.isArray(step) ? (step as Item) : undefined,
   );
-  const positionById = firstPositions(items, 'stepId', path, out);
-  firstPositions(items, 'index', path, out);
+  const positionById = firstPositions(items, GRAPH.id, 'string', path, out);
+  firstPositions(items, GRAPH.position, 'number', path, out);
   const edges = dependencyEdges(items, positionById, path, out, options.outsideDependencies === true);
   const cycle = findCycle(edges);
   if (cycle !== undefined) {
     const shown = cycle.length > MAX_CYCLE_HOPS ? [...cycle.slice(0, MAX_CYCLE_HOPS), '...'] : cycle;
     const hops = shown.map((i) => (typeof i === 'number' ? `steps[${i}]` : i)).join(' -> ');
-    out.push(violationAt(childPath(childPath(path, cycle[0]), 'dependsOn'), `forms a cycle: ${hops}`));
+    out.push(violationAt(childPath(childPath(path, cycle[0]), GRAPH.edges), say('cycle', { hops })));
   }
 }
 
 /** Maps each value of `field` to the first position holding it; later duplicates are violations. */
-function firstPositions(items: (Item | undefined)[], field: 'stepId' | 'index', path: string, out: Violation[]) {
+function firstPositions(
+  items: (Item | undefined)[],
+  field: string,
+  type: 'string' | 'number',
+  path: string,
+  out: Violation[],
+) {
   const first = new Map<unknown, number>();
   items.forEach((item, i) => {
     const value = item?.[field];
-    if (typeof value !== (field === 'index' ? 'number' : 'string')) return;
+    if (typeof value !== type) return;
     const seen = first.get(value);
     if (seen === undefined) first.set(value, i);
-    else
-      out.push(
-        violationAt(
-          childPath(childPath(path, i), field),
-          `must be unique within the step list (steps[${seen}] has the same ${field})`,
-        ),
-      );
+    else out.push(violationAt(childPath(childPath(path, i), field), say('uniqueInList', { first: seen, field })));
   });
   return first;
 }
@@ -69,7 +74,7 @@ function dependencyEdges(
   outsideAllowed: boolean,
 ): number[][] {
   return items.map((item, i) => {
-    const dependsOn = item?.dependsOn;
+    const dependsOn = item?.[GRAPH.edges];
     if (!Array.isArray(dependsOn)) return [];
     const edges: number[] = [];
     dependsOn.forEach((id: unknown, j) => {
@@ -77,9 +82,7 @@ function dependencyEdges(
       const target = positionById.get(id);
       if (target !== undefined) edges.push(target);
       else if (!outsideAllowed)
-        out.push(
-          violationAt(childPath(childPath(childPath(path, i), 'dependsOn'), j), 'must name a step of the same list'),
-        );
+        out.push(violationAt(childPath(childPath(childPath(path, i), GRAPH.edges), j), say('unknownStep')));
     });
     return edges;
   });

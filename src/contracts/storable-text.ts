@@ -20,15 +20,20 @@
  * Keys outside checkpoint state are not asked: one that is not a field name is refused as unknown
  * anyway, and field names, the common keys, cost no scan.
  */
+import { MESSAGES } from './messages';
 
 export const NUL_CHARACTER = '\0';
-export const CONTAINS_NUL = 'must not contain the NUL character (U+0000): PostgreSQL cannot store it';
-export const KEY_CONTAINS_NUL =
-  'is a forbidden key (it contains the NUL character, U+0000, which PostgreSQL cannot store)';
-export const CONTAINS_LONE_SURROGATE =
-  'must not contain a lone UTF-16 surrogate (U+D800-U+DFFF without its pair): databases store it differently';
-export const KEY_CONTAINS_LONE_SURROGATE =
-  'is a forbidden key (it contains a lone UTF-16 surrogate, U+D800-U+DFFF without its pair, which databases store differently)';
+
+/**
+ * Keys refused anywhere in an event, checkpoint state included: those of Object.prototype
+ * (`__proto__`, `constructor`, `toString`, ...) plus `prototype`. `__proto__` rewires prototypes
+ * when assigned; the others are silently skipped by class-transformer, which would let them past the
+ * unknown-field check.
+ */
+export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set([
+  'prototype',
+  ...Object.getOwnPropertyNames(Object.prototype),
+]);
 
 /**
  * What is wrong with a string of an event, as a predicate, or undefined when every database stores
@@ -37,14 +42,14 @@ export const KEY_CONTAINS_LONE_SURROGATE =
  * it) without reading it.
  */
 export function textProblem(s: string): string | undefined {
-  if (s.includes(NUL_CHARACTER)) return CONTAINS_NUL;
-  if (!s.isWellFormed()) return CONTAINS_LONE_SURROGATE;
+  if (s.includes(NUL_CHARACTER)) return MESSAGES.containsNul;
+  if (!s.isWellFormed()) return MESSAGES.containsLoneSurrogate;
   return undefined;
 }
 
 /** The same for a key of checkpoint state (data, stored as JSON text), worded as a key. */
 export function stateKeyProblem(key: string): string | undefined {
-  if (key.includes(NUL_CHARACTER)) return KEY_CONTAINS_NUL;
-  if (!key.isWellFormed()) return KEY_CONTAINS_LONE_SURROGATE;
+  if (key.includes(NUL_CHARACTER)) return MESSAGES.keyContainsNul;
+  if (!key.isWellFormed()) return MESSAGES.keyContainsLoneSurrogate;
   return undefined;
 }

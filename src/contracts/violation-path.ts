@@ -2,7 +2,9 @@
  * Paths of violations, in the dotted/bracket form people type: `payload.steps[2].agentId`.
  * The whole event is the empty path, shown as `(root)` in messages.
  */
+import { ENVELOPE } from './declaration';
 import type { Violation } from './invalid-event.error';
+import { say } from './messages';
 
 export const ROOT_LABEL = '(root)';
 
@@ -31,7 +33,7 @@ export function violationAt(path: string, predicate: string): Violation {
 
 /** Enough to fix the sender; a hostile event with thousands of bad fields must not make a huge log line. */
 const MAX_REPORTED_VIOLATIONS = 50;
-const ENVELOPE_ORDER = ['specVersion', 'eventId', 'type', 'planId', 'sessionId', 'seq', 'occurredAt', 'payload'];
+const ENVELOPE_ORDER = Object.keys(ENVELOPE.fields);
 
 /**
  * The contract's report: envelope fields in document order, then the payload, then unknown
@@ -41,7 +43,7 @@ export function orderViolations(violations: readonly Violation[]): Violation[] {
   const sorted = [...violations].sort((a, b) => envelopeRank(a.path) - envelopeRank(b.path));
   if (sorted.length <= MAX_REPORTED_VIOLATIONS) return sorted;
   const listed = sorted.slice(0, MAX_REPORTED_VIOLATIONS);
-  listed.push(violationAt('', `has ${sorted.length - listed.length} more violations (not listed)`));
+  listed.push(violationAt('', say('moreViolations', { count: sorted.length - listed.length })));
   return listed;
 }
 

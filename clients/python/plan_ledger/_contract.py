@@ -1,20 +1,18 @@
-"""The event contract's rules that JSON Schema states, as plain Python: a mirror of ``schemas/``.
+"""The event contract's rules, as ``publish()`` applies them before an event takes its seq.
 
-``publish()`` runs ``check_event`` on every event before its seq is taken, so an event the schema
-refuses never leaves a gap in its plan's seqs. The verdict is the schema's (draft 2020-12 as ajv
-with ``ajv-formats`` applies it to the event after a JSON round trip):
-``test/contracts/python-schema.agreement.test.ts`` runs the same corpus of valid and broken events
-through ajv and through this module and requires the same verdict for every input.
+The rules are not written here: ``_contract_table.py`` is generated from the contract's declaration
+(``src/contracts/declaration.ts``, ``npm run generate``), and this module interprets it into checks
+once, at import. Messages are the contract's own wording: the path, then what is wrong with it.
+``test/contracts/contract-corpus.test.ts`` runs a corpus of valid and broken events through
+``check_event`` and through the server's contract and requires the same verdicts and messages.
 
-Beyond the schema, two of the rules it lists in ``x-plan-ledger-also-checked`` are applied here
-because they cost nothing more (``MAX_STATE_DEPTH`` bounds the walk of checkpoint state, which also
-stops a state that contains itself) or are measured anyway (``MAX_EVENT_BYTES``, by the encoder).
-The others (the step graph: unique ids, known dependencies, no cycle; lengths in UTF-16 units) are
-left to the server, which refuses such an event and voids its seq.
+What the server checks and ``check_event`` leaves to others: the step graph (unique ids, known
+dependencies, no cycle; the server refuses such an event and voids its seq), lone surrogates and
+the event's size (the encoder, in ``publish()``), and lengths in UTF-16 units (counted here in code
+points: they differ only for characters beyond U+FFFF).
 
 Python values that JSON cannot hold (``datetime``, ``set``, ``bytes``, ``Decimal``, NaN, a key that
 is not a ``str``, ...) are reported as unencodable, with the field path, instead of being converted.
-Messages follow the contract's wording: the path, then what is wrong with it.
 """
 from __future__ import annotations
 
@@ -22,28 +20,12 @@ import math
 import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-SPEC_VERSION = 1
-MAX_EVENT_BYTES = 1_048_576
-MAX_STATE_DEPTH = 32
-SQL_INT_MAX = 2_147_483_647
-MAX_STEPS = 500
-MAX_DEPENDS_ON = 100
-MAX_LONG_TEXT = 200_000
+from . import _contract_table as table
 
-EVENT_TYPES = (
-    "plan.created",
-    "plan.decision",
-    "step.started",
-    "step.completed",
-    "step.failed",
-    "step.skipped",
-    "handoff.recorded",
-    "checkpoint.saved",
-    "plan.finalized",
-)
-DECISIONS = ("approve", "edit", "reject")
-FINAL_STATUSES = ("completed", "failed", "cancelled")
-ENVELOPE_FIELDS = ("specVersion", "eventId", "type", "planId", "sessionId", "seq", "occurredAt", "payload")
+SPEC_VERSION: int = table.SPEC_VERSION
+MAX_EVENT_BYTES: int = table.LIMITS["maxEventBytes"]
+MAX_STATE_DEPTH: int = table.LIMITS["maxStateDepth"]
+_MESSAGES: Dict[str, str] = table.MESSAGES
 
 
 class Violation:
@@ -68,6 +50,11 @@ class Violation:
 
     def __hash__(self) -> int:
         return hash((self.path, self.message))
+
+
+def _say(name: str, **values: Any) -> str:
+    """The contract's predicate ``name`` with its ``{placeholders}`` filled in."""
+    return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), _MESSAGES[name])
 
 
 # ----------------------------------------------------------------------------- paths
@@ -136,75 +123,98 @@ def _key_problem(key: Any) -> Optional[str]:
     return f"keys must be str, not {type(key).__name__}"
 
 
-# ----------------------------------------------------------------------------- field rules
+def _is_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple))
+
+
+# ----------------------------------------------------------------------------- kinds
 # A rule checks one present value found at parent + key and appends what is wrong to ``out``.
 
 Rule = Callable[[Any, str, Any, List[Violation]], None]
+Spec = Dict[str, Tuple[bool, Rule]]
 
-_EXTERNAL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}\Z", re.ASCII).match
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z", re.ASCII).match
-_TIMESTAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2}(?:\.[0-9]{1,9})?)(?:Z|\+00:00)\Z", re.ASCII).match
+
+def _pattern(name: str) -> Callable[[str], Any]:
+    return re.compile(table.PATTERNS[name], re.ASCII).fullmatch
+
+
+_EXTERNAL_ID = _pattern("externalId")
+_UUID = _pattern("uuid")
+_TIMESTAMP = _pattern("utcTimestamp")
+_DECIMAL_AMOUNT = _pattern("decimalAmount")
 _DAYS = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
-
-MUST_BE_STRING = "must be a string"
-EXTERNAL_ID_RULE = "must be an external id (1-64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit)"
-TIMESTAMP_RULE = "must be an ISO-8601 timestamp in UTC, e.g. 2024-05-01T12:00:00.000Z"
-NUL_RULE = "must not contain the NUL character (U+0000): PostgreSQL cannot store it"
+_MUST_BE_STRING = _MESSAGES["mustBeString"]
+_NUL_RULE = _MESSAGES["containsNul"]
+_TIMESTAMP_RANGE = _say("timestampRange", earliest=table.EARLIEST_TIMESTAMP, latest=table.LATEST_TIMESTAMP)
 
 
-def text(min_len: int, max_len: int) -> Rule:
-    """A string of ``min_len`` to ``max_len`` characters (code points, as the schema counts) without U+0000."""
-    length = f"must be {min_len} to {max_len} characters long" if min_len > 0 else f"must be at most {max_len} characters long"
+def timestamp_problem(value: str) -> Optional[str]:
+    """What is wrong with a timestamp string (the pattern, a real calendar day, the range every
+    database stores), or None."""
+    m = _TIMESTAMP(value)
+    if m is None:
+        return _MESSAGES["timestampFormat"]
+    year, month, day = int(m[1]), int(m[2]), int(m[3])
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if day > (29 if month == 2 and leap else _DAYS[month]):
+        return _MESSAGES["timestampFormat"]
+    return _TIMESTAMP_RANGE if year < table.EARLIEST_YEAR else None
+
+
+def timestamp_ok(value: str) -> bool:
+    """A timestamp the contract accepts: ISO-8601 in UTC, a real calendar day, a year from 1000."""
+    return timestamp_problem(value) is None
+
+
+def _text(min_len: int, max_len: int) -> Rule:
+    """A string of ``min_len`` to ``max_len`` characters without U+0000."""
+    length = _say("textLength", min=min_len, max=max_len) if min_len > 0 else _say("textMax", max=max_len)
 
     def rule(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
         if not isinstance(value, str):
-            return _report_value(out, parent, key, value, MUST_BE_STRING)
+            return _report_value(out, parent, key, value, _MUST_BE_STRING)
         if "\x00" in value:
-            return _report(out, parent, key, NUL_RULE)
+            return _report(out, parent, key, _NUL_RULE)
         if not min_len <= len(value) <= max_len:
             _report(out, parent, key, length)
 
     return rule
 
 
-def long_text(non_empty: bool = False) -> Rule:
-    return text(1 if non_empty else 0, MAX_LONG_TEXT)
+def _long_text(non_empty: bool, limit: str) -> Rule:
+    """Free text, at most the limit's characters (and not empty when ``non_empty``), without U+0000."""
+    max_len = table.LIMITS[limit]
+    too_long = _say("textMax", max=max_len)
+
+    def rule(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
+        if not isinstance(value, str):
+            return _report_value(out, parent, key, value, _MUST_BE_STRING)
+        if "\x00" in value:
+            return _report(out, parent, key, _NUL_RULE)
+        if non_empty and not value:
+            _report(out, parent, key, _MESSAGES["notEmpty"])
+        if len(value) > max_len:
+            _report(out, parent, key, too_long)
+
+    return rule
 
 
-def external_id(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
+def _string_of(match: Callable[[str], Any], predicate: str) -> Rule:
+    def rule(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
+        if not isinstance(value, str):
+            return _report_value(out, parent, key, value, _MUST_BE_STRING)
+        if not match(value):
+            _report(out, parent, key, predicate)
+
+    return rule
+
+
+def _utc_timestamp(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
     if not isinstance(value, str):
-        return _report_value(out, parent, key, value, MUST_BE_STRING)
-    if not _EXTERNAL_ID(value):
-        _report(out, parent, key, EXTERNAL_ID_RULE)
-
-
-def uuid(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
-    if not isinstance(value, str):
-        return _report_value(out, parent, key, value, MUST_BE_STRING)
-    if not _UUID(value):
-        _report(out, parent, key, "must be a UUID")
-
-
-def timestamp_ok(value: str) -> bool:
-    """The schema's pattern (a year from 1000, no leap second) plus the ``date-time`` format (a
-    real calendar day)."""
-    m = _TIMESTAMP(value)
-    if m is None:
-        return False
-    year, month, day, hour, minute = int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5])
-    if year < 1000 or not 1 <= month <= 12:
-        return False
-    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-    if not 1 <= day <= (29 if month == 2 and leap else _DAYS[month]):
-        return False
-    return hour <= 23 and minute <= 59 and float(m[6]) < 60
-
-
-def utc_timestamp(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
-    if not isinstance(value, str):
-        return _report_value(out, parent, key, value, MUST_BE_STRING)
-    if not timestamp_ok(value):
-        _report(out, parent, key, TIMESTAMP_RULE)
+        return _report_value(out, parent, key, value, _MUST_BE_STRING)
+    problem = timestamp_problem(value)
+    if problem is not None:
+        _report(out, parent, key, problem)
 
 
 def is_integer(value: Any) -> bool:
@@ -219,26 +229,26 @@ def is_integer(value: Any) -> bool:
     return isinstance(value, float) and value.is_integer()
 
 
-def int_in_range(low: int, high: int) -> Rule:
+def _int(low: int, high: int) -> Rule:
     def rule(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
         if not is_integer(value):
-            _report_value(out, parent, key, value, "must be an integer")
+            _report_value(out, parent, key, value, _MESSAGES["mustBeInteger"])
         elif value < low:
-            _report(out, parent, key, f"must be at least {low}")
+            _report(out, parent, key, _say("atLeast", min=low))
         elif value > high:
-            _report(out, parent, key, f"must be at most {high}")
+            _report(out, parent, key, _say("atMost", max=high))
 
     return rule
 
 
-def boolean(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
+def _bool(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
     if not isinstance(value, bool):
-        _report_value(out, parent, key, value, "must be a boolean")
+        _report_value(out, parent, key, value, _MESSAGES["mustBeBoolean"])
 
 
-def one_of(values: Sequence[str]) -> Rule:
+def _one_of(values: Sequence[str]) -> Rule:
     allowed = frozenset(values)
-    predicate = "must be one of: " + ", ".join(values)
+    predicate = _say("oneOf", values=", ".join(values))
 
     def rule(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
         if not (isinstance(value, str) and value in allowed):
@@ -247,12 +257,19 @@ def one_of(values: Sequence[str]) -> Rule:
     return rule
 
 
-def _spec_version(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
-    if not (type(value) in (int, float) and value == SPEC_VERSION):
-        _report_value(out, parent, key, value, f"must be {SPEC_VERSION}, the only spec version this parser supports")
+def _exactly(expected: int, why: str) -> Rule:
+    predicate = _say("exactly", value=expected, why=why)
+
+    def rule(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
+        if not (type(value) in (int, float) and value == expected):
+            _report_value(out, parent, key, value, predicate)
+
+    return rule
 
 
-Spec = Dict[str, Tuple[bool, Rule]]
+def _object(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
+    if not isinstance(value, dict):
+        _report_value(out, parent, key, value, _MESSAGES["mustBeObject"])
 
 
 def check_object(obj: Mapping[Any, Any], spec: Spec, path: str, out: List[Violation]) -> None:
@@ -264,77 +281,79 @@ def check_object(obj: Mapping[Any, Any], spec: Spec, path: str, out: List[Violat
             present += 1
             rule(obj[name], path, name, out)
         elif required:
-            _report(out, path, name, "is required")
+            _report(out, path, name, _MESSAGES["required"])
     if present != len(obj):
         for key in obj:
             if key not in spec:
                 problem = _key_problem(key)
                 if problem is None:
-                    _report(out, path, key, "is not an allowed field")
+                    _report(out, path, key, _MESSAGES["unknownField"])
                 else:
                     out.append(Violation(child_path(path, key), f"{_label(path)}: {problem}", True))
 
 
-def _not_a_list(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
-    _report_value(out, parent, key, value, "must be an array")
-
-
-def _is_list(value: Any) -> bool:
-    return isinstance(value, (list, tuple))
-
-
-def external_id_list(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
-    """dependsOn: unique external ids, at most MAX_DEPENDS_ON."""
-    if not _is_list(value):
-        return _not_a_list(value, parent, key, out)
-    if len(value) > MAX_DEPENDS_ON:
-        return _report(out, parent, key, f"must contain at most {MAX_DEPENDS_ON} items")
-    path = None
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            path = path or child_path(parent, key)
-            _report_value(out, path, i, item, MUST_BE_STRING)
-        elif not _EXTERNAL_ID(item):
-            path = path or child_path(parent, key)
-            _report(out, path, i, EXTERNAL_ID_RULE)
-    if path is None and len(set(value)) != len(value):
-        _report(out, parent, key, "must not contain duplicates")
-
-
-def _dict_of(obj: Any) -> bool:
-    return isinstance(obj, dict)
-
-
-def step_list(min_items: int = 0) -> Rule:
-    """A list of step specs, at most MAX_STEPS (``min_items`` 1 for an edit)."""
-
+def _nested(shape: str) -> Rule:
     def rule(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
-        if not _is_list(value):
-            return _not_a_list(value, parent, key, out)
-        if len(value) > MAX_STEPS:
-            return _report(out, parent, key, f"must contain at most {MAX_STEPS} items")
-        if len(value) < min_items:
-            return _report(out, parent, key, f"must contain at least {min_items} item")
-        list_path = None
-        for i, item in enumerate(value):
-            if not isinstance(item, dict):
-                list_path = list_path or child_path(parent, key)
-                _report_value(out, list_path, i, item, "must be an object")
-                continue
-            before = len(out)
-            check_object(item, STEP_SPEC, "", out)
-            if len(out) > before:  # paths are built only for an item with violations
-                del out[before:]
-                list_path = list_path or child_path(parent, key)
-                check_object(item, STEP_SPEC, child_path(list_path, i), out)
+        if not isinstance(value, dict):
+            return _report_value(out, parent, key, value, _MESSAGES["mustBeObject"])
+        check_object(value, _SHAPES[shape], child_path(parent, key), out)
 
     return rule
 
 
-def json_state(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
-    """Checkpoint state: an object of JSON values, no NUL in a key or string, at most MAX_STATE_DEPTH deep."""
+def _list(shape: str, limit: str) -> Rule:
+    """A list of objects of one shape, at most the limit's items."""
+    max_items = table.LIMITS[limit]
+    too_many = _say("listMax", max=max_items)
+
+    def rule(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
+        if not _is_list(value):
+            return _report_value(out, parent, key, value, _MESSAGES["mustBeArray"])
+        if len(value) > max_items:
+            return _report(out, parent, key, too_many)
+        spec = _SHAPES[shape]
+        list_path = None
+        for i, item in enumerate(value):
+            if not isinstance(item, dict):
+                list_path = list_path or child_path(parent, key)
+                _report_value(out, list_path, i, item, _MESSAGES["mustBeObject"])
+                continue
+            before = len(out)
+            check_object(item, spec, "", out)
+            if len(out) > before:  # paths are built only for an item with violations
+                del out[before:]
+                list_path = list_path or child_path(parent, key)
+                check_object(item, spec, child_path(list_path, i), out)
+
+    return rule
+
+
+def _external_ids(limit: str) -> Rule:
+    """Distinct external ids, at most the limit's."""
+    max_items = table.LIMITS[limit]
+    too_many = _say("listMax", max=max_items)
+
+    def rule(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
+        if not _is_list(value):
+            return _report_value(out, parent, key, value, _MESSAGES["mustBeArray"])
+        if len(value) > max_items:
+            return _report(out, parent, key, too_many)
+        for i, item in enumerate(value):
+            if not (isinstance(item, str) and _EXTERNAL_ID(item)):
+                if not_json(item) is not None:  # said in json's words, at the item's own path
+                    return _report_value(out, child_path(parent, key), i, item, "")
+                return _report(out, parent, key, _MESSAGES["onlyExternalIds"])
+        if len(set(value)) != len(value):
+            _report(out, parent, key, _MESSAGES["noDuplicates"])
+
+    return rule
+
+
+def _json_state(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
+    """Checkpoint state: an object of JSON values, no forbidden key, no NUL in a key or string, at
+    most MAX_STATE_DEPTH deep."""
     if not isinstance(value, dict):
-        return _report_value(out, parent, key, value, "must be an object")
+        return _report_value(out, parent, key, value, _MESSAGES["mustBeObject"])
     state_path = child_path(parent, key)
     start = len(out)
     stack: List[Tuple[Any, str, int]] = [(value, state_path, 1)]
@@ -342,7 +361,7 @@ def json_state(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
         node, path, depth = stack.pop()
         if depth > MAX_STATE_DEPTH:
             del out[start:]
-            return _report(out, parent, key, f"must not be nested more than {MAX_STATE_DEPTH} levels deep")
+            return _report(out, parent, key, _say("tooDeep", max=MAX_STATE_DEPTH))
         items = node.items() if isinstance(node, dict) else enumerate(node)
         is_object = isinstance(node, dict)
         for k, child in items:
@@ -350,148 +369,122 @@ def json_state(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
                 if not isinstance(k, str):
                     out.append(Violation(child_path(path, k), f"{_label(path)}: {_key_problem(k)}", True))
                     continue
+                if k in table.FORBIDDEN_KEYS:
+                    _report(out, path, k, _MESSAGES["forbiddenKey"])
+                    continue
                 if "\x00" in k:
-                    _report(out, path, k, "is a forbidden key (it contains the NUL character, U+0000, which PostgreSQL cannot store)")
+                    _report(out, path, k, _MESSAGES["keyContainsNul"])
                     continue
             t = type(child)
             if t is str:
                 if "\x00" in child:
-                    _report(out, path, k, NUL_RULE)
+                    _report(out, path, k, _NUL_RULE)
             elif t is int or t is bool or child is None:
                 pass
             elif t is float:
                 if not math.isfinite(child):
-                    out.append(Violation(child_path(path, k), f"{child_path(path, k)}: Out of range float values are not JSON compliant: {child!r}", True))
+                    p = child_path(path, k)
+                    out.append(Violation(p, f"{p}: Out of range float values are not JSON compliant: {child!r}", True))
             elif isinstance(child, (dict, list, tuple)):
                 stack.append((child, child_path(path, k), depth + 1))
             elif isinstance(child, str):
                 if "\x00" in child:
-                    _report(out, path, k, NUL_RULE)
-            elif isinstance(child, (int, float)):
+                    _report(out, path, k, _NUL_RULE)
+            else:
                 problem = not_json(child)
                 if problem is not None:
                     p = child_path(path, k)
                     out.append(Violation(p, f"{p}: {problem}", True))
-            else:
-                p = child_path(path, k)
-                out.append(Violation(p, f"{p}: {not_json(child)}", True))
-
-
-STEP_SPEC: Spec = {
-    "stepId": (True, external_id),
-    "index": (True, int_in_range(0, 100_000)),
-    "agentId": (True, text(1, 100)),
-    "task": (True, long_text(non_empty=True)),
-    "title": (False, text(0, 500)),
-    "expectedOutput": (False, text(0, 50)),
-    "dependsOn": (False, external_id_list),
-}
-
-_tokens = int_in_range(0, SQL_INT_MAX)
-
-FORK_KINDS = ("fork", "replay")
-
-FORK_ORIGIN: Spec = {
-    "planId": (True, external_id),
-    "kind": (True, one_of(FORK_KINDS)),
-    "layer": (True, int_in_range(0, 100_000)),
-    "checkpointId": (False, external_id),
-}
-
-
-def fork_origin(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
-    """``forkOf`` of a fork or replay: the parent plan and the first layer the fork runs itself."""
-    if not isinstance(value, dict):
-        return _report_value(out, parent, key, value, "must be an object")
-    check_object(value, FORK_ORIGIN, child_path(parent, key), out)
-
-_DECIMAL_AMOUNT = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?\Z", re.ASCII).match
-DECIMAL_AMOUNT_RULE = 'must be a decimal string of at most 12 digits before and 12 after the point, e.g. "0.0123"'
-
-
-def decimal_amount(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
-    """An exact amount (a provider-reported cost) as a decimal string."""
-    if not isinstance(value, str):
-        return _report_value(out, parent, key, value, MUST_BE_STRING)
-    if not _DECIMAL_AMOUNT(value):
-        _report(out, parent, key, DECIMAL_AMOUNT_RULE)
-
-
-# What a model call used and cost beyond input and output tokens (all optional).
-_USAGE_FIELDS: Spec = {
-    "provider": (False, text(1, 100)),
-    "cacheReadTokens": (False, _tokens),
-    "cacheWriteTokens": (False, _tokens),
-    "reasoningTokens": (False, _tokens),
-    "reportedCost": (False, decimal_amount),
-}
-
-PAYLOAD_SPECS: Dict[str, Spec] = {
-    "plan.created": {
-        "query": (True, long_text(non_empty=True)),
-        "steps": (True, step_list()),
-        "requiresApproval": (False, boolean),
-        "complexity": (False, int_in_range(0, 100)),
-        "forkOf": (False, fork_origin),
-        "traceId": (False, external_id),
-    },
-    "plan.decision": {
-        "decision": (True, one_of(DECISIONS)),
-        "steps": (False, step_list()),
-        "feedback": (False, long_text()),
-        "decidedBy": (False, text(0, 200)),
-    },
-    "step.started": {"stepId": (True, external_id), "agentId": (False, text(1, 100))},
-    "step.completed": {
-        "stepId": (True, external_id),
-        "result": (False, long_text()),
-        "outputContent": (False, long_text()),
-        "inputTokens": (True, _tokens),
-        "outputTokens": (True, _tokens),
-        "model": (False, text(1, 100)),
-        **_USAGE_FIELDS,
-    },
-    "step.failed": {
-        "stepId": (True, external_id),
-        "error": (True, long_text()),
-        "inputTokens": (False, _tokens),
-        "outputTokens": (False, _tokens),
-        "model": (False, text(1, 100)),
-        **_USAGE_FIELDS,
-    },
-    "step.skipped": {"stepId": (True, external_id), "reason": (False, long_text())},
-    "handoff.recorded": {
-        "handoffId": (True, external_id),
-        "stepId": (False, external_id),
-        "fromAgentId": (True, text(1, 100)),
-        "toAgentId": (True, text(1, 100)),
-        "reason": (True, text(1, 50)),
-        "explanation": (False, long_text()),
-    },
-    "checkpoint.saved": {"checkpointId": (True, external_id), "layer": (True, int_in_range(0, 100_000)), "state": (True, json_state)},
-    "plan.finalized": {"status": (True, one_of(FINAL_STATUSES)), "summary": (False, long_text()), "failureReason": (False, long_text())},
-}
-
-_edit_steps = step_list(min_items=1)
-
-ENVELOPE_SPEC: Spec = {
-    "specVersion": (True, _spec_version),
-    "eventId": (True, uuid),
-    "type": (True, one_of(EVENT_TYPES)),
-    "planId": (True, external_id),
-    "sessionId": (True, external_id),
-    "seq": (True, int_in_range(0, SQL_INT_MAX)),
-    "occurredAt": (True, utc_timestamp),
-    "payload": (True, lambda v, parent, key, out: None if isinstance(v, dict) else _report_value(out, parent, key, v, "must be an object")),
-}
 
 
 def _trusted(value: Any, parent: str, key: Any, out: List[Violation]) -> None:
-    """A stamp the client made itself (specVersion, eventId, occurredAt): valid by construction."""
+    """A stamp the client made itself: valid by construction."""
 
 
-#: the envelope when the client stamped specVersion, eventId and occurredAt itself
-ENVELOPE_SPEC_OWN_STAMPS: Spec = dict(ENVELOPE_SPEC, specVersion=(True, _trusted), eventId=(True, _trusted), occurredAt=(True, _trusted))
+# ----------------------------------------------------------------------------- the table, interpreted
+
+_SHAPES: Dict[str, Spec] = {}
+
+
+def _rule(kind: str, *args: Any) -> Rule:
+    if kind == "text":
+        return _text(args[0], args[1])
+    if kind == "longText":
+        return _long_text(args[0], args[1])
+    if kind == "externalId":
+        return _string_of(_EXTERNAL_ID, _MESSAGES["externalId"])
+    if kind == "uuid":
+        return _string_of(_UUID, _MESSAGES["uuid"])
+    if kind == "utcTimestamp":
+        return _utc_timestamp
+    if kind == "int":
+        return _int(args[0], args[1])
+    if kind == "decimalAmount":
+        return _string_of(_DECIMAL_AMOUNT, _MESSAGES["decimalAmount"])
+    if kind == "bool":
+        return _bool
+    if kind in ("oneOf", "eventType"):
+        return _one_of(args[0])
+    if kind == "exactly":
+        return _exactly(args[0], args[1])
+    if kind == "payload":
+        return _object
+    if kind == "nested":
+        return _nested(args[0])
+    if kind == "list":
+        return _list(args[0], args[1])
+    if kind == "externalIds":
+        return _external_ids(args[0])
+    if kind == "jsonState":
+        return _json_state
+    raise ValueError(f"the contract's table has a kind this client does not know: {kind!r}")
+
+
+def _spec(rows: Sequence[Tuple[Any, ...]]) -> Spec:
+    return {name: (required, _rule(*kind)) for name, required, _stamp, *kind in rows}
+
+
+for _name, _rows in table.SHAPES.items():
+    _SHAPES[_name] = _spec(_rows)
+
+PAYLOAD_SPECS: Dict[str, Spec] = {t: _spec(rows) for t, rows in table.PAYLOADS.items()}
+ENVELOPE_SPEC: Spec = _spec(table.ENVELOPE)
+_TYPE_FIELD = next(row[0] for row in table.ENVELOPE if row[3] == "eventType")
+_PAYLOAD_FIELD = next(row[0] for row in table.ENVELOPE if row[3] == "payload")
+#: the stamps the client makes from nothing when the caller leaves them out (the seq it also takes
+#: from the caller or ``continue_plan``, so that one is always checked)
+_OWN_STAMPS = tuple(row[0] for row in table.ENVELOPE if row[2] and row[3] in ("exactly", "uuid", "utcTimestamp"))
+#: the envelope when the client stamped those itself
+ENVELOPE_SPEC_OWN_STAMPS: Spec = {
+    name: ((required, _trusted) if name in _OWN_STAMPS else (required, rule))
+    for name, (required, rule) in ENVELOPE_SPEC.items()
+}
+
+
+def _check_rules(type_: str, payload: Mapping[Any, Any], out: List[Violation]) -> None:
+    """The payload's rules across fields that the client applies: a field present only when another
+    has a value (the step graph is left to the server)."""
+    for rule in table.RULES.get(type_, ()):
+        if rule[0] != "onlyWhen":
+            continue
+        _, field, when, is_, min_items, noun = rule
+        path = child_path(_PAYLOAD_FIELD, field)
+        condition = payload.get(when)
+        if condition == is_ and isinstance(condition, str):
+            if field not in payload:
+                out.append(Violation(path, f"{path} {_say('requiredWhen', when=when, **{'is': is_})}"))
+            elif _is_list(payload[field]) and len(payload[field]) < min_items:
+                predicate = _say("minItemsWhen", min=min_items, noun=noun, when=when, **{"is": is_})
+                out.append(Violation(path, f"{path} {predicate}"))
+        elif field in payload and isinstance(condition, str) and condition in _other_values(type_, when, is_):
+            out.append(Violation(path, f"{path} {_say('absentUnless', when=when, **{'is': is_})}"))
+
+
+def _other_values(type_: str, when: str, is_: str) -> Tuple[str, ...]:
+    for name, _required, _stamp, kind, *args in table.PAYLOADS[type_]:
+        if name == when and kind == "oneOf":
+            return tuple(v for v in args[0] if v != is_)
+    return ()
 
 
 def check_event(event: Mapping[Any, Any], own_stamps: bool = False) -> List[Violation]:
@@ -499,24 +492,13 @@ def check_event(event: Mapping[Any, Any], own_stamps: bool = False) -> List[Viol
     ``own_stamps``: its specVersion, eventId and occurredAt were made by the client (not checked)."""
     out: List[Violation] = []
     check_object(event, ENVELOPE_SPEC_OWN_STAMPS if own_stamps else ENVELOPE_SPEC, "", out)
-    payload = event.get("payload")
-    type_ = event.get("type")
+    payload = event.get(_PAYLOAD_FIELD)
+    type_ = event.get(_TYPE_FIELD)
     if not isinstance(payload, dict) or not isinstance(type_, str):
         return out
     spec = PAYLOAD_SPECS.get(type_)
     if spec is None:
         return out
-    check_object(payload, spec, "payload", out)
-    if type_ == "plan.decision":
-        decision = payload.get("decision")
-        if decision == "edit" or "decision" not in payload:
-            if "steps" not in payload:
-                if "decision" in payload:
-                    out.append(Violation("payload.steps", "payload.steps is required for an edit"))
-            else:
-                steps = payload["steps"]
-                if _is_list(steps) and len(steps) == 0:
-                    out.append(Violation("payload.steps", "payload.steps must contain at least 1 item for an edit"))
-        elif "steps" in payload:
-            out.append(Violation("payload.steps", "payload.steps must be absent unless decision is edit"))
+    check_object(payload, spec, _PAYLOAD_FIELD, out)
+    _check_rules(type_, payload, out)
     return out

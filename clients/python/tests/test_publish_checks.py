@@ -176,7 +176,8 @@ class Encoding(unittest.TestCase):
 
 
 class Mirror(unittest.TestCase):
-    """The schema's rules, as check_event applies them (the jest agreement test holds them to ajv)."""
+    """The contract's rules, as check_event applies them from the generated table, in the contract's
+    words (test/contracts/contract-corpus.test.ts holds them to the server's contract)."""
 
     def messages(self, event):
         return [v.message for v in check_event(event)]
@@ -262,10 +263,10 @@ class Mirror(unittest.TestCase):
     def test_payload_rules(self) -> None:
         decision = lambda **p: valid_event(type="plan.decision", payload=p)  # noqa: E731
         step = {"stepId": "a", "index": 0, "agentId": "x", "task": "t"}
-        self.assertEqual(self.messages(decision(decision="edit")), ["payload.steps is required for an edit"])
+        self.assertEqual(self.messages(decision(decision="edit")), ["payload.steps is required when decision is edit"])
         self.assertEqual(
             self.messages(decision(decision="edit", steps=[])),
-            ["payload.steps must contain at least 1 item for an edit"],
+            ["payload.steps must contain at least 1 step when decision is edit"],
         )
         self.assertEqual(
             self.messages(decision(decision="approve", steps=[step])),
@@ -288,7 +289,7 @@ class Mirror(unittest.TestCase):
             self.messages(decision(decision="edit", steps=[dict(step, title="nul\x00")])),
             ["payload.steps[0].title must not contain the NUL character (U+0000): PostgreSQL cannot store it"],
         )
-        # the step graph is the server's to check: a cycle passes the mirror
+        # the step graph is the server's to check: a cycle passes here
         cycle = [dict(step, stepId="a", dependsOn=["b"]), dict(step, stepId="b", index=1, dependsOn=["a"])]
         self.assertEqual(self.messages(decision(decision="edit", steps=cycle)), [])
         self.assertEqual(

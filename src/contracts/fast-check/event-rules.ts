@@ -1,23 +1,24 @@
 /**
- * A synchronous check of an event against the contract, rule for rule (the DTOs under payloads/ and
- * the raw-input guard's rules for checkpoint state), in about a microsecond where `parsePlanEvent`
- * takes ~25 µs. Two users:
+ * A synchronous check of an event against the contract's declaration (declaration.ts), rule for
+ * rule, in about a microsecond where `parsePlanEvent` takes ~25 µs. Two users:
  * - the publisher, on its caller's input (`checkEventInput`: stamps optional, it stamps what is
  *   missing), whose 10 µs budget per `publish()` class-validator alone would blow;
  * - `checkStoredEvent` (check-stored-event.ts), the worker's check, on guarded JSON with every
  *   stamp required (`checkEventRules`); it accepts on these rules and hands anything they refuse to
  *   `parsePlanEvent`.
- * `parsePlanEvent` stays the authority: test/publisher's agreement test and
- * test/contracts/check-stored-event.unit.test.ts feed both the same valid and broken events so this
- * mirror cannot drift silently.
+ * `parsePlanEvent` stays the authority: test/contracts/contract-corpus.test.ts feeds both the same
+ * valid and broken events and requires the same messages.
  */
 import { pushAll } from '../../shared/arrays';
-import { DECISION_KINDS, FINAL_STATUSES, FORK_KINDS, PLAN_EVENT_TYPES, SPEC_VERSION } from '../event-types';
-import type { PlanEventTypeName } from '../event-types';
+import { allFields, Kind, Shape } from '../contract-kinds';
+import { ENVELOPE, PAYLOADS } from '../declaration';
+import { PLAN_EVENT_TYPES } from '../event-types';
+import { MESSAGES } from '../messages';
 import { checkPayloadRules } from '../payload-rules.check';
 import { guardRawInput } from '../raw-input.guard';
 import {
   CheckContext,
+  FieldSpec,
   ObjectSpec,
   Rule,
   bool,
@@ -31,7 +32,6 @@ import {
   longText,
   nestedList,
   nestedObject,
-  objectSpec,
   oneOf,
   report,
   text,
@@ -40,106 +40,83 @@ import {
 } from './field-rules';
 import { jsonState } from './json-state.rule';
 
-const SQL_INT_MAX = 2_147_483_647;
-const tokens = intInRange(0, SQL_INT_MAX);
+const SPECS = new Map<Shape, ObjectSpec>();
 
-const USAGE_FIELDS: Record<string, [required: boolean, rule: Rule]> = {
-  provider: [false, text(1, 100)],
-  cacheReadTokens: [false, tokens],
-  cacheWriteTokens: [false, tokens],
-  reasoningTokens: [false, tokens],
-  reportedCost: [false, decimalAmount],
-};
+/** The fast rules of a declared shape (its fields, then its groups'), built once. */
+function specOf(shape: Shape): ObjectSpec {
+  let spec = SPECS.get(shape);
+  if (spec === undefined) {
+    const fields: FieldSpec[] = allFields(shape).map(([name, declared]) => ({
+      name,
+      required: declared.required,
+      rule: ruleFor(declared.kind),
+    }));
+    spec = { fields, names: new Set(fields.map((f) => f.name)) };
+    SPECS.set(shape, spec);
+  }
+  return spec;
+}
 
-const STEP_SPEC: ObjectSpec = objectSpec({
-  stepId: [true, externalId],
-  index: [true, intInRange(0, 100_000)],
-  agentId: [true, text(1, 100)],
-  task: [true, longText({ nonEmpty: true })],
-  title: [false, text(0, 500)],
-  expectedOutput: [false, text(0, 50)],
-  dependsOn: [false, externalIdList],
-});
-const steps = nestedList(() => STEP_SPEC);
-const FORK_ORIGIN: ObjectSpec = objectSpec({
-  planId: [true, externalId],
-  kind: [true, oneOf(FORK_KINDS)],
-  layer: [true, intInRange(0, 100_000)],
-  checkpointId: [false, externalId],
-});
+/** The fast rule of a kind; what field.decorators.ts checks with class-validator. */
+function ruleFor(kind: Kind): Rule {
+  switch (kind.kind) {
+    case 'text':
+      return text(kind.min, kind.max);
+    case 'longText':
+      return longText(kind.nonEmpty, kind.limit);
+    case 'externalId':
+      return externalId;
+    case 'uuid':
+      return uuid;
+    case 'utcTimestamp':
+      return utcTimestamp;
+    case 'int':
+      return intInRange(kind.min, kind.max);
+    case 'decimalAmount':
+      return decimalAmount;
+    case 'bool':
+      return bool;
+    case 'oneOf':
+    case 'eventType':
+      return oneOf(kind.values);
+    case 'exactly':
+      return exactly(kind.value, kind.why);
+    case 'nested': {
+      const shape = kind.shape;
+      return nestedObject(() => specOf(shape));
+    }
+    case 'list': {
+      const shape = kind.shape;
+      return nestedList(() => specOf(shape), kind.limit);
+    }
+    case 'externalIds':
+      return externalIdList(kind.limit);
+    case 'jsonState':
+      return jsonState;
+    case 'payload':
+      // checked by checkEventRules, by the event's type
+      return () => undefined;
+  }
+}
 
-const PAYLOAD_SPECS: ReadonlyMap<unknown, ObjectSpec> = new Map<PlanEventTypeName, ObjectSpec>(
-  Object.entries({
-    'plan.created': objectSpec({
-      query: [true, longText({ nonEmpty: true })],
-      steps: [true, steps],
-      requiresApproval: [false, bool],
-      complexity: [false, intInRange(0, 100)],
-      forkOf: [false, nestedObject(() => FORK_ORIGIN)],
-      traceId: [false, externalId],
-    }),
-    'plan.decision': objectSpec({
-      decision: [true, oneOf(DECISION_KINDS)],
-      steps: [false, steps],
-      feedback: [false, longText()],
-      decidedBy: [false, text(0, 200)],
-    }),
-    'step.started': objectSpec({ stepId: [true, externalId], agentId: [false, text(1, 100)] }),
-    'step.completed': objectSpec({
-      stepId: [true, externalId],
-      result: [false, longText()],
-      outputContent: [false, longText()],
-      inputTokens: [true, tokens],
-      outputTokens: [true, tokens],
-      model: [false, text(1, 100)],
-      ...USAGE_FIELDS,
-    }),
-    'step.failed': objectSpec({
-      stepId: [true, externalId],
-      error: [true, longText()],
-      inputTokens: [false, tokens],
-      outputTokens: [false, tokens],
-      model: [false, text(1, 100)],
-      ...USAGE_FIELDS,
-    }),
-    'step.skipped': objectSpec({ stepId: [true, externalId], reason: [false, longText()] }),
-    'handoff.recorded': objectSpec({
-      handoffId: [true, externalId],
-      stepId: [false, externalId],
-      fromAgentId: [true, text(1, 100)],
-      toAgentId: [true, text(1, 100)],
-      reason: [true, text(1, 50)],
-      explanation: [false, longText()],
-    }),
-    'checkpoint.saved': objectSpec({
-      checkpointId: [true, externalId],
-      layer: [true, intInRange(0, 100_000)],
-      state: [true, jsonState],
-    }),
-    'plan.finalized': objectSpec({
-      status: [true, oneOf(FINAL_STATUSES)],
-      summary: [false, longText()],
-      failureReason: [false, longText()],
-    }),
-  } satisfies Record<PlanEventTypeName, ObjectSpec>) as [PlanEventTypeName, ObjectSpec][],
-);
+const PAYLOAD_SPECS: ReadonlyMap<unknown, ObjectSpec> = new Map(PLAN_EVENT_TYPES.map((t) => [t, specOf(PAYLOADS[t])]));
 
-const eventType = oneOf(PLAN_EVENT_TYPES);
-const specVersion = exactly(SPEC_VERSION, ', the only spec version this parser supports');
-const seqRange = intInRange(0, SQL_INT_MAX);
-export const ENVELOPE_FIELDS: ReadonlySet<string> = new Set([
-  'specVersion',
-  'eventId',
-  'type',
-  'planId',
-  'sessionId',
-  'seq',
-  'occurredAt',
-  'payload',
-]);
+interface EnvelopeField {
+  name: string;
+  rule: Rule;
+  stamp: boolean;
+}
+
+/** The envelope's fields but its payload, which is checked by type. */
+const ENVELOPE_RULES: readonly EnvelopeField[] = Object.entries(ENVELOPE.fields)
+  .filter(([, declared]) => declared.kind.kind !== 'payload')
+  .map(([name, declared]) => ({ name, rule: ruleFor(declared.kind), stamp: declared.stamp === true }));
+const TYPE_FIELD = Object.keys(ENVELOPE.fields).find((name) => ENVELOPE.fields[name].kind.kind === 'eventType')!;
+const PAYLOAD_FIELD = Object.keys(ENVELOPE.fields).find((name) => ENVELOPE.fields[name].kind.kind === 'payload')!;
+export const ENVELOPE_FIELDS: ReadonlySet<string> = new Set(Object.keys(ENVELOPE.fields));
 
 /**
- * Whether the four stamps (specVersion, eventId, seq, occurredAt) must be present. `optional` is the
+ * Whether the stamps (declared `stamp` in the envelope) must be present. `optional` is the
  * publisher's view: a stamp its caller left out is the publisher's own, valid by construction.
  */
 export type StampRule = 'optional' | 'required';
@@ -163,39 +140,28 @@ export function checkEventInput(input: Record<string, unknown>, ctx: CheckContex
 }
 
 /**
- * Checks an event's fields; violations are appended to `ctx.out`. The envelope is read with plain
- * property accesses (this runs for every event). Present stamps are always checked. The wording
- * matches the contract's only on input the raw-input guard accepts, as `checkStoredEvent`'s is.
+ * Checks an event's fields; violations are appended to `ctx.out`. Present stamps are always
+ * checked. The wording matches the contract's only on input the raw-input guard accepts, as
+ * `checkStoredEvent`'s is.
  */
 export function checkEventRules(input: Record<string, unknown>, ctx: CheckContext, stamps: StampRule): void {
   for (const key in input) {
-    if (!ENVELOPE_FIELDS.has(key) && input[key] !== undefined) report(ctx, '', key, 'is not an allowed field');
+    if (!ENVELOPE_FIELDS.has(key) && input[key] !== undefined) report(ctx, '', key, MESSAGES.unknownField);
   }
-  const { type, planId, sessionId, payload } = input;
-  required(type, 'type', eventType, ctx);
-  required(planId, 'planId', externalId, ctx);
-  required(sessionId, 'sessionId', externalId, ctx);
   const stampsRequired = stamps === 'required';
-  stamp(input.specVersion, 'specVersion', specVersion, stampsRequired, ctx);
-  stamp(input.eventId, 'eventId', uuid, stampsRequired, ctx);
-  stamp(input.seq, 'seq', seqRange, stampsRequired, ctx);
-  stamp(input.occurredAt, 'occurredAt', utcTimestamp, stampsRequired, ctx);
-  if (payload === undefined) return report(ctx, '', 'payload', 'is required');
-  if (!isPlainObject(payload)) return report(ctx, '', 'payload', 'must be an object');
+  for (let i = 0; i < ENVELOPE_RULES.length; i++) {
+    const field = ENVELOPE_RULES[i];
+    const value = input[field.name];
+    // `required`: only undefined is missing; null fails the field's own rule, as in the DTOs
+    if (value !== undefined) field.rule(value, '', field.name, ctx);
+    else if (stampsRequired || !field.stamp) report(ctx, '', field.name, MESSAGES.required);
+  }
+  const payload = input[PAYLOAD_FIELD];
+  if (payload === undefined) return report(ctx, '', PAYLOAD_FIELD, MESSAGES.required);
+  if (!isPlainObject(payload)) return report(ctx, '', PAYLOAD_FIELD, MESSAGES.mustBeObject);
+  const type = input[TYPE_FIELD];
   const spec = PAYLOAD_SPECS.get(type);
   if (spec === undefined) return;
-  checkObject(payload, spec, 'payload', ctx);
-  // Only these two types have cross-field rules (step graph, decision/steps).
-  if (type === 'plan.created' || type === 'plan.decision') checkPayloadRules(type, payload, ctx.out);
-}
-
-/** `@Required`: only undefined is missing; null fails the field's own rule, as in the DTOs. */
-function required(value: unknown, name: string, rule: Rule, ctx: CheckContext): void {
-  if (value === undefined) report(ctx, '', name, 'is required');
-  else rule(value, '', name, ctx);
-}
-
-function stamp(value: unknown, name: string, rule: Rule, isRequired: boolean, ctx: CheckContext): void {
-  if (value !== undefined) rule(value, '', name, ctx);
-  else if (isRequired) report(ctx, '', name, 'is required');
+  checkObject(payload, spec, PAYLOAD_FIELD, ctx);
+  checkPayloadRules(type as keyof typeof PAYLOADS, payload, ctx.out);
 }

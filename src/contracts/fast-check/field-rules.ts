@@ -1,6 +1,7 @@
 /**
- * The field shapes of the contract (field.decorators.ts) as plain synchronous checks, with the
- * contract's messages and semantics, at about a hundredth of class-validator's cost. Paths are built
+ * The kinds of field of the contract (contract-kinds.ts) as plain synchronous checks, with the
+ * semantics of their class-validator decorators (field.decorators.ts) and the same messages
+ * (messages.ts), at about a hundredth of class-validator's cost. Paths are built
  * only when a violation is found: the accepted event, the common case, builds none.
  *
  * Soundness matters more than wording: `checkStoredEvent` accepts on these rules alone, so a rule
@@ -10,15 +11,11 @@
  * guard refuses: the formats and enums exclude them, and `text` and `longText` ask storable-text.ts,
  * as the guard does.
  */
-import {
-  DECIMAL_AMOUNT_PATTERN,
-  DECIMAL_AMOUNT_RULE,
-  isExternalId,
-  isUuid,
-  utcTimestampProblem,
-} from '../field-formats';
+import { DECIMAL_AMOUNT_PATTERN, isExternalId, isUuid, utcTimestampProblem } from '../field-formats';
 import type { Violation } from '../invalid-event.error';
+import type { FieldLimit } from '../contract-kinds';
 import type { ContractLimits } from '../limits';
+import { MESSAGES, say } from '../messages';
 import { textProblem } from '../storable-text';
 import { childPath, violationAt } from '../violation-path';
 
@@ -65,21 +62,21 @@ export function checkObject(obj: Record<string, unknown>, spec: ObjectSpec, path
   for (const field of spec.fields) {
     const value = obj[field.name];
     if (value === undefined) {
-      if (field.required) report(ctx, path, field.name, 'is required');
+      if (field.required) report(ctx, path, field.name, MESSAGES.required);
       continue;
     }
     field.rule(value, path, field.name, ctx);
   }
   for (const key in obj) {
-    if (!spec.names.has(key) && obj[key] !== undefined) report(ctx, path, key, 'is not an allowed field');
+    if (!spec.names.has(key) && obj[key] !== undefined) report(ctx, path, key, MESSAGES.unknownField);
   }
 }
 
-const MUST_BE_STRING = 'must be a string';
+const MUST_BE_STRING = MESSAGES.mustBeString;
 
 /** Text(min, max): a string of min to max UTF-16 code units, as the decorator counts (NVARCHAR(n)). */
 export function text(min: number, max: number): Rule {
-  const predicate = min > 0 ? `must be ${min} to ${max} characters long` : `must be at most ${max} characters long`;
+  const predicate = min > 0 ? say('textLength', { min, max }) : say('textMax', { max });
   return (value, parent, key, ctx) => {
     if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
     const problem = textProblem(value);
@@ -88,33 +85,28 @@ export function text(min: number, max: number): Rule {
   };
 }
 
-/** `LongText({ nonEmpty })`: a string bounded by `limits.maxLongText` (UTF-16 units, as checkLimits counts). */
-export function longText(options: { nonEmpty?: boolean } = {}): Rule {
+/** `longText`: a string bounded by the call's `limit` (UTF-16 units, as checkLimits counts). */
+export function longText(nonEmpty: boolean, limit: FieldLimit): Rule {
   return (value, parent, key, ctx) => {
     if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
     const problem = textProblem(value);
     if (problem !== undefined) return report(ctx, parent, key, problem);
-    if (options.nonEmpty && value.length === 0) report(ctx, parent, key, 'must not be empty');
-    const max = ctx.limits.maxLongText;
-    if (value.length > max) report(ctx, parent, key, `must be at most ${max} characters long`);
+    if (nonEmpty && value.length === 0) report(ctx, parent, key, MESSAGES.notEmpty);
+    const max = ctx.limits[limit];
+    if (value.length > max) report(ctx, parent, key, say('textMax', { max }));
   };
 }
 
 export const externalId: Rule = (value, parent, key, ctx) => {
   if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
   if (!isExternalId(value)) {
-    report(
-      ctx,
-      parent,
-      key,
-      "must be an external id (1-64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit)",
-    );
+    report(ctx, parent, key, MESSAGES.externalId);
   }
 };
 
 export const uuid: Rule = (value, parent, key, ctx) => {
   if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
-  if (!isUuid(value)) report(ctx, parent, key, 'must be a UUID');
+  if (!isUuid(value)) report(ctx, parent, key, MESSAGES.uuid);
 };
 
 export const utcTimestamp: Rule = (value, parent, key, ctx) => {
@@ -125,33 +117,34 @@ export const utcTimestamp: Rule = (value, parent, key, ctx) => {
 
 export function intInRange(min: number, max: number): Rule {
   return (value, parent, key, ctx) => {
-    if (typeof value !== 'number' || !Number.isInteger(value)) report(ctx, parent, key, 'must be an integer');
-    else if (value < min) report(ctx, parent, key, `must be at least ${min}`);
-    else if (value > max) report(ctx, parent, key, `must be at most ${max}`);
+    if (typeof value !== 'number' || !Number.isInteger(value)) report(ctx, parent, key, MESSAGES.mustBeInteger);
+    else if (value < min) report(ctx, parent, key, say('atLeast', { min }));
+    else if (value > max) report(ctx, parent, key, say('atMost', { max }));
   };
 }
 
-/** `DecimalAmount()`: a decimal string (a provider-reported cost). */
+/** `decimalAmount`: a decimal string (a provider-reported cost). */
 export const decimalAmount: Rule = (value, parent, key, ctx) => {
   if (typeof value !== 'string') return report(ctx, parent, key, MUST_BE_STRING);
-  if (!DECIMAL_AMOUNT_PATTERN.test(value)) report(ctx, parent, key, DECIMAL_AMOUNT_RULE);
+  if (!DECIMAL_AMOUNT_PATTERN.test(value)) report(ctx, parent, key, MESSAGES.decimalAmount);
 };
 
 export const bool: Rule = (value, parent, key, ctx) => {
-  if (typeof value !== 'boolean') report(ctx, parent, key, 'must be a boolean');
+  if (typeof value !== 'boolean') report(ctx, parent, key, MESSAGES.mustBeBoolean);
 };
 
 export function oneOf(values: readonly unknown[]): Rule {
-  const predicate = `must be one of: ${values.join(', ')}`;
+  const predicate = say('oneOf', { values: values.join(', ') });
   const allowed = new Set(values);
   return (value, parent, key, ctx) => {
     if (!allowed.has(value)) report(ctx, parent, key, predicate);
   };
 }
 
-export function exactly(expected: unknown, why: string): Rule {
+export function exactly(expected: number, why: string): Rule {
+  const predicate = say('exactly', { value: expected, why });
   return (value, parent, key, ctx) => {
-    if (value !== expected) report(ctx, parent, key, `must be ${String(expected)}${why}`);
+    if (value !== expected) report(ctx, parent, key, predicate);
   };
 }
 
@@ -160,24 +153,23 @@ export function exactly(expected: unknown, why: string): Rule {
  * string where a list belongs gets a second violation; mirrored so both report the same.
  */
 function notAList(value: unknown, max: number, parent: string, key: string | number, ctx: CheckContext): void {
-  report(ctx, parent, key, 'must be an array');
-  if (typeof value === 'string' && value.length > max)
-    report(ctx, parent, key, `must be at most ${max} characters long`);
+  report(ctx, parent, key, MESSAGES.mustBeArray);
+  if (typeof value === 'string' && value.length > max) report(ctx, parent, key, say('textMax', { max }));
 }
 
 /**
- * NestedList + WithinLimit('maxSteps'): an oversized list is reported without checking its items;
- * an item that is not an object is reported at its own path, as class-validator does.
+ * A list of objects within the call's `limit`: an oversized list is reported without checking its
+ * items; an item that is not an object is reported at its own path, as class-validator does.
  */
-export function nestedList(spec: () => ObjectSpec): Rule {
+export function nestedList(spec: () => ObjectSpec, limit: FieldLimit): Rule {
   return (value, parent, key, ctx) => {
-    const max = ctx.limits.maxSteps;
+    const max = ctx.limits[limit];
     if (!Array.isArray(value)) return notAList(value, max, parent, key, ctx);
-    if (value.length > max) return report(ctx, parent, key, `must contain at most ${max} items`);
+    if (value.length > max) return report(ctx, parent, key, say('listMax', { max }));
     for (let i = 0; i < value.length; i++) {
       const item: unknown = value[i];
       if (!isPlainObject(item)) {
-        report(ctx, childPath(parent, key), i, 'must be an object');
+        report(ctx, childPath(parent, key), i, MESSAGES.mustBeObject);
         continue;
       }
       // Item paths are built only for an item with violations (checked again with its path).
@@ -191,24 +183,26 @@ export function nestedList(spec: () => ObjectSpec): Rule {
   };
 }
 
-/** NestedObject: an object, checked field by field at its own path. */
+/** An object, checked field by field at its own path. */
 export function nestedObject(spec: () => ObjectSpec): Rule {
   return (value, parent, key, ctx) => {
-    if (!isPlainObject(value)) return report(ctx, parent, key, 'must be an object');
+    if (!isPlainObject(value)) return report(ctx, parent, key, MESSAGES.mustBeObject);
     checkObject(value, spec(), childPath(parent, key), ctx);
   };
 }
 
-/** ExternalIdList + WithinLimit('maxDependsOn'). */
-export const externalIdList: Rule = (value, parent, key, ctx) => {
-  const max = ctx.limits.maxDependsOn;
-  if (!Array.isArray(value)) return notAList(value, max, parent, key, ctx);
-  if (value.length > max) return report(ctx, parent, key, `must contain at most ${max} items`);
-  for (let i = 0; i < value.length; i++) {
-    if (!isExternalId(value[i])) return report(ctx, parent, key, 'must contain only external ids');
-  }
-  if (hasDuplicates(value)) report(ctx, parent, key, 'must not contain duplicates');
-};
+/** A list of distinct external ids within the call's `limit`. */
+export function externalIdList(limit: FieldLimit): Rule {
+  return (value, parent, key, ctx) => {
+    const max = ctx.limits[limit];
+    if (!Array.isArray(value)) return notAList(value, max, parent, key, ctx);
+    if (value.length > max) return report(ctx, parent, key, say('listMax', { max }));
+    for (let i = 0; i < value.length; i++) {
+      if (!isExternalId(value[i])) return report(ctx, parent, key, MESSAGES.onlyExternalIds);
+    }
+    if (hasDuplicates(value)) report(ctx, parent, key, MESSAGES.noDuplicates);
+  };
+}
 
 /** A dependsOn list is short: pairwise comparison beats allocating a Set up to a few dozen items. */
 function hasDuplicates(list: readonly unknown[]): boolean {

@@ -6,12 +6,10 @@
  * typed field rules, which already refuse non-JSON values. Explicit stack: deep or cyclic state
  * stops at the depth limit instead of overflowing the call stack.
  */
-import { stateKeyProblem, textProblem } from '../storable-text';
+import { MESSAGES, say } from '../messages';
+import { FORBIDDEN_KEYS, stateKeyProblem, textProblem } from '../storable-text';
 import { childPath } from '../violation-path';
 import { CheckContext, Rule, isPlainObject, report } from './field-rules';
-
-/** The keys of Object.prototype plus `prototype`, as the contract's guard forbids them. */
-const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['prototype', ...Object.getOwnPropertyNames(Object.prototype)]);
 
 /** Stop after this many, as the guard does: enough to fix the sender. */
 const MAX_STATE_VIOLATIONS = 20;
@@ -23,7 +21,7 @@ interface Frame {
 }
 
 export const jsonState: Rule = (value, parent, key, ctx) => {
-  if (!isPlainObject(value)) return report(ctx, parent, key, 'must be an object');
+  if (!isPlainObject(value)) return report(ctx, parent, key, MESSAGES.mustBeObject);
   const statePath = childPath(parent, key);
   const maxDepth = ctx.limits.maxStateDepth;
   const stack: Frame[] = [{ value, path: statePath, depth: 1 }];
@@ -31,15 +29,14 @@ export const jsonState: Rule = (value, parent, key, ctx) => {
   while (stack.length > 0 && ctx.out.length - start < MAX_STATE_VIOLATIONS) {
     const frame = stack.pop()!;
     if (frame.depth > maxDepth) {
-      report(ctx, parent, key, `must not be nested more than ${maxDepth} levels deep`);
+      report(ctx, parent, key, say('tooDeep', { max: maxDepth }));
       return;
     }
     if (Array.isArray(frame.value)) {
       for (let i = 0; i < frame.value.length; i++) visit(frame.value[i], frame, i, true, stack, ctx);
     } else {
       for (const k of Object.keys(frame.value)) {
-        if (FORBIDDEN_KEYS.has(k))
-          report(ctx, frame.path, k, 'is a forbidden key (it names a built-in object property)');
+        if (FORBIDDEN_KEYS.has(k)) report(ctx, frame.path, k, MESSAGES.forbiddenKey);
         else {
           const problem = stateKeyProblem(k);
           if (problem !== undefined) report(ctx, frame.path, k, problem);
@@ -67,21 +64,21 @@ function visit(
     case 'boolean':
       return;
     case 'number':
-      if (!Number.isFinite(child)) report(ctx, frame.path, key, 'must be a finite number');
+      if (!Number.isFinite(child)) report(ctx, frame.path, key, MESSAGES.mustBeFinite);
       return;
     case 'undefined':
       // JSON drops an undefined field; an undefined array item would silently become null.
-      if (inArray) report(ctx, frame.path, key, 'must be a JSON value');
+      if (inArray) report(ctx, frame.path, key, MESSAGES.mustBeJsonValue);
       return;
     case 'object':
       if (child === null) return;
       if (Array.isArray(child) || isPlainObject(child)) {
         stack.push({ value: child as Frame['value'], path: childPath(frame.path, key), depth: frame.depth + 1 });
       } else {
-        report(ctx, frame.path, key, 'must be a plain object or array');
+        report(ctx, frame.path, key, MESSAGES.mustBePlainObjectOrArray);
       }
       return;
     default:
-      report(ctx, frame.path, key, 'must be a JSON value');
+      report(ctx, frame.path, key, MESSAGES.mustBeJsonValue);
   }
 }
