@@ -6,7 +6,7 @@
  * What JSON Schema cannot say, and the contract still checks, is listed in the envelope schema's
  * `x-plan-ledger-also-checked` (the declaration's ALSO_CHECKED).
  */
-import { allFields, Kind, PayloadShape, Shape } from '../../src/contracts/contract-kinds';
+import { allFields, fieldOfKind, Kind, PayloadShape, Shape } from '../../src/contracts/contract-kinds';
 import { ALSO_CHECKED, ENVELOPE, PAYLOADS } from '../../src/contracts/declaration';
 import { PLAN_EVENT_TYPES, PlanEventTypeName, SPEC_VERSION } from '../../src/contracts/event-types';
 import {
@@ -160,10 +160,8 @@ function envelope(type: Schema, payload: Schema): Schema {
   };
 }
 
-const envelopeField = (kind: Kind['kind']) =>
-  Object.keys(ENVELOPE.fields).find((n) => ENVELOPE.fields[n].kind.kind === kind)!;
-const TYPE_FIELD = envelopeField('eventType');
-const PAYLOAD_FIELD = envelopeField('payload');
+const TYPE_FIELD = fieldOfKind(ENVELOPE, 'eventType');
+const PAYLOAD_FIELD = fieldOfKind(ENVELOPE, 'payload');
 const payloadDef = (type: PlanEventTypeName) => `${PAYLOAD_FIELD}:${type}`;
 const anyType: Schema = { enum: [...PLAN_EVENT_TYPES] };
 

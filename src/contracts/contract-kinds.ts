@@ -135,6 +135,13 @@ export const jsonState: Kind = { kind: 'jsonState' };
 
 // ----------------------------------------------------------------------------- reading them
 
+/** The name of the one field of `shape` of `kind` (the envelope's type, payload, eventId, ...). */
+export function fieldOfKind(shape: Shape, kind: Kind['kind']): string {
+  const names = Object.keys(shape.fields).filter((name) => shape.fields[name].kind.kind === kind);
+  if (names.length !== 1) throw new Error(`${shape.name} declares ${names.length} fields of kind ${kind}, not one`);
+  return names[0];
+}
+
 /** A shape's fields in order: its own, then each group's. */
 export function allFields(shape: Shape): [string, Field][] {
   const out = Object.entries(shape.fields);

@@ -19,6 +19,8 @@
 import { ClassTransformOptions, plainToInstance } from 'class-transformer';
 import { Validator, ValidatorOptions } from 'class-validator';
 import { pushAll } from '../shared/arrays';
+import { fieldOfKind } from './contract-kinds';
+import { ENVELOPE } from './declaration';
 import { isPlanEventType } from './event-types';
 import { flattenValidationErrors } from './flatten-validation-errors';
 import { InvalidEventError, Violation } from './invalid-event.error';
@@ -49,6 +51,12 @@ const VALIDATOR_OPTIONS: ValidatorOptions = Object.freeze({
 });
 const validator = new Validator();
 
+const TYPE = fieldOfKind(ENVELOPE, 'eventType');
+const PAYLOAD = fieldOfKind(ENVELOPE, 'payload');
+/** Normalised when accepted: the event's id in lower case, its time as `toISOString()`. */
+const EVENT_ID = fieldOfKind(ENVELOPE, 'uuid');
+const OCCURRED_AT = fieldOfKind(ENVELOPE, 'utcTimestamp');
+
 /**
  * Validates an event given as an object or as JSON text. On success the event is a fresh plain
  * object (never the caller's), with `eventId` in lower case and `occurredAt` as `toISOString()`.
@@ -69,12 +77,13 @@ function parse(input: unknown, limits: ContractLimits): ParseResult {
   const guarded = guardRawInput(input, limits);
   if (!guarded.ok) return invalid(guarded.violations);
   const root = guarded.root;
-  const dto = plainToInstance(eventDtoFor(root.type), root, TRANSFORM_OPTIONS);
+  const type = root[TYPE];
+  const dto = plainToInstance(eventDtoFor(type), root, TRANSFORM_OPTIONS);
   const limitViolations: Violation[] = [];
   if (!checkLimits(dto, limits, '', limitViolations)) return invalid(limitViolations);
   const violations = flattenValidationErrors(validator.validateSync(dto, VALIDATOR_OPTIONS));
   pushAll(violations, limitViolations);
-  if (isPlanEventType(root.type)) checkPayloadRules(root.type, root.payload, violations);
+  if (isPlanEventType(type)) checkPayloadRules(type, root[PAYLOAD], violations);
   if (violations.length > 0) return invalid(violations);
   return { ok: true, event: normaliseAccepted(root) };
 }
@@ -84,8 +93,8 @@ function parse(input: unknown, limits: ContractLimits): ParseResult {
  * `toISOString()`. In place: `root` must be the guard's tree, which nothing of the caller's shares.
  */
 export function normaliseAccepted(root: Record<string, unknown>): PlanEvent {
-  root.eventId = (root.eventId as string).toLowerCase();
-  root.occurredAt = toIsoString(root.occurredAt as string);
+  root[EVENT_ID] = (root[EVENT_ID] as string).toLowerCase();
+  root[OCCURRED_AT] = toIsoString(root[OCCURRED_AT] as string);
   return root as unknown as PlanEvent;
 }
 

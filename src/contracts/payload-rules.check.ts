@@ -3,7 +3,7 @@
  * paths like the field checks. They run on the guarded plain JSON, so they must tolerate shapes the
  * field checks have already rejected.
  */
-import type { CrossFieldRule, Kind } from './contract-kinds';
+import { CrossFieldRule, fieldOfKind, Kind } from './contract-kinds';
 import { ENVELOPE, PAYLOADS } from './declaration';
 import type { PlanEventTypeName } from './event-types';
 import type { Violation } from './invalid-event.error';
@@ -11,7 +11,7 @@ import { say } from './messages';
 import { checkStepGraph } from './step-graph.check';
 import { childPath, violationAt } from './violation-path';
 
-const PAYLOAD_PATH = Object.keys(ENVELOPE.fields).find((name) => ENVELOPE.fields[name].kind.kind === 'payload')!;
+const PAYLOAD_PATH = fieldOfKind(ENVELOPE, 'payload');
 
 export function checkPayloadRules(type: PlanEventTypeName, payload: unknown, out: Violation[]): void {
   const rules = PAYLOADS[type]?.rules;

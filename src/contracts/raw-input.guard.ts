@@ -17,6 +17,7 @@
  * The result is a tree the caller owns: a fresh JSON.parse result, or a copy of an object input, so
  * a publisher's later mutation of its own object cannot change an accepted event.
  */
+import { fieldOfKind } from './contract-kinds';
 import { ENVELOPE, PAYLOADS } from './declaration';
 import type { Violation } from './invalid-event.error';
 import type { ContractLimits } from './limits';
@@ -43,7 +44,7 @@ interface Frame {
 }
 
 /** The envelope's payload field, and the payload fields holding checkpoint state (declaration.ts). */
-const PAYLOAD_FIELD = Object.keys(ENVELOPE.fields).find((name) => ENVELOPE.fields[name].kind.kind === 'payload')!;
+const PAYLOAD_FIELD = fieldOfKind(ENVELOPE, 'payload');
 const STATE_FIELDS: ReadonlySet<string | number> = new Set(
   Object.values(PAYLOADS).flatMap((shape) =>
     Object.keys(shape.fields).filter((name) => shape.fields[name].kind.kind === 'jsonState'),

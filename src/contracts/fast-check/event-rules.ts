@@ -10,7 +10,7 @@
  * valid and broken events and requires the same messages.
  */
 import { pushAll } from '../../shared/arrays';
-import { allFields, Kind, Shape } from '../contract-kinds';
+import { allFields, fieldOfKind, Kind, Shape } from '../contract-kinds';
 import { ENVELOPE, PAYLOADS } from '../declaration';
 import { PLAN_EVENT_TYPES } from '../event-types';
 import { MESSAGES } from '../messages';
@@ -111,8 +111,8 @@ interface EnvelopeField {
 const ENVELOPE_RULES: readonly EnvelopeField[] = Object.entries(ENVELOPE.fields)
   .filter(([, declared]) => declared.kind.kind !== 'payload')
   .map(([name, declared]) => ({ name, rule: ruleFor(declared.kind), stamp: declared.stamp === true }));
-const TYPE_FIELD = Object.keys(ENVELOPE.fields).find((name) => ENVELOPE.fields[name].kind.kind === 'eventType')!;
-const PAYLOAD_FIELD = Object.keys(ENVELOPE.fields).find((name) => ENVELOPE.fields[name].kind.kind === 'payload')!;
+const TYPE_FIELD = fieldOfKind(ENVELOPE, 'eventType');
+const PAYLOAD_FIELD = fieldOfKind(ENVELOPE, 'payload');
 export const ENVELOPE_FIELDS: ReadonlySet<string> = new Set(Object.keys(ENVELOPE.fields));
 
 /**
