@@ -6,11 +6,12 @@
  *
  * Order of work, cheapest and most protective first:
  * 1. guard the raw input (size, JSON-only, prototype keys, NUL characters and lone surrogates,
- *    nesting), see raw-input.guard.ts;
+ *    nesting), see raw-input.guard.ts; what makes the input unsafe or unreadable stops here;
  * 2. transform into the DTO chosen by `type` and check configurable limits; an oversized list stops
  *    here, before item-by-item validation;
  * 3. class-validator field checks, then cross-field rules (step graph, decision/steps).
- * Every violation found in step 3 is reported at once, so a sender fixes an event in one round.
+ * Every rule the event breaks is reported at once (the first of each field: one violation per
+ * path), the guard's NUL or size with the rest, so a sender fixes an event in one round.
  *
  * Cost: class-validator dominates (then class-transformer; the guard is small). One constraint per
  * field (field.decorators.ts) and no JSON.stringify keep it low; figures in BENCHMARKS.md,
@@ -75,13 +76,16 @@ export function parsePlanEvent(input: unknown, options?: ParsePlanEventOptions):
 
 function parse(input: unknown, limits: ContractLimits): ParseResult {
   const guarded = guardRawInput(input, limits);
-  if (!guarded.ok) return invalid(guarded.violations);
-  const root = guarded.root;
+  // The guard stopped the work (unsafe or unreadable input): its report is the whole report.
+  if (!guarded.ok && guarded.root === undefined) return invalid(guarded.violations);
+  const root = guarded.root!;
+  // A NUL, a lone surrogate or the size: named first, and the field rules still run.
+  const violations: Violation[] = guarded.ok ? [] : guarded.violations;
   const type = root[TYPE];
   const dto = plainToInstance(eventDtoFor(type), root, TRANSFORM_OPTIONS);
   const limitViolations: Violation[] = [];
-  if (!checkLimits(dto, limits, '', limitViolations)) return invalid(limitViolations);
-  const violations = flattenValidationErrors(validator.validateSync(dto, VALIDATOR_OPTIONS));
+  if (!checkLimits(dto, limits, '', limitViolations)) return invalid(pushAll(violations, limitViolations));
+  pushAll(violations, flattenValidationErrors(validator.validateSync(dto, VALIDATOR_OPTIONS)));
   pushAll(violations, limitViolations);
   if (isPlanEventType(type)) checkPayloadRules(type, root[PAYLOAD], violations);
   if (violations.length > 0) return invalid(violations);

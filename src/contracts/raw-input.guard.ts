@@ -2,7 +2,8 @@
  * First line of defence, run before class-transformer or class-validator see the input. It bounds
  * the cost of everything after it and makes sure nothing downstream can assign through a prototype
  * key:
- * - size: at most `maxEventBytes` UTF-8 bytes of JSON;
+ * - size: at most `maxEventBytes` UTF-8 bytes of JSON (an event past `readableBytes` is not even
+ *   read: only its size is named);
  * - JSON only: plain objects, arrays, strings, finite numbers, booleans, null (`undefined` object
  *   fields are dropped, as JSON.stringify would);
  * - no key that names a built-in object property (`__proto__`, `constructor`, `prototype`,
@@ -16,6 +17,13 @@
  *
  * The result is a tree the caller owns: a fresh JSON.parse result, or a copy of an object input, so
  * a publisher's later mutation of its own object cannot change an accepted event.
+ *
+ * Two kinds of refusal. What makes the input unsafe or too costly to look at further (a forbidden
+ * key, a value JSON cannot hold, nesting past its bound, an event past `readableBytes`, 20
+ * problems) stops the work: the guard's violations are the whole report. What is wrong only with
+ * the characters of a string or a state key (a NUL, a lone surrogate), or with the event's size
+ * within `readableBytes`, does not: the refusal carries the whole tree, so the field rules can still
+ * run and the report name every rule the event breaks.
  */
 import { fieldOfKind } from './contract-kinds';
 import { ENVELOPE, PAYLOADS } from './declaration';
@@ -25,7 +33,14 @@ import { MESSAGES, say } from './messages';
 import { FORBIDDEN_KEYS, stateKeyProblem, textProblem } from './storable-text';
 import { childPath, violationAt } from './violation-path';
 
-export type GuardResult = { ok: true; root: Record<string, unknown> } | { ok: false; violations: Violation[] };
+export type GuardResult =
+  | { ok: true; root: Record<string, unknown> }
+  | {
+      ok: false;
+      violations: Violation[];
+      /** The whole tree, when nothing stopped the work (see above): the field rules can still run on it. */
+      root?: Record<string, unknown>;
+    };
 
 type Json = Record<string | number, unknown>;
 
@@ -62,10 +77,21 @@ const MAX_NUMBER_CHARS = 32;
 /** One UTF-16 unit never takes more than 6 bytes of JSON (`\u001f`). */
 const MAX_BYTES_PER_CHAR = 6;
 
+/**
+ * The largest event still read through to name every rule it breaks: as large as a whole job may
+ * be (what a worker reads anyway), and never less than an event may be. Past it only the size is
+ * named (from the JSON text's length, or the walk's lower bound), and nothing more is read.
+ */
+export function readableBytes(limits: ContractLimits): number {
+  return Math.max(limits.maxEventBytes, limits.maxJobBytes);
+}
+
 export function guardRawInput(input: unknown, limits: ContractLimits): GuardResult {
   let value = input;
+  let textBytes: number | undefined;
   if (typeof input === 'string') {
-    if (Buffer.byteLength(input, 'utf8') > limits.maxEventBytes) return fail(tooLarge(limits));
+    textBytes = Buffer.byteLength(input, 'utf8');
+    if (textBytes > readableBytes(limits)) return fail(tooLarge(limits));
     try {
       value = JSON.parse(input);
     } catch {
@@ -75,10 +101,14 @@ export function guardRawInput(input: unknown, limits: ContractLimits): GuardResu
   if (!isPlainObject(value)) return fail(MESSAGES.mustBeJsonObject);
   const walk = new Walk(limits, typeof input !== 'string');
   const root = walk.run(value);
-  if (walk.violations.length > 0) return { ok: false, violations: walk.violations };
+  if (!walk.complete()) {
+    const proven = textBytes === undefined ? walk.provenTooLarge() : textBytes > limits.maxEventBytes;
+    return { ok: false, violations: proven ? [sizeViolation(limits), ...walk.violations] : walk.violations };
+  }
   // JSON text was measured exactly before parsing; only an object input still needs its size.
-  if (typeof input !== 'string' && walk.tooLarge()) return fail(tooLarge(limits));
-  return { ok: true, root };
+  const large = textBytes === undefined ? walk.tooLarge() : textBytes > limits.maxEventBytes;
+  if (!large && walk.violations.length === 0) return { ok: true, root };
+  return { ok: false, violations: large ? [sizeViolation(limits), ...walk.violations] : walk.violations, root };
 }
 
 /** One pass over the input: checks every key and value, copies when asked, bounds the JSON size. */
@@ -88,6 +118,8 @@ class Walk {
   private minBytes = 0;
   private maxBytes = 0;
   private readonly reportedTooDeep = new Set<string>();
+  /** A violation that stops the work was found (see the top of this file). */
+  private stopped = false;
   private readonly stack: Frame[] = [];
   private root: Json = {};
 
@@ -118,9 +150,19 @@ class Walk {
     return this.root;
   }
 
-  /** Stops at enough violations, or once the lower bound alone proves the event too large. */
+  /** Stops at enough violations, or once the lower bound alone proves the event too large to read. */
   private worthContinuing(): boolean {
-    return this.violations.length < MAX_GUARD_VIOLATIONS && this.minBytes <= this.limits.maxEventBytes;
+    return this.violations.length < MAX_GUARD_VIOLATIONS && this.minBytes <= readableBytes(this.limits);
+  }
+
+  /** The whole input was walked, and nothing found stops the work. */
+  complete(): boolean {
+    return !this.stopped && this.stack.length === 0 && this.worthContinuing();
+  }
+
+  /** The lower bound alone proves the event too large. */
+  provenTooLarge(): boolean {
+    return this.minBytes > this.limits.maxEventBytes;
   }
 
   /** Exact size only when the cheap bounds cannot decide: the happy path skips JSON.stringify. */
@@ -134,10 +176,11 @@ class Walk {
   private visit(frame: Frame, key: string | number): void {
     const value = frame.source[key];
     if (typeof key === 'string') {
-      if (FORBIDDEN_KEYS.has(key)) return this.report(frame, key, MESSAGES.forbiddenKey);
+      if (FORBIDDEN_KEYS.has(key)) return this.stop(frame, key, MESSAGES.forbiddenKey);
       if (frame.inState) {
+        // a key of state is data: its characters are refused, and the walk goes on
         const problem = stateKeyProblem(key);
-        if (problem !== undefined) return this.report(frame, key, problem);
+        if (problem !== undefined) this.report(frame, key, problem);
       }
       if (value === undefined) return; // an absent optional field, dropped as JSON.stringify would
       this.count(key.length + 3, MAX_BYTES_PER_CHAR * key.length + 4);
@@ -145,8 +188,7 @@ class Walk {
       this.count(0, 1);
     }
     if (value === null || typeof value !== 'object') return this.scalar(frame, key, value);
-    if (!Array.isArray(value) && !isPlainObject(value))
-      return this.report(frame, key, MESSAGES.mustBePlainObjectOrArray);
+    if (!Array.isArray(value) && !isPlainObject(value)) return this.stop(frame, key, MESSAGES.mustBePlainObjectOrArray);
     const level = frame.level + 1;
     const isState = isCheckpointState(frame, key);
     const maxLevel = isState ? this.limits.maxStateDepth + LEVELS_ABOVE_STATE : frame.maxLevel;
@@ -168,14 +210,15 @@ class Walk {
   private scalar(frame: Frame, key: string | number, value: unknown): void {
     switch (typeof value) {
       case 'string': {
-        // Linear in the input, like the walk (see textProblem for the cost).
+        // Linear in the input, like the walk (see textProblem for the cost). Its characters are
+        // refused, and the walk goes on.
         const problem = textProblem(value);
-        if (problem !== undefined) return this.report(frame, key, problem);
+        if (problem !== undefined) this.report(frame, key, problem);
         this.count(value.length + 2, MAX_BYTES_PER_CHAR * value.length + 2);
         break;
       }
       case 'number':
-        if (!Number.isFinite(value)) return this.report(frame, key, MESSAGES.mustBeFinite);
+        if (!Number.isFinite(value)) return this.stop(frame, key, MESSAGES.mustBeFinite);
         this.count(1, MAX_NUMBER_CHARS);
         break;
       case 'boolean':
@@ -183,7 +226,7 @@ class Walk {
         this.count(4, 5);
         break;
       default: // undefined array items (JSON would turn them into null), functions, symbols, bigints
-        return this.report(frame, key, MESSAGES.mustBeJsonValue);
+        return this.stop(frame, key, MESSAGES.mustBeJsonValue);
     }
     if (this.copy) frame.target[key] = value;
   }
@@ -194,6 +237,7 @@ class Walk {
    */
   private tooDeep(frame: Frame, key: string | number, maxLevel: number): void {
     const path = keysOf(frame, key).slice(0, LEVELS_ABOVE_STATE).reduce<string>(childPath, '');
+    this.stopped = true;
     if (this.reportedTooDeep.has(path)) return;
     this.reportedTooDeep.add(path);
     this.violations.push(violationAt(path, say('tooDeep', { max: maxLevel - LEVELS_ABOVE_STATE })));
@@ -201,6 +245,12 @@ class Walk {
 
   private report(frame: Frame, key: string | number, predicate: string): void {
     this.violations.push(violationAt(keysOf(frame, key).reduce<string>(childPath, ''), predicate));
+  }
+
+  /** Reports what makes the input unsafe to look at further: the field rules will not run. */
+  private stop(frame: Frame, key: string | number, predicate: string): void {
+    this.stopped = true;
+    this.report(frame, key, predicate);
   }
 
   private count(min: number, max: number): void {
@@ -234,6 +284,10 @@ function keysOf(frame: Frame, key: string | number): (string | number)[] {
 
 function tooLarge(limits: ContractLimits): string {
   return say('eventBytes', { max: limits.maxEventBytes });
+}
+
+function sizeViolation(limits: ContractLimits): Violation {
+  return violationAt('', tooLarge(limits));
 }
 
 function fail(predicate: string): GuardResult {

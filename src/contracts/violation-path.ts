@@ -36,11 +36,14 @@ const MAX_REPORTED_VIOLATIONS = 50;
 const ENVELOPE_ORDER = Object.keys(ENVELOPE.fields);
 
 /**
- * The contract's report: envelope fields in document order, then the payload, then unknown
- * top-level fields; at most MAX_REPORTED_VIOLATIONS, then one line counting the rest.
+ * The contract's report: the first violation found of each field (one per path), envelope fields
+ * in document order, then the payload, then unknown top-level fields and the event as a whole; at
+ * most MAX_REPORTED_VIOLATIONS, then one line counting the rest.
  */
 export function orderViolations(violations: readonly Violation[]): Violation[] {
-  const sorted = [...violations].sort((a, b) => envelopeRank(a.path) - envelopeRank(b.path));
+  const seen = new Set<string>();
+  const firstOfEach = violations.filter((v) => !seen.has(v.path) && seen.add(v.path) !== undefined);
+  const sorted = firstOfEach.sort((a, b) => envelopeRank(a.path) - envelopeRank(b.path));
   if (sorted.length <= MAX_REPORTED_VIOLATIONS) return sorted;
   const listed = sorted.slice(0, MAX_REPORTED_VIOLATIONS);
   listed.push(violationAt('', say('moreViolations', { count: sorted.length - listed.length })));

@@ -1,7 +1,6 @@
 import { parsePlanEvent } from '../contracts';
 import type { ContractLimits, PlanEventInput, PlanEventTypeName, PayloadByType, Violation } from '../contracts';
 import { checkEventInput } from '../contracts/fast-check/event-rules';
-import { orderViolations } from '../contracts/violation-path';
 import { CheckContext, isPlainObject } from '../contracts/fast-check/field-rules';
 import { resolveLimits } from '../contracts/limits';
 import { violationAt } from '../contracts/violation-path';
@@ -241,8 +240,8 @@ export class PlanEventPublisher extends TypedHelpers {
   private checkFast(input: Record<string, unknown>, event: StampedEvent): string | Violation[] {
     const ctx = this.checkContext;
     ctx.out.length = 0;
-    checkEventInput(input, ctx);
-    if (ctx.out.length > 0) return orderViolations(ctx.out);
+    checkEventInput(input, ctx, event as unknown as Record<string, unknown>);
+    if (ctx.out.length > 0) return ctx.out.slice();
     try {
       // One flat string: what the memory bound counts is what the heap holds (a rope built by
       // concatenation would cost ~3x its length in cons cells while it waits).

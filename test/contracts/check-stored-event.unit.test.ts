@@ -12,6 +12,7 @@ import { toIsoString } from '../../src/contracts/parse-plan-event';
 import { manyPlanRuns } from '../support/event-factory';
 import { BASE_EVENTS, eventMutations, fieldPaths, show, TRICKY_VALUES } from '../support/event-mutations';
 import {
+  besidesTheGraph,
   LONE_SURROGATE_VALUES,
   loneSurrogateVariants,
   NUL_VALUES,
@@ -130,20 +131,20 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
     expect(rejected).toBeGreaterThan(1_500);
   });
 
-  it('agrees on a NUL character (U+0000) in any string or key, reporting it at its path', () => {
+  it('agrees on a NUL character (U+0000) in any string or key, reporting it at its path with what else it breaks', () => {
     let variants = 0;
     for (const event of BASE_EVENTS) {
       for (const { input, expected } of nulVariants(event)) {
         for (const form of forms(input)) expect(compare(form).accepted).toBe(false);
         const result = checkStoredEvent(input);
-        expect(!result.ok && result.error.violations).toEqual([expected]);
+        expect(!result.ok && besidesTheGraph(result.error.violations)).toEqual(expected);
         variants++;
       }
     }
     expect(variants).toBeGreaterThan(300);
   });
 
-  it('agrees on a lone UTF-16 surrogate, high or low, in any string or key, reporting it at its path', () => {
+  it('agrees on a lone UTF-16 surrogate, high or low, in any string or key, reporting it at its path with what else it breaks', () => {
     let variants = 0;
     for (const event of BASE_EVENTS) {
       for (const low of [false, true]) {
@@ -151,7 +152,7 @@ describe('checkStoredEvent agrees with parsePlanEvent', () => {
           // the three forms for high ones; the verdict alone for low ones (the same code decides)
           if (!low) for (const form of forms(input)) expect(compare(form).accepted).toBe(false);
           const result = checkStoredEvent(input);
-          expect(!result.ok && result.error.violations).toEqual([expected]);
+          expect(!result.ok && besidesTheGraph(result.error.violations)).toEqual(expected);
           variants++;
         }
       }

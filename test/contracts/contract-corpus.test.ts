@@ -6,8 +6,9 @@
  * - the publisher's fast check (`publish()`): the same messages;
  * - the JSON Schema under `schemas/` (ajv): the same verdict, except for what the schema lists in
  *   `x-plan-ledger-also-checked`;
- * - the Python client's `check_event`: the same verdict, except for the rules it leaves to its
- *   encoder or to the server.
+ * - the Python client's `check_event`: the same verdict and messages, except for the rules it
+ *   leaves to its encoder or to the server.
+ * Each names every rule an event breaks, the first of each field: no two violations share a path.
  *
  * The digest changes only when a verdict or a message of the contract does. When that is meant,
  * `CORPUS_DUMP=/tmp/after.txt npx jest test/contracts/contract-corpus.test.ts` writes the listing
@@ -21,7 +22,7 @@ import * as path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { checkStoredEvent, DEFAULT_LIMITS, parsePlanEvent } from '../../src/contracts';
-import type { ParseResult, PlanEvent } from '../../src/contracts';
+import type { ParseResult, PlanEvent, Violation } from '../../src/contracts';
 import { checkEventInput } from '../../src/contracts/fast-check/event-rules';
 import { EventStamper } from '../../src/publisher/event-stamper';
 import { BASE_EVENTS, fieldPaths, mutate, TRICKY_VALUES } from '../support/event-mutations';
@@ -35,7 +36,7 @@ import {
 
 jest.setTimeout(300_000);
 
-const CORPUS_DIGEST = '9d206db0d14320cb01f02c31b8665ad10854cff25fcb7eefc9cf2326b642bb22';
+const CORPUS_DIGEST = 'f291a18a6447762273bcbadc3352c08b1745639e53b68747bdd8d2487749b725';
 
 type Plain = Record<string, unknown>;
 interface Entry {
@@ -273,7 +274,7 @@ function buildCorpus(): Entry[] {
       ['low surrogate', loneSurrogateVariants(event, true)],
     ] as const) {
       variants.forEach(({ input, expected }) =>
-        corpus.push({ label: `valid #${i} with a ${kind} at ${expected.path}`, input }),
+        corpus.push({ label: `valid #${i} with a ${kind} at ${expected[0].path}`, input }),
       );
     }
     for (const occurredAt of TIMESTAMP_EDGE_VALUES)
@@ -286,19 +287,19 @@ function buildCorpus(): Entry[] {
 
 /** Messages in the order given. */
 const messagesOf = (result: ParseResult): string[] => (result.ok ? [] : result.error.violations.map((v) => v.message));
+const violationsOf = (result: ParseResult): Violation[] => (result.ok ? [] : result.error.violations);
 
 /** Violation messages, deduplicated and sorted: the order of reports is not part of the contract. */
 const messageSet = (messages: readonly string[]): string[] => [...new Set(messages)].sort();
 
 /** What publish() decides, minus the queueing: the fast check, then the byte limit after stamping. */
-function publishVerdict(input: Plain): string[] {
-  const out: { path: string; message: string }[] = [];
-  checkEventInput(input, { limits: DEFAULT_LIMITS, out });
-  if (out.length > 0) return messageSet(out.map((v) => v.message));
-  const json = JSON.stringify(new EventStamper(10).stamp(input));
-  return Buffer.byteLength(json) > DEFAULT_LIMITS.maxEventBytes
-    ? [`(root) must be at most ${DEFAULT_LIMITS.maxEventBytes} bytes of UTF-8 JSON`]
-    : [];
+function publishVerdict(input: Plain): Violation[] {
+  const out: Violation[] = [];
+  const stamped = new EventStamper(10).stamp(input) as unknown as Plain;
+  checkEventInput(input, { limits: DEFAULT_LIMITS, out }, stamped);
+  if (out.length > 0) return out;
+  const message = `(root) must be at most ${DEFAULT_LIMITS.maxEventBytes} bytes of UTF-8 JSON`;
+  return Buffer.byteLength(JSON.stringify(stamped)) > DEFAULT_LIMITS.maxEventBytes ? [{ path: '', message }] : [];
 }
 
 const STAMPS = ['specVersion', 'eventId', 'seq', 'occurredAt'];
@@ -321,8 +322,8 @@ function compileSchema() {
   return ajv.compile(JSON.parse(fs.readFileSync(path.join(SCHEMAS, 'plan-event.schema.json'), 'utf8')));
 }
 
-/** The Python client's check_event on each JSON text; its messages per input. */
-function pythonMessages(texts: readonly string[]): string[][] {
+/** The Python client's check_event on each JSON text; its violations per input. */
+function pythonViolations(texts: readonly string[]): Violation[][] {
   const run = spawnSync('python3', [PYTHON_CHECK], {
     input: `${texts.join('\n')}\n`,
     encoding: 'utf8',
@@ -331,7 +332,7 @@ function pythonMessages(texts: readonly string[]): string[][] {
   expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
   const lines = run.stdout.trimEnd().split('\n');
   expect(lines).toHaveLength(texts.length);
-  return lines.map((line) => JSON.parse(line) as string[]);
+  return lines.map((line) => (JSON.parse(line) as [string, string][]).map(([path, message]) => ({ path, message })));
 }
 
 // What JSON Schema cannot say, as x-plan-ledger-also-checked lists it; and what it does not say:
@@ -365,13 +366,36 @@ function beyondSchema(input: unknown, messages: readonly string[]): boolean {
 function beyondPython(input: unknown, messages: readonly string[]): boolean {
   const astral = hasAstral(input);
   return messages.every(
-    (m) =>
-      GRAPH.test(m) ||
-      SIZE.test(m) ||
-      SURROGATE.test(m) ||
-      FORBIDDEN_KEY.test(m) ||
-      (astral && /characters long/.test(m)),
+    (m) => GRAPH.test(m) || SIZE.test(m) || SURROGATE.test(m) || (astral && /characters long/.test(m)),
   );
+}
+
+/** What stops the contract's work (raw-input.guard.ts): its report then names only what the guard found. */
+const STOPS_WORK =
+  /is a forbidden key \(it names|levels deep|must be a JSON value|must be a finite number|must be a plain object or array/;
+
+/**
+ * The messages of a refusal that the Python client can be held to: those of the fields where the
+ * contract's first violation is one the client leaves to others (the step graph, a lone surrogate,
+ * a length counted in UTF-16 units) are left out on both sides.
+ */
+function comparable(input: unknown, contract: readonly Violation[], python: readonly Violation[]) {
+  const astral = hasAstral(input);
+  const left = new Set(
+    contract
+      .filter(
+        (v) => GRAPH.test(v.message) || SURROGATE.test(v.message) || (astral && /characters long/.test(v.message)),
+      )
+      .map((v) => v.path),
+  );
+  const keep = (vs: readonly Violation[]) => messageSet(vs.filter((v) => !left.has(v.path)).map((v) => v.message));
+  return { contract: keep(contract), python: keep(python) };
+}
+
+/** Paths named more than once. */
+function repeatedPaths(violations: readonly Violation[]): string[] {
+  const seen = new Set<string>();
+  return violations.filter((v) => seen.has(v.path) || !seen.add(v.path)).map((v) => v.path);
 }
 
 // ----------------------------------------------------------------------------- the test
@@ -381,9 +405,9 @@ interface Verdicts {
   contract: ParseResult;
   /** the JSON round trip of the input, what a client in another language sends */
   text: string | undefined;
-  contractOfText?: string[];
+  contractOfText?: Violation[];
   schema?: boolean;
-  python?: string[];
+  python?: Violation[];
 }
 
 describe('the contract corpus: every entry point on the same valid and broken events', () => {
@@ -402,10 +426,10 @@ describe('the contract corpus: every entry point on the same valid and broken ev
     });
     const validate = compileSchema();
     const withText = verdicts.filter((v) => v.text !== undefined);
-    const python = pythonMessages(withText.map((v) => v.text!));
+    const python = pythonViolations(withText.map((v) => v.text!));
     withText.forEach((v, i) => {
       const input = JSON.parse(v.text!) as unknown;
-      v.contractOfText = messagesOf(parsePlanEvent(input));
+      v.contractOfText = violationsOf(parsePlanEvent(input));
       v.schema = validate(input);
       v.python = python[i];
     });
@@ -447,7 +471,7 @@ describe('the contract corpus: every entry point on the same valid and broken ev
       // A field beside the envelope's is not in the stamped event the contract would see.
       if (Object.keys(entry.input).some((k) => !ENVELOPE.has(k))) continue;
       compared++;
-      const fast = publishVerdict(entry.input);
+      const fast = messageSet(publishVerdict(entry.input).map((v) => v.message));
       const contract = contractOfStamped(entry.input, result);
       if (JSON.stringify(fast) !== JSON.stringify(contract) && differ.length < 5)
         differ.push(`${entry.label}: fast ${JSON.stringify(fast)} vs contract ${JSON.stringify(contract)}`);
@@ -463,7 +487,14 @@ describe('the contract corpus: every entry point on the same valid and broken ev
       if (contractOfText === undefined) continue;
       const valid = contractOfText.length === 0;
       if (valid === schema) continue;
-      if (!valid && schema && beyondSchema(entry.input, contractOfText)) {
+      if (
+        !valid &&
+        schema &&
+        beyondSchema(
+          entry.input,
+          contractOfText.map((v) => v.message),
+        )
+      ) {
         beyond++;
         continue;
       }
@@ -481,12 +512,45 @@ describe('the contract corpus: every entry point on the same valid and broken ev
     for (const { entry, contractOfText, python } of verdicts) {
       if (contractOfText === undefined || python === undefined) continue;
       const valid = contractOfText.length === 0;
+      const messages = contractOfText.map((v) => v.message);
       if (valid === (python.length === 0)) continue;
-      if (!valid && python.length === 0 && beyondPython(entry.input, contractOfText)) continue;
+      if (!valid && python.length === 0 && beyondPython(entry.input, messages)) continue;
       if (differ.length < 5)
-        differ.push(`${entry.label}: python ${JSON.stringify(python)}, contract ${JSON.stringify(contractOfText)}`);
+        differ.push(`${entry.label}: python ${JSON.stringify(python)}, contract ${JSON.stringify(messages)}`);
     }
     expect(differ).toEqual([]);
+  });
+
+  it("the Python client's check_event names what parsePlanEvent names (all of it, when the contract's guard stopped early)", () => {
+    const differ: string[] = [];
+    let compared = 0;
+    for (const { entry, contractOfText, python } of verdicts) {
+      if (contractOfText === undefined || python === undefined || contractOfText.length === 0 || python.length === 0)
+        continue;
+      const both = comparable(entry.input, contractOfText, python);
+      const stopped = contractOfText.some((v) => STOPS_WORK.test(v.message));
+      const agree = stopped
+        ? both.contract.every((m) => both.python.includes(m))
+        : JSON.stringify(both.contract) === JSON.stringify(both.python);
+      compared++;
+      if (!agree && differ.length < 5)
+        differ.push(`${entry.label}: python ${JSON.stringify(both.python)}, contract ${JSON.stringify(both.contract)}`);
+    }
+    expect(differ).toEqual([]);
+    expect(compared).toBeGreaterThan(15_000);
+  });
+
+  it('names each field at most once, at every entry point (the first rule it breaks)', () => {
+    const repeated: string[] = [];
+    for (const { entry, contract, python } of verdicts) {
+      const found = [
+        ...repeatedPaths(violationsOf(contract)),
+        ...repeatedPaths(publishVerdict(entry.input)),
+        ...repeatedPaths(python ?? []),
+      ];
+      if (found.length > 0 && repeated.length < 5) repeated.push(`${entry.label}: ${found.join(', ')}`);
+    }
+    expect(repeated).toEqual([]);
   });
 });
 

@@ -130,6 +130,13 @@ export const TIMESTAMP_EDGE_VALUES: readonly string[] = [
   '-000001-01-01T00:00:00.000Z',
 ];
 
+/**
+ * The violations of a variant but those of the step graph: a step whose id changed leaves the steps
+ * depending on it naming an unknown step, which the contract names too.
+ */
+export const besidesTheGraph = (violations: readonly Violation[]): Violation[] =>
+  violations.filter((v) => !/must name a step of the same list$/.test(v.message));
+
 /** What the contract says of a string, or a key, holding a lone surrogate. */
 export const surrogateViolation = (path: string): Violation => ({
   path,
@@ -143,15 +150,16 @@ export const surrogateKeyViolation = (path: string): Violation => ({
 /**
  * Every way to put U+0000 into a valid `event` once: appended to each string (envelope fields,
  * payload fields, list items, checkpoint state at any depth) and as a new key of each object. Each
- * variant comes with the one violation the contract must report: a key outside checkpoint state
- * is not a field name, so it is refused as unknown.
+ * variant comes with the violations the contract must report: the NUL at its path (the first of
+ * that field); a key outside checkpoint state is not a field name, so it is refused as unknown; a
+ * dependsOn item also breaks its list's rule (only external ids).
  */
-export function nulVariants(event: PlanEvent): { input: Plain; expected: Violation }[] {
+export function nulVariants(event: PlanEvent): { input: Plain; expected: Violation[] }[] {
   return badTextVariants(event, '\u0000', nulViolation, nulKeyViolation);
 }
 
 /** The same with a lone surrogate: `low` appends a low surrogate, else a high one. */
-export function loneSurrogateVariants(event: PlanEvent, low = false): { input: Plain; expected: Violation }[] {
+export function loneSurrogateVariants(event: PlanEvent, low = false): { input: Plain; expected: Violation[] }[] {
   return badTextVariants(event, low ? '\uDC00' : '\uD800', surrogateViolation, surrogateKeyViolation);
 }
 
@@ -160,13 +168,18 @@ function badTextVariants(
   bad: string,
   inText: (path: string) => Violation,
   inKey: (path: string) => Violation,
-): { input: Plain; expected: Violation }[] {
+): { input: Plain; expected: Violation[] }[] {
   const key = `k${bad}`;
   const keyInPath = `[${JSON.stringify(key)}]`;
-  const variants: { input: Plain; expected: Violation }[] = [];
+  const variants: { input: Plain; expected: Violation[] }[] = [];
   const walk = (value: unknown, keys: (string | number)[]): void => {
     if (typeof value === 'string') {
-      variants.push({ input: setAt(event, keys, `${value}${bad}`), expected: inText(pathOf(keys)) });
+      const expected = [inText(pathOf(keys))];
+      if (keys[keys.length - 2] === 'dependsOn') {
+        const list = pathOf(keys.slice(0, -1));
+        expected.push({ path: list, message: `${list} must contain only external ids` });
+      }
+      variants.push({ input: setAt(event, keys, `${value}${bad}`), expected });
     } else if (Array.isArray(value)) {
       value.forEach((item, i) => walk(item, [...keys, i]));
     } else if (typeof value === 'object' && value !== null) {
@@ -175,7 +188,7 @@ function badTextVariants(
       const inState = keys[0] === 'payload' && keys[1] === 'state';
       variants.push({
         input: copy,
-        expected: inState ? inKey(path) : { path, message: `${path} is not an allowed field` },
+        expected: [inState ? inKey(path) : { path, message: `${path} is not an allowed field` }],
       });
       for (const [k, child] of Object.entries(value)) walk(child, [...keys, k]);
     }

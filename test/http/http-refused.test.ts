@@ -107,6 +107,36 @@ describe.each<TestDb>(['sqlite', 'postgres'])('events serve refuses, and read-yo
     expect((await status([good.eventId])).json.refused).toEqual([good.eventId]);
   });
 
+  it('answers a refused event with every rule it breaks, the first of each field (a 2 MB output holding a NUL: both)', async () => {
+    const events = planRun({ seed: 74, steps: 2 });
+    const at = events.findIndex((e) => e.type === 'step.completed');
+    const good = events[at] as Completed;
+    const output = `${'x'.repeat(2_000_000)}\u0000`;
+    const broken = { ...good, payload: { ...good.payload, outputContent: output } };
+    const alsoBroken = {
+      ...good,
+      eventId: '0196b1f4-0000-7000-8000-0000000000aa',
+      seq: -1,
+      payload: { ...good.payload, result: 'a\u0000', stepId: undefined },
+    };
+    const res = await call(stack, 'POST', '/v1/events', { body: [broken, alsoBroken] });
+    expect(res.status).toBe(202);
+    const nul = (path: string) => ({
+      path,
+      message: `${path} must not contain the NUL character (U+0000): PostgreSQL cannot store it`,
+    });
+    expect(res.json).toMatchObject({ accepted: 0, invalid: 2 });
+    expect(res.json.results[0].violations).toEqual([
+      nul('payload.outputContent'),
+      { path: '', message: '(root) must be at most 1048576 bytes of UTF-8 JSON' },
+    ]);
+    expect(res.json.results[1].violations).toEqual([
+      { path: 'seq', message: 'seq must be at least 0' },
+      nul('payload.result'),
+      { path: 'payload.stepId', message: 'payload.stepId is required' },
+    ]);
+  });
+
   it('waits for events to be applied when asked (waitMs), and refuses a malformed request with one line', async () => {
     const events = planRun({ seed: 73, steps: 4 });
     expect((await call(stack, 'POST', '/v1/events', { body: events })).status).toBe(202);

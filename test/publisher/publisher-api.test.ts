@@ -231,6 +231,44 @@ describe('PlanEventPublisher API', () => {
   );
 
   it.each(['fast', 'contract'] as const)(
+    'validation: "%s" names every rule a refused event breaks, the first of each field (a 2 MB output holding a NUL: both)',
+    async (validation) => {
+      const { publisher, prefix } = newPublisher(redis.url, { validation });
+      const done = planRun({ seed: 11 }).find((e) => e.type === 'step.completed')!;
+      const plan = { planId: done.planId, sessionId: done.sessionId };
+      const nul = (path: string) => ({
+        path,
+        message: `${path} must not contain the NUL character (U+0000): PostgreSQL cannot store it`,
+      });
+      try {
+        const big = `${'x'.repeat(2_000_000)}\u0000`;
+        expect(
+          publisher.stepCompleted(plan, { stepId: 's1', inputTokens: 1, outputTokens: 1, outputContent: big }),
+        ).toEqual({
+          ok: false,
+          reason: 'invalid',
+          violations: [
+            nul('payload.outputContent'),
+            { path: '', message: '(root) must be at most 1048576 bytes of UTF-8 JSON' },
+          ],
+        });
+        const broken = { result: 'half\u0000way', inputTokens: '1', outputTokens: 1 };
+        const result = publisher.publish({ type: 'step.completed', ...plan, payload: broken } as never);
+        expect(result.ok === false && [...result.violations].sort((a, b) => a.path.localeCompare(b.path))).toEqual([
+          { path: 'payload.inputTokens', message: 'payload.inputTokens must be an integer' },
+          nul('payload.result'),
+          { path: 'payload.stepId', message: 'payload.stepId is required' },
+        ]);
+        expect(publisher.stats()).toMatchObject({ rejected: 2, buffered: 0 });
+        await expect(publisher.flush(10_000)).resolves.toBe(true);
+      } finally {
+        await publisher.close(5_000);
+      }
+      expect((await queuedEvents(redis.url, prefix)).events).toEqual([]);
+    },
+  );
+
+  it.each(['fast', 'contract'] as const)(
     'validation: "%s" refuses a lone UTF-16 surrogate at once, as the worker would, and passes an emoji',
     async (validation) => {
       const { publisher } = newPublisher(redis.url, { validation });

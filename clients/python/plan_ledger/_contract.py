@@ -6,16 +6,22 @@ once, at import. Messages are the contract's own wording: the path, then what is
 ``test/contracts/contract-corpus.test.ts`` runs a corpus of valid and broken events through
 ``check_event`` and through the server's contract and requires the same verdicts and messages.
 
+A refusal names every rule the event breaks, the first of each field, as the server's does: a NUL
+character first (in the value, or in the strings of a value of the wrong kind), then the field's
+other rules, and the event's size beside them.
+
 What the server checks and ``check_event`` leaves to others: the step graph (unique ids, known
-dependencies, no cycle; the server refuses such an event and voids its seq), lone surrogates and
-the event's size (the encoder, in ``publish()``), and lengths in UTF-16 units (counted here in code
-points: they differ only for characters beyond U+FFFF).
+dependencies, no cycle; the server refuses such an event and voids its seq), lone surrogates (the
+encoder, in ``publish()``), the size of an event that breaks no other rule (``publish()`` measures
+the bytes it sends), and lengths in UTF-16 units (counted here in code points: they differ only for
+characters beyond U+FFFF).
 
 Python values that JSON cannot hold (``datetime``, ``set``, ``bytes``, ``Decimal``, NaN, a key that
 is not a ``str``, ...) are reported as unencodable, with the field path, instead of being converted.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -99,13 +105,44 @@ def _report(out: List[Violation], parent: str, key: Any, predicate: str) -> None
 
 
 def _report_value(out: List[Violation], parent: str, key: Any, value: Any, predicate: str) -> None:
-    """A rule failed: say so, or say that the value is not JSON at all when that is the reason."""
+    """A rule failed: say so, or say that the value is not JSON at all when that is the reason. As
+    the contract's raw-input guard does before any field rule, a NUL character is named first: in
+    the value itself instead of the rule, or in the strings of a list or object beside it."""
     problem = not_json(value)
     path = child_path(parent, key)
-    if problem is None:
-        out.append(Violation(path, f"{_label(path)} {predicate}"))
-    else:
+    if problem is not None:
         out.append(Violation(path, f"{_label(path)}: {problem}", True))
+        return
+    if isinstance(value, str) and "\x00" in value:
+        out.append(Violation(path, f"{_label(path)} {_NUL_RULE}"))
+        return
+    if isinstance(value, (dict, list, tuple)):
+        _guard_walk(value, path, out)
+    out.append(Violation(path, f"{_label(path)} {predicate}"))
+
+
+def _guard_walk(value: Any, path: str, out: List[Violation]) -> None:
+    """In a value the rules refuse anyway, what the contract's raw-input guard names at its own
+    path: a NUL character in a string, a key that names a built-in object property. Up to 20, and
+    no deeper than MAX_STATE_DEPTH (what is refused is refused; this only names more of it)."""
+    stack: List[Tuple[Any, str, int]] = [(value, path, 0)]
+    found = 0
+    while stack and found < 20:
+        node, at, depth = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                out.append(Violation(at, f"{_label(at)} {_NUL_RULE}"))
+                found += 1
+        elif depth < MAX_STATE_DEPTH and isinstance(node, dict):
+            for k, child in reversed(list(node.items())):
+                if isinstance(k, str) and k in table.FORBIDDEN_KEYS:
+                    _report(out, at, k, _MESSAGES["forbiddenKey"])
+                    found += 1
+                else:
+                    stack.append((child, child_path(at, k), depth + 1))
+        elif depth < MAX_STATE_DEPTH and isinstance(node, (list, tuple)):
+            for i in range(len(node) - 1, -1, -1):
+                stack.append((node[i], child_path(at, i), depth + 1))
 
 
 def not_json(value: Any) -> Optional[str]:
@@ -204,7 +241,7 @@ def _string_of(match: Callable[[str], Any], predicate: str) -> Rule:
         if not isinstance(value, str):
             return _report_value(out, parent, key, value, _MUST_BE_STRING)
         if not match(value):
-            _report(out, parent, key, predicate)
+            _report_value(out, parent, key, value, predicate)
 
     return rule
 
@@ -214,7 +251,7 @@ def _utc_timestamp(value: Any, parent: str, key: Any, out: List[Violation]) -> N
         return _report_value(out, parent, key, value, _MUST_BE_STRING)
     problem = timestamp_problem(value)
     if problem is not None:
-        _report(out, parent, key, problem)
+        _report_value(out, parent, key, value, problem)
 
 
 def is_integer(value: Any) -> bool:
@@ -287,6 +324,10 @@ def check_object(obj: Mapping[Any, Any], spec: Spec, path: str, out: List[Violat
             if key not in spec:
                 problem = _key_problem(key)
                 if problem is None:
+                    if key in table.FORBIDDEN_KEYS:
+                        _report(out, path, key, _MESSAGES["forbiddenKey"])
+                        continue
+                    _guard_walk(obj[key], child_path(path, key), out)
                     _report(out, path, key, _MESSAGES["unknownField"])
                 else:
                     out.append(Violation(child_path(path, key), f"{_label(path)}: {problem}", True))
@@ -342,6 +383,7 @@ def _external_ids(limit: str) -> Rule:
             if not (isinstance(item, str) and _EXTERNAL_ID(item)):
                 if not_json(item) is not None:  # said in json's words, at the item's own path
                     return _report_value(out, child_path(parent, key), i, item, "")
+                _guard_walk(value, child_path(parent, key), out)
                 return _report(out, parent, key, _MESSAGES["onlyExternalIds"])
         if len(set(value)) != len(value):
             _report(out, parent, key, _MESSAGES["noDuplicates"])
@@ -488,17 +530,55 @@ def _other_values(type_: str, when: str, is_: str) -> Tuple[str, ...]:
 
 
 def check_event(event: Mapping[Any, Any], own_stamps: bool = False) -> List[Violation]:
-    """Every rule the event breaks (empty: valid). ``event`` must be a dict with all its stamps;
-    ``own_stamps``: its specVersion, eventId and occurredAt were made by the client (not checked)."""
+    """Every rule the event breaks, the first of each field (empty: valid). ``event`` must be a dict
+    with all its stamps; ``own_stamps``: its specVersion, eventId and occurredAt were made by the
+    client (not checked). A refused event's size is named too when it is over the contract's (a
+    valid event's size is ``publish()``'s to measure, on the bytes it sends)."""
     out: List[Violation] = []
+    _check_fields(event, own_stamps, out)
+    if not out:
+        return out
+    size = _size(event)
+    if size is not None and size > MAX_EVENT_BYTES:
+        out.append(size_violation())
+    return _first_of_each_field(out)
+
+
+def _check_fields(event: Mapping[Any, Any], own_stamps: bool, out: List[Violation]) -> None:
     check_object(event, ENVELOPE_SPEC_OWN_STAMPS if own_stamps else ENVELOPE_SPEC, "", out)
     payload = event.get(_PAYLOAD_FIELD)
     type_ = event.get(_TYPE_FIELD)
     if not isinstance(payload, dict) or not isinstance(type_, str):
-        return out
+        return
     spec = PAYLOAD_SPECS.get(type_)
     if spec is None:
-        return out
+        return
     check_object(payload, spec, _PAYLOAD_FIELD, out)
     _check_rules(type_, payload, out)
+
+
+def size_violation() -> Violation:
+    """The event is larger than the contract's MAX_EVENT_BYTES of UTF-8 JSON."""
+    return Violation("", f"(root) {_say('eventBytes', max=MAX_EVENT_BYTES)}")
+
+
+def _size(event: Mapping[Any, Any]) -> Optional[int]:
+    """The event's size as ``publish()`` would send it (compact UTF-8 JSON), or None when it cannot
+    be encoded (that is reported on its own)."""
+    try:
+        text = json.dumps(event, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return len(text.encode("utf-8"))
+    except (TypeError, ValueError, RecursionError, UnicodeEncodeError):
+        return None
+
+
+def _first_of_each_field(violations: List[Violation]) -> List[Violation]:
+    """One violation per path, the first found: the rules of a field are checked in order and the
+    first one broken is the one to fix."""
+    seen = set()
+    out = []
+    for v in violations:
+        if v.path not in seen:
+            seen.add(v.path)
+            out.append(v)
     return out

@@ -319,6 +319,45 @@ class Mirror(unittest.TestCase):
         )
 
 
+class EveryRuleNamed(unittest.TestCase):
+    """A refused event is refused for every rule it breaks, the first of each field, as the server
+    names them: check_event and publish() alike."""
+
+    NUL = "must not contain the NUL character (U+0000): PostgreSQL cannot store it"
+    SIZE = "(root) must be at most 1048576 bytes of UTF-8 JSON"
+
+    def setUp(self) -> None:
+        self.client = PlanLedgerClient(f"http://127.0.0.1:{free_port()}", journal_dir=None, probe_interval=3600)
+
+    def tearDown(self) -> None:
+        self.client.close(0)
+
+    def test_an_output_of_2_mb_holding_a_nul_is_refused_for_both(self) -> None:
+        output = "x" * 2_000_000 + "\x00"
+        e = valid_event(payload={"stepId": "s1", "inputTokens": 1, "outputTokens": 2, "outputContent": output})
+        expected = [f"payload.outputContent {self.NUL}", self.SIZE]
+        self.assertEqual([v.message for v in check_event(e)], expected)
+        r = self.client.step_completed(PLAN, "s1", input_tokens=1, output_tokens=2, output_content=output)
+        self.assertEqual((r.ok, r.reason, r.seq), (False, "invalid", None))
+        self.assertEqual([v.message for v in r.violations], expected)
+
+    def test_a_nul_and_other_fields_broken_are_each_named(self) -> None:
+        e = valid_event(payload={"result": "half\x00way", "inputTokens": "1", "outputTokens": 2})
+        self.assertEqual(
+            sorted(v.message for v in check_event(e)),
+            ["payload.inputTokens must be an integer", f"payload.result {self.NUL}", "payload.stepId is required"],
+        )
+        # a NUL where an id belongs: the NUL (the first rule of the field), as the server says it
+        self.assertEqual([v.message for v in check_event(valid_event(planId="p\x00"))], [f"planId {self.NUL}"])
+
+    def test_one_violation_per_field(self) -> None:
+        step = {"stepId": "a", "index": 0, "agentId": "x", "task": "t"}
+        e = valid_event(type="plan.decision", payload={"decision": "approve", "steps": "x" * 600})
+        self.assertEqual([v.message for v in check_event(e)], ["payload.steps must be an array"])
+        e = valid_event(type="plan.created", payload={"query": "q", "steps": [dict(step, title="t" * 600 + "\x00")]})
+        self.assertEqual([v.message for v in check_event(e)], [f"payload.steps[0].title {self.NUL}"])
+
+
 class SnakeCase(unittest.TestCase):
     def setUp(self) -> None:
         self.client = PlanLedgerClient(f"http://127.0.0.1:{free_port()}", journal_dir=None, probe_interval=3600)

@@ -38,6 +38,7 @@ import {
   utcTimestamp,
   uuid,
 } from './field-rules';
+import { orderViolations } from '../violation-path';
 import { jsonState } from './json-state.rule';
 
 const SPECS = new Map<Shape, ObjectSpec>();
@@ -123,20 +124,30 @@ export type StampRule = 'optional' | 'required';
 
 /**
  * The publisher's check of its caller's input, which no guard has seen; stamps are optional.
- * Violations are appended to `ctx.out`. A valid event, the common case, costs the rules alone: they
- * refuse whatever the raw-input guard refuses. A refused one costs a guard pass more, and when the
- * guard refuses it too, the guard's violations replace the rules': `parsePlanEvent` reports only
- * those when there are any, so a NUL character or a prototype key in an unknown field is reported
- * as such, not as "is not an allowed field".
+ * Violations are appended to `ctx.out` as the contract reports them (`orderViolations`: the first
+ * of each field). A valid event, the common case, costs the rules alone: they refuse whatever the
+ * raw-input guard refuses. A refused one costs a guard pass more, on `stamped` (the event as it
+ * would be sent): when the guard stops the work (a prototype key, a value JSON cannot hold, nesting
+ * past its bound), its violations replace the rules', as `parsePlanEvent` reports only those;
+ * otherwise what it found (a NUL character, a lone surrogate, the size) comes first, then what the
+ * rules found, so a NUL character in an unknown field is reported as such.
  */
-export function checkEventInput(input: Record<string, unknown>, ctx: CheckContext): void {
+export function checkEventInput(
+  input: Record<string, unknown>,
+  ctx: CheckContext,
+  stamped: Record<string, unknown> = input,
+): void {
   const start = ctx.out.length;
   checkEventRules(input, ctx, 'optional');
   if (ctx.out.length === start) return;
-  const guarded = guardRawInput(input, ctx.limits);
-  if (guarded.ok) return;
-  ctx.out.length = start;
-  pushAll(ctx.out, guarded.violations);
+  const rules = ctx.out.splice(start);
+  const guarded = guardRawInput(stamped, ctx.limits);
+  const found = guarded.ok
+    ? rules
+    : guarded.root === undefined
+      ? guarded.violations
+      : [...guarded.violations, ...rules];
+  pushAll(ctx.out, orderViolations(found));
 }
 
 /**

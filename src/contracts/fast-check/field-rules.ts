@@ -149,22 +149,13 @@ export function exactly(expected: number, why: string): Rule {
 }
 
 /**
- * The contract's checkLimits applies a list's limit to a string in its place as a length, so a long
- * string where a list belongs gets a second violation; mirrored so both report the same.
- */
-function notAList(value: unknown, max: number, parent: string, key: string | number, ctx: CheckContext): void {
-  report(ctx, parent, key, MESSAGES.mustBeArray);
-  if (typeof value === 'string' && value.length > max) report(ctx, parent, key, say('textMax', { max }));
-}
-
-/**
  * A list of objects within the call's `limit`: an oversized list is reported without checking its
  * items; an item that is not an object is reported at its own path, as class-validator does.
  */
 export function nestedList(spec: () => ObjectSpec, limit: FieldLimit): Rule {
   return (value, parent, key, ctx) => {
     const max = ctx.limits[limit];
-    if (!Array.isArray(value)) return notAList(value, max, parent, key, ctx);
+    if (!Array.isArray(value)) return report(ctx, parent, key, MESSAGES.mustBeArray);
     if (value.length > max) return report(ctx, parent, key, say('listMax', { max }));
     for (let i = 0; i < value.length; i++) {
       const item: unknown = value[i];
@@ -195,7 +186,7 @@ export function nestedObject(spec: () => ObjectSpec): Rule {
 export function externalIdList(limit: FieldLimit): Rule {
   return (value, parent, key, ctx) => {
     const max = ctx.limits[limit];
-    if (!Array.isArray(value)) return notAList(value, max, parent, key, ctx);
+    if (!Array.isArray(value)) return report(ctx, parent, key, MESSAGES.mustBeArray);
     if (value.length > max) return report(ctx, parent, key, say('listMax', { max }));
     for (let i = 0; i < value.length; i++) {
       if (!isExternalId(value[i])) return report(ctx, parent, key, MESSAGES.onlyExternalIds);
