@@ -1,3 +1,4 @@
+import clusterKeySlot from 'cluster-key-slot';
 import type { RedisClient } from './connect-redis';
 import { EVENTS_QUEUE } from './queue-names';
 import { MAX_QUEUE_SHARDS } from '../config/queue-shard-settings';
@@ -36,21 +37,9 @@ export function shardOfPlan(planId: string, count: number): number {
   return (h >>> 0) % count;
 }
 
-const CRC16_TABLE = (() => {
-  const table = new Uint16Array(256);
-  for (let i = 0; i < 256; i++) {
-    let crc = i << 8;
-    for (let b = 0; b < 8; b++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-    table[i] = crc;
-  }
-  return table;
-})();
-
-/** Redis Cluster's slot of a hash tag's text (CRC16-XMODEM modulo 16384, as CLUSTER KEYSLOT of `{text}`). */
+/** Redis Cluster's slot of a hash tag's text: CLUSTER KEYSLOT of `{text}` (CRC16-XMODEM modulo 16384). */
 export function slotOfTag(text: string): number {
-  let crc = 0;
-  for (const byte of Buffer.from(text, 'utf8')) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ byte) & 0xff];
-  return crc % SLOTS;
+  return clusterKeySlot(`{${text}}`);
 }
 
 function circularDistance(a: number, b: number): number {
