@@ -1,4 +1,5 @@
 import { randomFillSync } from 'node:crypto';
+import { uuidOf } from '../shared/uuid';
 
 /**
  * Event ids the publisher stamps: RFC 9562 version 7 UUIDs. The first 48 bits are the Unix time in
@@ -15,12 +16,13 @@ import { randomFillSync } from 'node:crypto';
 const POOL_IDS = 256;
 /** Bytes of randomness per id: 2 for the counter's start, 8 for the tail (2 bits are the variant). */
 const BYTES_PER_ID = 10;
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 const pool = Buffer.alloc(POOL_IDS * BYTES_PER_ID);
 let poolAt = pool.length;
 let lastMs = -1;
 let counter = 0;
+/** The id's 16 bytes, rewritten for each id. */
+const bytes = new Uint8Array(16);
 
 export function eventIdV7(now: number = Date.now()): string {
   if (poolAt >= pool.length) {
@@ -37,30 +39,18 @@ export function eventIdV7(now: number = Date.now()): string {
     lastMs++;
     counter = 0;
   }
-  const ms = lastMs;
-  // 48 bits of time: the high 16 and the low 32, since bitwise operators work on 32 bits
-  const hi = Math.floor(ms / 0x100000000);
-  const lo = ms >>> 0;
-  return (
-    HEX[(hi >>> 8) & 0xff] +
-    HEX[hi & 0xff] +
-    HEX[lo >>> 24] +
-    HEX[(lo >>> 16) & 0xff] +
-    '-' +
-    HEX[(lo >>> 8) & 0xff] +
-    HEX[lo & 0xff] +
-    '-' +
-    HEX[0x70 | (counter >>> 8)] +
-    HEX[counter & 0xff] +
-    '-' +
-    HEX[0x80 | (pool[r + 2] & 0x3f)] +
-    HEX[pool[r + 3]] +
-    '-' +
-    HEX[pool[r + 4]] +
-    HEX[pool[r + 5]] +
-    HEX[pool[r + 6]] +
-    HEX[pool[r + 7]] +
-    HEX[pool[r + 8]] +
-    HEX[pool[r + 9]]
-  );
+  // 48 bits of time (the high 16 and the low 32: bitwise operators work on 32 bits), the 12-bit
+  // counter below the version nibble, then 62 random bits below the variant
+  const hi = Math.floor(lastMs / 0x100000000);
+  const lo = lastMs >>> 0;
+  bytes[0] = hi >>> 8;
+  bytes[1] = hi;
+  bytes[2] = lo >>> 24;
+  bytes[3] = lo >>> 16;
+  bytes[4] = lo >>> 8;
+  bytes[5] = lo;
+  bytes[6] = counter >>> 8;
+  bytes[7] = counter;
+  for (let i = 8; i < 16; i++) bytes[i] = pool[r + i - 6];
+  return uuidOf(bytes, 7);
 }
