@@ -30,6 +30,11 @@ export interface CliIo {
   err: (line: string) => void;
 }
 
+/** `--json` output: the value as indented JSON, on stdout as is. */
+export function printJson(ctx: CliContext, value: unknown): void {
+  ctx.raw(JSON.stringify(value, null, 2));
+}
+
 export function buildContext(io: CliIo): CliContext {
   // a ConfigError ends the command with its one line, by its kind (exit-codes.ts)
   const config: Readonly<AppConfig> = loadConfig(io.env);

@@ -1,11 +1,11 @@
-import type { CliContext } from '../cli-context';
+import { type CliContext, printJson } from '../cli-context';
 import { agentUsage, echoRange, handoffPatterns, plansPerDay } from '../../queries/analytics.query';
 import { TOKEN_DIMENSIONS, TokenDimension, tokenUsage, TokenUsage } from '../../queries/token-usage.query';
 import { costUsage } from '../../queries/cost-usage.query';
 import { DateRange, parseCostDimension, parseDateRange } from '../../queries/query-args';
 import { QueryArgumentError } from '../../queries/query-errors';
 import { Cell, formatInt, formatPercent, renderTable, toCsv } from '../../queries/text-output';
-import { outputFormat, parseArgs, printJson, withReadSource } from './read-command';
+import { outputFormat, withReadSource } from './read-command';
 
 export interface AnalyticsOptions {
   from?: string;
@@ -27,10 +27,8 @@ export type ReportName = 'daily' | 'agents' | 'handoffs' | 'tokens' | 'cost';
 export async function runReport(ctx: CliContext, name: ReportName, opts: AnalyticsOptions): Promise<void> {
   const build = REPORTS[name];
   const format = outputFormat(opts);
-  const range = parseArgs(() => {
-    if (opts.by !== undefined) (name === 'cost' ? parseCostDimension : parseDimension)(opts.by);
-    return parseDateRange(opts.from, opts.to);
-  });
+  if (opts.by !== undefined) (name === 'cost' ? parseCostDimension : parseDimension)(opts.by);
+  const range = parseDateRange(opts.from, opts.to);
   const report = await build(ctx, range, opts);
   if (format === 'json') return printJson(ctx, { ...echoRange(range), ...report.json });
   const lines =

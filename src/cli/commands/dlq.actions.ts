@@ -1,4 +1,4 @@
-import type { CliContext } from '../cli-context';
+import { type CliContext, printJson } from '../cli-context';
 import { runAsBulkCommand } from '../../shared/process-tuning';
 import { CliError } from '../exit-codes';
 import {
@@ -49,17 +49,8 @@ async function withService(
   }
 }
 
-/** Parses flags before anything connects, so a typo costs no connection (a usage error: exit 2). */
-function parsed<T>(fn: () => T): T {
-  return fn();
-}
-
-function printJson(ctx: CliContext, value: unknown): void {
-  ctx.raw(JSON.stringify(value, null, 2));
-}
-
 export async function listCommand(context: () => CliContext, opts: ListOptions): Promise<void> {
-  const filter = parsed(() => parseFilter(opts, context().config.queueShards));
+  const filter = parseFilter(opts, context().config.queueShards);
   filter.limit ??= DEFAULT_LIST_LIMIT;
   await withService(context(), {}, async (service) => {
     // the table shows no event: read none (only --json prints the listed entries whole)
@@ -86,19 +77,14 @@ export async function statsCommand(context: () => CliContext, opts: JsonOption):
 }
 
 export async function replayCommand(context: () => CliContext, ids: string[], opts: ReplayCliOptions): Promise<void> {
-  const selection = parsed(() =>
-    parseSelection({ ...opts, ids }, 'dlq replay', new Date(), context().config.queueShards),
-  );
-  const batch = parsed(() =>
-    opts.batch === undefined ? DEFAULT_REPLAY_BATCH : parsePositiveInt('--batch', opts.batch, 10_000),
-  );
-  const rate = parsed(() => (opts.rate === undefined ? undefined : parsePositiveInt('--rate', opts.rate)));
+  const selection = parseSelection({ ...opts, ids }, 'dlq replay', new Date(), context().config.queueShards);
+  const batch = opts.batch === undefined ? DEFAULT_REPLAY_BATCH : parsePositiveInt('--batch', opts.batch, 10_000);
+  const rate = opts.rate === undefined ? undefined : parsePositiveInt('--rate', opts.rate);
   const wait = opts.wait || opts.waitTimeout !== undefined;
-  const waitSeconds = parsed(() =>
+  const waitSeconds =
     opts.waitTimeout === undefined
       ? DEFAULT_WAIT_SECONDS
-      : parsePositiveInt('--wait-timeout', opts.waitTimeout, 86_400),
-  );
+      : parsePositiveInt('--wait-timeout', opts.waitTimeout, 86_400);
   const ctx = context();
   // every selected entry passes through memory and Redis once: keep the peak RSS down, and let a
   // worker on the same host keep its CPU (BENCHMARKS.md, "Dead letters")
@@ -127,9 +113,7 @@ export async function replayCommand(context: () => CliContext, ids: string[], op
 }
 
 export async function purgeCommand(context: () => CliContext, ids: string[], opts: PurgeCliOptions): Promise<void> {
-  const selection = parsed(() =>
-    parseSelection({ ...opts, ids }, 'dlq purge', new Date(), context().config.queueShards),
-  );
+  const selection = parseSelection({ ...opts, ids }, 'dlq purge', new Date(), context().config.queueShards);
   const ctx = context();
   await withService(ctx, {}, async (service) => {
     const result = await service.purge(selection, { dryRun: !opts.yes });

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { CliContext } from '../cli-context';
+import { type CliContext, printJson } from '../cli-context';
 import type { StepSpec } from '../../contracts';
 import { isExternalId } from '../../contracts/field-formats';
 import { forkPlan, type ForkOutcome, type ForkStart } from '../../fork/fork-plan';
@@ -7,7 +7,7 @@ import { parseEditSteps } from '../../fork/edit-steps';
 import { QueryArgumentError } from '../../queries/query-errors';
 import { requireId } from '../../queries/query-args';
 import { escapeControl } from '../../shared/terminal-text';
-import { parseArgs, printJson } from './read-command';
+
 import { withDataSource } from '../with-data-source';
 
 export interface ForkCliOptions {
@@ -26,14 +26,14 @@ export async function forkCommand(
   kind: 'fork' | 'replay',
   opts: ForkCliOptions,
 ): Promise<void> {
-  const request = parseArgs(() => ({
+  const request = {
     parentPlanId: requireId('planId', rawId),
     kind,
     from: kind === 'fork' ? startOf(opts) : undefined,
     planId: opts.planId === undefined ? undefined : externalId('--plan-id', 'a plan id', opts.planId),
     sessionId: opts.session === undefined ? undefined : externalId('--session', 'a session id', opts.session),
     editSteps: opts.editSteps === undefined ? undefined : readEdits(opts.editSteps),
-  }));
+  };
   const outcome = await withDataSource(ctx, (ds) => forkPlan(ds, request));
   if (opts.json) return printJson(ctx, outcome);
   for (const line of formatForkOutcome(outcome)) ctx.out(line);

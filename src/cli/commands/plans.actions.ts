@@ -1,4 +1,4 @@
-import type { CliContext } from '../cli-context';
+import { type CliContext, printJson } from '../cli-context';
 import { getPlanView } from '../../queries/plan-timeline.query';
 import { formatPlanView } from '../../queries/plan-timeline.format';
 import { listPlans, PlanPage, parsePlanCursor } from '../../queries/plan-list.query';
@@ -7,7 +7,7 @@ import { formatPlanLineage, getPlanLineage } from '../../queries/plan-lineage.qu
 import { parseDateRange, parseLimit, parseOffset, parsePlanStatus, requireId } from '../../queries/query-args';
 import { QueryArgumentError } from '../../queries/query-errors';
 import { formatInt, renderTable } from '../../queries/text-output';
-import { parseArgs, printJson, withReadSource } from './read-command';
+import { withReadSource } from './read-command';
 
 export interface ListOptions {
   session?: string;
@@ -22,14 +22,14 @@ export interface ListOptions {
 }
 
 export async function showPlan(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
-  const planId = parseArgs(() => requireId('planId', rawId));
+  const planId = requireId('planId', rawId);
   const view = await withReadSource(ctx, 'plans show', (ds) => getPlanView(ds, planId));
   if (opts.json) return printJson(ctx, view);
   for (const line of formatPlanView(view)) ctx.out(line);
 }
 
 export async function listCommand(ctx: CliContext, opts: ListOptions): Promise<void> {
-  const filter = parseArgs(() => ({
+  const filter = {
     sessionId: opts.session === undefined ? undefined : requireId('--session', opts.session),
     statuses: opts.status === undefined ? undefined : [parsePlanStatus(opts.status)],
     agentId: opts.agent === undefined ? undefined : requireId('--agent', opts.agent),
@@ -37,7 +37,7 @@ export async function listCommand(ctx: CliContext, opts: ListOptions): Promise<v
     limit: parseLimit(opts.limit),
     offset: parseOffset(opts.offset),
     cursor: parseCursorOption(opts.cursor, opts.offset),
-  }));
+  };
   const page = await withReadSource(ctx, 'plans list', (ds) => listPlans(ds, filter));
   if (opts.json) return printJson(ctx, page);
   for (const line of formatPlanPage(page, filter.cursor !== undefined)) ctx.out(line);
@@ -80,12 +80,12 @@ export function formatPlanPage(page: PlanPage, afterCursor = false): string[] {
 }
 
 export async function exportCommand(ctx: CliContext, rawId: string): Promise<void> {
-  const planId = parseArgs(() => requireId('planId', rawId));
+  const planId = requireId('planId', rawId);
   printJson(ctx, await withReadSource(ctx, 'plans export', (ds) => exportPlanTemplate(ds, planId)));
 }
 
 export async function lineageCommand(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
-  const planId = parseArgs(() => requireId('planId', rawId));
+  const planId = requireId('planId', rawId);
   const lineage = await withReadSource(ctx, 'plans lineage', (ds) => getPlanLineage(ds, planId));
   if (opts.json) return printJson(ctx, lineage);
   for (const line of formatPlanLineage(lineage)) ctx.out(line);

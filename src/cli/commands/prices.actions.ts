@@ -1,4 +1,4 @@
-import type { CliContext } from '../cli-context';
+import { type CliContext, printJson } from '../cli-context';
 import { displayMoney, moneyFromColumn } from '../../pricing';
 import { parseDateRange } from '../../queries/query-args';
 import { renderTable } from '../../queries/text-output';
@@ -7,7 +7,6 @@ import { repriceSteps } from '../../store/price-reprice';
 import type { PriceOverrideRow } from '../../store/entities';
 import { CliError } from '../exit-codes';
 import { withDataSource } from '../with-data-source';
-import { parseArgs, printJson } from './read-command';
 
 type Opts = Record<string, string | boolean | undefined>;
 
@@ -31,23 +30,26 @@ function text(name: string, raw: string | boolean | undefined, max: number): str
   return value;
 }
 
+/** The override `prices set` stores, from its flags (before anything connects: a bad one is exit 2). */
+function overrideOf(opts: Opts) {
+  const currency = String(opts.currency ?? 'USD').toUpperCase();
+  if (currency !== 'USD')
+    throw new CliError(`--currency: "${opts.currency}" is not USD, the only currency costs are kept in`, 'usage');
+  const { from } = parseDateRange(String(opts.from), undefined);
+  return {
+    modelPattern: text('--model', opts.model, 100)!,
+    provider: text('--provider', opts.provider, 100),
+    effectiveFrom: from!,
+    inputPerMtok: price('--input', opts.input)!,
+    outputPerMtok: price('--output', opts.output)!,
+    cacheReadPerMtok: price('--cache-read', opts.cacheRead),
+    cacheWritePerMtok: price('--cache-write', opts.cacheWrite),
+    currency,
+  };
+}
+
 export async function pricesSet(ctx: CliContext, opts: Opts): Promise<void> {
-  const input = parseArgs(() => {
-    const currency = String(opts.currency ?? 'USD').toUpperCase();
-    if (currency !== 'USD')
-      throw new CliError(`--currency: "${opts.currency}" is not USD, the only currency costs are kept in`, 'usage');
-    const { from } = parseDateRange(String(opts.from), undefined);
-    return {
-      modelPattern: text('--model', opts.model, 100)!,
-      provider: text('--provider', opts.provider, 100),
-      effectiveFrom: from!,
-      inputPerMtok: price('--input', opts.input)!,
-      outputPerMtok: price('--output', opts.output)!,
-      cacheReadPerMtok: price('--cache-read', opts.cacheRead),
-      cacheWritePerMtok: price('--cache-write', opts.cacheWrite),
-      currency,
-    };
-  });
+  const input = overrideOf(opts);
   const row = await withDataSource(ctx, (ds) => addPriceOverride(ds, input));
   if (opts.json) return printJson(ctx, overrideJson(row));
   ctx.out(`stored price override ${row.id}: ${describe(row)}`);
@@ -84,22 +86,25 @@ export async function pricesShow(ctx: CliContext, id: string, opts: { json?: boo
   ctx.out(`${row.id}: ${describe(row)}`);
 }
 
+/** What `prices reprice` is asked to do, from its flags (before anything connects). */
+function repriceRequestOf(opts: Opts) {
+  if (opts.dryRun && opts.yes) throw new CliError('--dry-run and --yes cannot be combined', 'usage');
+  if (!opts.dryRun && !opts.yes)
+    throw new CliError(
+      'prices reprice changes stored costs: add --dry-run to see the diff, or --yes to apply it',
+      'usage',
+    );
+  const range = parseDateRange(String(opts.from), String(opts.to));
+  return {
+    from: range.from!,
+    to: range.to!,
+    model: text('--model', opts.model, 100) ?? undefined,
+    apply: Boolean(opts.yes),
+  };
+}
+
 export async function pricesReprice(ctx: CliContext, opts: Opts): Promise<void> {
-  const req = parseArgs(() => {
-    if (opts.dryRun && opts.yes) throw new CliError('--dry-run and --yes cannot be combined', 'usage');
-    if (!opts.dryRun && !opts.yes)
-      throw new CliError(
-        'prices reprice changes stored costs: add --dry-run to see the diff, or --yes to apply it',
-        'usage',
-      );
-    const range = parseDateRange(String(opts.from), String(opts.to));
-    return {
-      from: range.from!,
-      to: range.to!,
-      model: text('--model', opts.model, 100) ?? undefined,
-      apply: Boolean(opts.yes),
-    };
-  });
+  const req = repriceRequestOf(opts);
   const outcome = await withDataSource(ctx, (ds) => repriceSteps(ds, req));
   const json = {
     ...outcome,

@@ -4,15 +4,11 @@ import { CliError } from '../exit-codes';
 import { withDataSource } from '../with-data-source';
 
 /**
- * Shared shell of the read commands (plans, sessions, workflows, steps, analytics): validate
- * arguments before connecting, open one small DataSource, always close it. The read side's errors
+ * Shared shell of the read commands (plans, sessions, workflows, steps, analytics): each parses
+ * its arguments before calling these, so a bad one ends the command before anything connects; then
+ * one small DataSource is opened, and always closed. The read side's errors
  * end the command by their kind (a bad argument: 2; not found: 1; see exit-codes.ts).
  */
-
-/** Parse the arguments before anything connects: a bad one ends the command before any work. */
-export function parseArgs<T>(parse: () => T): T {
-  return parse();
-}
 
 export async function withReadSource<T>(ctx: CliContext, name: string, fn: (ds: DataSource) => Promise<T>): Promise<T> {
   const started = Date.now();
@@ -20,10 +16,6 @@ export async function withReadSource<T>(ctx: CliContext, name: string, fn: (ds: 
   const result = await withDataSource(ctx, fn, 2);
   ctx.logger.debug({ command: name, durationMs: Date.now() - started }, 'read done');
   return result;
-}
-
-export function printJson(ctx: CliContext, value: unknown): void {
-  ctx.raw(JSON.stringify(value, null, 2));
 }
 
 /** `--json` and `--csv` pick one output; both at once is a usage error. */

@@ -1,16 +1,16 @@
-import type { CliContext } from '../cli-context';
+import { type CliContext, printJson } from '../cli-context';
 import { getActivePlan, getPlanHistory, SessionActivePlan } from '../../queries/session-plans.query';
 import { formatPlanHeader } from '../../queries/plan-timeline.format';
 import { parseLimit, requireId } from '../../queries/query-args';
 import { formatInt, renderTable } from '../../queries/text-output';
-import { parseArgs, printJson, withReadSource } from './read-command';
+import { withReadSource } from './read-command';
 import { openDeadLetterService } from '../../dead-letters/dead-letter-connections';
 import { eraseSession, formatErasureReport } from '../../retention/session-erasure';
 import { loadTransactionLimits } from '../../retention/retention-config';
 import { withDataSource } from '../with-data-source';
 
 export async function activeCommand(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
-  const sessionId = parseArgs(() => requireId('sessionId', rawId));
+  const sessionId = requireId('sessionId', rawId);
   const result = await withReadSource(ctx, 'sessions active', (ds) => getActivePlan(ds, sessionId));
   if (opts.json) return printJson(ctx, result);
   for (const line of formatActivePlan(result)) ctx.out(line);
@@ -30,10 +30,10 @@ export async function historyCommand(
   rawId: string,
   opts: { limit?: string; json?: boolean },
 ): Promise<void> {
-  const { sessionId, limit } = parseArgs(() => ({
+  const { sessionId, limit } = {
     sessionId: requireId('sessionId', rawId),
     limit: parseLimit(opts.limit, 10),
-  }));
+  };
   const result = await withReadSource(ctx, 'sessions history', (ds) => getPlanHistory(ds, sessionId, limit));
   if (opts.json) return printJson(ctx, result);
   if (result.plans.length === 0) return ctx.out(`session ${sessionId} has no finished plans`);
@@ -58,7 +58,7 @@ export async function purgeCommand(
   rawId: string,
   opts: { dryRun?: boolean; includeForks?: boolean; json?: boolean },
 ): Promise<void> {
-  const sessionId = parseArgs(() => requireId('sessionId', rawId));
+  const sessionId = requireId('sessionId', rawId);
   const limits = loadTransactionLimits(ctx.env);
   // Redis first: when it is unreachable, nothing is erased
   const redis = await openDeadLetterService(ctx.config, ctx.logger);

@@ -1,8 +1,8 @@
-import type { CliContext } from '../cli-context';
+import { type CliContext, printJson } from '../cli-context';
 import { getStepOutput } from '../../queries/step-output.query';
 import { requireId } from '../../queries/query-args';
 import { CliError } from '../exit-codes';
-import { parseArgs, printJson, withReadSource } from './read-command';
+import { withReadSource } from './read-command';
 
 export async function stepOutputCommand(
   ctx: CliContext,
@@ -10,10 +10,10 @@ export async function stepOutputCommand(
   rawStep: string,
   opts: { json?: boolean },
 ): Promise<void> {
-  const { planId, stepRef } = parseArgs(() => ({
+  const { planId, stepRef } = {
     planId: requireId('planId', rawPlan),
     stepRef: requireId('step', rawStep),
-  }));
+  };
   const output = await withReadSource(ctx, 'steps output', (ds) => getStepOutput(ds, planId, stepRef));
   if (opts.json) printJson(ctx, output);
   if (output.outputContent === null) {

@@ -1,14 +1,14 @@
-import type { CliContext } from '../cli-context';
+import { type CliContext, printJson } from '../cli-context';
 import { getResumePoint, Resumable } from '../../queries/workflow-resume.query';
 import { loadRetentionPolicy } from '../../retention/retention-config';
 import { requireId } from '../../queries/query-args';
 import { renderTable } from '../../queries/text-output';
 import { pushAll } from '../../shared/arrays';
 import { CliError } from '../exit-codes';
-import { parseArgs, printJson, withReadSource } from './read-command';
+import { withReadSource } from './read-command';
 
 export async function resumePointCommand(ctx: CliContext, rawId: string, opts: { json?: boolean }): Promise<void> {
-  const workflowId = parseArgs(() => requireId('planId', rawId));
+  const workflowId = requireId('planId', rawId);
   const dagTtlMinutes = dagTtlFromEnv(ctx.env);
   const point = await withReadSource(ctx, 'workflows resume-point', (ds) =>
     getResumePoint(ds, workflowId, { dagTtlMinutes }),
