@@ -4,6 +4,7 @@ import { Command, CommanderError } from 'commander';
 import { ENV_HELP } from '../config/config';
 import type { CliContext, CliIo } from './cli-context';
 import { EXIT, EXIT_HELP, exitCodeOf } from './exit-codes';
+import { lazyRequire } from '../shared/lazy-require';
 import { errorKindOf } from '../shared/errors';
 import { registerMigrate } from './commands/migrate.command';
 import { registerDemo } from './commands/demo.command';
@@ -25,6 +26,8 @@ import { escapeControl } from '../shared/terminal-text';
 
 const ENV_TEXT = `\nEnvironment:\n${ENV_HELP.map(([name, help]) => `  ${name.padEnd(21)}${help}`).join('\n')}\n${EXIT_HELP}`;
 
+const cliContext = lazyRequire<typeof import('./cli-context')>(require, './cli-context');
+
 /**
  * Builds the command tree. Commands are thin: each calls a library function with a context.
  * Building it must stay cheap (`--help` builds it and nothing else): a `*.command.ts` file registers
@@ -34,8 +37,7 @@ const ENV_TEXT = `\nEnvironment:\n${ENV_HELP.map(([name, help]) => `  ${name.pad
  */
 export function buildProgram(io: CliIo): Command {
   let ctx: CliContext | undefined;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const context = () => (ctx ??= (require('./cli-context') as typeof import('./cli-context')).buildContext(io));
+  const context = () => (ctx ??= cliContext().buildContext(io));
   const program = new Command('plan-ledger')
     .description('Queue-driven persistence for AI-agent plans: migrate, run workers, inspect and replay.')
     .version(workerVersion(), '-V, --version', 'print the version')

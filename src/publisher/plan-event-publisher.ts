@@ -4,6 +4,7 @@ import { checkEventInput } from '../contracts/fast-check/event-rules';
 import { CheckContext, isPlainObject } from '../contracts/fast-check/field-rules';
 import { resolveLimits } from '../contracts/limits';
 import { violationAt } from '../contracts/violation-path';
+import { lazyRequire } from '../shared/lazy-require';
 import { createLogger, Logger } from '../shared/logger';
 import { hideRedisCommandArguments } from '../shared/redis-debug';
 import { DeliveryPump } from './delivery-pump';
@@ -26,6 +27,8 @@ import { RedisLink } from './redis-link';
 import { SpillJournal } from './spill-journal';
 import { shardOfPlan } from '../queue/queue-shards';
 import { TypedHelpers } from './typed-helpers';
+
+const publisherMetrics = lazyRequire<typeof import('./publisher-metrics')>(require, './publisher-metrics');
 
 /** How often `stored()` looks whether the jobs it waits for are finished. */
 const STORED_POLL_MS = 50;
@@ -107,10 +110,7 @@ export class PlanEventPublisher extends TypedHelpers {
     this.limits = resolveLimits(options.limits);
     checkJobLimit(this.limits, this.opts.journalWriteBytes);
     // prom-client is loaded only for an executor that asks for metrics (`plan-ledger/publisher` stays light)
-    const metrics = options.metricsRegistry
-      ? // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only when asked for
-        (require('./publisher-metrics') as typeof import('./publisher-metrics'))
-      : undefined;
+    const metrics = options.metricsRegistry ? publisherMetrics() : undefined;
     if (metrics) metrics.assertMetricsFree(options.metricsRegistry!);
     this.checkContext = { limits: this.limits, out: [] };
     this.logger = options.logger ?? createLogger({ base: { component: 'publisher' } });

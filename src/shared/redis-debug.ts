@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { lazyRequire } from './lazy-require';
 
 /**
  * ioredis logs every command it writes through the `debug` package (`DEBUG=ioredis:*`), arguments
@@ -22,8 +23,10 @@ export function hideRedisCommandArguments(): void {
   let debug: DebugModule;
   try {
     // the copy ioredis resolves, wherever npm placed it
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the copy of debug that ioredis resolves, found at run time
-    debug = require(require.resolve('debug', { paths: [path.dirname(require.resolve('ioredis'))] })) as DebugModule;
+    debug = lazyRequire<DebugModule>(
+      require,
+      require.resolve('debug', { paths: [path.dirname(require.resolve('ioredis'))] }),
+    )();
   } catch {
     return;
   }

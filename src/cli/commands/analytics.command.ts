@@ -2,11 +2,11 @@ import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import { COST_DIMENSIONS, TOKEN_DIMENSIONS } from '../../queries/query-args';
 import type { AnalyticsOptions, ReportName } from './analytics.actions';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./analytics.actions') as typeof import('./analytics.actions');
+const actions = lazyRequire<typeof import('./analytics.actions')>(require, './analytics.actions');
 
 const RANGE_HELP = `
 --from/--to select plans by creation time, from inclusive, to exclusive, in UTC; a bare date is

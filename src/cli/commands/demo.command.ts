@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import type { DemoOptions } from './demo.actions';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./demo.actions') as typeof import('./demo.actions');
+const actions = lazyRequire<typeof import('./demo.actions')>(require, './demo.actions');
 
 export function registerDemo(program: Command, context: () => CliContext): void {
   program

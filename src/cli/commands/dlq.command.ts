@@ -4,11 +4,11 @@ import { EXIT_HELP } from '../exit-codes';
 import { DEFAULT_REPLAY_BATCH } from '../../dead-letters/replay-defaults';
 import { DEFAULT_LIST_LIMIT, DEFAULT_WAIT_SECONDS } from './dlq.defaults';
 import type { JsonOption, ListOptions, PurgeCliOptions, ReplayCliOptions } from './dlq.actions';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./dlq.actions') as typeof import('./dlq.actions');
+const actions = lazyRequire<typeof import('./dlq.actions')>(require, './dlq.actions');
 
 const FILTER_HELP = `
 Filters (combine freely; all must hold):

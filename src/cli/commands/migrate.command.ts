@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import type { MigrateOptions } from './migrate.actions';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./migrate.actions') as typeof import('./migrate.actions');
+const actions = lazyRequire<typeof import('./migrate.actions')>(require, './migrate.actions');
 
 export function registerMigrate(program: Command, context: () => CliContext): void {
   program

@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import type { ForkCliOptions } from './plans-fork.actions';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./plans-fork.actions') as typeof import('./plans-fork.actions');
+const actions = lazyRequire<typeof import('./plans-fork.actions')>(require, './plans-fork.actions');
 
 const HOW_IT_WORKS = `
 A fork is a new plan whose steps are its parent's: those of layers before the fork layer are

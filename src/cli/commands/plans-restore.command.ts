@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import { RETENTION_ENV_TEXT } from './retention.command';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./plans-restore.actions') as typeof import('./plans-restore.actions');
+const actions = lazyRequire<typeof import('./plans-restore.actions')>(require, './plans-restore.actions');
 
 /**
  * Adds `restore` to an existing `plans` command group (another command file owns the group and

@@ -2,11 +2,11 @@ import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import { PLAN_STATUS_VALUES } from '../../queries/query-args';
 import type { ListOptions } from './plans.actions';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./plans.actions') as typeof import('./plans.actions');
+const actions = lazyRequire<typeof import('./plans.actions')>(require, './plans.actions');
 
 /** Registers `plans show|list|export|lineage` and returns the `plans` command so others can attach subcommands. */
 export function registerPlans(program: Command, context: () => CliContext): Command {

@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import { EXIT_HELP } from '../exit-codes';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM) is loaded when a subcommand runs (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./prices.actions') as typeof import('./prices.actions');
+const actions = lazyRequire<typeof import('./prices.actions')>(require, './prices.actions');
 
 /** `prices set|list|show|reprice`: negotiated prices, and repricing stored steps on request. */
 export function registerPrices(program: Command, context: () => CliContext): Command {

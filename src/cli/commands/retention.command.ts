@@ -2,11 +2,11 @@ import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import { RETENTION_ENV_HELP } from '../../retention/retention-config';
 import type { RunOptions } from './retention.actions';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./retention.actions') as typeof import('./retention.actions');
+const actions = lazyRequire<typeof import('./retention.actions')>(require, './retention.actions');
 
 export const RETENTION_ENV_TEXT = `\nRetention policy (environment):\n${RETENTION_ENV_HELP.map(([name, help]) => `  ${name.padEnd(26)}${help}`).join('\n')}`;
 

@@ -3,13 +3,14 @@ import { loadHttpConfig } from '../../http/http-config';
 import { createLogger } from '../../shared/logger';
 import { CliError } from '../exit-codes';
 import { stopWithin, waitForSignal } from '../process-supervisor';
+import { lazyRequire } from '../../shared/lazy-require';
+
+const httpServer = lazyRequire<typeof import('../../http/start-http-server')>(require, '../../http/start-http-server');
 
 export async function runServeCommand(ctx: CliContext, env: Record<string, string | undefined>): Promise<void> {
   const settings = loadHttpConfig(env);
   const logger = createLogger({ level: ctx.config.logLevel, base: { component: 'serve', pid: process.pid } });
-  // require, not import(): loaded on demand from both the tsx sources and the compiled CommonJS
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { startHttpServer } = require('../../http/start-http-server') as typeof import('../../http/start-http-server');
+  const { startHttpServer } = httpServer();
   let handle;
   try {
     handle = await startHttpServer({ config: ctx.config, settings, logger });

@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import { HTTP_ENV_HELP } from '../../http/http-config';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./serve.actions') as typeof import('./serve.actions');
+const actions = lazyRequire<typeof import('./serve.actions')>(require, './serve.actions');
 
 const NAME_WIDTH = HTTP_ENV_HELP.reduce((width, [name]) => Math.max(width, name.length + 2), 0);
 

@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import { RETENTION_ENV_HELP } from '../../retention/retention-config';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./sessions.actions') as typeof import('./sessions.actions');
+const actions = lazyRequire<typeof import('./sessions.actions')>(require, './sessions.actions');
 
 /** What `sessions purge` reads of retention's settings: its transactions are bounded alike. */
 const ERASURE_ENV_TEXT = `\nTransactions, as retention's (environment):\n${RETENTION_ENV_HELP.filter(([name]) =>

@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./steps.actions') as typeof import('./steps.actions');
+const actions = lazyRequire<typeof import('./steps.actions')>(require, './steps.actions');
 
 /** `steps output`: a step's stored output, for a task running on another machine. */
 export function registerSteps(program: Command, context: () => CliContext): Command {

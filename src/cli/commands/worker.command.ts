@@ -2,11 +2,11 @@ import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import { WORKER_ENV_HELP } from '../../worker/worker-config';
 import { RETENTION_ENV_HELP } from '../../retention/retention-config';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./worker.actions') as typeof import('./worker.actions');
+const actions = lazyRequire<typeof import('./worker.actions')>(require, './worker.actions');
 
 const HELP = `
 Worker environment:

@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./workflows.actions') as typeof import('./workflows.actions');
+const actions = lazyRequire<typeof import('./workflows.actions')>(require, './workflows.actions');
 
 /** `workflows resume-point`: where a per-layer workflow continues. Workflow id = plan id. */
 export function registerWorkflows(program: Command, context: () => CliContext): Command {
