@@ -3,6 +3,8 @@
  * from a lower layer to a higher one. Layers, bottom up: shared -> contracts -> config -> pricing -> store
  * -> everything else (queue, publisher, dead-letters, retention, queries, health, worker, http,
  * console, cli, demo). Type-only imports count: a cycle of types is a cycle a reader follows too.
+ * Libraries follow the layers too: only src/store/sql imports a database driver, and the contract,
+ * pricing and the OTLP mapping import no TypeORM, BullMQ or ioredis.
  */
 module.exports = {
   forbidden: [
@@ -48,11 +50,28 @@ module.exports = {
       from: { path: '^src/store/' },
       to: { path: '^src/', pathNot: '^src/(store|pricing|contracts|shared|config)/' },
     },
+    {
+      name: 'drivers-only-in-store-sql',
+      severity: 'error',
+      comment:
+        "database drivers are the SQL dialects' business (src/store/sql): everything else reaches a database through them and TypeORM",
+      from: { path: '^src/', pathNot: '^src/store/sql/' },
+      to: { path: '(^|/)node_modules/(mssql|tedious|pg|pg-[^/]+|mysql2|better-sqlite3|sqlite3)/' },
+    },
+    {
+      name: 'no-storage-or-queue-below',
+      severity: 'error',
+      comment:
+        'the contract, pricing and OTLP mapping are pure: executors load the contract alone, and neither needs a database or a queue',
+      from: { path: '^src/(contracts|pricing|otlp)/' },
+      to: { path: '(^|/)node_modules/(typeorm|bullmq|ioredis)/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    exclude: { path: '^(dist|node_modules)/' },
+    // node_modules is not followed, but its packages are kept as leaves: the library rules above need them
+    exclude: { path: '^dist/' },
   },
 };
