@@ -4,23 +4,21 @@
  * reads protobuf by hand, and the field numbers are the official ones.
  */
 import type { Root, Type } from 'protobufjs';
+import { lazyRequire } from '../shared/lazy-require';
 import { logRecordsOfRequest, type LogRecords } from './otlp-log';
 import { OtlpDecodeError, OtlpSpan, spansOfRequest } from './otlp-span';
 
 const TRACE_SERVICE = 'opentelemetry.proto.collector.trace.v1';
 const LOGS_SERVICE = 'opentelemetry.proto.collector.logs.v1';
 
+const protobufLight = lazyRequire<typeof import('protobufjs')>(require, 'protobufjs/light');
+const otlpProto = lazyRequire<typeof import('./otlp-proto.generated')>(require, './otlp-proto.generated');
+
 let root: Root | undefined;
 
 /** A message type of the OTLP definitions, loaded on first use: `serve` without OTLP traffic never loads protobufjs. */
 function messageType(name: string): Type {
-  if (!root) {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const protobuf = require('protobufjs/light') as typeof import('protobufjs');
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { OTLP_PROTO } = require('./otlp-proto.generated') as typeof import('./otlp-proto.generated');
-    root = protobuf.Root.fromJSON(OTLP_PROTO);
-  }
+  root ??= protobufLight().Root.fromJSON(otlpProto().OTLP_PROTO);
   return root.lookupType(name);
 }
 
