@@ -100,7 +100,10 @@ function ruleFor(kind: Kind): Rule {
   }
 }
 
-const PAYLOAD_SPECS: ReadonlyMap<unknown, ObjectSpec> = new Map(PLAN_EVENT_TYPES.map((t) => [t, specOf(PAYLOADS[t])]));
+/** Each type's payload rules, and whether it declares rules across fields (two types do). */
+const PAYLOAD_SPECS: ReadonlyMap<unknown, { spec: ObjectSpec; crossField: boolean }> = new Map(
+  PLAN_EVENT_TYPES.map((t) => [t, { spec: specOf(PAYLOADS[t]), crossField: PAYLOADS[t].rules !== undefined }]),
+);
 
 interface EnvelopeField {
   name: string;
@@ -171,8 +174,8 @@ export function checkEventRules(input: Record<string, unknown>, ctx: CheckContex
   if (payload === undefined) return report(ctx, '', PAYLOAD_FIELD, MESSAGES.required);
   if (!isPlainObject(payload)) return report(ctx, '', PAYLOAD_FIELD, MESSAGES.mustBeObject);
   const type = input[TYPE_FIELD];
-  const spec = PAYLOAD_SPECS.get(type);
-  if (spec === undefined) return;
-  checkObject(payload, spec, PAYLOAD_FIELD, ctx);
-  checkPayloadRules(type as keyof typeof PAYLOADS, payload, ctx.out);
+  const payloadRules = PAYLOAD_SPECS.get(type);
+  if (payloadRules === undefined) return;
+  checkObject(payload, payloadRules.spec, PAYLOAD_FIELD, ctx);
+  if (payloadRules.crossField) checkPayloadRules(type as keyof typeof PAYLOADS, payload, ctx.out);
 }
