@@ -14,15 +14,17 @@ import { uuidOf } from '../shared/uuid';
  * bytes refilled every 256 ids, as `randomUUID` does.
  */
 const POOL_IDS = 256;
-/** Bytes of randomness per id: 2 for the counter's start, 8 for the tail (2 bits are the variant). */
-const BYTES_PER_ID = 10;
+/**
+ * Each id is written in 16 bytes of the pool, which `randomFillSync` filled: the first 8 are
+ * overwritten with the time and the counter (whose start comes from two of them), the last 8 stay
+ * random (2 bits become the variant).
+ */
+const BYTES_PER_ID = 16;
 
 const pool = Buffer.alloc(POOL_IDS * BYTES_PER_ID);
 let poolAt = pool.length;
 let lastMs = -1;
 let counter = 0;
-/** The id's 16 bytes, rewritten for each id. */
-const bytes = new Uint8Array(16);
 
 export function eventIdV7(now: number = Date.now()): string {
   if (poolAt >= pool.length) {
@@ -33,24 +35,23 @@ export function eventIdV7(now: number = Date.now()): string {
   poolAt += BYTES_PER_ID;
   if (now > lastMs) {
     lastMs = now;
-    counter = ((pool[r] << 8) | pool[r + 1]) & 0x7ff;
+    counter = ((pool[r + 6] << 8) | pool[r + 7]) & 0x7ff;
   } else if (++counter > 0xfff) {
     // a clock that stepped back, or more than 4096 ids in one ms: stay monotonic
     lastMs++;
     counter = 0;
   }
-  // 48 bits of time (the high 16 and the low 32: bitwise operators work on 32 bits), the 12-bit
-  // counter below the version nibble, then 62 random bits below the variant
+  // 48 bits of time (the high 16 and the low 32: bitwise operators work on 32 bits), then the
+  // 12-bit counter below the version nibble
   const hi = Math.floor(lastMs / 0x100000000);
   const lo = lastMs >>> 0;
-  bytes[0] = hi >>> 8;
-  bytes[1] = hi;
-  bytes[2] = lo >>> 24;
-  bytes[3] = lo >>> 16;
-  bytes[4] = lo >>> 8;
-  bytes[5] = lo;
-  bytes[6] = counter >>> 8;
-  bytes[7] = counter;
-  for (let i = 8; i < 16; i++) bytes[i] = pool[r + i - 6];
-  return uuidOf(bytes, 7);
+  pool[r] = hi >>> 8;
+  pool[r + 1] = hi;
+  pool[r + 2] = lo >>> 24;
+  pool[r + 3] = lo >>> 16;
+  pool[r + 4] = lo >>> 8;
+  pool[r + 5] = lo;
+  pool[r + 6] = counter >>> 8;
+  pool[r + 7] = counter;
+  return uuidOf(pool, 7, r);
 }
