@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
 from . import _contract_table as table
 
@@ -491,8 +491,8 @@ for _name, _rows in table.SHAPES.items():
 
 PAYLOAD_SPECS: Dict[str, Spec] = {t: _spec(rows) for t, rows in table.PAYLOADS.items()}
 ENVELOPE_SPEC: Spec = _spec(table.ENVELOPE)
-_TYPE_FIELD = next(row[0] for row in table.ENVELOPE if row[3] == "eventType")
-_PAYLOAD_FIELD = next(row[0] for row in table.ENVELOPE if row[3] == "payload")
+_TYPE_FIELD = cast(str, next(row[0] for row in table.ENVELOPE if row[3] == "eventType"))
+_PAYLOAD_FIELD = cast(str, next(row[0] for row in table.ENVELOPE if row[3] == "payload"))
 #: the stamps the client makes from nothing when the caller leaves them out (the seq it also takes
 #: from the caller or ``continue_plan``, so that one is always checked)
 _OWN_STAMPS = tuple(row[0] for row in table.ENVELOPE if row[2] and row[3] in ("exactly", "uuid", "utcTimestamp"))
@@ -509,7 +509,8 @@ def _check_rules(type_: str, payload: Mapping[Any, Any], out: List[Violation]) -
     for rule in table.RULES.get(type_, ()):
         if rule[0] != "onlyWhen":
             continue
-        _, field, when, is_, min_items, noun = rule
+        field, when, is_, noun = cast(Tuple[str, str, str], rule[1:4]) + (cast(str, rule[5]),)
+        min_items = cast(int, rule[4])
         path = child_path(_PAYLOAD_FIELD, field)
         condition = payload.get(when)
         if condition == is_ and isinstance(condition, str):
@@ -525,7 +526,7 @@ def _check_rules(type_: str, payload: Mapping[Any, Any], out: List[Violation]) -
 def _other_values(type_: str, when: str, is_: str) -> Tuple[str, ...]:
     for name, _required, _stamp, kind, *args in table.PAYLOADS[type_]:
         if name == when and kind == "oneOf":
-            return tuple(v for v in args[0] if v != is_)
+            return tuple(v for v in cast(Sequence[str], args[0]) if v != is_)
     return ()
 
 

@@ -12,7 +12,8 @@ import { formatInt, renderTable } from '../../queries/text-output';
 import { pushAll } from '../../shared/arrays';
 import { escapeControl } from '../../shared/terminal-text';
 import { CheckFailedError, CliError } from '../exit-codes';
-import { parseArgs, printJson, withReadSource } from './read-command';
+import { printJson } from '../cli-context';
+import { withReadSource } from './read-command';
 
 /** `cost reconcile`'s options as commander gives them (the file options repeat). */
 export interface ReconcileOptions {
@@ -25,18 +26,14 @@ export interface ReconcileOptions {
 }
 
 export async function runReconcile(ctx: CliContext, opts: ReconcileOptions): Promise<void> {
-  const { provider, files, range, failOver } = parseArgs(() => {
-    const chosen = (['openai', 'anthropic'] as const).filter((p) => (opts[p]?.length ?? 0) > 0);
-    if (chosen.length !== 1)
-      throw new CliError('give the export of one provider: --openai <file> or --anthropic <file>', 'usage');
-    const provider: BillingProvider = chosen[0]!;
-    return {
-      provider,
-      files: opts[provider]!,
-      range: parseDateRange(opts.from, opts.to),
-      failOver: opts.failOver === undefined ? undefined : parseFailOver(opts.failOver),
-    };
-  });
+  // arguments first, before anything connects
+  const chosen = (['openai', 'anthropic'] as const).filter((p) => (opts[p]?.length ?? 0) > 0);
+  if (chosen.length !== 1)
+    throw new CliError('give the export of one provider: --openai <file> or --anthropic <file>', 'usage');
+  const provider: BillingProvider = chosen[0]!;
+  const files = opts[provider]!;
+  const range = parseDateRange(opts.from, opts.to);
+  const failOver = opts.failOver === undefined ? undefined : parseFailOver(opts.failOver);
   const bill: BillLine[] = [];
   for (const file of files) {
     let text: string;
