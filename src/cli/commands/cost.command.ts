@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import type { ReconcileOptions } from './cost.actions';
+import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM) is loaded when a subcommand runs (see main.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const actions = () => require('./cost.actions') as typeof import('./cost.actions');
+const actions = lazyRequire<typeof import('./cost.actions')>(require, './cost.actions');
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 
