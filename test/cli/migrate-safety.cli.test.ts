@@ -22,6 +22,7 @@ const ALL = [
   'PriceOverrides1795219800000',
   'PlanLineage1795219900000',
   'IdentifierCollations1795220000000',
+  'PlanList1795221000000',
 ];
 
 /** Holds the migration lock from this process until `release()` is called. */

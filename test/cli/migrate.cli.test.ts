@@ -11,13 +11,14 @@ describe('plan-ledger migrate (child process)', () => {
       expect(first).toMatchObject({
         code: 0,
         stdout:
-          'applied InitialSchema1795219200000\napplied IndexHandoffStep1795219300000\napplied IncrementalStore1795219400000\napplied DatabasesAlike1795219500000\napplied PlanRestoredAt1795219600000\napplied StepCost1795219700000\napplied PriceOverrides1795219800000\napplied PlanLineage1795219900000\napplied IdentifierCollations1795220000000\n',
+          'applied InitialSchema1795219200000\napplied IndexHandoffStep1795219300000\napplied IncrementalStore1795219400000\napplied DatabasesAlike1795219500000\napplied PlanRestoredAt1795219600000\napplied StepCost1795219700000\napplied PriceOverrides1795219800000\napplied PlanLineage1795219900000\napplied IdentifierCollations1795220000000\napplied PlanList1795221000000\n',
       });
       expect(await runCli(['migrate'], env)).toMatchObject({ code: 0, stdout: 'schema is up to date\n' });
       const reverted = await runCli(['migrate', '--revert-all', '--json'], env);
       expect(reverted.code).toBe(0);
       expect(JSON.parse(reverted.stdout)).toMatchObject({
         reverted: [
+          'PlanList1795221000000',
           'IdentifierCollations1795220000000',
           'PlanLineage1795219900000',
           'PriceOverrides1795219800000',
