@@ -26,7 +26,6 @@ const overBudget = {
   'src/dead-letters/replay-outcome.ts': 'waitForOutcome',
   'src/demo/demo-scenario.ts': 'demoScenario',
   'src/http/http-server.ts': 'buildHttpServer',
-  'src/http/otlp.routes.ts': 'registerOtlpRoutes',
   'src/queries/reconcile.query.ts': 'reconcile',
   'src/retention/plan-retirement.ts': 'retirable',
   'src/store/apply/plan-applier.ts': 'PlanApplier constructor',
