@@ -58,6 +58,16 @@ type Write =
   | { done: true; outcome: JobWriteOutcome; tries: number }
   | { done: false; error: unknown; tries: number; firstFailedAt: number };
 
+/** A valid event of the job, with where it came from. */
+type ValidEvent = Indexed & { event: PlanEvent };
+
+/** Why, and how long, an event failed before it was dead-lettered. */
+interface Failure {
+  reason: DeadLetterReason;
+  attempts: number;
+  firstFailedAt: Date;
+}
+
 /**
  * Processes one EVENTS_QUEUE job: validates each event, dead-letters the invalid ones at once,
  * hands the valid ones to the micro-batcher and returns only after their commit, which is when
@@ -70,60 +80,39 @@ type Write =
  * the database gate keeps the worker from fetching more.
  */
 export function createJobProcessor(deps: JobProcessorDeps) {
-  return async function processJob(job: Job<WorkerJobData>, token?: string): Promise<JobSummary> {
+  const processor = new JobProcessor(deps);
+  return (job: Job<WorkerJobData>, token?: string): Promise<JobSummary> => processor.process(job, token);
+}
+
+/** The stages of createJobProcessor's function, one method each. */
+class JobProcessor {
+  constructor(private readonly deps: JobProcessorDeps) {}
+
+  async process(job: Job<WorkerJobData>, token?: string): Promise<JobSummary> {
+    const { deps } = this;
     const started = performance.now();
     deps.onJobStart?.(Array.isArray(job.data?.events) ? job.data.events.length : 1);
     const { valid, invalid } = validate(job.data);
     const deadLetters = invalid.map(({ raw, index, reason }) =>
-      letter(job, 'invalid', raw, index, reason, job.attemptsStarted || 1, new Date()),
+      this.letter(
+        job,
+        'invalid',
+        { raw, index },
+        { reason, attempts: job.attemptsStarted || 1, firstFailedAt: new Date() },
+      ),
     );
     await deps.writeDeadLetters(deadLetters);
     let outcome: JobWriteOutcome = { inserted: 0, duplicates: 0, refused: [] };
     // the seqs of the invalid events are voided in the same transaction as the valid events
     const voided = voidsOf(deadLetters);
     if (valid.length > 0 || voided.length > 0) {
-      const write = await writeWithRetry(job, [...valid.map((v) => v.event), ...voided]);
+      const write = await this.writeWithRetry(job, [...valid.map((v) => v.event), ...voided]);
       if (!write.done) {
-        if (deps.closing.aborted) return release(job, token);
-        const reason = reasonOf(write.error, 'retries exhausted');
-        const attempts = (job.attemptsStarted || 1) - 1 + write.tries;
-        const exhausted = valid.map((v) =>
-          letter(job, 'retries-exhausted', v.raw, v.index, reason, attempts, new Date(write.firstFailedAt)),
-        );
-        await deps.writeDeadLetters(exhausted);
-        pushAll(deadLetters, exhausted);
-        await recordVoids(job, [...voided, ...voidsOf(exhausted)], false);
+        if (deps.closing.aborted) return this.release(job, token);
+        pushAll(deadLetters, await this.exhausted(job, { write, valid, voided }));
       } else {
         outcome = write.outcome;
-        // by the event object, not its id: two copies of one id (a conflict) are two letters
-        const sourceOf = new Map(valid.map((v) => [v.event, v]));
-        const refused: DeadLetter[] = [];
-        for (const { event, error } of outcome.refused) {
-          const source = sourceOf.get(event);
-          if (!source) {
-            deps.logger.warn(
-              { jobId: job.id, planId: event.planId, seq: event.seq, err: error },
-              'recording a voided seq failed; the plan waits for the gap timeout instead',
-            );
-            continue;
-          }
-          const kind = error instanceof EventConflictError ? 'conflict' : 'unprocessable';
-          if (kind === 'conflict') deps.metrics.eventConflicts.inc();
-          refused.push(
-            letter(
-              job,
-              kind,
-              source.raw,
-              source.index,
-              reasonOf(error, 'refused by the database'),
-              write.tries,
-              new Date(),
-            ),
-          );
-        }
-        await deps.writeDeadLetters(refused);
-        pushAll(deadLetters, refused);
-        await recordVoids(job, voidsOf(refused), true);
+        pushAll(deadLetters, await this.refused(job, write, valid));
       }
     }
     for (const dl of deadLetters) deps.metrics.deadLettered.inc({ kind: dl.kind, type: dl.type ?? 'unknown' });
@@ -138,27 +127,50 @@ export function createJobProcessor(deps: JobProcessorDeps) {
       'job done',
     );
     return summary;
-  };
+  }
 
-  function validate(data: WorkerJobData | undefined) {
-    const valid: (Indexed & { event: PlanEvent })[] = [];
-    const invalid: (Indexed & { reason: DeadLetterReason })[] = [];
-    const refuse = envelopeProblem(data);
-    if (refuse) {
-      invalid.push({
-        raw: refuse.raw,
-        index: 0,
-        reason: { message: refuse.message, violations: [{ path: '', message: refuse.message }] },
-      });
-      return { valid, invalid };
+  /** The retry budget is spent: the valid events are dead-lettered and every seq of the job voided. */
+  private async exhausted(
+    job: Job<WorkerJobData>,
+    failed: { write: Write & { done: false }; valid: ValidEvent[]; voided: PlanEvent[] },
+  ): Promise<DeadLetter[]> {
+    const { write, valid, voided } = failed;
+    const reason = reasonOf(write.error, 'retries exhausted');
+    const attempts = (job.attemptsStarted || 1) - 1 + write.tries;
+    const firstFailedAt = new Date(write.firstFailedAt);
+    const exhausted = valid.map((v) => this.letter(job, 'retries-exhausted', v, { reason, attempts, firstFailedAt }));
+    await this.deps.writeDeadLetters(exhausted);
+    await this.recordVoids(job, [...voided, ...voidsOf(exhausted)], false);
+    return exhausted;
+  }
+
+  /** The events the database refused in a committed write (conflicts, unprocessable) are dead-lettered. */
+  private async refused(
+    job: Job<WorkerJobData>,
+    write: Write & { done: true },
+    valid: ValidEvent[],
+  ): Promise<DeadLetter[]> {
+    const { deps } = this;
+    // by the event object, not its id: two copies of one id (a conflict) are two letters
+    const sourceOf = new Map(valid.map((v) => [v.event, v]));
+    const refused: DeadLetter[] = [];
+    for (const { event, error } of write.outcome.refused) {
+      const source = sourceOf.get(event);
+      if (!source) {
+        deps.logger.warn(
+          { jobId: job.id, planId: event.planId, seq: event.seq, err: error },
+          'recording a voided seq failed; the plan waits for the gap timeout instead',
+        );
+        continue;
+      }
+      const kind = error instanceof EventConflictError ? 'conflict' : 'unprocessable';
+      if (kind === 'conflict') deps.metrics.eventConflicts.inc();
+      const reason = reasonOf(error, 'refused by the database');
+      refused.push(this.letter(job, kind, source, { reason, attempts: write.tries, firstFailedAt: new Date() }));
     }
-    data!.events.forEach((raw, index) => {
-      // parsePlanEvent's exact verdict at ~1/10 of its CPU: the biggest per-event item of the worker.
-      const parsed = checkStoredEvent(raw);
-      if (parsed.ok) valid.push({ raw, index, event: parsed.event });
-      else invalid.push({ raw, index, reason: { message: parsed.error.message, violations: parsed.error.violations } });
-    });
-    return { valid, invalid };
+    await deps.writeDeadLetters(refused);
+    await this.recordVoids(job, voidsOf(refused), true);
+    return refused;
   }
 
   /**
@@ -166,11 +178,12 @@ export function createJobProcessor(deps: JobProcessorDeps) {
    * voided the invalid ones). With `retry`, within the retry budget; without (the database has
    * just failed for a whole budget), one try. A failure only costs the gap timeout: logged.
    */
-  async function recordVoids(job: Job<WorkerJobData>, voided: PlanEvent[], retry: boolean): Promise<void> {
+  private async recordVoids(job: Job<WorkerJobData>, voided: PlanEvent[], retry: boolean): Promise<void> {
+    const { deps } = this;
     if (voided.length === 0) return;
     try {
       const write = retry
-        ? await writeWithRetry(job, voided)
+        ? await this.writeWithRetry(job, voided)
         : { done: true as const, outcome: await deps.batcher.submit(`${job.id}:voids`, voided), tries: 1 };
       if (write.done && write.outcome.refused.length === 0) return;
       const error = write.done ? write.outcome.refused[0].error : write.error;
@@ -186,15 +199,10 @@ export function createJobProcessor(deps: JobProcessorDeps) {
     }
   }
 
-  function letter(
-    job: Job<WorkerJobData>,
-    kind: DeadLetterKind,
-    raw: unknown,
-    index: number,
-    reason: DeadLetterReason,
-    attempts: number,
-    firstFailedAt: Date,
-  ): DeadLetter {
+  private letter(job: Job<WorkerJobData>, kind: DeadLetterKind, source: Indexed, failure: Failure): DeadLetter {
+    const { deps } = this;
+    const { raw, index } = source;
+    const { reason, attempts, firstFailedAt } = failure;
     const dl = buildDeadLetter(kind, raw, reason, {
       queue: deps.queueName,
       // the job's own prefix: with QUEUE_SHARDS it names the shard the job came from
@@ -222,7 +230,8 @@ export function createJobProcessor(deps: JobProcessorDeps) {
     return dl;
   }
 
-  async function writeWithRetry(job: Job<WorkerJobData>, events: PlanEvent[]): Promise<Write> {
+  private async writeWithRetry(job: Job<WorkerJobData>, events: PlanEvent[]): Promise<Write> {
+    const { deps } = this;
     const stored = job.data.failingSince ? Date.parse(job.data.failingSince) : NaN;
     let firstFailedAt = Number.isFinite(stored) ? stored : undefined;
     for (let tries = 1; ; tries++) {
@@ -254,14 +263,35 @@ export function createJobProcessor(deps: JobProcessorDeps) {
    * Shutdown during retries: hand the job back (delayed, attempt not counted) so another worker,
    * or this one restarted, picks it up; its `failingSince` keeps the budget running.
    */
-  async function release(job: Job<WorkerJobData>, token: string | undefined): Promise<never> {
-    deps.logger.warn(
+  private async release(job: Job<WorkerJobData>, token: string | undefined): Promise<never> {
+    this.deps.logger.warn(
       { jobId: job.id, attempt: job.attemptsStarted },
       'worker closing during retries: job handed back to the queue',
     );
-    await job.moveToDelayed(Date.now() + deps.backoff.baseMs, token).catch(() => undefined);
+    await job.moveToDelayed(Date.now() + this.deps.backoff.baseMs, token).catch(() => undefined);
     throw new DelayedError();
   }
+}
+
+function validate(data: WorkerJobData | undefined) {
+  const valid: ValidEvent[] = [];
+  const invalid: (Indexed & { reason: DeadLetterReason })[] = [];
+  const refuse = envelopeProblem(data);
+  if (refuse) {
+    invalid.push({
+      raw: refuse.raw,
+      index: 0,
+      reason: { message: refuse.message, violations: [{ path: '', message: refuse.message }] },
+    });
+    return { valid, invalid };
+  }
+  data!.events.forEach((raw, index) => {
+    // parsePlanEvent's exact verdict at ~1/10 of its CPU: the biggest per-event item of the worker.
+    const parsed = checkStoredEvent(raw);
+    if (parsed.ok) valid.push({ raw, index, event: parsed.event });
+    else invalid.push({ raw, index, reason: { message: parsed.error.message, violations: parsed.error.violations } });
+  });
+  return { valid, invalid };
 }
 
 /**
