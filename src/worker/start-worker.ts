@@ -26,15 +26,14 @@ import { DIALECTS, sqlDialectOf } from '../store/sql/dialects';
 import { BackoffPolicy, withTimeout } from '../shared/backoff';
 import type { EventPersister } from './batch-writer';
 import type { DatabaseGate } from './database-gate';
-import { EventsWorker } from './events-worker';
 import { DEFAULT_WORKER_CONFIG, WorkerConfig } from './worker-config';
 import { WorkerStats, WorkerState } from './worker-state';
-import { buildPipeline, WorkerPipeline } from './worker-pipeline';
+import { buildPipeline } from './worker-pipeline';
 import { Opened } from './opened-resources';
-import { shutdown, ShutdownResult, waitIdle, wireWorkerEvents } from './worker-lifecycle';
-import { RedisRelief } from './redis-relief';
+import { shutdown, ShutdownResult, waitIdle } from './worker-lifecycle';
 import { RepeatedLog } from '../shared/repeated-log';
-import { consumedShards, QueueShard, registeredLayouts, shardLabel } from '../queue/queue-shards';
+import { consumedShards, registeredLayouts } from '../queue/queue-shards';
+import { ShardWorkers } from './shard-workers';
 
 export interface StartWorkerOptions {
   /**
@@ -152,14 +151,6 @@ interface Opening {
   schema: SchemaWatch;
 }
 
-/** One consumed shard of the events queue: its Queue (counts, cleaning) and its BullMQ worker. */
-interface ShardRuntime {
-  shard: QueueShard;
-  label: string;
-  queue: Queue;
-  worker: EventsWorker;
-}
-
 async function assemble(o: Opening): Promise<WorkerHandle> {
   const { options, settings, connection, ds, opened, schema } = o;
   const { logger, config } = options;
@@ -195,85 +186,30 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     onDeadLetter: options.onDeadLetter,
   });
   const { gate, batcher, sweeper } = pipeline;
-  // the job concurrency is the process's: each shard's worker gets its share
-  const runtimes: ShardRuntime[] = [];
-  const workers: EventsWorker[] = [];
-  const queues: Queue[] = [];
-  const perShard = (n: number) => Math.max(1, Math.ceil(n / Math.max(1, workers.length)));
-  const logs: RepeatedLog[] = [deadLetterQueueErrors];
-  let fetching = false;
-  const run = (worker: EventsWorker) =>
-    void worker.run().catch((err) => logger.error({ err }, 'worker stopped with an error'));
-  const addShard = (shard: QueueShard): ShardRuntime => {
-    const queue = opened.closable(new Queue(EVENTS_QUEUE, { connection, prefix: shard.prefix }));
-    const label = shardLabel(shard, shardCount);
-    // while Redis is unreachable every reconnection attempt fails: one line per kind per 10 s
-    logs.push(RepeatedLog.of(queue, logger, 'events queue connection error', { level: 'warn' }));
-    metrics.observeQueue(
-      {
-        getJobCounts: (...types) => queue.getJobCounts(...(types as never[])),
-        oldestWaitingTimestamp: async () => (await queue.getWaiting(0, 0))[0]?.timestamp,
-      },
-      label,
-    );
-    const worker = createEventsWorker({
-      connection,
-      prefix: shard.prefix,
-      settings,
-      processor: pipeline.processor,
-      concurrency: 1,
-    });
-    logs.push(wireWorkerEvents(worker, state, logger, pipeline.writeDeadLetters, shard.prefix));
-    const relief = new RedisRelief({ queue, connection, logger, eventStreamKey: queue.keys.events });
-    worker.on('error', relief.onError);
-    logs.push(relief.failures);
-    const runtime = { shard, label, queue, worker };
-    runtimes.push(runtime);
-    workers.push(worker);
-    queues.push(queue);
-    for (const w of workers) w.concurrency = perShard(pipeline.concurrency.concurrency);
-    if (fetching) {
-      run(worker);
-      if (!gate.isOpen) void worker.pause(true); // as the others while the database is down or faulty
-    }
-    return runtime;
-  };
-  for (const shard of shards) addShard(shard);
-  // the pipeline decides, the BullMQ workers follow: paused while the database is down or faulty, sized to the jobs
-  gate.onChange((up) => {
-    for (const worker of workers) {
-      if (up) {
-        if (!closing.signal.aborted) worker.resume();
-      } else void worker.pause(true);
-    }
+  const shardWorkers = new ShardWorkers({
+    connection,
+    prefix,
+    shardCount,
+    settings,
+    logger,
+    metrics,
+    state,
+    opened,
+    pipeline,
+    closing: closing.signal,
   });
-  pipeline.concurrency.onChange((n) => workers.forEach((worker) => (worker.concurrency = perShard(n))));
+  const { runtimes, workers, queues } = shardWorkers;
+  for (const shard of shards) shardWorkers.add(shard);
   // the counts of the last window of each repeated-error log, even if the worker's close never ends
-  opened.afterClose(() => logs.forEach((log) => log.flush()));
+  opened.afterClose(() => [deadLetterQueueErrors, ...shardWorkers.logs].forEach((log) => log.flush()));
   // Fetch (and sweep gaps) only on the schema this code expects: until then nothing is written.
   void schema.current.then(() => {
     if (closing.signal.aborted) return;
     sweeper.start();
-    fetching = true;
-    for (const worker of workers) run(worker);
+    shardWorkers.startFetching();
   });
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
-  if (!pinned) {
-    // a publisher started later with another QUEUE_SHARDS registers its layout: drain its shards too
-    const refresh = async () => {
-      const known = new Set(runtimes.map((r) => r.shard.prefix));
-      const layouts = await registeredLayouts(connection, prefix).catch(() => [] as number[]);
-      if (closing.signal.aborted) return;
-      for (const shard of consumedShards(prefix, shardCount, null, layouts)) {
-        if (known.has(shard.prefix)) continue;
-        const added = addShard(shard);
-        logger.info({ shard: added.label, prefix: shard.prefix }, 'worker consumes a shard of another QUEUE_SHARDS');
-      }
-    };
-    const timer = setInterval(() => void refresh(), options.layoutPollMs ?? 10_000);
-    timer.unref();
-    opened.closable({ close: async () => clearInterval(timer) });
-  }
+  if (!pinned) shardWorkers.followLayouts(options.layoutPollMs ?? 10_000);
   const readiness = () =>
     readinessOf({ connection, ds, queues, gate, schema, state, stallMs: settings.readyStallSeconds * 1000 });
   const health =
@@ -314,29 +250,6 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     close: (deadlineMs = settings.shutdownTimeoutMs) =>
       (closed ??= shutdown({ workers, batcher, gate, sweeper, health, opened, closing, logger, deadlineMs })),
   };
-}
-
-function createEventsWorker(w: {
-  connection: RedisClient;
-  prefix: string;
-  settings: WorkerConfig;
-  processor: WorkerPipeline['processor'];
-  concurrency: number;
-}): EventsWorker {
-  return new EventsWorker(EVENTS_QUEUE, w.processor, {
-    connection: w.connection,
-    prefix: w.prefix,
-    autorun: false,
-    concurrency: w.concurrency,
-    lockDuration: w.settings.lockDurationMs,
-    stalledInterval: w.settings.lockDurationMs,
-    // A crash mid-job is harmless (writes are idempotent): allow several before BullMQ fails the job.
-    maxStalledCount: 10,
-    // Used only when the publisher set nothing. A completed job's events are in the database:
-    // keeping its data would only fill Redis with events stored already.
-    removeOnComplete: { count: 0 },
-    removeOnFail: { count: 10_000 },
-  });
 }
 
 function readinessOf(r: {
