@@ -136,10 +136,15 @@ export class WorkerMetrics {
       help: 'Plans whose new events applied to rows this worker had cached, without reading them back (WORKER_ROW_CACHE_MB)',
       registers,
     });
+    this.registerQueueGauges(registers);
+    this.registerDeadLetterGauges(registers);
+  }
+
+  /** The events queue's gauges, read at scrape time from the observed shards. */
+  private registerQueueGauges(registers: Registry[]): void {
     // prom-client calls collect() with the gauge as `this`: the worker's state is reached through these
     const probes = () => this.queueProbes;
     const now = () => this.now();
-    const readDeadLetters = () => this.readDeadLetters();
     new Gauge({
       name: 'plan_ledger_queue_jobs',
       help: 'Jobs of the events queue by shard and state (each job holds several events)',
@@ -168,6 +173,11 @@ export class WorkerMetrics {
         );
       },
     });
+  }
+
+  private registerDeadLetterGauges(registers: Registry[]): void {
+    const now = () => this.now();
+    const readDeadLetters = () => this.readDeadLetters();
     // the dead-letter queue (`plan-ledger dlq`): nothing consumes it, so its depth only grows until
     // an operator replays or purges; alert on it, and on the age of the oldest entry
     new Gauge({
