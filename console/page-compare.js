@@ -100,60 +100,15 @@ export function comparePage(planA, planB) {
   ]).then(function (r) {
     var a = r[0];
     var b = r[1];
-    var lineage = r[2];
     var rows = compareSteps({ planId: planA, steps: a.steps }, { planId: planB, steps: b.steps });
-    var outputs = outputLoader();
     var summary = h('p', { id: 'compare-summary', role: 'status' });
     var onlyDiff = h('input', { type: 'checkbox', id: 'compare-only-diff' });
     var entries = rows.map(function (row) {
       return compareRowElement(row, planA, planB);
     });
-    function refresh() {
-      var differ = 0;
-      var same = 0;
-      var pending = 0;
-      entries.forEach(function (e) {
-        var state = e.state();
-        if (state === 'differs') differ++;
-        else if (state === 'pending') pending++;
-        else same++;
-        e.tr.hidden = onlyDiff.checked && state === 'same';
-      });
-      summary.textContent =
-        rows.length +
-        ' steps in either plan · ' +
-        differ +
-        ' differ · ' +
-        same +
-        ' the same' +
-        (pending ? ' · ' + pending + ' with outputs still to compare (they load as you scroll)' : '');
-    }
+    var refresh = summaryRefresher({ entries: entries, onlyDiff: onlyDiff, summary: summary });
     onlyDiff.addEventListener('change', refresh);
-
-    var io =
-      typeof IntersectionObserver === 'function'
-        ? new IntersectionObserver(
-            function (seen) {
-              seen.forEach(function (s) {
-                if (!s.isIntersecting) return;
-                io.unobserve(s.target);
-                load(byRow.get(s.target));
-              });
-            },
-            { rootMargin: '400px 0px' },
-          )
-        : null;
-    function load(entry) {
-      entry.load(outputs, refresh);
-    }
-    var byRow = new Map();
-    entries.forEach(function (e) {
-      byRow.set(e.tr, e);
-      if (!e.needsOutputs()) return;
-      if (io) io.observe(e.tr);
-      else load(e);
-    });
-
+    loadOutputsWhenSeen(entries, refresh);
     show(
       h('h1', { text: 'Compare ' + planA + ' with ' + planB }),
       h(
@@ -166,35 +121,94 @@ export function comparePage(planA, planB) {
         ' (' + planLabel(b.plan) + ') · ',
         link('#/plans/' + enc(planB) + '/compare/' + enc(planA), 'swap sides'),
       ),
-      pickForm(lineage, planA, planB),
+      pickForm(r[2], planA, planB),
       summary,
       h('label', { class: 'compare-filter' }, onlyDiff, ' Only steps that differ'),
-      wrapTable(
-        'table',
-        { id: 'compare' },
-        h(
-          'thead',
-          null,
-          h(
-            'tr',
-            null,
-            h('th', { scope: 'col', text: 'Step' }),
-            h('th', { scope: 'col', text: planA }),
-            h('th', { scope: 'col', text: planB }),
-          ),
-        ),
-        h(
-          'tbody',
-          null,
-          entries.map(function (e) {
-            return e.tr;
-          }),
-        ),
-      ),
+      compareTable(entries, planA, planB),
       rows.length ? null : h('p', { class: 'muted', text: 'Neither plan has steps.' }),
     );
     refresh();
   });
+}
+
+/**
+ * The count of steps that differ, are the same or wait for their outputs, written to `o.summary`;
+ * with `o.onlyDiff` ticked, the rows of the same steps are hidden.
+ */
+function summaryRefresher(o) {
+  return function refresh() {
+    var differ = 0;
+    var same = 0;
+    var pending = 0;
+    o.entries.forEach(function (e) {
+      var state = e.state();
+      if (state === 'differs') differ++;
+      else if (state === 'pending') pending++;
+      else same++;
+      e.tr.hidden = o.onlyDiff.checked && state === 'same';
+    });
+    o.summary.textContent =
+      o.entries.length +
+      ' steps in either plan · ' +
+      differ +
+      ' differ · ' +
+      same +
+      ' the same' +
+      (pending ? ' · ' + pending + ' with outputs still to compare (they load as you scroll)' : '');
+  };
+}
+
+/** The rows that compare outputs load them when scrolled near (all at once without IntersectionObserver). */
+function loadOutputsWhenSeen(entries, refresh) {
+  var outputs = outputLoader();
+  var byRow = new Map();
+  function load(entry) {
+    entry.load(outputs, refresh);
+  }
+  var io =
+    typeof IntersectionObserver === 'function'
+      ? new IntersectionObserver(
+          function (seen) {
+            seen.forEach(function (s) {
+              if (!s.isIntersecting) return;
+              io.unobserve(s.target);
+              load(byRow.get(s.target));
+            });
+          },
+          { rootMargin: '400px 0px' },
+        )
+      : null;
+  entries.forEach(function (e) {
+    byRow.set(e.tr, e);
+    if (!e.needsOutputs()) return;
+    if (io) io.observe(e.tr);
+    else load(e);
+  });
+}
+
+function compareTable(entries, planA, planB) {
+  return wrapTable(
+    'table',
+    { id: 'compare' },
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        h('th', { scope: 'col', text: 'Step' }),
+        h('th', { scope: 'col', text: planA }),
+        h('th', { scope: 'col', text: planB }),
+      ),
+    ),
+    h(
+      'tbody',
+      null,
+      entries.map(function (e) {
+        return e.tr;
+      }),
+    ),
+  );
 }
 
 function planLabel(p) {

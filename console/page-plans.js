@@ -33,238 +33,258 @@ export function plansPage(q) {
   var filter = { sessionId: q.sessionId, status: q.status, agentId: q.agentId, from: q.from, to: q.to };
   var query = Object.assign({}, filter, { limit: PAGE }, q.cursor ? { cursor: q.cursor } : {});
   return api('/v1/plans?' + toQuery(query)).then(function (page) {
-    var fields = {};
-    function field(name, label, attrs) {
-      fields[name] = h('input', Object.assign({ name: name, value: q[name] || '' }, attrs || {}));
-      return h('label', null, label, fields[name]);
-    }
-    var status = h(
-      'select',
-      { name: 'status' },
-      ['', 'planning', 'executing', 'completed', 'failed', 'cancelled'].map(function (st) {
-        return h('option', { value: st, selected: (q.status || '') === st, text: st || 'any status' });
-      }),
-    );
-    var search = h('input', { name: 'planId', placeholder: 'plan id', id: 'plan-search' });
-    var form = h(
-      'form',
-      {
-        class: 'filters',
-        id: 'plan-filters',
-        onsubmit: function (e) {
-          e.preventDefault();
-          var next = {
-            sessionId: fields.sessionId.value.trim(),
-            status: status.value,
-            agentId: fields.agentId.value.trim(),
-            from: fields.from.value.trim(),
-            to: fields.to.value.trim(),
-          };
-          location.hash = '#/plans?' + toQuery(next);
-        },
-      },
-      field('sessionId', 'Session'),
-      h('label', null, 'Status', status),
-      field('agentId', 'Agent'),
-      field('from', 'Created from (ISO)', { placeholder: '2026-01-01' }),
-      field('to', 'to (exclusive)', { placeholder: '2026-02-01' }),
-      h('button', { type: 'submit', text: 'Filter' }),
-    );
-    var searchForm = h(
-      'form',
-      {
-        class: 'filters',
-        id: 'plan-search-form',
-        onsubmit: function (e) {
-          e.preventDefault();
-          if (search.value.trim()) location.hash = '#/plans/' + enc(search.value.trim());
-        },
-      },
-      h('label', null, 'Open a plan by id', search),
-      h('button', { type: 'submit', text: 'Open' }),
-    );
-    var rows = page.plans.map(function (p) {
-      return h(
-        'tr',
-        { 'data-plan': p.planId },
-        h('td', null, link('#/plans/' + enc(p.planId), p.planId)),
-        h('td', null, link('#/sessions/' + enc(p.sessionId), p.sessionId)),
-        h('td', null, badge(p.status)),
-        h('td', { class: 'num', text: p.completedSteps + '/' + p.totalSteps }),
-        h('td', { class: 'num', text: fmtNum(p.inputTokens + p.outputTokens) }),
-        h('td', { text: fmtTime(p.createdAt) }),
-        h('td', { text: p.query.length > 120 ? p.query.slice(0, 119) + '…' : p.query }),
-      );
-    });
-    var total = fmtNum(page.total) + (page.totalExact ? '' : '+');
-    var pager = h(
-      'p',
-      { id: 'plans-pager' },
-      at > 0 ? link('#/plans?' + toQuery(filter), '← newest') : null,
-      ' ',
-      h('span', {
-        class: 'muted',
-        text: page.plans.length === 0 ? 'no plans' : at + 1 + '–' + (at + page.plans.length) + ' of ' + total,
-      }),
-      ' ',
-      page.nextCursor
-        ? link('#/plans?' + toQuery(Object.assign({}, filter, { cursor: page.nextCursor, at: at + PAGE })), 'older →')
-        : null,
-    );
     show(
       h('h1', { text: 'Plans' }),
-      searchForm,
-      form,
-      wrapTable(
-        'table',
-        { id: 'plans' },
-        h(
-          'thead',
-          null,
-          h(
-            'tr',
-            null,
-            ['Plan', 'Session', 'Status', 'Steps', 'Tokens', 'Created', 'Query'].map(function (t) {
-              return h('th', { text: t });
-            }),
-          ),
-        ),
-        h('tbody', null, rows),
-      ),
-      pager,
+      planSearchForm(),
+      planFilterForm(q),
+      plansTable(page.plans),
+      plansPager(page, filter, at),
     );
   });
+}
+
+/** Opens a plan by its id. */
+function planSearchForm() {
+  var search = h('input', { name: 'planId', placeholder: 'plan id', id: 'plan-search' });
+  return h(
+    'form',
+    {
+      class: 'filters',
+      id: 'plan-search-form',
+      onsubmit: function (e) {
+        e.preventDefault();
+        if (search.value.trim()) location.hash = '#/plans/' + enc(search.value.trim());
+      },
+    },
+    h('label', null, 'Open a plan by id', search),
+    h('button', { type: 'submit', text: 'Open' }),
+  );
+}
+
+/** The list's filters, each starting at the query's value; submitting opens the filtered list's first page. */
+function planFilterForm(q) {
+  var fields = {};
+  function field(name, label, attrs) {
+    fields[name] = h('input', Object.assign({ name: name, value: q[name] || '' }, attrs || {}));
+    return h('label', null, label, fields[name]);
+  }
+  var status = h(
+    'select',
+    { name: 'status' },
+    ['', 'planning', 'executing', 'completed', 'failed', 'cancelled'].map(function (st) {
+      return h('option', { value: st, selected: (q.status || '') === st, text: st || 'any status' });
+    }),
+  );
+  return h(
+    'form',
+    {
+      class: 'filters',
+      id: 'plan-filters',
+      onsubmit: function (e) {
+        e.preventDefault();
+        var next = {
+          sessionId: fields.sessionId.value.trim(),
+          status: status.value,
+          agentId: fields.agentId.value.trim(),
+          from: fields.from.value.trim(),
+          to: fields.to.value.trim(),
+        };
+        location.hash = '#/plans?' + toQuery(next);
+      },
+    },
+    field('sessionId', 'Session'),
+    h('label', null, 'Status', status),
+    field('agentId', 'Agent'),
+    field('from', 'Created from (ISO)', { placeholder: '2026-01-01' }),
+    field('to', 'to (exclusive)', { placeholder: '2026-02-01' }),
+    h('button', { type: 'submit', text: 'Filter' }),
+  );
+}
+
+function plansTable(plans) {
+  var rows = plans.map(function (p) {
+    return h(
+      'tr',
+      { 'data-plan': p.planId },
+      h('td', null, link('#/plans/' + enc(p.planId), p.planId)),
+      h('td', null, link('#/sessions/' + enc(p.sessionId), p.sessionId)),
+      h('td', null, badge(p.status)),
+      h('td', { class: 'num', text: p.completedSteps + '/' + p.totalSteps }),
+      h('td', { class: 'num', text: fmtNum(p.inputTokens + p.outputTokens) }),
+      h('td', { text: fmtTime(p.createdAt) }),
+      h('td', { text: p.query.length > 120 ? p.query.slice(0, 119) + '…' : p.query }),
+    );
+  });
+  var head = ['Plan', 'Session', 'Status', 'Steps', 'Tokens', 'Created', 'Query'].map(function (t) {
+    return h('th', { text: t });
+  });
+  return wrapTable('table', { id: 'plans' }, h('thead', null, h('tr', null, head)), h('tbody', null, rows));
+}
+
+/** Back to the newest page, which rows of the total this page shows, and the next (older) page. */
+function plansPager(page, filter, at) {
+  var total = fmtNum(page.total) + (page.totalExact ? '' : '+');
+  return h(
+    'p',
+    { id: 'plans-pager' },
+    at > 0 ? link('#/plans?' + toQuery(filter), '← newest') : null,
+    ' ',
+    h('span', {
+      class: 'muted',
+      text: page.plans.length === 0 ? 'no plans' : at + 1 + '–' + (at + page.plans.length) + ' of ' + total,
+    }),
+    ' ',
+    page.nextCursor
+      ? link('#/plans?' + toQuery(Object.assign({}, filter, { cursor: page.nextCursor, at: at + PAGE })), 'older →')
+      : null,
+  );
 }
 
 export function planPage(planId) {
   var started = performance.now();
   var planPath = '/v1/plans/' + enc(planId);
   return Promise.all([api(planPath), resumePointOf(planId), lineageOf(planId)]).then(function (r) {
-    var view = r[0];
-    var resume = r[1];
-    var lineage = r[2];
-    var p = view.plan;
-    var steps = view.steps;
-    var outputBox = h('div', { id: 'step-output' });
+    // what the page shows; a running plan's live updates replace both
+    var state = { view: r[0], resume: r[1] };
+    var steps = state.view.steps;
+    var resume = state.resume;
     var dagView = dagViewer(
-      dagSvg(steps, view.layers, resume, view.checkpoints),
+      dagSvg(steps, state.view.layers, resume, state.view.checkpoints),
       resume && resume.resumable && resume.nextSteps && resume.nextSteps.length ? resume.nextSteps[0].stepId : null,
     );
-    // a long plan's timeline starts collapsed to a row per agent
-    var timelineBox = h('div', { class: 'scroll', id: 'timeline-box' });
-    var mode = h(
-      'select',
-      {
-        id: 'timeline-mode',
-        'aria-label': 'timeline rows',
-        onchange: function () {
-          drawTimeline();
-        },
-      },
-      [
-        ['step', 'a row per step'],
-        ['agent', 'a row per agent'],
-        ['layer', 'a row per layer'],
-      ].map(function (o) {
-        return h('option', { value: o[0], text: o[1] });
-      }),
-    );
-    mode.value = steps.length > 100 ? 'agent' : 'step';
-    function drawTimeline() {
-      timelineBox.textContent = '';
-      // a fork's inherited steps ran in an ancestor, before this plan existed: not on its timeline
-      append(timelineBox, ganttSvg(steps.filter(ranHere), p, mode.value, view.layers));
-    }
-    var summary = h('div', { id: 'plan-summary' }, planSummary(p, view.source, steps));
-    var tables = h('div', { id: 'plan-tables' });
-    var filter = stepFilter(function () {
-      return steps;
-    });
-    var stepsBox = h('div', { id: 'steps-box' });
-    function drawTables() {
-      tables.textContent = '';
-      append(tables, [
-        h('h2', { text: 'Decisions' }),
-        decisionsTable(view.decisions),
-        h('h2', { text: 'Handoffs' }),
-        handoffsTable(view.handoffs),
-        h('h2', { text: 'Checkpoints' }),
-        checkpointsTable(view.checkpoints, resume),
-      ]);
-      stepsBox.textContent = '';
-      append(stepsBox, stepsTable(p.planId, steps, outputBox));
-      filter.apply();
-    }
-    var rest = h('div', { id: 'plan-rest', 'aria-busy': 'true' });
-    var timelineControls = h('div', { class: 'timeline-controls' }, h('label', null, 'Rows ', mode));
+    var parts = {
+      summary: h('div', { id: 'plan-summary' }, planSummary(state.view.plan, state.view.source, steps)),
+      rest: h('div', { id: 'plan-rest', 'aria-busy': 'true' }),
+      timeline: timelinePart(state),
+      tables: tablesPart(state),
+    };
     show(
-      h('h1', { text: 'Plan ' + p.planId }),
-      summary,
-      lineagePanel(lineage),
+      h('h1', { text: 'Plan ' + state.view.plan.planId }),
+      parts.summary,
+      lineagePanel(r[2]),
       h('h2', { text: 'DAG' }),
-      h(
-        'div',
-        { class: 'legend' },
-        ['completed', 'failed', 'in_progress', 'pending', 'skipped'].map(function (st) {
-          return h('span', null, badge(st));
-        }),
-        h('span', { text: '▭ dashed: resume point (next layer to run)' }),
-        h('span', { text: '⚑ last checkpoint' }),
-        steps.some(isInherited)
-          ? h('span', { class: 'legend-inherited', text: '▭ grey: inherited (ran in an ancestor)' })
-          : null,
-      ),
+      dagLegend(steps),
       dagView.toolbar,
       dagView.viewport,
-      rest,
+      parts.rest,
     );
-    var ms = Math.round(performance.now() - started);
     var dag = document.getElementById('dag');
-    if (dag) dag.setAttribute('data-render-ms', String(ms));
+    if (dag) dag.setAttribute('data-render-ms', String(Math.round(performance.now() - started)));
     performance.mark('plan-rendered');
-    // the first frame after the DOM is built: the DAG has been laid out and painted; the rest of
-    // the page (timeline, tables: thousands of rows in a long plan) is built after that frame
-    requestAnimationFrame(function () {
-      setTimeout(function () {
-        if (dag) dag.setAttribute('data-paint-ms', String(Math.round(performance.now() - started)));
-        drawTimeline();
-        append(rest, [
-          h('h2', { text: 'Timeline' }),
-          timelineControls,
-          timelineBox,
-          tables,
-          h('h2', { text: 'Steps' }),
-          filter.element,
-          stepsBox,
-          outputBox,
-        ]);
-        drawTables();
-        rest.removeAttribute('aria-busy');
-        rest.setAttribute('data-ready', 'true');
-      }, 0);
-    });
-
+    drawRestAfterPaint(parts, dag, started);
     // a running plan updates by itself: the DAG's boxes, the cards, the tables and the timeline
     // change in place (the view, the filter and the scroll stay); a changed step list redraws all
-    if (!isRunning(p)) return;
-    watch([planPath], function (bodies) {
-      var next = bodies[0];
-      if (!sameShape(view, next)) return planPage(planId);
-      return resumePointOf(planId).then(function (nextResume) {
-        view = next;
-        resume = nextResume;
-        p = next.plan;
-        steps = next.steps;
-        summary.textContent = '';
-        append(summary, planSummary(p, view.source, steps));
-        updateDag(dag, steps, resume);
-        if (rest.hasAttribute('data-ready')) {
-          drawTimeline();
-          drawTables();
-        }
-        document.getElementById('app').setAttribute('data-updated', String(Date.now()));
-        if (!isRunning(p)) stop();
-      });
+    if (isRunning(state.view.plan))
+      watchPlan({ planId: planId, planPath: planPath, state: state, parts: parts, dag: dag });
+  });
+}
+
+function dagLegend(steps) {
+  return h(
+    'div',
+    { class: 'legend' },
+    ['completed', 'failed', 'in_progress', 'pending', 'skipped'].map(function (st) {
+      return h('span', null, badge(st));
+    }),
+    h('span', { text: '▭ dashed: resume point (next layer to run)' }),
+    h('span', { text: '⚑ last checkpoint' }),
+    steps.some(isInherited)
+      ? h('span', { class: 'legend-inherited', text: '▭ grey: inherited (ran in an ancestor)' })
+      : null,
+  );
+}
+
+/** The timeline with its rows select; a long plan's timeline starts collapsed to a row per agent. */
+function timelinePart(state) {
+  var box = h('div', { class: 'scroll', id: 'timeline-box' });
+  var mode = h(
+    'select',
+    {
+      id: 'timeline-mode',
+      'aria-label': 'timeline rows',
+      onchange: function () {
+        draw();
+      },
+    },
+    [
+      ['step', 'a row per step'],
+      ['agent', 'a row per agent'],
+      ['layer', 'a row per layer'],
+    ].map(function (o) {
+      return h('option', { value: o[0], text: o[1] });
+    }),
+  );
+  mode.value = state.view.steps.length > 100 ? 'agent' : 'step';
+  function draw() {
+    box.textContent = '';
+    // a fork's inherited steps ran in an ancestor, before this plan existed: not on its timeline
+    append(box, ganttSvg(state.view.steps.filter(ranHere), state.view.plan, mode.value, state.view.layers));
+  }
+  return { controls: h('div', { class: 'timeline-controls' }, h('label', null, 'Rows ', mode)), box: box, draw: draw };
+}
+
+/** The decisions, handoffs and checkpoints tables, the steps table with its filter, and a step's output. */
+function tablesPart(state) {
+  var tables = h('div', { id: 'plan-tables' });
+  var stepsBox = h('div', { id: 'steps-box' });
+  var outputBox = h('div', { id: 'step-output' });
+  var filter = stepFilter(function () {
+    return state.view.steps;
+  });
+  function draw() {
+    var view = state.view;
+    tables.textContent = '';
+    append(tables, [
+      h('h2', { text: 'Decisions' }),
+      decisionsTable(view.decisions),
+      h('h2', { text: 'Handoffs' }),
+      handoffsTable(view.handoffs),
+      h('h2', { text: 'Checkpoints' }),
+      checkpointsTable(view.checkpoints, state.resume),
+    ]);
+    stepsBox.textContent = '';
+    append(stepsBox, stepsTable(view.plan.planId, view.steps, outputBox));
+    filter.apply();
+  }
+  return { elements: [tables, h('h2', { text: 'Steps' }), filter.element, stepsBox, outputBox], draw: draw };
+}
+
+/**
+ * The first frame after the DOM is built: the DAG has been laid out and painted; the rest of the
+ * page (timeline, tables: thousands of rows in a long plan) is built after that frame.
+ */
+function drawRestAfterPaint(parts, dag, started) {
+  requestAnimationFrame(function () {
+    setTimeout(function () {
+      if (dag) dag.setAttribute('data-paint-ms', String(Math.round(performance.now() - started)));
+      parts.timeline.draw();
+      append(parts.rest, [h('h2', { text: 'Timeline' }), parts.timeline.controls, parts.timeline.box]);
+      append(parts.rest, parts.tables.elements);
+      parts.tables.draw();
+      parts.rest.removeAttribute('aria-busy');
+      parts.rest.setAttribute('data-ready', 'true');
+    }, 0);
+  });
+}
+
+/** A running plan's page follows its changes in place; a changed step list draws the page anew. */
+function watchPlan(o) {
+  var parts = o.parts;
+  watch([o.planPath], function (bodies) {
+    var next = bodies[0];
+    if (!sameShape(o.state.view, next)) return planPage(o.planId);
+    return resumePointOf(o.planId).then(function (nextResume) {
+      o.state.view = next;
+      o.state.resume = nextResume;
+      parts.summary.textContent = '';
+      append(parts.summary, planSummary(next.plan, next.source, next.steps));
+      updateDag(o.dag, next.steps, nextResume);
+      if (parts.rest.hasAttribute('data-ready')) {
+        parts.timeline.draw();
+        parts.tables.draw();
+      }
+      document.getElementById('app').setAttribute('data-updated', String(Date.now()));
+      if (!isRunning(next.plan)) stop();
     });
   });
 }
