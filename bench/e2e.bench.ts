@@ -201,6 +201,212 @@ function logInterleaved(label: string, r: InterleavedResult): void {
   }
 }
 
+async function runRaw(_ctx: BenchContext, f: E2eFigures): Promise<void> {
+  const raw = (f.rawMultiRowInsert = await rawMultiRowInsert(N_RAW, 901));
+  log(
+    `raw multi-row INSERT (${raw.rowsPerInsert} rows/statement, 1 PG connection): ${raw.eventsPerSec} rows/s (${raw.events} rows in ${raw.seconds} s)`,
+  );
+}
+
+async function runPlain(ctx: BenchContext, f: E2eFigures): Promise<void> {
+  const plain = (f.plainBullmq = await plainBullmq(ctx, N_PLAIN, 902));
+  log(
+    `plain BullMQ, 1 job/event, 1 INSERT/job, concurrency 10: ${plain.eventsPerSec} events/s (${plain.events} in ${plain.seconds} s)`,
+  );
+  const plainSqlite = (f.plainBullmqSqlite = await plainBullmq(ctx, N_PLAIN, 909, 'sqlite'));
+  log(
+    `plain BullMQ on SQLite, same: ${plainSqlite.eventsPerSec} events/s (${plainSqlite.events} in ${plainSqlite.seconds} s)`,
+  );
+}
+
+async function runGrouped(ctx: BenchContext, f: E2eFigures): Promise<void> {
+  const pg = (f.e2ePostgres = await sustained(ctx, 'postgres', N_E2E, 903, { profile }));
+  log(
+    `e2e PostgreSQL: ${pg.eventsPerSec} events/s (${pg.events} in ${pg.seconds} s; ${pg.batches} transactions of ~${pg.eventsPerBatch} events; worker RSS peak ${pg.workerRssPeakMb} MB; rows ${pg.rowsStored})`,
+  );
+  log(`  CPU us/event: ${cpuLine(pg.cpuUsPerEvent)}; ${pg.busyCores} cores busy`);
+  if (pg.profile) {
+    log(
+      `  worker CPU profile (${pg.profile.totalMs} ms sampled): ${pg.profile.byArea.map((a) => `${a.area} ${a.pct}%`).join(', ')}`,
+    );
+    for (const fn of pg.profile.top.slice(0, 10)) log(`    ${String(fn.pct).padStart(5)}%  ${fn.fn}  ${fn.where}`);
+  }
+  // Scale-out on the same 2 cores: shows whether one worker process or the machine is the limit.
+  const pg2 = (f.e2ePostgresTwoWorkers = await sustained(ctx, 'postgres', N_E2E, 908, { workers: 2 }));
+  log(
+    `e2e PostgreSQL, 2 worker processes: ${pg2.eventsPerSec} events/s (${pg2.events} in ${pg2.seconds} s); CPU us/event: ${cpuLine(pg2.cpuUsPerEvent)}; ${pg2.busyCores} cores busy`,
+  );
+  const sqlite = (f.e2eSqlite = await sustained(ctx, 'sqlite', N_E2E, 904));
+  log(
+    `e2e SQLite:     ${sqlite.eventsPerSec} events/s (${sqlite.events} in ${sqlite.seconds} s; ${sqlite.batches} transactions of ~${sqlite.eventsPerBatch} events; worker RSS peak ${sqlite.workerRssPeakMb} MB; rows ${sqlite.rowsStored})`,
+  );
+  log(`  CPU us/event: ${cpuLine(sqlite.cpuUsPerEvent)}; ${sqlite.busyCores} cores busy`);
+}
+
+/** One interleaved run over PLANS plans on HISTORY events of history, logged under `label`. */
+async function interleavedRun(
+  ctx: BenchContext,
+  label: string,
+  database: 'postgres' | 'sqlite',
+  more: { seed: number; workers?: number; profile?: boolean },
+): Promise<InterleavedResult> {
+  const r = await interleaved(ctx, database, { plans: PLANS, history: HISTORY, ...more });
+  logInterleaved(label, r);
+  return r;
+}
+
+async function runInterleaved(ctx: BenchContext, f: E2eFigures): Promise<void> {
+  f.interleavedPostgres = await interleavedRun(ctx, 'interleaved PostgreSQL', 'postgres', { seed: 911, profile });
+  f.interleavedSqlite = await interleavedRun(ctx, 'interleaved SQLite', 'sqlite', { seed: 912 });
+}
+
+async function runTwoWorkers(ctx: BenchContext, f: E2eFigures): Promise<void> {
+  f.interleavedPostgresTwoWorkers = await interleavedRun(
+    ctx,
+    'interleaved PostgreSQL, 2 worker processes',
+    'postgres',
+    {
+      workers: 2,
+      seed: 913,
+    },
+  );
+}
+
+async function runMixed(ctx: BenchContext, f: E2eFigures): Promise<void> {
+  const m = (f.mixed = await mixed(ctx, {
+    longStored: MIXED_STORED,
+    longRate: 10,
+    shortRate: 2_000,
+    seconds: MIXED_SECONDS,
+    warmupSeconds: quick ? 2 : 3,
+    seed: 914,
+  }));
+  log(
+    `mixed (PG): a ${m.longPlanStepCount}-step plan with ${m.longPlanStoredBefore} events stored (in ${m.longPlanPreloadSeconds} s) trickling ${m.longRatePerSec}/s among ${m.shortRatePerSec}/s of 10-event plans for ${m.seconds} s (${m.published.long} + ${m.published.short} events, ${m.jobs} jobs)`,
+  );
+  log(
+    `  commit lag (after ${m.warmupSeconds} s warm-up): p50 ${m.lag.p50Ms} ms  p90 ${m.lag.p90Ms}  p99 ${m.lag.p99Ms}  max ${m.lag.maxMs} (${m.lag.events} events); long plan's events: p50 ${m.lagLongPlan.p50Ms} ms  p99 ${m.lagLongPlan.p99Ms}  max ${m.lagLongPlan.maxMs} (${m.lagLongPlan.events})`,
+  );
+  log(
+    `  ${m.commits.batches} transactions of ~${m.commits.eventsPerBatch} events, commit p50 ${m.commits.commitMsP50} ms p99 ${m.commits.commitMsP99} ms max ${m.commits.commitMsMax}; last commit ${m.drainAfterWindowSeconds} s after the window`,
+  );
+}
+
+async function runLatency(ctx: BenchContext, f: E2eFigures): Promise<void> {
+  const latency = (f.latencyAt1kPerSec = await latencyAtRate(ctx, 1_000, LATENCY_SECONDS, 905));
+  log(
+    `latency at ${latency.ratePerSec} events/s (PG, ${latency.measuredEvents} events): p50 ${latency.p50Ms} ms  p90 ${latency.p90Ms} ms  p99 ${latency.p99Ms} ms  max ${latency.maxMs} ms (${latency.jobs} jobs)`,
+  );
+}
+
+async function runBacklog(ctx: BenchContext, f: E2eFigures): Promise<void> {
+  const backlog = (f.backlog = await backlogRss(ctx, BACKLOG, BACKLOG_WATCH_SECONDS, 906));
+  log(
+    `backlog ${backlog.backlogEvents} events (Redis ${backlog.redisUsedMemoryMb} MB): worker RSS peak ${backlog.workerRssPeakMb} MB over ${backlog.watchedSeconds} s (at start ${backlog.workerRssAtStartMb} MB), drained ${backlog.drainedEvents} events at ${backlog.drainEventsPerSec}/s`,
+  );
+  // The same with V8's own heap growth (WORKER_HEAP_GROWING_PERCENT=0): what the setting buys.
+  const v8Default = await backlogRss(ctx, BACKLOG, BACKLOG_WATCH_SECONDS, 907, {
+    WORKER_HEAP_GROWING_PERCENT: '0',
+  });
+  f.backlogWithV8DefaultHeapGrowth = { env: 'WORKER_HEAP_GROWING_PERCENT=0', ...v8Default };
+  log(
+    `  with V8's default heap growth (WORKER_HEAP_GROWING_PERCENT=0): worker RSS peak ${v8Default.workerRssPeakMb} MB (at start ${v8Default.workerRssAtStartMb} MB), drained ${v8Default.drainedEvents} events at ${v8Default.drainEventsPerSec}/s`,
+  );
+}
+
+async function runCluster(ctx: BenchContext, f: E2eFigures): Promise<void> {
+  const cluster = await RedisCluster.start();
+  try {
+    // the grouped run on the single redis-server first: the baseline of the cluster's cost
+    const single = (f.clusterBaselineSingleRedis = await sustained(ctx, 'postgres', N_CLUSTER, 915, {
+      hashTag: true,
+    }));
+    log(`cluster: single redis-server ${single.eventsPerSec} events/s (grouped, 1 worker, ${N_CLUSTER} events)`);
+    const key = (f.clusterShardKey = shardKeyBalance(N_CLUSTER, 6));
+    log(
+      `  shard key over ${key.events} events of ${key.plans} plans in ${key.sessions} sessions (Zipf): busiest of 6 shards holds ${key.busiestShareByPlan} of the events by plan id, ${key.busiestShareBySession} by session id (even: ${round(1 / 6)})`,
+    );
+    const runs: SustainedResult[] = [];
+    for (let pass = 0; pass < CLUSTER_REPEAT; pass++)
+      for (const cell of CLUSTER_CELLS) {
+        if (!CELLS.has(cell)) continue;
+        for (const variant of clusterVariants(cell, pass)) {
+          const r = await sustained(ctx, 'postgres', N_CLUSTER, 916, { cluster, ...variant });
+          runs.push(r);
+          logShardRun(r);
+        }
+      }
+    f.clusterShards = runs;
+    f.e2ePostgresOnCluster = runs.find((r) => r.traffic === 'grouped' && r.workers === 1 && r.queueShards === 1);
+  } finally {
+    await cluster.destroy();
+  }
+}
+
+/** The runs of one cluster cell in one pass: traffic, worker processes, queue shards and pinning. */
+function clusterVariants(cell: (typeof CLUSTER_CELLS)[number], pass: number) {
+  const [kind, arg] = cell.split('-');
+  const interleaved = (kind === 'pinned' || kind === 'journal' ? arg : kind) === 'interleaved';
+  // journal: grouped, 1 worker, the publisher's memory too small for the stream (as after an outage)
+  const viaJournal = kind === 'journal';
+  // two workers pinned to three shards each: a plan's events never reach both processes;
+  // else 1 and 6 shards back to back, same seed (6 first in every other round): the pair is compared
+  return kind === 'pinned'
+    ? [{ interleaved, workers: 2, queueShards: 6, workerShards: ['0-2', '3-5'] }]
+    : (pass % 2 ? [6, 1] : [1, 6]).map((queueShards) => ({
+        interleaved,
+        workers: viaJournal ? 1 : Number(arg),
+        queueShards,
+        viaJournal,
+      }));
+}
+
+/** The scenarios' runs, in the order they run. */
+const RUNS: Record<(typeof SCENARIOS)[number], (ctx: BenchContext, f: E2eFigures) => Promise<void>> = {
+  raw: runRaw,
+  plain: runPlain,
+  grouped: runGrouped,
+  interleaved: runInterleaved,
+  'two-workers': runTwoWorkers,
+  mixed: runMixed,
+  latency: runLatency,
+  backlog: runBacklog,
+  cluster: runCluster,
+};
+
+/** The ratios, targets and checks as lines, and with --json the whole result as one object. */
+function report(f: E2eFigures, o: { workerNote: string; loadBefore: number[] }): void {
+  const { ratios, targets, checks, note } = ratiosAndTargets(f, { quick, plans: PLANS, history: HISTORY });
+  const line = (label: string, entries: Record<string, unknown>, show: (v: unknown) => string) =>
+    log(
+      `${label}: ${Object.entries(entries)
+        .map(([k, v]) => `${k} ${show(v)}`)
+        .join('; ')}`,
+    );
+  line('ratios', ratios, (v) => `${v ?? 'not measured'}`);
+  line('targets', targets, (v) => (v === null ? 'not measured' : v ? 'MET' : 'NOT MET'));
+  line('checks', checks, (v) => (v === null ? 'not run' : v ? 'ok' : 'FAILED'));
+  if (note) log(`note: ${note}`);
+  // a --private-pg run is this script re-run as a child without the flag
+  const args = [
+    ...(process.env.BENCH_PRIVATE_PG ? ['--private-pg'] : []),
+    ...process.argv.slice(2).filter((a) => a !== '--json'),
+  ].join(' ');
+  const result = {
+    machine: { ...machine(), loadAverageBefore: o.loadBefore, loadAverageAfter: os.loadavg().map((l) => round(l)) },
+    command: `npm run bench:e2e --${args ? ` ${args}` : ''} --json`,
+    postgresServer: postgresServer(),
+    publisher: 'PlanEventPublisher (src/publisher), default options (500 events per job)',
+    worker: o.workerNote,
+    ...f,
+    ratios,
+    targets,
+    checks,
+    ...(note ? { note } : {}),
+  };
+  if (json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+}
+
 async function main(): Promise<void> {
   if (opts.flag('private-pg')) await rerunOnPrivatePostgres();
   const redis = await RedisProcess.create();
@@ -216,188 +422,8 @@ async function main(): Promise<void> {
     buildDir = build.dir;
     log(build.note);
     const ctx: BenchContext = { redis, workerMain: build.main };
-    if (only.has('raw')) {
-      const raw = (f.rawMultiRowInsert = await rawMultiRowInsert(N_RAW, 901));
-      log(
-        `raw multi-row INSERT (${raw.rowsPerInsert} rows/statement, 1 PG connection): ${raw.eventsPerSec} rows/s (${raw.events} rows in ${raw.seconds} s)`,
-      );
-    }
-    if (only.has('plain')) {
-      const plain = (f.plainBullmq = await plainBullmq(ctx, N_PLAIN, 902));
-      log(
-        `plain BullMQ, 1 job/event, 1 INSERT/job, concurrency 10: ${plain.eventsPerSec} events/s (${plain.events} in ${plain.seconds} s)`,
-      );
-      const plainSqlite = (f.plainBullmqSqlite = await plainBullmq(ctx, N_PLAIN, 909, 'sqlite'));
-      log(
-        `plain BullMQ on SQLite, same: ${plainSqlite.eventsPerSec} events/s (${plainSqlite.events} in ${plainSqlite.seconds} s)`,
-      );
-    }
-    if (only.has('grouped')) {
-      const pg = (f.e2ePostgres = await sustained(ctx, 'postgres', N_E2E, 903, { profile }));
-      log(
-        `e2e PostgreSQL: ${pg.eventsPerSec} events/s (${pg.events} in ${pg.seconds} s; ${pg.batches} transactions of ~${pg.eventsPerBatch} events; worker RSS peak ${pg.workerRssPeakMb} MB; rows ${pg.rowsStored})`,
-      );
-      log(`  CPU us/event: ${cpuLine(pg.cpuUsPerEvent)}; ${pg.busyCores} cores busy`);
-      if (pg.profile) {
-        log(
-          `  worker CPU profile (${pg.profile.totalMs} ms sampled): ${pg.profile.byArea.map((a) => `${a.area} ${a.pct}%`).join(', ')}`,
-        );
-        for (const fn of pg.profile.top.slice(0, 10)) log(`    ${String(fn.pct).padStart(5)}%  ${fn.fn}  ${fn.where}`);
-      }
-      // Scale-out on the same 2 cores: shows whether one worker process or the machine is the limit.
-      const pg2 = (f.e2ePostgresTwoWorkers = await sustained(ctx, 'postgres', N_E2E, 908, { workers: 2 }));
-      log(
-        `e2e PostgreSQL, 2 worker processes: ${pg2.eventsPerSec} events/s (${pg2.events} in ${pg2.seconds} s); CPU us/event: ${cpuLine(pg2.cpuUsPerEvent)}; ${pg2.busyCores} cores busy`,
-      );
-      const sqlite = (f.e2eSqlite = await sustained(ctx, 'sqlite', N_E2E, 904));
-      log(
-        `e2e SQLite:     ${sqlite.eventsPerSec} events/s (${sqlite.events} in ${sqlite.seconds} s; ${sqlite.batches} transactions of ~${sqlite.eventsPerBatch} events; worker RSS peak ${sqlite.workerRssPeakMb} MB; rows ${sqlite.rowsStored})`,
-      );
-      log(`  CPU us/event: ${cpuLine(sqlite.cpuUsPerEvent)}; ${sqlite.busyCores} cores busy`);
-    }
-    if (only.has('interleaved')) {
-      logInterleaved(
-        'interleaved PostgreSQL',
-        (f.interleavedPostgres = await interleaved(ctx, 'postgres', {
-          plans: PLANS,
-          history: HISTORY,
-          seed: 911,
-          profile,
-        })),
-      );
-      logInterleaved(
-        'interleaved SQLite',
-        (f.interleavedSqlite = await interleaved(ctx, 'sqlite', { plans: PLANS, history: HISTORY, seed: 912 })),
-      );
-    }
-    if (only.has('two-workers')) {
-      logInterleaved(
-        'interleaved PostgreSQL, 2 worker processes',
-        (f.interleavedPostgresTwoWorkers = await interleaved(ctx, 'postgres', {
-          plans: PLANS,
-          history: HISTORY,
-          workers: 2,
-          seed: 913,
-        })),
-      );
-    }
-    if (only.has('mixed')) {
-      const m = (f.mixed = await mixed(ctx, {
-        longStored: MIXED_STORED,
-        longRate: 10,
-        shortRate: 2_000,
-        seconds: MIXED_SECONDS,
-        warmupSeconds: quick ? 2 : 3,
-        seed: 914,
-      }));
-      log(
-        `mixed (PG): a ${m.longPlanStepCount}-step plan with ${m.longPlanStoredBefore} events stored (in ${m.longPlanPreloadSeconds} s) trickling ${m.longRatePerSec}/s among ${m.shortRatePerSec}/s of 10-event plans for ${m.seconds} s (${m.published.long} + ${m.published.short} events, ${m.jobs} jobs)`,
-      );
-      log(
-        `  commit lag (after ${m.warmupSeconds} s warm-up): p50 ${m.lag.p50Ms} ms  p90 ${m.lag.p90Ms}  p99 ${m.lag.p99Ms}  max ${m.lag.maxMs} (${m.lag.events} events); long plan's events: p50 ${m.lagLongPlan.p50Ms} ms  p99 ${m.lagLongPlan.p99Ms}  max ${m.lagLongPlan.maxMs} (${m.lagLongPlan.events})`,
-      );
-      log(
-        `  ${m.commits.batches} transactions of ~${m.commits.eventsPerBatch} events, commit p50 ${m.commits.commitMsP50} ms p99 ${m.commits.commitMsP99} ms max ${m.commits.commitMsMax}; last commit ${m.drainAfterWindowSeconds} s after the window`,
-      );
-    }
-    if (only.has('latency')) {
-      const latency = (f.latencyAt1kPerSec = await latencyAtRate(ctx, 1_000, LATENCY_SECONDS, 905));
-      log(
-        `latency at ${latency.ratePerSec} events/s (PG, ${latency.measuredEvents} events): p50 ${latency.p50Ms} ms  p90 ${latency.p90Ms} ms  p99 ${latency.p99Ms} ms  max ${latency.maxMs} ms (${latency.jobs} jobs)`,
-      );
-    }
-    if (only.has('backlog')) {
-      const backlog = (f.backlog = await backlogRss(ctx, BACKLOG, BACKLOG_WATCH_SECONDS, 906));
-      log(
-        `backlog ${backlog.backlogEvents} events (Redis ${backlog.redisUsedMemoryMb} MB): worker RSS peak ${backlog.workerRssPeakMb} MB over ${backlog.watchedSeconds} s (at start ${backlog.workerRssAtStartMb} MB), drained ${backlog.drainedEvents} events at ${backlog.drainEventsPerSec}/s`,
-      );
-      // The same with V8's own heap growth (WORKER_HEAP_GROWING_PERCENT=0): what the setting buys.
-      const v8Default = await backlogRss(ctx, BACKLOG, BACKLOG_WATCH_SECONDS, 907, {
-        WORKER_HEAP_GROWING_PERCENT: '0',
-      });
-      f.backlogWithV8DefaultHeapGrowth = { env: 'WORKER_HEAP_GROWING_PERCENT=0', ...v8Default };
-      log(
-        `  with V8's default heap growth (WORKER_HEAP_GROWING_PERCENT=0): worker RSS peak ${v8Default.workerRssPeakMb} MB (at start ${v8Default.workerRssAtStartMb} MB), drained ${v8Default.drainedEvents} events at ${v8Default.drainEventsPerSec}/s`,
-      );
-    }
-    if (only.has('cluster')) {
-      const cluster = await RedisCluster.start();
-      try {
-        // the grouped run on the single redis-server first: the baseline of the cluster's cost
-        const single = (f.clusterBaselineSingleRedis = await sustained(ctx, 'postgres', N_CLUSTER, 915, {
-          hashTag: true,
-        }));
-        log(`cluster: single redis-server ${single.eventsPerSec} events/s (grouped, 1 worker, ${N_CLUSTER} events)`);
-        const key = (f.clusterShardKey = shardKeyBalance(N_CLUSTER, 6));
-        log(
-          `  shard key over ${key.events} events of ${key.plans} plans in ${key.sessions} sessions (Zipf): busiest of 6 shards holds ${key.busiestShareByPlan} of the events by plan id, ${key.busiestShareBySession} by session id (even: ${round(1 / 6)})`,
-        );
-        const runs: SustainedResult[] = [];
-        for (let pass = 0; pass < CLUSTER_REPEAT; pass++)
-          for (const cell of CLUSTER_CELLS) {
-            if (!CELLS.has(cell)) continue;
-            const [kind, arg] = cell.split('-');
-            const interleaved = (kind === 'pinned' || kind === 'journal' ? arg : kind) === 'interleaved';
-            // journal: grouped, 1 worker, the publisher's memory too small for the stream (as after an outage)
-            const viaJournal = kind === 'journal';
-            // two workers pinned to three shards each: a plan's events never reach both processes;
-            // else 1 and 6 shards back to back, same seed (6 first in every other round): the pair is compared
-            const variants =
-              kind === 'pinned'
-                ? [{ workers: 2, queueShards: 6, workerShards: ['0-2', '3-5'] }]
-                : (pass % 2 ? [6, 1] : [1, 6]).map((queueShards) => ({
-                    workers: viaJournal ? 1 : Number(arg),
-                    queueShards,
-                    viaJournal,
-                  }));
-            for (const variant of variants) {
-              const r = await sustained(ctx, 'postgres', N_CLUSTER, 916, { cluster, interleaved, ...variant });
-              runs.push(r);
-              logShardRun(r);
-            }
-          }
-        f.clusterShards = runs;
-        f.e2ePostgresOnCluster = runs.find((r) => r.traffic === 'grouped' && r.workers === 1 && r.queueShards === 1);
-      } finally {
-        await cluster.destroy();
-      }
-    }
-
-    const { ratios, targets, checks, note } = ratiosAndTargets(f, { quick, plans: PLANS, history: HISTORY });
-    log(
-      `ratios: ${Object.entries(ratios)
-        .map(([k, v]) => `${k} ${v ?? 'not measured'}`)
-        .join('; ')}`,
-    );
-    log(
-      `targets: ${Object.entries(targets)
-        .map(([k, v]) => `${k} ${v === null ? 'not measured' : v ? 'MET' : 'NOT MET'}`)
-        .join('; ')}`,
-    );
-    log(
-      `checks: ${Object.entries(checks)
-        .map(([k, v]) => `${k} ${v === null ? 'not run' : v ? 'ok' : 'FAILED'}`)
-        .join('; ')}`,
-    );
-    if (note) log(`note: ${note}`);
-    // a --private-pg run is this script re-run as a child without the flag
-    const args = [
-      ...(process.env.BENCH_PRIVATE_PG ? ['--private-pg'] : []),
-      ...process.argv.slice(2).filter((a) => a !== '--json'),
-    ].join(' ');
-    const result = {
-      machine: { ...machine(), loadAverageBefore: loadBefore, loadAverageAfter: os.loadavg().map((l) => round(l)) },
-      command: `npm run bench:e2e --${args ? ` ${args}` : ''} --json`,
-      postgresServer: postgresServer(),
-      publisher: 'PlanEventPublisher (src/publisher), default options (500 events per job)',
-      worker: build.note,
-      ...f,
-      ratios,
-      targets,
-      checks,
-      ...(note ? { note } : {}),
-    };
-    if (json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    for (const scenario of SCENARIOS) if (only.has(scenario)) await RUNS[scenario](ctx, f);
+    report(f, { workerNote: build.note, loadBefore });
   } finally {
     await redis.destroy();
     if (buildDir) fs.rmSync(buildDir, { recursive: true, force: true });

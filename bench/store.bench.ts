@@ -105,7 +105,9 @@ async function main(): Promise<void> {
     out(
       `grouped (${DB}): ${grouped.eventsPerSec} events/s (${grouped.events} events, batches of ${BATCH}, ${IN_FLIGHT} in flight; CPU us/event node ${grouped.nodeCpuUsPerEvent}, server ${grouped.serverCpuUsPerEvent})${writesLine(grouped)}`,
     );
-  const interleaved = only.has('interleaved') ? await interleavedPersist(DB, PLANS, HISTORY, BATCH, IN_FLIGHT) : null;
+  const interleaved = only.has('interleaved')
+    ? await interleavedPersist(DB, { plans: PLANS, history: HISTORY, batch: BATCH, inFlight: IN_FLIGHT })
+    : null;
   if (interleaved) {
     out(
       `interleaved (${DB}): ${interleaved.eventsPerSec} events/s (${interleaved.plans} plans x 10 round-robin on ${interleaved.history.events} events of history; CPU us/event node ${interleaved.nodeCpuUsPerEvent}, server ${interleaved.serverCpuUsPerEvent})${writesLine(interleaved)}; end state ${interleaved.check.ok ? 'correct' : 'WRONG'}`,

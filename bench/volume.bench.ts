@@ -158,14 +158,28 @@ async function planCount(ds: DataSource): Promise<number> {
   return Number(((await ds.query(`SELECT COUNT(*) AS n FROM execution_plans`)) as [{ n: unknown }])[0].n);
 }
 
-async function measureReads(
-  serve: ServeChild,
-  cli: { main: string; env: Record<string, string> } | undefined,
-  targets: ReadTargets,
-  runs: number,
-  cliRuns: number,
-  log: (line: string) => void,
-): Promise<SizeFigures['reads']> {
+/** The CLI as a child process: the compiled entry point and the environment it runs with. */
+interface CliTarget {
+  main: string;
+  env: Record<string, string>;
+}
+
+/** What every stage of a run reads: the database, `serve`, the CLI (none without a build) and the options. */
+interface VolumeRun {
+  ds: DataSource;
+  kind: TestDb;
+  serve: ServeChild;
+  cli: CliTarget | undefined;
+  days: number;
+  window: { from: Date; to: Date };
+  /** timed HTTP requests and CLI processes per read */
+  runs: number;
+  cliRuns: number;
+  log: (line: string) => void;
+}
+
+async function measureReads(run: VolumeRun, targets: ReadTargets): Promise<SizeFigures['reads']> {
+  const { serve, cli, runs, cliRuns, log } = run;
   const reads: SizeFigures['reads'] = {};
   for (const spec of readSpecs(targets)) {
     const http = await timeHttp(serve.base, READ_KEY, spec.http, runs);
@@ -188,23 +202,97 @@ async function countRetiredEvents(ds: DataSource): Promise<{ plans: number; even
   return { plans: Number(r.plans), events: Number(r.events) };
 }
 
-async function main(): Promise<void> {
-  if (opts.flag('private-pg')) await rerunOnPrivatePostgres();
+function readOptions() {
   const json = opts.flag('json');
-  const log = (line: string) => {
-    if (!json) process.stdout.write(`${line}\n`);
-  };
-  const sizes = parseSizes(opts.string('sizes', DEFAULT_SIZES));
   const kind = opts.string('db', 'postgres') as TestDb;
   if (!['postgres', 'sqlite', 'mariadb'].includes(kind))
     throw new Error(`--db: "${kind}" is not postgres, sqlite or mariadb`);
   const days = opts.number('days', 30);
-  const runs = opts.number('runs', 9);
-  const cliRuns = opts.number('cli-runs', 3);
-  const skip = opts.flag('skip') ? opts.list('skip', STEPS) : new Set<string>();
   const end = new Date(Math.floor(Date.now() / 60_000) * 60_000);
-  const window = { from: new Date(end.getTime() - days * 86_400_000), to: end };
+  return {
+    json,
+    log: (line: string) => {
+      if (!json) process.stdout.write(`${line}\n`);
+    },
+    sizes: parseSizes(opts.string('sizes', DEFAULT_SIZES)),
+    kind,
+    days,
+    runs: opts.number('runs', 9),
+    cliRuns: opts.number('cli-runs', 3),
+    skip: opts.flag('skip') ? opts.list('skip', STEPS) : new Set<string>(),
+    window: { from: new Date(end.getTime() - days * 86_400_000), to: end },
+  };
+}
 
+/** The store grown to each size in turn (the same worker stores it), with its figures at each. */
+async function growAndMeasure(
+  run: VolumeRun,
+  o: { sizes: number[]; worker: Child; publisher: ReturnType<typeof newPublisher>['publisher'] },
+): Promise<{ figures: SizeFigures[]; targets: ReadTargets | undefined }> {
+  const { ds, kind, window, log } = run;
+  const figures: SizeFigures[] = [];
+  let targets: ReadTargets | undefined;
+  let published = 0;
+  for (const [i, size] of o.sizes.entries()) {
+    log(`\n== size ${i + 1}: ${size.toLocaleString('en-US')} events (${kind}) ==`);
+    const walBefore = await walBytes(ds, kind);
+    const startedAt = Date.now();
+    const n = await publishPhase(o.publisher, size - published, i + 1, `v${i}`, window);
+    published += n;
+    const committed = await waitCommitted([o.worker], published, 3_600_000);
+    const seconds = (committed.lastCommitAt - startedAt) / 1000;
+    const walAfter = await walBytes(ds, kind);
+    await analyze(ds, kind);
+    const events = await eventCount(ds);
+    const st = await storage(ds, kind);
+    const plans = await planCount(ds);
+    targets ??= await findTargets(ds, 'v0', window, AGENT);
+    const walPerEvent = walBefore === null ? null : Math.round((walAfter! - walBefore) / n);
+    log(
+      `ingest: ${n} events in ${round(seconds)} s (${Math.round(n / seconds)}/s); store: ${events} events, ${plans} plans, ` +
+        `${Math.round(st.totalBytes / events)} bytes/event` +
+        (walPerEvent !== null ? `, WAL ${walPerEvent} bytes/event ingested` : ''),
+    );
+    const reads = await measureReads(run, targets);
+    figures.push({
+      events,
+      plans,
+      ingest: {
+        events: n,
+        seconds: round(seconds),
+        eventsPerSec: Math.round(n / seconds),
+        walBytesPerEvent: walPerEvent,
+      },
+      storage: { ...st, bytesPerEvent: Math.round(st.totalBytes / events) },
+      reads,
+    });
+  }
+  return { figures, targets };
+}
+
+/** `prices reprice --dry-run` over the window: its exit code, peak RSS and time. */
+async function reprice(run: VolumeRun, cli: CliTarget): Promise<Record<string, unknown>> {
+  const { from, to } = run.window;
+  const r = await runCli(cli.main, cli.env, [
+    'prices',
+    'reprice',
+    '--from',
+    from.toISOString(),
+    '--to',
+    to.toISOString(),
+    '--dry-run',
+    '--json',
+  ]);
+  run.log(
+    `\nprices reprice --dry-run over ${run.days} days: exit ${r.code}, peak RSS ${r.peakRssMb} MB, ${r.seconds} s`,
+  );
+  return { exitCode: r.code, peakRssMb: r.peakRssMb, seconds: r.seconds, error: r.code ? r.stderr : undefined };
+}
+
+async function main(): Promise<void> {
+  if (opts.flag('private-pg')) await rerunOnPrivatePostgres();
+  const o = readOptions();
+  const { kind, log } = o;
   const redis = await RedisProcess.create();
   await redis.start();
   const db = await createThrowawayDb(kind);
@@ -222,7 +310,7 @@ async function main(): Promise<void> {
     database: kind,
     postgresServer: kind === 'postgres' ? postgresServer() : undefined,
     machine: { cpus: os.cpus().length, loadAvgAtStart: os.loadavg().map((l) => round(l)) },
-    window: { from: window.from.toISOString(), to: window.to.toISOString() },
+    window: { from: o.window.from.toISOString(), to: o.window.to.toISOString() },
     workerBuild: build.note,
   };
   try {
@@ -231,67 +319,14 @@ async function main(): Promise<void> {
     worker = await startWorkerChild({ env, main: build.main });
     serve = await startServe(build.main, env);
     const cli = build.main ? { main: build.main, env } : undefined;
+    const run: VolumeRun = { ...o, ds, serve, cli };
     await pub.ready();
-    const figures: SizeFigures[] = [];
-    let targets: ReadTargets | undefined;
-    let published = 0;
-    for (const [i, size] of sizes.entries()) {
-      log(`\n== size ${i + 1}: ${size.toLocaleString('en-US')} events (${kind}) ==`);
-      const walBefore = await walBytes(ds, kind);
-      const startedAt = Date.now();
-      const n = await publishPhase(pub.publisher, size - published, i + 1, `v${i}`, window);
-      published += n;
-      const committed = await waitCommitted([worker], published, 3_600_000);
-      const seconds = (committed.lastCommitAt - startedAt) / 1000;
-      const walAfter = await walBytes(ds, kind);
-      await analyze(ds, kind);
-      const events = await eventCount(ds);
-      const st = await storage(ds, kind);
-      const plans = await planCount(ds);
-      targets ??= await findTargets(ds, 'v0', window, AGENT);
-      log(
-        `ingest: ${n} events in ${round(seconds)} s (${Math.round(n / seconds)}/s); store: ${events} events, ${plans} plans, ` +
-          `${Math.round(st.totalBytes / events)} bytes/event` +
-          (walBefore !== null ? `, WAL ${Math.round((walAfter! - walBefore) / n)} bytes/event ingested` : ''),
-      );
-      const reads = await measureReads(serve, cli, targets, runs, cliRuns, log);
-      figures.push({
-        events,
-        plans,
-        ingest: {
-          events: n,
-          seconds: round(seconds),
-          eventsPerSec: Math.round(n / seconds),
-          walBytesPerEvent: walBefore === null ? null : Math.round((walAfter! - walBefore) / n),
-        },
-        storage: { ...st, bytesPerEvent: Math.round(st.totalBytes / events) },
-        reads,
-      });
-    }
+    const { figures, targets } = await growAndMeasure(run, { sizes: o.sizes, worker, publisher: pub.publisher });
     out.targets = targets;
     out.sizes = figures;
     out.ratios = ratios(figures, log);
-
-    if (!skip.has('reprice') && cli) {
-      const r = await runCli(cli.main, env, [
-        'prices',
-        'reprice',
-        '--from',
-        window.from.toISOString(),
-        '--to',
-        window.to.toISOString(),
-        '--dry-run',
-        '--json',
-      ]);
-      out.reprice = {
-        exitCode: r.code,
-        peakRssMb: r.peakRssMb,
-        seconds: r.seconds,
-        error: r.code ? r.stderr : undefined,
-      };
-      log(`\nprices reprice --dry-run over ${days} days: exit ${r.code}, peak RSS ${r.peakRssMb} MB, ${r.seconds} s`);
-    }
-    if (!skip.has('retention') && cli) out.retention = await retention(ds, kind, serve, cli, days, log);
+    if (!o.skip.has('reprice') && cli) out.reprice = await reprice(run, cli);
+    if (!o.skip.has('retention') && cli) out.retention = await retention(run, cli);
   } finally {
     await pub.close().catch(() => undefined);
     await serve?.stop().catch(() => undefined);
@@ -303,7 +338,7 @@ async function main(): Promise<void> {
     else await db.drop();
     fs.rmSync(build.dir, { recursive: true, force: true });
   }
-  if (json) process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+  if (o.json) process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
 }
 
 /** Largest size over the first, per read (HTTP medians), and storage per event. */
@@ -327,14 +362,8 @@ function ratios(figures: SizeFigures[], log: (line: string) => void): Record<str
  * Retires about a third of the store (finished plans older than 2/3 of the window), then purges
  * it: WAL per retired event, and `plans list` first page's latency before and during the run.
  */
-async function retention(
-  ds: DataSource,
-  kind: TestDb,
-  serve: ServeChild,
-  cli: { main: string; env: Record<string, string> },
-  days: number,
-  log: (line: string) => void,
-): Promise<Record<string, unknown>> {
+async function retention(run: VolumeRun, cli: CliTarget): Promise<Record<string, unknown>> {
+  const { ds, kind, serve, days, log } = run;
   const age = String(Math.round((days * 2) / 3));
   const policy = {
     RETENTION_COMPLETED_DAYS: age,
@@ -346,9 +375,9 @@ async function retention(
   const listPath = '/v1/plans?limit=20';
   const before = await latencyWhile(serve.base, READ_KEY, listPath, { seconds: 20 });
   const wal0 = await walBytes(ds, kind);
-  const run = runCli(cli.main, { ...cli.env, ...policy }, ['retention', 'run', '--json']);
-  const during = await latencyWhile(serve.base, READ_KEY, listPath, { until: run });
-  const soft = await run;
+  const softRun = runCli(cli.main, { ...cli.env, ...policy }, ['retention', 'run', '--json']);
+  const during = await latencyWhile(serve.base, READ_KEY, listPath, { until: softRun });
+  const soft = await softRun;
   if (soft.code !== 0) throw new Error(`retention run failed: ${soft.stderr}`);
   const wal1 = await walBytes(ds, kind);
   const retired = await countRetiredEvents(ds);

@@ -168,15 +168,19 @@ export interface StoreInterleavedRun extends PersistRun {
   check: Awaited<ReturnType<typeof endState>>;
 }
 
-/** `plans` x 10 events, round-robin, in the worker's batches, on top of `history` events. */
-export async function interleavedPersist(
-  kind: TestDb,
-  plans: number,
-  history: number,
-  batch: number,
-  inFlight: number,
-  seed = 78,
-): Promise<StoreInterleavedRun> {
+export interface StoreInterleavedOptions {
+  plans: number;
+  history: number;
+  /** events per transaction and transactions in flight, as the worker runs them */
+  batch: number;
+  inFlight: number;
+  /** default 78 */
+  seed?: number;
+}
+
+/** `o.plans` x 10 events, round-robin, in the worker's batches, on top of `o.history` events. */
+export async function interleavedPersist(kind: TestDb, o: StoreInterleavedOptions): Promise<StoreInterleavedRun> {
+  const { plans, history, batch, inFlight, seed = 78 } = o;
   const tag = `silv${seed}`;
   const events = stamped(roundRobin(tag, plans, seed));
   const db = await createMeasuredDb(kind);
