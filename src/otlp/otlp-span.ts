@@ -26,6 +26,8 @@ export interface OtlpSpan {
   statusMessage: string;
   events: OtlpSpanEvent[];
   links: { traceId: string; spanId: string }[];
+  /** The name of the instrumentation scope that made the span, when the exporter sent one. */
+  scope?: string;
 }
 
 /** Why a request body could not be read at all. */
@@ -128,6 +130,7 @@ export function spansOfRequest(request: unknown): OtlpSpan[] {
   listOf((request as Record<string, unknown>).resourceSpans).forEach((rs, r) => {
     const resource = attributesOf((rs.resource as Record<string, unknown> | undefined)?.attributes);
     listOf(rs.scopeSpans).forEach((ss, s) => {
+      const scope = (ss.scope as Record<string, unknown> | undefined)?.name;
       listOf(ss.spans).forEach((span, i) => {
         const where = `resourceSpans[${r}].scopeSpans[${s}].spans[${i}]`;
         const status = (span.status ?? {}) as Record<string, unknown>;
@@ -152,6 +155,7 @@ export function spansOfRequest(request: unknown): OtlpSpan[] {
             traceId: idOf(l.traceId, 16, `${where}.links[${j}].traceId`),
             spanId: idOf(l.spanId, 8, `${where}.links[${j}].spanId`),
           })),
+          ...(typeof scope === 'string' && scope !== '' ? { scope } : {}),
         });
       });
     });

@@ -113,6 +113,51 @@ describe('usage: cache, reasoning, provider and reported cost from every convent
     expect(formatMoney(priced.cost!)).toBe(cost);
   });
 
+  it.each<[string, Record<string, AttrValue>, string | undefined]>([
+    [
+      "@anthropic-ai/sdk's own tracing (cache write as gen_ai.usage.cache_write.input_tokens)",
+      {
+        'gen_ai.provider.name': 'anthropic',
+        'gen_ai.response.model': 'claude-sonnet-4',
+        'gen_ai.usage.input_tokens': 5_000,
+        'gen_ai.usage.cache_write.input_tokens': 1_000,
+        'gen_ai.usage.output_tokens': 700,
+      },
+      'com.anthropic.sdk.typescript',
+    ],
+    [
+      "OpenLLMetry's Anthropic instrumentation (gen_ai.usage.input_tokens is Anthropic's, without the cache)",
+      {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'anthropic',
+        'gen_ai.response.model': 'claude-sonnet-4',
+        'gen_ai.usage.input_tokens': 4_000,
+        'gen_ai.usage.cache_creation.input_tokens': 1_000,
+        'gen_ai.usage.output_tokens': 700,
+      },
+      '@traceloop/instrumentation-anthropic',
+    ],
+    [
+      "the AI SDK with Anthropic (the cache write only in the provider's metadata)",
+      {
+        'ai.operationId': 'ai.generateText.doGenerate',
+        'ai.model.provider': 'anthropic.messages',
+        'gen_ai.response.model': 'claude-sonnet-4',
+        'ai.usage.promptTokens': 4_000,
+        'ai.usage.completionTokens': 700,
+        'ai.response.providerMetadata': JSON.stringify({
+          anthropic: { usage: { input_tokens: 4_000, cache_creation_input_tokens: 1_000, cache_read_input_tokens: 0 } },
+        }),
+      },
+      'ai',
+    ],
+  ])('%s: 5,000 input tokens of which 1,000 cache writes', (_name, attrs, scope) => {
+    const spans = cachedCall(attrs);
+    spans[1]!.scope = scope;
+    const [end] = stepEnds(mapTrace(spans, opts).plans[0].events);
+    expect(end.payload).toMatchObject({ inputTokens: 5_000, cacheWriteTokens: 1_000, outputTokens: 700 });
+  });
+
   it('keeps cache writes, reasoning tokens, the provider and a reported cost', () => {
     const [end] = stepEnds(
       mapTrace(

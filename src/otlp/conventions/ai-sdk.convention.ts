@@ -26,6 +26,8 @@ export const AI_SDK = Object.freeze({
   /** `<provider>.<api>`, e.g. `openai.chat`, `anthropic.messages`. */
   modelProvider: 'ai.model.provider',
   modelId: 'ai.model.id',
+  /** The provider's own extra answer as JSON, e.g. Anthropic's usage with its cache counts. */
+  providerMetadata: 'ai.response.providerMetadata',
 });
 
 const INPUT_TOKENS_KEYS = [AI_SDK.inputTokens, AI_SDK.promptTokens, GENAI.inputTokens, GENAI.promptTokens];
@@ -43,15 +45,48 @@ const AGENT_OPERATION = /^ai\.(generateText|streamText|generateObject|streamObje
 const LLM_OPERATION = /^ai\.(generateText|streamText|generateObject|streamObject)\.(doGenerate|doStream)$/;
 const TOOL_OPERATION = 'ai.toolCall';
 
+/** A count in a JSON object at `path`, when it holds one. */
+function countAt(json: unknown, path: readonly string[]): number | undefined {
+  let at = json;
+  for (const key of path) at = typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[key] : undefined;
+  return typeof at === 'number' && Number.isInteger(at) && at >= 0 ? at : undefined;
+}
+
+/**
+ * Cache counts the AI SDK leaves out of its usage attributes but keeps in the provider's metadata:
+ * Anthropic's `usage.cache_read_input_tokens` and `cache_creation_input_tokens` (AI SDK 5 records
+ * no `ai.usage.cachedInputTokens` and never a cache write), OpenAI's `cachedPromptTokens` (AI SDK 4).
+ */
+function metadataCache(span: OtlpSpan): { cacheRead?: number; cacheWrite?: number } {
+  const text = str(span.attributes[AI_SDK.providerMetadata]);
+  if (text === undefined) return {};
+  let meta: unknown;
+  try {
+    meta = JSON.parse(text);
+  } catch {
+    return {};
+  }
+  return {
+    cacheRead:
+      countAt(meta, ['anthropic', 'usage', 'cache_read_input_tokens']) ??
+      countAt(meta, ['openai', 'cachedPromptTokens']),
+    cacheWrite:
+      countAt(meta, ['anthropic', 'usage', 'cache_creation_input_tokens']) ??
+      countAt(meta, ['anthropic', 'cacheCreationInputTokens']),
+  };
+}
+
 /** Usage by the AI SDK's own attributes (its GenAI ones as a fallback), input meaning as the provider's. */
 function aiSdkUsage(span: OtlpSpan): SpanUsage {
   const a = span.attributes;
   const provider = str(a[AI_SDK.modelProvider])?.split('.')[0]?.toLowerCase();
+  const fromMetadata = metadataCache(span);
   const counts = normaliseTokens(
     {
       input: tokens(a, INPUT_TOKENS_KEYS),
       output: tokens(a, OUTPUT_TOKENS_KEYS),
-      cacheRead: tokens(a, CACHED_INPUT_TOKENS_KEYS),
+      cacheRead: tokens(a, CACHED_INPUT_TOKENS_KEYS) ?? fromMetadata.cacheRead,
+      cacheWrite: fromMetadata.cacheWrite,
       reasoning: tokens(a, REASONING_TOKENS_KEYS),
     },
     provider === undefined || !INPUT_WITHOUT_CACHE.has(provider),

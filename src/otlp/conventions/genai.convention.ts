@@ -23,6 +23,8 @@ export const GENAI = Object.freeze({
   /** Deprecated names of the two above. */
   cacheReadTokensOld: 'gen_ai.usage.cache_read_input_tokens',
   cacheWriteTokensOld: 'gen_ai.usage.cache_creation_input_tokens',
+  /** The name `@anthropic-ai/sdk`'s own OpenTelemetry tracing gives the cache write. */
+  cacheWriteTokensSdk: 'gen_ai.usage.cache_write.input_tokens',
   /** Part of the output tokens. */
   reasoningTokens: 'gen_ai.usage.reasoning.output_tokens',
   /** OpenLLMetry's name for the one above. */
@@ -45,9 +47,15 @@ export const GENAI = Object.freeze({
 const INPUT_TOKENS_KEYS = [GENAI.inputTokens, GENAI.promptTokens];
 const OUTPUT_TOKENS_KEYS = [GENAI.outputTokens, GENAI.completionTokens];
 const CACHE_READ_TOKENS_KEYS = [GENAI.cacheReadTokens, GENAI.cacheReadTokensOld];
-const CACHE_WRITE_TOKENS_KEYS = [GENAI.cacheWriteTokens, GENAI.cacheWriteTokensOld];
+const CACHE_WRITE_TOKENS_KEYS = [GENAI.cacheWriteTokens, GENAI.cacheWriteTokensOld, GENAI.cacheWriteTokensSdk];
 const REASONING_TOKENS_KEYS = [GENAI.reasoningTokens, GENAI.reasoningTokensOld];
 const RESPONSE_MODEL_KEYS = [GENAI.responseModel, GENAI.requestModel];
+/**
+ * Instrumentation scopes whose `gen_ai.usage.input_tokens` is the provider's own count where that
+ * leaves the cache out: OpenLLMetry's Anthropic instrumentation passes on Anthropic's
+ * `input_tokens`, which excludes cache reads and writes.
+ */
+const SCOPES_INPUT_WITHOUT_CACHE = new Set(['@traceloop/instrumentation-anthropic']);
 /** `gen_ai.operation.name` values, by the role they give a span. */
 const OPERATIONS: Record<Exclude<SpanRole, 'chain' | 'none'>, ReadonlySet<string>> = {
   plan: new Set(['invoke_workflow', 'workflow', 'create_plan', 'plan']),
@@ -65,7 +73,8 @@ export function genAiProvider(span: OtlpSpan): string | undefined {
 
 /**
  * Usage by the GenAI conventions, whose input count includes the cache reads and writes ("SHOULD
- * include all types of input tokens, including cached tokens"), whatever the provider.
+ * include all types of input tokens, including cached tokens"), whatever the provider, except from
+ * the instrumentations of SCOPES_INPUT_WITHOUT_CACHE.
  */
 export function genAiUsage(span: OtlpSpan): SpanUsage {
   const a = span.attributes;
@@ -77,7 +86,7 @@ export function genAiUsage(span: OtlpSpan): SpanUsage {
       cacheWrite: tokens(a, CACHE_WRITE_TOKENS_KEYS),
       reasoning: tokens(a, REASONING_TOKENS_KEYS),
     },
-    true,
+    span.scope === undefined || !SCOPES_INPUT_WITHOUT_CACHE.has(span.scope),
   );
   const model = first(a, RESPONSE_MODEL_KEYS);
   const provider = genAiProvider(span);
