@@ -158,6 +158,39 @@ describe('usage: cache, reasoning, provider and reported cost from every convent
     expect(end.payload).toMatchObject({ inputTokens: 5_000, cacheWriteTokens: 1_000, outputTokens: 700 });
   });
 
+  it("counts a call once when @anthropic-ai/sdk's own span of it runs inside an instrumentation's", () => {
+    const spans = cachedCall({
+      'openinference.span.kind': 'LLM',
+      'llm.provider': 'anthropic',
+      'llm.model_name': 'claude-sonnet-4',
+      'llm.token_count.prompt': 5_000,
+      'llm.token_count.prompt_details.cache_read': 1_000,
+      'llm.token_count.completion': 700,
+    });
+    const own = span(TRACE, {
+      id: 'sdk',
+      parent: 'call',
+      name: 'anthropic.messages.create',
+      start: 20,
+      end: 95,
+      attrs: {
+        'gen_ai.provider.name': 'anthropic',
+        'gen_ai.response.model': 'claude-sonnet-4',
+        'gen_ai.usage.input_tokens': 5_000,
+        'gen_ai.usage.cache_read.input_tokens': 1_000,
+        'gen_ai.usage.output_tokens': 700,
+      },
+    });
+    own.scope = 'com.anthropic.sdk.typescript';
+    const ends = stepEnds(mapTrace([...spans, own], opts).plans[0].events);
+    expect(ends.map((e) => e.payload)).toEqual([
+      expect.objectContaining({ inputTokens: 5_000, cacheReadTokens: 1_000, outputTokens: 700 }),
+    ]);
+    // on its own (no instrumentation around it) the SDK's span is the call
+    const alone = stepEnds(mapTrace([spans[0]!, { ...own, parentSpanId: spans[0]!.spanId }], opts).plans[0].events);
+    expect(alone.map((e) => e.payload)).toEqual([expect.objectContaining({ inputTokens: 5_000, outputTokens: 700 })]);
+  });
+
   it('keeps cache writes, reasoning tokens, the provider and a reported cost', () => {
     const [end] = stepEnds(
       mapTrace(

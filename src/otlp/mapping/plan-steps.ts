@@ -116,6 +116,22 @@ function nameModel(step: Step, usage: SpanUsage, keep: boolean): void {
   if (usage.provider && !(keep && step.provider)) step.provider = clip(usage.provider, 100);
 }
 
+/**
+ * Instrumentation scopes of client libraries that trace their own API calls: `@anthropic-ai/sdk`
+ * emits a GenAI span for each call whenever a tracer provider is registered, inside the span an
+ * instrumentation of the same client (OpenInference's, OpenLLMetry's) made for the same call.
+ */
+const CLIENT_SCOPES = new Set(['com.anthropic.sdk.typescript']);
+
+const reportsUsage = (s: OtlpSpan) => usageOf(s).input !== undefined || usageOf(s).output !== undefined;
+
+/** A client library's own span of a call that the model-call span around it already reports: counted once, there. */
+function seenTwice(tree: SpanTree, s: OtlpSpan): boolean {
+  if (s.scope === undefined || !CLIENT_SCOPES.has(s.scope)) return false;
+  const parent = tree.ancestors(s)[0];
+  return parent !== undefined && tree.role(parent) === 'llm' && reportsUsage(parent);
+}
+
 /** The plan's steps, with the usage of the LLM spans under them (a step's own usage counts only when none reported any). */
 export function collectSteps(scope: PlanScope): PlanSteps {
   const { tree } = scope;
@@ -133,7 +149,7 @@ export function collectSteps(scope: PlanScope): PlanSteps {
     const step = own ?? (above ? steps.get(above.spanId) : undefined);
     if (!step) continue;
     const usage = usageOf(s);
-    if (usage.input !== undefined || usage.output !== undefined) {
+    if (reportsUsage(s) && !seenTwice(tree, s)) {
       addUsage(step, usage);
       step.counted = true;
     }
