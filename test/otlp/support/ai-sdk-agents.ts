@@ -10,10 +10,11 @@ import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { generateText, stepCountIs, tool } from 'ai';
 import { MockLanguageModelV2 } from 'ai/test';
 import { z } from 'zod';
+import { RootTrace } from './root-trace';
 
 type Reply = Awaited<ReturnType<MockLanguageModelV2['doGenerate']>>;
 
@@ -120,17 +121,6 @@ async function planner(sessionId: string): Promise<string> {
     experimental_telemetry: telemetry('planner', sessionId),
   });
   return result.text;
-}
-
-/** Remembers the trace id of the root span. */
-class RootTrace implements SpanProcessor {
-  traceId = '';
-  onStart(): void {}
-  onEnd(span: ReadableSpan): void {
-    if (!span.parentSpanContext) this.traceId = span.spanContext().traceId;
-  }
-  async forceFlush(): Promise<void> {}
-  async shutdown(): Promise<void> {}
 }
 
 async function main(): Promise<void> {

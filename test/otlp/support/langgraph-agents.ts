@@ -9,7 +9,7 @@ import { LangChainInstrumentation } from '@arizeai/openinference-instrumentation
 import { trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import * as CallbackManagerModule from '@langchain/core/callbacks/manager';
 import { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { AIMessage, BaseMessage } from '@langchain/core/messages';
@@ -17,6 +17,7 @@ import type { ChatResult } from '@langchain/core/outputs';
 import { tool } from '@langchain/core/tools';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { z } from 'zod';
+import { RootTrace } from './root-trace';
 
 /** A chat model that answers from a script and reports token usage like a real provider. */
 class ScriptedChatModel extends BaseChatModel {
@@ -80,17 +81,6 @@ const graph = new StateGraph(State)
   .addEdge('researcher', 'writer')
   .addEdge('writer', END)
   .compile();
-
-/** Remembers the trace id of the root span. */
-class RootTrace implements SpanProcessor {
-  traceId = '';
-  onStart(): void {}
-  onEnd(span: ReadableSpan): void {
-    if (!span.parentSpanContext) this.traceId = span.spanContext().traceId;
-  }
-  async forceFlush(): Promise<void> {}
-  async shutdown(): Promise<void> {}
-}
 
 async function main(): Promise<void> {
   const root = new RootTrace();
