@@ -3,6 +3,7 @@ import {
   FORBIDDEN_CONSTRUCTS,
   judge,
   outsideLiterals,
+  PARSERS,
   passes,
   TsqlParser,
   UNPARSED_STATEMENTS,
@@ -15,18 +16,29 @@ import * as eventStatusQueries from '../../src/queries/event-status.query';
 /**
  * No SQL Server runs here. Every statement a realistic workload sends to SQL Server is recorded on
  * DataSources that never connect (test/support/tsql-workload.ts), and each distinct one must parse
- * as T-SQL (sqlparser-rs's SQL Server dialect, after the allow-list's rewrites of documented
- * T-SQL it lacks) and contain no construct of another database.
+ * as T-SQL in two parsers built apart (sqlparser-rs's SQL Server dialect and the ANTLR T-SQL
+ * grammar, each after the allow-list's rewrites of documented T-SQL it lacks) and contain no
+ * construct of another database.
  */
 
 /** What the recording DataSource writes for a transaction: the driver begins and ends one without SQL text. */
 const TRANSACTION_MARKERS = new Set(['BEGIN TRANSACTION', 'COMMIT', 'ROLLBACK']);
 
 /** A verdict as the failure messages show it. */
-const summary = (v: Verdict) => ({ sql: v.sql, parseError: v.parseError, forbidden: v.forbidden });
+const summary = (v: Verdict) => ({
+  sql: v.sql,
+  parseError: v.parseError,
+  secondParseError: v.second.parseError,
+  forbidden: v.forbidden,
+});
+const passing = (sql: string) => ({ sql, parseError: undefined, secondParseError: undefined, forbidden: [] });
 
 const show = (v: Verdict) =>
-  `${v.sql.slice(0, 200)}${v.sql.length > 200 ? '...' : ''}\n  -> ${v.parseError ?? `forbidden: ${v.forbidden.join(', ')}`}`;
+  `${v.sql.slice(0, 200)}${v.sql.length > 200 ? '...' : ''}\n  -> ${
+    v.parseError ??
+    (v.second.parseError && `ANTLR T-SQL grammar: ${v.second.parseError}`) ??
+    `forbidden: ${v.forbidden.join(', ')}`
+  }`;
 
 describe('T-SQL syntax gate over the statements sent to SQL Server', () => {
   let parser: TsqlParser;
@@ -101,17 +113,47 @@ describe('T-SQL syntax gate over the statements sent to SQL Server', () => {
     expect(missing).toEqual([]);
   });
 
-  it('parses every statement as T-SQL, with no construct of another database', () => {
+  it('parses every statement as T-SQL in both parsers, with no construct of another database', () => {
     expect(verdicts.filter((v) => !passes(v)).map(show)).toEqual([]);
+    expect(verdicts.filter((v) => v.second.parseError === undefined && v.second.unparsed === undefined)).toHaveLength(
+      distinct.length,
+    );
   });
 
-  it('keeps no allow-list entry that no statement needs', () => {
-    const used = new Set(verdicts.flatMap((v) => v.allowed));
-    expect(ALLOWED_CONSTRUCTS.map((a) => a.name).filter((name) => !used.has(name))).toEqual([]);
+  it('keeps no allow-list entry that no statement needs, for each parser it names', () => {
+    const used = new Set([
+      ...verdicts.flatMap((v) => v.allowed.map((name) => `${name} / sqlparser-rs`)),
+      ...verdicts.flatMap((v) => v.second.allowed.map((name) => `${name} / ANTLR T-SQL grammar`)),
+    ]);
+    const listed = ALLOWED_CONSTRUCTS.flatMap((a) => a.lackedBy.map((parser) => `${a.name} / ${parser}`));
+    expect(listed.filter((pair) => !used.has(pair))).toEqual([]);
+  });
+
+  it('needs each allow-list entry: without it, every parser it names refuses a recorded statement', async () => {
+    const notNeeded: string[] = [];
+    for (const entry of ALLOWED_CONSTRUCTS) {
+      // the shortest recorded statement each parser needed it for
+      const shortest = PARSERS.map((name) =>
+        verdicts
+          .filter((v) => (name === 'sqlparser-rs' ? v.allowed : v.second.allowed).includes(entry.name))
+          .map((v) => v.sql)
+          .sort((x, y) => x.length - y.length)
+          .at(0),
+      ).filter((sql): sql is string => sql !== undefined);
+      const without = await judge(parser, shortest, { skip: entry.name });
+      const refusedBy = new Set(
+        without.flatMap((v) => [
+          ...(v.parseError ? ['sqlparser-rs'] : []),
+          ...(v.second.parseError ? ['ANTLR T-SQL grammar'] : []),
+        ]),
+      );
+      for (const name of entry.lackedBy) if (!refusedBy.has(name)) notNeeded.push(`${entry.name} / ${name}`);
+    }
+    expect(notNeeded).toEqual([]);
   });
 
   it('keeps no unparsed statement listed that no longer occurs', () => {
-    const used = new Set(verdicts.map((v) => v.unparsed));
+    const used = new Set(verdicts.flatMap((v) => [v.unparsed, v.second.unparsed]));
     expect(UNPARSED_STATEMENTS.map((u) => u.name).filter((name) => !used.has(name))).toEqual([]);
   });
 
@@ -225,16 +267,14 @@ describe('T-SQL syntax gate over the statements sent to SQL Server', () => {
       const [bad, good] = await judge(parser, [e.bad, e.good]);
       expect(bad.parseError).toBeUndefined();
       expect(bad.forbidden).toEqual([e.rule]);
-      expect(summary(good)).toEqual({ sql: e.good, parseError: undefined, forbidden: [] });
+      expect(summary(good)).toEqual(passing(e.good));
     });
 
     it("finds nothing in string literals and identifiers that spell another database's syntax", async () => {
       const verdicts = await judge(parser, [
         `SELECT N'LIMIT 10 ON CONFLICT $1 || ::int RETURNING' AS [limit], "true" AS [false] FROM "returning" WHERE [ilike] = 'FOR UPDATE NULLS FIRST'`,
       ]);
-      expect(verdicts.map(summary)).toEqual(
-        verdicts.map((v) => ({ sql: v.sql, parseError: undefined, forbidden: [] })),
-      );
+      expect(verdicts.map(summary)).toEqual(verdicts.map((v) => passing(v.sql)));
     });
 
     it('leaves backtick identifiers to the parser, which refuses them', async () => {
@@ -271,9 +311,78 @@ describe('T-SQL syntax gate over the statements sent to SQL Server', () => {
         const [ok, wrong] = await judge(parser, [c.ok, c.wrong]);
         expect(ok.allowed).toHaveLength(1);
         expect(wrong.allowed).toEqual(ok.allowed);
-        expect(summary(ok)).toEqual({ sql: c.ok, parseError: undefined, forbidden: [] });
+        expect(summary(ok)).toEqual(passing(c.ok));
         expect(passes(wrong)).toBe(false);
       }
+    });
+  });
+
+  describe('the second parser (statements sqlparser-rs accepts, with no forbidden construct, that SQL Server refuses)', () => {
+    /** A wrong statement, why SQL Server refuses it, and the T-SQL that says the same. */
+    const wrongs: Array<{ what: string; bad: string; good: string }> = [
+      {
+        what: 'a MERGE without its terminating semicolon (Msg 10713)',
+        bad: 'MERGE INTO "sessions" AS t USING (SELECT @0 AS "id") AS s ON t."id" = s."id" WHEN NOT MATCHED THEN INSERT ("id") VALUES (s."id")',
+        good: 'MERGE INTO "sessions" AS t USING (SELECT @0 AS "id") AS s ON t."id" = s."id" WHEN NOT MATCHED THEN INSERT ("id") VALUES (s."id");',
+      },
+      {
+        what: 'ADD COLUMN (T-SQL adds a column with ADD alone)',
+        bad: 'ALTER TABLE "plan_steps" ADD COLUMN "note" nvarchar(200) NULL',
+        good: 'ALTER TABLE "plan_steps" ADD "note" nvarchar(200) NULL',
+      },
+      {
+        what: 'ALTER COLUMN ... TYPE (T-SQL restates the column definition)',
+        bad: 'ALTER TABLE "plan_steps" ALTER COLUMN "step_index" TYPE bigint',
+        good: 'ALTER TABLE "plan_steps" ALTER COLUMN "step_index" bigint NOT NULL',
+      },
+      {
+        what: 'CREATE TABLE IF NOT EXISTS',
+        bad: 'CREATE TABLE IF NOT EXISTS "plan_notes" ("id" int NOT NULL)',
+        good: 'CREATE TABLE "plan_notes" ("id" int NOT NULL)',
+      },
+      {
+        what: 'DROP INDEX without its table',
+        bad: 'DROP INDEX "IDX_plan_steps_plan"',
+        good: 'DROP INDEX "IDX_plan_steps_plan" ON "plan_steps"',
+      },
+      {
+        what: 'DELETE ... ORDER BY',
+        bad: 'DELETE FROM "plan_events" WHERE "plan_id" = @0 ORDER BY "seq"',
+        good: 'DELETE FROM "plan_events" WHERE "plan_id" = @0',
+      },
+      {
+        what: 'FETCH NEXT without ONLY',
+        bad: 'SELECT "id" FROM "sessions" ORDER BY "id" OFFSET 0 ROWS FETCH NEXT 5 ROWS',
+        good: 'SELECT "id" FROM "sessions" ORDER BY "id" OFFSET 0 ROWS FETCH NEXT 5 ROWS ONLY',
+      },
+      {
+        what: 'UPDATE with an alias after the table',
+        bad: 'UPDATE "plan_heads" AS h SET "version" = 0 WHERE h."plan_id" = @0',
+        good: 'UPDATE h SET "version" = 0 FROM "plan_heads" AS h WHERE h."plan_id" = @0',
+      },
+    ];
+
+    it.each(wrongs)('refuses $what, which sqlparser-rs accepts; the T-SQL passes both', async (w) => {
+      const [bad, good] = await judge(parser, [w.bad, w.good]);
+      expect({ parseError: bad.parseError, forbidden: bad.forbidden }).toEqual({
+        parseError: undefined,
+        forbidden: [],
+      });
+      expect(bad.second.parseError).toMatch(/^line 1:\d+: /);
+      expect(passes(bad)).toBe(false);
+      expect(summary(good)).toEqual(passing(good.sql));
+    });
+
+    it('says where it stopped, in one line', async () => {
+      const [merge, addColumn] = await judge(parser, [wrongs[0].bad, wrongs[1].bad]);
+      expect(merge.second.parseError).toBe(`line 1:${wrongs[0].bad.length + 1}: extraneous input at the end`);
+      expect(addColumn.second.parseError).toBe(
+        'line 1:30: extraneous input near "COLUMN \\"note\\" nvarchar(200) NULL"',
+      );
+    });
+
+    it("is one of the gate's parsers, beside sqlparser-rs", () => {
+      expect(PARSERS).toEqual(['sqlparser-rs', 'ANTLR T-SQL grammar']);
     });
   });
 

@@ -2,24 +2,37 @@ import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 
 /**
- * A T-SQL syntax gate for statements recorded without a server: each statement is parsed by
- * sqlparser-rs's SQL Server dialect (after the allow-list's named rewrites of documented T-SQL the
- * parser lacks), and its syntax tree is searched for constructs of other databases that the parser
- * accepts anyway (it is lenient: it takes LIMIT, ON CONFLICT, `$1` in its SQL Server dialect).
+ * A T-SQL syntax gate for statements recorded without a server: each statement must parse in two
+ * T-SQL parsers built apart, sqlparser-rs's SQL Server dialect and the ANTLR T-SQL grammar (each
+ * after the allow-list's named rewrites of documented T-SQL that parser lacks), so a construct one
+ * of them accepts wrongly is refused by the other; and sqlparser-rs's syntax tree is searched for
+ * constructs of other databases that it accepts anyway (it is lenient: it takes LIMIT, ON
+ * CONFLICT, `$1` in its SQL Server dialect).
  */
 
 /** One parsed statement list (the parser's syntax tree, as JSON), or the parser's error. */
 export type ParseResult = { ast: unknown[] } | { error: string };
 
-/** The parser, running in a worker thread (tsql-parser.worker.js says why). */
-export class TsqlParser {
-  private readonly worker = new Worker(path.join(__dirname, 'tsql-parser.worker.js'));
+/** What the ANTLR T-SQL grammar says of one statement: it parses, or its first syntax error. */
+export type SecondParseResult = { ok: true } | { error: string };
+
+/** The two parsers of the gate. */
+export type ParserName = 'sqlparser-rs' | 'ANTLR T-SQL grammar';
+export const PARSERS: readonly ParserName[] = ['sqlparser-rs', 'ANTLR T-SQL grammar'];
+
+/** A parser running in a worker thread: a list of statements in, one result per statement out. */
+class ParserWorker<R> {
+  private readonly worker: Worker;
   private next = 0;
 
-  parse(sqls: string[]): Promise<ParseResult[]> {
+  constructor(file: string) {
+    this.worker = new Worker(path.join(__dirname, file));
+  }
+
+  parse(sqls: string[]): Promise<R[]> {
     const id = this.next++;
     return new Promise((resolve, reject) => {
-      const onMessage = (m: { id: number; results?: ParseResult[]; failure?: string }) => {
+      const onMessage = (m: { id: number; results?: R[]; failure?: string }) => {
         if (m.id !== id) return;
         this.worker.off('message', onMessage).off('error', reject);
         if (m.results) resolve(m.results);
@@ -32,6 +45,30 @@ export class TsqlParser {
 
   close(): Promise<number> {
     return this.worker.terminate();
+  }
+}
+
+/**
+ * The gate's two parsers, each in a worker thread (tsql-parser.worker.js and tsql-antlr.worker.js
+ * say why). The second one starts on its first use.
+ */
+export class TsqlParser {
+  private readonly first = new ParserWorker<ParseResult>('tsql-parser.worker.js');
+  private antlr?: ParserWorker<SecondParseResult>;
+
+  /** sqlparser-rs's SQL Server dialect: its syntax tree, or its error. */
+  parse(sqls: string[]): Promise<ParseResult[]> {
+    return this.first.parse(sqls);
+  }
+
+  /** The ANTLR T-SQL grammar: whether each statement parses. */
+  parseSecond(sqls: string[]): Promise<SecondParseResult[]> {
+    this.antlr ??= new ParserWorker<SecondParseResult>('tsql-antlr.worker.js');
+    return this.antlr.parse(sqls);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.first.close(), this.antlr?.close()]);
   }
 }
 
@@ -68,30 +105,36 @@ function topLevel(sql: string, char: string): number[] {
 }
 
 /**
- * A documented T-SQL construct the parser lacks, rewritten before parsing into one it has (or
- * removed) so that the rest of the statement is still parsed. By construct, never by statement.
+ * A documented T-SQL construct a parser lacks, rewritten before that parser reads the statement
+ * into one it has (or removed) so that the rest of the statement is still parsed. By construct,
+ * never by statement; the other parser reads the statement as it is sent.
  */
 export interface AllowedConstruct {
   name: string;
   /** The T-SQL feature, in one line. */
   reason: string;
+  /** The parsers that lack it (each must refuse a recorded statement without the rewrite). */
+  lackedBy: readonly ParserName[];
   /** The statement rewritten (string literals and bracketed identifiers masked), or unchanged. */
   rewrite(masked: string): string;
 }
 
+const SQLPARSER: readonly ParserName[] = ['sqlparser-rs'];
 const QID = '"[^"]+"';
 
 export const ALLOWED_CONSTRUCTS: readonly AllowedConstruct[] = [
   {
     name: 'table hint on a MERGE target',
     reason:
-      'MERGE INTO t WITH (HOLDLOCK) takes serializable key-range locks on the target; the parser reads no table hint after MERGE INTO',
+      'MERGE INTO t WITH (HOLDLOCK) takes serializable key-range locks on the target; sqlparser-rs reads no table hint after MERGE INTO',
+    lackedBy: SQLPARSER,
     rewrite: (s) => s.replace(new RegExp(`^MERGE INTO (${QID}) WITH \\(HOLDLOCK\\) AS `), 'MERGE INTO $1 AS '),
   },
   {
     name: 'ALTER COLUMN with a full column definition',
     reason:
       'T-SQL ALTER TABLE ... ALTER COLUMN restates the type, COLLATE and NULL or NOT NULL (there is no SET DATA TYPE); parsed as the same column definition under ADD',
+    lackedBy: SQLPARSER,
     rewrite: (s) =>
       s.replace(
         new RegExp(`^ALTER TABLE (${QID}) ALTER COLUMN (${QID}) (?!SET |DROP |TYPE )`),
@@ -101,7 +144,8 @@ export const ALLOWED_CONSTRUCTS: readonly AllowedConstruct[] = [
   {
     name: 'several columns after one ADD',
     reason:
-      'T-SQL ALTER TABLE t ADD a ..., b ... adds every column of the comma list; the parser wants ADD before each column',
+      'T-SQL ALTER TABLE t ADD a ..., b ... adds every column of the comma list; sqlparser-rs wants ADD before each column',
+    lackedBy: SQLPARSER,
     rewrite: (s) => {
       if (!new RegExp(`^ALTER TABLE ${QID} ADD (?!CONSTRAINT )`).test(s)) return s;
       const commas = topLevel(s, ',');
@@ -114,6 +158,7 @@ export const ALLOWED_CONSTRUCTS: readonly AllowedConstruct[] = [
     name: 'named DEFAULT constraint for a column',
     reason:
       'T-SQL ALTER TABLE t ADD CONSTRAINT name DEFAULT expr FOR column names a column default as a constraint; parsed as the column default it sets',
+    lackedBy: SQLPARSER,
     rewrite: (s) =>
       s.replace(
         new RegExp(`^ALTER TABLE (${QID}) ADD CONSTRAINT ${QID} DEFAULT (.+) FOR (${QID})$`),
@@ -122,31 +167,37 @@ export const ALLOWED_CONSTRUCTS: readonly AllowedConstruct[] = [
   },
   {
     name: 'CREATE CLUSTERED INDEX',
-    reason: 'T-SQL CREATE CLUSTERED INDEX stores the table in the index key order; the parser knows CREATE INDEX only',
+    reason:
+      'T-SQL CREATE CLUSTERED INDEX stores the table in the index key order; sqlparser-rs knows CREATE INDEX only',
+    lackedBy: SQLPARSER,
     rewrite: (s) => s.replace(/^CREATE CLUSTERED INDEX /, 'CREATE INDEX '),
   },
   {
     name: 'COLLATE on an OPENJSON WITH column',
     reason:
-      "T-SQL OPENJSON(...) WITH (name type COLLATE collation 'path') sets the collation of a column it reads (else the database's default); the parser reads no COLLATE there",
+      "T-SQL OPENJSON(...) WITH (name type COLLATE collation 'path') sets the collation of a column it reads (else the database's default); neither parser reads COLLATE there",
+    lackedBy: PARSERS,
     // a COLLATE right before a string literal only occurs in an OPENJSON WITH column
     rewrite: (s) => s.replace(/ COLLATE \w+(?= '#\d+')/g, ''),
   },
   {
     name: "EXEC's return code into a variable",
     reason:
-      'T-SQL EXEC @r = procedure keeps the return code of a stored procedure (sp_getapplock reports the lock with it); the parser knows EXEC procedure only',
+      'T-SQL EXEC @r = procedure keeps the return code of a stored procedure (sp_getapplock reports the lock with it); sqlparser-rs knows EXEC procedure only',
+    lackedBy: SQLPARSER,
     rewrite: (s) => s.replace(/\bEXEC @\w+ = /g, 'EXEC '),
   },
 ];
 
 /**
- * Statements the parser cannot read even after the allow-list, by a stable shape, with the reason
+ * Statements a parser cannot read even after the allow-list, by a stable shape, with the reason
  * each is valid T-SQL. Each entry must still match a recorded statement.
  */
 export interface UnparsedStatement {
   name: string;
   reason: string;
+  /** The parser that cannot read it; the other must. */
+  parser: ParserName;
   matches(sql: string): boolean;
 }
 
@@ -274,43 +325,85 @@ export function forbiddenIn(ast: unknown): string[] {
   return [...hits];
 }
 
-/** What the gate says of one statement. */
-export interface Verdict {
-  sql: string;
-  /** The text parsed: `sql` after the allow-list's rewrites. */
-  parsed: string;
-  /** Allow-list entries that rewrote it. */
-  allowed: string[];
-  /** The parser's error, unless the statement is listed in UNPARSED_STATEMENTS. */
-  parseError?: string;
-  /** The UNPARSED_STATEMENTS entry it matched, when the parser could not read it. */
-  unparsed?: string;
-  /** Forbidden constructs found in it. */
-  forbidden: string[];
-  /** The parser's syntax tree of `parsed`, when it parsed. */
-  ast?: unknown[];
-}
-
-export const passes = (v: Verdict) => v.parseError === undefined && v.forbidden.length === 0;
-
-/** Rewrite by the allow-list, parse, and search for forbidden constructs, every statement at once. */
-export async function judge(parser: TsqlParser, sqls: string[]): Promise<Verdict[]> {
-  const prepared = sqls.map((sql) => {
-    const allowed: string[] = [];
-    const parsed = outsideLiterals(sql, (masked) =>
-      ALLOWED_CONSTRUCTS.reduce((text, entry) => {
+/** A statement rewritten for one parser by the allow-list entries that parser lacks. */
+function rewriteFor(parser: ParserName, sql: string, skip?: string): { parsed: string; allowed: string[] } {
+  const allowed: string[] = [];
+  const parsed = outsideLiterals(sql, (masked) =>
+    ALLOWED_CONSTRUCTS.filter((entry) => entry.lackedBy.includes(parser) && entry.name !== skip).reduce(
+      (text, entry) => {
         const out = entry.rewrite(text);
         if (out !== text) allowed.push(entry.name);
         return out;
-      }, masked),
-    );
-    return { sql, parsed, allowed };
+      },
+      masked,
+    ),
+  );
+  return { parsed, allowed };
+}
+
+/** What the ANTLR T-SQL grammar says of one statement. */
+export interface SecondVerdict {
+  /** The text parsed: `sql` after the rewrites of the entries it lacks. */
+  parsed: string;
+  allowed: string[];
+  /** Its syntax error, unless the statement is listed in UNPARSED_STATEMENTS for it. */
+  parseError?: string;
+  unparsed?: string;
+}
+
+/** What the gate says of one statement. */
+export interface Verdict {
+  sql: string;
+  /** The text sqlparser-rs parsed: `sql` after the rewrites of the entries it lacks. */
+  parsed: string;
+  /** Allow-list entries that rewrote it for sqlparser-rs. */
+  allowed: string[];
+  /** sqlparser-rs's error, unless the statement is listed in UNPARSED_STATEMENTS for it. */
+  parseError?: string;
+  /** The UNPARSED_STATEMENTS entry it matched, when sqlparser-rs could not read it. */
+  unparsed?: string;
+  /** Forbidden constructs found in it. */
+  forbidden: string[];
+  /** sqlparser-rs's syntax tree of `parsed`, when it parsed. */
+  ast?: unknown[];
+  /** The second parser's verdict. */
+  second: SecondVerdict;
+}
+
+export const passes = (v: Verdict) =>
+  v.parseError === undefined && v.second.parseError === undefined && v.forbidden.length === 0;
+
+const unparsedBy = (parser: ParserName, sql: string) =>
+  UNPARSED_STATEMENTS.find((u) => u.parser === parser && u.matches(sql))?.name;
+
+/** Each statement through the ANTLR T-SQL grammar, after the rewrites it needs (less `skip`). */
+export async function judgeSecond(parser: TsqlParser, sqls: string[], skip?: string): Promise<SecondVerdict[]> {
+  const prepared = sqls.map((sql) => rewriteFor('ANTLR T-SQL grammar', sql, skip));
+  const results = await parser.parseSecond(prepared.map((p) => p.parsed));
+  return prepared.map((p, i) => {
+    const r = results[i];
+    if ('ok' in r) return p;
+    const unparsed = unparsedBy('ANTLR T-SQL grammar', sqls[i]);
+    return unparsed ? { ...p, unparsed } : { ...p, parseError: r.error };
   });
-  const results = await parser.parse(prepared.map((p) => p.parsed));
+}
+
+/**
+ * Rewrite by the allow-list, parse in both parsers, and search sqlparser-rs's syntax tree for
+ * forbidden constructs, every statement at once. `skip` names an allow-list entry to leave out
+ * (to show that a parser needs it).
+ */
+export async function judge(parser: TsqlParser, sqls: string[], options: { skip?: string } = {}): Promise<Verdict[]> {
+  const prepared = sqls.map((sql) => ({ sql, ...rewriteFor('sqlparser-rs', sql, options.skip) }));
+  const [results, seconds] = await Promise.all([
+    parser.parse(prepared.map((p) => p.parsed)),
+    judgeSecond(parser, sqls, options.skip),
+  ]);
   return prepared.map((p, i): Verdict => {
     const r = results[i];
-    if ('ast' in r) return { ...p, forbidden: forbiddenIn(r.ast), ast: r.ast };
-    const listed = UNPARSED_STATEMENTS.find((u) => u.matches(p.sql));
-    return listed ? { ...p, unparsed: listed.name, forbidden: [] } : { ...p, parseError: r.error, forbidden: [] };
+    const second = seconds[i];
+    if ('ast' in r) return { ...p, forbidden: forbiddenIn(r.ast), ast: r.ast, second };
+    const unparsed = unparsedBy('sqlparser-rs', p.sql);
+    return unparsed ? { ...p, unparsed, forbidden: [], second } : { ...p, parseError: r.error, forbidden: [], second };
   });
 }
