@@ -46,6 +46,14 @@ describe('docker-compose.yml', () => {
     expect(compose).not.toMatch(/MSSQL_PID: Developer/);
   });
 
+  it("gives SQL Server a default install's server collation, the one `npm run test:mssql` runs against", () => {
+    expect(values('MSSQL_COLLATION')).toEqual(['${MSSQL_COLLATION:-SQL_Latin1_General_CP1_CI_AS}']);
+  });
+
+  it('keeps SQL Server in the default set: `docker compose up -d` starts the whole stack, no service waits on a profile', () => {
+    expect(compose).not.toMatch(/^\s+profiles:/m);
+  });
+
   it('gives SQL Server and Redis time to shut down cleanly and restarts them', () => {
     const service = (name: string) => compose.split(/\n {2}(?=[a-z-]+:\n)/).find((b) => b.startsWith(`${name}:`))!;
     for (const name of ['mssql', 'redis', 'worker']) {

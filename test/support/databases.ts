@@ -13,13 +13,20 @@ export type TestDb = 'sqlite' | 'postgres' | 'mariadb' | 'mssql';
 export const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const MARIADB_ADMIN_URL = process.env.TEST_MARIADB_URL ?? 'mariadb://root@127.0.0.1:3306/test';
 /**
- * A SQL Server login that may create databases, e.g. after `docker compose up -d mssql`:
+ * A SQL Server login that may create databases and logins, e.g. after `docker compose up -d mssql`:
  * `TEST_MSSQL_URL='mssql://sa:<MSSQL_SA_PASSWORD>@127.0.0.1:1433/master?trustServerCertificate=true'`.
  * Unset (no SQL Server on this machine), the suites run on the other databases only.
  */
 export const MSSQL_ADMIN_URL = process.env.TEST_MSSQL_URL;
+/**
+ * `TEST_MSSQL_ONLY=1` (set by `npm run test:mssql`): the suites that take a list of databases run
+ * on SQL Server alone, so a machine with SQL Server and Redis but no PostgreSQL or MariaDB runs them.
+ */
+export const MSSQL_ONLY = MSSQL_ADMIN_URL !== undefined && process.env.TEST_MSSQL_ONLY === '1';
+/** The compatibility level each test database gets (`TEST_MSSQL_LEVEL`, default 160: SQL Server 2022's). */
+export const MSSQL_LEVEL = mssqlLevel(process.env.TEST_MSSQL_LEVEL ?? '160');
 export const MSSQL_HOW_TO =
-  "SQL Server suites skipped: run `docker compose up -d mssql`, then TEST_MSSQL_URL='mssql://sa:<MSSQL_SA_PASSWORD>@127.0.0.1:1433/master?trustServerCertificate=true' npm test";
+  'SQL Server suites skipped: run `docker compose up -d --wait mssql redis`, then `npm run test:mssql` (or TEST_MSSQL_URL=mssql://... npm run test:mssql for another server)';
 
 const START_HINT: Record<TestDb, string> = {
   sqlite: '',
@@ -41,6 +48,12 @@ export interface ThrowawayDb {
   workerTarget: DatabaseTarget;
   /** Drops the schema / database / file. */
   drop(): Promise<void>;
+}
+
+function mssqlLevel(text: string): number {
+  if (!/^1[0-9]0$/.test(text))
+    throw new Error(`TEST_MSSQL_LEVEL: expected a compatibility level such as 160, got ${text}`);
+  return Number(text);
 }
 
 function uniqueName(prefix: string): string {
@@ -91,12 +104,14 @@ export async function createThrowawayDb(kind: TestDb): Promise<ThrowawayDb> {
       break;
     }
     case 'mssql': {
-      // as production runs it: READ_COMMITTED_SNAPSHOT on, the worker a login without DDL rights
+      // as production runs it: the level of SQL Server 2022, READ_COMMITTED_SNAPSHOT on, the worker a
+      // login without DDL rights
       const admin = MSSQL_ADMIN_URL;
       if (!admin) throw new Error(MSSQL_HOW_TO);
       const login = `${name}_worker`;
       const password = `Pl1-${randomBytes(12).toString('hex')}`;
       await adminQuery(admin, kind, `CREATE DATABASE [${name}]`);
+      await adminQuery(admin, kind, `ALTER DATABASE [${name}] SET COMPATIBILITY_LEVEL = ${MSSQL_LEVEL}`);
       await adminQuery(admin, kind, `ALTER DATABASE [${name}] SET READ_COMMITTED_SNAPSHOT ON WITH ROLLBACK IMMEDIATE`);
       await adminQuery(
         admin,
@@ -160,8 +175,9 @@ export async function createMigratedDb(
   };
 }
 
-/** The given databases, and SQL Server too when TEST_MSSQL_URL names one. */
+/** The given databases, and SQL Server too when TEST_MSSQL_URL names one (SQL Server alone under TEST_MSSQL_ONLY=1). */
 export function withMssql(kinds: TestDb[]): TestDb[] {
+  if (MSSQL_ONLY) return ['mssql'];
   return MSSQL_ADMIN_URL ? [...kinds, 'mssql'] : kinds;
 }
 
