@@ -6,8 +6,8 @@
  * file's SQL Server on 127.0.0.1:1433 as `sa` with MSSQL_SA_PASSWORD (from the environment or
  * ./.env, as docker compose reads it). Each test database gets compatibility level 160 and
  * READ_COMMITTED_SNAPSHOT, and the worker a login with db_datareader and db_datawriter only
- * (test/support/databases.ts); the suites that take a list of databases run on SQL Server alone
- * (TEST_MSSQL_ONLY=1), so SQL Server and Redis are all it needs.
+ * (test/support/databases.ts); the suites that take a list of databases run on SQL Server and
+ * in-process SQLite only (TEST_MSSQL_ONLY=1), so SQL Server and Redis are all it needs.
  *
  * Exit codes: 0 every test passed, 1 a test failed, 2 no SQL Server or Redis to test with (one
  * line on stderr says which and how to start it).
@@ -229,7 +229,7 @@ export function formatReport(options: {
     `- server: SQL Server ${facts.version} ${facts.update}, ${facts.edition}`,
     `- server collation: ${facts.collation}${collationNote}`,
     `- test databases: compatibility level ${facts.level}, READ_COMMITTED_SNAPSHOT ${facts.rcsi ? 'on' : 'OFF'}, collation ${facts.databaseCollation}; worker login roles: ${facts.workerRoles.join(', ') || 'none'}`,
-    `- ran: ${summary.numTotalTestSuites} test files on SQL Server alone (store, worker with two workers and the connection-kill drill, retention, reads, fork)`,
+    `- ran: ${summary.numTotalTestSuites} test files on SQL Server, SQLite as the reference (store, worker with two workers and the connection-kill drill, retention, reads, fork)`,
     `- result: ${summary.numPassedTests} passed, ${summary.numFailedTests} failed, ${summary.numPendingTests} skipped; ${summary.numFailedTestSuites} of ${summary.numTotalTestSuites} files failed; ${seconds} s`,
     ...(failed.length ? ['- failed:', ...failed.slice(0, 20).map((f) => `  - ${f}`)] : []),
     ...(failed.length > 20 ? [`  - and ${failed.length - 20} more`] : []),
@@ -241,7 +241,7 @@ export function formatReport(options: {
 function runSuites(url: string): Promise<{ summary?: JestSummary; code: number }> {
   const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-test-mssql-')), 'jest.json');
   const jest = require.resolve('jest/bin/jest.js');
-  const args = [jest, '--runInBand', '--json', `--outputFile=${out}`, ...MSSQL_SUITES];
+  const args = [jest, '--runInBand', '--runTestsByPath', '--json', `--outputFile=${out}`, ...MSSQL_SUITES];
   const env = { ...process.env, TEST_MSSQL_URL: url, TEST_MSSQL_ONLY: '1' };
   return new Promise((resolve) => {
     const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: 'inherit' });

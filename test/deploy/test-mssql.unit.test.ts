@@ -107,7 +107,7 @@ describe('npm run test:mssql', () => {
         '- server: SQL Server 16.0.4135.4 CU14, Express Edition (64-bit)',
         '- server collation: SQL_Latin1_General_CP1_CI_AS',
         '- test databases: compatibility level 160, READ_COMMITTED_SNAPSHOT on, collation SQL_Latin1_General_CP1_CI_AS; worker login roles: db_datareader, db_datawriter',
-        '- ran: 2 test files on SQL Server alone (store, worker with two workers and the connection-kill drill, retention, reads, fork)',
+        '- ran: 2 test files on SQL Server, SQLite as the reference (store, worker with two workers and the connection-kill drill, retention, reads, fork)',
         '- result: 2 passed, 1 failed, 0 skipped; 1 of 2 files failed; 12 s',
         '- failed:',
         '  - test/store/a.test.ts › stores \\u001b[2Jevery event',

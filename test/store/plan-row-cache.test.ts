@@ -43,7 +43,7 @@ describe.each(ALL_TEST_DBS)('the row cache on %s', (kind) => {
         ),
       );
     const q = (sql: string) => source.query(sql, [planId]).then(norm);
-    const p = kind === 'postgres' ? '$1' : '?';
+    const p = kind === 'postgres' ? '$1' : kind === 'mssql' ? '@0' : '?';
     return {
       plan: await q(`SELECT * FROM execution_plans WHERE id = ${p}`),
       steps: await q(`SELECT * FROM plan_steps WHERE plan_id = ${p} ORDER BY step_index`),

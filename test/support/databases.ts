@@ -20,7 +20,8 @@ export const MARIADB_ADMIN_URL = process.env.TEST_MARIADB_URL ?? 'mariadb://root
 export const MSSQL_ADMIN_URL = process.env.TEST_MSSQL_URL;
 /**
  * `TEST_MSSQL_ONLY=1` (set by `npm run test:mssql`): the suites that take a list of databases run
- * on SQL Server alone, so a machine with SQL Server and Redis but no PostgreSQL or MariaDB runs them.
+ * on SQL Server and, where their list has it, SQLite (in process: the reference the cross-database
+ * tests compare with), so a machine with SQL Server and Redis but no PostgreSQL or MariaDB runs them.
  */
 export const MSSQL_ONLY = MSSQL_ADMIN_URL !== undefined && process.env.TEST_MSSQL_ONLY === '1';
 /** The compatibility level each test database gets (`TEST_MSSQL_LEVEL`, default 160: SQL Server 2022's). */
@@ -175,9 +176,9 @@ export async function createMigratedDb(
   };
 }
 
-/** The given databases, and SQL Server too when TEST_MSSQL_URL names one (SQL Server alone under TEST_MSSQL_ONLY=1). */
+/** The given databases, and SQL Server too when TEST_MSSQL_URL names one (under TEST_MSSQL_ONLY=1, SQLite and SQL Server only). */
 export function withMssql(kinds: TestDb[]): TestDb[] {
-  if (MSSQL_ONLY) return ['mssql'];
+  if (MSSQL_ONLY) return [...kinds.filter((kind) => kind === 'sqlite'), 'mssql'];
   return MSSQL_ADMIN_URL ? [...kinds, 'mssql'] : kinds;
 }
 
