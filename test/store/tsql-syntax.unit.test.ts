@@ -40,6 +40,25 @@ const show = (v: Verdict) =>
     `forbidden: ${v.forbidden.join(', ')}`
   }`;
 
+/**
+ * The lengths of the text columns of each `OPENJSON(...) WITH (...)` in a statement: OPENJSON cuts
+ * a longer value to the declared length without a word, where an INSERT of it refuses (Msg 2628).
+ */
+function openJsonTextLengths(sql: string): string[] {
+  const out: string[] = [];
+  for (const m of sql.matchAll(/OPENJSON\(@\d+\) WITH \(/g)) {
+    const start = m.index + m[0].length;
+    let depth = 1;
+    let i = start;
+    for (; i < sql.length && depth > 0; i++) {
+      if (sql[i] === '(') depth++;
+      else if (sql[i] === ')') depth--;
+    }
+    for (const t of sql.slice(start, i - 1).matchAll(/\bnvarchar\((\d+|MAX)\)/gi)) out.push(t[1]);
+  }
+  return out;
+}
+
 describe('T-SQL syntax gate over the statements sent to SQL Server', () => {
   let parser: TsqlParser;
   const failedChecks: string[] = [];
@@ -118,6 +137,13 @@ describe('T-SQL syntax gate over the statements sent to SQL Server', () => {
     expect(verdicts.filter((v) => v.second.parseError === undefined && v.second.unparsed === undefined)).toHaveLength(
       distinct.length,
     );
+  });
+
+  it('reads OPENJSON text as nvarchar(4000) or nvarchar(MAX), never at a column length that would cut it', () => {
+    const lengths = distinct.flatMap(openJsonTextLengths);
+    expect(lengths.length).toBeGreaterThan(50);
+    expect([...new Set(lengths)].sort()).toEqual(['4000', 'MAX']);
+    expect(openJsonTextLengths(`SELECT v FROM OPENJSON(@0) WITH (v nvarchar(64) '$', w int '$.w')`)).toEqual(['64']);
   });
 
   it('keeps no allow-list entry that no statement needs, for each parser it names', () => {
