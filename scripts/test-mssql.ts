@@ -261,10 +261,10 @@ function commitOf(): string {
   }
 }
 
-/** One line on stderr, and exit 2: nothing to test with. */
-function refuse(line: string): never {
+/** One line on stderr, and exit 2 (nothing to test with) or the code given. */
+function refuse(line: string, code = 2): never {
   process.stderr.write(`test:mssql: ${escapeControl(line)}\n`);
-  process.exit(2);
+  process.exit(code);
 }
 
 async function main(): Promise<void> {
@@ -280,7 +280,7 @@ async function main(): Promise<void> {
   if (redisDown) refuse(redisDown.error);
   const started = Date.now();
   const { summary, code } = await runSuites(target.url);
-  if (!summary) refuse(`Jest wrote no results (exit code ${code}); its output is above`);
+  if (!summary) refuse(`Jest wrote no results (exit code ${code}); its output is above`, 1);
   const seconds = Math.round((Date.now() - started) / 1000);
   process.stdout.write(`\n${formatReport({ facts, summary, seconds, commit: commitOf() })}\n`);
   process.exit(code === 0 ? 0 : 1);
