@@ -90,6 +90,12 @@ export interface HttpConfig {
   otlpRootlessMs: number;
   /** OTLP_MAX_HELD_SPANS: spans and exception log records held while their traces complete; past it POST /v1/traces and /v1/logs answer 429. @defaultValue 200000 */
   otlpMaxHeldSpans: number;
+  /**
+   * OTLP_GRPC_PORT: the port of the OTLP/gRPC receiver (TraceService and LogsService Export), on
+   * HTTP_HOST; 4317 is OTLP/gRPC's conventional port, 0 any free port. @defaultValue none: no gRPC
+   * receiver
+   */
+  otlpGrpcPort: number | undefined;
 }
 
 export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
@@ -144,6 +150,10 @@ export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   [
     'OTLP_MAX_HELD_SPANS',
     'POST /v1/traces, /v1/logs: spans and log records held while traces complete; past it 429 + Retry-After (default 200000)',
+  ],
+  [
+    'OTLP_GRPC_PORT',
+    'port of the OTLP/gRPC receiver on HTTP_HOST (4317 is the conventional one, 0 any free port; default none: gRPC off)',
   ],
 ];
 
@@ -235,7 +245,10 @@ export function loadHttpConfig(env: Env): Readonly<HttpConfig> {
     otlpQuietMs: int('OTLP_TRACE_QUIET_MS', 2_000, 1, 3_600_000),
     otlpRootlessMs: int('OTLP_TRACE_ROOTLESS_MS', 30_000, 1, 3_600_000),
     otlpMaxHeldSpans: int('OTLP_MAX_HELD_SPANS', 200_000, 1, 100_000_000),
+    otlpGrpcPort: read(env, 'OTLP_GRPC_PORT') === undefined ? undefined : int('OTLP_GRPC_PORT', 0, 0, 65535),
   };
+  if (config.otlpGrpcPort !== undefined && config.otlpGrpcPort !== 0 && config.otlpGrpcPort === config.port)
+    problems.push(`OTLP_GRPC_PORT: ${config.port} is HTTP_PORT too; give the gRPC receiver a port of its own (4317)`);
   if (
     problems.length === 0 &&
     config.ingestKeys.length === 0 &&

@@ -10,6 +10,7 @@ import { HttpMetrics } from './http-metrics';
 import { registerIngestRoutes } from './ingest.routes';
 import { registerOtlpRoutes } from './otlp.routes';
 import type { TraceAssembler } from '../otlp/trace-assembler';
+import type { OtlpIngestor } from './otlp-ingest';
 import { registerReadRoutes } from './read.routes';
 import { registerForkRoutes } from './fork.routes';
 import { CONSOLE_CSP, ConsoleDeps, registerConsoleRoutes } from '../console/console.routes';
@@ -34,6 +35,8 @@ export interface BuiltHttpServer {
   traces: TraceAssembler;
   /** Closes the held-span journal of POST /v1/traces: call after the publisher closed. */
   closeHeldSpans(): Promise<void>;
+  /** The OTLP ingest behind POST /v1/traces and /v1/logs, shared with the OTLP/gRPC receiver. */
+  otlp: OtlpIngestor;
   /** Makes POST /v1/events answer 503 (shutdown started). */
   beginClosing(): void;
 }
@@ -178,6 +181,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
     metrics,
     traces: otlp.assembler,
     closeHeldSpans: () => otlp.closeHeldSpans(),
+    otlp: otlp.ingestor,
     beginClosing: () => {
       closing = true;
       closingSignal.abort();

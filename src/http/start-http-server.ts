@@ -13,11 +13,18 @@ import { workerVersion } from '../worker/worker-version';
 import type { HttpConfig } from './http-config';
 import { buildHttpServer, BuiltHttpServer } from './http-server';
 import { RepeatedLog } from '../shared/repeated-log';
+import { ApiKeys } from '../shared/api-keys';
+import { lazyRequire } from '../shared/lazy-require';
+import type { OtlpGrpcServer } from './otlp-grpc';
+
+const otlpGrpc = lazyRequire<typeof import('./otlp-grpc')>(require, './otlp-grpc');
 
 export interface HttpServerHandle {
   /** The bound address, e.g. `http://127.0.0.1:8080`. */
   url: string;
   port: number;
+  /** The OTLP/gRPC receiver's port, when OTLP_GRPC_PORT is set. */
+  grpcPort: number | undefined;
   server: BuiltHttpServer;
   /** Resolves true once every accepted event is in Redis (the server publisher's `flush`). */
   flush(timeoutMs?: number): Promise<boolean>;
@@ -41,6 +48,8 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
   let publisher: PlanEventPublisher | undefined;
   let redis: RedisClient | undefined;
   const queues: Queue[] = [];
+  let server: BuiltHttpServer | undefined;
+  let grpc: OtlpGrpcServer | undefined;
   const closeQueues = async () => {
     await Promise.allSettled(queues.map((q) => q.close()));
     await redis?.quit().catch(() => redis?.disconnect());
@@ -80,7 +89,7 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
       maxBufferedEvents: settings.maxBufferedEvents,
       logger: logger.child({ component: 'publisher' }),
     });
-    const server = await buildHttpServer({
+    server = await buildHttpServer({
       settings,
       dataSource: ds,
       publisher,
@@ -88,26 +97,32 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
       version: workerVersion(),
       queues: { deadLetters, deadLetterQueue, eventsQueue, eventShards, redis, queuePrefix: config.queuePrefix },
     });
+    if (settings.otlpGrpcPort !== undefined) grpc = await startGrpc(settings, server, logger);
     await server.app.listen({ host: settings.host, port: settings.port });
     const address = server.app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : settings.port;
     const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
     logger.info(
-      { url, ingestKeys: settings.ingestKeys.length, readKeys: settings.readKeys.length },
+      { url, grpcPort: grpc?.port, ingestKeys: settings.ingestKeys.length, readKeys: settings.readKeys.length },
       'plan-ledger serve listening',
     );
     const openDs = ds;
     const openPublisher = publisher;
+    const openServer = server;
+    const openGrpc = grpc;
     return {
       url,
       port,
-      server,
+      grpcPort: openGrpc?.port,
+      server: openServer,
       flush: (timeoutMs = 10_000) => openPublisher.flush(timeoutMs),
       async close() {
-        server.beginClosing();
-        await server.app.close();
+        openServer.beginClosing();
+        // gRPC calls in flight are answered first: the assembler they hand spans to closes with the app
+        await openGrpc?.close();
+        await openServer.app.close();
         const closed = await openPublisher.close(settings.shutdownTimeoutMs);
-        await server.closeHeldSpans();
+        await openServer.closeHeldSpans();
         await closeQueues();
         queueErrors.flush(); // the count of its last window
         await openDs.destroy().catch((err: Error) => logger.warn({ err }, 'closing the database failed'));
@@ -115,9 +130,22 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
       },
     };
   } catch (err) {
+    await grpc?.close();
+    await server?.app.close().catch(() => undefined);
     await publisher?.close(1_000).catch(() => undefined);
     await closeQueues();
     if (ds?.isInitialized) await ds.destroy().catch(() => undefined);
     throw err;
   }
+}
+
+/** The OTLP/gRPC receiver over the HTTP server's OTLP ingest, with the same ingest keys. */
+function startGrpc(settings: Readonly<HttpConfig>, server: BuiltHttpServer, logger: Logger): Promise<OtlpGrpcServer> {
+  return otlpGrpc().startOtlpGrpcServer({
+    settings,
+    otlp: server.otlp,
+    keys: new ApiKeys(settings.ingestKeys, settings.readKeys, settings.adminKeys),
+    metrics: server.metrics,
+    logger,
+  });
 }

@@ -18,8 +18,20 @@ let root: Root | undefined;
 
 /** A message type of the OTLP definitions, loaded on first use: `serve` without OTLP traffic never loads protobufjs. */
 function messageType(name: string): Type {
-  root ??= protobufLight().Root.fromJSON(otlpProto().OTLP_PROTO);
-  return root.lookupType(name);
+  return otlpRoot().lookupType(name);
+}
+
+function otlpRoot(): Root {
+  return (root ??= protobufLight().Root.fromJSON(otlpProto().OTLP_PROTO));
+}
+
+/**
+ * The OTLP/gRPC method a signal is exported to, `/<package>.<Service>/Export`, from the official
+ * service definitions (TraceService, LogsService).
+ */
+export function grpcExportPath(signal: 'traces' | 'logs'): string {
+  const service = signal === 'logs' ? `${LOGS_SERVICE}.LogsService` : `${TRACE_SERVICE}.TraceService`;
+  return `/${service}/${otlpRoot().lookupService(service).methods.Export.name}`;
 }
 
 export type OtlpFormat = 'protobuf' | 'json';
@@ -81,4 +93,12 @@ export function encodeRequest(request: object, signal: 'traces' | 'logs' = 'trac
     signal === 'logs' ? `${LOGS_SERVICE}.ExportLogsServiceRequest` : `${TRACE_SERVICE}.ExportTraceServiceRequest`,
   );
   return type.encode(type.fromObject(request)).finish();
+}
+
+/** An Export response (traces, or logs) decoded to a plain object, 64-bit counts as numbers. */
+export function decodeResponse(signal: 'traces' | 'logs', bytes: Uint8Array): Record<string, unknown> {
+  const type = messageType(
+    signal === 'logs' ? `${LOGS_SERVICE}.ExportLogsServiceResponse` : `${TRACE_SERVICE}.ExportTraceServiceResponse`,
+  );
+  return type.toObject(type.decode(bytes), { longs: Number });
 }
