@@ -1,5 +1,6 @@
 /**
- * `npm run bench:otlp` (`-- --json` prints one JSON object; `-- --quick` runs a smaller load).
+ * `npm run bench:otlp` (`-- --json` prints one JSON object; `-- --quick` runs a smaller load;
+ * `-- --rounds N` repeats the three throughput runs N times, default 3, and reports the median ratios).
  *
  * In one run, against a redis-server of its own on a spare port, with `plan-ledger serve` in this
  * process on loopback:
@@ -8,8 +9,12 @@
  *   conventions; spans/s and resulting events/s until every trace was mapped and the server
  *   publisher confirmed every event in Redis. The traces are mapped as soon as the last request is
  *   answered (the assembler's `flushDue(true)`), so the quiet time (OTLP_TRACE_QUIET_MS) is not in it.
+ * - OTLP/gRPC `TraceService/Export` with the very same protobuf messages, 4 calls in flight on one
+ *   grpc-js channel, measured the same way.
  * - `POST /v1/events` with the very events the traces map to, in batches of 1,000, 4 in flight:
  *   the baseline, events/s into Redis.
+ * Each round runs the three in turn (events, HTTP, gRPC), so a load change on the machine reaches
+ *   all three of a round alike; the ratios are taken per round.
  * - span-to-stored latency: with a worker on SQLite, traces sent one request at a time at a steady
  *   pace; for each trace, from sending the request holding its root span to its plan.finalized
  *   stored (`recorded_at`), which includes the quiet time.
@@ -17,10 +22,11 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
 import { loadConfig } from '../src/config/config';
 import { loadHttpConfig } from '../src/http/http-config';
 import { startHttpServer, HttpServerHandle } from '../src/http/start-http-server';
-import { encodeRequest } from '../src/otlp/otlp-codec';
+import { encodeRequest, grpcExportPath } from '../src/otlp/otlp-codec';
 import type { OtlpSpan } from '../src/otlp/otlp-span';
 import { mapTrace } from '../src/otlp/span-mapping';
 import { createLogger } from '../src/shared/logger';
@@ -37,6 +43,9 @@ const TRACES = quick ? 2_000 : 12_000;
 const LATENCY_TRACES = quick ? 300 : 1_000;
 const SPANS_PER_REQUEST = 512;
 const IN_FLIGHT = 4;
+const roundsAt = process.argv.indexOf('--rounds');
+const ROUNDS = roundsAt > 0 ? Number(process.argv[roundsAt + 1]) : 3;
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error('--rounds takes a whole number of at least 1');
 /** Quiet time of the latency run (the throughput runs map every trace once the last request is answered). */
 const QUIET_MS = 200;
 const KEY = 'bench-ingest-key-0123456789abcdef';
@@ -76,9 +85,9 @@ function protobufBodies(spans: OtlpSpan[]): Uint8Array<ArrayBuffer>[] {
 async function serve(
   redis: RedisProcess,
   dir: string,
-  quietMs: number,
-  databaseUrl?: string,
+  options: { quietMs: number; databaseUrl?: string; grpc?: boolean },
 ): Promise<HttpServerHandle> {
+  const { quietMs, databaseUrl } = options;
   return startHttpServer({
     config: loadConfig({
       REDIS_URL: `redis://127.0.0.1:${redis.port}`,
@@ -91,6 +100,7 @@ async function serve(
       HTTP_JOURNAL_DIR: path.join(dir, 'journal'),
       HTTP_MAX_BATCH_EVENTS: '1000',
       OTLP_TRACE_QUIET_MS: String(quietMs),
+      ...(options.grpc ? { OTLP_GRPC_PORT: '0' } : {}),
     }),
     logger: silent(),
   });
@@ -122,12 +132,44 @@ async function otlpEventsPublished(server: HttpServerHandle): Promise<number> {
   return metric.values.reduce((sum, v) => sum + v.value, 0);
 }
 
-async function otlpIngest(redis: RedisProcess, bodies: Uint8Array<ArrayBuffer>[], events: number): Promise<number> {
-  const dir = tmpDir('otlp');
-  const server = await serve(redis, dir, 2_000);
+/** The protobuf messages as OTLP/gRPC Export calls, `IN_FLIGHT` at a time on one channel. */
+async function exportGrpc(port: number, bodies: readonly Uint8Array[]): Promise<void> {
+  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  const raw = (b: Buffer) => b;
+  const metadata = new grpc.Metadata();
+  metadata.set('authorization', `Bearer ${KEY}`);
+  const path = grpcExportPath('traces');
+  let next = 0;
+  const lane = async () => {
+    while (next < bodies.length) {
+      const body = Buffer.from(bodies[next++]);
+      await new Promise<void>((resolve, reject) =>
+        client.makeUnaryRequest(path, raw, raw, body, metadata, (err) =>
+          err ? reject(new Error(`gRPC Export answered ${err.code} ${err.details}`)) : resolve(),
+        ),
+      );
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+  } finally {
+    client.close();
+  }
+}
+
+/** Seconds from the first export (OTLP/HTTP or OTLP/gRPC) until every trace's events are in Redis. */
+async function otlpIngest(
+  redis: RedisProcess,
+  bodies: Uint8Array<ArrayBuffer>[],
+  events: number,
+  transport: 'http' | 'grpc',
+): Promise<number> {
+  const dir = tmpDir(`otlp-${transport}`);
+  const server = await serve(redis, dir, { quietMs: 2_000, grpc: transport === 'grpc' });
   try {
     const started = process.hrtime.bigint();
-    await post(`${server.url}/v1/traces`, bodies, 'application/x-protobuf');
+    if (transport === 'grpc') await exportGrpc(server.grpcPort!, bodies);
+    else await post(`${server.url}/v1/traces`, bodies, 'application/x-protobuf');
     // every trace is complete once its last request was answered: map them now, not after the quiet time
     server.server.traces.flushDue(true);
     const deadline = Date.now() + 120_000;
@@ -146,7 +188,7 @@ async function otlpIngest(redis: RedisProcess, bodies: Uint8Array<ArrayBuffer>[]
 
 async function eventsIngest(redis: RedisProcess, events: PlanEvent[]): Promise<number> {
   const dir = tmpDir('events');
-  const server = await serve(redis, dir, 2_000);
+  const server = await serve(redis, dir, { quietMs: 2_000 });
   try {
     const bodies: string[] = [];
     for (let i = 0; i < events.length; i += 1_000) bodies.push(JSON.stringify(events.slice(i, i + 1_000)));
@@ -164,7 +206,7 @@ async function eventsIngest(redis: RedisProcess, events: PlanEvent[]): Promise<n
 async function spanToStored(redis: RedisProcess, runs: OtlpSpan[][], gapMs: number) {
   const dir = tmpDir('latency');
   const db = await createMigratedDb('sqlite');
-  const server = await serve(redis, dir, QUIET_MS, db.db.url);
+  const server = await serve(redis, dir, { quietMs: QUIET_MS, databaseUrl: db.db.url });
   const worker = await startWorker({
     config: loadConfig({
       REDIS_URL: `redis://127.0.0.1:${redis.port}`,
@@ -211,6 +253,50 @@ async function spanToStored(redis: RedisProcess, runs: OtlpSpan[][], gapMs: numb
   }
 }
 
+interface Round {
+  eventsPerSec: number;
+  http: { spansPerSec: number; eventsPerSec: number };
+  grpc: { spansPerSec: number; eventsPerSec: number };
+  httpToEvents: number;
+  grpcToHttp: number;
+}
+
+/** One round: the events API, then OTLP/HTTP, then OTLP/gRPC, on the same load. */
+async function throughputRound(
+  redis: RedisProcess,
+  load: { bodies: Uint8Array<ArrayBuffer>[]; spans: number; events: PlanEvent[] },
+): Promise<Round> {
+  const events = load.events.length;
+  const eventsPerSec = Math.round(events / (await eventsIngest(redis, load.events)));
+  const rates = async (transport: 'http' | 'grpc') => {
+    const seconds = await otlpIngest(redis, load.bodies, events, transport);
+    return { spansPerSec: Math.round(load.spans / seconds), eventsPerSec: Math.round(events / seconds) };
+  };
+  const http = await rates('http');
+  const grpcRates = await rates('grpc');
+  return {
+    eventsPerSec,
+    http,
+    grpc: grpcRates,
+    httpToEvents: round(http.eventsPerSec / eventsPerSec),
+    grpcToHttp: round(grpcRates.eventsPerSec / http.eventsPerSec),
+  };
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : round((sorted[mid - 1] + sorted[mid]) / 2);
+};
+
+async function warmUp(redis: RedisProcess, events: PlanEvent[]): Promise<void> {
+  const warm = traces(200, 'b');
+  const warmEvents = warm.flatMap((r) => mapTrace(r, { captureContent: false }).plans.flatMap((p) => p.events)).length;
+  await otlpIngest(redis, protobufBodies(warm.flat()), warmEvents, 'http');
+  await otlpIngest(redis, protobufBodies(warm.flat()), warmEvents, 'grpc');
+  await eventsIngest(redis, events.slice(0, 3_000));
+}
+
 async function main(): Promise<void> {
   const loadBefore = os.loadavg()[0];
   const redis = await RedisProcess.create();
@@ -221,22 +307,21 @@ async function main(): Promise<void> {
     const events = runs.flatMap((r) => mapTrace(r, { captureContent: false }).plans.flatMap((p) => p.events));
     const bodies = protobufBodies(spans);
     log(
-      `otlp bench: ${runs.length} traces, ${spans.length} spans -> ${events.length} events; ${bodies.length} protobuf requests of <= ${SPANS_PER_REQUEST} spans; ${IN_FLIGHT} in flight; redis-server on port ${redis.port}`,
+      `otlp bench: ${runs.length} traces, ${spans.length} spans -> ${events.length} events; ${bodies.length} protobuf requests of <= ${SPANS_PER_REQUEST} spans; ${IN_FLIGHT} in flight; ${ROUNDS} rounds; redis-server on port ${redis.port}`,
     );
-    const warm = traces(200, 'b');
-    const warmEvents = warm.flatMap((r) =>
-      mapTrace(r, { captureContent: false }).plans.flatMap((p) => p.events),
-    ).length;
-    await otlpIngest(redis, protobufBodies(warm.flat()), warmEvents); // warm-up
-    await eventsIngest(redis, events.slice(0, 3_000));
-    const eventsSeconds = await eventsIngest(redis, events);
-    const eventsRate = Math.round(events.length / eventsSeconds);
-    log(`POST /v1/events, batches of 1000: ${eventsRate} events/s into redis`);
-    const otlpSeconds = await otlpIngest(redis, bodies, events.length);
-    const otlpEventsRate = Math.round(events.length / otlpSeconds);
-    const otlpSpansRate = Math.round(spans.length / otlpSeconds);
+    await warmUp(redis, events);
+    const rounds: Round[] = [];
+    for (let i = 1; i <= ROUNDS; i++) {
+      const r = await throughputRound(redis, { bodies, spans: spans.length, events });
+      rounds.push(r);
+      log(
+        `round ${i}: POST /v1/events ${r.eventsPerSec} events/s; POST /v1/traces ${r.http.spansPerSec} spans/s = ${r.http.eventsPerSec} events/s (${r.httpToEvents}x the events API); gRPC Export ${r.grpc.spansPerSec} spans/s = ${r.grpc.eventsPerSec} events/s (${r.grpcToHttp}x OTLP/HTTP)`,
+      );
+    }
+    const httpToEvents = median(rounds.map((r) => r.httpToEvents));
+    const grpcToHttp = median(rounds.map((r) => r.grpcToHttp));
     log(
-      `POST /v1/traces, protobuf, 512 spans: ${otlpSpansRate} spans/s = ${otlpEventsRate} events/s into redis (${round(otlpEventsRate / eventsRate)}x the events API)`,
+      `median ratios: OTLP/HTTP / events API ${httpToEvents} (target >= 0.5); gRPC / OTLP/HTTP ${grpcToHttp} (target >= 0.8)`,
     );
     const latency = await spanToStored(redis, traces(LATENCY_TRACES, 'c'), 5);
     log(
@@ -253,11 +338,11 @@ async function main(): Promise<void> {
       traces: runs.length,
       spans: spans.length,
       events: events.length,
-      eventsApiEventsPerSec: eventsRate,
-      otlp: { spansPerSec: otlpSpansRate, eventsPerSec: otlpEventsRate },
-      ratio: round(otlpEventsRate / eventsRate),
+      rounds,
+      ratio: httpToEvents,
+      grpcToHttp,
       spanToStored: { ...latency, quietMs: QUIET_MS },
-      targets: { otlpAtLeastHalfTheEventsApi: otlpEventsRate >= 0.5 * eventsRate },
+      targets: { otlpAtLeastHalfTheEventsApi: httpToEvents >= 0.5, grpcAtLeast80PercentOfHttp: grpcToHttp >= 0.8 },
     };
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else log(`targets: ${JSON.stringify(result.targets)}`);
