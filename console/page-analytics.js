@@ -3,7 +3,7 @@
  * cost per model and per agent.
  */
 import { api } from './api.js';
-import { fmtNum, h, show, toQuery } from './dom.js';
+import { fmtNum, h, show, table, toQuery } from './dom.js';
 import { barChart } from './charts.js';
 
 export function analyticsPage(q) {
@@ -90,12 +90,41 @@ export function analyticsPage(q) {
           ];
         }),
       ),
+      usageTable(r[2].byModel || []),
       h('h2', { text: 'Cost per model (USD)' }),
       barChart('cost-per-model', costBars(r[3]), undefined, 'cost per model in USD'),
       h('h2', { text: 'Cost per agent (USD)' }),
       barChart('cost-per-agent', costBars(r[4]), undefined, 'cost per agent in USD'),
     );
   });
+}
+
+/**
+ * The cache and reasoning parts of each model's tokens, as a table (the bars' notes are too short
+ * for them); nothing when no model reported any.
+ */
+function usageTable(models) {
+  var any = models.some(function (m) {
+    return m.cacheReadTokens || m.cacheWriteTokens || m.reasoningTokens;
+  });
+  if (!any) return null;
+  return [
+    h('h2', { text: 'Cache and reasoning tokens per model' }),
+    table(
+      'token-parts-per-model',
+      ['Model', 'Input', 'Cache read', 'Cache write', 'Output', 'Reasoning'],
+      models.map(function (m) {
+        return h(
+          'tr',
+          null,
+          h('td', { text: m.model || '(none)' }),
+          [m.inputTokens, m.cacheReadTokens, m.cacheWriteTokens, m.outputTokens, m.reasoningTokens].map(function (n) {
+            return h('td', { class: 'num', text: fmtNum(n || 0) });
+          }),
+        );
+      }),
+    ),
+  ];
 }
 
 /** Bars of an analytics cost answer: the exact amount as text, unpriced steps named. */

@@ -325,6 +325,29 @@ function sameShape(a, b) {
   return JSON.stringify(a.layers) === JSON.stringify(b.layers);
 }
 
+/** Cards of the cache and reasoning tokens of the plan's own steps, those that are not zero. */
+function usageCards(steps) {
+  var own = steps.filter(function (st) {
+    return !isInherited(st);
+  });
+  var sum = function (field) {
+    return own.reduce(function (n, st) {
+      return n + (st[field] || 0);
+    }, 0);
+  };
+  return [
+    ['cache read tokens', sum('cacheReadTokens')],
+    ['cache write tokens', sum('cacheWriteTokens')],
+    ['reasoning tokens', sum('reasoningTokens')],
+  ]
+    .filter(function (c) {
+      return c[1] > 0;
+    })
+    .map(function (c) {
+      return card(c[0], fmtNum(c[1]));
+    });
+}
+
 function planSummary(p, source, steps) {
   var inherited = steps.filter(isInherited).length;
   return [
@@ -369,6 +392,7 @@ function planSummary(p, source, steps) {
       card('skipped', p.skippedSteps),
       card('input tokens', fmtNum(p.inputTokens)),
       card('output tokens', fmtNum(p.outputTokens)),
+      usageCards(steps),
       card('cost (USD)', costText(p)),
       isRunning(p)
         ? card('running for', fmtMs(Math.max(0, Date.now() - Date.parse(p.createdAt))))
@@ -522,6 +546,24 @@ function stepFilter(getSteps) {
   };
 }
 
+/** "cache read 900 · cache write 100 · reasoning 40": the parts of a step's tokens it reported, or ''. */
+function usageParts(st) {
+  return [
+    st.cacheReadTokens ? 'cache read ' + fmtNum(st.cacheReadTokens) : '',
+    st.cacheWriteTokens ? 'cache write ' + fmtNum(st.cacheWriteTokens) : '',
+    st.reasoningTokens ? 'reasoning ' + fmtNum(st.reasoningTokens) : '',
+  ]
+    .filter(Boolean)
+    .join(' · ');
+}
+
+/** For a step costed at the provider's reported figure: "reported; priced $0.07" when the prices differ. */
+function reportedNote(st) {
+  if (st.reportedCost === null || st.reportedCost === undefined) return '';
+  if (st.pricedCost === st.reportedCost) return 'reported';
+  return 'reported; priced ' + (st.pricedCost === null ? 'unpriced' : '$' + st.pricedCost);
+}
+
 function stepsTable(planId, steps, outputBox) {
   return table(
     'steps',
@@ -551,13 +593,18 @@ function stepsTable(planId, steps, outputBox) {
         h('td', { text: st.agentId }),
         h('td', null, badge(st.status)),
         h('td', { text: st.model || '–' }),
-        h('td', { class: 'num', text: fmtNum(st.inputTokens) + ' / ' + fmtNum(st.outputTokens) }),
-        h('td', {
-          class: 'num step-cost',
-          title: st.priceRef || st.costSource || '',
-          text:
-            st.cost !== null && st.cost !== undefined ? '$' + st.cost : st.costSource === 'unpriced' ? 'unpriced' : '–',
-        }),
+        h(
+          'td',
+          { class: 'num step-tokens' },
+          fmtNum(st.inputTokens) + ' / ' + fmtNum(st.outputTokens),
+          usageParts(st) ? h('span', { class: 'usage-note', text: usageParts(st) }) : null,
+        ),
+        h(
+          'td',
+          { class: 'num step-cost', title: st.priceRef || st.costSource || '' },
+          st.cost !== null && st.cost !== undefined ? '$' + st.cost : st.costSource === 'unpriced' ? 'unpriced' : '–',
+          reportedNote(st) ? h('span', { class: 'usage-note reported-cost', text: reportedNote(st) }) : null,
+        ),
         h('td', { class: 'num', text: fmtMs(st.durationMs) }),
         h('td', { text: st.error || st.result || '' }),
         h(

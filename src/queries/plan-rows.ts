@@ -83,10 +83,24 @@ export interface StepView {
   dependsOn: string[];
   status: PlanStepRow['status'];
   model: string | null;
+  /** The model's provider, as the step's event said. */
+  provider: string | null;
   inputTokens: number;
   outputTokens: number;
+  /** Parts of inputTokens: read from and written to the provider's prompt cache. */
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  /** Part of outputTokens. */
+  reasoningTokens: number;
   /** USD as an exact decimal string; null when unpriced or with nothing to price (see costSource). */
   cost: string | null;
+  /** The provider's own cost (USD) the step's event carried; when set it is `cost` (costSource `reported`). */
+  reportedCost: string | null;
+  /**
+   * For a step whose cost is the reported one: what the price table or an override gives for its
+   * tokens, so the two can be compared (null when unpriced); null for every other step.
+   */
+  pricedCost: string | null;
   costSource: CostSource | null;
   /** The price used: `genai-prices@<version>:<provider>/<model>` or `override:<id>`. */
   priceRef: string | null;
@@ -114,9 +128,15 @@ export function toStepView(row: PlanStepRow & { inheritedFrom?: string | null })
     dependsOn: parseJson<string[]>(row.dependsOn, []),
     status: row.status,
     model: row.model ?? null,
+    provider: row.provider ?? null,
     inputTokens: toNum(row.inputTokens),
     outputTokens: toNum(row.outputTokens),
+    cacheReadTokens: toNum(row.cacheReadTokens),
+    cacheWriteTokens: toNum(row.cacheWriteTokens),
+    reasoningTokens: toNum(row.reasoningTokens),
     cost: costText(row.cost),
+    reportedCost: costText(row.reportedCost),
+    pricedCost: null,
     costSource: row.costSource ?? null,
     priceRef: row.priceRef ?? null,
     startedAt,

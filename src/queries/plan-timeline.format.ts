@@ -1,5 +1,6 @@
 import type { PlanView, TimelineEntry } from './plan-timeline.query';
 import type { PlanSummary } from './plan-rows';
+import { displayMoney, parseMoney } from '../pricing';
 import { formatDuration, formatInt, renderTable } from './text-output';
 
 /**
@@ -30,8 +31,9 @@ export function formatPlanHeader(
       : []),
     ...(plan.forkOf ? [forkLine(plan.forkOf, view?.steps)] : []),
     `steps:     ${plan.totalSteps} total, ${plan.completedSteps} completed, ${plan.failedSteps} failed, ${plan.skippedSteps} skipped, ${pending} not finished`,
-    `tokens:    ${formatInt(plan.inputTokens)} in / ${formatInt(plan.outputTokens)} out`,
+    `tokens:    ${formatInt(plan.inputTokens)} in / ${formatInt(plan.outputTokens)} out${view ? usageOfSteps(view.steps) : ''}`,
     `cost:      ${formatPlanCost(plan)}`,
+    ...(view ? reportedLine(view.steps) : []),
   ];
   if (plan.approvalStatus) lines.push(`approval:  ${plan.approvalStatus}`);
   const ended = plan.completedAt
@@ -77,4 +79,36 @@ export function formatPlanCost(plan: Pick<PlanSummary, 'cost' | 'unpricedSteps'>
   if (plan.unpricedSteps === 0) return `$${plan.cost} USD`;
   const steps = plan.unpricedSteps === 1 ? '1 step' : `${plan.unpricedSteps} steps`;
   return `$${plan.cost} USD + ${steps} unpriced (no known price for its model)`;
+}
+
+/** `, of which cache read 900, cache write 100, reasoning 40`: the parts of the tokens the steps reported. */
+function usageOfSteps(steps: PlanView['steps']): string {
+  const own = steps.filter((s) => s.inheritedFrom === null);
+  const sum = (pick: (s: PlanView['steps'][number]) => number) => own.reduce((n, s) => n + pick(s), 0);
+  const parts = [
+    ['cache read', sum((s) => s.cacheReadTokens)],
+    ['cache write', sum((s) => s.cacheWriteTokens)],
+    ['reasoning', sum((s) => s.reasoningTokens)],
+  ] as const;
+  if (parts.every(([, n]) => n === 0)) return '';
+  return `, of which ${parts.map(([what, n]) => `${what} ${formatInt(n)}`).join(', ')}`;
+}
+
+/**
+ * `reported:  2 steps at the provider's own cost, $0.05; the prices give $0.07 for them`, when a
+ * step's reported cost differs from what the prices give for its tokens.
+ */
+function reportedLine(steps: PlanView['steps']): string[] {
+  const differ = steps.filter(
+    (s) => s.inheritedFrom === null && s.reportedCost !== null && s.pricedCost !== s.reportedCost,
+  );
+  if (differ.length === 0) return [];
+  const total = (costs: (string | null)[]) =>
+    displayMoney(costs.reduce((n, c) => n + (c === null ? 0n : (parseMoney(c) ?? 0n)), 0n));
+  const unpriced = differ.filter((s) => s.pricedCost === null).length;
+  const count = differ.length === 1 ? '1 step' : `${differ.length} steps`;
+  const gap = unpriced > 0 ? ` (${unpriced} of them unpriced)` : '';
+  return [
+    `reported:  ${count} at the provider's own cost, $${total(differ.map((s) => s.reportedCost))}; the prices give $${total(differ.map((s) => s.pricedCost))} for them${gap}`,
+  ];
 }

@@ -15,6 +15,8 @@ import { isFork, loadForkView } from './fork-view.query';
 import { NotFoundError } from './query-errors';
 import { PlanSummary, StepView, toPlanSummary, toStepView } from './plan-rows';
 import { compareText, parseJson, toIso } from './row-normalize';
+import { addPricedCosts } from './priced-cost';
+import { formatInt } from './text-output';
 
 export interface HandoffView {
   handoffId: string;
@@ -174,6 +176,7 @@ export async function getPlanView(ds: DataSource, planId: string): Promise<PlanV
     }),
   ]);
   const steps = stepRows.map(toStepView);
+  await addPricedCosts(ds, steps);
   const stepKeyByRowId = new Map(stepRows.map((s) => [s.id, s.stepKey]));
   const handoffs = handoffRows
     .map((h): HandoffView => ({
@@ -344,12 +347,31 @@ function stepEntries(s: StepView): TimelineEntry[] {
   const out: TimelineEntry[] = [];
   if (s.startedAt) out.push({ ...base, at: s.startedAt, kind: 'step.started', detail: name });
   const tokens = { inputTokens: s.inputTokens, outputTokens: s.outputTokens, cost: s.cost, durationMs: s.durationMs };
-  const model = s.model ? ` [${s.model}]` : '';
-  if (s.status === 'completed')
-    out.push({ ...base, ...tokens, at: s.completedAt, kind: 'step.completed', detail: `${name}${model}` });
+  const detail = `${name}${s.model ? ` [${s.model}]` : ''}${usageNote(s)}`;
+  if (s.status === 'completed') out.push({ ...base, ...tokens, at: s.completedAt, kind: 'step.completed', detail });
   if (s.status === 'failed')
-    out.push({ ...base, ...tokens, at: s.completedAt, kind: 'step.failed', error: s.error, detail: `${name}${model}` });
+    out.push({ ...base, ...tokens, at: s.completedAt, kind: 'step.failed', error: s.error, detail });
   if (s.status === 'skipped')
     out.push({ ...base, at: s.completedAt, kind: 'step.skipped', detail: `${name}${s.result ? `: ${s.result}` : ''}` });
   return out;
+}
+
+/**
+ * What a step's tokens and cost hold beyond in/out, for its timeline line, e.g.
+ * `(cache read 900, reasoning 40; reported $0.05, priced $0.07)`; the priced cost only when it differs.
+ */
+function usageNote(s: StepView): string {
+  const parts = [
+    s.cacheReadTokens > 0 ? `cache read ${formatInt(s.cacheReadTokens)}` : '',
+    s.cacheWriteTokens > 0 ? `cache write ${formatInt(s.cacheWriteTokens)}` : '',
+    s.reasoningTokens > 0 ? `reasoning ${formatInt(s.reasoningTokens)}` : '',
+  ].filter((p) => p !== '');
+  const money: string[] = [];
+  if (s.reportedCost !== null) {
+    money.push(`reported $${s.reportedCost}`);
+    if (s.pricedCost !== s.reportedCost)
+      money.push(s.pricedCost === null ? 'unpriced by the table' : `priced $${s.pricedCost}`);
+  }
+  const text = [parts.join(', '), money.join(', ')].filter((p) => p !== '').join('; ');
+  return text === '' ? '' : ` (${text})`;
 }

@@ -13,7 +13,16 @@ export interface TokenTotals {
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;
+  /** Parts of inputTokens: read from and written to the provider's prompt cache. */
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  /** Part of outputTokens. */
+  reasoningTokens: number;
 }
+
+/** The parts of the tokens the steps reported beyond in and out. */
+type UsageParts = Pick<TokenTotals, 'cacheReadTokens' | 'cacheWriteTokens' | 'reasoningTokens'>;
+const NO_PARTS: UsageParts = Object.freeze({ cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
 
 export interface SessionTokens extends TokenTotals {
   sessionId: string;
@@ -43,10 +52,54 @@ export interface TokenUsage {
   byModel?: ModelTokens[];
 }
 
-function totals(input: unknown, output: unknown): TokenTotals {
+function totals(input: unknown, output: unknown, parts: UsageParts = NO_PARTS): TokenTotals {
   const inputTokens = toNum(input);
   const outputTokens = toNum(output);
-  return { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
+  return { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens, ...parts };
+}
+
+const USAGE_PART_GROUPS = { session: 'p.sessionId', plan: 'p.id', agent: 's.agentId', model: 's.model' } as const;
+
+/**
+ * Cache read, cache write and reasoning tokens of the steps of plans created in the range, per
+ * session, plan, agent or model (`total`: one line, key null). Only steps that reported any are read.
+ */
+export function buildUsagePartsQuery(
+  ds: DataSource,
+  range: DateRange,
+  by: TokenDimension | 'total',
+): SelectQueryBuilder<PlanStepRow> {
+  const d = sqlDialectOf(ds);
+  const column = by === 'total' ? null : USAGE_PART_GROUPS[by];
+  const qb = ds
+    .getRepository<PlanStepRow>(ENTITY.step)
+    .createQueryBuilder('s')
+    .innerJoin(ENTITY.plan, 'p', 'p.id = s.planId AND p.deletedAt IS NULL')
+    .select(column ?? 'NULL', 'key')
+    .addSelect(d.sumInt('s.cacheReadTokens'), 'cacheRead')
+    .addSelect(d.sumInt('s.cacheWriteTokens'), 'cacheWrite')
+    .addSelect(d.sumInt('s.reasoningTokens'), 'reasoning')
+    .where('(s.cacheReadTokens > 0 OR s.cacheWriteTokens > 0 OR s.reasoningTokens > 0)');
+  return whereCreatedIn(ds, column ? groupByText(ds, qb, [column]) : qb, range);
+}
+
+/** The usage parts per key (`''` for a null key) of one dimension. */
+async function usageParts(
+  ds: DataSource,
+  range: DateRange,
+  by: TokenDimension | 'total',
+): Promise<Map<string, UsageParts>> {
+  const rows = await buildUsagePartsQuery(ds, range, by).getRawMany<Record<string, unknown>>();
+  return new Map(
+    rows.map((r) => [
+      r.key === null || r.key === undefined ? '' : String(r.key),
+      {
+        cacheReadTokens: toNum(r.cacheRead),
+        cacheWriteTokens: toNum(r.cacheWrite),
+        reasoningTokens: toNum(r.reasoning),
+      },
+    ]),
+  );
 }
 
 /** Largest consumer first; the key breaks ties. */
@@ -97,31 +150,38 @@ export function buildStepTokensQuery(
   return whereCreatedIn(ds, groupByText(ds, qb, [column]), range);
 }
 
-/** Token totals for billing; `dimensions` picks the breakdowns. @defaultValue all four */
+/** Token totals for billing, with their cache and reasoning parts; `dimensions` picks the breakdowns. @defaultValue all four */
 export async function tokenUsage(
   ds: DataSource,
   range: DateRange = {},
   dimensions: readonly TokenDimension[] = TOKEN_DIMENSIONS,
 ): Promise<TokenUsage> {
   const want = new Set(dimensions);
-  const [sessions, plans, agents, models] = await Promise.all([
+  const none = Promise.resolve([] as Record<string, unknown>[]);
+  const noParts = Promise.resolve(new Map<string, UsageParts>());
+  const [sessions, plans, agents, models, parts] = await Promise.all([
     buildSessionTokensQuery(ds, range).getRawMany<Record<string, unknown>>(),
-    want.has('plan') ? buildPlanTokensQuery(ds, range).getRawMany<Record<string, unknown>>() : Promise.resolve([]),
-    want.has('agent')
-      ? buildStepTokensQuery(ds, range, 'agent').getRawMany<Record<string, unknown>>()
-      : Promise.resolve([]),
-    want.has('model')
-      ? buildStepTokensQuery(ds, range, 'model').getRawMany<Record<string, unknown>>()
-      : Promise.resolve([]),
+    want.has('plan') ? buildPlanTokensQuery(ds, range).getRawMany<Record<string, unknown>>() : none,
+    want.has('agent') ? buildStepTokensQuery(ds, range, 'agent').getRawMany<Record<string, unknown>>() : none,
+    want.has('model') ? buildStepTokensQuery(ds, range, 'model').getRawMany<Record<string, unknown>>() : none,
+    Promise.all(
+      (['total', ...TOKEN_DIMENSIONS] as const).map((by) =>
+        by === 'total' || want.has(by) ? usageParts(ds, range, by) : noParts,
+      ),
+    ),
   ]);
+  const [totalParts, sessionParts, planParts, agentParts, modelParts] = parts;
+  const partsOf = (map: Map<string, UsageParts>, key: unknown) =>
+    map.get(key === null || key === undefined ? '' : String(key)) ?? NO_PARTS;
   const bySession = sessions.map((r) => ({
     sessionId: String(r.sessionId),
     plans: toNum(r.plans),
-    ...totals(r.inputTokens, r.outputTokens),
+    ...totals(r.inputTokens, r.outputTokens, partsOf(sessionParts, r.sessionId)),
   }));
-  const total = bySession.reduce(
-    (t, s) => totals(t.inputTokens + s.inputTokens, t.outputTokens + s.outputTokens),
-    totals(0, 0),
+  const total = totals(
+    bySession.reduce((n, s) => n + s.inputTokens, 0),
+    bySession.reduce((n, s) => n + s.outputTokens, 0),
+    partsOf(totalParts, null),
   );
   const usage: TokenUsage = { total };
   if (want.has('session')) usage.bySession = bySession.sort(byTokens((s) => s.sessionId));
@@ -131,20 +191,24 @@ export async function tokenUsage(
         planId: String(r.planId),
         sessionId: String(r.sessionId),
         status: r.status as PlanStatus,
-        ...totals(r.inputTokens, r.outputTokens),
+        ...totals(r.inputTokens, r.outputTokens, partsOf(planParts, r.planId)),
       }))
       .sort(byTokens((p) => p.planId));
   }
   if (want.has('agent'))
     usage.byAgent = agents
-      .map((r) => ({ agentId: String(r.key), steps: toNum(r.steps), ...totals(r.inputTokens, r.outputTokens) }))
+      .map((r) => ({
+        agentId: String(r.key),
+        steps: toNum(r.steps),
+        ...totals(r.inputTokens, r.outputTokens, partsOf(agentParts, r.key)),
+      }))
       .sort(byTokens((a) => a.agentId));
   if (want.has('model')) {
     usage.byModel = models
       .map((r) => ({
         model: r.key === null || r.key === undefined ? null : String(r.key),
         steps: toNum(r.steps),
-        ...totals(r.inputTokens, r.outputTokens),
+        ...totals(r.inputTokens, r.outputTokens, partsOf(modelParts, r.key)),
       }))
       .sort(byTokens((m) => m.model));
   }

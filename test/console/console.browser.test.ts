@@ -250,6 +250,70 @@ describe('the web console in headless Chromium', () => {
     await page.context().close();
   });
 
+  it('shows cache, reasoning and a reported cost beside the priced one, on the plan page and in analytics; markup in a model stays text', async () => {
+    const plan = { planId: 'plan-usage-parts', sessionId: 'session-usage-parts' };
+    const hostileModel = '<img src=x onerror="__pwned=1">';
+    publisher.planCreated(plan, {
+      query: 'cached and reported usage',
+      steps: [
+        { stepId: 'u1', index: 0, agentId: 'cacher', task: 'read the cache' },
+        { stepId: 'u2', index: 1, agentId: 'reporter', task: 'report a cost' },
+        { stepId: 'u3', index: 2, agentId: 'odd', task: 'odd model' },
+      ],
+    });
+    publisher.stepCompleted(plan, {
+      stepId: 'u1',
+      inputTokens: 1200,
+      outputTokens: 300,
+      cacheReadTokens: 1000,
+      reasoningTokens: 120,
+      model: 'gpt-4o',
+      provider: 'openai',
+    });
+    publisher.stepCompleted(plan, {
+      stepId: 'u2',
+      inputTokens: 1000,
+      outputTokens: 100,
+      cacheWriteTokens: 600,
+      model: 'claude-sonnet-4',
+      provider: 'anthropic',
+      reportedCost: '0.5',
+    });
+    publisher.stepCompleted(plan, { stepId: 'u3', inputTokens: 10, outputTokens: 1, model: hostileModel });
+    await publisher.flush(10_000);
+    await waitFor('the usage plan', async () => (await stepStatus(plan.planId, 'u3')) === 'completed');
+    const { page } = await openPage(READ_KEY);
+    await page.goto(`${stack.server.url}/#/plans/${plan.planId}`);
+    await page.waitForSelector('#plan-rest[data-ready]');
+    const cards = await page.locator('.cards .card').allTextContents();
+    expect(cards).toEqual(
+      expect.arrayContaining(['1,000cache read tokens', '600cache write tokens', '120reasoning tokens']),
+    );
+    const row = (step: string) => page.locator(`tr[data-step=${step}]`);
+    expect(await row('u1').locator('.step-tokens').textContent()).toBe('1,200 / 300cache read 1,000 · reasoning 120');
+    expect(await row('u2').locator('.step-tokens').textContent()).toBe('1,000 / 100cache write 600');
+    // 400 x $3 + 600 cache writes x $3.75 + 100 x $15 per Mtok, beside the provider's own $0.50
+    expect(await row('u2').locator('.step-cost').textContent()).toBe('$0.50reported; priced $0.00495');
+    expect(await row('u3').locator('td').nth(4).textContent()).toBe(hostileModel);
+    expect(await page.evaluate(() => (globalThis as unknown as { __pwned: number }).__pwned)).toBe(0);
+    expect(await page.locator('img[src=x]').count()).toBe(0);
+    await shot(page, 'usage-plan');
+    await page.goto(`${stack.server.url}/#/analytics`);
+    await page.waitForSelector('#token-parts-per-model');
+    // model, cache read, cache write, reasoning (other tests' plans add to the models' input and output)
+    const parts = async (model: string) => {
+      const rows = await page
+        .locator('#token-parts-per-model tbody tr')
+        .evaluateAll((trs) => trs.map((tr) => Array.from(tr.children, (td) => td.textContent ?? '')));
+      const cells = rows.find((r) => r[0] === model) ?? [];
+      return [cells[0], cells[2], cells[3], cells[5]];
+    };
+    expect(await parts('gpt-4o')).toEqual(['gpt-4o', '1,000', '0', '120']);
+    expect(await parts('claude-sonnet-4')).toEqual(['claude-sonnet-4', '0', '600', '0']);
+    expect(await page.locator('img[src=x]').count()).toBe(0);
+    await page.context().close();
+  });
+
   it('renders a 120-task, 8-layer DAG (its render time is reported, not asserted)', async () => {
     const plan = { planId: 'plan-dag-120', sessionId: 'session-dag' };
     publisher.planCreated(plan, { query: 'a wide workflow', steps: layeredSteps(8, 15) });

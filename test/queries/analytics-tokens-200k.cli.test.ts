@@ -54,13 +54,17 @@ describe('analytics tokens with 200k plans (SQLite)', () => {
     expect(err).toEqual([]);
     expect(code).toBe(0);
     expect(out).toHaveLength(1 + SESSIONS + PLANS + 1);
-    expect(out[0]).toMatch(/^dimension\s+key\s+input_tokens\s+output_tokens\s+total_tokens$/);
+    expect(out[0]).toMatch(
+      /^dimension\s+key\s+input_tokens\s+output_tokens\s+total_tokens\s+cache_read_tokens\s+cache_write_tokens\s+reasoning_tokens$/,
+    );
     expect(out.filter((l) => l.startsWith('session '))).toHaveLength(SESSIONS);
     // the largest plan: 999 + 6 tokens, and plan-006999 is the first id with both
-    expect(out[1 + SESSIONS]).toMatch(/^plan\s+plan-006999\s+999\s+6\s+1,005$/);
+    expect(out[1 + SESSIONS]).toMatch(/^plan\s+plan-006999\s+999\s+6\s+1,005\s+0\s+0\s+0$/);
     expect(out.filter((l) => l.startsWith('plan '))).toHaveLength(PLANS);
     const n = (v: number) => v.toLocaleString('en-US');
-    expect(out[out.length - 1]).toMatch(new RegExp(`^total\\s+${n(input)}\\s+${n(output)}\\s+${n(input + output)}$`));
+    expect(out[out.length - 1]).toMatch(
+      new RegExp(`^total\\s+${n(input)}\\s+${n(output)}\\s+${n(input + output)}\\s+0\\s+0\\s+0$`),
+    );
     // the columns line up: every row is as wide as the widest one (the last column is right-aligned)
     expect(new Set(out.slice(1).map((l) => l.length)).size).toBe(1);
   });
@@ -69,6 +73,6 @@ describe('analytics tokens with 200k plans (SQLite)', () => {
     const { code, out } = await cli('analytics', 'tokens', '--by', 'plan', '--csv');
     expect(code).toBe(0);
     expect(out).toHaveLength(1 + PLANS + 1);
-    expect(out[out.length - 1]).toBe(`total,,${input},${output},${input + output}`);
+    expect(out[out.length - 1]).toBe(`total,,${input},${output},${input + output},0,0,0`);
   });
 });

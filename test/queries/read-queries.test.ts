@@ -382,7 +382,8 @@ describe('read queries', () => {
 
     it('gives tokens per session, plan, agent and model that add up to the same total', async () => {
       const usage = await tokenUsage(ds, { to: new Date('2026-03-01T00:00:00Z') });
-      expect(usage.total).toEqual({ inputTokens: 14_380, outputTokens: 6_643, totalTokens: 21_023 });
+      const noParts = { cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
+      expect(usage.total).toEqual({ inputTokens: 14_380, outputTokens: 6_643, totalTokens: 21_023, ...noParts });
       for (const rows of [usage.bySession!, usage.byPlan!, usage.byAgent!, usage.byModel!]) {
         expect(rows.reduce((n, r) => n + r.totalTokens, 0)).toBe(usage.total.totalTokens);
       }
@@ -392,6 +393,7 @@ describe('read queries', () => {
         inputTokens: 7_580,
         outputTokens: 3_373,
         totalTokens: 10_953,
+        ...noParts,
       });
       expect(usage.byModel!.map((m) => m.model)).toEqual(['gpt-4o', 'claude-sonnet', 'gpt-4o-mini']);
       const onlyPlans = await tokenUsage(ds, {}, ['plan']);

@@ -132,11 +132,11 @@ describe('read side: identical answers on every test database (SQL Server too wi
       stderr: 'plan-ledger: session "sess-nobody" not found',
     });
     expect(get('analytics tokens --by model --csv').stdout.split('\n')).toEqual([
-      'dimension,key,input_tokens,output_tokens,total_tokens',
-      'model,gpt-4o,8040,3485,11525',
-      'model,claude-sonnet,5100,2920,8020',
-      'model,gpt-4o-mini,1240,238,1478',
-      'total,,14380,6643,21023',
+      'dimension,key,input_tokens,output_tokens,total_tokens,cache_read_tokens,cache_write_tokens,reasoning_tokens',
+      'model,gpt-4o,8040,3485,11525,0,0,0',
+      'model,claude-sonnet,5100,2920,8020,0,0,0',
+      'model,gpt-4o-mini,1240,238,1478,0,0,0',
+      'total,,14380,6643,21023,0,0,0',
     ]);
     // costs fixed when stored, summed exactly; claude-sonnet has no known price: counted, never as zero
     expect(get('analytics cost --by model --csv').stdout.split('\n')).toEqual([

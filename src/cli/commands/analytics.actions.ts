@@ -101,7 +101,16 @@ async function tokens(ctx: CliContext, range: DateRange, opts: AnalyticsOptions)
   const dims = opts.by === undefined ? TOKEN_DIMENSIONS : [parseDimension(opts.by)];
   const usage = await withReadSource(ctx, 'analytics tokens', (ds) => tokenUsage(ds, range, dims));
   return {
-    headers: ['dimension', 'key', 'input_tokens', 'output_tokens', 'total_tokens'],
+    headers: [
+      'dimension',
+      'key',
+      'input_tokens',
+      'output_tokens',
+      'total_tokens',
+      'cache_read_tokens',
+      'cache_write_tokens',
+      'reasoning_tokens',
+    ],
     rows: tokenRows(usage, Boolean(opts.csv)),
     json: { ...usage },
   };
@@ -109,11 +118,16 @@ async function tokens(ctx: CliContext, range: DateRange, opts: AnalyticsOptions)
 
 function tokenRows(u: TokenUsage, csv: boolean): Cell[][] {
   const n = (v: number) => (csv ? v : formatInt(v));
-  const row = (
-    dimension: string,
-    key: string | null,
-    t: { inputTokens: number; outputTokens: number; totalTokens: number },
-  ): Cell[] => [dimension, key ?? (csv ? null : '(no model)'), n(t.inputTokens), n(t.outputTokens), n(t.totalTokens)];
+  const row = (dimension: string, key: string | null, t: TokenUsage['total']): Cell[] => [
+    dimension,
+    key ?? (csv ? null : '(no model)'),
+    n(t.inputTokens),
+    n(t.outputTokens),
+    n(t.totalTokens),
+    n(t.cacheReadTokens),
+    n(t.cacheWriteTokens),
+    n(t.reasoningTokens),
+  ];
   return [
     ...(u.bySession ?? []).map((s) => row('session', s.sessionId, s)),
     ...(u.byPlan ?? []).map((p) => row('plan', p.planId, p)),
