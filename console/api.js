@@ -21,6 +21,7 @@ export function api(path, opts) {
   if (opts.method && opts.method !== 'GET') {
     headers['x-csrf-token'] = state.session ? state.session.csrf : '';
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
+    if (opts.rawBody !== undefined) headers['content-type'] = opts.contentType;
   }
   return fetch(path, {
     method: method,
@@ -28,7 +29,8 @@ export function api(path, opts) {
     credentials: 'same-origin',
     // conditional requests are this module's business: the browser's cache would answer a 304 with its own copy
     cache: 'no-store',
-    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    // rawBody: text sent as it is, with its contentType (an export file for reconcile)
+    body: opts.rawBody !== undefined ? opts.rawBody : opts.body === undefined ? undefined : JSON.stringify(opts.body),
   }).then(function (res) {
     if (method === 'GET' && res.headers.get('etag')) etags[path] = res.headers.get('etag');
     if (res.status === 304) return { notModified: true };

@@ -17,6 +17,7 @@ import { comparePage } from './page-compare.js';
 import { deadLetterPage, deadLettersPage } from './page-dead-letters.js';
 import { healthPage } from './page-health.js';
 import { analyticsPage } from './page-analytics.js';
+import { reconcilePage } from './page-reconcile.js';
 
 function route() {
   if (!state.session) return signIn();
@@ -36,6 +37,7 @@ function route() {
   else if (page === 'dead-letters') done = deadLettersPage(q);
   else if (page === 'health') done = healthPage();
   else if (page === 'analytics') done = analyticsPage(q);
+  else if (page === 'reconcile') done = reconcilePage();
   else done = Promise.resolve(show(h('p', { class: 'error', text: 'No such page: ' + where.path })));
   done
     .catch(function (err) {

@@ -60,6 +60,7 @@ export function drawNav(active) {
     ['dead-letters', 'Dead letters'],
     ['health', 'Health'],
     ['analytics', 'Analytics'],
+    ['reconcile', 'Reconcile'],
   ].forEach(function (p) {
     append(nav, h('a', { href: '#/' + p[0], class: active === p[0] ? 'active' : null, text: p[1] }));
   });

@@ -314,6 +314,60 @@ describe('the web console in headless Chromium', () => {
     await page.context().close();
   });
 
+  it('reconcile: uploaded exports and a pasted one show the coverage, cost delta and what is not attributed, as the API answers them', async () => {
+    const billing = path.join(__dirname, '..', 'fixtures', 'billing');
+    const usage = path.join(billing, 'anthropic', 'usage_report_messages.json');
+    const cost = path.join(billing, 'anthropic', 'cost_report.json');
+    const res = await fetch(`${stack.server.url}/v1/analytics/reconcile?provider=anthropic&failOver=0.5`, {
+      method: 'POST',
+      headers: { ...auth(READ_KEY), 'content-type': 'application/json' },
+      body: `[${fs.readFileSync(usage, 'utf8')},${fs.readFileSync(cost, 'utf8')}]`,
+    });
+    expect(res.status).toBe(200);
+    const expected = await res.json();
+    const { page } = await openPage(READ_KEY);
+    await page.goto(`${stack.server.url}/#/reconcile`);
+    await page.waitForSelector('#reconcile-form');
+    await page.selectOption('#reconcile-form select[name=provider]', 'anthropic');
+    await page.fill('#reconcile-form input[name=failOver]', '0.5');
+    await page.setInputFiles('#reconcile-form input[type=file]', [usage, cost]);
+    await page.click('#reconcile-form button[type=submit]');
+    await page.waitForSelector('#reconcile-cards');
+    const cards = await page.locator('#reconcile-cards .card .value').allTextContents();
+    expect(cards.slice(0, 3)).toEqual([
+      `${expected.coveragePct} %`,
+      String(expected.costDelta).replace(/^(-?)/, '$1$$'),
+      `${expected.costDeltaPct} %`,
+    ]);
+    if (expected.check.beyond) expect(await page.textContent('#reconcile-beyond')).toBe(expected.check.beyond);
+    const billedOnly = expected.unattributed.billedModelsNotInLedger.map((m: { model: string }) => m.model);
+    const rows = await page.locator('#reconcile-unattributed tbody tr').allTextContents();
+    for (const model of billedOnly)
+      expect(rows.some((r) => r.startsWith('billed, not in the ledger' + model))).toBe(true);
+    expect(await page.locator('#reconcile-models tbody tr').count()).toBe(expected.byModel.length);
+    await shot(page, 'reconcile');
+    // a pasted CSV export, and a broken one answered with the server's one line
+    await page.setInputFiles('#reconcile-form input[type=file]', []);
+    await page.selectOption('#reconcile-form select[name=provider]', 'openai');
+    await page.fill('#reconcile-form input[name=failOver]', '');
+    await page.fill(
+      '#reconcile-form textarea',
+      fs.readFileSync(path.join(billing, 'openai', 'usage_completions.csv'), 'utf8'),
+    );
+    await page.click('#reconcile-form button[type=submit]');
+    await page.waitForFunction(() =>
+      document.querySelector('#reconcile-result p.muted')?.textContent?.startsWith('openai'),
+    );
+    await page.fill('#reconcile-form textarea', 'start_time,model,input_tokens\n1793491200,<b>gpt-4o</b>,12x\n');
+    await page.click('#reconcile-form button[type=submit]');
+    await page.waitForSelector('#reconcile-result .error');
+    expect(await page.textContent('#reconcile-result .error')).toBe(
+      'the body: row 2: input_tokens: "12x" is not a whole number of tokens',
+    );
+    expect(await page.locator('#reconcile-result b').count()).toBe(0);
+    await page.context().close();
+  });
+
   it('renders a 120-task, 8-layer DAG (its render time is reported, not asserted)', async () => {
     const plan = { planId: 'plan-dag-120', sessionId: 'session-dag' };
     publisher.planCreated(plan, { query: 'a wide workflow', steps: layeredSteps(8, 15) });
@@ -531,6 +585,7 @@ describe('the web console in headless Chromium', () => {
       ['dead-letter', `#/dead-letters/${dl.id}`, '#event'],
       ['health', '#/health', '#events-per-minute'],
       ['analytics', '#/analytics', '#plans-per-day'],
+      ['reconcile', '#/reconcile', '#reconcile-form'],
     ];
     for (const [width, height] of [
       [1440, 900],
@@ -603,6 +658,7 @@ describe('the web console in headless Chromium', () => {
     for (const [hash, title] of [
       ['#/health', 'Health · plan-ledger console'],
       ['#/analytics', 'Analytics · plan-ledger console'],
+      ['#/reconcile', 'Reconcile with the bill · plan-ledger console'],
       ['#/dead-letters', 'Dead letters · plan-ledger console'],
       ['#/plans/plan-dag-120', 'Plan plan-dag-120 · plan-ledger console'],
     ]) {
@@ -1172,6 +1228,7 @@ describe('the web console in headless Chromium', () => {
       ['dead-letter', `#/dead-letters/${dl.id}`, '#event'],
       ['health', '#/health', '#events-per-minute'],
       ['analytics', '#/analytics', '#plans-per-day'],
+      ['reconcile', '#/reconcile', '#reconcile-form'],
     ]) {
       await page.goto(`${stack.server.url}/${hash}`);
       await page.waitForSelector(ready);
