@@ -90,7 +90,7 @@ describe('read queries on SQL Server (generated SQL)', () => {
     const at = 'COALESCE("s"."completed_at", "s"."started_at", "s"."created_at")';
     expect(sql).toContain(`CAST(${at} AS DATE) AS "day"`);
     expect(sql).toContain('SUM(CAST("s"."cache_read_tokens" AS BIGINT)) AS "cacheRead"');
-    expect(sql).toContain('CAST(SUM("s"."cost") AS NVARCHAR(50)) AS "cost"');
+    expect(sql).toContain('CONVERT(varchar(40), SUM("s"."cost")) AS "cost"');
     expect(sql).toContain(`${at} >= @0 AND ${at} < @1`);
     expect(sql).toContain(
       `GROUP BY "s"."provider", DATALENGTH("s"."provider"), "s"."model", DATALENGTH("s"."model"), CAST(${at} AS DATE)`,

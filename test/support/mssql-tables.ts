@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
+import { moneyColumns } from '../../src/store/entities';
 import { paramValue, type Answer } from './recording-mssql';
 
 /** A stored row, by column name, with the values a SQL Server driver returns (Dates for datetime2). */
@@ -186,8 +187,27 @@ function fetchNext(sql: string): number {
   return m ? Number(m[1]) : Infinity;
 }
 
-/** The rows as a SELECT list of `"alias"."column" AS "name"` items returns them. */
+/**
+ * The rows as a SELECT list of `"alias"."column" AS "name"` items returns them, as the driver
+ * reads them: a DECIMAL column (money, kept as the exact text the JSON parameter carried) as a JS
+ * number, the way tedious reads it, unless the statement converts it to text
+ * (`CONVERT(varchar(40), "alias"."column")`).
+ */
 function project(sql: string, rows: Row[]): Row[] {
-  const items = [...sql.slice(0, sql.indexOf(' FROM ')).matchAll(/"\w+"\."(\w+)" AS "(\w+)"/g)];
-  return rows.map((r) => Object.fromEntries(items.map(([, column, name]) => [name, r[column]])));
+  const list = sql.slice(0, sql.indexOf(' FROM '));
+  const items = [...list.matchAll(/(CONVERT\(varchar\(40\), )?"\w+"\."(\w+)"\)? AS "(\w+)"/g)];
+  const value = (r: Row, column: string, asText: boolean) => {
+    const v = r[column];
+    return typeof v === 'string' && MONEY_COLUMNS.has(column) && !asText ? tediousDecimal(v) : v;
+  };
+  return rows.map((r) => Object.fromEntries(items.map(([, text, column, name]) => [name, value(r, column, !!text)])));
+}
+
+/** The money columns (DECIMAL(24,12) on SQL Server) of the plan-ledger tables. */
+const MONEY_COLUMNS = new Set(moneyColumns().map((c) => c.column));
+
+/** A DECIMAL(24,12) as tedious reads it: its digits as a double, divided by 10^12 (readNumeric). */
+export function tediousDecimal(text: string): number {
+  const [whole, frac = ''] = text.split('.');
+  return Number(`${whole}${frac.padEnd(12, '0').slice(0, 12)}`) / 10 ** 12;
 }

@@ -75,3 +75,10 @@ export function identifierColumns(): TableColumn[] {
     e.columns.filter(comparesAsIdentifier).map((c) => ({ table: e.tableName, column: c.column })),
   );
 }
+
+/** Every money column (DECIMAL(24,12); SQLite text): what SQL Server reads must convert to text. */
+export function moneyColumns(): TableColumn[] {
+  return ENTITIES.flatMap((e) =>
+    e.columns.filter((c) => c.kind === 'money').map((c) => ({ table: e.tableName, column: c.column })),
+  );
+}

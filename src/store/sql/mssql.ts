@@ -4,6 +4,7 @@ import { appendEventRows } from './ledger-rows';
 import { limitedTarget, runLimited } from './limited-changes';
 import { bumpHeadsJson, eventPlansJson, JsonRows, lockHeadsJson } from './mssql-json';
 import { ID_COLLATION } from './mssql-collation';
+import { moneyText, selectMoneyAsText } from './mssql-money';
 import { typeMssqlParameters } from './mssql-parameters';
 import { scopeRequestTimeouts, withRequestTimeout } from './mssql-request-timeout';
 import type { SqlDialect } from './sql-dialect';
@@ -76,8 +77,8 @@ export const mssql: SqlDialect = {
     } as DataSourceOptions;
   },
   // declared parameter types that do not vary with the values (mssql-parameters.ts); retention's
-  // own request timeout (mssql-request-timeout.ts)
-  prepareDataSource: (ds) => scopeRequestTimeouts(typeMssqlParameters(ds)),
+  // own request timeout (mssql-request-timeout.ts); money selected as text (mssql-money.ts)
+  prepareDataSource: (ds) => selectMoneyAsText(scopeRequestTimeouts(typeMssqlParameters(ds))),
   afterOpen: async () => undefined,
   serializesWrites: false,
   transaction: <T>(ds: DataSource, work: (m: EntityManager) => Promise<T>) => ds.transaction('READ COMMITTED', work),
@@ -88,7 +89,7 @@ export const mssql: SqlDialect = {
   // SQL Server sums `int` into `int` and overflows past 2^31 (two billion tokens is a plausible billing total)
   sumInt: (column) => `SUM(CAST(${column} AS BIGINT))`,
   // the driver reads DECIMAL as a JS number (a binary float): the sum travels as text
-  sumMoney: (column) => `CAST(SUM(${column}) AS NVARCHAR(50))`,
+  sumMoney: (column) => moneyText(`SUM(${column})`),
   summedMoney: (value) => moneyFromColumn(value) ?? 0n,
   textGroupKeys: (column) => [column, `DATALENGTH(${column})`],
   sameText: (column, param) => `(${column} = ${param} AND DATALENGTH(${column}) = DATALENGTH(${param}))`,

@@ -4,6 +4,7 @@ import { appendEventRows, bumpHeadsByUpdate } from './ledger-rows';
 import { limitedTarget, runLimited } from './limited-changes';
 import { SqliteRowStore } from './row-stores';
 import type { LockedHead, SqlDialect, TextColumnFacts } from './sql-dialect';
+import { sumSqliteMoney, summedSqliteMoney } from './sqlite-money';
 import { SqliteRows } from './sqlite-rows';
 
 /**
@@ -64,10 +65,9 @@ export const sqlite: SqlDialect = {
   instant: (value) => value,
   utcDay: (column) => `substr(${column}, 1, 10)`, // TypeORM stores 'YYYY-MM-DD HH:MM:SS.SSS' in UTC
   sumInt: (column) => `SUM(${column})`,
-  // the column holds text with exactly 12 decimals: without its point it is an integer of pico-dollars,
-  // and SQLite sums integers exactly (to 2^63 pico-dollars, 9.2 million USD)
-  sumMoney: (column) => `SUM(CAST(REPLACE(${column}, '.', '') AS INTEGER))`,
-  summedMoney: (value) => (value === null || value === undefined ? 0n : BigInt(value as number | string)),
+  // the column holds text with 12 decimals: whole dollars and pico-dollars summed apart, as text
+  sumMoney: sumSqliteMoney,
+  summedMoney: summedSqliteMoney,
   textGroupKeys: (column) => [column],
   sameText: (column, param) => `${column} = ${param}`,
 
