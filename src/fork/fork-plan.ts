@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { In, type DataSource } from 'typeorm';
+import { inIds } from '../store/sql/id-lists';
+import { type DataSource } from 'typeorm';
 import { parsePlanEvent, type ForkOrigin, type PlanEvent, type StepSpec } from '../contracts';
 import { isExternalId } from '../contracts/field-formats';
 import { checkStepGraph } from '../contracts/step-graph.check';
@@ -197,7 +198,9 @@ async function parentShape(ds: DataSource, parent: ExecutionPlanRow): Promise<Sh
       .getRepository<WorkflowCheckpointRow>(ENTITY.checkpoint)
       .findOne({ where: { workflowId: parent.id, checkpointKey: key } });
   const ownDefinitions = (keys: string[]) =>
-    ds.getRepository<PlanStepRow>(ENTITY.step).find({ where: { planId: parent.id, stepKey: In(keys) } });
+    ds
+      .getRepository<PlanStepRow>(ENTITY.step)
+      .find({ where: { planId: parent.id, stepKey: inIds(sqlDialectOf(ds), keys) } });
   if (isFork(parent)) {
     const view = await loadForkView(ds, parent);
     const listed = view.steps.map(nodeOf);

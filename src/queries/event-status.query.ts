@@ -1,4 +1,5 @@
-import { DataSource, In } from 'typeorm';
+import { DataSource } from 'typeorm';
+import { inIds } from '../store/sql/id-lists';
 import { isUuid } from '../contracts/field-formats';
 import { pushAll } from '../shared/arrays';
 import { chunk, valuesPerInList } from '../store/sql/batch-limits';
@@ -45,7 +46,7 @@ export async function eventStatuses(ds: DataSource, eventIds: readonly string[])
   for (const part of chunk([...eventIds, ...voidOf.keys()], valuesPerInList(sqlDialectOf(ds)))) {
     const rows = await ds.getRepository<PlanEventRow>(ENTITY.event).find({
       select: { eventId: true, planId: true, seq: true, type: true },
-      where: { eventId: In(part) },
+      where: { eventId: inIds(sqlDialectOf(ds), part) },
       withDeleted: true,
     });
     for (const r of rows) {
@@ -72,9 +73,11 @@ export async function eventStatuses(ds: DataSource, eventIds: readonly string[])
 async function appliedSeqs(ds: DataSource, planIds: string[]): Promise<Map<string, number | null>> {
   const out = new Map<string, number | null>();
   for (const part of chunk(planIds, valuesPerInList(sqlDialectOf(ds)))) {
-    const rows = await ds
-      .getRepository<PlanHeadRow>(ENTITY.head)
-      .find({ select: { planId: true, appliedSeq: true }, where: { planId: In(part) }, withDeleted: true });
+    const rows = await ds.getRepository<PlanHeadRow>(ENTITY.head).find({
+      select: { planId: true, appliedSeq: true },
+      where: { planId: inIds(sqlDialectOf(ds), part) },
+      withDeleted: true,
+    });
     for (const r of rows) out.set(r.planId, r.appliedSeq === null ? null : toNum(r.appliedSeq));
   }
   return out;

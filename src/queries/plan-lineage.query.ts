@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { idsIn } from '../store/sql/id-lists';
 import { displayMoney, moneyFromColumn } from '../pricing';
 import { ENTITY, ExecutionPlanRow, ForkKind } from '../store/entities';
 import { sqlDialectOf } from '../store/sql/dialects';
@@ -96,7 +97,7 @@ export async function getPlanLineage(ds: DataSource, planId: string): Promise<Pl
       const rows = await repo
         .createQueryBuilder('p')
         .withDeleted()
-        .where('p.parentPlanId IN (:...ids)', { ids: level.slice(i, i + perStatement) })
+        .where(...idsIn(sqlDialectOf(ds), 'p.parentPlanId', level.slice(i, i + perStatement)))
         .getMany();
       for (const row of rows) {
         if (nodes.has(row.id)) continue; // a cycle back into the tree

@@ -4,7 +4,7 @@ import { whereCreatedIn } from './analytics.query';
 import { sqlDialectOf } from '../store/sql/dialects';
 import { PlanSummary, toPlanSummary } from './plan-rows';
 import { QueryArgumentError } from './query-errors';
-import type { DateRange } from './query-args';
+import { PLAN_STATUS_VALUES, type DateRange } from './query-args';
 import { toIso } from './row-normalize';
 
 export interface PlanListFilter {
@@ -90,7 +90,7 @@ function filteredPlans(ds: DataSource, filter: PlanListFilter): SelectQueryBuild
   }
   if (filter.sessionId !== undefined) qb.andWhere('p.sessionId = :sessionId', { sessionId: filter.sessionId });
   if (filter.statuses && filter.statuses.length > 0)
-    qb.andWhere('p.status IN (:...statuses)', { statuses: [...filter.statuses] });
+    qb.andWhere('p.status IN (:...statuses)', { statuses: paddedStatuses(filter.statuses) });
   if (filter.created) whereCreatedIn(ds, qb, filter.created);
   return qb;
 }
@@ -142,4 +142,15 @@ export function parsePlanCursor(raw: string, argument = '--cursor'): PlanCursor 
   if (!m || !createdAt || Number.isNaN(createdAt.getTime()))
     throw new QueryArgumentError(argument, `"${raw.slice(0, 80)}" is not a cursor of plans list (pass its nextCursor)`);
   return { createdAt, planId: m[2] };
+}
+
+/**
+ * The statuses repeated up to as many values as there are statuses, so that the statement's text is the same for
+ * any number of them (SQL Server caches one plan per text); a repeat changes no result.
+ */
+function paddedStatuses(statuses: readonly PlanStatus[]): PlanStatus[] {
+  return Array.from(
+    { length: Math.max(PLAN_STATUS_VALUES.length, statuses.length) },
+    (_, i) => statuses[i % statuses.length]!,
+  );
 }

@@ -1,4 +1,6 @@
-import { In, IsNull, type EntityManager, type SelectQueryBuilder } from 'typeorm';
+import { IsNull, type EntityManager, type SelectQueryBuilder } from 'typeorm';
+import { idsIn, inIds } from '../store/sql/id-lists';
+import { sqlDialectOf } from '../store/sql/dialects';
 import { ENTITY } from '../store/entities';
 import { lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
 import { batchContext, packByRows, planSizes, runBatch } from './row-batches';
@@ -114,7 +116,7 @@ async function keptForForks(ctx: RunContext, m: EntityManager, rows: DagRow[]): 
     .distinct(true)
     .from(ENTITY.plan, 'f')
     .withDeleted()
-    .where('f.parentPlanId IN (:...due)', { due })
+    .where(...idsIn(sqlDialectOf(m), 'f.parentPlanId', due))
     .andWhere('(f.deletedAt IS NULL OR f.deletedAt >= :runAt)', { runAt: instant(m, ctx.now) })
     .getRawMany();
   return new Set(parents.map((p) => p.id));
@@ -145,7 +147,9 @@ async function dagBatch(
   m: EntityManager,
   ids: string[],
 ): Promise<{ soft: TableCountMap; hard: TableCountMap; stamped: number }> {
-  const rows: DagRow[] = await dagQuery(m).where('d.workflowId IN (:...ids)', { ids }).getRawMany();
+  const rows: DagRow[] = await dagQuery(m)
+    .where(...idsIn(sqlDialectOf(m), 'd.workflowId', ids))
+    .getRawMany();
   const stamped = await stampExpiry(
     ctx,
     m,
@@ -189,7 +193,7 @@ async function stampExpiry(ctx: RunContext, m: EntityManager, rows: DagRow[]): P
       .createQueryBuilder()
       .update(ENTITY.dag)
       .set({ expiresAt: new Date(at) })
-      .where({ workflowId: In(wfIds), expiresAt: IsNull() })
+      .where({ workflowId: inIds(sqlDialectOf(m), wfIds), expiresAt: IsNull() })
       .callListeners(false)
       .execute();
     stamped += affected(result);

@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import { idsIn } from '../store/sql/id-lists';
 import { ENTITY } from '../store/entities';
 import { sqlDialectOf } from '../store/sql/dialects';
 import { instant } from './retention-sql';
@@ -11,7 +12,7 @@ export async function sessionsOfPlans(m: EntityManager, planIds: string[]): Prom
     .select('p.sessionId', 'id')
     .from(ENTITY.plan, 'p')
     .withDeleted()
-    .where('p.id IN (:...ids)', { ids: planIds })
+    .where(...idsIn(sqlDialectOf(m), 'p.id', planIds))
     .groupBy('p.sessionId')
     .getRawMany();
   const fromHeads: Array<{ id: string }> = await m
@@ -19,7 +20,7 @@ export async function sessionsOfPlans(m: EntityManager, planIds: string[]): Prom
     .select('h.sessionId', 'id')
     .from(ENTITY.head, 'h')
     .withDeleted()
-    .where('h.planId IN (:...ids)', { ids: planIds })
+    .where(...idsIn(sqlDialectOf(m), 'h.planId', planIds))
     .groupBy('h.sessionId')
     .getRawMany();
   return [...new Set([...fromPlans, ...fromHeads].map((r) => r.id))].sort();
@@ -38,7 +39,7 @@ export async function emptySessions(m: EntityManager, sessionIds: string[], surv
     .createQueryBuilder()
     .select('s.id', 'id')
     .from(ENTITY.session, 's')
-    .where('s.id IN (:...sids)', { sids: sessionIds });
+    .where(...idsIn(sqlDialectOf(m), 's.id', sessionIds));
   const plans = qb.subQuery().select('1').from(ENTITY.plan, 'ep').withDeleted().where('ep.sessionId = s.id');
   if (survivingAfter) plans.andWhere('(ep.deletedAt IS NULL OR ep.deletedAt > :survivingAfter)');
   qb.andWhere(`NOT EXISTS ${plans.getQuery()}`);
@@ -66,7 +67,7 @@ export async function lockSessions(m: EntityManager, sessionIds: string[]): Prom
     .createQueryBuilder()
     .select('s.id', 'id')
     .from(ENTITY.session, 's')
-    .where('s.id IN (:...sids)', { sids: sessionIds })
+    .where(...idsIn(sqlDialectOf(m), 's.id', sessionIds))
     .orderBy('s.id', 'ASC')
     .setLock('pessimistic_write')
     .getRawMany();
@@ -89,7 +90,7 @@ export async function deleteSessions(m: EntityManager, sessionIds: string[]): Pr
     .createQueryBuilder()
     .delete()
     .from(ENTITY.session)
-    .where('id IN (:...sids)', { sids: sessionIds })
+    .where(...idsIn(sqlDialectOf(m), m.connection.driver.escape('id'), sessionIds))
     .callListeners(false)
     .execute();
   return result.affected ?? 0;

@@ -1,4 +1,6 @@
 import type { EntityManager } from 'typeorm';
+import { idsIn } from '../store/sql/id-lists';
+import { sqlDialectOf } from '../store/sql/dialects';
 import { ENTITY } from '../store/entities';
 import { lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
 import { batchContext, changePlans, PlanChange, planSizes } from './row-batches';
@@ -101,7 +103,7 @@ async function stillOrphans(m: EntityManager, ids: string[], cutoff: Date): Prom
     .from(ENTITY.head, 'h')
     .withDeleted()
     .leftJoin(ENTITY.plan, 'p', 'p.id = h.planId')
-    .where('h.planId IN (:...ids)', { ids })
+    .where(...idsIn(sqlDialectOf(m), 'h.planId', ids))
     .andWhere('p.id IS NULL AND h.deletedAt IS NULL AND h.updatedAt <= :cutoff', { cutoff: instant(m, cutoff) })
     .getRawMany();
   return lockOrder(rows.map((r) => r.id));

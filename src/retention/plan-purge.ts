@@ -1,4 +1,6 @@
 import type { EntityManager, SelectQueryBuilder } from 'typeorm';
+import { idsIn } from '../store/sql/id-lists';
+import { sqlDialectOf } from '../store/sql/dialects';
 import { ENTITY } from '../store/entities';
 import { lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
 import { batchContext, changePlans, PlanChange, planSizes } from './row-batches';
@@ -126,7 +128,7 @@ async function duePlans(ctx: RunContext, m: EntityManager, ids: string[], cutoff
     .addSelect('p.parentPlanId', 'parentId')
     .from(ENTITY.plan, 'p')
     .withDeleted()
-    .where('p.id IN (:...ids)', { ids })
+    .where(...idsIn(sqlDialectOf(m), 'p.id', ids))
     .andWhere('p.deletedAt <= :cutoff', { cutoff: instant(m, cutoff) });
   const rows: Array<{ id: string; parentId: string | null }> = await withoutForks(qb).getRawMany();
   const due = rows.filter((r) => !ctx.heldParents.has(r.id));
@@ -154,7 +156,7 @@ async function dueOrphans(m: EntityManager, ids: string[], cutoff: Date): Promis
     .withDeleted()
     .leftJoin(ENTITY.plan, 'p', 'p.id = e.planId')
     .leftJoin(ENTITY.head, 'h', 'h.planId = e.planId')
-    .where('e.planId IN (:...ids)', { ids })
+    .where(...idsIn(sqlDialectOf(m), 'e.planId', ids))
     .andWhere('p.id IS NULL')
     .andWhere('(h.planId IS NULL OR h.deletedAt <= :cutoff)', { cutoff: instant(m, cutoff) })
     .groupBy('e.planId')

@@ -1,4 +1,6 @@
 import type { EntityManager, SelectQueryBuilder } from 'typeorm';
+import { idsIn } from '../store/sql/id-lists';
+import { sqlDialectOf } from '../store/sql/dialects';
 import { ENTITY } from '../store/entities';
 import { Keyset, lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
 import { batchContext, changePlans, PlanChange, planSizes } from './row-batches';
@@ -159,7 +161,9 @@ async function stillRetirable(
 ): Promise<string[]> {
   const rows: Array<{ id: string }> = await retirable(
     m,
-    plansWithHeads(m).select('p.id', 'id').where('p.id IN (:...ids)', { ids }),
+    plansWithHeads(m)
+      .select('p.id', 'id')
+      .where(...idsIn(sqlDialectOf(m), 'p.id', ids)),
     status,
     retirementCutoff(ctx, status),
     mode,

@@ -1,4 +1,6 @@
-import { DeleteQueryBuilder, EntityManager, In, IsNull, LessThanOrEqual, Not, UpdateQueryBuilder } from 'typeorm';
+import { DeleteQueryBuilder, EntityManager, IsNull, LessThanOrEqual, Not, UpdateQueryBuilder } from 'typeorm';
+import { idsIn, inIds } from '../store/sql/id-lists';
+import { lockHeadsStatement } from '../store/ledger/log-statements';
 import { PLAN_TABLES } from '../store/plan-tables';
 import { sqlDialectOf } from '../store/sql/dialects';
 import type { SqlDialect } from '../store/sql/sql-dialect';
@@ -46,7 +48,9 @@ export function toDate(raw: unknown): Date | null {
 }
 
 /** The lock every writer of a plan takes first (the store's statement: one lock, one place). */
-export { lockHeadsStatement as lockHeads } from '../store/ledger/log-statements';
+export function lockHeads(m: EntityManager, planIds: string[]): UpdateQueryBuilder<object> {
+  return lockHeadsStatement(m, sqlDialectOf(m), planIds);
+}
 
 /** Soft delete: stamp the live rows of these plans. */
 export function stampRows(m: EntityManager, spec: PlanTableSpec, ids: string[], now: Date): UpdateQueryBuilder<object> {
@@ -54,7 +58,7 @@ export function stampRows(m: EntityManager, spec: PlanTableSpec, ids: string[], 
     .createQueryBuilder()
     .update(spec.entity)
     .set({ deletedAt: now })
-    .where({ [spec.planKey]: In(ids), deletedAt: IsNull() })
+    .where({ [spec.planKey]: inIds(sqlDialectOf(m), ids), deletedAt: IsNull() })
     .callListeners(false);
 }
 
@@ -64,7 +68,7 @@ export function unstampRows(m: EntityManager, spec: PlanTableSpec, ids: string[]
     .createQueryBuilder()
     .update(spec.entity)
     .set({ deletedAt: null })
-    .where({ [spec.planKey]: In(ids), deletedAt: Not(IsNull()) })
+    .where({ [spec.planKey]: inIds(sqlDialectOf(m), ids), deletedAt: Not(IsNull()) })
     .callListeners(false);
 }
 
@@ -75,7 +79,7 @@ export function deleteRows(
   ids: string[],
   deletedBefore?: Date,
 ): DeleteQueryBuilder<object> {
-  const where: Record<string, unknown> = { [spec.planKey]: In(ids) };
+  const where: Record<string, unknown> = { [spec.planKey]: inIds(sqlDialectOf(m), ids) };
   if (deletedBefore) where.deletedAt = LessThanOrEqual(instant(m, deletedBefore));
   return m.createQueryBuilder().delete().from(spec.entity).where(where).callListeners(false);
 }
@@ -92,7 +96,7 @@ export async function countRows(
     .select('COUNT(*)', 'n')
     .from(spec.entity, 't')
     .withDeleted()
-    .where(`t.${spec.planKey} IN (:...ids)`, { ids });
+    .where(...idsIn(sqlDialectOf(m), `t.${spec.planKey}`, ids));
   if (which === 'live') qb.andWhere('t.deletedAt IS NULL');
   else if (which === 'deleted') qb.andWhere('t.deletedAt IS NOT NULL');
   else if (which !== 'all') qb.andWhere('t.deletedAt <= :before', { before: instant(m, which.deletedBefore) });

@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { idsIn } from '../store/sql/id-lists';
 import type { Logger } from '../shared/logger';
 import { dbErrorCode, isTooManyLocksError } from '../store/db-errors';
 import { sqlDialectOf } from '../store/sql/dialects';
@@ -94,7 +95,7 @@ export async function planSizes(
       .addSelect('COUNT(*)', 'n')
       .from(spec.entity, 't')
       .withDeleted()
-      .where(`t.${spec.planKey} IN (:...ids)`, { ids });
+      .where(...idsIn(sqlDialectOf(m), `t.${spec.planKey}`, ids));
     if (which === 'live') qb.andWhere('t.deletedAt IS NULL');
     const counted: Array<{ id: string; n: unknown }> = await qb.groupBy(`t.${spec.planKey}`).getRawMany();
     for (const r of counted) rows.set(r.id, (rows.get(r.id) ?? 0) + Number(r.n));

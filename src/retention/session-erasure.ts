@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { idsIn } from '../store/sql/id-lists';
 import type { DeadLetterService } from '../dead-letters/dead-letter.service';
 import { NotFoundError } from '../queries/query-errors';
 import { PlanLedgerError } from '../shared/errors';
@@ -222,7 +223,7 @@ async function forksElsewhere(
         .addSelect('p.sessionId', 'sessionId')
         .from(ENTITY.plan, 'p')
         .withDeleted()
-        .where('p.parentPlanId IN (:...ids)', { ids: level.slice(i, i + perStatement) })
+        .where(...idsIn(sqlDialectOf(m), 'p.parentPlanId', level.slice(i, i + perStatement)))
         .getRawMany();
       for (const r of rows) {
         if (seen.has(r.id)) continue;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { idsIn } from './sql/id-lists';
 import type { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
 import { costColumn, formatMoney, moneyFromColumn, priceStep, type PriceOverride } from '../pricing';
 import { ENTITY, PlanStepRow, PriceRepriceRow } from './entities';
@@ -152,7 +153,7 @@ function pageKeys(ds: DataSource, req: RepriceRequest, after: PageKey | null): P
 function pricingRows(m: EntityManager, req: RepriceRequest, ids: string[]): Promise<PricedStep[]> {
   return selected(m, req)
     .select(PRICING.map((c) => `s.${c}`))
-    .andWhere('s.id IN (:...ids)', { ids })
+    .andWhere(...idsIn(sqlDialectOf(m), 's.id', ids))
     .getMany();
 }
 
@@ -189,7 +190,7 @@ async function repriceLocked(
   // the page's plans' heads, locked in id order before anything of them is read again (the first
   // statement writes: on SQLite the transaction waits for the write lock instead of failing to upgrade)
   const planIds = [...new Set(page.map((k) => k.planId))].sort();
-  await lockHeadsStatement(m, planIds).execute();
+  await lockHeadsStatement(m, sqlDialectOf(m), planIds).execute();
   const ids = page.map((k) => k.id);
   const changed = (await pricingRows(m, req, ids)).flatMap((s) => tally.price(s, overrides));
   if (changed.length === 0) return;
@@ -200,7 +201,7 @@ async function repriceLocked(
     .getRepository<PlanStepRow>(ENTITY.step)
     .createQueryBuilder('s')
     .select(['s.id', 's.planId', 's.cost', 's.costSource'])
-    .where('s.planId IN (:...touched)', { touched })
+    .where(...idsIn(sqlDialectOf(m), 's.planId', touched))
     .getMany();
   const totals = touched.map((id) => {
     const own = costs.filter((s) => s.planId === id);

@@ -118,9 +118,12 @@ describe('event store SQL on SQL Server', () => {
   });
 
   it('locks and reads heads and logs with statements T-SQL accepts; a log page seeks from its seq', () => {
-    const [lock, params] = lockHeadsStatement(ds.manager, ['p1', 'p2']).getQueryAndParameters();
-    expect(lock).toBe('UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" IN (@0, @1)');
-    expect(params).toHaveLength(2);
+    const [lock, params] = lockHeadsStatement(ds.manager, mssql, ['p1', 'p2']).getQueryAndParameters();
+    expect(lock).toBe(
+      `UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" IN (SELECT v FROM OPENJSON(@0) WITH (v nvarchar(4000) COLLATE Latin1_General_100_BIN2 '$'))`,
+    );
+    // the ids as one JSON array, declared nvarchar(MAX): one text and one declaration for any number
+    expect(params.map(paramValue)).toEqual(['["p1","p2"]']);
     const [page] = logPageStatement(
       ds.manager,
       'p1',

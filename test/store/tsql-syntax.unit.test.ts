@@ -9,7 +9,7 @@ import {
   UNPARSED_STATEMENTS,
   type Verdict,
 } from '../support/tsql-gate';
-import { recordWorkload, type Section } from '../support/tsql-workload';
+import { recordListsOf, recordWorkload, type Section } from '../support/tsql-workload';
 import * as queries from '../../src/queries';
 import * as eventStatusQueries from '../../src/queries/event-status.query';
 
@@ -105,7 +105,8 @@ describe('T-SQL syntax gate over the statements sent to SQL Server', () => {
         / IN \(SELECT v FROM OPENJSON\(@0\) WITH \(v nvarchar\(4000\) COLLATE Latin1_General_100_BIN2 '\$'\)\)/,
       DELETE: /^DELETE FROM /,
       UPDATE: /^UPDATE /,
-      'the heads lock': /^UPDATE "plan_heads" SET "version" = "version" \+ 1 WHERE "plan_id" IN \(@0/,
+      'the heads lock':
+        /^UPDATE "plan_heads" SET "version" = "version" \+ 1 WHERE "plan_id" IN \(SELECT v FROM OPENJSON\(@0\)/,
       'a log page seek': /"e"\."seq" >= @1 AND \("e"\."seq" > @1 OR/,
       'OFFSET/FETCH paging': /ORDER BY .* OFFSET \d+ ROWS FETCH NEXT \d+ ROWS ONLY$/,
       EXISTS: /EXISTS \(SELECT 1 FROM /,
@@ -116,10 +117,11 @@ describe('T-SQL syntax gate over the statements sent to SQL Server', () => {
       'retention: orphan scan': /"p"\."id" AS "planRow" FROM "plan_heads" "h" LEFT JOIN "execution_plans"/,
       'retention: DAG scan': /AS "dagDeletedAt".* FROM "workflow_dags" "d" INNER JOIN "execution_plans"/,
       'retention: DAGs kept for live forks':
-        /^SELECT DISTINCT "f"\."parent_plan_id" AS "id" FROM "execution_plans" "f" WHERE "f"\."parent_plan_id" IN \(@0(, @\d+)*\) AND \("f"\."deleted_at" IS NULL OR "f"\."deleted_at" >= @\d+\)$/,
+        /^SELECT DISTINCT "f"\."parent_plan_id" AS "id" FROM "execution_plans" "f" WHERE "f"\."parent_plan_id" IN \(SELECT v FROM OPENJSON\(@0\) WITH \(v nvarchar\(4000\) COLLATE Latin1_General_100_BIN2 '\$'\)\) AND \("f"\."deleted_at" IS NULL OR "f"\."deleted_at" >= @1\)$/,
       'retention: soft delete':
-        /^UPDATE "\w+" SET "deleted_at" = @0 WHERE \("\w+" IN \(@1.*\) AND "deleted_at" IS NULL\)$/,
-      restore: /^UPDATE "\w+" SET "deleted_at" = @0 WHERE \("\w+" IN \(@1\) AND NOT\("deleted_at" IS NULL\)\)$/,
+        /^UPDATE "\w+" SET "deleted_at" = @0 WHERE \("\w+" IN \(SELECT v FROM OPENJSON\(@1\) .*\) AND "deleted_at" IS NULL\)$/,
+      restore:
+        /^UPDATE "\w+" SET "deleted_at" = @0 WHERE \("\w+" IN \(SELECT v FROM OPENJSON\(@1\) .*\) AND NOT\("deleted_at" IS NULL\)\)$/,
       'the migration lock': /sp_getapplock/,
       'CREATE TABLE': /^CREATE TABLE /,
       'ALTER TABLE': /^ALTER TABLE /,
@@ -130,6 +132,16 @@ describe('T-SQL syntax gate over the statements sent to SQL Server', () => {
       .filter(([, re]) => !distinct.some((sql) => re.test(sql)))
       .map(([kind]) => kind);
     expect(missing).toEqual([]);
+  });
+
+  // SQL Server compiles and caches a plan per statement text: a list of n ids sent as n
+  // parameters would make a new text, and a new plan, for every n
+  it('sends the same statement texts whatever the length of the id and status lists', async () => {
+    const byLength = [];
+    for (const n of [2, 3, 5, 7]) byLength.push(await recordListsOf(n));
+    const all = new Set(byLength.flat());
+    expect(byLength[0].length).toBeGreaterThanOrEqual(40);
+    expect(byLength.map((texts) => texts.length)).toEqual(byLength.map(() => all.size));
   });
 
   it('parses every statement as T-SQL in both parsers, with no construct of another database', () => {

@@ -70,3 +70,19 @@ export async function recordingMssql(
 export function paramValue(p: unknown): unknown {
   return p !== null && typeof p === 'object' && 'value' in p ? (p as { value: unknown }).value : p;
 }
+
+/**
+ * The values of recorded parameters, a JSON array of ids (an id list, one parameter) spread into
+ * its ids.
+ */
+export function paramValues(params: unknown[]): unknown[] {
+  return params.map(paramValue).flatMap((v) => {
+    if (typeof v !== 'string' || !v.startsWith('[')) return [v];
+    const parsed: unknown = JSON.parse(v);
+    return Array.isArray(parsed) && parsed.every((x) => typeof x === 'string') ? parsed : [v];
+  });
+}
+
+/** `IN (...)` over an id list sent as the JSON array `param` (`@0`), as SQL Server statements read one. */
+export const jsonIdList = (param: string) =>
+  `IN (SELECT v FROM OPENJSON(${param}) WITH (v nvarchar(4000) COLLATE Latin1_General_100_BIN2 '$'))`;

@@ -17,7 +17,7 @@ import { repriceSteps } from '../../src/store/price-reprice';
 import { voidedSeqEvent } from '../../src/store/projection/voided-seq';
 import { manyPlanRuns, planRun, shuffled, stableUuid } from './event-factory';
 import { MssqlTables, type Row } from './mssql-tables';
-import { type Answer, paramValue, type Recorded, recordingMssql } from './recording-mssql';
+import { type Answer, paramValue, paramValues, type Recorded, recordingMssql } from './recording-mssql';
 
 const TARGET = parseDatabaseUrl('mssql://sa:x@127.0.0.1:1/none');
 const DAY = 86_400_000;
@@ -404,24 +404,25 @@ const PLANS = ['plan-a', 'plan-b', 'plan-c', 'plan-d'];
  * expire (no live fork keeps it) and one to purge; each heads page has orphans. UPDATE and DELETE
  * report one row.
  */
-function retentionAnswer(): Answer {
+function retentionAnswer(plans: readonly string[] = PLANS): Answer {
   const pages = new Map<string, number>();
+  const half = Math.ceil(plans.length / 2);
   const old = new Date(NOW.getTime() - 400 * DAY);
   return (sql, params) => {
     if (/^(UPDATE|DELETE) /.test(sql)) return [{}];
     if (!sql.startsWith('SELECT ')) return [];
     if (/AS "n"/.test(sql)) return [{ n: 3 }];
     // the session rows a purge or an erasure locks before it checks them: they exist
-    if (/FROM "sessions" "s" WITH \(UPDLOCK, ROWLOCK\)/.test(sql)) return params.map(paramValue).map((id) => ({ id }));
-    const given = params.map(paramValue).filter((v): v is string => PLANS.includes(v as string));
+    if (/FROM "sessions" "s" WITH \(UPDLOCK, ROWLOCK\)/.test(sql)) return paramValues(params).map((id) => ({ id }));
+    const given = paramValues(params).filter((v): v is string => plans.includes(v as string));
     // the DAG expiry's plans with a live fork: none, so every due DAG expires
     if (/^SELECT DISTINCT "f"\."parent_plan_id" AS "id" FROM "execution_plans" "f"/.test(sql)) return [];
-    const recheck = / IN \(@/.test(sql);
+    const recheck = / IN \((@|SELECT v FROM OPENJSON\(@)/.test(sql);
     const page = pages.get(sql) ?? 0;
     pages.set(sql, page + 1);
     if (!recheck && page > 0) return [];
     // a keyset page (after plan-b) finds the next two plans
-    const ids = recheck ? given : given.length > 0 ? PLANS.slice(2) : PLANS.slice(0, 2);
+    const ids = recheck ? given : given.length > 0 ? plans.slice(half) : plans.slice(0, half);
     if (/AS "dagDeletedAt"/.test(sql))
       return ids.map((id, i) => ({
         id,
@@ -453,6 +454,29 @@ async function recordRetention(rec: SectionRecorder, check: Check): Promise<void
     'sessions purged': r.sessions.purged,
   };
   for (const [what, n] of Object.entries(acted)) check(`retention: ${what}`, n > 0);
+}
+
+/**
+ * The distinct statement texts of retention, a session's erasure and the reads that take lists
+ * (event statuses, plans by status) when every list holds `n` values (2 to 7, so that every run
+ * takes the same paths): retention's pages find `n` plans (fewer than its batch of 8, so each scan
+ * reads one page; among them DAGs to expire and to purge), the erasure's `n` plans, the reads `n`
+ * event ids and up to `n` statuses.
+ */
+export async function recordListsOf(n: number): Promise<string[]> {
+  const plans = Array.from({ length: 2 * n }, (_, i) => `plan-${String.fromCharCode(97 + i)}`);
+  const rec = new SectionRecorder();
+  const policy = retentionPolicy({ batchSize: 8, dagTtlMinutes: 60, orphanDays: 30 });
+  await runRetention(await rec.open(retentionAnswer(plans)), policy, { now: NOW });
+  await eraseSession(await rec.open(retentionAnswer(plans)), 'sess-1', { batchSize: 8 });
+  const reads = await rec.open(() => undefined);
+  await eventStatuses(
+    reads,
+    plans.slice(0, n).map((p) => stableUuid(p)),
+  );
+  const statuses = (['planning', 'executing', 'completed', 'failed', 'cancelled'] as const).slice(0, Math.min(n, 5));
+  await queries.listPlans(reads, { statuses: [...statuses], limit: 20 });
+  return [...new Set(rec.statements.map((r) => r.sql))].sort();
 }
 
 /** Erasure of a session (dry run, then for real) and the restore of a soft-deleted plan. */

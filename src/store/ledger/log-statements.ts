@@ -1,4 +1,6 @@
-import { EntityManager, In, UpdateQueryBuilder } from 'typeorm';
+import { EntityManager, UpdateQueryBuilder } from 'typeorm';
+import { inIds } from '../sql/id-lists';
+import type { SqlDialect } from '../sql/sql-dialect';
 import { ENTITY } from '../entities';
 
 /**
@@ -14,12 +16,16 @@ import { ENTITY } from '../entities';
  * worker's cached copy of them (plan-row-cache.ts) must no longer match. On SQLite it takes the
  * database write lock up front.
  */
-export function lockHeadsStatement(m: EntityManager, planIds: string[]): UpdateQueryBuilder<object> {
+export function lockHeadsStatement(
+  m: EntityManager,
+  dialect: SqlDialect,
+  planIds: string[],
+): UpdateQueryBuilder<object> {
   return m
     .createQueryBuilder()
     .update(ENTITY.head)
     .set({ version: () => 'version + 1' })
-    .where({ planId: In(planIds) })
+    .where({ planId: inIds(dialect, planIds) })
     .callListeners(false);
 }
 

@@ -31,7 +31,7 @@ export async function lockHeadsByUpsert(
 
 /** Lock stored heads by bumping their version, in IN-list chunks (the statement is lockHeadsStatement's). */
 export async function bumpHeadsByUpdate(m: EntityManager, dialect: SqlDialect, ids: string[]): Promise<void> {
-  for (const part of chunk(ids, valuesPerInList(dialect))) await lockHeadsStatement(m, part).execute();
+  for (const part of chunk(ids, valuesPerInList(dialect))) await lockHeadsStatement(m, dialect, part).execute();
 }
 
 /** The plan of each stored event id, read in IN-list chunks. */

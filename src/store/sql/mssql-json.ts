@@ -76,6 +76,15 @@ export function idsIn(m: EntityManager, entity: string, property: string, column
   return `${column} IN (SELECT v FROM OPENJSON(${param}) WITH (v ${sqlType(c)} '$'))`;
 }
 
+/**
+ * `column IN (...)` over a JSON array of ids (`param`): the ids are read as text in their binary
+ * collation, as every id column is declared.
+ */
+export function jsonIdsIn(column: string, param: string): string {
+  return `${column} IN (SELECT v FROM OPENJSON(${param}) WITH (v nvarchar(4000) COLLATE ${ID_COLLATION} '$'))`;
+}
+
+/** A list of ids as one JSON array parameter, declared `nvarchar(MAX)` whatever its length. */
 export function idsParam(ids: readonly string[]): unknown {
   return nvarcharMax(JSON.stringify(ids));
 }

@@ -2,7 +2,7 @@ import { DataSource, DataSourceOptions, EntityManager, MssqlParameter } from 'ty
 import type { DatabaseTarget } from '../../config/database-url';
 import { appendEventRows } from './ledger-rows';
 import { limitedTarget, runLimited } from './limited-changes';
-import { bumpHeadsJson, eventPlansJson, JsonRows, lockHeadsJson } from './mssql-json';
+import { bumpHeadsJson, eventPlansJson, idsParam, jsonIdsIn, JsonRows, lockHeadsJson } from './mssql-json';
 import { ID_COLLATION } from './mssql-collation';
 import { moneyText, selectMoneyAsText } from './mssql-money';
 import { typeMssqlParameters } from './mssql-parameters';
@@ -45,6 +45,8 @@ export const mssql: SqlDialect = {
   maxParams: 2_000,
   maxRows: 1_000,
   maxIdsPerStatement: 2_000, // ids plus at most 4 other values under 2,100 parameters per request
+  // one JSON array parameter read with OPENJSON, in the ids' collation (mssql-json.ts)
+  idList: { condition: (column, param) => jsonIdsIn(column, `:${param}`), value: idsParam },
 
   dataSourceOptions(target, common, poolSize, connection = {}): DataSourceOptions {
     return {

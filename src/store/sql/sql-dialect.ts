@@ -183,6 +183,16 @@ export interface SqlDialect extends ColumnTypes {
   readonly maxRows: number;
   /** Ids per IN list of a statement that binds ids and a few other values and inserts nothing (retention, erasure). */
   readonly maxIdsPerStatement: number;
+  /**
+   * How a list of ids travels as one parameter, so that a statement's text does not change with
+   * the list's length (SQL Server caches one plan per text): the condition that `column` is one of
+   * the list `param` names, and the parameter's value. Absent: lists go as `IN (:...param)`, one
+   * parameter per id (see id-lists.ts).
+   */
+  readonly idList?: {
+    condition(column: string, param: string): string;
+    value(ids: readonly string[]): unknown;
+  };
 
   // --- connections and transactions ---
   dataSourceOptions(
