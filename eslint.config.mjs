@@ -13,7 +13,6 @@ import globals from 'globals';
  */
 const overBudget = {
   'migrations/1795219200000-initial-schema.ts': 'buildTables',
-  'src/console/console.routes.ts': 'registerConsoleRoutes',
   'src/contracts/fast-check/json-state.rule.ts': 'visit',
   'src/dead-letters/replay-outcome.ts': 'waitForOutcome',
   'src/demo/demo-scenario.ts': 'demoScenario',

@@ -73,6 +73,29 @@ type Q = Record<string, string | undefined>;
  * the /v1 read routes, called with the session cookie instead of a Bearer key (http-server.ts).
  */
 export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
+  registerConsoleFiles(app);
+  registerSessionRoutes(app, deps);
+  registerDeadLetterRoutes(app, deps);
+  app.get(
+    '/v1/health',
+    {
+      config: { scope: 'read' },
+      schema: {
+        summary: 'queue depth, oldest waiting job, dead letters by kind, events stored per minute',
+        tags: ['read'],
+      },
+    },
+    async (req) => {
+      const minutes = parsePositiveInt('minutes', (req.query as Q).minutes ?? '15', 1_440);
+      return health(deps, minutes);
+    },
+  );
+}
+
+const hide = { hide: true };
+
+/** The console's page, its files and its icon. */
+function registerConsoleFiles(app: FastifyInstance): void {
   const dir = consoleDir();
   const files = new Map(
     fs
@@ -81,9 +104,6 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
       .map((name) => [name, fs.readFileSync(path.join(dir, name))]),
   );
   const index = fs.readFileSync(path.join(dir, 'index.html'));
-  const read = { config: { scope: 'read' } } as const;
-  const admin = { config: { scope: 'admin' } } as const;
-  const hide = { hide: true };
 
   app.get('/', { schema: hide }, async (_req, reply) =>
     reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(index),
@@ -99,7 +119,10 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
   app.get('/favicon.ico', { schema: hide }, async (_req, reply) =>
     reply.type(ASSET_TYPES['.svg']).header('cache-control', 'public, max-age=86400').send(files.get('favicon.svg')),
   );
+}
 
+/** Sign-in (an API key becomes a session cookie), the session's scopes, sign-out. */
+function registerSessionRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const throttle = deps.signInThrottle ?? new SignInThrottle();
   app.post('/console/session', { schema: hide }, async (req, reply) => {
     const wait = throttle.retryAfterSeconds(req.ip);
@@ -140,7 +163,12 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
     reply.header('set-cookie', sessionCookie('', 0, req.protocol === 'https'));
     return { signedOut: true };
   });
+}
 
+/** The dead-letter routes: list, show, replay and purge, one or many. */
+function registerDeadLetterRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
+  const read = { config: { scope: 'read' } } as const;
+  const admin = { config: { scope: 'admin' } } as const;
   const service = (): DeadLetterService => {
     if (!deps.deadLetters)
       throw Object.assign(new Error('dead letters are not available: this server has no Redis connection for them'), {
@@ -237,21 +265,6 @@ export function registerConsoleRoutes(app: FastifyInstance, deps: ConsoleDeps): 
     async (req) => {
       const result = await service().purge({ ids: [(req.params as Record<string, string>).id] });
       return { removed: result.deadLetters.length };
-    },
-  );
-
-  app.get(
-    '/v1/health',
-    {
-      ...read,
-      schema: {
-        summary: 'queue depth, oldest waiting job, dead letters by kind, events stored per minute',
-        tags: ['read'],
-      },
-    },
-    async (req) => {
-      const minutes = parsePositiveInt('minutes', (req.query as Q).minutes ?? '15', 1_440);
-      return health(deps, minutes);
     },
   );
 }
