@@ -1,5 +1,5 @@
 import fastify, { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
-import swagger from '@fastify/swagger';
+import swagger, { SwaggerOptions } from '@fastify/swagger';
 import type { DataSource } from 'typeorm';
 import type { PlanEventPublisher } from '../publisher';
 import { httpStatusOf } from './http-errors';
@@ -73,58 +73,10 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   // long polls (POST /v1/events/status) end when shutdown starts
   const closingSignal = new AbortController();
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'plan-ledger',
-        version: deps.version,
-        description:
-          'Ingest plan events and read plans back. Every /v1 route needs an API key (Authorization: Bearer <key>) with its scope.',
-      },
-      components: {
-        securitySchemes: {
-          apiKey: {
-            type: 'http',
-            scheme: 'bearer',
-            description:
-              'HTTP_INGEST_KEYS (POST /v1/events, /v1/traces, /v1/logs), HTTP_READ_KEYS (GET /v1/...) or HTTP_ADMIN_KEYS (read, plus fork, replay and dead-letter replay/purge)',
-          },
-        },
-      },
-    },
-  });
+  await app.register(swagger, openApiOptions(deps.version));
 
   const sessions = new ConsoleSessions();
-  app.addHook('onRequest', async (req, reply) => {
-    // every answer: no sniffing, no framing, and for pages the console's CSP (no inline script)
-    reply
-      .header('x-content-type-options', 'nosniff')
-      .header('x-frame-options', 'DENY')
-      .header('referrer-policy', 'no-referrer')
-      .header('content-security-policy', CONSOLE_CSP);
-    const scope = req.routeOptions.config.scope;
-    if (scope === undefined) return;
-    // a Bearer key, or else the console's session cookie, whose state-changing requests must
-    // carry its CSRF token (SameSite=Strict already keeps other sites' requests cookie-less)
-    const session = req.headers.authorization === undefined ? sessions.fromCookie(req.headers.cookie) : undefined;
-    const check = (one: Scope) =>
-      session ? scopeVerdict(session.session.scopes, one) : keys.check(req.headers.authorization, one);
-    let verdict = typeof scope === 'string' ? check(scope) : anyOf(scope, check);
-    if (
-      session &&
-      verdict.ok &&
-      req.method !== 'GET' &&
-      req.method !== 'HEAD' &&
-      req.headers[CSRF_HEADER] !== session.session.csrf
-    ) {
-      verdict = { ok: false, status: 403, message: `missing or wrong ${CSRF_HEADER} header (reload the console)` };
-    }
-    if (!verdict.ok) {
-      metrics.refusals.inc({ status: String(verdict.status) });
-      return reply.code(verdict.status).header('www-authenticate', 'Bearer').send({ error: verdict.message });
-    }
-  });
+  addAccessCheck(app, { keys, sessions, metrics });
   registerSharedReads(app, {
     shareMs: settings.consoleShareMs,
     counter: metrics.consoleReads,
@@ -136,21 +88,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
     metrics.requests.inc({ route, method: req.method, status: String(reply.statusCode) });
     metrics.duration.observe({ route }, reply.elapsedTime / 1000);
   });
-  app.setErrorHandler((err: FastifyError, req, reply) => {
-    const status = httpStatusOf(err);
-    if (status !== undefined && status < 500) return reply.code(status).send({ error: err.message });
-    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
-      return reply.code(413).send({
-        error: `the body is larger than ${settings.bodyLimitBytes} bytes (HTTP_BODY_LIMIT_BYTES); send smaller batches`,
-      });
-    if (err.statusCode !== undefined && err.statusCode < 500)
-      return reply.code(err.statusCode).send({ error: err.message });
-    req.log.error({ err }, 'request failed');
-    return reply.code(500).send({ error: 'internal error (logged by the server)' });
-  });
-  app.setNotFoundHandler((req, reply) =>
-    reply.code(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}; see GET /v1/openapi.json` }),
-  );
+  setErrorAnswers(app, settings);
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
@@ -196,4 +134,88 @@ function anyOf(scopes: readonly Scope[], check: (scope: Scope) => KeyVerdict): K
   if (allowed) return allowed;
   const unknown = verdicts.find((v) => !v.ok && v.status === 401);
   return unknown ?? { ok: false, status: 403, message: `this API key lacks the ${scopes.join(' or ')} scope` };
+}
+
+/** The OpenAPI document's header and its security scheme. */
+function openApiOptions(version: string): SwaggerOptions {
+  return {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'plan-ledger',
+        version,
+        description:
+          'Ingest plan events and read plans back. Every /v1 route needs an API key (Authorization: Bearer <key>) with its scope.',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: {
+            type: 'http',
+            scheme: 'bearer',
+            description:
+              'HTTP_INGEST_KEYS (POST /v1/events, /v1/traces, /v1/logs), HTTP_READ_KEYS (GET /v1/...) or HTTP_ADMIN_KEYS (read, plus fork, replay and dead-letter replay/purge)',
+          },
+        },
+      },
+    },
+  };
+}
+
+/**
+ * Every answer's safety headers, and the scope check of every route that names one: a Bearer key,
+ * or else the console's session cookie.
+ */
+function addAccessCheck(
+  app: FastifyInstance,
+  access: { keys: ApiKeys; sessions: ConsoleSessions; metrics: HttpMetrics },
+): void {
+  const { keys, sessions, metrics } = access;
+  app.addHook('onRequest', async (req, reply) => {
+    // every answer: no sniffing, no framing, and for pages the console's CSP (no inline script)
+    reply
+      .header('x-content-type-options', 'nosniff')
+      .header('x-frame-options', 'DENY')
+      .header('referrer-policy', 'no-referrer')
+      .header('content-security-policy', CONSOLE_CSP);
+    const scope = req.routeOptions.config.scope;
+    if (scope === undefined) return;
+    // a Bearer key, or else the console's session cookie, whose state-changing requests must
+    // carry its CSRF token (SameSite=Strict already keeps other sites' requests cookie-less)
+    const session = req.headers.authorization === undefined ? sessions.fromCookie(req.headers.cookie) : undefined;
+    const check = (one: Scope) =>
+      session ? scopeVerdict(session.session.scopes, one) : keys.check(req.headers.authorization, one);
+    let verdict = typeof scope === 'string' ? check(scope) : anyOf(scope, check);
+    if (
+      session &&
+      verdict.ok &&
+      req.method !== 'GET' &&
+      req.method !== 'HEAD' &&
+      req.headers[CSRF_HEADER] !== session.session.csrf
+    ) {
+      verdict = { ok: false, status: 403, message: `missing or wrong ${CSRF_HEADER} header (reload the console)` };
+    }
+    if (!verdict.ok) {
+      metrics.refusals.inc({ status: String(verdict.status) });
+      return reply.code(verdict.status).header('www-authenticate', 'Bearer').send({ error: verdict.message });
+    }
+  });
+}
+
+/** The error vocabulary's answers (http-errors.ts), and a 404 that points at the OpenAPI document. */
+function setErrorAnswers(app: FastifyInstance, settings: Readonly<HttpConfig>): void {
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    const status = httpStatusOf(err);
+    if (status !== undefined && status < 500) return reply.code(status).send({ error: err.message });
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+      return reply.code(413).send({
+        error: `the body is larger than ${settings.bodyLimitBytes} bytes (HTTP_BODY_LIMIT_BYTES); send smaller batches`,
+      });
+    if (err.statusCode !== undefined && err.statusCode < 500)
+      return reply.code(err.statusCode).send({ error: err.message });
+    req.log.error({ err }, 'request failed');
+    return reply.code(500).send({ error: 'internal error (logged by the server)' });
+  });
+  app.setNotFoundHandler((req, reply) =>
+    reply.code(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}; see GET /v1/openapi.json` }),
+  );
 }
