@@ -16,7 +16,6 @@ const overBudget = {
   'src/contracts/fast-check/json-state.rule.ts': 'visit',
   'src/dead-letters/replay-outcome.ts': 'waitForOutcome',
   'src/demo/demo-scenario.ts': 'demoScenario',
-  'src/queries/reconcile.query.ts': 'reconcile',
   'src/retention/plan-retirement.ts': 'retirable',
   'src/store/apply/plan-applier.ts': 'PlanApplier constructor',
 };

@@ -2,7 +2,7 @@ import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import { displayMoney } from '../pricing';
 import type { BilledTokens, BillingProvider, BillLine } from '../pricing/billing-export';
 import { ENTITY, PlanStepRow } from '../store/entities';
-import { sqlDialectOf } from '../store/sql/dialects';
+import { SqlDialect, sqlDialectOf } from '../store/sql/dialects';
 import { echoRange, groupByText, type RangeEcho } from './analytics.query';
 import type { DateRange } from './query-args';
 import { QueryArgumentError } from './query-errors';
@@ -145,59 +145,9 @@ export async function reconcile(
     (!range.from || day >= range.from.toISOString().slice(0, 10)) &&
     (!range.to || new Date(`${day}T00:00:00Z`).getTime() < range.to.getTime());
 
-  // the bill, summed per day and model key
-  const billed = new Map<string, Sums>();
-  const billedNames = new Map<string, string>();
-  let costWithoutModel = 0n;
-  let hasUsage = false;
-  let hasCost = false;
-  for (const line of bill) {
-    if (!inRange(line.day)) continue;
-    if (line.cost !== undefined) hasCost = true;
-    if (line.tokens !== undefined) hasUsage = true;
-    if (line.model === null) {
-      costWithoutModel += line.cost ?? 0n;
-      continue;
-    }
-    const key = modelKey(line.model);
-    if (!billedNames.has(key) || line.model.length < billedNames.get(key)!.length) billedNames.set(key, line.model);
-    const sums = getOr(billed, `${line.day}\t${key}`, zero);
-    if (line.tokens) {
-      sums.hasUsage = true;
-      sums.input += line.tokens.inputTokens;
-      sums.output += line.tokens.outputTokens;
-      sums.cacheRead += line.tokens.cacheReadTokens;
-      sums.cacheWrite += line.tokens.cacheWriteTokens;
-    }
-    if (line.cost !== undefined) {
-      sums.hasCost = true;
-      sums.cost += line.cost;
-    }
-  }
-
-  // the ledger, per day and model key
+  const { billed, billedNames, costWithoutModel, hasUsage, hasCost } = sumBill(bill, inRange);
   const raw = await buildLedgerUsageQuery(ds, range).getRawMany<Record<string, unknown>>();
-  const ledger = new Map<string, Sums>();
-  const ledgerNames = new Map<string, string>();
-  for (const r of raw) {
-    const model = r.model === null || r.model === undefined ? null : String(r.model);
-    const stepProvider = r.provider === null || r.provider === undefined ? null : String(r.provider).toLowerCase();
-    if (model === null) continue;
-    const key = modelKey(model);
-    const counts =
-      stepProvider === provider ||
-      (stepProvider === null && (billedNames.has(key) || FAMILY[provider].test(model.trim())));
-    if (!counts) continue;
-    if (!ledgerNames.has(key) || model.length < ledgerNames.get(key)!.length) ledgerNames.set(key, model);
-    const sums = getOr(ledger, `${toDay(r.day)}\t${key}`, zero);
-    sums.input += toNum(r.input);
-    sums.output += toNum(r.output);
-    sums.cacheRead += toNum(r.cacheRead);
-    sums.cacheWrite += toNum(r.cacheWrite);
-    sums.cost += d.summedMoney(r.cost);
-    sums.steps += toNum(r.steps);
-    sums.unpriced += toNum(r.unpriced);
-  }
+  const { ledger, ledgerNames } = sumLedger(raw, { provider, billedNames, dialect: d });
 
   const nameOf = (key: string) => billedNames.get(key) ?? ledgerNames.get(key) ?? key;
   const byDay: ReconcileDay[] = [];
@@ -257,6 +207,69 @@ export async function reconcile(
       costWithoutModel: hasCost ? displayMoney(costWithoutModel) : null,
     },
   };
+}
+
+/** The bill, summed per day and model key (`day<TAB>key`), with the shortest name of each model key. */
+function sumBill(bill: BillLine[], inRange: (day: string) => boolean) {
+  const billed = new Map<string, Sums>();
+  const billedNames = new Map<string, string>();
+  let costWithoutModel = 0n;
+  let hasUsage = false;
+  let hasCost = false;
+  for (const line of bill) {
+    if (!inRange(line.day)) continue;
+    if (line.cost !== undefined) hasCost = true;
+    if (line.tokens !== undefined) hasUsage = true;
+    if (line.model === null) {
+      costWithoutModel += line.cost ?? 0n;
+      continue;
+    }
+    const key = modelKey(line.model);
+    if (!billedNames.has(key) || line.model.length < billedNames.get(key)!.length) billedNames.set(key, line.model);
+    const sums = getOr(billed, `${line.day}\t${key}`, zero);
+    if (line.tokens) {
+      sums.hasUsage = true;
+      sums.input += line.tokens.inputTokens;
+      sums.output += line.tokens.outputTokens;
+      sums.cacheRead += line.tokens.cacheReadTokens;
+      sums.cacheWrite += line.tokens.cacheWriteTokens;
+    }
+    if (line.cost !== undefined) {
+      sums.hasCost = true;
+      sums.cost += line.cost;
+    }
+  }
+  return { billed, billedNames, costWithoutModel, hasUsage, hasCost };
+}
+
+/** The ledger's rows of the bill's provider, summed per day and model key as sumBill's. */
+function sumLedger(
+  raw: Record<string, unknown>[],
+  of: { provider: BillingProvider; billedNames: Map<string, string>; dialect: SqlDialect },
+) {
+  const { provider, billedNames, dialect } = of;
+  const ledger = new Map<string, Sums>();
+  const ledgerNames = new Map<string, string>();
+  for (const r of raw) {
+    const model = r.model === null || r.model === undefined ? null : String(r.model);
+    const stepProvider = r.provider === null || r.provider === undefined ? null : String(r.provider).toLowerCase();
+    if (model === null) continue;
+    const key = modelKey(model);
+    const counts =
+      stepProvider === provider ||
+      (stepProvider === null && (billedNames.has(key) || FAMILY[provider].test(model.trim())));
+    if (!counts) continue;
+    if (!ledgerNames.has(key) || model.length < ledgerNames.get(key)!.length) ledgerNames.set(key, model);
+    const sums = getOr(ledger, `${toDay(r.day)}\t${key}`, zero);
+    sums.input += toNum(r.input);
+    sums.output += toNum(r.output);
+    sums.cacheRead += toNum(r.cacheRead);
+    sums.cacheWrite += toNum(r.cacheWrite);
+    sums.cost += dialect.summedMoney(r.cost);
+    sums.steps += toNum(r.steps);
+    sums.unpriced += toNum(r.unpriced);
+  }
+  return { ledger, ledgerNames };
 }
 
 function line(model: string, l: Sums, b: Sums, hasUsage: boolean, hasCost: boolean): ReconcileLine {
