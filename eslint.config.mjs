@@ -15,7 +15,6 @@ const overBudget = {
   'migrations/1795219200000-initial-schema.ts': 'buildTables',
   'src/contracts/fast-check/json-state.rule.ts': 'visit',
   'src/dead-letters/replay-outcome.ts': 'waitForOutcome',
-  'src/demo/demo-scenario.ts': 'demoScenario',
   'src/retention/plan-retirement.ts': 'retirable',
   'src/store/apply/plan-applier.ts': 'PlanApplier constructor',
 };

@@ -81,22 +81,21 @@ Sutton, R. S., & Barto, A. G. (2018). *Reinforcement learning: An introduction* 
 Vaswani, A., et al. (2017). Attention is all you need. *NeurIPS 30*, 5998-6008.
 `;
 
-/**
- * A realistic multi-agent run: a plan that waits for approval, an edit decision,
- * steps across five agents with tokens and models, handoffs, a checkpoint per DAG layer, two steps
- * running side by side, a failed step, a skipped one, and the plan finalized as failed.
- */
-export function demoScenario(ids: DemoIds): ScenarioAction[] {
-  const ref = ids;
-  const a = (label: string, publish: (p: PlanEventPublisher) => void): ScenarioAction => ({ label, publish });
-  const run = (
-    stepId: string,
-    agent: string,
-    inputTokens: number,
-    outputTokens: number,
-    model: string,
-    extra: { result?: string; outputContent?: string } = {},
-  ) => [
+const a = (label: string, publish: (p: PlanEventPublisher) => void): ScenarioAction => ({ label, publish });
+
+/** What a demo step's completion reports. */
+interface DemoRun {
+  inputTokens: number;
+  outputTokens: number;
+  model: string;
+  result?: string;
+  outputContent?: string;
+}
+
+/** A step started, then completed by `agent`. */
+function run(ref: DemoIds, stepId: string, agent: string, done: DemoRun): ScenarioAction[] {
+  const { inputTokens, outputTokens, model } = done;
+  return [
     a(`${agent} starts ${stepId}`, (p) => p.stepStarted(ref, { stepId })),
     a(`${agent} completes ${stepId}`, (p) =>
       p.stepCompleted(ref, {
@@ -104,30 +103,46 @@ export function demoScenario(ids: DemoIds): ScenarioAction[] {
         inputTokens,
         outputTokens,
         model,
-        result: extra.result ?? 'done',
-        ...(extra.outputContent ? { outputContent: extra.outputContent } : {}),
+        result: done.result ?? 'done',
+        ...(done.outputContent ? { outputContent: done.outputContent } : {}),
       }),
     ),
   ];
-  const handoff = (handoffId: string, stepId: string, from: string, to: string, explanation: string) =>
-    a(`handoff ${from} -> ${to}`, (p) =>
-      p.handoffRecorded(ref, {
-        handoffId,
-        stepId,
-        fromAgentId: from,
-        toAgentId: to,
-        reason: 'delegation',
-        explanation,
-      }),
-    );
-  const checkpoint = (layer: number, done: string[]) =>
-    a(`checkpoint after layer ${layer}`, (p) =>
-      p.checkpointSaved(ref, {
-        checkpointId: `layer-${layer}`,
-        layer,
-        state: { completed: done, notes: `layer ${layer} validated` },
-      }),
-    );
+}
+
+function handoff(
+  ref: DemoIds,
+  h: { handoffId: string; stepId: string; from: string; to: string; explanation: string },
+): ScenarioAction {
+  return a(`handoff ${h.from} -> ${h.to}`, (p) =>
+    p.handoffRecorded(ref, {
+      handoffId: h.handoffId,
+      stepId: h.stepId,
+      fromAgentId: h.from,
+      toAgentId: h.to,
+      reason: 'delegation',
+      explanation: h.explanation,
+    }),
+  );
+}
+
+function checkpoint(ref: DemoIds, layer: number, done: string[]): ScenarioAction {
+  return a(`checkpoint after layer ${layer}`, (p) =>
+    p.checkpointSaved(ref, {
+      checkpointId: `layer-${layer}`,
+      layer,
+      state: { completed: done, notes: `layer ${layer} validated` },
+    }),
+  );
+}
+
+/**
+ * A realistic multi-agent run: a plan that waits for approval, an edit decision,
+ * steps across five agents with tokens and models, handoffs, a checkpoint per DAG layer, two steps
+ * running side by side, a failed step, a skipped one, and the plan finalized as failed.
+ */
+export function demoScenario(ids: DemoIds): ScenarioAction[] {
+  const ref = ids;
   return [
     a('planner creates the plan (approval required)', (p) =>
       p.planCreated(ref, {
@@ -145,19 +160,50 @@ export function demoScenario(ids: DemoIds): ScenarioAction[] {
         decidedBy: 'alice@example.com',
       }),
     ),
-    ...run('collect', 'researcher', 1200, 640, 'gpt-4o-mini', { result: '23 references found' }),
-    checkpoint(0, ['collect']),
-    handoff('h1', 'style', 'researcher', 'architect', 'references collected; style decision needed'),
-    ...run('style', 'architect', 900, 310, 'claude-sonnet-4-5', { result: 'APA 7, grouped by chapter' }),
-    checkpoint(1, ['collect', 'style']),
-    handoff('h2', 'write', 'architect', 'writer', 'layout agreed'),
-    ...run('write', 'writer', 3100, 2200, 'claude-sonnet-4-5', {
+    ...run(ref, 'collect', 'researcher', {
+      inputTokens: 1200,
+      outputTokens: 640,
+      model: 'gpt-4o-mini',
+      result: '23 references found',
+    }),
+    checkpoint(ref, 0, ['collect']),
+    handoff(ref, {
+      handoffId: 'h1',
+      stepId: 'style',
+      from: 'researcher',
+      to: 'architect',
+      explanation: 'references collected; style decision needed',
+    }),
+    ...run(ref, 'style', 'architect', {
+      inputTokens: 900,
+      outputTokens: 310,
+      model: 'claude-sonnet-4-5',
+      result: 'APA 7, grouped by chapter',
+    }),
+    checkpoint(ref, 1, ['collect', 'style']),
+    handoff(ref, { handoffId: 'h2', stepId: 'write', from: 'architect', to: 'writer', explanation: 'layout agreed' }),
+    ...run(ref, 'write', 'writer', {
+      inputTokens: 3100,
+      outputTokens: 2200,
+      model: 'claude-sonnet-4-5',
       result: 'section written',
       outputContent: BIBLIOGRAPHY,
     }),
-    checkpoint(2, ['collect', 'style', 'write']),
-    handoff('h3', 'review', 'writer', 'reviewer', 'ready for review'),
-    handoff('h4', 'quotes', 'writer', 'fact-checker', 'quotes need verification'),
+    checkpoint(ref, 2, ['collect', 'style', 'write']),
+    handoff(ref, {
+      handoffId: 'h3',
+      stepId: 'review',
+      from: 'writer',
+      to: 'reviewer',
+      explanation: 'ready for review',
+    }),
+    handoff(ref, {
+      handoffId: 'h4',
+      stepId: 'quotes',
+      from: 'writer',
+      to: 'fact-checker',
+      explanation: 'quotes need verification',
+    }),
     a('reviewer starts review', (p) => p.stepStarted(ref, { stepId: 'review' })),
     a('fact-checker starts quotes', (p) => p.stepStarted(ref, { stepId: 'quotes' })),
     a('reviewer completes review', (p) =>
