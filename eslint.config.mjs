@@ -13,7 +13,6 @@ import globals from 'globals';
  */
 const overBudget = {
   'migrations/1795219200000-initial-schema.ts': 'buildTables',
-  'src/contracts/fast-check/json-state.rule.ts': 'visit',
   'src/dead-letters/replay-outcome.ts': 'waitForOutcome',
   'src/retention/plan-retirement.ts': 'retirable',
   'src/store/apply/plan-applier.ts': 'PlanApplier constructor',

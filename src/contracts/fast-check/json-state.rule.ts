@@ -33,28 +33,22 @@ export const jsonState: Rule = (value, parent, key, ctx) => {
       return;
     }
     if (Array.isArray(frame.value)) {
-      for (let i = 0; i < frame.value.length; i++) visit(frame.value[i], frame, i, true, stack, ctx);
+      for (let i = 0; i < frame.value.length; i++) visit(frame.value[i], frame, i, stack, ctx);
     } else {
       for (const k of Object.keys(frame.value)) {
         if (FORBIDDEN_KEYS.has(k)) report(ctx, frame.path, k, MESSAGES.forbiddenKey);
         else {
           const problem = stateKeyProblem(k);
           if (problem !== undefined) report(ctx, frame.path, k, problem);
-          else visit(frame.value[k], frame, k, false, stack, ctx);
+          else visit(frame.value[k], frame, k, stack, ctx);
         }
       }
     }
   }
 };
 
-function visit(
-  child: unknown,
-  frame: Frame,
-  key: string | number,
-  inArray: boolean,
-  stack: Frame[],
-  ctx: CheckContext,
-): void {
+/** Checks `child`, the `key` item of `frame`'s value; an object or array is pushed on `stack` to be walked. */
+function visit(child: unknown, frame: Frame, key: string | number, stack: Frame[], ctx: CheckContext): void {
   switch (typeof child) {
     case 'string': {
       const problem = textProblem(child);
@@ -68,7 +62,7 @@ function visit(
       return;
     case 'undefined':
       // JSON drops an undefined field; an undefined array item would silently become null.
-      if (inArray) report(ctx, frame.path, key, MESSAGES.mustBeJsonValue);
+      if (Array.isArray(frame.value)) report(ctx, frame.path, key, MESSAGES.mustBeJsonValue);
       return;
     case 'object':
       if (child === null) return;
