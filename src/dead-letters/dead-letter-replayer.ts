@@ -245,9 +245,7 @@ export async function replayDeadLetters(
     const outcome = await waitForOutcome(
       ctx.repository,
       (id) => run.jobQueues.get(id) ?? ctx.events,
-      summary.jobIds,
-      run.replayedEventIds!,
-      run.started,
+      { jobIds: summary.jobIds, eventIds: run.replayedEventIds!, startedMs: run.started },
       run.started + opts.waitMs,
     );
     summary.pending = outcome.pending;

@@ -60,18 +60,21 @@ async function findFailedAgain(
   return found;
 }
 
-/**
- * Waits until `deadline` for the replay's jobs (`jobIds`, each on the queue `queueOf` names, sending
- * `eventIds`, begun at `startedMs`).
- */
+/** A replay that was sent: its jobs, the events they carry, and when it began. */
+export interface SentReplay {
+  jobIds: readonly string[];
+  eventIds: Set<string>;
+  startedMs: number;
+}
+
+/** Waits until `deadline` for the replay's jobs, each on the queue `queueOf` names. */
 export async function waitForOutcome(
   repository: DeadLetterRepository,
   queueOf: (jobId: string) => Queue,
-  jobIds: readonly string[],
-  eventIds: Set<string>,
-  startedMs: number,
+  replay: SentReplay,
   deadline: number,
 ): Promise<ReplayOutcome> {
+  const { jobIds, eventIds, startedMs } = replay;
   const pending = await waitForJobs(queueOf, jobIds, deadline);
   const ours = new Set(jobIds);
   // A worker may write a dead letter just after the job's state turns final: wait for a still count.
