@@ -78,11 +78,9 @@ export async function retirePlans(ctx: RunContext): Promise<void> {
 function retirable(
   m: EntityManager,
   qb: SelectQueryBuilder<object>,
-  status: TerminalStatus,
-  cutoff: Date,
-  mode: Mode,
-  runAt: Date,
+  rule: { status: TerminalStatus; cutoff: Date; mode: Mode; runAt: Date },
 ): SelectQueryBuilder<object> {
+  const { status, cutoff, mode, runAt } = rule;
   const forks = qb
     .subQuery()
     .select('1')
@@ -112,7 +110,7 @@ async function scanPage(
 ): Promise<Array<{ id: string; endedAt: unknown }>> {
   const m = ctx.ds.manager;
   const cutoff = retirementCutoff(ctx, status);
-  const qb = retirable(m, plansWithHeads(m).select('p.id', 'id'), status, cutoff, mode, ctx.now);
+  const qb = retirable(m, plansWithHeads(m).select('p.id', 'id'), { status, cutoff, mode, runAt: ctx.now });
   if (mode === 'ended') {
     qb.addSelect('p.completedAt', 'endedAt');
     // keyset (completed_at, id); the redundant `>=` keeps the index range bounded
@@ -164,10 +162,7 @@ async function stillRetirable(
     plansWithHeads(m)
       .select('p.id', 'id')
       .where(...idsIn(sqlDialectOf(m), 'p.id', ids)),
-    status,
-    retirementCutoff(ctx, status),
-    mode,
-    ctx.now,
+    { status, cutoff: retirementCutoff(ctx, status), mode, runAt: ctx.now },
   ).getRawMany();
   return lockOrder(rows.map((r) => r.id));
 }
