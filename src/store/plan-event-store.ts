@@ -121,7 +121,11 @@ export class PlanEventStore {
     for (const part of chunk([...new Set(planIds)].sort(), 100)) {
       rebuilt += await this.write(async (m, stage) => {
         const heads = await lockStoredHeads(m, this.dialect, part);
-        const applier = new PlanApplier(m, this.dialect, heads, new Date(), { rows: this.rowCache, stage }, overrides);
+        const applier = new PlanApplier(m, this.dialect, heads, {
+          now: new Date(),
+          cache: { rows: this.rowCache, stage },
+          overrides,
+        });
         for (const head of heads.values()) if (head.appliedSeq !== null) await applier.rebuild(head);
         await applier.finish();
         return applier.stats.rebuilt;
@@ -149,14 +153,11 @@ export class PlanEventStore {
         const head = (await lockStoredHeads(m, this.dialect, [planId])).get(planId);
         // re-checked under the lock: another worker may have applied or skipped it meanwhile
         if (!head || head.appliedSeq === null || !head.gapSince || new Date(head.gapSince) > cutoff) return undefined;
-        const applier = new PlanApplier(
-          m,
-          this.dialect,
-          new Map([[planId, head]]),
-          new Date(),
-          { rows: this.rowCache, stage },
+        const applier = new PlanApplier(m, this.dialect, new Map([[planId, head]]), {
+          now: new Date(),
+          cache: { rows: this.rowCache, stage },
           overrides,
-        );
+        });
         await applier.skipGap(head);
         await applier.finish();
         return applier.stats;
@@ -238,7 +239,11 @@ export class PlanEventStore {
       cacheHits: 0,
     };
     if (fresh.length === 0) return outcome;
-    const applier = new PlanApplier(m, this.dialect, heads, now, { rows: this.rowCache, stage }, overrides);
+    const applier = new PlanApplier(m, this.dialect, heads, {
+      now,
+      cache: { rows: this.rowCache, stage },
+      overrides,
+    });
     await applier.applyNew(fresh);
     await applier.finish();
     return { ...outcome, ...applier.stats, plans: applier.plans };

@@ -46,6 +46,16 @@ export interface ApplyStats {
   cacheHits: number;
 }
 
+/** What a PlanApplier applies with, besides its transaction, dialect and locked heads. */
+export interface PlanApplierOptions {
+  /** The transaction's time. */
+  now: Date;
+  /** Rows of plans this process wrote last, and where this transaction stages what it writes. */
+  cache?: { rows: PlanRowCache; stage: CacheStage };
+  /** Price overrides in force (price_overrides), for the steps this transaction prices. @defaultValue none */
+  overrides?: readonly PriceOverride[];
+}
+
 /**
  * Applies one transaction's new events to the rows of their plans, whose heads the transaction
  * holds locked: collects the rows to write (PlanWrites) and each plan's new head, then writes
@@ -62,16 +72,19 @@ export class PlanApplier {
   /** The dialect updates only the columns that changed: it needs the rows as read. */
   private readonly keepStored: boolean;
 
+  private readonly now: Date;
+  private readonly cache?: { rows: PlanRowCache; stage: CacheStage };
+  private readonly overrides: readonly PriceOverride[];
+
   constructor(
     private readonly manager: EntityManager,
     private readonly dialect: SqlDialect,
     private readonly heads: ReadonlyMap<string, LockedHead>,
-    private readonly now: Date,
-    /** Rows of plans this process wrote last, and where this transaction stages what it writes. */
-    private readonly cache?: { rows: PlanRowCache; stage: CacheStage },
-    /** Price overrides in force (price_overrides), for the steps this transaction prices. */
-    private readonly overrides: readonly PriceOverride[] = [],
+    options: PlanApplierOptions,
   ) {
+    this.now = options.now;
+    this.cache = options.cache;
+    this.overrides = options.overrides ?? [];
     this.reader = new PlanReader(manager, dialect);
     this.keepStored = dialect.updatesChangedColumnsOnly;
   }
