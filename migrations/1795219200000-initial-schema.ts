@@ -1,4 +1,11 @@
-import { MigrationInterface, QueryRunner, Table, TableColumnOptions, TableIndexOptions } from 'typeorm';
+import {
+  MigrationInterface,
+  QueryRunner,
+  Table,
+  TableColumnOptions,
+  TableForeignKeyOptions,
+  TableIndexOptions,
+} from 'typeorm';
 import { booleanLiteral, columnTypeFor, ColumnKind, Dialect, nowExpression } from '../src/store/sql/dialects';
 import { dialectOf } from '../src/store/sql/dialects';
 
@@ -62,7 +69,10 @@ function buildTables(d: Dialect): Table[] {
   ].map((table) => table(d));
 }
 
-const cascade = { onDelete: 'CASCADE' as const };
+/** A foreign key from `column` to the `id` of `referencedTableName`, deleted with its row. */
+function cascadeFrom(name: string, column: string, referencedTableName: string): TableForeignKeyOptions {
+  return { name, columnNames: [column], referencedTableName, referencedColumnNames: ['id'], onDelete: 'CASCADE' };
+}
 
 function sessionsTable(d: Dialect): Table {
   return new Table({
@@ -100,15 +110,7 @@ function plansTable(d: Dialect): Table {
       ['completed_at', 'timestamp', nullable],
       softDelete,
     ]),
-    foreignKeys: [
-      {
-        name: 'FK_execution_plans_sessions',
-        columnNames: ['session_id'],
-        referencedTableName: 'sessions',
-        referencedColumnNames: ['id'],
-        ...cascade,
-      },
-    ],
+    foreignKeys: [cascadeFrom('FK_execution_plans_sessions', 'session_id', 'sessions')],
     checks: checkIn(d, 'CK_execution_plans_status', 'status', PLAN_STATUSES),
     indices: [
       index('IX_execution_plans_session', ['session_id', 'created_at']),
@@ -145,15 +147,7 @@ function stepsTable(d: Dialect): Table {
       ['created_at', 'timestamp', now(d)],
       softDelete,
     ]),
-    foreignKeys: [
-      {
-        name: 'FK_plan_steps_plans',
-        columnNames: ['plan_id'],
-        referencedTableName: 'execution_plans',
-        referencedColumnNames: ['id'],
-        ...cascade,
-      },
-    ],
+    foreignKeys: [cascadeFrom('FK_plan_steps_plans', 'plan_id', 'execution_plans')],
     uniques: [{ name: 'UQ_plan_step_index', columnNames: ['plan_id', 'step_index'] }],
     checks: checkIn(d, 'CK_plan_steps_status', 'status', STEP_STATUSES),
     indices: [index('IX_plan_steps_agent', ['agent_id'])],
@@ -176,13 +170,7 @@ function handoffsTable(d: Dialect): Table {
       softDelete,
     ]),
     foreignKeys: [
-      {
-        name: 'FK_plan_handoffs_plans',
-        columnNames: ['plan_id'],
-        referencedTableName: 'execution_plans',
-        referencedColumnNames: ['id'],
-        ...cascade,
-      },
+      cascadeFrom('FK_plan_handoffs_plans', 'plan_id', 'execution_plans'),
       // NO ACTION: a second cascade path plans -> steps -> handoffs is refused by SQL Server
       {
         name: 'FK_plan_handoffs_steps',
@@ -210,15 +198,7 @@ function decisionsTable(d: Dialect): Table {
       ['decided_at', 'timestamp'],
       softDelete,
     ]),
-    foreignKeys: [
-      {
-        name: 'FK_plan_decisions_plans',
-        columnNames: ['plan_id'],
-        referencedTableName: 'execution_plans',
-        referencedColumnNames: ['id'],
-        ...cascade,
-      },
-    ],
+    foreignKeys: [cascadeFrom('FK_plan_decisions_plans', 'plan_id', 'execution_plans')],
     checks: checkIn(d, 'CK_plan_decisions_decision', 'decision', ['approve', 'edit', 'reject']),
     indices: [index('IX_plan_decisions_plan', ['plan_id', 'decided_at'])],
   });
@@ -235,15 +215,7 @@ function dagsTable(d: Dialect): Table {
       ['expires_at', 'timestamp', nullable],
       softDelete,
     ]),
-    foreignKeys: [
-      {
-        name: 'FK_workflow_dags_plans',
-        columnNames: ['workflow_id'],
-        referencedTableName: 'execution_plans',
-        referencedColumnNames: ['id'],
-        ...cascade,
-      },
-    ],
+    foreignKeys: [cascadeFrom('FK_workflow_dags_plans', 'workflow_id', 'execution_plans')],
     indices: [index('IX_workflow_dags_expires', ['expires_at'])],
   });
 }
@@ -260,15 +232,7 @@ function checkpointsTable(d: Dialect): Table {
       ['created_at', 'timestamp', now(d)],
       softDelete,
     ]),
-    foreignKeys: [
-      {
-        name: 'FK_workflow_checkpoints_plans',
-        columnNames: ['workflow_id'],
-        referencedTableName: 'execution_plans',
-        referencedColumnNames: ['id'],
-        ...cascade,
-      },
-    ],
+    foreignKeys: [cascadeFrom('FK_workflow_checkpoints_plans', 'workflow_id', 'execution_plans')],
     indices: [index('IX_workflow_checkpoints_workflow', ['workflow_id', 'layer'])],
   });
 }
