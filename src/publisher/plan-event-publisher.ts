@@ -1,5 +1,6 @@
 import { parsePlanEvent } from '../contracts';
 import type { ContractLimits, PlanEventInput, PlanEventTypeName, PayloadByType, Violation } from '../contracts';
+import { ENVELOPE } from '../contracts/declaration';
 import { checkEventInput } from '../contracts/fast-check/event-rules';
 import { CheckContext, isPlainObject } from '../contracts/fast-check/field-rules';
 import { resolveLimits } from '../contracts/limits';
@@ -496,12 +497,6 @@ interface DurableWaiter {
   timer: NodeJS.Timeout;
 }
 
-/**
- * What is forwarded of a refused event too large for a job's share: its identity fields (each a
- * short string or a number, so the worker can dead-letter it under its plan and void its seq) and
- * a payload saying what was left out. The worker refuses the stand-in too (its payload breaks the
- * contract); the dead letter then shows the note.
- */
 /** The shard of an event given as JSON text: its plan id's, or 0 when it has none (it is dead-lettered). */
 function shardOfJson(json: string, shards: number): number {
   try {
@@ -512,6 +507,15 @@ function shardOfJson(json: string, shards: number): number {
   }
 }
 
+/** The envelope's fields but its payload: what a refused event's stand-in keeps. */
+const IDENTITY_FIELDS = Object.keys(ENVELOPE.fields).filter((key) => key !== 'payload');
+
+/**
+ * What is forwarded of a refused event too large for a job's share: its identity fields (each a
+ * short string or a number, so the worker can dead-letter it under its plan and void its seq) and
+ * a payload saying what was left out. The worker refuses the stand-in too (its payload breaks the
+ * contract); the dead letter then shows the note.
+ */
 export function refusedStandIn(json: string, maxEventBytes: number): string {
   let event: unknown;
   try {
@@ -521,7 +525,7 @@ export function refusedStandIn(json: string, maxEventBytes: number): string {
   }
   const source = isPlainObject(event) ? event : {};
   const standIn: Record<string, unknown> = {};
-  for (const key of ['specVersion', 'eventId', 'type', 'planId', 'sessionId', 'seq', 'occurredAt']) {
+  for (const key of IDENTITY_FIELDS) {
     const value = source[key];
     if (typeof value === 'number' || (typeof value === 'string' && value.length <= 256)) standIn[key] = value;
   }
