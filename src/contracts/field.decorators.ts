@@ -6,7 +6,7 @@
  * Each scalar shape is ONE class-validator constraint that checks type and range together and names
  * the first thing wrong ("must be a string", else "must be 1 to 100 characters long"). So a field
  * reports exactly one violation, and the publisher's hot path pays for one constraint per field
- * instead of three (IsString + MinLength + MaxLength measured ~25% slower on the same DTO).
+ * instead of three (IsString + MinLength + MaxLength).
  *
  * Messages come from messages.ts, predicates without a subject; the parser prefixes the full path.
  * None interpolates `$value`: violations end up in logs and dead letters and must not echo payloads.

@@ -42,7 +42,7 @@ export { parsePlanEvent } from './parse-plan-event';
 export type { ParsePlanEventOptions, ParseResult } from './parse-plan-event';
 /**
  * For a worker: exactly `parsePlanEvent`'s result (deep-equal event, identical violations) for every
- * JSON input, with every stamp (specVersion, eventId, seq, occurredAt) required, at ~1/10 of its
+ * JSON input, with every stamp (specVersion, eventId, seq, occurredAt) required, at a fraction of its
  * cost on a valid event. The raw-input guard and the contract's rules without class-validator
  * decide what they accept; anything they refuse goes to `parsePlanEvent`, which decides and words it.
  */

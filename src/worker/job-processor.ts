@@ -286,7 +286,7 @@ function validate(data: WorkerJobData | undefined) {
     return { valid, invalid };
   }
   data!.events.forEach((raw, index) => {
-    // parsePlanEvent's exact verdict at ~1/10 of its CPU: the biggest per-event item of the worker.
+    // parsePlanEvent's exact verdict at a fraction of its CPU: the biggest per-event item of the worker.
     const parsed = checkStoredEvent(raw);
     if (parsed.ok) valid.push({ raw, index, event: parsed.event });
     else invalid.push({ raw, index, reason: { message: parsed.error.message, violations: parsed.error.violations } });

@@ -15,9 +15,8 @@ export interface WorkerConfig {
   /**
    * WORKER_MAX_EVENTS_IN_FLIGHT: the worker lowers its job concurrency so that about this many
    * events are in memory at once (jobs in flight x average events per job): memory is bounded
-   * in events whatever the publisher's job size (bench:e2e on PostgreSQL: 10000 with 2000-event
-   * batches drains a 1M backlog at ~180 MB RSS; 5000 / 1000 was ~25 % slower, 16000 / 4000 no
-   * faster). @defaultValue 10000
+   * in events whatever the publisher's job size (the default's measurement is in BENCHMARKS.md,
+   * End to end). @defaultValue 10000
    */
   maxEventsInFlight: number;
   /**
@@ -29,8 +28,8 @@ export interface WorkerConfig {
   batchWaitMs: number;
   /**
    * WORKER_TRANSACTIONS: batch transactions in flight at once, so the worker prepares the next
-   * batch while the database commits the previous ones (bench:e2e on PostgreSQL: 3-4 in flight
-   * beat 2 by ~18%). SQLite always uses 1: its writes are serialised anyway. @defaultValue 4
+   * batch while the database commits the previous ones (bench:e2e in BENCHMARKS.md chose the
+   * default). SQLite always uses 1: its writes are serialised anyway. @defaultValue 4
    */
   transactions: number;
   /**
@@ -48,8 +47,8 @@ export interface WorkerConfig {
   shutdownTimeoutMs: number;
   /**
    * WORKER_HEAP_GROWING_PERCENT: how much V8 lets the heap grow past what survived the last full
-   * GC (V8's own default grows it 1.1-4x, so a busy worker holds mostly garbage: ~245 MB RSS in
-   * bench:e2e, ~155 MB at 50, for ~6% throughput). Applied by `plan-ledger worker`, which owns its
+   * GC (V8's own default grows it 1.1-4x, so a busy worker holds mostly garbage; bench:e2e in
+   * BENCHMARKS.md weighs RSS against throughput). Applied by `plan-ledger worker`, which owns its
    * process; the library never changes V8 flags. 0 = V8's default. @defaultValue 50
    */
   heapGrowingPercent: number;
