@@ -235,7 +235,7 @@ function registerDeadLetterRoutes(app: FastifyInstance, deps: ConsoleDeps): void
         tags: ['dead letters'],
       },
     },
-    async (req) => ({ removed: (await service().purge(bulkSelection(req.body))).deadLetters.length }),
+    async (req) => ({ removed: (await service().purge(bulkSelection(req.body))).matched }),
   );
   app.get(
     '/v1/dead-letters/:id',
@@ -264,7 +264,7 @@ function registerDeadLetterRoutes(app: FastifyInstance, deps: ConsoleDeps): void
     },
     async (req) => {
       const result = await service().purge({ ids: [(req.params as Record<string, string>).id] });
-      return { removed: result.deadLetters.length };
+      return { removed: result.matched };
     },
   );
 }

@@ -64,8 +64,27 @@ export interface PurgeOptions {
 
 export interface PurgeResult {
   dryRun: boolean;
-  /** What was removed (in a dry run: what would be). */
+  /** How many entries were removed (in a dry run: would be). */
+  matched: number;
+  /**
+   * The first PURGE_LISTED_MAX of them, oldest first (all when `matched` is not above it): a purge
+   * by filter removes a page at a time and keeps no more than this of what it removed.
+   */
   deadLetters: DeadLetterSummary[];
+}
+
+/** Summaries a purge result lists at most; `matched` counts them all. */
+export const PURGE_LISTED_MAX = 1_000;
+
+/** Counts entries and keeps the first PURGE_LISTED_MAX of them. */
+class CappedList {
+  matched = 0;
+  readonly listed: DeadLetterSummary[] = [];
+
+  add(entries: readonly DeadLetterSummary[]): void {
+    this.matched += entries.length;
+    pushAll(this.listed, entries.slice(0, Math.max(0, PURGE_LISTED_MAX - this.listed.length)));
+  }
 }
 
 export interface DeadLetterStats {
@@ -213,28 +232,41 @@ export class DeadLetterService {
     );
   }
 
-  /** Removes the selected entries for good (the events are not replayed). */
+  /**
+   * Removes the selected entries for good (the events are not replayed). A filter's matches are
+   * removed a page of the scan at a time (SCAN_PAGE_SIZE entries read per page), never all held at
+   * once; the result counts them all and lists the first PURGE_LISTED_MAX.
+   */
   async purge(selection: DeadLetterSelection, opts: PurgeOptions = {}): Promise<PurgeResult> {
-    let effective = selection;
-    if (opts.olderThanMs !== undefined && 'filter' in selection) {
-      const cutoff = new Date(this.now().getTime() - opts.olderThanMs);
-      const until = selection.filter.until && selection.filter.until < cutoff ? selection.filter.until : cutoff;
-      effective = { filter: { ...selection.filter, until } };
-    }
-    const picked = await this.select(effective);
     const dryRun = opts.dryRun ?? false;
-    if (!dryRun) await this.repository.remove(picked.map((s) => s.id));
+    const found = new CappedList();
+    if ('ids' in selection) {
+      const picked = await this.select(selection);
+      if (!dryRun) await this.repository.remove(picked.map((s) => s.id));
+      found.add(picked);
+    } else {
+      let filter = selection.filter;
+      if (opts.olderThanMs !== undefined) {
+        const cutoff = new Date(this.now().getTime() - opts.olderThanMs);
+        filter = { ...filter, until: filter.until && filter.until < cutoff ? filter.until : cutoff };
+      }
+      for await (const page of this.selectPages(filter)) {
+        if (!dryRun && page.matched.length > 0) await this.repository.remove(page.matched.map((s) => s.id));
+        found.add(page.matched);
+      }
+    }
     this.deps.logger.info(
-      { dryRun, removed: dryRun ? 0 : picked.length, matched: picked.length },
+      { dryRun, removed: dryRun ? 0 : found.matched, matched: found.matched },
       dryRun ? 'dead-letter purge dry run' : 'dead letters purged',
     );
-    return { dryRun, deadLetters: picked };
+    return { dryRun, matched: found.matched, deadLetters: found.listed };
   }
 
   /**
    * Removes (dry run: lists) every entry of a session, for erasure: its sessionId is `sessionId`
    * or its planId is one of `planIds` (an invalid event may carry only one of them). One pass over
-   * a snapshot of the ids, a page removed at a time; other sessions' entries are not touched.
+   * a snapshot of the ids, a page removed at a time; other sessions' entries are not touched. The
+   * result counts them all and lists the first PURGE_LISTED_MAX.
    */
   async purgeSession(
     sessionId: string,
@@ -242,17 +274,17 @@ export class DeadLetterService {
     opts: { dryRun?: boolean } = {},
   ): Promise<PurgeResult> {
     const dryRun = opts.dryRun ?? false;
-    const picked: DeadLetterSummary[] = [];
+    const found = new CappedList();
     for await (const page of this.repository.scanIds(await this.repository.ids())) {
       const mine = page.filter((dl) => dl.sessionId === sessionId || (dl.planId !== null && planIds.has(dl.planId)));
       if (mine.length > 0 && !dryRun) await this.repository.remove(mine.map((dl) => dl.id));
-      pushAll(picked, mine);
+      found.add(mine);
     }
     this.deps.logger.info(
-      { dryRun, sessionId, removed: dryRun ? 0 : picked.length },
+      { dryRun, sessionId, removed: dryRun ? 0 : found.matched },
       dryRun ? 'session dead letters dry run' : 'session dead letters purged',
     );
-    return { dryRun, deadLetters: picked };
+    return { dryRun, matched: found.matched, deadLetters: found.listed };
   }
 
   /** Counted inside Redis (see DeadLetterRepository.countAll): no entry crosses the wire. */

@@ -181,7 +181,7 @@ async function erase(ds: DataSource, sessionId: string, options: EraseSessionOpt
   let deadLetters: number | null = null;
   if (options.deadLetters) {
     const result = await options.deadLetters.purgeSession(sessionId, done, { dryRun });
-    deadLetters = result.deadLetters.length;
+    deadLetters = result.matched;
   }
   if (done.size === 0 && tables.sessions === 0 && !deadLetters)
     throw new NotFoundError('session', sessionId, ': no plan, session row or dead letter of it');

@@ -117,9 +117,14 @@ export async function purgeCommand(context: () => CliContext, ids: string[], opt
   const ctx = context();
   await withService(ctx, {}, async (service) => {
     const result = await service.purge(selection, { dryRun: !opts.yes });
-    const n = result.deadLetters.length;
+    const n = result.matched;
     if (opts.json)
-      printJson(ctx, { dryRun: result.dryRun, removed: result.dryRun ? 0 : n, deadLetters: result.deadLetters });
+      printJson(ctx, {
+        dryRun: result.dryRun,
+        removed: result.dryRun ? 0 : n,
+        matched: n,
+        deadLetters: result.deadLetters,
+      });
     else if (n === 0) ctx.out('no dead letters match; nothing removed');
     else {
       ctx.out(
@@ -128,6 +133,11 @@ export async function purgeCommand(context: () => CliContext, ids: string[], opt
           : `removed ${n} dead letter${n === 1 ? '' : 's'}:`,
       );
       for (const line of formatDeadLetterTable(result.deadLetters)) ctx.out(line);
+      const unlisted = n - result.deadLetters.length;
+      if (unlisted > 0)
+        ctx.out(
+          `... and ${unlisted} more, not listed (the first ${result.deadLetters.length} are)${result.dryRun ? '; dlq list with the same filter and --limit shows them all' : ''}`,
+        );
     }
     if (result.dryRun) throw new CliError(`refusing to purge without --yes; nothing removed (${n} would be)`, 'usage');
   });
