@@ -12,6 +12,28 @@ export const LINEAGE_MAX_DEPTH = 100;
 /** Plans in one answer at most: a larger tree is cut (`truncated`), level by level from the root. */
 export const LINEAGE_MAX_PLANS = 10_000;
 
+/** The columns a node is made of: no query, summary or failure text (up to 10,000 plans are read). */
+const NODE_COLUMNS = [
+  'id',
+  'sessionId',
+  'parentPlanId',
+  'forkKind',
+  'forkLayer',
+  'forkCheckpoint',
+  'status',
+  'createdAt',
+  'completedAt',
+  'deletedAt',
+  'totalSteps',
+  'completedSteps',
+  'failedSteps',
+  'totalInputTokens',
+  'totalOutputTokens',
+  'totalCost',
+] as const;
+type NodeRow = Pick<ExecutionPlanRow, (typeof NODE_COLUMNS)[number]>;
+const NODE_SELECT = NODE_COLUMNS.map((c) => `p.${c}`);
+
 /** One plan of a lineage tree, its forks and replays below it. */
 export interface LineageNode {
   planId: string;
@@ -59,11 +81,13 @@ export interface PlanLineage {
  * cycle of parents ends the walk where it closes), then down level by level, each level one
  * `parent_plan_id IN (...)` per batch of ids through IX_execution_plans_parent. Soft-deleted
  * (retired) plans of the tree are shown with their `retiredAt`, so the tree keeps its shape; the
- * plan asked for must be live, as for every read (NotFoundError otherwise).
+ * plan asked for must be live, as for every read (NotFoundError otherwise). Only the columns of a
+ * node are read (NODE_COLUMNS), so an answer's memory is bounded by LINEAGE_MAX_PLANS small rows.
  */
 export async function getPlanLineage(ds: DataSource, planId: string): Promise<PlanLineage> {
   const repo = ds.getRepository<ExecutionPlanRow>(ENTITY.plan);
-  const one = (id: string) => repo.createQueryBuilder('p').withDeleted().where('p.id = :id', { id }).getOne();
+  const one = (id: string): Promise<NodeRow | null> =>
+    repo.createQueryBuilder('p').withDeleted().select(NODE_SELECT).where('p.id = :id', { id }).getOne();
   const asked = await one(planId);
   if (!asked) throw new NotFoundError('plan', planId);
   if (asked.deletedAt) throw new NotFoundError('plan', planId, ': it was soft-deleted (plans restore brings it back)');
@@ -97,6 +121,7 @@ export async function getPlanLineage(ds: DataSource, planId: string): Promise<Pl
       const rows = await repo
         .createQueryBuilder('p')
         .withDeleted()
+        .select(NODE_SELECT)
         .where(...idsIn(sqlDialectOf(ds), 'p.parentPlanId', level.slice(i, i + perStatement)))
         .getMany();
       for (const row of rows) {
@@ -119,7 +144,7 @@ export async function getPlanLineage(ds: DataSource, planId: string): Promise<Pl
   return { planId, rootId: root.id, plans: nodes.size, truncated, root: top };
 }
 
-function toNode(row: ExecutionPlanRow, askedId: string): LineageNode {
+function toNode(row: NodeRow, askedId: string): LineageNode {
   return {
     planId: row.id,
     sessionId: row.sessionId,

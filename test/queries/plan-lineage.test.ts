@@ -1,5 +1,8 @@
 import type { DataSource } from 'typeorm';
-import { getPlanLineage, NotFoundError } from '../../src/queries';
+import { getPlanLineage, LINEAGE_MAX_PLANS, NotFoundError } from '../../src/queries';
+import { ENTITY, ExecutionPlanRow } from '../../src/store/entities';
+import { rowsPerStatement } from '../../src/store/sql/batch-limits';
+import { sqlDialectOf } from '../../src/store/sql/dialects';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 import { planEvents } from '../support/fork-events';
@@ -174,5 +177,46 @@ describe.each(ALL_TEST_DBS)('plans lineage on %s', (kind) => {
     });
     const text = await cli('plans', 'lineage', 'gone-child');
     expect(text.stdout).toMatch(/^gone-child {2}replay from layer 2 {2}parent gone-parent not stored {2}executing/);
+  });
+
+  it('cuts a tree of more than LINEAGE_MAX_PLANS plans at that many, and says so', async () => {
+    const parent = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOneByOrFail({ id: 'lin-fork-a-a' });
+    const forks = Array.from({ length: LINEAGE_MAX_PLANS + 5 }, (_, i) => ({
+      ...parent,
+      id: `wide-${String(i).padStart(5, '0')}`,
+      parentPlanId: 'lin-fork-a-a',
+    }));
+    const per = rowsPerStatement(sqlDialectOf(ds), Object.keys(parent).length);
+    for (let i = 0; i < forks.length; i += per)
+      await ds
+        .createQueryBuilder()
+        .insert()
+        .into(ENTITY.plan)
+        .values(forks.slice(i, i + per))
+        .updateEntity(false)
+        .execute();
+    try {
+      const lineage = await getPlanLineage(ds, 'lin-fork-a-a');
+      expect(lineage).toMatchObject({ rootId: 'lin-root', plans: LINEAGE_MAX_PLANS, truncated: true });
+      const asked = lineage.root.children[0].children[0];
+      expect(asked).toMatchObject({ planId: 'lin-fork-a-a', current: true });
+      // the levels above it (root, its two children, itself) and then its forks, oldest first, up to the cap
+      const shown = asked.children.map((c) => c.planId);
+      expect(shown).toHaveLength(LINEAGE_MAX_PLANS - 4);
+      expect(new Set(shown).size).toBe(shown.length);
+      expect(asked.children[0]).toMatchObject({ parentPlanId: 'lin-fork-a-a', kind: 'fork', status: 'completed' });
+      const text = await cli('plans', 'lineage', 'lin-fork-a-a');
+      expect(text.code).toBe(0);
+      expect(text.stdout.split('\n').pop()).toBe(
+        `(tree cut at 100 levels or 10,000 plans: ${LINEAGE_MAX_PLANS} shown)`,
+      );
+    } finally {
+      await ds
+        .createQueryBuilder()
+        .delete()
+        .from(ENTITY.plan)
+        .where('parentPlanId = :p', { p: 'lin-fork-a-a' })
+        .execute();
+    }
   });
 });
