@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { DataSource, FindOptionsSelect } from 'typeorm';
 import { ENTITY, ExecutionPlanRow, isFork, PlanStepRow, WorkflowCheckpointRow } from '../store/entities';
 import { dagLayers } from '../store/projection/dag-layers';
 import { pendingStep, specOfStep } from '../store/projection/plan-reducer';
@@ -28,10 +28,54 @@ export interface ForkView {
 
 export { isFork };
 
+/** The columns of a step's definition: what a template and a pending copy are made of. */
+const SPEC_COLUMNS = [
+  'id',
+  'planId',
+  'stepKey',
+  'stepIndex',
+  'agentId',
+  'task',
+  'title',
+  'expectedOutput',
+  'dependsOn',
+];
+
+/**
+ * Which columns of the steps a view reads, of the fork and of every ancestor: `whole` rows,
+ * every column but the output (`no-output`), or the definition only (`spec`). The others are left
+ * undefined in the rows returned (a pending copy is whole either way).
+ */
+export type ViewColumns = 'whole' | 'no-output' | 'spec';
+
 /** The steps, layers and starting checkpoint of a fork, its ancestors' rows read where it has none. */
-export async function loadForkView(ds: DataSource, plan: ExecutionPlanRow): Promise<ForkView> {
-  const steps = await viewSteps(ds, plan, new Set());
+export async function loadForkView(
+  ds: DataSource,
+  plan: ExecutionPlanRow,
+  columns: ViewColumns = 'whole',
+): Promise<ForkView> {
+  const steps = await viewSteps(ds, plan, { seen: new Set(), depth: 0, select: selectOf(ds, columns) });
   return { steps, layers: layersOf(steps), startCheckpoint: await startCheckpoint(ds, plan) };
+}
+
+/** The step properties `columns` reads; undefined: all of them. */
+function selectOf(ds: DataSource, columns: ViewColumns): FindOptionsSelect<PlanStepRow> | undefined {
+  if (columns === 'whole') return undefined;
+  const props =
+    columns === 'spec'
+      ? SPEC_COLUMNS
+      : ds
+          .getMetadata(ENTITY.step)
+          .columns.map((c) => c.propertyName)
+          .filter((p) => p !== 'outputContent');
+  return Object.fromEntries(props.map((p) => [p, true])) as FindOptionsSelect<PlanStepRow>;
+}
+
+/** Where a walk up the ancestors is, and which columns it reads. */
+interface Walk {
+  seen: Set<string>;
+  depth: number;
+  select: FindOptionsSelect<PlanStepRow> | undefined;
 }
 
 /** Layers of a step list, as the store draws a plan's DAG. */
@@ -45,10 +89,11 @@ export function layersOf(steps: readonly PlanStepRow[]): string[][] {
   );
 }
 
-async function viewSteps(ds: DataSource, plan: ExecutionPlanRow, seen: Set<string>, depth = 0): Promise<ViewStep[]> {
+async function viewSteps(ds: DataSource, plan: ExecutionPlanRow, walk: Walk): Promise<ViewStep[]> {
+  const { seen, depth } = walk;
   const own = await ds
     .getRepository<PlanStepRow>(ENTITY.step)
-    .find({ where: { planId: plan.id }, order: { stepIndex: 'ASC' } });
+    .find({ where: { planId: plan.id }, order: { stepIndex: 'ASC' }, select: walk.select });
   const mine: ViewStep[] = own.map((s) => ({ ...s, inheritedFrom: null }));
   seen.add(plan.id);
   // a cycle of parent ids, or a chain deeper than the store looks up, ends here
@@ -57,7 +102,7 @@ async function viewSteps(ds: DataSource, plan: ExecutionPlanRow, seen: Set<strin
     .getRepository<ExecutionPlanRow>(ENTITY.plan)
     .findOne({ where: { id: plan.parentPlanId! }, withDeleted: true });
   if (!parent) return mine;
-  const parentSteps = await viewSteps(ds, parent, seen, depth + 1);
+  const parentSteps = await viewSteps(ds, parent, { ...walk, depth: depth + 1 });
   const inheritedLayers = layersOf(parentSteps).slice(0, toNum(plan.forkLayer ?? 0));
   const inherited = new Set(inheritedLayers.flat());
   const ownKeys = new Set(own.map((s) => s.stepKey));

@@ -30,7 +30,7 @@ export async function exportPlanTemplate(ds: DataSource, planId: string): Promis
   if (!plan) throw new NotFoundError('plan', planId);
   // a fork's template is its whole step list, its ancestors' steps included
   const rows = isFork(plan)
-    ? (await loadForkView(ds, plan)).steps
+    ? (await loadForkView(ds, plan, 'spec')).steps
     : await ds.getRepository<PlanStepRow>(ENTITY.step).find({
         where: { planId },
         select: {

@@ -29,12 +29,16 @@ export async function getStepOutput(ds: DataSource, planId: string, stepRef: str
   let step = await steps.findOne({ where: { planId, stepKey: stepRef } });
   if (!step && /^\d{1,9}$/.test(stepRef)) step = await steps.findOne({ where: { planId, stepIndex: Number(stepRef) } });
   if (!step && isFork(plan)) {
-    // a step the fork inherits (or has not run yet) is its ancestor's
-    const view = (await loadForkView(ds, plan)).steps;
-    step =
+    // a step the fork inherits (or has not run yet) is its ancestor's: the view without outputs,
+    // then the output of the one step asked for
+    const view = (await loadForkView(ds, plan, 'no-output')).steps;
+    const found =
       view.find((s) => s.stepKey === stepRef) ??
-      (/^\d{1,9}$/.test(stepRef) ? view.find((s) => toNum(s.stepIndex) === Number(stepRef)) : undefined) ??
-      null;
+      (/^\d{1,9}$/.test(stepRef) ? view.find((s) => toNum(s.stepIndex) === Number(stepRef)) : undefined);
+    if (found?.inheritedFrom) {
+      const row = await steps.findOne({ where: { id: found.id }, select: { id: true, outputContent: true } });
+      step = { ...found, outputContent: row?.outputContent ?? null };
+    } else step = found ?? null;
   }
   if (!step) throw new NotFoundError('step', stepRef, ` in plan "${planId}" (give a stepId or a step index)`);
   return {
