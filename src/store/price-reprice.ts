@@ -149,11 +149,13 @@ function pageKeys(ds: DataSource, req: RepriceRequest, after: PageKey | null): P
   return qb.getRawMany();
 }
 
-/** The pricing columns of these steps, if they are still selected. */
+/** The pricing columns of these steps, if they are still selected, by plan then id (as the Tally counts plans). */
 function pricingRows(m: EntityManager, req: RepriceRequest, ids: string[]): Promise<PricedStep[]> {
   return selected(m, req)
     .select(PRICING.map((c) => `s.${c}`))
     .andWhere(...idsIn(sqlDialectOf(m), 's.id', ids))
+    .orderBy('s.planId', 'ASC')
+    .addOrderBy('s.id', 'ASC')
     .getMany();
 }
 
