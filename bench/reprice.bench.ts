@@ -76,9 +76,41 @@ async function insertAll(ds: DataSource, entity: string, rows: object[]): Promis
       .execute();
 }
 
-/** Copies of the template plan (plan, head, steps) until `plans` plans are stored. */
+/**
+ * On PostgreSQL: copies of the template's rows of `entity` made inside the server, one per number of
+ * generate_series(1, plans - 1), the plan id `bench-reprice-<n>` (and a new uuid for a step).
+ */
+async function copyInServer(ds: DataSource, entity: string, plans: number): Promise<void> {
+  const meta = ds.getMetadata(entity);
+  const planCol = entity === ENTITY.plan ? 'id' : 'plan_id';
+  const cols = meta.columns.map((c) => c.databaseName);
+  const exprs = cols.map((c) =>
+    c === planCol ? `'bench-reprice-' || g.n` : c === 'id' ? 'gen_random_uuid()' : `t."${c}"`,
+  );
+  await ds.query(
+    `INSERT INTO ${meta.tablePath} (${cols.map((c) => `"${c}"`).join(', ')}) SELECT ${exprs.join(', ')} FROM ${meta.tablePath} t CROSS JOIN generate_series(1, $1::int) AS g(n) WHERE t."${planCol}" = $2`,
+    [plans - 1, TEMPLATE],
+  );
+}
+
+/** Copies of the template plan (plan, head, steps) until `plans` plans are stored; then the planner's statistics. */
 async function seed(ds: DataSource, plans: number): Promise<void> {
   await new PlanEventStore(ds, undefined, { overridesRefreshMs: 0, rowCacheBytes: 0 }).persist(templateEvents());
+  if (ds.options.type === 'postgres') {
+    for (const entity of [ENTITY.plan, ENTITY.head, ENTITY.step]) await copyInServer(ds, entity, plans);
+    await ds.query('ANALYZE');
+    return;
+  }
+  await seedByInserts(ds, plans);
+  await ds.query(
+    ds.options.type === 'mariadb' || ds.options.type === 'mysql'
+      ? 'ANALYZE TABLE plan_steps, execution_plans'
+      : 'ANALYZE',
+  );
+}
+
+/** Copies of the template plan by batched INSERTs from this process. */
+async function seedByInserts(ds: DataSource, plans: number): Promise<void> {
   const plan = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOneByOrFail({ id: TEMPLATE });
   const head = await ds.getRepository<PlanHeadRow>(ENTITY.head).findOneByOrFail({ planId: TEMPLATE });
   const steps = await ds.getRepository<PlanStepRow>(ENTITY.step).findBy({ planId: TEMPLATE });
