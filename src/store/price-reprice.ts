@@ -141,8 +141,10 @@ function pageKeys(ds: DataSource, req: RepriceRequest, after: PageKey | null): P
     .orderBy('s.planId', 'ASC')
     .addOrderBy('s.id', 'ASC')
     .limit(PAGE);
+  // `s.planId >= :afterPlan` on its own: the bound an index range on plan_id starts from, so each
+  // page reads from where the last ended instead of from the first plan
   if (after !== null)
-    qb.andWhere('(s.planId > :afterPlan OR (s.planId = :afterPlan AND s.id > :afterId))', {
+    qb.andWhere('s.planId >= :afterPlan AND (s.planId > :afterPlan OR (s.planId = :afterPlan AND s.id > :afterId))', {
       afterPlan: after.planId,
       afterId: after.id,
     });
