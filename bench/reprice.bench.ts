@@ -28,6 +28,7 @@ import { sqlDialectOf } from '../src/store/sql/dialects';
 import { runMigrations } from '../src/store/migrator';
 import { createThrowawayDb, type TestDb } from '../test/support/databases';
 import { parsedEvent } from '../test/support/parsed-event';
+import { gpt4oOverride } from '../test/support/price-fixtures';
 import { BenchOptions } from './support/cli-options';
 import { mb, round } from './support/latency';
 
@@ -149,16 +150,7 @@ async function child(target: DatabaseTarget): Promise<void> {
       seconds: round((performance.now() - t) / 1000),
     };
     console.error(`dry run: ${JSON.stringify(dryRun)}`);
-    await addPriceOverride(ds, {
-      modelPattern: 'gpt-4o*',
-      provider: null,
-      effectiveFrom: RANGE.from,
-      inputPerMtok: '2',
-      outputPerMtok: '8',
-      cacheReadPerMtok: null,
-      cacheWritePerMtok: null,
-      currency: 'USD',
-    });
+    await addPriceOverride(ds, gpt4oOverride(RANGE.from));
     t = performance.now();
     const applied = await repriceSteps(ds, { ...RANGE, apply: true });
     const apply = {

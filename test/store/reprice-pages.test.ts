@@ -8,6 +8,7 @@ import { repriceSteps } from '../../src/store/price-reprice';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 import { stableUuid } from '../support/event-factory';
 import { parsedEvent } from '../support/parsed-event';
+import { gpt4oOverride } from '../support/price-fixtures';
 
 jest.setTimeout(180_000);
 
@@ -73,16 +74,7 @@ describe.each(ALL_TEST_DBS)('reprice over several pages, on %s', (kind) => {
     const dry = await repriceSteps(ds, { ...RANGE, apply: false });
     expect(dry).toMatchObject({ applied: false, steps: PLANS * STEPS, changedSteps: 0, plans: 0 });
 
-    await addPriceOverride(ds, {
-      modelPattern: 'gpt-4o*',
-      provider: null,
-      effectiveFrom: RANGE.from,
-      inputPerMtok: '2',
-      outputPerMtok: '8',
-      cacheReadPerMtok: null,
-      cacheWritePerMtok: null,
-      currency: 'USD',
-    });
+    await addPriceOverride(ds, gpt4oOverride(RANGE.from));
     const applied = await repriceSteps(ds, { ...RANGE, apply: true });
     expect(applied).toMatchObject({ applied: true, steps: PLANS * STEPS, changedSteps: PLANS * STEPS, plans: PLANS });
     const audit = await ds
