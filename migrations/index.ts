@@ -8,6 +8,7 @@ import { PriceOverrides1795219800000 } from './1795219800000-price-overrides';
 import { PlanLineage1795219900000 } from './1795219900000-plan-lineage';
 import { IdentifierCollations1795220000000 } from './1795220000000-identifier-collations';
 import { PlanList1795221000000 } from './1795221000000-plan-list';
+import { AnalyticsRollups1795224400000 } from './1795224400000-analytics-rollups';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   PlanLineage1795219900000,
   IdentifierCollations1795220000000,
   PlanList1795221000000,
+  AnalyticsRollups1795224400000,
 ];

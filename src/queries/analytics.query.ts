@@ -3,6 +3,7 @@ import { ENTITY, ExecutionPlanRow, PlanHandoffRow, PlanStepRow } from '../store/
 import type { DateRange } from './query-args';
 import { compareText, ratio, round, toDay, toIso, toNum } from './row-normalize';
 import { sqlDialectOf } from '../store/sql/dialects';
+import { planTotals, stepTotals } from './rollup-totals.query';
 
 /**
  * The product's analytics queries (plans per day, agent usage, handoff patterns), on every dialect. Every report
@@ -93,9 +94,24 @@ export function buildPlansPerDayQuery(ds: DataSource, range: DateRange): SelectQ
   return whereCreatedIn(ds, qb, range);
 }
 
-/** Plans per UTC day with completed and failed, newest day first. */
+/** Plans per UTC day with completed and failed, newest day first: from the rollups (rollup-totals.query.ts). */
 export async function plansPerDay(ds: DataSource, range: DateRange = {}): Promise<DailyPlans[]> {
-  const rows = await buildPlansPerDayQuery(ds, range).getRawMany<Record<string, unknown>>();
+  const days = new Map<string, { day: string; total: number; completed: number; failed: number; cancelled: number }>();
+  for (const t of await planTotals(ds, range, 'day')) {
+    let d = days.get(t.key);
+    if (!d) days.set(t.key, (d = { day: t.key, total: 0, completed: 0, failed: 0, cancelled: 0 }));
+    d.total += t.plans;
+    if (t.status === 'completed' || t.status === 'failed' || t.status === 'cancelled') d[t.status] += t.plans;
+  }
+  return toDailyPlans([...days.values()].filter((d) => d.total !== 0));
+}
+
+/** plansPerDay by a scan of every plan in the range: the reference the rollups are tested against. */
+export async function plansPerDayScan(ds: DataSource, range: DateRange = {}): Promise<DailyPlans[]> {
+  return toDailyPlans(await buildPlansPerDayQuery(ds, range).getRawMany<Record<string, unknown>>());
+}
+
+function toDailyPlans(rows: Array<Record<string, unknown>>): DailyPlans[] {
   return rows
     .map((r) => {
       const [totalPlans, completed, failed, cancelled] = [r.total, r.completed, r.failed, r.cancelled].map(toNum);
@@ -127,9 +143,30 @@ export function buildAgentUsageQuery(ds: DataSource, range: DateRange): SelectQu
   return whereCreatedIn(ds, groupByText(ds, qb, ['s.agentId']), range);
 }
 
-/** Per agent: steps, success rate, average tokens; most used agent first. */
+/** Per agent: steps, success rate, average tokens; most used agent first. From the rollups (rollup-totals.query.ts). */
 export async function agentUsage(ds: DataSource, range: DateRange = {}): Promise<AgentUsage[]> {
-  const rows = await buildAgentUsageQuery(ds, range).getRawMany<Record<string, unknown>>();
+  type Agent = Record<'total' | 'completed' | 'failed' | 'skipped' | 'inputTokens' | 'outputTokens', number>;
+  const agents = new Map<string, Agent & { agentId: string }>();
+  for (const t of await stepTotals(ds, range)) {
+    let a = agents.get(t.agentId);
+    if (!a) {
+      a = { agentId: t.agentId, total: 0, completed: 0, failed: 0, skipped: 0, inputTokens: 0, outputTokens: 0 };
+      agents.set(t.agentId, a);
+    }
+    a.total += t.steps;
+    a.inputTokens += t.inputTokens;
+    a.outputTokens += t.outputTokens;
+    if (t.status === 'completed' || t.status === 'failed' || t.status === 'skipped') a[t.status] += t.steps;
+  }
+  return toAgentUsage([...agents.values()].filter((a) => a.total !== 0));
+}
+
+/** agentUsage by a scan of every step in the range: the reference the rollups are tested against. */
+export async function agentUsageScan(ds: DataSource, range: DateRange = {}): Promise<AgentUsage[]> {
+  return toAgentUsage(await buildAgentUsageQuery(ds, range).getRawMany<Record<string, unknown>>());
+}
+
+function toAgentUsage(rows: Array<Record<string, unknown>>): AgentUsage[] {
   return rows
     .map((r): AgentUsage => {
       const [totalSteps, completed, failed, skipped, inputTokens, outputTokens] = [

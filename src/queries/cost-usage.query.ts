@@ -5,6 +5,7 @@ import { sqlDialectOf } from '../store/sql/dialects';
 import { groupByText, whereCreatedIn } from './analytics.query';
 import { COST_DIMENSIONS, type CostDimension, type DateRange } from './query-args';
 import { compareText, toNum } from './row-normalize';
+import { sessionCosts, stepTotals } from './rollup-totals.query';
 
 export { COST_DIMENSIONS, type CostDimension };
 
@@ -49,20 +50,59 @@ export function buildCostQuery(ds: DataSource, range: DateRange, by: CostDimensi
   return whereCreatedIn(ds, groupByText(ds, qb, [column]), range);
 }
 
+interface CostSums {
+  key: string | null;
+  units: bigint;
+  pricedSteps: number;
+  unpricedSteps: number;
+}
+
 /**
  * Cost per model, agent, session or plan, most expensive first: sums of the costs fixed when each
  * step was stored, exact (decimal arithmetic in the database, bigint here). Unpriced steps are
- * counted per line, never as zero cost.
+ * counted per line, never as zero cost. Per model, agent and session from the rollups
+ * (rollup-totals.query.ts); per plan from the steps.
  */
 export async function costUsage(ds: DataSource, range: DateRange, by: CostDimension): Promise<CostUsage> {
+  if (by === 'plan') return costUsageScan(ds, range, by);
+  const lines = new Map<string, CostSums & { costed: number }>();
+  const add = (
+    key: string | null,
+    t: { cost: bigint; costedSteps: number; pricedSteps: number; unpricedSteps: number },
+  ) => {
+    const k = JSON.stringify(key);
+    let line = lines.get(k);
+    if (!line) lines.set(k, (line = { key, units: 0n, pricedSteps: 0, unpricedSteps: 0, costed: 0 }));
+    line.units += t.cost;
+    line.costed += t.costedSteps;
+    line.pricedSteps += t.pricedSteps;
+    line.unpricedSteps += t.unpricedSteps;
+  };
+  if (by === 'session') for (const t of await sessionCosts(ds, range)) add(t.sessionId, t);
+  else for (const t of await stepTotals(ds, range)) add(by === 'model' ? t.model : t.agentId, t);
+  return toCostUsage(
+    by,
+    [...lines.values()].filter((l) => l.costed !== 0),
+  );
+}
+
+/** costUsage by a scan of every step in the range: the reference the rollups are tested against. */
+export async function costUsageScan(ds: DataSource, range: DateRange, by: CostDimension): Promise<CostUsage> {
   const d = sqlDialectOf(ds);
   const raw = await buildCostQuery(ds, range, by).getRawMany<Record<string, unknown>>();
-  const rows = raw.map((r) => ({
-    key: r.key === null || r.key === undefined ? null : String(r.key),
-    units: d.summedMoney(r.cost),
-    pricedSteps: toNum(r.priced),
-    unpricedSteps: toNum(r.unpriced),
-  }));
+  return toCostUsage(
+    by,
+    raw.map((r) => ({
+      key: r.key === null || r.key === undefined ? null : String(r.key),
+      units: d.summedMoney(r.cost),
+      pricedSteps: toNum(r.priced),
+      unpricedSteps: toNum(r.unpriced),
+    })),
+  );
+}
+
+function toCostUsage(by: CostDimension, sums: CostSums[]): CostUsage {
+  const rows = sums.map(({ key, units, pricedSteps, unpricedSteps }) => ({ key, units, pricedSteps, unpricedSteps }));
   rows.sort((a, b) => (b.units > a.units ? 1 : b.units < a.units ? -1 : compareText(a.key, b.key)));
   const total = rows.reduce(
     (t, r) => ({

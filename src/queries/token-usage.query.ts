@@ -214,3 +214,6 @@ export async function tokenUsage(
   }
   return usage;
 }
+
+/** tokenUsage by a scan of every plan and step in the range: the reference of the property test. */
+export const tokenUsageScan = tokenUsage;

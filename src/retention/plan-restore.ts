@@ -6,6 +6,7 @@ import { runSerialized } from '../store/sql/serial-queue';
 import { isRetryableDbError } from '../store/db-errors';
 import type { RetentionPolicy } from './retention-config';
 import { lockOrder } from './retention-batch';
+import { keepingRollups } from '../store/rollups/rollup-measure';
 import { affected, lockHeads, PLAN_TABLES, PlanTable, toDate, unstampRows } from './retention-sql';
 
 const DAY_MS = 86_400_000;
@@ -133,8 +134,12 @@ async function restoreIn(
   return { status: 'restored', planId, deletedAt: deletedAt.toISOString(), rows, ancestors: restored };
 }
 
-/** Clears the stamp on every row of the plan and stamps the restore on its head. */
-async function unstamp(m: EntityManager, planId: string, now: Date): Promise<Partial<Record<PlanTable, number>>> {
+/** Clears the stamp on every row of the plan and stamps the restore on its head; the plan is back in the rollups. */
+function unstamp(m: EntityManager, planId: string, now: Date): Promise<Partial<Record<PlanTable, number>>> {
+  return keepingRollups(m, [planId], () => unstampPlan(m, planId, now));
+}
+
+async function unstampPlan(m: EntityManager, planId: string, now: Date): Promise<Partial<Record<PlanTable, number>>> {
   const rows: Partial<Record<PlanTable, number>> = {};
   for (const spec of PLAN_TABLES) rows[spec.table] = affected(await unstampRows(m, spec, [planId]).execute());
   await m

@@ -7,6 +7,7 @@ import type { RetentionPolicy } from './retention-config';
 import type { RetentionReport } from './retention-report';
 import { lockHeads, PlanTable } from './retention-sql';
 import { sqlDialectOf } from '../store/sql/dialects';
+import { keepingRollups } from '../store/rollups/rollup-measure';
 
 /** Everything one run's phases share. Built by runRetention; nothing here outlives the run. */
 export interface RunContext {
@@ -54,6 +55,8 @@ export function shouldStop(ctx: RunContext): boolean {
 /**
  * `work` in one READ COMMITTED transaction that first takes these plans' `plan_heads` locks in key
  * order, retried whole on a deadlock or lock time-out. Shared by retention and session erasure.
+ * What `work` changes of these plans' rows is carried into the analytics rollups in the same
+ * transaction (keepingRollups).
  */
 export async function underHeadLocks<T>(
   ds: DataSource,
@@ -65,7 +68,7 @@ export async function underHeadLocks<T>(
     ds,
     async (m) => {
       await lockHeads(m, lockOrder(ids)).execute();
-      return work(m);
+      return keepingRollups(m, ids, () => work(m));
     },
     logger,
     { plans: ids.length },

@@ -1,3 +1,4 @@
+import { keepingRollups } from './rollups/rollup-measure';
 import { randomUUID } from 'node:crypto';
 import { idsIn } from './sql/id-lists';
 import type { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
@@ -195,6 +196,20 @@ async function repriceLocked(
   // statement writes: on SQLite the transaction waits for the write lock instead of failing to upgrade)
   const planIds = [...new Set(page.map((k) => k.planId))].sort();
   await lockHeadsStatement(m, sqlDialectOf(m), planIds).execute();
+  // the costs change: the rollups move with them (keepingRollups)
+  await keepingRollups(m, planIds, () => repriceRows(m, { req, page, overrides, tally }));
+}
+
+/** Price the page's steps again and write the changed ones and their plans' totals. */
+async function repriceRows(
+  m: EntityManager,
+  {
+    req,
+    page,
+    overrides,
+    tally,
+  }: { req: RepriceRequest; page: PageKey[]; overrides: readonly PriceOverride[]; tally: Tally },
+): Promise<void> {
   const ids = page.map((k) => k.id);
   const changed = (await pricingRows(m, req, ids)).flatMap((s) => tally.price(s, overrides));
   if (changed.length === 0) return;

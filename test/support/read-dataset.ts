@@ -1,3 +1,4 @@
+import { keepingRollups } from '../../src/store/rollups/rollup-measure';
 import { createHash } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { parsePlanEvent, PlanEvent, PlanEventInput, StepSpec } from '../../src/contracts';
@@ -341,11 +342,13 @@ export function readDatasetEvents(): PlanEvent[] {
   });
 }
 
-/** Marks every row of a plan deleted, with retention's own table list and statement. */
+/** Marks every row of a plan deleted, with retention's own table list and statement, and takes it out of the rollups as retention does. */
 export async function softDeletePlan(ds: DataSource, planId: string): Promise<void> {
   const now = new Date();
   await ds.transaction(async (m) => {
-    for (const spec of PLAN_TABLES) await stampRows(m, spec, [planId], now).execute();
+    await keepingRollups(m, [planId], async () => {
+      for (const spec of PLAN_TABLES) await stampRows(m, spec, [planId], now).execute();
+    });
   });
 }
 

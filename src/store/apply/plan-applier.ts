@@ -1,15 +1,17 @@
 import type { EntityManager } from 'typeorm';
 import type { PriceOverride } from '../../pricing';
 import type { PlanEvent } from '../../contracts';
-import { ENTITY, PlanHeadRow } from '../entities';
+import { ENTITY, PlanHeadRow, type PlanStepRow } from '../entities';
 import { LockedHead, writeHeads } from '../ledger/plan-heads';
 import { canonicalOrder, definingCreated, SeqRun } from '../projection/event-order';
-import { CreatedEvent, PlanProjection } from '../projection/plan-projection';
+import { CreatedEvent, type PlanChanges, PlanProjection } from '../projection/plan-projection';
 import { isVoidedSeq } from '../projection/voided-seq';
 import type { SqlDialect } from '../sql/sql-dialect';
 import { LOG_PAGE, PlanReader } from './plan-reader';
 import type { CachedPlanRows, CacheStage, PlanRowCache } from './plan-row-cache';
 import { PlanWrites } from './plan-writes';
+import { measurePlans } from '../rollups/rollup-measure';
+import { RollupDelta } from '../rollups/rollup-rows';
 
 /**
  * What a plan's new events call for, given its head (docs/store.md#incremental-behind-a-watermark):
@@ -65,6 +67,8 @@ export interface PlanApplierOptions {
 export class PlanApplier {
   readonly stats: ApplyStats = { applied: 0, rebuilt: 0, gapWaits: 0, gapsSkipped: 0, cacheHits: 0 };
   private readonly writes = new PlanWrites();
+  /** What this transaction's rows change in the analytics rollups (docs/store.md#analytics-rollups). */
+  private readonly rollups = new RollupDelta();
   private readonly reader: PlanReader;
   private readonly nextHeads = new Map<string, PlanHeadRow>();
   /** The cached rows each plan resumed from, which its rows update once this transaction commits. */
@@ -254,7 +258,13 @@ export class PlanApplier {
       .usePrices(this.overrides)
       .keepPrices(await this.reader.stepPrices(head.planId));
     const applied = (await this.replay(projection, run, created)).admitted;
-    this.writes.addRebuilt(projection.rows(), head.deletedAt);
+    const rows = projection.rows();
+    this.writes.addRebuilt(rows, head.deletedAt);
+    if (!head.deletedAt) {
+      // the stored rows are replaced whole: out goes what they added, in what the new ones add
+      await measurePlans(this.manager, [head.planId], this.rollups, -1);
+      this.rollups.addPlan(rows.plan, rows.steps, 1);
+    }
     this.cache?.stage.forget(head.planId);
     this.stats.rebuilt++;
     const next = this.nextHeads.get(head.planId) ?? head;
@@ -331,7 +341,9 @@ export class PlanApplier {
     watermark: number,
     removed?: { events: number; lastSeq: number },
   ): void {
-    this.writes.add(projection.changes(), head.deletedAt);
+    const changes = projection.changes();
+    this.writes.add(changes, head.deletedAt);
+    if (!head.deletedAt) this.rollupChanges(projection, changes);
     this.stats.applied += admitted - (removed?.events ?? 0);
     const next = this.nextHeads.get(head.planId)!;
     const eventCount = next.eventCount - (removed?.events ?? 0);
@@ -346,6 +358,29 @@ export class PlanApplier {
     // the cached steps the edit dropped would be found by a later event (and written again)
     const base = projection.stepsReplaced ? undefined : this.cacheBases.get(head.planId);
     this.cache?.stage.put(this.nextHeads.get(head.planId)!, () => projection.held(), base);
+  }
+
+  /**
+   * What applied events changed in the rollups: after minus before, for the plan row and the steps
+   * they touched (all of them for a new plan or an edit). Plans of a soft-deleted head add nothing.
+   */
+  private rollupChanges(projection: PlanProjection, changes: PlanChanges): void {
+    const before = projection.before;
+    if (changes.isNew || !before) return this.rollups.addPlan(changes.plan, changes.steps, 1);
+    if (changes.stepsReplaced) {
+      this.rollups.addPlan(before.plan, before.steps.values(), -1);
+      return this.rollups.addPlan(changes.plan, changes.steps, 1);
+    }
+    this.rollups.addPlan(before.plan, [], -1);
+    this.rollups.addPlan(changes.plan, [], 1);
+    const was: PlanStepRow[] = [];
+    for (const s of changes.steps) {
+      const old = before.steps.get(s.stepKey);
+      if (old) was.push(old);
+    }
+    this.rollups.addSteps(before.plan, was, -1);
+    this.rollups.addSteps(changes.plan, changes.steps, 1);
+    this.rollups.addSteps(changes.plan, changes.newSteps, 1);
   }
 
   private setHead(
@@ -384,6 +419,8 @@ export class PlanApplier {
       this.dialect,
       [...this.nextHeads.values()].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0)),
     );
+    // last: rollup rows are shared by every writer of a day, so their locks are held the shortest
+    await this.rollups.write(this.dialect.rows(this.manager));
   }
 }
 

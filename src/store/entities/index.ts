@@ -12,6 +12,7 @@ import { PlanHeadEntity } from './plan-head.entity';
 import { PlanEventEntity } from './plan-event.entity';
 import { PriceOverrideEntity, PriceRepriceEntity } from './price-override.entity';
 import { PlanAgentEntity } from './plan-agent.entity';
+import { AnalyticsRollupEntity } from './analytics-rollup.entity';
 
 export * from './session.entity';
 export * from './execution-plan.entity';
@@ -24,6 +25,7 @@ export * from './plan-head.entity';
 export * from './plan-event.entity';
 export * from './price-override.entity';
 export * from './plan-agent.entity';
+export * from './analytics-rollup.entity';
 
 /** Entity names, for `dataSource.getRepository(ENTITY.plan)`. */
 export const ENTITY = {
@@ -39,6 +41,7 @@ export const ENTITY = {
   priceOverride: 'PriceOverride',
   priceReprice: 'PriceReprice',
   planAgent: 'PlanAgent',
+  rollup: 'AnalyticsRollup',
 } as const;
 
 const ENTITIES = [
@@ -54,6 +57,7 @@ const ENTITIES = [
   PriceOverrideEntity,
   PriceRepriceEntity,
   PlanAgentEntity,
+  AnalyticsRollupEntity,
 ] as const;
 
 export function buildEntitySchemas(types: ColumnTypes): EntitySchema[] {

@@ -67,6 +67,11 @@ export class PlanProjection extends PlanReducer {
   private readonly isFork: boolean;
   /** The stored rows as read (resume, provide), before any event changed them. */
   private readonly stored: { plan: ExecutionPlanRow; steps: Map<string, PlanStepRow> } | undefined;
+  /**
+   * A stored plan's rows as read, before any event changed them: the plan row, and the steps by
+   * key (resume, provide). What the rows added to the analytics rollups before (rollup-rows.ts).
+   */
+  readonly before: { plan: ExecutionPlanRow; steps: Map<string, PlanStepRow> } | undefined;
   /** Agents of the stored steps as read: each has its `plan_agents` row already. */
   private readonly readAgents = new Set<string>();
 
@@ -80,6 +85,7 @@ export class PlanProjection extends PlanReducer {
     this.known = known;
     this.isFork = isFork(plan);
     if (keepStored) this.stored = { plan: { ...plan }, steps: new Map() };
+    if (!isNew) this.before = { plan: this.stored?.plan ?? { ...plan }, steps: this.stored?.steps ?? new Map() };
   }
 
   /** A new plan from its defining plan.created (the first in canonical order, see event-order.ts). */
@@ -147,7 +153,8 @@ export class PlanProjection extends PlanReducer {
       if (this.steps.has(s.stepKey)) continue;
       this.readAgents.add(s.agentId);
       this.steps.set(s.stepKey, s);
-      this.stored?.steps.set(s.stepKey, { ...s });
+      if (this.stored) this.stored.steps.set(s.stepKey, { ...s });
+      else this.before?.steps.set(s.stepKey, { ...s });
     }
     if (handoffs) {
       for (const h of handoffs) if (!this.handoffs.has(h.handoffKey)) this.handoffs.set(h.handoffKey, h);

@@ -117,9 +117,10 @@ export function jsonMergeStatement(m: EntityManager, entity: string, rows: objec
   const other = q(meta.columns.find((c) => c.propertyName !== upsert.key)!.databaseName);
   const sets = [
     ...upsert.update.map((p) => `${col(p)} = s.${col(p)}`),
-    ...Object.entries(upsert.keep ?? {}).map(
-      ([p, how]) =>
-        `${col(p)} = CASE WHEN s.${col(p)} ${how === 'min' ? '<' : '>'} t.${col(p)} THEN s.${col(p)} ELSE t.${col(p)} END`,
+    ...Object.entries(upsert.keep ?? {}).map(([p, how]) =>
+      how === 'add'
+        ? `${col(p)} = t.${col(p)} + s.${col(p)}`
+        : `${col(p)} = CASE WHEN s.${col(p)} ${how === 'min' ? '<' : '>'} t.${col(p)} THEN s.${col(p)} ELSE t.${col(p)} END`,
     ),
   ];
   const hold = upsert.concurrentInserts ? ' WITH (HOLDLOCK)' : '';

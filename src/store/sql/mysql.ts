@@ -154,7 +154,8 @@ export function onDuplicateKeyStatement(m: EntityManager, entity: string, rows: 
     col,
     `${key} = ${fresh(key)}`,
     (c) => `${c} = ${fresh(c)}`,
-    (c, how) => `${c} = ${how === 'min' ? 'LEAST' : 'GREATEST'}(${c}, ${fresh(c)})`,
+    (c, how) =>
+      how === 'add' ? `${c} = ${c} + ${fresh(c)}` : `${c} = ${how === 'min' ? 'LEAST' : 'GREATEST'}(${c}, ${fresh(c)})`,
   );
   const { sql, params } = insertStatement(m, entity, rows);
   return { sql: `${sql} ON DUPLICATE KEY UPDATE ${sets}`, params };

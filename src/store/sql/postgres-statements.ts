@@ -44,7 +44,10 @@ export function unnestInsertStatement(
       col,
       `${key} = EXCLUDED.${key}`,
       (c) => `${c} = EXCLUDED.${c}`,
-      (c, how) => `${c} = ${how === 'min' ? 'LEAST' : 'GREATEST'}(${table}.${c}, EXCLUDED.${c})`,
+      (c, how) =>
+        how === 'add'
+          ? `${c} = ${table}.${c} + EXCLUDED.${c}`
+          : `${c} = ${how === 'min' ? 'LEAST' : 'GREATEST'}(${table}.${c}, EXCLUDED.${c})`,
     );
     conflict = ` ON CONFLICT (${key}) DO UPDATE SET ${sets}`;
   }

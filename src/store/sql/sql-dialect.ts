@@ -7,14 +7,18 @@ export type { Dialect } from '../../config/database-url';
 
 /**
  * On a duplicate `key` (a primary key): overwrite the `update` properties with the new row's, and
- * for `keep`, keep the smaller ('min') or larger ('max') of the stored and the new value. Nothing
+ * for `keep`, keep the smaller ('min') or larger ('max') of the stored and the new value, or store
+ * their sum ('add': counters a row of deltas moves, analytics_rollups; money columns add exactly). Nothing
  * to update (both empty) still locks the stored row exclusively at once (`SET key = key`), so two
  * writers never hold a shared lock and then deadlock upgrading it (MySQL's INSERT IGNORE does).
  */
+/** How an upsert merges a stored value with the new row's (Upsert.keep). */
+export type KeepHow = 'min' | 'max' | 'add';
+
 export interface Upsert {
   key: string;
   update: readonly string[];
-  keep?: Readonly<Record<string, 'min' | 'max'>>;
+  keep?: Readonly<Record<string, KeepHow>>;
   /**
    * Two transactions that do not share a plan's head lock may insert this key at once (plan
    * heads, sessions): the upsert must make the second wait for the first instead of failing on

@@ -42,9 +42,13 @@ export class SqliteRows {
     const key = col(upsert.key);
     const sets = [
       ...upsert.update.map((p) => `${col(p)} = excluded.${col(p)}`),
-      ...Object.entries(upsert.keep ?? {}).map(
-        ([p, how]) => `${col(p)} = ${how === 'min' ? 'MIN' : 'MAX'}(${col(p)}, excluded.${col(p)})`,
-      ),
+      ...Object.entries(upsert.keep ?? {}).map(([p, how]) => {
+        const c = col(p);
+        if (how !== 'add') return `${c} = ${how === 'min' ? 'MIN' : 'MAX'}(${c}, excluded.${c})`;
+        return meta.findColumnWithPropertyName(p)!.type === 'text'
+          ? `${c} = ${addMoneyText(c)}`
+          : `${c} = ${c} + excluded.${c}`;
+      }),
     ];
     const sql =
       `INSERT INTO ${q(meta.tableName)} (${meta.columns.map((c) => q(c.databaseName)).join(', ')}) VALUES (${meta.columns.map(() => '?').join(', ')})` +
@@ -168,4 +172,18 @@ function same(a: unknown, b: unknown): boolean {
   if (a instanceof Date || b instanceof Date)
     return a instanceof Date && b instanceof Date && a.getTime() === b.getTime();
   return a === b;
+}
+
+/**
+ * The sum of a stored money column and the new row's, as the column form (12 decimals): the text
+ * without its point is an integer of pico-dollars, summed exactly as sumMoney does, then written
+ * back with its sign, whole part and 12 decimals.
+ */
+function addMoneyText(c: string): string {
+  const units = (v: string) => `CAST(REPLACE(${v}, '.', '') AS INTEGER)`;
+  const sum = `(${units(c)} + ${units(`excluded.${c}`)})`;
+  return (
+    `(CASE WHEN ${sum} < 0 THEN '-' ELSE '' END) || (ABS(${sum}) / 1000000000000) || '.' || ` +
+    `SUBSTR('000000000000' || (ABS(${sum}) % 1000000000000), -12)`
+  );
 }

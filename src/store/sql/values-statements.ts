@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { Driver } from 'typeorm/driver/Driver';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
-import type { Upsert } from './sql-dialect';
+import type { KeepHow, Upsert } from './sql-dialect';
 
 /**
  * Multi-row INSERT statements as SQL text and parameters, built from entity metadata, for the
@@ -74,7 +74,7 @@ export function setList(
   col: (prop: string) => string,
   lockOnly: string,
   overwrite: (c: string) => string,
-  keep: (c: string, how: 'min' | 'max') => string,
+  keep: (c: string, how: KeepHow) => string,
 ): string {
   const sets = [
     ...upsert.update.map((p) => overwrite(col(p))),

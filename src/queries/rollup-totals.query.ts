@@ -1,0 +1,259 @@
+import type { DataSource, SelectQueryBuilder } from 'typeorm';
+import {
+  type AnalyticsRollupRow,
+  ENTITY,
+  type ExecutionPlanRow,
+  type PlanStepRow,
+  type RollupKind,
+} from '../store/entities';
+import { sqlDialectOf } from '../store/sql/dialects';
+import { groupByText, whereCreatedIn } from './analytics.query';
+import type { DateRange } from './query-args';
+import { toDay, toNum } from './row-normalize';
+
+/**
+ * The sums the analytics report on, for plans created in a range: whole UTC days from
+ * `analytics_rollups` (O(days x keys) rows), the parts of days at either end of the range from the
+ * plans and steps themselves, added together here. Keys are compared byte for byte on both sides,
+ * as the ids' collations do (docs/store.md#analytics-rollups).
+ */
+
+const DAY_MS = 86_400_000;
+
+/** Whole UTC days `[from, to)` of a range (`YYYY-MM-DD`, absent: unbounded), and the partial days around them. */
+export interface RangeSplit {
+  days: { from?: string; to?: string } | null;
+  edges: DateRange[];
+}
+
+export function splitRange(range: DateRange): RangeSplit {
+  const from = range.from?.getTime();
+  const to = range.to?.getTime();
+  const firstDay = from === undefined ? undefined : Math.ceil(from / DAY_MS) * DAY_MS;
+  const endDay = to === undefined ? undefined : Math.floor(to / DAY_MS) * DAY_MS;
+  if (firstDay !== undefined && endDay !== undefined && endDay <= firstDay) return { days: null, edges: [range] };
+  const edges: DateRange[] = [];
+  if (from !== undefined && firstDay !== from) edges.push({ from: range.from, to: new Date(firstDay!) });
+  if (to !== undefined && endDay !== to) edges.push({ from: new Date(endDay!), to: range.to });
+  const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+  const days: RangeSplit['days'] = {};
+  if (firstDay !== undefined) days.from = day(firstDay);
+  if (endDay !== undefined) days.to = day(endDay);
+  return { days, edges };
+}
+
+/** Sums of steps (of live plans) per agent, model and status. */
+export interface StepTotals {
+  agentId: string;
+  model: string | null;
+  status: string;
+  steps: number;
+  inputTokens: number;
+  outputTokens: number;
+  tokenSteps: number;
+  costedSteps: number;
+  pricedSteps: number;
+  unpricedSteps: number;
+  cost: bigint;
+}
+
+/** Sums of live plans per (day or session) and status. */
+export interface PlanTotals {
+  /** The UTC day (`by: 'day'`) or the session id (`by: 'session'`). */
+  key: string;
+  status: string;
+  plans: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** Costs of steps (of live plans) per session. */
+export interface SessionCost {
+  sessionId: string;
+  costedSteps: number;
+  pricedSteps: number;
+  unpricedSteps: number;
+  cost: bigint;
+}
+
+const when = (condition: string) => `SUM(CASE WHEN ${condition} THEN 1 ELSE 0 END)`;
+
+function rollupQuery(
+  ds: DataSource,
+  kind: RollupKind,
+  days: NonNullable<RangeSplit['days']>,
+): SelectQueryBuilder<AnalyticsRollupRow> {
+  const qb = ds
+    .getRepository<AnalyticsRollupRow>(ENTITY.rollup)
+    .createQueryBuilder('r')
+    .where('r.kind = :kind', { kind });
+  if (days.from) qb.andWhere('r.day >= :fromDay', { fromDay: days.from });
+  if (days.to) qb.andWhere('r.day < :toDay', { toDay: days.to });
+  return qb;
+}
+
+/** Adds `rows` into `into` by `key`, summing every number and bigint field. */
+function addInto<T extends object>(into: Map<string, T>, rows: T[], key: (r: T) => string): void {
+  for (const r of rows) {
+    const k = key(r);
+    const have = into.get(k) as Record<string, unknown> | undefined;
+    if (!have) {
+      into.set(k, { ...r });
+      continue;
+    }
+    for (const [f, v] of Object.entries(r)) {
+      if (typeof v === 'number') have[f] = (have[f] as number) + v;
+      else if (typeof v === 'bigint') have[f] = (have[f] as bigint) + v;
+    }
+  }
+}
+
+/** Sums from both sources, in parallel; `rollup` for the whole days, `scan` for each partial day. */
+async function combined<T extends object>(
+  range: DateRange,
+  read: { rollup: (days: NonNullable<RangeSplit['days']>) => Promise<T[]>; scan: (r: DateRange) => Promise<T[]> },
+  key: (r: T) => string,
+): Promise<T[]> {
+  const split = splitRange(range);
+  const parts = await Promise.all([
+    ...(split.days ? [read.rollup(split.days)] : []),
+    ...split.edges.map((edge) => read.scan(edge)),
+  ]);
+  const out = new Map<string, T>();
+  for (const rows of parts) addInto(out, rows, key);
+  return [...out.values()];
+}
+
+const nullable = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
+
+function stepRow(ds: DataSource, r: Record<string, unknown>): StepTotals {
+  return {
+    agentId: String(r.agentId),
+    model: nullable(r.model),
+    status: String(r.status),
+    steps: toNum(r.steps),
+    inputTokens: toNum(r.inputTokens),
+    outputTokens: toNum(r.outputTokens),
+    tokenSteps: toNum(r.tokenSteps),
+    costedSteps: toNum(r.costedSteps),
+    pricedSteps: toNum(r.pricedSteps),
+    unpricedSteps: toNum(r.unpricedSteps),
+    cost: sqlDialectOf(ds).summedMoney(r.cost),
+  };
+}
+
+/** Steps per agent, model and status, of the live plans created in `range`. */
+export function stepTotals(ds: DataSource, range: DateRange): Promise<StepTotals[]> {
+  const d = sqlDialectOf(ds);
+  const rollup = async (days: NonNullable<RangeSplit['days']>) => {
+    const qb = rollupQuery(ds, 'step', days)
+      .select('r.agentId', 'agentId')
+      .addSelect('r.model', 'model')
+      .addSelect('r.status', 'status')
+      .addSelect(d.sumInt('r.items'), 'steps');
+    for (const c of ['inputTokens', 'outputTokens', 'tokenSteps', 'costedSteps', 'pricedSteps', 'unpricedSteps'])
+      qb.addSelect(d.sumInt(`r.${c}`), c);
+    qb.addSelect(d.sumMoney('r.cost'), 'cost');
+    groupByText(ds, qb, ['r.agentId', 'r.model']).addGroupBy('r.status');
+    return (await qb.getRawMany<Record<string, unknown>>()).map((r) => stepRow(ds, r));
+  };
+  const scan = async (edge: DateRange) => {
+    const qb = ds
+      .getRepository<PlanStepRow>(ENTITY.step)
+      .createQueryBuilder('s')
+      .innerJoin(ENTITY.plan, 'p', 'p.id = s.planId AND p.deletedAt IS NULL')
+      .select('s.agentId', 'agentId')
+      .addSelect('s.model', 'model')
+      .addSelect('s.status', 'status')
+      .addSelect('COUNT(*)', 'steps')
+      .addSelect(d.sumInt('s.inputTokens'), 'inputTokens')
+      .addSelect(d.sumInt('s.outputTokens'), 'outputTokens')
+      .addSelect(when('(s.inputTokens > 0 OR s.outputTokens > 0)'), 'tokenSteps')
+      .addSelect(when('s.costSource IS NOT NULL'), 'costedSteps')
+      .addSelect(when('s.costSource IS NOT NULL AND s.cost IS NOT NULL'), 'pricedSteps')
+      .addSelect(when(`s.costSource = 'unpriced'`), 'unpricedSteps')
+      .addSelect(d.sumMoney('CASE WHEN s.costSource IS NOT NULL THEN s.cost END'), 'cost');
+    groupByText(ds, qb, ['s.agentId', 's.model']).addGroupBy('s.status');
+    return (await whereCreatedIn(ds, qb, edge).getRawMany<Record<string, unknown>>()).map((r) => stepRow(ds, r));
+  };
+  return combined(range, { rollup, scan }, (r) => JSON.stringify([r.agentId, r.model, r.status]));
+}
+
+function planRow(r: Record<string, unknown>, by: 'day' | 'session'): PlanTotals {
+  return {
+    key: by === 'day' ? toDay(r.key) : String(r.key),
+    status: String(r.status),
+    plans: toNum(r.plans),
+    inputTokens: toNum(r.inputTokens),
+    outputTokens: toNum(r.outputTokens),
+  };
+}
+
+/** Live plans per UTC day of creation (or per session) and status, created in `range`. */
+export function planTotals(ds: DataSource, range: DateRange, by: 'day' | 'session'): Promise<PlanTotals[]> {
+  const d = sqlDialectOf(ds);
+  const rollup = async (days: NonNullable<RangeSplit['days']>) => {
+    const column = by === 'day' ? 'r.day' : 'r.sessionId';
+    const qb = rollupQuery(ds, 'plan', days)
+      .select(column, 'key')
+      .addSelect('r.status', 'status')
+      .addSelect(d.sumInt('r.items'), 'plans')
+      .addSelect(d.sumInt('r.inputTokens'), 'inputTokens')
+      .addSelect(d.sumInt('r.outputTokens'), 'outputTokens');
+    groupByText(ds, qb, [column]).addGroupBy('r.status');
+    return (await qb.getRawMany<Record<string, unknown>>()).map((r) => planRow(r, by));
+  };
+  const scan = async (edge: DateRange) => {
+    const column = by === 'day' ? d.utcDay('p.createdAt') : 'p.sessionId';
+    const qb = ds
+      .getRepository<ExecutionPlanRow>(ENTITY.plan)
+      .createQueryBuilder('p')
+      .select(column, 'key')
+      .addSelect('p.status', 'status')
+      .addSelect('COUNT(*)', 'plans')
+      .addSelect(d.sumInt('p.totalInputTokens'), 'inputTokens')
+      .addSelect(d.sumInt('p.totalOutputTokens'), 'outputTokens');
+    if (by === 'day') qb.groupBy(column);
+    else groupByText(ds, qb, [column]);
+    qb.addGroupBy('p.status');
+    return (await whereCreatedIn(ds, qb, edge).getRawMany<Record<string, unknown>>()).map((r) => planRow(r, by));
+  };
+  return combined(range, { rollup, scan }, (r) => JSON.stringify([r.key, r.status]));
+}
+
+function costRow(ds: DataSource, r: Record<string, unknown>): SessionCost {
+  return {
+    sessionId: String(r.sessionId),
+    costedSteps: toNum(r.costedSteps),
+    pricedSteps: toNum(r.pricedSteps),
+    unpricedSteps: toNum(r.unpricedSteps),
+    cost: sqlDialectOf(ds).summedMoney(r.cost),
+  };
+}
+
+/** Costs of the steps of live plans created in `range`, per session. */
+export function sessionCosts(ds: DataSource, range: DateRange): Promise<SessionCost[]> {
+  const d = sqlDialectOf(ds);
+  const rollup = async (days: NonNullable<RangeSplit['days']>) => {
+    const qb = rollupQuery(ds, 'session-cost', days).select('r.sessionId', 'sessionId');
+    for (const c of ['costedSteps', 'pricedSteps', 'unpricedSteps']) qb.addSelect(d.sumInt(`r.${c}`), c);
+    qb.addSelect(d.sumMoney('r.cost'), 'cost');
+    groupByText(ds, qb, ['r.sessionId']);
+    return (await qb.getRawMany<Record<string, unknown>>()).map((r) => costRow(ds, r));
+  };
+  const scan = async (edge: DateRange) => {
+    const qb = ds
+      .getRepository<PlanStepRow>(ENTITY.step)
+      .createQueryBuilder('s')
+      .innerJoin(ENTITY.plan, 'p', 'p.id = s.planId AND p.deletedAt IS NULL')
+      .select('p.sessionId', 'sessionId')
+      .addSelect('COUNT(*)', 'costedSteps')
+      .addSelect(when('s.cost IS NOT NULL'), 'pricedSteps')
+      .addSelect(when(`s.costSource = 'unpriced'`), 'unpricedSteps')
+      .addSelect(d.sumMoney('s.cost'), 'cost')
+      .where('s.costSource IS NOT NULL');
+    groupByText(ds, qb, ['p.sessionId']);
+    return (await whereCreatedIn(ds, qb, edge).getRawMany<Record<string, unknown>>()).map((r) => costRow(ds, r));
+  };
+  return combined(range, { rollup, scan }, (r) => r.sessionId);
+}

@@ -1,0 +1,195 @@
+import { formatMoney, moneyFromColumn } from '../../pricing';
+import { ENTITY, type AnalyticsRollupRow, type RollupKind } from '../entities';
+import type { ExecutionPlanRow, PlanStepRow } from '../entities';
+import { derivedId } from '../projection/derived-id';
+import type { RowStore } from '../sql/sql-dialect';
+
+/** What a plan row adds to the rollups. */
+export type RollupPlan = Pick<
+  ExecutionPlanRow,
+  'id' | 'sessionId' | 'status' | 'totalInputTokens' | 'totalOutputTokens' | 'createdAt' | 'deletedAt'
+>;
+
+/** What a step row adds to the rollups. */
+export type RollupStep = Pick<
+  PlanStepRow,
+  | 'agentId'
+  | 'model'
+  | 'status'
+  | 'inputTokens'
+  | 'outputTokens'
+  | 'cacheReadTokens'
+  | 'cacheWriteTokens'
+  | 'reasoningTokens'
+  | 'cost'
+  | 'costSource'
+  | 'deletedAt'
+>;
+
+/** The counters of a rollup row, in the order of ROLLUP_COUNTS. */
+export const ROLLUP_COUNTS = [
+  'items',
+  'inputTokens',
+  'outputTokens',
+  'cacheReadTokens',
+  'cacheWriteTokens',
+  'reasoningTokens',
+  'tokenSteps',
+  'costedSteps',
+  'pricedSteps',
+  'unpricedSteps',
+] as const;
+export type RollupCount = (typeof ROLLUP_COUNTS)[number];
+
+/** A rollup row's key and sums, the cost in pico-dollars. */
+export interface RollupSums extends Pick<
+  AnalyticsRollupRow,
+  'day' | 'kind' | 'sessionId' | 'agentId' | 'model' | 'status'
+> {
+  counts: Record<RollupCount, number>;
+  cost: bigint;
+}
+
+/** UTC day of an instant, `YYYY-MM-DD` (the dialects' utcDay). */
+export function utcDayOf(at: Date): string {
+  return at.toISOString().slice(0, 10);
+}
+
+function zeroCounts(): Record<RollupCount, number> {
+  return {
+    items: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    reasoningTokens: 0,
+    tokenSteps: 0,
+    costedSteps: 0,
+    pricedSteps: 0,
+    unpricedSteps: 0,
+  };
+}
+
+/** The id of a rollup row: derived from its kind, day and key, so keys are compared byte for byte. */
+export function rollupId(r: Pick<RollupSums, 'day' | 'kind' | 'sessionId' | 'agentId' | 'model' | 'status'>): string {
+  return derivedId(r.day, 'rollup', JSON.stringify([r.kind, r.sessionId, r.agentId, r.model, r.status]));
+}
+
+/**
+ * Deltas of rollup rows collected over one transaction (`add` with a sign: +1 for rows as they are
+ * now, -1 for rows as they were), written by `write` as one upsert that adds them to the stored
+ * sums. Whatever order the plans' changes come in, the sums end as those of the rows stored.
+ */
+export class RollupDelta {
+  private readonly rows = new Map<string, RollupSums>();
+
+  get size(): number {
+    return this.rows.size;
+  }
+
+  /** A plan and the steps of it given (its own rows), counted with `sign`; nothing for a soft-deleted plan. */
+  addPlan(plan: RollupPlan, steps: Iterable<RollupStep>, sign: 1 | -1): void {
+    if (plan.deletedAt) return;
+    const day = utcDayOf(plan.createdAt);
+    const row = this.row({
+      day,
+      kind: 'plan',
+      sessionId: plan.sessionId,
+      agentId: null,
+      model: null,
+      status: plan.status,
+    });
+    row.counts.items += sign;
+    row.counts.inputTokens += sign * Number(plan.totalInputTokens);
+    row.counts.outputTokens += sign * Number(plan.totalOutputTokens);
+    this.addSteps(plan, steps, sign);
+  }
+
+  /** Steps of a live plan, counted with `sign` (soft-deleted steps count nothing). */
+  addSteps(
+    plan: Pick<RollupPlan, 'sessionId' | 'createdAt' | 'deletedAt'>,
+    steps: Iterable<RollupStep>,
+    sign: 1 | -1,
+  ): void {
+    if (plan.deletedAt) return;
+    const day = utcDayOf(plan.createdAt);
+    for (const s of steps) {
+      if (s.deletedAt) continue;
+      const row = this.row({
+        day,
+        kind: 'step',
+        sessionId: null,
+        agentId: s.agentId,
+        model: s.model ?? null,
+        status: s.status,
+      });
+      const c = row.counts;
+      const input = Number(s.inputTokens);
+      const output = Number(s.outputTokens);
+      c.items += sign;
+      c.inputTokens += sign * input;
+      c.outputTokens += sign * output;
+      c.cacheReadTokens += sign * Number(s.cacheReadTokens ?? 0);
+      c.cacheWriteTokens += sign * Number(s.cacheWriteTokens ?? 0);
+      c.reasoningTokens += sign * Number(s.reasoningTokens ?? 0);
+      if (input > 0 || output > 0) c.tokenSteps += sign;
+      if (s.costSource === null || s.costSource === undefined) continue;
+      const units = s.cost === null || s.cost === undefined ? null : moneyFromColumn(s.cost)!;
+      const session = this.row({
+        day,
+        kind: 'session-cost',
+        sessionId: plan.sessionId,
+        agentId: null,
+        model: null,
+        status: null,
+      });
+      for (const target of [row, session]) {
+        target.counts.costedSteps += sign;
+        if (units !== null) {
+          target.counts.pricedSteps += sign;
+          target.cost += BigInt(sign) * units;
+        }
+        if (s.costSource === 'unpriced') target.counts.unpricedSteps += sign;
+      }
+    }
+  }
+
+  private row(key: Omit<RollupSums, 'counts' | 'cost'> & { kind: RollupKind }): RollupSums {
+    const id = rollupId(key);
+    let row = this.rows.get(id);
+    if (!row) {
+      row = { ...key, counts: zeroCounts(), cost: 0n };
+      this.rows.set(id, row);
+    }
+    return row;
+  }
+
+  /** The rows whose sums moved, by id (sorted: writers of one key take its lock in one order). */
+  changed(): AnalyticsRollupRow[] {
+    const out: AnalyticsRollupRow[] = [];
+    for (const [id, r] of this.rows) {
+      if (r.cost === 0n && ROLLUP_COUNTS.every((k) => r.counts[k] === 0)) continue;
+      out.push({
+        id,
+        day: r.day,
+        kind: r.kind,
+        sessionId: r.sessionId,
+        agentId: r.agentId,
+        model: r.model,
+        status: r.status,
+        ...r.counts,
+        cost: formatMoney(r.cost),
+      });
+    }
+    return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  /** Adds the deltas to the stored rollups (one upsert, chunked to the database's limits), and forgets them. */
+  async write(rows: RowStore): Promise<void> {
+    const changed = this.changed();
+    this.rows.clear();
+    if (changed.length === 0) return;
+    const keep = Object.fromEntries([...ROLLUP_COUNTS, 'cost'].map((k) => [k, 'add' as const]));
+    await rows.upsert(ENTITY.rollup, changed, { key: 'id', update: [], keep, concurrentInserts: true });
+  }
+}
