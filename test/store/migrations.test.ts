@@ -77,6 +77,18 @@ const EXPECTED_COLUMNS: Record<string, string[]> = {
   ],
   price_reprices: ['id', 'ran_at', 'from_at', 'to_at', 'model', 'steps', 'plans', 'old_total', 'new_total', 'diff'],
   plan_agents: ['id', 'plan_id', 'agent_id', 'created_at'],
+  analytics_rollups: [
+    'id',
+    'day',
+    'kind',
+    'session_id',
+    'agent_id',
+    'model',
+    'status',
+    'items',
+    'input_tokens',
+    'cost',
+  ],
   plan_heads: [
     'plan_id',
     'version',
@@ -101,6 +113,7 @@ const ALL_MIGRATIONS = [
   'PlanLineage1795219900000',
   'IdentifierCollations1795220000000',
   'PlanList1795221000000',
+  'AnalyticsRollups1795224400000',
 ];
 
 /** Seed 000, section 6, verbatim. */
@@ -243,7 +256,7 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
   });
 
   it('upgrades stored plans: a plan with rows has every stored event applied, a handoff gets its step key', async () => {
-    for (let i = 0; i < 8; i++) await ds.undoLastMigration({ transaction: 'each' });
+    for (let i = 0; i < 9; i++) await ds.undoLastMigration({ transaction: 'each' });
     const at = kind === 'sqlite' ? "'2026-01-01 00:00:00.000'" : "'2026-01-01 00:00:00'";
     await ds.query(`INSERT INTO sessions (id) VALUES ('up_s')`);
     await ds.query(
@@ -267,6 +280,7 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
       'PlanLineage1795219900000',
       'IdentifierCollations1795220000000',
       'PlanList1795221000000',
+      'AnalyticsRollups1795224400000',
     ]);
     // a plan stored before costs existed: no cost is made up for it
     const [plan] = await ds.query(`SELECT total_cost, unpriced_steps FROM execution_plans WHERE id = 'up_p'`);
@@ -299,5 +313,14 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
       `SELECT agent_id FROM plan_agents WHERE plan_id = 'up_p'`,
     );
     expect(agents.map((a) => `[${a.agent_id}]`).sort()).toEqual(['[coder ]', '[coder]']);
+    // the rollups filled from the stored rows: the plan, and its steps per agent (`coder ` apart)
+    const sums: Array<{ kind: string; agent_id: string | null; items: unknown }> = await ds.query(
+      `SELECT kind, agent_id, items FROM analytics_rollups WHERE session_id = 'up_s' OR agent_id LIKE 'coder%'`,
+    );
+    expect(sums.map((r) => `${r.kind}:[${r.agent_id ?? ''}]:${Number(r.items)}`).sort()).toEqual([
+      'plan:[]:1',
+      'step:[coder ]:1',
+      'step:[coder]:2',
+    ]);
   });
 });

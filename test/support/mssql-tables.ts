@@ -43,10 +43,15 @@ export class MssqlTables {
     ) {
       const [, table, key, sets] = m;
       const copied = [...sets.matchAll(/"(\w+)" = s\."\1"/g)].map((s) => s[1]);
+      // counters that add the new row's value to the stored one (the analytics rollups)
+      const added = [...sets.matchAll(/"(\w+)" = t\."\1" \+ s\."\1"/g)].map((s) => s[1]);
       for (const row of this.fromJson(table, p(0))) {
         const stored = this.rows(table).find((r) => r[key] === row[key]);
         if (!stored) this.rows(table).push(row);
-        else for (const c of copied) stored[c] = row[c];
+        else {
+          for (const c of copied) stored[c] = row[c];
+          for (const c of added) stored[c] = Number(stored[c]) + Number(row[c]);
+        }
       }
       return [];
     }
@@ -93,6 +98,19 @@ export class MssqlTables {
       return project(
         sql,
         this.rows(table).filter((r) => ids.has(r[column] as string)),
+      );
+    }
+    // the rows of a list of plans (what they add to the rollups), soft-deleted ones left out
+    if (
+      (m = sql.match(
+        / FROM "(\w+)" "(\w+)" WHERE \( ?"\2"\."(\w+)" IN \(((?:@\d+)(?:, @\d+)*)\) ?\)( AND \( "\2"\."deleted_at" IS NULL \))?$/,
+      ))
+    ) {
+      const [, table, , column, list, live] = m;
+      const ids = new Set(list.split(', ').map((at) => p(Number(at.slice(1)))));
+      return project(
+        sql,
+        this.rows(table).filter((r) => ids.has(r[column]) && (!live || r.deleted_at === null)),
       );
     }
     // whether a row with this value exists (a repository's exists: the new fork's id is free)

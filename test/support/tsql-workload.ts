@@ -213,7 +213,7 @@ async function refused(p: Promise<unknown>): Promise<boolean> {
 
 /**
  * Rows for any SELECT, made up from stored rows: each `"alias"."column" AS "name"` item takes the
- * column's value in the row `rowOf` gives for the alias's table, COUNT and SUM are small numbers.
+ * column's value in the row `rowOf` gives for the alias's table, COUNT and SUM (also cast to text) are small numbers.
  * Enough for every read to go on to its next statement; `none` makes a statement find nothing.
  */
 function madeUpRows(rowOf: (table: string) => Row | undefined, none: (sql: string) => boolean = () => false): Answer {
@@ -224,7 +224,7 @@ function madeUpRows(rowOf: (table: string) => Row | undefined, none: (sql: strin
     const row: Row = {};
     for (const [, expr, name] of list.matchAll(/((?:[^,(]|\([^()]*(?:\([^()]*\)[^()]*)*\))+?) AS "(\w+)"/g)) {
       const ref = expr.match(/"(\w+)"\."(\w+)"/);
-      if (/^\s*(COUNT|SUM)\(/.test(expr)) row[name] = 2;
+      if (/^\s*(CAST\()?(COUNT|SUM)\(/.test(expr)) row[name] = 2;
       else if (ref) row[name] = rowOf(aliases.get(ref[1]) ?? '')?.[ref[2]] ?? null;
       else row[name] = 1;
     }
@@ -252,7 +252,8 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
       ),
     );
   const range = { from: new Date('2026-01-01T00:00:00Z'), to: new Date('2026-02-01T00:00:00Z') };
-  const ranges = [{}, range];
+  // whole days (read from the rollups) and parts of days at both ends (read from the rows)
+  const ranges = [{}, range, { from: new Date('2026-01-01T06:30:00Z'), to: new Date('2026-02-01T18:00:00Z') }];
   const reads: Record<string, () => Promise<unknown>> = {
     listPlans: async () => {
       await queries.listPlans(ds, { limit: 20 });
@@ -302,6 +303,12 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
     },
     agentUsage: async () => {
       for (const range of ranges) await queries.agentUsage(ds, range);
+    },
+    plansPerDayScan: () => queries.plansPerDayScan(ds, range),
+    agentUsageScan: () => queries.agentUsageScan(ds, range),
+    tokenUsageScan: () => queries.tokenUsageScan(ds, range),
+    costUsageScan: async () => {
+      for (const by of queries.COST_DIMENSIONS) await queries.costUsageScan(ds, range, by);
     },
     handoffPatterns: async () => {
       for (const range of ranges) await queries.handoffPatterns(ds, range);
