@@ -136,9 +136,13 @@ describe('rows per retention transaction on SQL Server (recorded, no server)', (
     txs.forEach((tx, k) => {
       const sql = tx.map((i) => db.statements[i].sql);
       expect(tx.reduce((n, i) => n + (db.changed[i] ?? 0), 0)).toBeLessThanOrEqual(MAX_ROWS);
-      // each chunk: the head lock, then the plan still due, then at most the budget of rows
+      // each chunk: the head lock, what the plan adds to the rollups (nothing: it is soft-deleted), then
+      // the plan still due, then at most the budget of rows
       expect(sql[0]).toBe(`UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" ${jsonIdList('@0')}`);
-      expect(sql[1]).toBe(
+      expect(sql[1]).toMatch(
+        /^SELECT "p"."id" AS "p_id", .* FROM "execution_plans" "p" WHERE .*"p"."id".* AND \( "p"."deleted_at" IS NULL \)$/,
+      );
+      expect(sql[2]).toBe(
         `SELECT "p"."id" AS "id", "p"."parent_plan_id" AS "parentId" FROM "execution_plans" "p" WHERE "p"."id" ${jsonIdList('@0')} AND "p"."deleted_at" <= @1 AND NOT EXISTS (SELECT 1 FROM "execution_plans" "f" WHERE "f"."parent_plan_id" = "p"."id")`,
       );
       expect(sql).toContain('DELETE TOP (@1) FROM "plan_events" WHERE "plan_id" = @0');

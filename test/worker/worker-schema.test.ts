@@ -64,7 +64,7 @@ describe.each<TestDb>(['sqlite', 'postgres'])('worker on %s with pending migrati
     expect(await countRows(db.ds, 'plan_events')).toBe(0);
     expect(await readDeadLetters(redis, prefix)).toEqual([]);
 
-    expect((await runMigrations(db.ds)).applied).toEqual(['PlanList1795221000000']);
+    expect((await runMigrations(db.ds)).applied).toEqual(['AnalyticsRollups1795224400000']);
     await waitFor(
       'the worker to see the schema current and store the backlog',
       async () => (await countRows(db.ds, 'plan_events')) === events.length,
