@@ -148,10 +148,15 @@ export const readRouteSchemas = {
           type: 'string',
           description: 'tokens: session|plan|agent|model; cost: model|agent|session|plan (default model)',
         },
+        limit: {
+          type: 'string',
+          description: 'tokens: lines per page of the session and plan lists, 1-1000 (default 100)',
+        },
+        cursor: { type: 'string', description: 'tokens: the page after the one whose page.nextCursor this is' },
       },
     },
     response: readResponses(
-      '{ from, to, days | agents | handoffs | bySession/byPlan/byAgent/byModel/total | by/lines/total (cost) }',
+      '{ from, to, days | agents | handoffs | bySession/byPlan/byAgent/byModel/total/page | by/lines/total (cost) }',
     ),
   },
 };

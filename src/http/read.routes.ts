@@ -10,6 +10,7 @@ import { BILLING_PROVIDERS, type BillingProvider, parseBillingExport } from '../
 import { parseFailOver, reconcileReport } from '../queries/reconcile.query';
 import {
   parseCostDimension,
+  parseCount,
   parseDateRange,
   parseLimit,
   parseOffset,
@@ -21,6 +22,7 @@ import { getActivePlan, getPlanHistory } from '../queries/session-plans.query';
 import { getStepOutput } from '../queries/step-output.query';
 import { TOKEN_DIMENSIONS, TokenDimension, tokenUsage } from '../queries/token-usage.query';
 import { getResumePoint } from '../queries/workflow-resume.query';
+import { DEFAULT_TOKEN_PAGE } from '../queries/token-pages';
 import { readRouteSchemas as S } from './openapi-schemas';
 
 type Q = Record<string, string | undefined>;
@@ -102,7 +104,11 @@ export function registerReadRoutes(app: FastifyInstance, ds: DataSource): void {
         return { ...echoRange(range), handoffs: await handoffPatterns(ds, range) };
       case 'tokens': {
         const dims = q.by === undefined ? TOKEN_DIMENSIONS : [parseDimension(q.by)];
-        return { ...echoRange(range), ...(await tokenUsage(ds, range, dims)) };
+        const pages = { limit: parseCount('limit', q.limit, { min: 1, max: 1000, default: DEFAULT_TOKEN_PAGE }) };
+        return {
+          ...echoRange(range),
+          ...(await tokenUsage(ds, range, dims, { ...pages, ...(q.cursor === undefined ? {} : { cursor: q.cursor }) })),
+        };
       }
       case 'cost':
         return { ...echoRange(range), ...(await costUsage(ds, range, parseCostDimension(q.by ?? 'model', 'by'))) };

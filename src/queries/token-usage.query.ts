@@ -4,6 +4,13 @@ import { type DateRange, TOKEN_DIMENSIONS, type TokenDimension } from './query-a
 import { groupByText, whereCreatedIn } from './analytics.query';
 import { compareText, toNum } from './row-normalize';
 import { sqlDialectOf } from '../store/sql/dialects';
+import {
+  decodeTokenCursor,
+  DEFAULT_TOKEN_PAGE,
+  pageTokenLists,
+  type TokenPageInfo,
+  type TokenPageRequest,
+} from './token-pages';
 
 // Billing (tokens per plan and step): tokens per session, plan, agent, model.
 // The dimensions live with the other argument values, so `analytics tokens --help` needs no TypeORM.
@@ -45,7 +52,10 @@ export interface ModelTokens extends TokenTotals {
 }
 
 export interface TokenUsage {
+  /** Every plan of the range, whatever the page. */
   total: TokenTotals;
+  /** The page of the session and plan lists (tokenUsage only; the agent and model lists are whole). */
+  page?: TokenPageInfo;
   bySession?: SessionTokens[];
   byPlan?: PlanTokens[];
   byAgent?: AgentTokens[];
@@ -150,8 +160,34 @@ export function buildStepTokensQuery(
   return whereCreatedIn(ds, groupByText(ds, qb, [column]), range);
 }
 
-/** Token totals for billing, with their cache and reasoning parts; `dimensions` picks the breakdowns. @defaultValue all four */
+/**
+ * Token totals for billing, with their cache and reasoning parts; `dimensions` picks the
+ * breakdowns. @defaultValue all four. The session and plan lists come a page at a time
+ * (token-pages.ts): `pages.limit` lines each, from `pages.cursor`.
+ */
 export async function tokenUsage(
+  ds: DataSource,
+  range: DateRange = {},
+  dimensions: readonly TokenDimension[] = TOKEN_DIMENSIONS,
+  pages: TokenPageRequest = {},
+): Promise<TokenUsage> {
+  const cursor = decodeTokenCursor(pages.cursor);
+  const limit = pages.limit ?? DEFAULT_TOKEN_PAGE;
+  const usage = await tokenUsageScan(ds, range, dimensions);
+  const paged = pageTokenLists(
+    {
+      ...(usage.bySession ? { session: { rows: usage.bySession, key: (s: SessionTokens) => s.sessionId } } : {}),
+      ...(usage.byPlan ? { plan: { rows: usage.byPlan, key: (p: PlanTokens) => p.planId } } : {}),
+    },
+    { limit, cursor },
+  );
+  if (paged.session) usage.bySession = paged.session;
+  if (paged.plan) usage.byPlan = paged.plan;
+  return { ...usage, page: paged.page };
+}
+
+/** Every line of the tokens report, by a scan of the range's plans and steps (unpaged). */
+export async function tokenUsageScan(
   ds: DataSource,
   range: DateRange = {},
   dimensions: readonly TokenDimension[] = TOKEN_DIMENSIONS,
@@ -214,6 +250,3 @@ export async function tokenUsage(
   }
   return usage;
 }
-
-/** tokenUsage by a scan of every plan and step in the range: the reference of the property test. */
-export const tokenUsageScan = tokenUsage;

@@ -4,7 +4,7 @@ import type { PlanEvent } from '../../src/contracts';
 import { agentUsage, agentUsageScan, plansPerDay, plansPerDayScan } from '../../src/queries/analytics.query';
 import { costUsage, costUsageScan } from '../../src/queries/cost-usage.query';
 import type { DateRange } from '../../src/queries/query-args';
-import { tokenUsage, tokenUsageScan } from '../../src/queries/token-usage.query';
+import { TOKEN_DIMENSIONS, tokenUsage, tokenUsageScan } from '../../src/queries/token-usage.query';
 import { DEFAULT_RETENTION_POLICY, restorePlan, runRetention } from '../../src/retention';
 import { eraseSession } from '../../src/retention/session-erasure';
 import { PlanEventStore } from '../../src/store/plan-event-store';
@@ -79,8 +79,9 @@ const caseArb = fc.record({
 async function expectSameAnswers(ds: DataSource, range: DateRange): Promise<void> {
   expect(await plansPerDay(ds, range)).toEqual(await plansPerDayScan(ds, range));
   expect(await agentUsage(ds, range)).toEqual(await agentUsageScan(ds, range));
-  const dims = ['session', 'agent', 'model'] as const;
-  expect(await tokenUsage(ds, range, dims)).toEqual(await tokenUsageScan(ds, range, dims));
+  const { page, ...tokens } = await tokenUsage(ds, range, TOKEN_DIMENSIONS, { limit: 1000 });
+  expect(page?.hasMore).toBe(false);
+  expect(tokens).toEqual(await tokenUsageScan(ds, range));
   for (const by of ['model', 'agent', 'session'] as const)
     expect(await costUsage(ds, range, by)).toEqual(await costUsageScan(ds, range, by));
 }
@@ -129,6 +130,19 @@ describe.each(ALL_TEST_DBS)('analytics from rollups on %s', (kind) => {
     // the rollups rebuilt from the rows answer the same
     await sqlDialectOf(ds).transaction(ds, (m) => rebuildRollups(m));
     await expectSameAnswers(ds, {});
+    // pages of 7 lines, followed by their cursors, are the whole session and plan lists in order
+    const whole = await tokenUsageScan(ds, {});
+    const seen = { bySession: [] as unknown[], byPlan: [] as unknown[] };
+    let cursor: string | undefined;
+    do {
+      const usage = await tokenUsage(ds, {}, TOKEN_DIMENSIONS, { limit: 7, ...(cursor ? { cursor } : {}) });
+      expect(usage.bySession!.length).toBeLessThanOrEqual(7);
+      expect(usage.total).toEqual(whole.total);
+      seen.bySession.push(...usage.bySession!);
+      seen.byPlan.push(...usage.byPlan!);
+      cursor = usage.page!.nextCursor ?? undefined;
+    } while (cursor);
+    expect(seen).toEqual({ bySession: whole.bySession, byPlan: whole.byPlan });
   });
 });
 

@@ -397,7 +397,7 @@ describe('read queries', () => {
       });
       expect(usage.byModel!.map((m) => m.model)).toEqual(['gpt-4o', 'claude-sonnet', 'gpt-4o-mini']);
       const onlyPlans = await tokenUsage(ds, {}, ['plan']);
-      expect(Object.keys(onlyPlans).sort()).toEqual(['byPlan', 'total']);
+      expect(Object.keys(onlyPlans).sort()).toEqual(['byPlan', 'page', 'total']);
     });
   });
 });

@@ -2,7 +2,8 @@ import { type CliContext, printJson } from '../cli-context';
 import { agentUsage, echoRange, handoffPatterns, plansPerDay } from '../../queries/analytics.query';
 import { TOKEN_DIMENSIONS, TokenDimension, tokenUsage, TokenUsage } from '../../queries/token-usage.query';
 import { costUsage } from '../../queries/cost-usage.query';
-import { DateRange, parseCostDimension, parseDateRange } from '../../queries/query-args';
+import { DateRange, parseCostDimension, parseCount, parseDateRange } from '../../queries/query-args';
+import { DEFAULT_TOKEN_PAGE } from '../../queries/token-pages';
 import { QueryArgumentError } from '../../queries/query-errors';
 import { Cell, formatInt, formatPercent, renderTable, toCsv } from '../../queries/text-output';
 import { outputFormat, withReadSource } from './read-command';
@@ -13,6 +14,10 @@ export interface AnalyticsOptions {
   json?: boolean;
   csv?: boolean;
   by?: string;
+  /** tokens: lines per page of the session and plan lists. */
+  limit?: string;
+  /** tokens: the page after the one that printed this cursor. */
+  cursor?: string;
 }
 
 interface Report {
@@ -20,6 +25,8 @@ interface Report {
   rows: Cell[][];
   /** What `--json` prints besides `from`/`to`. */
   json: Record<string, unknown>;
+  /** A line printed after the table (not with --csv or --json). */
+  note?: string;
 }
 
 export type ReportName = 'daily' | 'agents' | 'handoffs' | 'tokens' | 'cost';
@@ -38,6 +45,7 @@ export async function runReport(ctx: CliContext, name: ReportName, opts: Analyti
         ? [`no ${name} data in this range`]
         : renderTable(report.headers, report.rows);
   for (const line of lines) ctx.out(line);
+  if (format !== 'csv' && report.note) ctx.out(report.note);
 }
 
 async function daily(ctx: CliContext, range: DateRange): Promise<Report> {
@@ -99,7 +107,10 @@ function parseDimension(raw: string): TokenDimension {
 
 async function tokens(ctx: CliContext, range: DateRange, opts: AnalyticsOptions): Promise<Report> {
   const dims = opts.by === undefined ? TOKEN_DIMENSIONS : [parseDimension(opts.by)];
-  const usage = await withReadSource(ctx, 'analytics tokens', (ds) => tokenUsage(ds, range, dims));
+  const limit = parseCount('--limit', opts.limit, { min: 1, max: 1000, default: DEFAULT_TOKEN_PAGE });
+  const pages = { limit, ...(opts.cursor === undefined ? {} : { cursor: opts.cursor }) };
+  const usage = await withReadSource(ctx, 'analytics tokens', (ds) => tokenUsage(ds, range, dims, pages));
+  const next = usage.page?.nextCursor;
   return {
     headers: [
       'dimension',
@@ -113,6 +124,7 @@ async function tokens(ctx: CliContext, range: DateRange, opts: AnalyticsOptions)
     ],
     rows: tokenRows(usage, Boolean(opts.csv)),
     json: { ...usage },
+    ...(next ? { note: `more sessions or plans: --cursor ${next}` } : {}),
   };
 }
 

@@ -34,10 +34,10 @@ export function registerAnalytics(program: Command, context: () => CliContext): 
     'per agent: steps, completed, failed, skipped, success rate = completed/(completed+failed), average tokens per step that ran',
   );
   add('handoffs', 'handoff matrix: count per (from agent, to agent, reason), most frequent first');
-  add('tokens', 'input/output tokens per session, plan, agent and model, for billing').option(
-    '--by <dimension>',
-    `only one breakdown: ${TOKEN_DIMENSIONS.join('|')} (default: all four)`,
-  );
+  add('tokens', 'input/output tokens per session, plan, agent and model, for billing')
+    .option('--by <dimension>', `only one breakdown: ${TOKEN_DIMENSIONS.join('|')} (default: all four)`)
+    .option('--limit <n>', 'lines per page of the session and plan lists, 1-1000 (default 100)')
+    .option('--cursor <cursor>', 'the page after the one that printed this cursor (page.nextCursor)');
   add(
     'cost',
     'cost in USD per model, agent, session or plan: each step at the price in force when it was stored; unpriced steps counted apart',

@@ -1,0 +1,84 @@
+import { QueryArgumentError } from './query-errors';
+import { compareText } from './row-normalize';
+
+/**
+ * The pages of the two long lists of the tokens report (per session, per plan): each sorted
+ * largest consumer first, its key breaking ties, and cut after `limit` lines. A cursor names, for
+ * each list that has more, the last line of the page it follows (its total and key), so the next
+ * page starts after it; a list the cursor leaves out has ended.
+ */
+
+/** Lines per page of the tokens report's session and plan lists. @defaultValue 100 */
+export const DEFAULT_TOKEN_PAGE = 100;
+
+export interface TokenPageRequest {
+  /** Lines per list and page (1-1000). @defaultValue DEFAULT_TOKEN_PAGE */
+  limit?: number;
+  /** `nextCursor` of the page before; absent: the first page. */
+  cursor?: string;
+}
+
+export interface TokenPageInfo {
+  limit: number;
+  /** Whether the session or plan list goes on past this page. */
+  hasMore: boolean;
+  /** Pass as `cursor` for the next page; null on the last. */
+  nextCursor: string | null;
+}
+
+type Position = [totalTokens: number, key: string];
+type CursorLists = Partial<Record<'session' | 'plan', Position>>;
+
+export function decodeTokenCursor(raw: string | undefined, argument = '--cursor'): CursorLists | undefined {
+  if (raw === undefined) return undefined;
+  const bad = () => new QueryArgumentError(argument, `"${raw.slice(0, 60)}" is not a cursor this report printed`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    throw bad();
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw bad();
+  const out: CursorLists = {};
+  for (const [list, at] of Object.entries(parsed as Record<string, unknown>)) {
+    if (list !== 'session' && list !== 'plan') throw bad();
+    if (!Array.isArray(at) || at.length !== 2 || typeof at[0] !== 'number' || typeof at[1] !== 'string') throw bad();
+    out[list] = [at[0], at[1]];
+  }
+  return out;
+}
+
+function encode(lists: CursorLists): string {
+  return Buffer.from(JSON.stringify(lists), 'utf8').toString('base64url');
+}
+
+/** Cuts the session and plan lists (sorted already) to the page the cursor asks for. */
+export function pageTokenLists<S extends { totalTokens: number }, P extends { totalTokens: number }>(
+  lists: { session?: { rows: S[]; key: (r: S) => string }; plan?: { rows: P[]; key: (r: P) => string } },
+  request: { limit: number; cursor: CursorLists | undefined },
+): { session?: S[]; plan?: P[]; page: TokenPageInfo } {
+  const next: CursorLists = {};
+  const cut = <T extends { totalTokens: number }>(name: 'session' | 'plan', rows: T[], key: (r: T) => string) => {
+    let start = 0;
+    if (request.cursor) {
+      const at = request.cursor[name];
+      if (!at) return [];
+      const [total, last] = at;
+      start = rows.findIndex(
+        (r) => r.totalTokens < total || (r.totalTokens === total && compareText(key(r), last) > 0),
+      );
+      if (start < 0) return [];
+    }
+    const page = rows.slice(start, start + request.limit);
+    if (start + request.limit < rows.length) {
+      const tail = page[page.length - 1];
+      next[name] = [tail.totalTokens, key(tail)];
+    }
+    return page;
+  };
+  const out: { session?: S[]; plan?: P[] } = {};
+  if (lists.session) out.session = cut('session', lists.session.rows, lists.session.key);
+  if (lists.plan) out.plan = cut('plan', lists.plan.rows, lists.plan.key);
+  const hasMore = Object.keys(next).length > 0;
+  return { ...out, page: { limit: request.limit, hasMore, nextCursor: hasMore ? encode(next) : null } };
+}
