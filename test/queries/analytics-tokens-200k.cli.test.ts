@@ -1,11 +1,13 @@
 import { run } from '../../src/cli/main';
+import { rebuildRollups } from '../../src/store/rollups/rollup-rebuild';
 import { createMigratedDb } from '../support/databases';
 
 /**
  * `plan-ledger analytics tokens` over 200,000 plans, through the CLI's own `run`, on a SQLite file
- * filled with plain SQL. Before, the text table measured its columns with
- * `Math.max(h.length, ...cells)`, a call with one argument per row, and V8 threw
- * `RangeError: Maximum call stack size exceeded` past ~120k rows.
+ * filled with plain SQL (and its rollups rebuilt, as `migrate` does for stored plans). Before, the
+ * text table measured its columns with `Math.max(h.length, ...cells)`, a call with one argument per
+ * row, and V8 threw `RangeError: Maximum call stack size exceeded` past ~120k rows; the report now
+ * prints a page of each list (100 lines by default, at most 1,000), with the totals of every plan.
  */
 const PLANS = 200_000;
 const SESSIONS = 1_000;
@@ -30,6 +32,7 @@ describe('analytics tokens with 200k plans (SQLite)', () => {
          SELECT printf('plan-%06d', i), printf('sess-%04d', i % ${SESSIONS}), 'q', 'completed', 1, i % 1000, i % 7, '2026-02-01 00:00:00.000' FROM n`,
       );
     });
+    await made.ds.transaction((m) => rebuildRollups(m));
     await made.ds.destroy();
   }, 30_000);
   afterAll(async () => close());
@@ -49,30 +52,49 @@ describe('analytics tokens with 200k plans (SQLite)', () => {
   const input = 200 * 499_500;
   const output = 28_571 * 21 + (0 + 1 + 2);
 
-  it('renders the text table: a header, a row per session and per plan, and the total', async () => {
+  it('renders the text table: a header, the first page of sessions and plans, the total of all, where the next page starts', async () => {
     const { code, out, err } = await cli('analytics', 'tokens');
     expect(err).toEqual([]);
     expect(code).toBe(0);
-    expect(out).toHaveLength(1 + SESSIONS + PLANS + 1);
+    expect(out).toHaveLength(1 + 100 + 100 + 1 + 1);
     expect(out[0]).toMatch(
       /^dimension\s+key\s+input_tokens\s+output_tokens\s+total_tokens\s+cache_read_tokens\s+cache_write_tokens\s+reasoning_tokens$/,
     );
-    expect(out.filter((l) => l.startsWith('session '))).toHaveLength(SESSIONS);
+    expect(out.filter((l) => l.startsWith('session '))).toHaveLength(100);
     // the largest plan: 999 + 6 tokens, and plan-006999 is the first id with both
-    expect(out[1 + SESSIONS]).toMatch(/^plan\s+plan-006999\s+999\s+6\s+1,005\s+0\s+0\s+0$/);
-    expect(out.filter((l) => l.startsWith('plan '))).toHaveLength(PLANS);
+    expect(out[1 + 100]).toMatch(/^plan\s+plan-006999\s+999\s+6\s+1,005\s+0\s+0\s+0$/);
+    expect(out.filter((l) => l.startsWith('plan '))).toHaveLength(100);
     const n = (v: number) => v.toLocaleString('en-US');
-    expect(out[out.length - 1]).toMatch(
+    expect(out[out.length - 2]).toMatch(
       new RegExp(`^total\\s+${n(input)}\\s+${n(output)}\\s+${n(input + output)}\\s+0\\s+0\\s+0$`),
     );
+    expect(out[out.length - 1]).toMatch(/^more sessions or plans: --cursor [\w-]+$/);
     // the columns line up: every row is as wide as the widest one (the last column is right-aligned)
-    expect(new Set(out.slice(1).map((l) => l.length)).size).toBe(1);
+    expect(new Set(out.slice(1, -1).map((l) => l.length)).size).toBe(1);
   });
 
-  it('prints CSV with every row (no spread there either)', async () => {
-    const { code, out } = await cli('analytics', 'tokens', '--by', 'plan', '--csv');
-    expect(code).toBe(0);
-    expect(out).toHaveLength(1 + PLANS + 1);
-    expect(out[out.length - 1]).toBe(`total,,${input},${output},${input + output},0,0,0`);
+  it('prints CSV pages of at most 1,000 plans; the cursor of one page starts the next', async () => {
+    const first = await cli('analytics', 'tokens', '--by', 'plan', '--csv', '--limit', '1000');
+    expect(first.code).toBe(0);
+    expect(first.out).toHaveLength(1 + 1000 + 1);
+    expect(first.out[first.out.length - 1]).toBe(`total,,${input},${output},${input + output},0,0,0`);
+    const json = await cli('analytics', 'tokens', '--by', 'plan', '--json', '--limit', '1000');
+    const page = JSON.parse(json.out.join('\n')) as { page: { hasMore: boolean; nextCursor: string } };
+    expect(page.page.hasMore).toBe(true);
+    const next = await cli(
+      'analytics',
+      'tokens',
+      '--by',
+      'plan',
+      '--csv',
+      '--limit',
+      '1000',
+      '--cursor',
+      page.page.nextCursor,
+    );
+    expect(next.out).toHaveLength(1 + 1000 + 1);
+    // plans with 999 + 6 tokens: 29 of them (i % 1000 = 999 and i % 7 = 6); the next page goes on below
+    expect(next.out[1]).not.toBe(first.out[1]);
+    expect(new Set([...first.out.slice(1, -1), ...next.out.slice(1, -1)]).size).toBe(2000);
   });
 });

@@ -1,9 +1,11 @@
+import { measurePlans } from '../../src/store/rollups/rollup-measure';
+import { RollupDelta } from '../../src/store/rollups/rollup-rows';
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { RETENTION_JOB } from '../../src/retention/retention-scheduler';
 import { ENTITY, PlanStatus } from '../../src/store/entities';
-import { dialectOf } from '../../src/store/sql/dialects';
+import { dialectOf, sqlDialectOf } from '../../src/store/sql/dialects';
 import { PLAN_TABLES, PlanTable } from '../../src/retention/retention-sql';
 
 /**
@@ -218,6 +220,15 @@ export async function insertPlans(ds: DataSource, specs: PlanSpec[]): Promise<vo
       await (entity === ENTITY.session ? qb.orIgnore() : qb).execute();
     }
   }
+  // what the worker adds to the analytics rollups for these rows
+  const rollups = new RollupDelta();
+  await measurePlans(
+    ds.manager,
+    specs.map((s) => s.id),
+    rollups,
+    1,
+  );
+  await rollups.write(sqlDialectOf(ds).rows(ds.manager));
 }
 
 /** Rows of one plan per table: live (deleted_at null), soft-deleted, or all. */
