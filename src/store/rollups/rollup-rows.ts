@@ -81,7 +81,8 @@ export function rollupId(r: Pick<RollupSums, 'day' | 'kind' | 'sessionId' | 'age
  * sums. Whatever order the plans' changes come in, the sums end as those of the rows stored.
  */
 export class RollupDelta {
-  private readonly rows = new Map<string, RollupSums>();
+  /** By the key as JSON text (the id, a SHA-1, is derived once per key and transaction). */
+  private readonly rows = new Map<string, RollupSums & { id: string }>();
 
   get size(): number {
     return this.rows.size;
@@ -155,11 +156,11 @@ export class RollupDelta {
   }
 
   private row(key: Omit<RollupSums, 'counts' | 'cost'> & { kind: RollupKind }): RollupSums {
-    const id = rollupId(key);
-    let row = this.rows.get(id);
+    const text = JSON.stringify([key.day, key.kind, key.sessionId, key.agentId, key.model, key.status]);
+    let row = this.rows.get(text);
     if (!row) {
-      row = { ...key, counts: zeroCounts(), cost: 0n };
-      this.rows.set(id, row);
+      row = { ...key, id: rollupId(key), counts: zeroCounts(), cost: 0n };
+      this.rows.set(text, row);
     }
     return row;
   }
@@ -167,10 +168,10 @@ export class RollupDelta {
   /** The rows whose sums moved, by id (sorted: writers of one key take its lock in one order). */
   changed(): AnalyticsRollupRow[] {
     const out: AnalyticsRollupRow[] = [];
-    for (const [id, r] of this.rows) {
+    for (const r of this.rows.values()) {
       if (r.cost === 0n && ROLLUP_COUNTS.every((k) => r.counts[k] === 0)) continue;
       out.push({
-        id,
+        id: r.id,
         day: r.day,
         kind: r.kind,
         sessionId: r.sessionId,
