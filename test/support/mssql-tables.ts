@@ -103,14 +103,14 @@ export class MssqlTables {
     // the rows of a list of plans (what they add to the rollups), soft-deleted ones left out
     if (
       (m = sql.match(
-        / FROM "(\w+)" "(\w+)" WHERE \( ?"\2"\."(\w+)" IN \(((?:@\d+)(?:, @\d+)*)\) ?\)( AND \( "\2"\."deleted_at" IS NULL \))?$/,
+        / FROM "(\w+)" "(\w+)" WHERE \( "\2"\."(\w+)" IN \(SELECT v FROM OPENJSON\(@0\) .*\) \)( AND \( "\2"\."deleted_at" IS NULL \))?$/,
       ))
     ) {
-      const [, table, , column, list, live] = m;
-      const ids = new Set(list.split(', ').map((at) => p(Number(at.slice(1)))));
+      const [, table, , column, live] = m;
+      const ids = idSet(p(0));
       return project(
         sql,
-        this.rows(table).filter((r) => ids.has(r[column]) && (!live || r.deleted_at === null)),
+        this.rows(table).filter((r) => ids.has(r[column] as string) && (!live || r.deleted_at === null)),
       );
     }
     // whether a row with this value exists (a repository's exists: the new fork's id is free)

@@ -224,7 +224,7 @@ function madeUpRows(rowOf: (table: string) => Row | undefined, none: (sql: strin
     const row: Row = {};
     for (const [, expr, name] of list.matchAll(/((?:[^,(]|\([^()]*(?:\([^()]*\)[^()]*)*\))+?) AS "(\w+)"/g)) {
       const ref = expr.match(/"(\w+)"\."(\w+)"/);
-      if (/^\s*(CAST\()?(COUNT|SUM)\(/.test(expr)) row[name] = 2;
+      if (/^\s*(CAST\(|CONVERT\(varchar\(\d+\), )?(COUNT|SUM)\(/.test(expr)) row[name] = 2;
       else if (ref) row[name] = rowOf(aliases.get(ref[1]) ?? '')?.[ref[2]] ?? null;
       else row[name] = 1;
     }

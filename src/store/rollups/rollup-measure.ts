@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { ENTITY, type ExecutionPlanRow, type PlanStepRow } from '../entities';
 import { sqlDialectOf } from '../sql/dialects';
+import { idsIn } from '../sql/id-lists';
 import { type RollupPlan, type RollupStep, RollupDelta } from './rollup-rows';
 
 const PLAN_COLUMNS = {
@@ -40,21 +41,28 @@ export async function measurePlans(
   delta: RollupDelta,
   sign: 1 | -1,
 ): Promise<void> {
-  const chunk = sqlDialectOf(m.connection).maxIdsPerStatement;
+  const d = sqlDialectOf(m.connection);
+  const chunk = d.maxIdsPerStatement;
   for (let i = 0; i < planIds.length; i += chunk) {
     const ids = planIds.slice(i, i + chunk);
     const plans = (await m
       .getRepository<ExecutionPlanRow>(ENTITY.plan)
       .createQueryBuilder('p')
       .select(Object.keys(PLAN_COLUMNS).map((c) => `p.${c}`))
-      .where('p.id IN (:...ids)', { ids })
+      .where(...idsIn(d, 'p.id', ids))
       .getMany()) as RollupPlan[];
     if (plans.length === 0) continue;
     const steps = (await m
       .getRepository<PlanStepRow>(ENTITY.step)
       .createQueryBuilder('s')
       .select(Object.keys(STEP_COLUMNS).map((c) => `s.${c}`))
-      .where('s.planId IN (:...ids)', { ids: plans.map((p) => p.id) })
+      .where(
+        ...idsIn(
+          d,
+          's.planId',
+          plans.map((p) => p.id),
+        ),
+      )
       .getMany()) as Array<RollupStep & { planId: string }>;
     const byPlan = new Map<string, RollupStep[]>();
     for (const s of steps) {
