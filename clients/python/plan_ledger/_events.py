@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime
 import random
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from . import _contract_table as table
 from ._contract import SPEC_VERSION, Violation
 
 JsonObject = Dict[str, Any]
@@ -41,12 +43,13 @@ class Plan:
     session_id: str
 
 
-_STEP_KEYS = {
-    "step_id": "stepId",
-    "agent_id": "agentId",
-    "expected_output": "expectedOutput",
-    "depends_on": "dependsOn",
-}
+def _snake(name: str) -> str:
+    """``stepId`` -> ``step_id``: the Python spelling of a contract field."""
+    return re.sub(r"(?<!^)([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+
+
+# the snake_case spelling of each step spec field the contract declares in camelCase
+_STEP_KEYS = {_snake(str(f[0])): str(f[0]) for f in table.SHAPES["StepSpec"] if _snake(str(f[0])) != f[0]}
 
 
 def _step_dict(step: Any) -> Any:
