@@ -4,6 +4,7 @@ import type { DateRange } from './query-args';
 import { compareText, ratio, round, toDay, toIso, toNum } from './row-normalize';
 import { sqlDialectOf } from '../store/sql/dialects';
 import { planTotals, stepTotals } from './rollup-totals.query';
+import { groupByText, whereCreatedIn } from './query-clauses';
 
 /**
  * The product's analytics queries (plans per day, agent usage, handoff patterns), on every dialect. Every report
@@ -53,29 +54,6 @@ export interface HandoffPattern {
 
 export function echoRange(range: DateRange): RangeEcho {
   return { from: range.from ? toIso(range.from) : null, to: range.to ? toIso(range.to) : null };
-}
-
-/** Adds `[from, to)` on the plan alias `p`. */
-export function whereCreatedIn<T extends object>(
-  ds: DataSource,
-  qb: SelectQueryBuilder<T>,
-  range: DateRange,
-): SelectQueryBuilder<T> {
-  if (range.from) qb.andWhere('p.createdAt >= :from', { from: sqlDialectOf(ds).instant(range.from) });
-  if (range.to) qb.andWhere('p.createdAt < :to', { to: sqlDialectOf(ds).instant(range.to) });
-  return qb;
-}
-
-/** Groups by these text columns, values that differ only in trailing spaces apart (the dialect's textGroupKeys). */
-export function groupByText<T extends object>(
-  ds: DataSource,
-  qb: SelectQueryBuilder<T>,
-  columns: string[],
-): SelectQueryBuilder<T> {
-  const keys = columns.flatMap((c) => sqlDialectOf(ds).textGroupKeys(c));
-  qb.groupBy(keys[0]);
-  for (const key of keys.slice(1)) qb.addGroupBy(key);
-  return qb;
 }
 
 const countWhere = (condition: string) => `SUM(CASE WHEN ${condition} THEN 1 ELSE 0 END)`;

@@ -2,7 +2,7 @@ import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import { displayMoney } from '../pricing';
 import { ENTITY, PlanStepRow } from '../store/entities';
 import { sqlDialectOf } from '../store/sql/dialects';
-import { groupByText, whereCreatedIn } from './analytics.query';
+import { groupByText, whereCreatedIn } from './query-clauses';
 import { COST_DIMENSIONS, type CostDimension, type DateRange } from './query-args';
 import { compareText, toNum } from './row-normalize';
 import { sessionCosts, stepTotals } from './rollup-totals.query';

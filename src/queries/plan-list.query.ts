@@ -1,6 +1,6 @@
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import { ENTITY, ExecutionPlanRow, PlanStatus } from '../store/entities';
-import { whereCreatedIn } from './analytics.query';
+import { whereCreatedIn } from './query-clauses';
 import { sqlDialectOf } from '../store/sql/dialects';
 import { PlanSummary, toPlanSummary } from './plan-rows';
 import { QueryArgumentError } from './query-errors';

@@ -7,7 +7,7 @@ import {
   type RollupKind,
 } from '../store/entities';
 import { sqlDialectOf } from '../store/sql/dialects';
-import { groupByText, whereCreatedIn } from './analytics.query';
+import { groupByText, whereCreatedIn } from './query-clauses';
 import type { DateRange } from './query-args';
 import { toDay, toNum } from './row-normalize';
 

@@ -1,7 +1,7 @@
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import { ENTITY, ExecutionPlanRow, PlanStatus, PlanStepRow } from '../store/entities';
 import { type DateRange, TOKEN_DIMENSIONS, type TokenDimension } from './query-args';
-import { groupByText, whereCreatedIn } from './analytics.query';
+import { groupByText, whereCreatedIn } from './query-clauses';
 import { compareText, toNum } from './row-normalize';
 import { sqlDialectOf } from '../store/sql/dialects';
 import {
