@@ -18,15 +18,32 @@ import { recordWorkload } from '../support/tsql-workload';
 const MONEY = moneyColumns();
 const IS_MONEY = new Set(MONEY.map((c) => c.column));
 
+/** `list` without its `CONVERT(varchar(40), ...)` expressions (whatever they hold: a column, a SUM, a CASE). */
+function withoutTextConversions(list: string): string {
+  const open = 'CONVERT(varchar(40), ';
+  let out = '';
+  let at = 0;
+  for (let start = list.indexOf(open); start >= 0; start = list.indexOf(open, at)) {
+    out += list.slice(at, start);
+    let depth = 0;
+    let i = start + 'CONVERT'.length;
+    do {
+      if (list[i] === '(') depth++;
+      else if (list[i] === ')') depth--;
+      i++;
+    } while (depth > 0 && i < list.length);
+    at = i;
+  }
+  return out + list.slice(at);
+}
+
 /**
  * The money columns whose value a SELECT list reads outside `CONVERT(varchar(40), ...)`, as
  * `alias.column` (a test whether one is NULL reads no value).
  */
 function moneyReadAsNumber(sql: string): string[] {
   const list = sql.slice(0, sql.indexOf(' FROM '));
-  const converted = list
-    .replace(/CONVERT\(varchar\(40\), (SUM\()?"\w+"\."\w+"\)?\)/g, '')
-    .replace(/"\w+"\."\w+" IS (NOT )?NULL/g, '');
+  const converted = withoutTextConversions(list).replace(/"\w+"\."\w+" IS (NOT )?NULL/g, '');
   return [...converted.matchAll(/"(\w+)"\."(\w+)"/g)].filter((m) => IS_MONEY.has(m[2]!)).map((m) => `${m[1]}.${m[2]}`);
 }
 
