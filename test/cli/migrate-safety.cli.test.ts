@@ -11,19 +11,10 @@ import { migrationSql, runMigrations } from '../../src/store/migrator';
 import { runCli } from '../support/cli';
 import { createThrowawayDb, ThrowawayDb } from '../support/databases';
 import { waitFor } from '../worker/helpers/queue-harness';
+import { MIGRATIONS } from '../../migrations';
 
-const ALL = [
-  'InitialSchema1795219200000',
-  'IndexHandoffStep1795219300000',
-  'IncrementalStore1795219400000',
-  'DatabasesAlike1795219500000',
-  'PlanRestoredAt1795219600000',
-  'StepCost1795219700000',
-  'PriceOverrides1795219800000',
-  'PlanLineage1795219900000',
-  'IdentifierCollations1795220000000',
-  'PlanList1795221000000',
-];
+/** Every migration, oldest first (test/store/migrations.test.ts names them one by one). */
+const ALL = MIGRATIONS.map((m) => m.name);
 
 /** Holds the migration lock from this process until `release()` is called. */
 async function holdLock(ds: DataSource): Promise<{ release(): void; released: Promise<void> }> {
