@@ -1,5 +1,9 @@
 import { runCli } from '../support/cli';
 import { createThrowawayDb } from '../support/databases';
+import { MIGRATIONS } from '../../migrations';
+
+/** Every migration, oldest first (test/store/migrations.test.ts names them one by one). */
+const ALL = MIGRATIONS.map((m) => m.name);
 
 describe('plan-ledger migrate (child process)', () => {
   it('applies, reports up to date, and reverts on a throwaway PostgreSQL schema', async () => {
@@ -10,25 +14,13 @@ describe('plan-ledger migrate (child process)', () => {
       expect(first.stderr).toBe('');
       expect(first).toMatchObject({
         code: 0,
-        stdout:
-          'applied InitialSchema1795219200000\napplied IndexHandoffStep1795219300000\napplied IncrementalStore1795219400000\napplied DatabasesAlike1795219500000\napplied PlanRestoredAt1795219600000\napplied StepCost1795219700000\napplied PriceOverrides1795219800000\napplied PlanLineage1795219900000\napplied IdentifierCollations1795220000000\napplied PlanList1795221000000\n',
+        stdout: ALL.map((name) => `applied ${name}\n`).join(''),
       });
       expect(await runCli(['migrate'], env)).toMatchObject({ code: 0, stdout: 'schema is up to date\n' });
       const reverted = await runCli(['migrate', '--revert-all', '--json'], env);
       expect(reverted.code).toBe(0);
       expect(JSON.parse(reverted.stdout)).toMatchObject({
-        reverted: [
-          'PlanList1795221000000',
-          'IdentifierCollations1795220000000',
-          'PlanLineage1795219900000',
-          'PriceOverrides1795219800000',
-          'StepCost1795219700000',
-          'PlanRestoredAt1795219600000',
-          'DatabasesAlike1795219500000',
-          'IncrementalStore1795219400000',
-          'IndexHandoffStep1795219300000',
-          'InitialSchema1795219200000',
-        ],
+        reverted: [...ALL].reverse(),
       });
     } finally {
       await db.drop();
