@@ -52,7 +52,9 @@ function circularDistance(a: number, b: number): number {
  * tag `{T}`, shard i's tag is `{T-s<i>of<N>-<k>}` with the smallest k whose slot lies within
  * 16384/(16N) slots of slot(T) + i*16384/N: the N shards sit at even distances around the slot
  * ring, so on a cluster whose masters own equal contiguous ranges (what `redis-cli --cluster create`
- * and rebalance make) the shards divide evenly over the masters. Without a tag (one Redis) shard i
+ * and rebalance make) the shards divide about evenly over the masters: a shard whose even spot lies
+ * within that tolerance of a range boundary may land on the neighbouring master (with N = 2M
+ * shards over M masters, every master gets one to three). Without a tag (one Redis) shard i
  * is `<prefix>-s<i>of<N>`.
  */
 export function shardPrefix(prefix: string, index: number, count: number): string {

@@ -74,8 +74,11 @@ describe(`QUEUE_SHARDS=${SHARDS} on a 3-master Redis Cluster`, () => {
     dropShardsAfter(prefix);
     const masters = await mastersOfShards(prefix);
     expect(new Set(masters).size).toBeGreaterThanOrEqual(2);
-    // each shard's slot is placed at an even distance around the ring: two per master here
-    expect(h.cluster.ports.map((p) => masters.filter((m) => m === p).length)).toEqual([2, 2, 2]);
+    // each shard's slot is placed near an even spot around the ring (within 16384/96 slots): two per
+    // master, or one and three where a spot lies that close to a master's range boundary
+    const perMaster = h.cluster.ports.map((p) => masters.filter((m) => m === p).length);
+    expect(Math.min(...perMaster)).toBeGreaterThanOrEqual(1);
+    expect(Math.max(...perMaster)).toBeLessThanOrEqual(3);
 
     const { db, ds } = await h.migratedPostgres();
     const workers = clusterWorkers(2, prefix, db.url);
