@@ -13,7 +13,7 @@ export interface WorkerProcess {
   logs(): Record<string, unknown>[];
   /** Resolves with the exit code (or signal name) once the process has exited. */
   exited: Promise<number | string>;
-  /** Resolves when a log line with this `msg` appears; rejects at the timeout or if the process exits first. */
+  /** Resolves when a log line with this `msg` appears; rejects at the timeout (90 s by default: a worker started from the sources on a busy machine) or if the process exits first. */
   waitForLog(msg: string, timeoutMs?: number): Promise<Record<string, unknown>>;
 }
 
@@ -50,7 +50,7 @@ export function spawnWorker(env: Record<string, string>): WorkerProcess {
     stderr: () => err,
     logs,
     exited,
-    async waitForLog(msg, timeoutMs = 30_000) {
+    async waitForLog(msg, timeoutMs = 90_000) {
       const until = Date.now() + timeoutMs;
       for (;;) {
         const line = logs().find((l) => l.msg === msg);
