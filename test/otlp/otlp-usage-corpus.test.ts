@@ -1,7 +1,7 @@
 import type { TestDb } from '../support/databases';
 import { waitFor } from '../worker/helpers/queue-harness';
 import { ApiStack, call, INGEST_KEY, startApiStack } from '../http/http-harness';
-import { CASES, caseName, type CorpusCase, expectedFor, loadCase } from '../fixtures/otlp-usage/cases';
+import { CASES, caseName, type CorpusCase, expectedFor, loadCase, requestBody } from '../fixtures/otlp-usage/cases';
 import { runCase } from '../fixtures/otlp-usage/record';
 
 jest.setTimeout(240_000);
@@ -49,17 +49,30 @@ function expectTheRun(got: Stored): void {
   expect(got.handoffs).toContainEqual(['triage', 'booker']);
 }
 
+/** Posts a case's requests as its exporter sent them: JSON, or protobuf (the Traceloop SDK's exporter). */
 async function postCorpusCase(stack: ApiStack, name: string): Promise<void> {
-  for (const body of loadCase(name).requests) {
-    const res = await call(stack, 'POST', '/v1/traces', { body });
-    if (res.status !== 200 || JSON.stringify(res.json) !== '{}')
-      throw new Error(`${name}: ${res.status} ${JSON.stringify(res.json)}`);
+  for (const recorded of loadCase(name).requests) {
+    const { format, body } = requestBody(recorded);
+    if (format === 'json') {
+      const res = await call(stack, 'POST', '/v1/traces', { body });
+      if (res.status !== 200 || JSON.stringify(res.json) !== '{}')
+        throw new Error(`${name}: ${res.status} ${JSON.stringify(res.json)}`);
+      continue;
+    }
+    const res = await fetch(`${stack.server.url}/v1/traces`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${INGEST_KEY}`, 'content-type': 'application/x-protobuf' },
+      body: new Uint8Array(body),
+    });
+    // an empty ExportTraceServiceResponse: nothing rejected
+    const answer = Buffer.from(await res.arrayBuffer());
+    if (res.status !== 200 || answer.length !== 0) throw new Error(`${name}: ${res.status} ${answer.toString('hex')}`);
   }
 }
 
 const QUIET = { OTLP_TRACE_QUIET_MS: '500', OTLP_TRACE_ROOTLESS_MS: '5000' };
 
-describe.each<TestDb>(['sqlite', 'postgres'])('the usage corpus posted to serve on %s', (kind) => {
+describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('the usage corpus posted to serve on %s', (kind) => {
   let stack: ApiStack;
   beforeAll(async () => {
     stack = await startApiStack(kind, { env: QUIET });
@@ -82,33 +95,44 @@ describe.each<TestDb>(['sqlite', 'postgres'])('the usage corpus posted to serve 
   );
 });
 
-// the database adds nothing here that the corpus above does not check: SQLite only
-describe('the real instrumentations, each run in its own process exporting to serve', () => {
-  let stack: ApiStack;
-  const live = new Map<string, { traceId: string; at: Date }>();
-  beforeAll(async () => {
-    stack = await startApiStack('sqlite', { env: QUIET });
-    const headers = `Authorization=Bearer ${INGEST_KEY}`;
-    const one = async (c: CorpusCase) => {
-      const at = new Date();
-      live.set(caseName(c), { traceId: await runCase(c, stack.server.url, `live-${caseName(c)}`, headers), at });
-    };
-    // two at a time
-    for (let i = 0; i < CASES.length; i += 2) await Promise.all(CASES.slice(i, i + 2).map(one));
-  });
-  afterAll(async () => {
-    await stack?.close();
-  });
+/**
+ * The live runs, each case on one of the databases in turn (every database stores runs of both
+ * providers, and every case is stored on every database by the replay above): 12 instrumented
+ * processes, not 36, on a machine tests share.
+ */
+const LIVE_DBS: TestDb[] = ['sqlite', 'postgres', 'mariadb'];
+const liveOn = (kind: TestDb) => CASES.filter((_c, i) => LIVE_DBS[i % LIVE_DBS.length] === kind);
 
-  it.each(CASES.map((c) => [caseName(c), c] as const))(
-    '%s: two agents, a handoff, a tool failing once and a cached input store the scripted model totals priced by the price package',
-    async (name, c) => {
-      const run = live.get(name)!;
-      const expected = expectedFor(c, run.at);
-      const got = await stored(stack, 'sqlite', `otlp-${run.traceId}`);
-      expect(got).toMatchObject(expected.usage);
-      expect(got.cost).toBeCloseTo(expected.cost, 9);
-      expectTheRun(got);
-    },
-  );
-});
+describe.each<TestDb>(LIVE_DBS)(
+  'the real instrumentations, each run in its own process exporting to serve on %s',
+  (kind) => {
+    let stack: ApiStack;
+    const live = new Map<string, { traceId: string; at: Date }>();
+    beforeAll(async () => {
+      stack = await startApiStack(kind, { env: QUIET });
+      const headers = `Authorization=Bearer ${INGEST_KEY}`;
+      const one = async (c: CorpusCase) => {
+        const at = new Date();
+        live.set(caseName(c), { traceId: await runCase(c, stack.server.url, `live-${caseName(c)}`, headers), at });
+      };
+      // two at a time
+      const cases = liveOn(kind);
+      for (let i = 0; i < cases.length; i += 2) await Promise.all(cases.slice(i, i + 2).map(one));
+    });
+    afterAll(async () => {
+      await stack?.close();
+    });
+
+    it.each(liveOn(kind).map((c) => [caseName(c), c] as const))(
+      '%s: two agents, a handoff, a tool failing once and a cached input store the scripted model totals priced by the price package',
+      async (name, c) => {
+        const run = live.get(name)!;
+        const expected = expectedFor(c, run.at);
+        const got = await stored(stack, kind, `otlp-${run.traceId}`);
+        expect(got).toMatchObject(expected.usage);
+        expect(got.cost).toBeCloseTo(expected.cost, 9);
+        expectTheRun(got);
+      },
+    );
+  },
+);

@@ -1,13 +1,16 @@
 import type { PlanEvent } from '../../src/contracts';
 import { decodeTraces } from '../../src/otlp/otlp-codec';
 import { mapTrace } from '../../src/otlp/span-mapping';
-import { CASES, caseName, loadCase } from '../fixtures/otlp-usage/cases';
+import { CASES, caseName, loadCase, requestBody } from '../fixtures/otlp-usage/cases';
 
 type StepEnd = Extract<PlanEvent, { type: 'step.completed' | 'step.failed' }>;
 
 describe.each(CASES.map(caseName))('the usage corpus through the mapping: %s', (name) => {
   const { requests, expected } = loadCase(name);
-  const spans = requests.flatMap((body) => decodeTraces('json', body));
+  const spans = requests.flatMap((r) => {
+    const { format, body } = requestBody(r);
+    return decodeTraces(format, body);
+  });
   const { plans } = mapTrace(spans, { captureContent: false });
 
   it('makes one plan of the run, with its session', () => {
