@@ -133,8 +133,26 @@ function costBars(answer) {
     return [
       l.key || '(none)',
       Number(l.cost),
-      l.pricedSteps + ' priced' + (l.unpricedSteps ? ', ' + l.unpricedSteps + ' unpriced' : ''),
+      l.pricedSteps +
+        ' priced' +
+        (l.unpricedSteps ? ', ' + l.unpricedSteps + ' unpriced' : '') +
+        reportedNote(l.reported),
       '$' + l.cost,
     ];
   });
+}
+
+/**
+ * A cost line's steps at a reported cost (e.g. llm.cost.total): the reported figure beside what the
+ * prices give for them, flagged when the two differ.
+ */
+function reportedNote(r) {
+  if (!r) return '';
+  return (
+    '; ' +
+    r.steps +
+    ' reported $' +
+    r.reportedCost +
+    (r.differs ? ', differs from the prices: $' + r.pricedCost : ', as the prices give')
+  );
 }

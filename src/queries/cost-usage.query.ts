@@ -6,8 +6,16 @@ import { groupByText, whereCreatedIn } from './query-clauses';
 import { COST_DIMENSIONS, type CostDimension, type DateRange } from './query-args';
 import { compareText, toNum } from './row-normalize';
 import { sessionCosts, stepTotals } from './rollup-totals.query';
+import {
+  addReported,
+  noReported,
+  type ReportedSums,
+  type ReportedVsPriced,
+  reportedView,
+  reportedVsPriced,
+} from './reported-costs.query';
 
-export { COST_DIMENSIONS, type CostDimension };
+export { COST_DIMENSIONS, type CostDimension, type ReportedVsPriced };
 
 /** What a group of steps cost. */
 export interface CostLine {
@@ -19,6 +27,11 @@ export interface CostLine {
   pricedSteps: number;
   /** Steps that used tokens at no known price: `cost` leaves them out. */
   unpricedSteps: number;
+  /**
+   * The steps whose cost is a reported one (e.g. `llm.cost.total`), their reported cost beside what
+   * the prices give for them, and whether the two differ; null when no step reported a cost.
+   */
+  reported: ReportedVsPriced | null;
 }
 
 export interface CostUsage {
@@ -83,6 +96,7 @@ export async function costUsage(ds: DataSource, range: DateRange, by: CostDimens
   return toCostUsage(
     by,
     [...lines.values()].filter((l) => l.costed !== 0),
+    await reportedVsPriced(ds, range, by),
   );
 }
 
@@ -98,10 +112,11 @@ export async function costUsageScan(ds: DataSource, range: DateRange, by: CostDi
       pricedSteps: toNum(r.priced),
       unpricedSteps: toNum(r.unpriced),
     })),
+    await reportedVsPriced(ds, range, by),
   );
 }
 
-function toCostUsage(by: CostDimension, sums: CostSums[]): CostUsage {
+function toCostUsage(by: CostDimension, sums: CostSums[], reported: Map<string, ReportedSums>): CostUsage {
   const rows = sums.map(({ key, units, pricedSteps, unpricedSteps }) => ({ key, units, pricedSteps, unpricedSteps }));
   rows.sort((a, b) => (b.units > a.units ? 1 : b.units < a.units ? -1 : compareText(a.key, b.key)));
   const total = rows.reduce(
@@ -112,6 +127,16 @@ function toCostUsage(by: CostDimension, sums: CostSums[]): CostUsage {
     }),
     { units: 0n, pricedSteps: 0, unpricedSteps: 0 },
   );
-  const line = <T extends { units: bigint }>({ units, ...rest }: T) => ({ ...rest, cost: displayMoney(units) });
-  return { by, lines: rows.map(line), total: line(total) };
+  const allReported = noReported();
+  for (const r of reported.values()) addReported(allReported, r);
+  const line = <T extends { units: bigint }>({ units, ...rest }: T, own: ReportedSums | undefined) => ({
+    ...rest,
+    cost: displayMoney(units),
+    reported: reportedView(own),
+  });
+  return {
+    by,
+    lines: rows.map((r) => line(r, reported.get(JSON.stringify(r.key)))),
+    total: line(total, allReported),
+  };
 }

@@ -140,11 +140,11 @@ describe('read side: identical answers on every test database (SQL Server too wi
     ]);
     // costs fixed when stored, summed exactly; claude-sonnet has no known price: counted, never as zero
     expect(get('analytics cost --by model --csv').stdout.split('\n')).toEqual([
-      'model,cost_usd,priced_steps,unpriced_steps',
-      'gpt-4o,0.05495,49,0',
-      'gpt-4o-mini,0.0003288,6,0',
-      'claude-sonnet,0.00,0,22',
-      'total,0.0552788,55,22',
+      'model,cost_usd,priced_steps,unpriced_steps,reported_steps,reported_usd,priced_usd,differs',
+      'gpt-4o,0.05495,49,0,0,,,false',
+      'gpt-4o-mini,0.0003288,6,0,0,,,false',
+      'claude-sonnet,0.00,0,22,0,,,false',
+      'total,0.0552788,55,22,0,,,false',
     ]);
     expect(json('analytics cost --by session --json')).toMatchObject({ by: 'session', total: { cost: '0.0552788' } });
     // a session's cost: every live plan of it, its unpriced steps counted apart

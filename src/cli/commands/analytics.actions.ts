@@ -1,7 +1,7 @@
 import { type CliContext, printJson } from '../cli-context';
 import { agentUsage, echoRange, handoffPatterns, plansPerDay } from '../../queries/analytics.query';
 import { TOKEN_DIMENSIONS, TokenDimension, tokenUsage, TokenUsage } from '../../queries/token-usage.query';
-import { costUsage } from '../../queries/cost-usage.query';
+import { costUsage, type CostUsage, type ReportedVsPriced } from '../../queries/cost-usage.query';
 import { DateRange, parseCostDimension, parseCount, parseDateRange } from '../../queries/query-args';
 import { DEFAULT_TOKEN_PAGE } from '../../queries/token-pages';
 import { QueryArgumentError } from '../../queries/query-errors';
@@ -154,16 +154,48 @@ async function cost(ctx: CliContext, range: DateRange, opts: AnalyticsOptions): 
   const usage = await withReadSource(ctx, 'analytics cost', (ds) => costUsage(ds, range, by));
   const csv = Boolean(opts.csv);
   const none = by === 'model' ? '(no model)' : '';
+  const row = (key: Cell, l: CostUsage['total']): Cell[] => [
+    key,
+    l.cost,
+    l.pricedSteps,
+    l.unpricedSteps,
+    ...reportedCells(l.reported, csv),
+  ];
+  const total = usage.total.reported;
   return {
-    headers: [by, 'cost_usd', 'priced_steps', 'unpriced_steps'],
+    headers: [
+      by,
+      'cost_usd',
+      'priced_steps',
+      'unpriced_steps',
+      'reported_steps',
+      'reported_usd',
+      'priced_usd',
+      'differs',
+    ],
     rows: [
-      ...usage.lines.map((l) => [l.key ?? (csv ? null : none), l.cost, l.pricedSteps, l.unpricedSteps]),
-      ...(usage.lines.length === 0
-        ? []
-        : [[csv ? 'total' : 'TOTAL', usage.total.cost, usage.total.pricedSteps, usage.total.unpricedSteps]]),
+      ...usage.lines.map((l) => row(l.key ?? (csv ? null : none), l)),
+      ...(usage.lines.length === 0 ? [] : [row(csv ? 'total' : 'TOTAL', usage.total)]),
     ],
     json: { ...usage },
+    ...(total?.differs
+      ? {
+          note:
+            `reported: ${total.steps === 1 ? '1 step' : `${total.steps} steps`} at the provider's own cost, ` +
+            `$${total.reportedCost}; the prices give $${total.pricedCost} for them` +
+            (total.unpricedSteps > 0 ? ` (${total.unpricedSteps} of them unpriced)` : ''),
+        }
+      : {}),
   };
+}
+
+/**
+ * A cost line's reported steps: how many, their reported cost, what the prices give for them, and
+ * whether the two differ (`yes` in a table); empty when no step reported a cost.
+ */
+function reportedCells(r: ReportedVsPriced | null, csv: boolean): Cell[] {
+  if (r === null) return csv ? [0, null, null, false] : ['', '', '', ''];
+  return [r.steps, r.reportedCost, r.pricedCost, csv ? r.differs : r.differs ? 'yes' : 'no'];
 }
 
 const REPORTS: Record<ReportName, (ctx: CliContext, range: DateRange, opts: AnalyticsOptions) => Promise<Report>> = {
