@@ -91,9 +91,13 @@ export function layersOf(steps: readonly PlanStepRow[]): string[][] {
 
 async function viewSteps(ds: DataSource, plan: ExecutionPlanRow, walk: Walk): Promise<ViewStep[]> {
   const { seen, depth } = walk;
-  const own = await ds
-    .getRepository<PlanStepRow>(ENTITY.step)
-    .find({ where: { planId: plan.id }, order: { stepIndex: 'ASC' }, select: walk.select });
+  // a soft-deleted ancestor's rows are hidden through its plan row (retention stamps only that
+  // and the head): it lends the fork nothing of its own, its ancestors still do
+  const own = plan.deletedAt
+    ? []
+    : await ds
+        .getRepository<PlanStepRow>(ENTITY.step)
+        .find({ where: { planId: plan.id }, order: { stepIndex: 'ASC' }, select: walk.select });
   const mine: ViewStep[] = own.map((s) => ({ ...s, inheritedFrom: null }));
   seen.add(plan.id);
   // a cycle of parent ids, or a chain deeper than the store looks up, ends here
@@ -130,20 +134,28 @@ async function startCheckpoint(ds: DataSource, plan: ExecutionPlanRow): Promise<
   let current: ExecutionPlanRow | null = plan;
   for (let depth = 0; current && isFork(current) && depth < MAX_FORK_DEPTH; depth++) {
     const parentId: string = current.parentPlanId!;
-    const repo = ds.getRepository<WorkflowCheckpointRow>(ENTITY.checkpoint);
-    const qb = repo.createQueryBuilder('c').where('c.workflowId = :parentId', { parentId });
-    if (current.forkCheckpoint) qb.andWhere('c.checkpointKey = :key', { key: current.forkCheckpoint });
-    else qb.andWhere('c.layer < :layer', { layer: toNum(current.forkLayer ?? 0) });
-    const found = await qb
-      .orderBy('c.layer', 'DESC')
-      .addOrderBy('c.createdAt', 'DESC')
-      .addOrderBy('c.id', 'DESC')
-      .limit(1)
-      .getOne();
-    if (found) return found;
-    current = await ds
+    const parent: ExecutionPlanRow | null = await ds
       .getRepository<ExecutionPlanRow>(ENTITY.plan)
       .findOne({ where: { id: parentId }, withDeleted: true });
+    // a soft-deleted parent's checkpoints are hidden through its plan row, as its steps are
+    const found = parent?.deletedAt ? null : await parentCheckpoint(ds, current, parentId);
+    if (found) return found;
+    current = parent;
   }
   return null;
+}
+
+/** The parent's checkpoint a fork starts from: the one it names, else the latest of a layer before its fork layer. */
+function parentCheckpoint(
+  ds: DataSource,
+  fork: ExecutionPlanRow,
+  parentId: string,
+): Promise<WorkflowCheckpointRow | null> {
+  const qb = ds
+    .getRepository<WorkflowCheckpointRow>(ENTITY.checkpoint)
+    .createQueryBuilder('c')
+    .where('c.workflowId = :parentId', { parentId });
+  if (fork.forkCheckpoint) qb.andWhere('c.checkpointKey = :key', { key: fork.forkCheckpoint });
+  else qb.andWhere('c.layer < :layer', { layer: toNum(fork.forkLayer ?? 0) });
+  return qb.orderBy('c.layer', 'DESC').addOrderBy('c.createdAt', 'DESC').addOrderBy('c.id', 'DESC').limit(1).getOne();
 }

@@ -7,7 +7,7 @@ import { isRetryableDbError } from '../store/db-errors';
 import type { RetentionPolicy } from './retention-config';
 import { lockOrder } from './retention-batch';
 import { keepingRollups } from '../store/rollups/rollup-measure';
-import { affected, lockHeads, PLAN_TABLES, PlanTable, toDate, unstampRows } from './retention-sql';
+import { countRows, lockHeads, PLAN_TABLES, PlanTable, toDate, unstampRows } from './retention-sql';
 
 const DAY_MS = 86_400_000;
 const ATTEMPTS = 5;
@@ -44,8 +44,9 @@ export interface RestoreOptions {
 }
 
 /**
- * Undoes a plan's soft delete during the grace period: clears `deleted_at` on every row it owns
- * (also a DAG/checkpoints that had expired before, so it comes back whole) and stamps the restore
+ * Undoes a plan's soft delete during the grace period: clears `deleted_at` on its plan row and head
+ * and on any other row of it stamped (a DAG/checkpoints that had expired before, so it comes back
+ * whole), and counts its rows (`rows`) and stamps the restore
  * (`plan_heads.restored_at`, and `updated_at`), so retention keeps it for another full period from
  * now instead of retiring it again at the next run. A fork's soft-deleted ancestors are restored
  * with it (`ancestors`): it reads its inherited steps from their rows. Under the head locks of the
@@ -141,7 +142,12 @@ function unstamp(m: EntityManager, planId: string, now: Date): Promise<Partial<R
 
 async function unstampPlan(m: EntityManager, planId: string, now: Date): Promise<Partial<Record<PlanTable, number>>> {
   const rows: Partial<Record<PlanTable, number>> = {};
-  for (const spec of PLAN_TABLES) rows[spec.table] = affected(await unstampRows(m, spec, [planId]).execute());
+  // a soft delete stamps the plan row and head only; the other tables' stamps are a DAG expired
+  // before, rows the worker wrote while the plan was retired, and soft deletes of earlier versions
+  // (which stamped every row): all cleared, so the plan comes back whole
+  for (const spec of PLAN_TABLES) await unstampRows(m, spec, [planId]).execute();
+  // what came back: every row the plan owns
+  for (const spec of PLAN_TABLES) rows[spec.table] = await countRows(m, spec, [planId], 'all');
   await m
     .createQueryBuilder()
     .update(ENTITY.head)

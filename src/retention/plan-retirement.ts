@@ -5,7 +5,7 @@ import { ENTITY } from '../store/entities';
 import { Keyset, lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
 import { batchContext, changePlans, PlanChange, planSizes } from './row-batches';
 import { addTableCounts } from './retention-report';
-import { affected, countRows, instant, PLAN_TABLES, stampRows } from './retention-sql';
+import { affected, countRows, instant, PLAN_TABLES, stampRows, tableSpec } from './retention-sql';
 
 /** Statuses a plan ends in. Planning/executing plans are never retired, whatever their age. */
 export const TERMINAL_STATUSES = ['completed', 'failed', 'cancelled'] as const;
@@ -29,18 +29,23 @@ export function retirementCutoff(ctx: Pick<RunContext, 'now' | 'policy'>, status
   return new Date(ctx.now.getTime() - days * DAY_MS);
 }
 
+/** What a soft delete stamps: the plan row and its head, two rows a plan whatever its size. */
+const STAMPED_TABLES = [tableSpec('execution_plans'), tableSpec('plan_heads')] as const;
+/** The rows a plan owns that its soft delete hides through the plan, unchanged: every read reaches them through it. */
+const HIDDEN_TABLES = PLAN_TABLES.filter((t) => !STAMPED_TABLES.some((s) => s.table === t.table));
+
 /**
- * Soft-deletes every terminal plan older than its status's retention, with every row it owns, in
- * transactions of at most `maxRows` rows; a plan with more live rows than that is stamped in
- * chunks, its plan row and head last, so until then it is still live and still retirable: a run
- * stopped half-way is finished by the next.
+ * Soft-deletes every terminal plan older than its status's retention: stamps its plan row and its
+ * head (`deleted_at`), never its events, steps or other rows, which every read reaches through the
+ * plan and so no longer sees; the purge deletes them. Two rows a plan, so transactions of at most
+ * `maxRows` rows and `batchSize` plans; the report counts the rows the plans hid (live ones).
  */
 export async function retirePlans(ctx: RunContext): Promise<void> {
   const bc = batchContext(ctx);
   for (const status of TERMINAL_STATUSES) {
     for (const mode of ['ended', 'undated'] as const) {
       const change: PlanChange = {
-        tables: PLAN_TABLES,
+        tables: STAMPED_TABLES,
         tail: 2, // execution_plans, plan_heads
         stamp: ctx.now,
         dropsEmptySessions: false,
@@ -56,9 +61,10 @@ export async function retirePlans(ctx: RunContext): Promise<void> {
         const page = await scanPage(ctx, status, mode, after);
         if (page.length === 0) break;
         after = { at: page[page.length - 1].endedAt, id: page[page.length - 1].id };
+        // the two stamped rows a plan: counted without a query
         const sizes = await planSizes(
           ctx.ds.manager,
-          PLAN_TABLES,
+          STAMPED_TABLES,
           page.map((r) => r.id),
           'live',
         );
@@ -141,7 +147,9 @@ async function retireBatch(
   const counts: TableCountMap = {};
   if (eligible.length === 0) return counts;
   if (ctx.dryRun) for (const id of eligible) ctx.wouldRetire.add(id);
-  for (const spec of PLAN_TABLES) {
+  // read only: the rows the plans hide (a DAG expired before is not counted again)
+  for (const spec of HIDDEN_TABLES) counts[spec.table] = await countRows(m, spec, eligible, 'live');
+  for (const spec of STAMPED_TABLES) {
     counts[spec.table] = ctx.dryRun
       ? await countRows(m, spec, eligible, 'live')
       : affected(await stampRows(m, spec, eligible, ctx.now).execute());

@@ -2,7 +2,10 @@ import { PLAN_TABLES, PlanTable } from './retention-sql';
 
 /** Rows one table lost (or would lose, in a dry run). */
 export interface TableCounts {
-  /** Rows newly stamped `deleted_at` (plan soft delete, DAG expiry, orphan retirement). */
+  /**
+   * Rows retired: stamped `deleted_at` (a plan's row and head, DAG expiry, orphan retirement), or
+   * hidden, unchanged, through their soft-deleted plan (its events, steps, handoffs, decisions, DAG).
+   */
   softDeleted: number;
   /** Rows deleted for good (soft-deleted longer than the grace period). */
   purged: number;

@@ -231,11 +231,25 @@ export async function insertPlans(ds: DataSource, specs: PlanSpec[]): Promise<vo
   await rollups.write(sqlDialectOf(ds).rows(ds.manager));
 }
 
-/** Rows of one plan per table: live (deleted_at null), soft-deleted, or all. */
+/**
+ * Rows of one plan per table: live (what reads see), soft-deleted (retired: stamped `deleted_at`,
+ * or hidden through the plan's stamped head: a soft delete stamps the plan row and head only),
+ * all, or only those stamped themselves (`stamped`).
+ */
 export async function planRows(
   ds: DataSource,
   planId: string,
-  which: 'live' | 'deleted' | 'all',
+  which: 'live' | 'deleted' | 'all' | 'stamped',
+): Promise<Record<PlanTable, number>> {
+  const retired = which !== 'all' && which !== 'stamped' && (await stampedRows(ds, planId, 'stamped')).plan_heads > 0;
+  if (retired) return which === 'live' ? zero() : stampedRows(ds, planId, 'all');
+  return stampedRows(ds, planId, which === 'deleted' ? 'stamped' : which);
+}
+
+async function stampedRows(
+  ds: DataSource,
+  planId: string,
+  which: 'live' | 'stamped' | 'all',
 ): Promise<Record<PlanTable, number>> {
   const out = zero();
   for (const spec of PLAN_TABLES) {
@@ -246,7 +260,7 @@ export async function planRows(
       .withDeleted()
       .where(`t.${spec.planKey} = :planId`, { planId });
     if (which === 'live') qb.andWhere('t.deletedAt IS NULL');
-    if (which === 'deleted') qb.andWhere('t.deletedAt IS NOT NULL');
+    if (which === 'stamped') qb.andWhere('t.deletedAt IS NOT NULL');
     out[spec.table] = Number((await qb.getRawOne())?.n ?? 0);
   }
   return out;

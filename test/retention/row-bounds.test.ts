@@ -20,9 +20,9 @@ import {
 } from './plan-fixtures';
 
 /**
- * Transactions bounded by rows: plans with more rows than RETENTION_MAX_ROWS are soft-deleted,
- * purged and erased in chunks, one transaction each, and what a stopped run leaves half done is
- * finished by the next.
+ * Transactions bounded by rows: plans with more rows than RETENTION_MAX_ROWS are purged and erased
+ * in chunks, one transaction each, and what a stopped run leaves half done is finished by the
+ * next. A soft delete changes two rows a plan (its row and head), whatever its size.
  */
 const MAX_ROWS = 100;
 const policy = retentionPolicy({ maxRowsPerTransaction: MAX_ROWS, batchSize: 50 });
@@ -55,7 +55,7 @@ describe.each(ALL_TEST_DBS)('transactions bounded by rows on %s', (kind) => {
   afterAll(async () => close?.());
   beforeEach(async () => wipe(ds));
 
-  it('soft-deletes, then purges, plans larger than the budget in chunks, and leaves nothing behind', async () => {
+  it('soft-deletes plans larger than the budget whole, purges them in chunks, and leaves nothing behind', async () => {
     const plans: PlanSpec[] = [
       big('big-1'),
       big('big-2'),
@@ -74,8 +74,8 @@ describe.each(ALL_TEST_DBS)('transactions bounded by rows on %s', (kind) => {
     const soft = await runRetention(ds, policy, { now: NOW });
     expect(soft).toMatchObject({ complete: true, plans: { softDeleted: 12 }, maxRowsPerTransaction: MAX_ROWS });
     expect(counts(soft, 'softDeleted')).toEqual(sum(plans));
-    // 3 chunks per big plan, 2 transactions for the small ones; the dry run counts the same
-    expect(soft.batches).toBe(3 + 3 + 2);
+    // two rows a plan: the 12 plans in one transaction; the dry run counts the same
+    expect(soft.batches).toBe(1);
     expect({ ...dry, durationMs: 0 }).toEqual({ ...soft, dryRun: true, durationMs: 0 });
     for (const p of plans) expect(await planRows(ds, p.id, 'deleted')).toEqual(expectedRows(p));
 
@@ -83,6 +83,7 @@ describe.each(ALL_TEST_DBS)('transactions bounded by rows on %s', (kind) => {
     const purge = await runRetention(ds, policy, { now: later(8 * DAY) });
     expect(purge).toMatchObject({ complete: true, plans: { purged: 12 }, sessions: { purged: 1 } });
     expect(counts(purge, 'purged')).toEqual(sum(plans));
+    // 3 chunks per big plan, 2 transactions for the small ones
     expect(purge.batches).toBe(3 + 3 + 2);
     // the dry run leaves the plans' events in place, so it also examines them as orphans: more batches
     expect({ ...purgeDry, durationMs: 0, batches: 0 }).toEqual({ ...purge, dryRun: true, durationMs: 0, batches: 0 });
@@ -111,17 +112,15 @@ describe.each(ALL_TEST_DBS)('transactions bounded by rows on %s', (kind) => {
     expect(await planRows(ds, plan.id, 'all')).toEqual(zero());
   });
 
-  it('a soft delete stopped between chunks leaves the plan live, so the next run finishes it', async () => {
+  it('a soft delete of a plan larger than the budget is one transaction stamping its row and head only', async () => {
     const plan = big('big-retire');
     await insertPlans(ds, [plan]);
     const first = await runRetention(ds, policy, { now: NOW, maxBatches: 1 });
-    expect(first).toMatchObject({ complete: false, batches: 1, plans: { softDeleted: 0 } });
-    expect(await planRows(ds, plan.id, 'live')).toMatchObject({ execution_plans: 1, plan_heads: 1 });
-
-    const rest = await runRetention(ds, policy, { now: NOW });
-    expect(rest).toMatchObject({ complete: true, batches: 2, plans: { softDeleted: 1 } });
+    expect(first).toMatchObject({ batches: 1, plans: { softDeleted: 1 } });
+    expect(counts(first, 'softDeleted')).toEqual(expectedRows(plan));
     expect(await planRows(ds, plan.id, 'live')).toEqual(zero());
     expect(await planRows(ds, plan.id, 'deleted')).toEqual(expectedRows(plan));
+    expect(await planRows(ds, plan.id, 'stamped')).toEqual({ ...zero(), execution_plans: 1, plan_heads: 1 });
   });
 
   it('erases a session whose plans are larger than the budget, in chunks, counting every row', async () => {
