@@ -108,12 +108,12 @@ describe('retention SQL on SQL Server (generated, no server)', () => {
     const lock = lockHeads(ds.manager, batch).getQueryAndParameters()[0];
     expect(lock).toBe(`UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" ${jsonIdList('@0')}`);
     expect(text.filter((s) => s === lock)).toHaveLength(2); // the purge batch and the soft-delete batch
-    expect(
-      text.filter((s) =>
-        s.startsWith(`UPDATE "plan_steps" SET "deleted_at" = @0 WHERE ("plan_id" ${jsonIdList('@1')}`),
-      ),
-    ).toHaveLength(1);
-    expect(text.join('\n')).toMatch(/AND "deleted_at" IS NULL\)/);
+    // the soft delete stamps the plan rows and heads, one statement each, and writes no other table
+    const stamps = text.filter((s) => /^UPDATE "\w+" SET "deleted_at" = @0 /.test(s));
+    expect(stamps.map((s) => /^UPDATE "(\w+)"/.exec(s)![1])).toEqual(['execution_plans', 'plan_heads']);
+    expect(stamps[0]).toContain(`WHERE ("id" ${jsonIdList('@1')} AND "deleted_at" IS NULL)`);
+    expect(stamps[1]).toContain(`WHERE ("plan_id" ${jsonIdList('@1')} AND "deleted_at" IS NULL)`);
+    expect(text.filter((s) => s.startsWith('UPDATE') && s !== lock && !stamps.includes(s))).toEqual([]);
     // pagination is SQL Server's OFFSET/FETCH, never LIMIT
     expect(text.filter((s) => s.startsWith('SELECT')).every((s) => !/\bLIMIT\b/.test(s))).toBe(true);
     expect(text.join('\n')).toContain('OFFSET 0 ROWS FETCH NEXT 2000 ROWS ONLY');
