@@ -362,6 +362,6 @@ export function loggedExceptionRun(traceId: string): { spans: OtlpSpan[]; logs: 
 /** An OTLP/JSON request as protobufjs's fromObject takes it: hex ids as bytes. */
 export function protobufShaped(request: object): object {
   return JSON.parse(JSON.stringify(request), (k: string, v: unknown) =>
-    (k === 'traceId' || k === 'spanId') && typeof v === 'string' ? Buffer.from(v, 'hex') : v,
+    (k === 'traceId' || k === 'spanId' || k === 'parentSpanId') && typeof v === 'string' ? Buffer.from(v, 'hex') : v,
   ) as object;
 }
