@@ -56,9 +56,19 @@ export function idOf(value: unknown, bytes: number, what: string): string {
   throw new OtlpDecodeError(`${what} must be ${bytes * 2} hex digits`);
 }
 
+/** A protobufjs Long (a fixed64 field is unsigned): its 64 bits are `high` and `low`, whatever its sign flag says. */
+function isLong(value: unknown): value is { high: number; low: number } {
+  return (
+    typeof value === 'object' &&
+    typeof (value as { high?: unknown }).high === 'number' &&
+    typeof (value as { low?: unknown }).low === 'number'
+  );
+}
+
 /** fixed64 nanoseconds: a protobufjs Long, a number, or (JSON) a decimal string. */
 export function nanosOf(value: unknown, what: string): bigint {
   if (value === undefined || value === null || value === '') return 0n;
+  if (isLong(value)) return (BigInt(value.high >>> 0) << 32n) | BigInt(value.low >>> 0);
   try {
     const text = typeof value === 'object' ? String(value) : String(value as string | number);
     const ns = BigInt(text.includes('.') || text.includes('e') ? Math.trunc(Number(text)) : text);

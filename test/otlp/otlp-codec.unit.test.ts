@@ -9,7 +9,7 @@ import { InMemoryLogRecordExporter, LoggerProvider, SimpleLogRecordProcessor } f
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { context, SpanStatusCode, trace } from '@opentelemetry/api';
-import { decodeLogs, decodeTraces } from '../../src/otlp/otlp-codec';
+import { decodeLogs, decodeTraces, encodeRequest } from '../../src/otlp/otlp-codec';
 import { otlpProtoJson } from '../../scripts/otlp-proto';
 import { OTLP_PROTO } from '../../src/otlp/otlp-proto.generated';
 
@@ -63,6 +63,45 @@ describe('OTLP protobuf definitions', () => {
     expect(decoded.links).toHaveLength(1);
     expect(decoded.endNs).toBeGreaterThanOrEqual(decoded.startNs);
     expect(decoded.startNs).toBeGreaterThan(1_700_000_000_000_000_000n);
+  });
+
+  it('reads fixed64 times whole from protobuf, the top bit and the low word included, as OTLP/JSON gives them', () => {
+    const times = [
+      '0',
+      '1',
+      '4294967295',
+      '4294967296',
+      '1767225600123456789',
+      '9223372036854775808',
+      '18446744073709551615',
+    ];
+    const request = (id: (hex: string) => string | Buffer) => ({
+      resourceSpans: [
+        {
+          scopeSpans: [
+            {
+              spans: times.map((t, i) => ({
+                traceId: id('5b8efff798038103d269b633813fc60c'),
+                spanId: id(`${i + 1}`.padStart(16, 'e')),
+                name: `span ${i}`,
+                startTimeUnixNano: t,
+                endTimeUnixNano: t,
+                events: [{ name: 'e', timeUnixNano: t }],
+              })),
+            },
+          ],
+        },
+      ],
+    });
+    const fromProto = decodeTraces('protobuf', encodeRequest(request((hex) => Buffer.from(hex, 'hex'))));
+    const fromJson = decodeTraces(
+      'json',
+      request((hex) => hex),
+    );
+    expect(fromProto.map((s) => [s.startNs, s.endNs, s.events[0].timeNs])).toEqual(
+      times.map((t) => [BigInt(t), BigInt(t), BigInt(t)]),
+    );
+    expect(fromProto).toEqual(fromJson);
   });
 
   it('reads the exception log records the OpenTelemetry logs SDK serialises, correlated with the span they were emitted in', () => {
