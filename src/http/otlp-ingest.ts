@@ -148,10 +148,13 @@ export class OtlpIngestor {
 
   private takeTraces({ format, body }: OtlpExport): Taken {
     const { metrics } = this.deps;
-    const added = this.assembler.add(decodeTraces(format, body));
+    const spans = decodeTraces(format, body);
+    const added = this.assembler.add(spans);
+    // a protobuf request all of whose spans are held is journaled as it came; otherwise the spans held
+    const whole = format === 'protobuf' && body instanceof Uint8Array && added.held.length === spans.length;
     return {
       ...added,
-      journal: () => this.heldSpans.append(added.held),
+      journal: () => (whole ? this.heldSpans.appendRequest(added.held, body) : this.heldSpans.append(added.held)),
       count: () => {
         if (added.accepted > 0) metrics.otlpSpans.inc({ outcome: 'accepted' }, added.accepted);
         if (added.rejected > 0) metrics.otlpSpans.inc({ outcome: 'rejected' }, added.rejected);

@@ -6,7 +6,8 @@
  *
  * Layout, one directory: `spans-<12 digits>.jsonl`, oldest = lowest number, appended by one process
  * at a time (the server's journal lock covers it). A line is `S\t<spans JSON>` (spans taken),
- * `L\t<log records JSON>` (exception log records of POST /v1/logs, held with their traces' spans) or
+ * `P\t<base64 protobuf ExportTraceServiceRequest>` (a protobuf request every span of which was
+ * taken, as it came: no encoding on the request's path), `L\t<log records JSON>` (exception log records of POST /v1/logs, held with their traces' spans) or
  * `D\t<trace ids JSON>` (these traces are mapped and their events durable: never hold them again).
  * A segment is removed once every trace with spans in it is done and that fact is on disk; an
  * unreadable line (a torn last write) is skipped.
@@ -15,6 +16,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { appendAllSync } from '../shared/append-file';
 import type { Logger } from '../shared/logger';
+import { decodeTraces } from './otlp-codec';
 import type { OtlpLogRecord } from './otlp-log';
 import type { OtlpSpan } from './otlp-span';
 
@@ -81,6 +83,8 @@ export class HeldSpanJournal {
         try {
           if (line.startsWith('D\t')) for (const id of JSON.parse(line.slice(2)) as string[]) done.add(id);
           else if (line.startsWith('S\t')) taken.push({ no, spans: decodeSpans(line.slice(2)) });
+          else if (line.startsWith('P\t'))
+            taken.push({ no, spans: decodeTraces('protobuf', Buffer.from(line.slice(2), 'base64')) });
           else if (line.startsWith('L\t')) takenLogs.push({ no, logs: decodeLogs(line.slice(2)) });
           else unreadable++;
         } catch {
@@ -117,6 +121,20 @@ export class HeldSpanJournal {
     if (spans.length === 0) return;
     const segment = this.writable();
     this.write(segment, `S\t${encodeSpans(spans)}\n`);
+    for (const span of spans) this.note(span.traceId, segment.no);
+  }
+
+  /**
+   * As `append`, for spans that are every span of a protobuf `ExportTraceServiceRequest`: the
+   * request's bytes are written as they came (decoded again only by `recover`).
+   */
+  appendRequest(spans: readonly OtlpSpan[], request: Uint8Array): void {
+    if (spans.length === 0) return;
+    const segment = this.writable();
+    this.write(
+      segment,
+      `P\t${Buffer.from(request.buffer, request.byteOffset, request.byteLength).toString('base64')}\n`,
+    );
     for (const span of spans) this.note(span.traceId, segment.no);
   }
 
@@ -195,7 +213,8 @@ export class HeldSpanJournal {
   }
 
   private write(segment: SpanSegment, line: string): void {
-    const buffer = Buffer.from(line, 'utf8');
+    // a P line is ASCII: latin1 copies it byte for byte, without UTF-8's scan
+    const buffer = Buffer.from(line, line.startsWith('P\t') ? 'latin1' : 'utf8');
     appendAllSync(segment.fd!, buffer, segment.size);
     segment.size += buffer.length;
     this.writes++;

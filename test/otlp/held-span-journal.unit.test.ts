@@ -3,7 +3,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import pino from 'pino';
 import { HeldSpanJournal } from '../../src/otlp/held-span-journal';
-import { genAiRun } from './otlp-fixtures';
+import { decodeTraces, encodeRequest } from '../../src/otlp/otlp-codec';
+import { genAiRun, otlpJsonRequest, protobufShaped } from './otlp-fixtures';
 
 const silent = pino({ level: 'silent' });
 const trace = (n: number) => `${n}`.padStart(32, 'b');
@@ -53,5 +54,46 @@ describe('HeldSpanJournal (the spans POST /v1/traces holds, on disk)', () => {
     await journal.synced();
     fs.appendFileSync(path.join(dir, files()[0]), 'S\t[{"traceId":"half');
     expect(new HeldSpanJournal(dir, silent).recover()).toEqual(genAiRun(trace(4)));
+  });
+
+  /** A protobuf ExportTraceServiceRequest of these spans, and the spans as the server decodes them. */
+  const protobufRequest = (spans: ReturnType<typeof genAiRun>) => {
+    const body = Buffer.from(encodeRequest(protobufShaped(otlpJsonRequest(spans))));
+    return { body, spans: decodeTraces('protobuf', body) };
+  };
+
+  it('gives back the spans of a protobuf request journaled as it came, beside spans journaled one by one', async () => {
+    const first = new HeldSpanJournal(dir, silent);
+    first.recover();
+    const [a, b, c] = [protobufRequest(genAiRun(trace(5))), protobufRequest(genAiRun(trace(6))), genAiRun(trace(7))];
+    first.appendRequest(a.spans, a.body);
+    first.appendRequest(b.spans, b.body);
+    first.append(c);
+    first.done([trace(6)]);
+    await first.synced();
+    expect(
+      fs
+        .readFileSync(path.join(dir, files()[0]), 'utf8')
+        .split('\n')
+        .map((l) => l.slice(0, 2)),
+    ).toEqual(['P\t', 'P\t', 'S\t', 'D\t', '']);
+    const second = new HeldSpanJournal(dir, silent);
+    const recovered = second.recover();
+    expect(recovered).toEqual([...a.spans, ...c]);
+    // times, ids and attributes as the request said
+    expect(recovered.slice(0, a.spans.length).map((s) => [s.spanId, s.endNs, s.attributes])).toEqual(
+      genAiRun(trace(5)).map((s) => [s.spanId, s.endNs, s.attributes]),
+    );
+  });
+
+  it('skips a torn protobuf line and keeps what came before it', async () => {
+    const journal = new HeldSpanJournal(dir, silent);
+    journal.recover();
+    const a = protobufRequest(genAiRun(trace(8)));
+    journal.appendRequest(a.spans, a.body);
+    await journal.synced();
+    const torn = protobufRequest(genAiRun(trace(9))).body.toString('base64');
+    fs.appendFileSync(path.join(dir, files()[0]), `P\t${torn.slice(0, torn.length / 2)}`);
+    expect(new HeldSpanJournal(dir, silent).recover()).toEqual(a.spans);
   });
 });
