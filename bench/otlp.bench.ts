@@ -8,7 +8,9 @@
  *   encoded before the clock starts, 4 in flight, spans of multi-agent runs shaped by the GenAI
  *   conventions; spans/s and resulting events/s until every trace was mapped and the server
  *   publisher confirmed every event in Redis. The traces are mapped as soon as the last request is
- *   answered (the assembler's `flushDue(true)`), so the quiet time (OTLP_TRACE_QUIET_MS) is not in it.
+ *   answered (the assembler's `flushDue(true)`), so the quiet time (OTLP_TRACE_QUIET_MS) is not in it;
+ *   it is set long (THROUGHPUT_QUIET_MS) so that no trace is mapped before its last span came, however
+ *   slowly a loaded machine answers.
  * - OTLP/gRPC `TraceService/Export` with the very same protobuf messages, 4 calls in flight on one
  *   grpc-js channel, measured the same way.
  * - `POST /v1/events` with the very events the traces map to, in batches of 1,000, 4 in flight:
@@ -48,6 +50,8 @@ const ROUNDS = roundsAt > 0 ? Number(process.argv[roundsAt + 1]) : 3;
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error('--rounds takes a whole number of at least 1');
 /** Quiet time of the latency run (the throughput runs map every trace once the last request is answered). */
 const QUIET_MS = 200;
+/** Quiet time of the throughput runs: longer than any gap between two requests of one trace. */
+const THROUGHPUT_QUIET_MS = 600_000;
 const KEY = 'bench-ingest-key-0123456789abcdef';
 const log = (line: string) => {
   if (!json) process.stdout.write(`${line}\n`);
@@ -165,7 +169,7 @@ async function otlpIngest(
   transport: 'http' | 'grpc',
 ): Promise<number> {
   const dir = tmpDir(`otlp-${transport}`);
-  const server = await serve(redis, dir, { quietMs: 2_000, grpc: transport === 'grpc' });
+  const server = await serve(redis, dir, { quietMs: THROUGHPUT_QUIET_MS, grpc: transport === 'grpc' });
   try {
     const started = process.hrtime.bigint();
     if (transport === 'grpc') await exportGrpc(server.grpcPort!, bodies);
@@ -188,7 +192,7 @@ async function otlpIngest(
 
 async function eventsIngest(redis: RedisProcess, events: PlanEvent[]): Promise<number> {
   const dir = tmpDir('events');
-  const server = await serve(redis, dir, { quietMs: 2_000 });
+  const server = await serve(redis, dir, { quietMs: THROUGHPUT_QUIET_MS });
   try {
     const bodies: string[] = [];
     for (let i = 0; i < events.length; i += 1_000) bodies.push(JSON.stringify(events.slice(i, i + 1_000)));
