@@ -23,7 +23,7 @@ export class ServeProcess {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** Starts it and waits until it listens. */
+  /** Starts it and waits until it listens (from source, on a loaded machine, that can take a minute or more). */
   async start(): Promise<void> {
     this.out = '';
     this.err = '';
@@ -52,7 +52,7 @@ export class ServeProcess {
           return false;
         }
       },
-      60_000,
+      180_000,
     );
   }
 
