@@ -51,6 +51,8 @@ const SQL_INT_MAX = 2_147_483_647;
 const tokens = int(0, SQL_INT_MAX);
 /** Layers and step positions: far beyond any real plan, well inside SQL INT. */
 const position = int(0, 100_000);
+/** How long a plan or step may go without an event before the ledger calls it stalled: 1 s to 30 days. */
+const deadline = int(1_000, 30 * 24 * 3_600_000);
 
 /** Fields every event carries; see the glossary in event-types.ts. */
 export const ENVELOPE: Shape = {
@@ -158,6 +160,9 @@ export const PAYLOADS: Readonly<Record<PlanEventTypeName, PayloadShape>> = Objec
       traceId: optional(externalId, {
         doc: 'The OpenTelemetry trace the plan was mapped from (POST /v1/traces): where the plan came from.',
       }),
+      deadlineMs: optional(deadline, {
+        doc: 'Milliseconds the running plan may go without an event before it is `stalled`; else STALL_AFTER.',
+      }),
     },
     rules: [{ rule: 'stepGraph', field: 'steps', outsideWhen: 'forkOf' }],
   },
@@ -181,6 +186,9 @@ export const PAYLOADS: Readonly<Record<PlanEventTypeName, PayloadShape>> = Objec
       stepId: required(externalId),
       agentId: optional(text(1, 100), {
         doc: 'Set when the executor reassigned the step to another agent than the plan said.',
+      }),
+      deadlineMs: optional(deadline, {
+        doc: 'Milliseconds this step may run without an event: the plan is not `stalled` before then.',
       }),
     },
   },

@@ -41,6 +41,8 @@ export interface PlanCreatedPayload {
   forkOf?: ForkOrigin;
   /** The OpenTelemetry trace the plan was mapped from (POST /v1/traces): where the plan came from. */
   traceId?: string;
+  /** Milliseconds the running plan may go without an event before it is `stalled`; else STALL_AFTER. */
+  deadlineMs?: number;
 }
 
 export type DecisionKind = 'approve' | 'edit' | 'reject';
@@ -58,6 +60,8 @@ export interface StepStartedPayload {
   stepId: string;
   /** Set when the executor reassigned the step to another agent than the plan said. */
   agentId?: string;
+  /** Milliseconds this step may run without an event: the plan is not `stalled` before then. */
+  deadlineMs?: number;
 }
 
 /**

@@ -113,6 +113,7 @@ PAYLOADS = {
         ("complexity", False, False, "int", 0, 100),
         ("forkOf", False, False, "nested", "ForkOrigin"),
         ("traceId", False, False, "externalId"),
+        ("deadlineMs", False, False, "int", 1000, 2592000000),
     ),
     "plan.decision": (
         ("decision", True, False, "oneOf", ("approve", "edit", "reject")),
@@ -123,6 +124,7 @@ PAYLOADS = {
     "step.started": (
         ("stepId", True, False, "externalId"),
         ("agentId", False, False, "text", 1, 100),
+        ("deadlineMs", False, False, "int", 1000, 2592000000),
     ),
     "step.completed": (
         ("stepId", True, False, "externalId"),
