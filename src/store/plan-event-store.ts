@@ -49,6 +49,8 @@ export interface PlanEventStoreOptions {
   rowCacheBytes?: number;
   /** How long the price overrides read are used before they are read again. @defaultValue 5,000 ms */
   overridesRefreshMs?: number;
+  /** STALL_AFTER: a running plan with no deadline of its own is stalled after this long without an event. @defaultValue 15 min */
+  stallAfterMs?: number;
 }
 
 /**
@@ -72,6 +74,7 @@ export class PlanEventStore {
   readonly rowCache: PlanRowCache;
   /** Price overrides in force, read again every few seconds. */
   private readonly prices: PriceOverrideCache;
+  private readonly stallAfterMs: number | undefined;
 
   constructor(
     private readonly ds: DataSource,
@@ -81,6 +84,7 @@ export class PlanEventStore {
     this.dialect = sqlDialectOf(ds);
     this.rowCache = new PlanRowCache(options.rowCacheBytes ?? DEFAULT_ROW_CACHE_BYTES);
     this.prices = new PriceOverrideCache(ds, options.overridesRefreshMs);
+    this.stallAfterMs = options.stallAfterMs;
   }
 
   async persist(events: PlanEvent[]): Promise<PersistOutcome> {
@@ -125,6 +129,7 @@ export class PlanEventStore {
           now: new Date(),
           cache: { rows: this.rowCache, stage },
           overrides,
+          stallAfterMs: this.stallAfterMs,
         });
         for (const head of heads.values()) if (head.appliedSeq !== null) await applier.rebuild(head);
         await applier.finish();
@@ -157,6 +162,7 @@ export class PlanEventStore {
           now: new Date(),
           cache: { rows: this.rowCache, stage },
           overrides,
+          stallAfterMs: this.stallAfterMs,
         });
         await applier.skipGap(head);
         await applier.finish();
@@ -243,6 +249,7 @@ export class PlanEventStore {
       now,
       cache: { rows: this.rowCache, stage },
       overrides,
+      stallAfterMs: this.stallAfterMs,
     });
     await applier.applyNew(fresh);
     await applier.finish();

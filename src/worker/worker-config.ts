@@ -1,5 +1,5 @@
 import { ConfigError } from '../config/config';
-import { type Env, integer, read } from '../config/env-readers';
+import { durationMs, type Env, integer, read } from '../config/env-readers';
 
 /**
  * Worker settings read from the environment, validated once. Every field documents its default;
@@ -73,6 +73,17 @@ export interface WorkerConfig {
    * long. Flush wait + commit time must stay far below it. @defaultValue 30000
    */
   lockDurationMs: number;
+  /**
+   * STALL_AFTER: a running plan with no deadlineMs of its own (nor a running step's) is `stalled`
+   * once it has gone this long without an event (docs/store.md#stalled-plans). @defaultValue 900000 (15 min)
+   */
+  stallAfterMs: number;
+  /**
+   * STALL_CHECK_EVERY: how often the stall check runs, once per cluster whatever the number of
+   * workers; a plan is found stalled within its deadline plus this. null (`off`): never.
+   * @defaultValue 30000 (30 s)
+   */
+  stallCheckMs: number | null;
 }
 
 export const DEFAULT_WORKER_CONFIG: Readonly<WorkerConfig> = Object.freeze({
@@ -90,6 +101,8 @@ export const DEFAULT_WORKER_CONFIG: Readonly<WorkerConfig> = Object.freeze({
   heapGrowingPercent: 50,
   gapTimeoutMs: 60_000,
   rowCacheMb: 64,
+  stallAfterMs: 900_000,
+  stallCheckMs: 30_000,
 });
 
 /** Every environment variable the worker reads, for `--help`. */
@@ -113,6 +126,11 @@ export const WORKER_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
     'WORKER_ROW_CACHE_MB',
     "plan rows kept in memory between transactions, so a plan's next events skip reading them; 0 = off (default 64)",
   ],
+  [
+    'STALL_AFTER',
+    'a running plan with no deadlineMs is stalled after this long without an event, 1s-30d (default 15m)',
+  ],
+  ['STALL_CHECK_EVERY', 'how often the stall check runs (once per cluster), 100ms-1d, or off (default 30s)'],
   ['WORKER_HEAP_GROWING_PERCENT', 'V8 heap growth past the live set, lower = less RSS; 0 = V8 default (default 50)'],
 ];
 
@@ -135,6 +153,21 @@ export function loadWorkerConfig(env: Env = process.env): Readonly<WorkerConfig>
     healthRaw !== undefined && /^(off|none|disabled?)$/i.test(healthRaw)
       ? null
       : num('HEALTH_PORT', d.healthPort as number, 0, 65535);
+  const duration = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = read(env, name);
+    if (raw === undefined) return fallback;
+    try {
+      return durationMs(raw, min, max);
+    } catch (err) {
+      problems.push(`${name}: ${(err as Error).message}`);
+      return fallback;
+    }
+  };
+  const checkRaw = read(env, 'STALL_CHECK_EVERY');
+  const stallCheckMs =
+    checkRaw !== undefined && /^off$/i.test(checkRaw)
+      ? null
+      : duration('STALL_CHECK_EVERY', d.stallCheckMs as number, 100, 86_400_000);
   const config: WorkerConfig = {
     concurrency: num('WORKER_CONCURRENCY', d.concurrency, 1, 10_000),
     maxEventsInFlight: num('WORKER_MAX_EVENTS_IN_FLIGHT', d.maxEventsInFlight, 1, 1_000_000),
@@ -150,6 +183,8 @@ export function loadWorkerConfig(env: Env = process.env): Readonly<WorkerConfig>
     heapGrowingPercent: num('WORKER_HEAP_GROWING_PERCENT', d.heapGrowingPercent, 0, 1_000),
     gapTimeoutMs: num('WORKER_GAP_TIMEOUT_MS', d.gapTimeoutMs, 0, 7 * 24 * 3_600_000),
     rowCacheMb: num('WORKER_ROW_CACHE_MB', d.rowCacheMb, 0, 65_536),
+    stallAfterMs: duration('STALL_AFTER', d.stallAfterMs, 1_000, 30 * 86_400_000),
+    stallCheckMs,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -64,7 +64,10 @@ export function buildPipeline(deps: PipelineDeps): WorkerPipeline {
   const { settings, metrics, state, logger } = deps;
   const gate = new DatabaseGate({ probe: () => deps.ds.query('SELECT 1'), logger });
   gate.onChange(() => void metrics.databaseUp.set(gate.isUp ? 1 : 0));
-  const store = new PlanEventStore(deps.ds, logger, { rowCacheBytes: settings.rowCacheMb * 1024 * 1024 });
+  const store = new PlanEventStore(deps.ds, logger, {
+    rowCacheBytes: settings.rowCacheMb * 1024 * 1024,
+    stallAfterMs: settings.stallAfterMs,
+  });
   const writer = new BatchWriter({
     store: deps.store ?? store,
     metrics,

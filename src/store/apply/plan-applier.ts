@@ -56,7 +56,12 @@ export interface PlanApplierOptions {
   cache?: { rows: PlanRowCache; stage: CacheStage };
   /** Price overrides in force (price_overrides), for the steps this transaction prices. @defaultValue none */
   overrides?: readonly PriceOverride[];
+  /** STALL_AFTER: how long a running plan with no deadline of its own may go without an event. @defaultValue 15 min */
+  stallAfterMs?: number;
 }
+
+/** STALL_AFTER's default: 15 minutes. */
+export const DEFAULT_STALL_AFTER_MS = 15 * 60_000;
 
 /**
  * Applies one transaction's new events to the rows of their plans, whose heads the transaction
@@ -79,6 +84,8 @@ export class PlanApplier {
   private readonly now: Date;
   private readonly cache?: { rows: PlanRowCache; stage: CacheStage };
   private readonly overrides: readonly PriceOverride[];
+  /** What the stall deadlines need (docs/store.md#stalled-plans); see stallState(). */
+  private readonly stall: StallFacts;
 
   constructor(
     private readonly manager: EntityManager,
@@ -89,6 +96,7 @@ export class PlanApplier {
     this.now = options.now;
     this.cache = options.cache;
     this.overrides = options.overrides ?? [];
+    this.stall = newStallFacts(options.stallAfterMs ?? DEFAULT_STALL_AFTER_MS);
     this.reader = new PlanReader(manager, dialect);
     this.keepStored = dialect.updatesChangedColumnsOnly;
   }
@@ -105,6 +113,7 @@ export class PlanApplier {
     const rebuild: LockedHead[] = [];
     for (const [planId, all] of byPlan(fresh)) {
       const head = this.heads.get(planId)!;
+      noteArrivals(this.stall, planId, all);
       // a voided seq behind the watermark is only recorded: it changes no row, so nothing to rebuild
       const events = head.appliedSeq === null ? all : withoutVoidedUpTo(all, head.appliedSeq);
       const lastSeq = all[all.length - 1].seq;
@@ -164,6 +173,7 @@ export class PlanApplier {
         const run = new SeqRun(created.seq);
         const admitted = events.filter((e) => run.admits(e.seq));
         const projection = PlanProjection.create(created).usePrices(this.overrides);
+        this.stall.planDeadlines.set(head.planId, created.payload.deadlineMs ?? null);
         const toApply = admitted.filter((e) => e !== created);
         resumed.push({ head, run, projection, events: toApply, admitted: admitted.length });
         continue;
@@ -218,6 +228,7 @@ export class PlanApplier {
     if (head.appliedSeq === null) {
       created = await this.definingCreated(head.planId);
       projection = PlanProjection.create(created).usePrices(this.overrides);
+      this.stall.planDeadlines.set(head.planId, created.payload.deadlineMs ?? null);
       run = new SeqRun(created.seq, skipGaps);
     } else {
       const row = (await this.reader.plans([head.planId])).get(head.planId);
@@ -259,6 +270,8 @@ export class PlanApplier {
       .keepPrices(await this.reader.stepPrices(head.planId));
     const applied = (await this.replay(projection, run, created)).admitted;
     const rows = projection.rows();
+    this.stall.planDeadlines.set(head.planId, created.payload.deadlineMs ?? null);
+    this.stall.statuses.set(head.planId, rows.plan.status);
     this.writes.addRebuilt(rows, head.deletedAt);
     if (!head.deletedAt) {
       // the stored rows are replaced whole: out goes what they added, in what the new ones add
@@ -342,6 +355,7 @@ export class PlanApplier {
     removed?: { events: number; lastSeq: number },
   ): void {
     const changes = projection.changes();
+    this.stall.statuses.set(head.planId, projection.plan.status);
     this.writes.add(changes, head.deletedAt);
     if (!head.deletedAt) this.rollupChanges(projection, changes);
     this.stats.applied += admitted - (removed?.events ?? 0);
@@ -403,6 +417,9 @@ export class PlanApplier {
       gapSince,
       updatedAt: this.now,
       restoredAt: head.restoredAt,
+      deadlineMs: head.deadlineMs,
+      stallDueAt: head.stallDueAt,
+      stalledAt: head.stalledAt,
       deletedAt: head.deletedAt,
     });
   }
@@ -412,6 +429,7 @@ export class PlanApplier {
     for (const [planId, next] of this.nextHeads) {
       const before = this.heads.get(planId)!;
       if (next.gapSince && next.gapSince !== before.gapSince) this.stats.gapWaits++;
+      setStallState(this.stall, before, next, this.now);
     }
     await this.writes.write(this.dialect.rows(this.manager));
     await writeHeads(
@@ -443,4 +461,57 @@ function byPlan(events: PlanEvent[]): Map<string, PlanEvent[]> {
   }
   for (const list of groups.values()) if (list.length > 1) list.sort(canonicalOrder);
   return groups;
+}
+
+/** What one transaction learns about its plans' stall deadlines while it applies their events. */
+interface StallFacts {
+  stallAfterMs: number;
+  /** Plans with new events in this transaction: each is running again (no longer stalled). */
+  arrived: Set<string>;
+  /** The longest `deadlineMs` of a step.started among a plan's new events. */
+  stepDeadlines: Map<string, number>;
+  /** A plan's own deadlineMs, from the plan.created this transaction applied. */
+  planDeadlines: Map<string, number | null>;
+  /** Each applied plan's status once its events are applied. */
+  statuses: Map<string, string>;
+}
+
+function newStallFacts(stallAfterMs: number): StallFacts {
+  return { stallAfterMs, arrived: new Set(), stepDeadlines: new Map(), planDeadlines: new Map(), statuses: new Map() };
+}
+
+function noteArrivals(stall: StallFacts, planId: string, events: readonly PlanEvent[]): void {
+  stall.arrived.add(planId);
+  let longest = 0;
+  for (const e of events)
+    if (e.type === 'step.started' && e.payload.deadlineMs !== undefined && e.payload.deadlineMs > longest)
+      longest = e.payload.deadlineMs;
+  if (longest > 0) stall.stepDeadlines.set(planId, Math.max(longest, stall.stepDeadlines.get(planId) ?? 0));
+}
+
+/**
+ * A plan's stall columns after this transaction (docs/store.md#stalled-plans). Running means
+ * `executing` (a plan whose events only wait behind a gap keeps what it was). With an event, the
+ * plan is due `now` + its deadline (plan.created's deadlineMs, else STALL_AFTER), or later: a
+ * step.started with a longer deadlineMs, or an earlier due still ahead (a step's deadline holds the
+ * plan until it passes, whatever events come meanwhile). An event clears `stalledAt`.
+ */
+function setStallState(stall: StallFacts, before: PlanHeadRow, next: PlanHeadRow, now: Date): void {
+  const planId = next.planId;
+  if (stall.planDeadlines.has(planId)) next.deadlineMs = stall.planDeadlines.get(planId)!;
+  const status = stall.statuses.get(planId);
+  const running = status === undefined ? before.stallDueAt !== null : status === 'executing';
+  if (!running) {
+    next.stallDueAt = null;
+    next.stalledAt = null;
+    return;
+  }
+  if (!stall.arrived.has(planId)) return; // a gap skipped by the sweeper: no event came
+  let due = now.getTime() + (next.deadlineMs ?? stall.stallAfterMs);
+  const step = stall.stepDeadlines.get(planId);
+  if (step !== undefined) due = Math.max(due, now.getTime() + step);
+  const earlier = before.stallDueAt ? new Date(before.stallDueAt).getTime() : 0;
+  if (earlier > due) due = earlier;
+  next.stallDueAt = new Date(due);
+  next.stalledAt = null;
 }

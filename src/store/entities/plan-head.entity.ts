@@ -23,6 +23,12 @@ export interface PlanHeadRow {
   updatedAt: Date;
   /** When `plans restore` last brought the plan back: retention counts its age from here too. Null if never. */
   restoredAt: Date | null;
+  /** The plan's own deadlineMs (plan.created); null: STALL_AFTER (docs/store.md#stalled-plans). */
+  deadlineMs: number | null;
+  /** When the running plan is stalled unless an event comes first; null while it is not running. */
+  stallDueAt: Date | null;
+  /** When the stall check found the plan stalled; null again with its next event. */
+  stalledAt: Date | null;
   deletedAt: Date | null;
 }
 
@@ -37,5 +43,8 @@ export const PlanHeadEntity = defineEntity<PlanHeadRow>('PlanHead', 'plan_heads'
   gapSince: ts('gap_since', true),
   updatedAt: ts('updated_at'),
   restoredAt: ts('restored_at', true),
+  deadlineMs: int('deadline_ms', true),
+  stallDueAt: ts('stall_due_at', true),
+  stalledAt: ts('stalled_at', true),
   deletedAt,
 });

@@ -22,6 +22,9 @@ export function newHead(planId: string, sessionId: string, now: Date): PlanHeadR
     gapSince: null,
     updatedAt: now,
     restoredAt: null,
+    deadlineMs: null,
+    stallDueAt: null,
+    stalledAt: null,
     deletedAt: null,
   };
 }
@@ -59,6 +62,17 @@ export async function lockStoredHeads(
 
 /** Write the heads' new state (they are locked by this transaction). */
 export async function writeHeads(m: EntityManager, dialect: SqlDialect, heads: PlanHeadRow[]): Promise<void> {
-  const update = ['version', 'eventCount', 'lastSeq', 'appliedSeq', 'pendingEvents', 'gapSince', 'updatedAt'] as const;
+  const update = [
+    'version',
+    'eventCount',
+    'lastSeq',
+    'appliedSeq',
+    'pendingEvents',
+    'gapSince',
+    'updatedAt',
+    'deadlineMs',
+    'stallDueAt',
+    'stalledAt',
+  ] as const;
   await dialect.rows(m).update(ENTITY.head, heads, 'planId', update);
 }

@@ -229,6 +229,9 @@ function lockedFromRaw(r: Record<string, unknown>, isNew: boolean): LockedHead {
     gapSince: r.gap_since as Date | null,
     updatedAt: r.updated_at as Date,
     restoredAt: (r.restored_at ?? null) as Date | null,
+    deadlineMs: (r.deadline_ms ?? null) as number | null,
+    stallDueAt: (r.stall_due_at ?? null) as Date | null,
+    stalledAt: (r.stalled_at ?? null) as Date | null,
     deletedAt: r.deleted_at as Date | null,
     isNew,
   };

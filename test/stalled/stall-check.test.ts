@@ -1,0 +1,117 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { parsePlanEvent, PlanEvent } from '../../src/contracts';
+import { countStalledPlans, markStalledPlans } from '../../src/stalled/stall-check';
+import { ENTITY, PlanHeadRow } from '../../src/store/entities';
+import { PlanEventStore } from '../../src/store/plan-event-store';
+import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
+
+const STALL_AFTER = 60_000;
+
+function ev(planId: string, seq: number, type: string, payload: object): PlanEvent {
+  const parsed = parsePlanEvent({
+    specVersion: 1,
+    eventId: randomUUID(),
+    type,
+    planId,
+    sessionId: `s_${planId}`,
+    seq,
+    occurredAt: new Date().toISOString(),
+    payload,
+  });
+  if (!parsed.ok) throw parsed.error;
+  return parsed.event;
+}
+
+const steps = [
+  { stepId: 'a', index: 0, agentId: 'coder', task: 'a' },
+  { stepId: 'b', index: 1, agentId: 'coder', task: 'b' },
+];
+
+describe.each(ALL_TEST_DBS)('stalled plans on %s', (kind) => {
+  let ds: DataSource;
+  let close: () => Promise<void>;
+  let store: PlanEventStore;
+
+  beforeAll(async () => {
+    ({ ds, close } = await createMigratedDb(kind));
+    store = new PlanEventStore(ds, undefined, { stallAfterMs: STALL_AFTER });
+  });
+  afterAll(async () => close?.());
+
+  const head = async (planId: string): Promise<PlanHeadRow> =>
+    (await ds.getRepository<PlanHeadRow>(ENTITY.head).findOneByOrFail({ planId })) as PlanHeadRow;
+  const dueIn = async (planId: string, from: number): Promise<number | null> => {
+    const h = await head(planId);
+    return h.stallDueAt === null ? null : new Date(h.stallDueAt).getTime() - from;
+  };
+
+  it('watches a running plan from its last event: STALL_AFTER, the plan deadline, a step deadline', async () => {
+    const started = Date.now();
+    const plain = `plain-${randomUUID()}`;
+    const own = `own-${randomUUID()}`;
+    await store.persist([
+      ev(plain, 0, 'plan.created', { query: 'q', steps }),
+      ev(own, 0, 'plan.created', { query: 'q', steps, deadlineMs: 5_000 }),
+    ]);
+    const plainDue = (await dueIn(plain, started))!;
+    expect(plainDue).toBeGreaterThanOrEqual(STALL_AFTER);
+    expect(plainDue).toBeLessThan(STALL_AFTER + 30_000);
+    expect((await head(own)).deadlineMs).toBe(5_000);
+    expect(await dueIn(own, started)).toBeLessThan(STALL_AFTER);
+
+    // a step that may run an hour holds the plan an hour, whatever other events come meanwhile
+    await store.persist([ev(own, 1, 'step.started', { stepId: 'a', deadlineMs: 3_600_000 })]);
+    expect(await dueIn(own, started)).toBeGreaterThanOrEqual(3_600_000);
+    await store.persist([ev(own, 2, 'step.started', { stepId: 'b' })]);
+    expect(await dueIn(own, started)).toBeGreaterThanOrEqual(3_600_000);
+  });
+
+  it('does not watch a plan waiting for approval, nor a finished one', async () => {
+    const waiting = `approval-${randomUUID()}`;
+    const done = `done-${randomUUID()}`;
+    await store.persist([
+      ev(waiting, 0, 'plan.created', { query: 'q', steps, requiresApproval: true }),
+      ev(done, 0, 'plan.created', { query: 'q', steps }),
+      ev(done, 1, 'plan.finalized', { status: 'completed' }),
+    ]);
+    expect((await head(waiting)).stallDueAt).toBeNull();
+    expect((await head(done)).stallDueAt).toBeNull();
+    const later = new Date(Date.now() + 365 * 86_400_000);
+    const { planIds } = await markStalledPlans(ds, { now: later });
+    expect(planIds).not.toContain(waiting);
+    expect(planIds).not.toContain(done);
+  });
+
+  it('marks a plan past its deadline once, and an event brings it back to running', async () => {
+    const planId = `stall-${randomUUID()}`;
+    await store.persist([ev(planId, 0, 'plan.created', { query: 'q', steps, deadlineMs: 1_000 })]);
+    const soon = new Date(Date.now() + 500);
+    expect((await markStalledPlans(ds, { now: soon })).planIds).not.toContain(planId);
+    const late = new Date(Date.now() + 2_000);
+    const before = await countStalledPlans(ds);
+    expect((await markStalledPlans(ds, { now: late })).planIds).toContain(planId);
+    expect((await head(planId)).stalledAt).not.toBeNull();
+    expect(await countStalledPlans(ds)).toBe(before + 1);
+    // marked once: the next check finds nothing new for it
+    expect((await markStalledPlans(ds, { now: late })).planIds).not.toContain(planId);
+
+    await store.persist([ev(planId, 1, 'step.started', { stepId: 'a' })]);
+    const h = await head(planId);
+    expect(h.stalledAt).toBeNull();
+    expect(new Date(h.stallDueAt!).getTime()).toBeGreaterThan(Date.now());
+    expect(await countStalledPlans(ds)).toBe(before);
+  });
+
+  it('marks in bounded batches: every due plan once, over several transactions', async () => {
+    const ids = Array.from({ length: 7 }, (_, i) => `batch-${i}-${randomUUID()}`);
+    await store.persist(ids.map((id) => ev(id, 0, 'plan.created', { query: 'q', steps, deadlineMs: 1_000 })));
+    const late = new Date(Date.now() + 10_000);
+    const first = await markStalledPlans(ds, { now: late, batchSize: 2, maxBatches: 2 });
+    expect(first.complete).toBe(false);
+    const rest = await markStalledPlans(ds, { now: late, batchSize: 2 });
+    expect(rest.complete).toBe(true);
+    const all = [...first.planIds, ...rest.planIds].filter((id) => id.startsWith('batch-'));
+    expect(all.sort()).toEqual([...ids].sort());
+  });
+});
