@@ -6,6 +6,8 @@
 export const EVENTS_QUEUE = 'plan-events';
 export const DEAD_LETTER_QUEUE = 'plan-events-dead';
 export const MAINTENANCE_QUEUE = 'plan-ledger-maintenance';
+/** The stall check's job scheduler (its own queue: a long retention run never delays a tick). */
+export const STALL_CHECK_QUEUE = 'plan-ledger-stall-check';
 
 /** Job name of a batch of events on EVENTS_QUEUE. */
 export const EVENT_BATCH_JOB = 'events';

@@ -34,6 +34,8 @@ import { shutdown, ShutdownResult, waitIdle } from './worker-lifecycle';
 import { RepeatedLog } from '../shared/repeated-log';
 import { consumedShards, registeredLayouts } from '../queue/queue-shards';
 import { ShardWorkers } from './shard-workers';
+import { countStalledPlans } from '../stalled/stall-check';
+import { startStallScheduler } from '../stalled/stall-scheduler';
 
 export interface StartWorkerOptions {
   /**
@@ -69,6 +71,11 @@ export interface StartWorkerOptions {
    * another QUEUE_SHARDS registered, to consume their shards too. @defaultValue 10000 ms
    */
   layoutPollMs?: number;
+  /**
+   * Run the stall check in this process too (settings.stallCheckMs; once per cluster whatever the
+   * number of workers that do: docs/store.md#stalled-plans). `plan-ledger worker` does. @defaultValue false
+   */
+  stallCheck?: boolean;
 }
 
 export interface WorkerHandle {
@@ -169,6 +176,7 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     level: 'warn',
   });
   metrics.observeDeadLetters(new DeadLetterRepository(deadLetterQueue));
+  metrics.observeStalledPlans(() => countStalledPlans(ds));
   const pipeline = buildPipeline({
     settings,
     ds,
@@ -207,6 +215,7 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     if (closing.signal.aborted) return;
     sweeper.start();
     shardWorkers.startFetching();
+    if (options.stallCheck) void startStallCheck(o, closing.signal);
   });
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   if (!pinned) shardWorkers.followLayouts(options.layoutPollMs ?? 10_000);
@@ -250,6 +259,25 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     close: (deadlineMs = settings.shutdownTimeoutMs) =>
       (closed ??= shutdown({ workers, batcher, gate, sweeper, health, opened, closing, logger, deadlineMs })),
   };
+}
+
+/** The stall check's scheduler and worker, closed with the worker; a failed start is logged, the next start retries. */
+async function startStallCheck(o: Opening, closing: AbortSignal): Promise<void> {
+  const { logger, config } = o.options;
+  try {
+    const scheduler = await startStallScheduler({
+      connection: o.connection,
+      prefix: config.queuePrefix,
+      dataSource: o.ds,
+      everyMs: o.settings.stallCheckMs,
+      logger: logger.child({ component: 'stall-check' }),
+      closeTimeoutMs: o.settings.shutdownTimeoutMs,
+    });
+    if (closing.aborted) await scheduler.close();
+    else o.opened.closable(scheduler);
+  } catch (err) {
+    logger.warn({ err }, 'stall check did not start: stalled plans are found by the other workers only');
+  }
 }
 
 function readinessOf(r: {

@@ -49,6 +49,8 @@ export class WorkerMetrics {
   /** The events queue's shards by `shard` label (`0` alone without QUEUE_SHARDS). */
   private readonly queueProbes = new Map<string, QueueProbe>();
   private deadLetterProbe: DeadLetterProbe | undefined;
+  /** Reads how many plans are stalled now (plan_heads.stalled_at), at scrape time. */
+  private stalledPlansProbe: (() => Promise<number>) | undefined;
   private deadLetterRead: ReturnType<DeadLetterProbe['depth']> | undefined;
   private readonly now: () => number;
 
@@ -138,6 +140,17 @@ export class WorkerMetrics {
     });
     this.registerQueueGauges(registers);
     this.registerDeadLetterGauges(registers);
+    const stalledPlans = () => this.stalledPlansProbe?.();
+    new Gauge({
+      name: 'plan_ledger_plans_stalled',
+      help: 'Running plans with no event within their deadline (STALL_AFTER or their deadlineMs), found by the stall check',
+      registers,
+      async collect() {
+        // unreadable (the database down, a migration pending): no sample rather than a wrong 0
+        const n = await stalledPlans()?.catch(() => undefined);
+        if (n !== undefined) this.set(n);
+      },
+    });
   }
 
   /** The events queue's gauges, read at scrape time from the observed shards. */
@@ -204,6 +217,11 @@ export class WorkerMetrics {
         this.set(oldestAtMs === undefined ? 0 : Math.max(0, (now() - oldestAtMs) / 1000));
       },
     });
+  }
+
+  /** Attach the read of the stalled plans' count (the plan_ledger_plans_stalled gauge). */
+  observeStalledPlans(probe: () => Promise<number>): void {
+    this.stalledPlansProbe = probe;
   }
 
   /** Attach the dead-letter queue read by the dead-letter depth and age gauges. */

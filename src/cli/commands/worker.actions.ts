@@ -78,7 +78,7 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
   let retention;
   try {
     ds = await openDataSource(ctx.config.database, { poolSize: settings.transactions + 3 });
-    handle = await startWorker({ config: ctx.config, logger, settings, dataSource: ds });
+    handle = await startWorker({ config: ctx.config, logger, settings, dataSource: ds, stallCheck: true });
     const dataSource = ds;
     const retentionStarting = startRetentionWhenRedisHasRoom(
       () =>

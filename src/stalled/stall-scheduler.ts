@@ -1,0 +1,108 @@
+import { Job, Queue, UnrecoverableError, Worker } from 'bullmq';
+import type { DataSource } from 'typeorm';
+import type { RedisClient } from '../queue/connect-redis';
+import { STALL_CHECK_QUEUE } from '../queue/queue-names';
+import type { Logger } from '../shared/logger';
+import { RepeatedLog } from '../shared/repeated-log';
+import { withTimeout } from '../shared/backoff';
+import { markStalledPlans, StallCheckResult } from './stall-check';
+
+/** The scheduler's id on STALL_CHECK_QUEUE: one per cluster, whoever upserts it. */
+export const STALL_SCHEDULER_ID = 'stall-check';
+/** Name of the jobs it produces. */
+export const STALL_CHECK_JOB = 'stall-check';
+
+export interface StallSchedulerOptions {
+  /** An ioredis client owned by the caller, with `maxRetriesPerRequest: null` (close() leaves it open). */
+  connection: RedisClient;
+  /** BullMQ key prefix: config.queuePrefix. */
+  prefix: string;
+  /** An open, migrated DataSource owned by the caller. */
+  dataSource: DataSource;
+  /** STALL_CHECK_EVERY in ms; null removes the scheduler (no check runs anywhere) and starts no worker. */
+  everyMs: number | null;
+  logger?: Logger;
+  /** Called with what each check marked, once it has committed. */
+  onChecked?: (result: StallCheckResult) => void;
+  /** Longest close() waits for a running check. @defaultValue 5000 */
+  closeTimeoutMs?: number;
+}
+
+export interface StallScheduler {
+  readonly queue: Queue;
+  readonly worker: Worker | null;
+  /** Closes this process's worker and queue; the scheduler stays in Redis for the other workers. */
+  close(): Promise<void>;
+}
+
+/**
+ * Upserts the stall check's job scheduler (every `everyMs`) on STALL_CHECK_QUEUE and runs a Worker
+ * for its jobs, as the retention scheduler does on the maintenance queue: every worker process may
+ * call it, upserting is idempotent and BullMQ keeps one delayed job per scheduler, so each tick
+ * runs once cluster-wide, on whichever worker takes it. A failed check is not retried: the next
+ * tick does the same work.
+ */
+export async function startStallScheduler(options: StallSchedulerOptions): Promise<StallScheduler> {
+  const { connection, prefix, everyMs, logger } = options;
+  const queue = new Queue(STALL_CHECK_QUEUE, { connection, prefix });
+  const logs = logger ? [RepeatedLog.of(queue, logger, 'stall-check queue connection error', { level: 'warn' })] : [];
+  let worker: Worker | null = null;
+  try {
+    if (everyMs === null) {
+      await queue.removeJobScheduler(STALL_SCHEDULER_ID);
+      logger?.info({ queue: STALL_CHECK_QUEUE, prefix }, 'stall check off (STALL_CHECK_EVERY=off): scheduler removed');
+    } else {
+      await queue.upsertJobScheduler(
+        STALL_SCHEDULER_ID,
+        { every: everyMs },
+        {
+          name: STALL_CHECK_JOB,
+          data: { v: 1 },
+          opts: { removeOnComplete: { count: 10 }, removeOnFail: { count: 50 } },
+        },
+      );
+      worker = startWorker(options);
+      if (logger) logs.push(RepeatedLog.of(worker, logger, 'stall-check worker error', { level: 'warn' }));
+    }
+  } catch (err) {
+    await worker?.close(true).catch(() => undefined);
+    await queue.close().catch(() => undefined);
+    throw err;
+  }
+  const closeTimeoutMs = options.closeTimeoutMs ?? 5_000;
+  let closing: Promise<void> | null = null;
+  return {
+    queue,
+    worker,
+    close: () =>
+      (closing ??= (async () => {
+        if (worker)
+          await withTimeout(worker.close(), closeTimeoutMs, 'stall-check worker close timed out').catch(
+            () => undefined,
+          );
+        await withTimeout(queue.close(), 1_000, 'stall-check queue close timed out').catch(() => undefined);
+        for (const log of logs) log.flush();
+      })()),
+  };
+}
+
+function startWorker(options: StallSchedulerOptions): Worker {
+  const { connection, prefix, dataSource, logger } = options;
+  const worker = new Worker(
+    STALL_CHECK_QUEUE,
+    async (job: Job): Promise<{ marked: number; complete: boolean }> => {
+      if (job.name !== STALL_CHECK_JOB) throw new UnrecoverableError(`unknown stall-check job "${job.name}"`);
+      const result = await markStalledPlans(dataSource);
+      if (result.planIds.length > 0)
+        logger?.info(
+          { plans: result.planIds.length, planIds: result.planIds.slice(0, 20), complete: result.complete },
+          'plans stalled: no event within their deadline',
+        );
+      options.onChecked?.(result);
+      return { marked: result.planIds.length, complete: result.complete };
+    },
+    { connection, prefix, concurrency: 1 },
+  );
+  worker.on('failed', (job, err) => logger?.warn({ jobId: job?.id, err }, 'stall check failed; the next tick retries'));
+  return worker;
+}
