@@ -22,8 +22,8 @@ export interface StallSchedulerOptions {
   /** STALL_CHECK_EVERY in ms; null removes the scheduler (no check runs anywhere) and starts no worker. */
   everyMs: number | null;
   logger?: Logger;
-  /** Called with what each check marked, once it has committed. */
-  onChecked?: (result: StallCheckResult) => void;
+  /** Called with what each check marked, once it has committed, and the id of the tick's job. */
+  onChecked?: (result: StallCheckResult, jobId: string | undefined) => void;
   /** Longest close() waits for a running check. @defaultValue 5000 */
   closeTimeoutMs?: number;
 }
@@ -98,7 +98,7 @@ function startWorker(options: StallSchedulerOptions): Worker {
           { plans: result.planIds.length, planIds: result.planIds.slice(0, 20), complete: result.complete },
           'plans stalled: no event within their deadline',
         );
-      options.onChecked?.(result);
+      options.onChecked?.(result, job.id);
       return { marked: result.planIds.length, complete: result.complete };
     },
     { connection, prefix, concurrency: 1 },
