@@ -71,7 +71,7 @@ function planFilterForm(q) {
   var status = h(
     'select',
     { name: 'status' },
-    ['', 'planning', 'executing', 'completed', 'failed', 'cancelled'].map(function (st) {
+    ['', 'planning', 'executing', 'stalled', 'completed', 'failed', 'cancelled'].map(function (st) {
       return h('option', { value: st, selected: (q.status || '') === st, text: st || 'any status' });
     }),
   );
@@ -277,7 +277,7 @@ function watchPlan(o) {
       o.state.view = next;
       o.state.resume = nextResume;
       parts.summary.textContent = '';
-      append(parts.summary, planSummary(next.plan, next.source, next.steps));
+      append(parts.summary, [planSummary(next.plan, next.source, next.steps), stalledBadge(o.state)]);
       updateDag(o.dag, next.steps, nextResume);
       if (parts.rest.hasAttribute('data-ready')) {
         parts.timeline.draw();
@@ -314,6 +314,32 @@ function resumePointOf(planId) {
 function costText(p) {
   if (p.cost === undefined || p.cost === null) return '–';
   return '$' + p.cost + (p.unpricedSteps ? ' + ' + p.unpricedSteps + ' unpriced' : '');
+}
+
+/**
+ * A stalled plan (running, no event within its deadline): since when, and where an executor
+ * resumes it (the resume point's next layer and checkpoint).
+ */
+function stalledBadge(state) {
+  var view = state.view;
+  if (!view || !view.stalledSince) return null;
+  var resume = state.resume;
+  var where =
+    resume && resume.resumable
+      ? 'resume at layer ' +
+        resume.nextLayer +
+        ' (' +
+        (resume.nextSteps || [])
+          .map(function (st) {
+            return st.stepId;
+          })
+          .join(', ') +
+        ')' +
+        (resume.latestCheckpoint ? ' from checkpoint ' + resume.latestCheckpoint.checkpointId : '') +
+        ', next seq ' +
+        resume.nextSeq
+      : 'no resume point' + (resume && resume.reason ? ': ' + resume.reason : '');
+  return h('p', { id: 'plan-stalled' }, badge('stalled'), ' since ' + fmtTime(view.stalledSince) + ' · ' + where);
 }
 
 function isRunning(p) {

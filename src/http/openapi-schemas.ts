@@ -31,7 +31,11 @@ export const readRouteSchemas = {
       type: 'object',
       properties: {
         sessionId: { type: 'string' },
-        status: { type: 'string', description: 'planning|executing|completed|failed|cancelled' },
+        status: {
+          type: 'string',
+          description:
+            'planning|executing|completed|failed|cancelled, or stalled (executing, no event within its deadline)',
+        },
         from: { type: 'string', description: 'created at or after (ISO-8601)' },
         to: { type: 'string', description: 'created before (ISO-8601)' },
         agentId: { type: 'string', description: 'plans with a step of this agent' },

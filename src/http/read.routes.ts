@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import { agentUsage, echoRange, handoffPatterns, plansPerDay } from '../queries/analytics.query';
 import { exportPlanTemplate } from '../queries/plan-export.query';
 import { getPlanLineage } from '../queries/plan-lineage.query';
-import { listPlans, parsePlanCursor } from '../queries/plan-list.query';
+import { listPlans, parsePlanCursor, planStatusFilter } from '../queries/plan-list.query';
 import { getPlanView } from '../queries/plan-timeline.query';
 import { costUsage } from '../queries/cost-usage.query';
 import { BILLING_PROVIDERS, type BillingProvider, parseBillingExport } from '../pricing/billing-export';
@@ -14,7 +14,6 @@ import {
   parseDateRange,
   parseLimit,
   parseOffset,
-  parsePlanStatus,
   requireId,
 } from '../queries/query-args';
 import { QueryArgumentError } from '../queries/query-errors';
@@ -40,7 +39,7 @@ export function registerReadRoutes(app: FastifyInstance, ds: DataSource): void {
     const q = req.query as Q;
     const filter = {
       sessionId: q.sessionId === undefined ? undefined : requireId('sessionId', q.sessionId),
-      statuses: q.status === undefined ? undefined : [parsePlanStatus(q.status)],
+      ...(q.status === undefined ? {} : planStatusFilter(q.status, 'status')),
       created: parseDateRange(q.from, q.to),
       agentId: q.agentId === undefined ? undefined : requireId('agentId', q.agentId),
       limit: parseLimit(q.limit),

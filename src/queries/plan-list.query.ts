@@ -12,6 +12,11 @@ export interface PlanListFilter {
   sessionId?: string;
   /** Only plans in these statuses. @defaultValue every status */
   statuses?: readonly PlanStatus[];
+  /**
+   * Only stalled plans (running, no event within their deadline: docs/store.md#stalled-plans); see
+   * planStatusFilter. @defaultValue false
+   */
+  stalled?: boolean;
   /** Only plans created in this range (from inclusive, to exclusive). @defaultValue any time */
   created?: DateRange;
   /** Only plans with a step assigned to this agent. @defaultValue any agent */
@@ -91,8 +96,29 @@ function filteredPlans(ds: DataSource, filter: PlanListFilter): SelectQueryBuild
   if (filter.sessionId !== undefined) qb.andWhere('p.sessionId = :sessionId', { sessionId: filter.sessionId });
   if (filter.statuses && filter.statuses.length > 0)
     qb.andWhere('p.status IN (:...statuses)', { statuses: paddedStatuses(filter.statuses) });
+  if (filter.stalled) {
+    const stalled = qb
+      .subQuery()
+      .select('1')
+      .from(ENTITY.head, 'h')
+      .where('h.planId = p.id')
+      .andWhere('h.stalledAt IS NOT NULL');
+    qb.andWhere(`EXISTS ${stalled.getQuery()}`);
+  }
   if (filter.created) whereCreatedIn(ds, qb, filter.created);
   return qb;
+}
+
+/** What `--status` / `status` may name: a stored status, or `stalled` (derived: executing plans the stall check marked). */
+export const PLAN_LIST_STATUS_VALUES: readonly string[] = [...PLAN_STATUS_VALUES, 'stalled'];
+
+/** `--status` of a plan list: a stored status, or `stalled`; else a QueryArgumentError naming every value. */
+export function planStatusFilter(raw: string, argument = '--status'): Pick<PlanListFilter, 'statuses' | 'stalled'> {
+  const value = raw.trim().toLowerCase();
+  if (value === 'stalled') return { statuses: ['executing'], stalled: true };
+  if (!(PLAN_STATUS_VALUES as readonly string[]).includes(value))
+    throw new QueryArgumentError(argument, `"${raw}" is not one of ${PLAN_LIST_STATUS_VALUES.join(', ')}`);
+  return { statuses: [value as PlanStatus] };
 }
 
 /**

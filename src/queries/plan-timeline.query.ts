@@ -7,6 +7,7 @@ import {
   PlanEventRow,
   PlanHandoffRow,
   PlanStepRow,
+  PlanHeadRow,
   WorkflowCheckpointRow,
 } from '../store/entities';
 import { pushAll } from '../shared/arrays';
@@ -155,13 +156,18 @@ export interface PlanView {
   timeline: TimelineEntry[];
   /** Sent as events, or mapped from an OpenTelemetry trace (POST /v1/traces). */
   source: PlanSource;
+  /**
+   * Set while the plan is stalled (running, no event within its deadline: docs/store.md#stalled-plans):
+   * since when. Absent otherwise.
+   */
+  stalledSince?: string;
 }
 
 /** Everything stored about one plan, and its timeline. Soft-deleted plans are not found. */
 export async function getPlanView(ds: DataSource, planId: string): Promise<PlanView> {
   const plan = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOne({ where: { id: planId } });
   if (!plan) throw new NotFoundError('plan', planId);
-  const [stepRows, handoffRows, decisionRows, checkpointRows, created] = await Promise.all([
+  const [stepRows, handoffRows, decisionRows, checkpointRows, created, head] = await Promise.all([
     // a fork's steps include those it inherits or has yet to run, read from its ancestors
     isFork(plan)
       ? loadForkView(ds, plan).then((v) => v.steps)
@@ -174,6 +180,9 @@ export async function getPlanView(ds: DataSource, planId: string): Promise<PlanV
       where: { planId, type: 'plan.created' },
       order: { seq: 'ASC', eventId: 'ASC' },
     }),
+    ds
+      .getRepository<PlanHeadRow>(ENTITY.head)
+      .findOne({ select: { planId: true, stalledAt: true }, where: { planId } }),
   ]);
   const steps = stepRows.map(toStepView);
   await addPricedCosts(ds, steps);
@@ -236,6 +245,7 @@ export async function getPlanView(ds: DataSource, planId: string): Promise<PlanV
       checkpoints,
     ),
     source: planSourceOf(created ? parseJson<unknown>(created.payload, {}) : undefined),
+    ...(head?.stalledAt ? { stalledSince: toIso(head.stalledAt)! } : {}),
   };
 }
 

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { parsePlanEvent, PlanEvent } from '../../src/contracts';
+import { getPlanView, listPlans, planStatusFilter } from '../../src/queries';
 import { countStalledPlans, markStalledPlans } from '../../src/stalled/stall-check';
+import { cliIn } from '../support/parsed-event';
 import { ENTITY, PlanHeadRow } from '../../src/store/entities';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
@@ -32,9 +34,12 @@ describe.each(ALL_TEST_DBS)('stalled plans on %s', (kind) => {
   let ds: DataSource;
   let close: () => Promise<void>;
   let store: PlanEventStore;
+  let dbUrl: string;
 
   beforeAll(async () => {
-    ({ ds, close } = await createMigratedDb(kind));
+    let db;
+    ({ ds, close, db } = await createMigratedDb(kind));
+    dbUrl = db.url;
     store = new PlanEventStore(ds, undefined, { stallAfterMs: STALL_AFTER });
   });
   afterAll(async () => close?.());
@@ -95,12 +100,31 @@ describe.each(ALL_TEST_DBS)('stalled plans on %s', (kind) => {
     expect(await countStalledPlans(ds)).toBe(before + 1);
     // marked once: the next check finds nothing new for it
     expect((await markStalledPlans(ds, { now: late })).planIds).not.toContain(planId);
+    // the reads: plans list --status stalled (library, CLI), the plan view's stalledSince
+    const listed = await listPlans(ds, { ...planStatusFilter('stalled'), limit: 100 });
+    expect(listed.plans.map((p) => p.planId)).toContain(planId);
+    expect(listed.plans.every((p) => p.status === 'executing')).toBe(true);
+    expect((await getPlanView(ds, planId)).stalledSince).toBe(late.toISOString());
+    if (kind === 'sqlite') {
+      const cli = await cliIn(dbUrl, 'plans', 'list', '--status', 'stalled', '--json');
+      expect({ code: cli.code, stderr: cli.stderr }).toEqual({ code: 0, stderr: '' });
+      expect((JSON.parse(cli.stdout) as { plans: Array<{ planId: string }> }).plans.map((p) => p.planId)).toContain(
+        planId,
+      );
+      const bad = await cliIn(dbUrl, 'plans', 'list', '--status', 'stuck');
+      expect(bad.code).not.toBe(0);
+      expect(bad.stderr).toContain('"stuck" is not one of planning, executing, completed, failed, cancelled, stalled');
+    }
 
     await store.persist([ev(planId, 1, 'step.started', { stepId: 'a' })]);
     const h = await head(planId);
     expect(h.stalledAt).toBeNull();
     expect(new Date(h.stallDueAt!).getTime()).toBeGreaterThan(Date.now());
     expect(await countStalledPlans(ds)).toBe(before);
+    expect(
+      (await listPlans(ds, { ...planStatusFilter('stalled'), limit: 100 })).plans.map((p) => p.planId),
+    ).not.toContain(planId);
+    expect((await getPlanView(ds, planId)).stalledSince).toBeUndefined();
   });
 
   it('marks in bounded batches: every due plan once, over several transactions', async () => {

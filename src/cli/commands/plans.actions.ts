@@ -1,10 +1,10 @@
 import { type CliContext, printJson } from '../cli-context';
 import { getPlanView } from '../../queries/plan-timeline.query';
 import { formatPlanView } from '../../queries/plan-timeline.format';
-import { listPlans, PlanPage, parsePlanCursor } from '../../queries/plan-list.query';
+import { listPlans, PlanPage, parsePlanCursor, planStatusFilter } from '../../queries/plan-list.query';
 import { exportPlanTemplate } from '../../queries/plan-export.query';
 import { formatPlanLineage, getPlanLineage } from '../../queries/plan-lineage.query';
-import { parseDateRange, parseLimit, parseOffset, parsePlanStatus, requireId } from '../../queries/query-args';
+import { parseDateRange, parseLimit, parseOffset, requireId } from '../../queries/query-args';
 import { QueryArgumentError } from '../../queries/query-errors';
 import { formatInt, renderTable } from '../../queries/text-output';
 import { withReadSource } from './read-command';
@@ -31,7 +31,7 @@ export async function showPlan(ctx: CliContext, rawId: string, opts: { json?: bo
 export async function listCommand(ctx: CliContext, opts: ListOptions): Promise<void> {
   const filter = {
     sessionId: opts.session === undefined ? undefined : requireId('--session', opts.session),
-    statuses: opts.status === undefined ? undefined : [parsePlanStatus(opts.status)],
+    ...(opts.status === undefined ? {} : planStatusFilter(opts.status)),
     agentId: opts.agent === undefined ? undefined : requireId('--agent', opts.agent),
     created: parseDateRange(opts.from, opts.to),
     limit: parseLimit(opts.limit),

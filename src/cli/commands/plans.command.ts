@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
-import { PLAN_STATUS_VALUES } from '../../queries/query-args';
+import { PLAN_LIST_STATUS_VALUES } from '../../queries/plan-list.query';
 import type { ListOptions } from './plans.actions';
 import { lazyRequire } from '../../shared/lazy-require';
 
@@ -26,7 +26,10 @@ export function registerPlans(program: Command, context: () => CliContext): Comm
     .command('list')
     .description('plans, newest first')
     .option('--session <id>', "only this session's plans (default: every session)")
-    .option('--status <status>', `only this status: ${PLAN_STATUS_VALUES.join('|')} (default: any)`)
+    .option(
+      '--status <status>',
+      `only this status: ${PLAN_LIST_STATUS_VALUES.join('|')} (stalled: running, no event within its deadline) (default: any)`,
+    )
     .option('--agent <id>', 'only plans with a step of this agent (default: any)')
     .option('--from <iso>', 'only plans created at or after this instant (default: any time)')
     .option('--to <iso>', 'only plans created before this instant (exclusive)')
