@@ -31,6 +31,8 @@ describe('loadWorkerConfig', () => {
         HEALTH_HOST: '127.0.0.1',
         WORKER_GAP_TIMEOUT_MS: '0',
         WORKER_ROW_CACHE_MB: '32',
+        STALL_AFTER: '90s',
+        STALL_CHECK_EVERY: 'off',
       }),
     ).toEqual({
       concurrency: 8,
@@ -47,8 +49,22 @@ describe('loadWorkerConfig', () => {
       heapGrowingPercent: 0,
       gapTimeoutMs: 0,
       rowCacheMb: 32,
+      stallAfterMs: 90_000,
+      stallCheckMs: null,
     });
     expect(loadWorkerConfig({ HEALTH_PORT: '0' }).healthPort).toBe(0);
+  });
+
+  it('reads STALL_AFTER and STALL_CHECK_EVERY as durations, and says in one line what a bad one is', () => {
+    expect(loadWorkerConfig({})).toMatchObject({ stallAfterMs: 900_000, stallCheckMs: 30_000 });
+    expect(loadWorkerConfig({ STALL_AFTER: '2h', STALL_CHECK_EVERY: '500ms' })).toMatchObject({
+      stallAfterMs: 7_200_000,
+      stallCheckMs: 500,
+    });
+    expect(() => loadWorkerConfig({ STALL_AFTER: '15' })).toThrow(
+      'STALL_AFTER: "15" is not a duration; use a whole number and a unit ms, s, m, h or d (e.g. 15m)',
+    );
+    expect(() => loadWorkerConfig({ STALL_AFTER: '500ms' })).toThrow('STALL_AFTER: 500ms is outside 1000 ms-30 days');
   });
 
   it('names every bad variable in one error', () => {
