@@ -13,8 +13,8 @@ import { BINARY_COLLATION } from './1795219500000-databases-alike';
  * of days).
  *
  * Existing plans: the rollups are filled from the stored plans and steps by `migrate` itself
- * (`--print-sql` prints the schema change; the rows need the data). `plan-ledger rollups rebuild`
- * fills them again.
+ * (`--print-sql` prints the schema change; the rows need the data).
+ * `plan-ledger analytics rebuild-rollups` fills them again.
  */
 export class AnalyticsRollups1795224400000 implements MigrationInterface {
   name = 'AnalyticsRollups1795224400000';

@@ -9,6 +9,7 @@ import { PlanLineage1795219900000 } from './1795219900000-plan-lineage';
 import { IdentifierCollations1795220000000 } from './1795220000000-identifier-collations';
 import { PlanList1795221000000 } from './1795221000000-plan-list';
 import { AnalyticsRollups1795224400000 } from './1795224400000-analytics-rollups';
+import { RollupSessionTokens1795224800000 } from './1795224800000-rollup-session-tokens';
 import { StalledPlans1795226450000 } from './1795226450000-stalled-plans';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
@@ -24,5 +25,6 @@ export const MIGRATIONS = [
   IdentifierCollations1795220000000,
   PlanList1795221000000,
   AnalyticsRollups1795224400000,
+  RollupSessionTokens1795224800000,
   StalledPlans1795226450000,
 ];

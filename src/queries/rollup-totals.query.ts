@@ -50,6 +50,9 @@ export interface StepTotals {
   steps: number;
   inputTokens: number;
   outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
   tokenSteps: number;
   costedSteps: number;
   pricedSteps: number;
@@ -76,17 +79,24 @@ export interface SessionCost {
   cost: bigint;
 }
 
+/** The parts of the tokens beyond in and out, summed in `step` and `session-tokens` rows. */
+export const USAGE_PARTS = ['cacheReadTokens', 'cacheWriteTokens', 'reasoningTokens'] as const;
+
 const when = (condition: string) => `SUM(CASE WHEN ${condition} THEN 1 ELSE 0 END)`;
 
-function rollupQuery(
+/** The rollup rows of `kinds` for whole days. */
+export function rollupQuery(
   ds: DataSource,
-  kind: RollupKind,
+  kind: RollupKind | RollupKind[],
   days: NonNullable<RangeSplit['days']>,
 ): SelectQueryBuilder<AnalyticsRollupRow> {
   const qb = ds
     .getRepository<AnalyticsRollupRow>(ENTITY.rollup)
     .createQueryBuilder('r')
-    .where('r.kind = :kind', { kind });
+    .where(
+      Array.isArray(kind) ? 'r.kind IN (:...kinds)' : 'r.kind = :kind',
+      Array.isArray(kind) ? { kinds: kind } : { kind },
+    );
   if (days.from) qb.andWhere('r.day >= :fromDay', { fromDay: days.from });
   if (days.to) qb.andWhere('r.day < :toDay', { toDay: days.to });
   return qb;
@@ -109,7 +119,7 @@ function addInto<T extends object>(into: Map<string, T>, rows: T[], key: (r: T) 
 }
 
 /** Sums from both sources, in parallel; `rollup` for the whole days, `scan` for each partial day. */
-async function combined<T extends object>(
+export async function combined<T extends object>(
   range: DateRange,
   read: { rollup: (days: NonNullable<RangeSplit['days']>) => Promise<T[]>; scan: (r: DateRange) => Promise<T[]> },
   key: (r: T) => string,
@@ -134,6 +144,9 @@ function stepRow(ds: DataSource, r: Record<string, unknown>): StepTotals {
     steps: toNum(r.steps),
     inputTokens: toNum(r.inputTokens),
     outputTokens: toNum(r.outputTokens),
+    cacheReadTokens: toNum(r.cacheReadTokens),
+    cacheWriteTokens: toNum(r.cacheWriteTokens),
+    reasoningTokens: toNum(r.reasoningTokens),
     tokenSteps: toNum(r.tokenSteps),
     costedSteps: toNum(r.costedSteps),
     pricedSteps: toNum(r.pricedSteps),
@@ -151,7 +164,15 @@ export function stepTotals(ds: DataSource, range: DateRange): Promise<StepTotals
       .addSelect('r.model', 'model')
       .addSelect('r.status', 'status')
       .addSelect(d.sumInt('r.items'), 'steps');
-    for (const c of ['inputTokens', 'outputTokens', 'tokenSteps', 'costedSteps', 'pricedSteps', 'unpricedSteps'])
+    for (const c of [
+      'inputTokens',
+      'outputTokens',
+      ...USAGE_PARTS,
+      'tokenSteps',
+      'costedSteps',
+      'pricedSteps',
+      'unpricedSteps',
+    ])
       qb.addSelect(d.sumInt(`r.${c}`), c);
     qb.addSelect(d.sumMoney('r.cost'), 'cost');
     groupByText(ds, qb, ['r.agentId', 'r.model']).addGroupBy('r.status');
@@ -168,6 +189,9 @@ export function stepTotals(ds: DataSource, range: DateRange): Promise<StepTotals
       .addSelect('COUNT(*)', 'steps')
       .addSelect(d.sumInt('s.inputTokens'), 'inputTokens')
       .addSelect(d.sumInt('s.outputTokens'), 'outputTokens')
+      .addSelect(d.sumInt('s.cacheReadTokens'), 'cacheReadTokens')
+      .addSelect(d.sumInt('s.cacheWriteTokens'), 'cacheWriteTokens')
+      .addSelect(d.sumInt('s.reasoningTokens'), 'reasoningTokens')
       .addSelect(when('(s.inputTokens > 0 OR s.outputTokens > 0)'), 'tokenSteps')
       .addSelect(when('s.costSource IS NOT NULL'), 'costedSteps')
       .addSelect(when('s.costSource IS NOT NULL AND s.cost IS NOT NULL'), 'pricedSteps')

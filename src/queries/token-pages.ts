@@ -27,7 +27,7 @@ export interface TokenPageInfo {
 }
 
 type Position = [totalTokens: number, key: string];
-type CursorLists = Partial<Record<'session' | 'plan', Position>>;
+export type CursorLists = Partial<Record<'session' | 'plan', Position>>;
 
 export function decodeTokenCursor(raw: string | undefined, argument = '--cursor'): CursorLists | undefined {
   if (raw === undefined) return undefined;
@@ -48,7 +48,7 @@ export function decodeTokenCursor(raw: string | undefined, argument = '--cursor'
   return out;
 }
 
-function encode(lists: CursorLists): string {
+export function encodeTokenCursor(lists: CursorLists): string {
   return Buffer.from(JSON.stringify(lists), 'utf8').toString('base64url');
 }
 
@@ -56,7 +56,7 @@ function encode(lists: CursorLists): string {
 export function pageTokenLists<S extends { totalTokens: number }, P extends { totalTokens: number }>(
   lists: { session?: { rows: S[]; key: (r: S) => string }; plan?: { rows: P[]; key: (r: P) => string } },
   request: { limit: number; cursor: CursorLists | undefined },
-): { session?: S[]; plan?: P[]; page: TokenPageInfo } {
+): { session?: S[]; plan?: P[]; page: TokenPageInfo; next: CursorLists } {
   const next: CursorLists = {};
   const cut = <T extends { totalTokens: number }>(name: 'session' | 'plan', rows: T[], key: (r: T) => string) => {
     let start = 0;
@@ -79,6 +79,11 @@ export function pageTokenLists<S extends { totalTokens: number }, P extends { to
   const out: { session?: S[]; plan?: P[] } = {};
   if (lists.session) out.session = cut('session', lists.session.rows, lists.session.key);
   if (lists.plan) out.plan = cut('plan', lists.plan.rows, lists.plan.key);
+  return { ...out, page: pageInfo(request.limit, next), next };
+}
+
+/** The page's `hasMore` and `nextCursor`, from where each list that goes on left off. */
+export function pageInfo(limit: number, next: CursorLists): TokenPageInfo {
   const hasMore = Object.keys(next).length > 0;
-  return { ...out, page: { limit: request.limit, hasMore, nextCursor: hasMore ? encode(next) : null } };
+  return { limit, hasMore, nextCursor: hasMore ? encodeTokenCursor(next) : null };
 }

@@ -36,8 +36,25 @@ const knownModel = (drafts: Array<{ type: string; payload: Record<string, unknow
     d.payload.model === 'm-large' ? { ...d, payload: { ...d.payload, model: 'gpt-4o', provider: 'openai' } } : d,
   );
 
+/**
+ * Cache and reasoning tokens on some completed steps (by `parts`, cycled: 0 leaves a step as it
+ * is), a few on steps with no input or output tokens: the parts the tokens report sums.
+ */
+const withUsageParts = (drafts: Array<{ type: string; payload: Record<string, unknown> }>, parts: number[]) =>
+  drafts.map((d, i) => {
+    const n = parts[i % parts.length];
+    if (d.type !== 'step.completed' || n === 0) return d;
+    const usage = { cacheReadTokens: n, cacheWriteTokens: n % 3, reasoningTokens: n % 2 === 0 ? n * 2 : 0 };
+    return { ...d, payload: { ...d.payload, ...usage, ...(n % 5 === 0 ? { inputTokens: 0, outputTokens: 0 } : {}) } };
+  });
+
 const planArb = fc.record({
-  drafts: planLifeArb.map(knownModel),
+  drafts: fc
+    .tuple(
+      planLifeArb,
+      fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 400 })), { minLength: 1, maxLength: 6 }),
+    )
+    .map(([drafts, parts]) => withUsageParts(knownModel(drafts), parts)),
   layout: seqLayoutArb,
   hours: fc.integer({ min: -30, max: 80 }),
   session: fc.nat(2),
@@ -143,7 +160,7 @@ describe.each(ALL_TEST_DBS)('analytics from rollups on %s', (kind) => {
       cursor = usage.page!.nextCursor ?? undefined;
     } while (cursor);
     expect(seen).toEqual({ bySession: whole.bySession, byPlan: whole.byPlan });
-  });
+  }, 300_000);
 });
 
 async function apply(ds: DataSource, op: Op, at: { now: Date; planIds: string[]; sessions: string[] }): Promise<void> {

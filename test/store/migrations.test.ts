@@ -117,6 +117,7 @@ const ALL_MIGRATIONS = [
   'IdentifierCollations1795220000000',
   'PlanList1795221000000',
   'AnalyticsRollups1795224400000',
+  'RollupSessionTokens1795224800000',
   'StalledPlans1795226450000',
 ];
 

@@ -15,6 +15,9 @@ import { PlanEventStore } from '../../src/store/plan-event-store';
 import { addPriceOverride, getPriceOverride, listPriceOverrides } from '../../src/store/price-overrides';
 import { repriceSteps } from '../../src/store/price-reprice';
 import { voidedSeqEvent } from '../../src/store/projection/voided-seq';
+import { countRebuildPlans, rebuildRollups } from '../../src/store/rollups/rollup-rebuild';
+import { sqlDialectOf } from '../../src/store/sql/dialects';
+import { encodeTokenCursor } from '../../src/queries/token-pages';
 import { manyPlanRuns, planRun, shuffled, stableUuid } from './event-factory';
 import { MssqlTables, type Row } from './mssql-tables';
 import { type Answer, paramValue, paramValues, type Recorded, recordingMssql } from './recording-mssql';
@@ -315,6 +318,9 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
     },
     tokenUsage: async () => {
       for (const range of ranges) await queries.tokenUsage(ds, range);
+      // the next page of each list: the plans after a position (their total, then the id)
+      const cursor = encodeTokenCursor({ session: [10, sessionId], plan: [10, planId] });
+      await queries.tokenUsage(ds, ranges[2], queries.TOKEN_DIMENSIONS, { limit: 5, cursor });
     },
     costUsage: async () => {
       for (const range of ranges) for (const by of queries.COST_DIMENSIONS) await queries.costUsage(ds, range, by);
@@ -562,6 +568,10 @@ async function recordMigrations(rec: SectionRecorder, check: Check): Promise<voi
   await assertSchema(ds, TARGET, 'the worker');
   await assertCapabilities(ds, TARGET, 'worker');
   await ds.query('SELECT 1'); // the worker's database probe
+  // `analytics rebuild-rollups --from --to`: the days' rows deleted and summed again
+  const days = { from: '2026-01-01', to: '2026-02-01' };
+  check('a rebuild of some days counts its plans', (await countRebuildPlans(ds.manager, days)) >= 0);
+  await sqlDialectOf(ds).transaction(ds, (m) => rebuildRollups(m, days));
   const { reverted } = await revertAllMigrations(ds);
   check('a revert undoes every migration', reverted.length === applied.length);
 }

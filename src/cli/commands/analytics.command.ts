@@ -2,11 +2,13 @@ import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import { COST_DIMENSIONS, TOKEN_DIMENSIONS } from '../../queries/query-args';
 import type { AnalyticsOptions, ReportName } from './analytics.actions';
+import type { RebuildOptions } from './rollups.actions';
 import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
 // `--help` and the registration of every command stay cheap (see main.ts).
 const actions = lazyRequire<typeof import('./analytics.actions')>(require, './analytics.actions');
+const rollups = lazyRequire<typeof import('./rollups.actions')>(require, './rollups.actions');
 
 const RANGE_HELP = `
 --from/--to select plans by creation time, from inclusive, to exclusive, in UTC; a bare date is
@@ -50,5 +52,21 @@ A step's cost was fixed when it was stored: the provider's reported cost, else a
 (plan-ledger prices), else the bundled price table at the step's time. A step whose model has no
 known price is "unpriced": counted in unpriced_steps, never as zero.`,
     );
+  analytics
+    .command('rebuild-rollups')
+    .description('sum the analytics rollups again from the stored plans and steps (all days, or --from/--to)')
+    .option('--from <date>', 'the first UTC day rebuilt, e.g. 2026-02-01 (default: the first)')
+    .option('--to <date>', 'the UTC day after the last rebuilt (exclusive; default: none)')
+    .option('--json', 'print JSON: from, to, plans, seconds')
+    .addHelpText(
+      'after',
+      `
+The reports read whole UTC days from the rollups, which the worker, retention, restore, erasure
+and reprice keep in the transactions that change the plans, and migrate fills for stored plans.
+Rebuild them after rows were loaded or changed behind the worker's back. The days' rows are
+deleted and summed again a page of plans at a time in one transaction (memory: one page); run it
+with the worker stopped. Progress goes to stderr.`,
+    )
+    .action(async (opts: RebuildOptions) => rollups().runRebuildRollups(context(), opts));
   return analytics;
 }

@@ -1,7 +1,10 @@
 import { bigint, defineEntity, ext, label, moneyTotal, str, uuid } from './define-entity';
 
-/** What a rollup row sums: a plan (`plan`), a step (`step`), or a step's cost per session (`session-cost`). */
-export type RollupKind = 'plan' | 'step' | 'session-cost';
+/**
+ * What a rollup row sums: a plan (`plan`), a step (`step`), a step's cost per session
+ * (`session-cost`), or a step's cache and reasoning tokens per session (`session-tokens`).
+ */
+export type RollupKind = 'plan' | 'step' | 'session-cost' | 'session-tokens';
 
 /**
  * `analytics_rollups`: the analytics' sums per UTC day of the plans' creation and per key, kept
@@ -12,14 +15,16 @@ export type RollupKind = 'plan' | 'step' | 'session-cost';
  *
  * - `plan`: one per day, session and plan status: plans, and their token totals;
  * - `step`: one per day, agent, model and step status: steps, their tokens and costs;
- * - `session-cost`: one per day and session: the costs of its plans' steps.
+ * - `session-cost`: one per day and session: the costs of its plans' steps;
+ * - `session-tokens`: one per day and session: the cache read, cache write and reasoning tokens of
+ *   its plans' steps (the tokens report per session).
  */
 export interface AnalyticsRollupRow {
   id: string;
   /** UTC day of the plans' `created_at`, `YYYY-MM-DD`. */
   day: string;
   kind: RollupKind;
-  /** `plan` and `session-cost` rows; null otherwise. */
+  /** `plan`, `session-cost` and `session-tokens` rows; null otherwise. */
   sessionId: string | null;
   /** `step` rows; null otherwise. */
   agentId: string | null;

@@ -84,6 +84,9 @@ export class RollupDelta {
   /** By the key as JSON text (the id, a SHA-1, is derived once per key and transaction). */
   private readonly rows = new Map<string, RollupSums & { id: string }>();
 
+  /** @param kinds - only rows of these kinds are written (absent: all). */
+  constructor(private readonly kinds?: readonly RollupKind[]) {}
+
   get size(): number {
     return this.rows.size;
   }
@@ -130,10 +133,12 @@ export class RollupDelta {
       c.items += sign;
       c.inputTokens += sign * input;
       c.outputTokens += sign * output;
-      c.cacheReadTokens += sign * Number(s.cacheReadTokens ?? 0);
-      c.cacheWriteTokens += sign * Number(s.cacheWriteTokens ?? 0);
-      c.reasoningTokens += sign * Number(s.reasoningTokens ?? 0);
+      const parts = [Number(s.cacheReadTokens ?? 0), Number(s.cacheWriteTokens ?? 0), Number(s.reasoningTokens ?? 0)];
+      c.cacheReadTokens += sign * parts[0];
+      c.cacheWriteTokens += sign * parts[1];
+      c.reasoningTokens += sign * parts[2];
       if (input > 0 || output > 0) c.tokenSteps += sign;
+      if (parts.some((n) => n !== 0)) this.addSessionParts(day, plan.sessionId, parts, sign);
       if (s.costSource === null || s.costSource === undefined) continue;
       const units = s.cost === null || s.cost === undefined ? null : moneyFromColumn(s.cost)!;
       const session = this.row({
@@ -155,6 +160,14 @@ export class RollupDelta {
     }
   }
 
+  /** A step's cache read, cache write and reasoning tokens on its plan's session (the tokens report per session). */
+  private addSessionParts(day: string, sessionId: string, parts: number[], sign: 1 | -1): void {
+    const c = this.row({ day, kind: 'session-tokens', sessionId, agentId: null, model: null, status: null }).counts;
+    c.cacheReadTokens += sign * parts[0];
+    c.cacheWriteTokens += sign * parts[1];
+    c.reasoningTokens += sign * parts[2];
+  }
+
   private row(key: Omit<RollupSums, 'counts' | 'cost'> & { kind: RollupKind }): RollupSums {
     const text = JSON.stringify([key.day, key.kind, key.sessionId, key.agentId, key.model, key.status]);
     let row = this.rows.get(text);
@@ -170,6 +183,7 @@ export class RollupDelta {
     const out: AnalyticsRollupRow[] = [];
     for (const r of this.rows.values()) {
       if (r.cost === 0n && ROLLUP_COUNTS.every((k) => r.counts[k] === 0)) continue;
+      if (this.kinds && !this.kinds.includes(r.kind)) continue;
       out.push({
         id: r.id,
         day: r.day,
