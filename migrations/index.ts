@@ -10,6 +10,7 @@ import { IdentifierCollations1795220000000 } from './1795220000000-identifier-co
 import { PlanList1795221000000 } from './1795221000000-plan-list';
 import { AnalyticsRollups1795224400000 } from './1795224400000-analytics-rollups';
 import { RollupSessionTokens1795224800000 } from './1795224800000-rollup-session-tokens';
+import { Webhooks1795225000000 } from './1795225000000-webhooks';
 import { StalledPlans1795226450000 } from './1795226450000-stalled-plans';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
@@ -26,5 +27,6 @@ export const MIGRATIONS = [
   PlanList1795221000000,
   AnalyticsRollups1795224400000,
   RollupSessionTokens1795224800000,
+  Webhooks1795225000000,
   StalledPlans1795226450000,
 ];

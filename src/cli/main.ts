@@ -21,6 +21,7 @@ import { registerPlansRestore } from './commands/plans-restore.command';
 import { registerServe } from './commands/serve.command';
 import { registerPrices } from './commands/prices.command';
 import { registerCost } from './commands/cost.command';
+import { registerWebhooks } from './commands/webhooks.command';
 import { redactUrl } from '../config/database-url';
 import { escapeControl } from '../shared/terminal-text';
 
@@ -59,6 +60,7 @@ export function buildProgram(io: CliIo): Command {
   registerSteps(program, context);
   registerAnalytics(program, context);
   registerRetention(program, context);
+  registerWebhooks(program, context);
   registerServe(program, context);
   for (const cmd of program.commands) cmd.exitOverride().addHelpText('after', EXIT_HELP);
   return program;

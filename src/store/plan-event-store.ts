@@ -16,6 +16,7 @@ import { sqlDialectOf } from './sql/dialects';
 import { chunk } from './sql/batch-limits';
 import { runSerialized } from './sql/serial-queue';
 import type { SqlDialect } from './sql/sql-dialect';
+import { deliveriesFor, type OutboxSubscription, SubscriptionCache, writeDeliveries } from '../webhooks/webhook-outbox';
 
 export { EventConflictError, EventIdConflictError } from './ledger/event-conflict';
 
@@ -30,6 +31,8 @@ export interface PersistOutcome extends ApplyStats {
   duplicateIds: string[];
   /** Plans whose rows were written. */
   plans: number;
+  /** Webhook deliveries written to the outbox (webhook_deliveries) with the events. */
+  webhooks: number;
 }
 
 /** What `applyOverdueGaps` did. */
@@ -51,6 +54,8 @@ export interface PlanEventStoreOptions {
   overridesRefreshMs?: number;
   /** STALL_AFTER: a running plan with no deadline of its own is stalled after this long without an event. @defaultValue 15 min */
   stallAfterMs?: number;
+  /** How long the webhook subscriptions read are used before they are read again. @defaultValue 2,000 ms */
+  subscriptionsRefreshMs?: number;
 }
 
 /**
@@ -75,6 +80,8 @@ export class PlanEventStore {
   /** Price overrides in force, read again every few seconds. */
   private readonly prices: PriceOverrideCache;
   private readonly stallAfterMs: number | undefined;
+  /** Enabled webhook subscriptions, read again every few seconds (the outbox rows are written with the events). */
+  private readonly subscriptions: SubscriptionCache;
 
   constructor(
     private readonly ds: DataSource,
@@ -85,11 +92,18 @@ export class PlanEventStore {
     this.rowCache = new PlanRowCache(options.rowCacheBytes ?? DEFAULT_ROW_CACHE_BYTES);
     this.prices = new PriceOverrideCache(ds, options.overridesRefreshMs);
     this.stallAfterMs = options.stallAfterMs;
+    this.subscriptions = new SubscriptionCache(ds, options.subscriptionsRefreshMs);
   }
 
   async persist(events: PlanEvent[]): Promise<PersistOutcome> {
-    const overrides = await this.prices.current();
-    return this.write((m, stage) => this.persistIn(m, stage, events, overrides), events.length);
+    const using = await this.using();
+    return this.write((m, stage) => this.persistIn(m, stage, events, using), events.length);
+  }
+
+  /** What a transaction of new events reads once before it starts: prices and webhook subscriptions. */
+  private async using(): Promise<WriteInputs> {
+    const [overrides, subscriptions] = await Promise.all([this.prices.current(), this.subscriptions.current()]);
+    return { overrides, subscriptions };
   }
 
   /**
@@ -98,8 +112,8 @@ export class PlanEventStore {
    * creations under one id, exactly one is stored and the others are refused.
    */
   async createPlan(event: PlanEvent, taken: (planId: string) => Error): Promise<PersistOutcome> {
-    const overrides = await this.prices.current();
-    return this.write((m, stage) => this.persistIn(m, stage, [event], overrides, taken), 1);
+    const using = await this.using();
+    return this.write((m, stage) => this.persistIn(m, stage, [event], using, taken), 1);
   }
 
   /** Event ids among `eventIds` already stored (replay summaries: "already stored"). */
@@ -216,7 +230,7 @@ export class PlanEventStore {
     m: EntityManager,
     stage: CacheStage,
     events: PlanEvent[],
-    overrides: readonly PriceOverride[],
+    using: WriteInputs,
     /** Set: every plan must be new (its head created by this transaction); else this error. */
     taken?: (planId: string) => Error,
   ): Promise<PersistOutcome> {
@@ -243,18 +257,27 @@ export class PlanEventStore {
       gapWaits: 0,
       gapsSkipped: 0,
       cacheHits: 0,
+      webhooks: 0,
     };
     if (fresh.length === 0) return outcome;
     const applier = new PlanApplier(m, this.dialect, heads, {
       now,
       cache: { rows: this.rowCache, stage },
-      overrides,
+      overrides: using.overrides,
       stallAfterMs: this.stallAfterMs,
     });
     await applier.applyNew(fresh);
     await applier.finish();
-    return { ...outcome, ...applier.stats, plans: applier.plans };
+    // the transactional outbox: a delivery per stored event a webhook trigger matches, committed with it
+    const webhooks = await writeDeliveries(m, deliveriesFor(fresh, using.subscriptions, now));
+    return { ...outcome, ...applier.stats, plans: applier.plans, webhooks };
   }
+}
+
+/** What every transaction of new events uses, read before it starts. */
+interface WriteInputs {
+  overrides: readonly PriceOverride[];
+  subscriptions: readonly OutboxSubscription[];
 }
 
 /** One head per plan, for the plans seen for the first time (lockHeads keeps the stored ones). */

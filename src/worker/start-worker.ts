@@ -36,6 +36,9 @@ import { consumedShards, registeredLayouts } from '../queue/queue-shards';
 import { ShardWorkers } from './shard-workers';
 import { countStalledPlans } from '../stalled/stall-check';
 import { startStallScheduler } from '../stalled/stall-scheduler';
+import { DEFAULT_WEBHOOK_CONFIG, type WebhookConfig } from '../webhooks/webhook-config';
+import { WebhookDeliveryLoop } from '../webhooks/webhook-delivery';
+import { WebhookMetrics } from '../webhooks/webhook-metrics';
 
 export interface StartWorkerOptions {
   /**
@@ -76,6 +79,8 @@ export interface StartWorkerOptions {
    * number of workers that do: docs/store.md#stalled-plans). `plan-ledger worker` does. @defaultValue false
    */
   stallCheck?: boolean;
+  /** Webhook delivery (docs/webhooks.md): the loop runs in every worker unless `enabled` is false. @defaultValue DEFAULT_WEBHOOK_CONFIG */
+  webhooks?: WebhookConfig;
 }
 
 export interface WorkerHandle {
@@ -210,12 +215,14 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
   for (const shard of shards) shardWorkers.add(shard);
   // the counts of the last window of each repeated-error log, even if the worker's close never ends
   opened.afterClose(() => [deadLetterQueueErrors, ...shardWorkers.logs].forEach((log) => log.flush()));
-  // Fetch (and sweep gaps) only on the schema this code expects: until then nothing is written.
+  const webhooks = startWebhooks(options, ds, metrics, opened);
+  // Fetch (and sweep gaps, send webhooks) only on the schema this code expects: until then nothing is written.
   void schema.current.then(() => {
     if (closing.signal.aborted) return;
     sweeper.start();
     shardWorkers.startFetching();
     if (options.stallCheck) void startStallCheck(o, closing.signal);
+    webhooks?.start();
   });
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   if (!pinned) shardWorkers.followLayouts(options.layoutPollMs ?? 10_000);
@@ -278,6 +285,19 @@ async function startStallCheck(o: Opening, closing: AbortSignal): Promise<void> 
   } catch (err) {
     logger.warn({ err }, 'stall check did not start: stalled plans are found by the other workers only');
   }
+}
+
+/** The webhook delivery loop, closed with the worker; undefined when WEBHOOKS_DELIVERY=off. */
+function startWebhooks(
+  options: StartWorkerOptions,
+  ds: DataSource,
+  metrics: WorkerMetrics,
+  opened: Opened,
+): WebhookDeliveryLoop | undefined {
+  const config = options.webhooks ?? DEFAULT_WEBHOOK_CONFIG;
+  if (!config.enabled) return undefined;
+  const loop = new WebhookDeliveryLoop(ds, config, options.logger, new WebhookMetrics(metrics.registry));
+  return opened.closable(loop);
 }
 
 function readinessOf(r: {

@@ -3,6 +3,7 @@ import { limitHeapGrowth } from '../../shared/process-tuning';
 import { createLogger } from '../../shared/logger';
 import { loadWorkerConfig } from '../../worker/worker-config';
 import { startWorker } from '../../worker/start-worker';
+import { type WebhookConfig, webhookConfigFromEnv } from '../../webhooks/webhook-config';
 import { loadRetentionPolicy, startRetentionScheduler } from '../../retention';
 import { openDataSource } from '../../store/data-source';
 import { CliError, EXIT } from '../exit-codes';
@@ -65,6 +66,7 @@ async function startRetentionWhenRedisHasRoom(
 export async function runWorkerCommand(ctx: CliContext, env: Record<string, string | undefined>): Promise<void> {
   const settings = loadWorkerConfig(env);
   const policy = loadRetentionPolicy(env);
+  const webhooks = webhookSettings(env);
   // see WorkerConfig.heapGrowingPercent
   limitHeapGrowth(settings.heapGrowingPercent);
   // The worker is a service: its logs go to stdout at the configured level (the CLI's own logger is quieter).
@@ -78,7 +80,7 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
   let retention;
   try {
     ds = await openDataSource(ctx.config.database, { poolSize: settings.transactions + 3 });
-    handle = await startWorker({ config: ctx.config, logger, settings, dataSource: ds, stallCheck: true });
+    handle = await startWorker({ config: ctx.config, logger, settings, dataSource: ds, stallCheck: true, webhooks });
     const dataSource = ds;
     const retentionStarting = startRetentionWhenRedisHasRoom(
       () =>
@@ -152,4 +154,13 @@ export async function runWorkerCommand(ctx: CliContext, env: Record<string, stri
     );
   }
   await exitAfterLogs(logger, EXIT.ok);
+}
+
+/** The WEBHOOKS_* settings; a wrong one is a configuration error (exit 2), named in one line. */
+function webhookSettings(env: Record<string, string | undefined>): WebhookConfig {
+  try {
+    return webhookConfigFromEnv(env);
+  } catch (err) {
+    throw new CliError((err as Error).message, 'config');
+  }
 }

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
 import { WORKER_ENV_HELP } from '../../worker/worker-config';
 import { RETENTION_ENV_HELP } from '../../retention/retention-config';
+import { WEBHOOK_ENV_HELP } from '../../webhooks/webhook-config';
 import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM, BullMQ...) is loaded when a subcommand runs, so that
@@ -14,6 +15,9 @@ ${WORKER_ENV_HELP.map(([name, help]) => `  ${name.padEnd(29)}${help}`).join('\n'
 
 Retention (the worker also runs the retention scheduler: one run per tick, however many workers):
 ${RETENTION_ENV_HELP.map(([name, help]) => `  ${name.padEnd(29)}${help}`).join('\n')}
+
+Webhooks (every worker sends the outbox's due deliveries; docs/webhooks.md):
+${WEBHOOK_ENV_HELP.map(([name, help]) => `  ${name.padEnd(29)}${help}`).join('\n')}
 
 Logs: one JSON line per committed batch and per dead letter on stdout (LOG_LEVEL=debug adds one per job).
 Stops on SIGTERM/SIGINT: stops fetching, commits in-flight jobs, exits within SHUTDOWN_TIMEOUT_MS:

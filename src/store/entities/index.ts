@@ -13,6 +13,7 @@ import { PlanEventEntity } from './plan-event.entity';
 import { PriceOverrideEntity, PriceRepriceEntity } from './price-override.entity';
 import { PlanAgentEntity } from './plan-agent.entity';
 import { AnalyticsRollupEntity } from './analytics-rollup.entity';
+import { WebhookDeliveryEntity, WebhookSubscriptionEntity } from './webhook.entity';
 
 export * from './session.entity';
 export * from './execution-plan.entity';
@@ -26,6 +27,7 @@ export * from './plan-event.entity';
 export * from './price-override.entity';
 export * from './plan-agent.entity';
 export * from './analytics-rollup.entity';
+export * from './webhook.entity';
 
 /** Entity names, for `dataSource.getRepository(ENTITY.plan)`. */
 export const ENTITY = {
@@ -42,6 +44,8 @@ export const ENTITY = {
   priceReprice: 'PriceReprice',
   planAgent: 'PlanAgent',
   rollup: 'AnalyticsRollup',
+  webhookSubscription: 'WebhookSubscription',
+  webhookDelivery: 'WebhookDelivery',
 } as const;
 
 const ENTITIES = [
@@ -58,6 +62,8 @@ const ENTITIES = [
   PriceRepriceEntity,
   PlanAgentEntity,
   AnalyticsRollupEntity,
+  WebhookSubscriptionEntity,
+  WebhookDeliveryEntity,
 ] as const;
 
 export function buildEntitySchemas(types: ColumnTypes): EntitySchema[] {

@@ -1,0 +1,206 @@
+import { randomUUID } from 'node:crypto';
+import { In, type DataSource, type Repository } from 'typeorm';
+import { backoffDelay, sleep } from '../shared/backoff';
+import type { Logger } from '../shared/logger';
+import { ENTITY, type WebhookDeliveryRow, type WebhookSubscriptionRow } from '../store/entities';
+import { sqlDialectOf } from '../store/sql/dialects';
+import type { SqlDialect } from '../store/sql/sql-dialect';
+import type { WebhookConfig } from './webhook-config';
+import type { WebhookMetrics } from './webhook-metrics';
+import { sendWebhook, signedHeaders, type SendResult } from './webhook-sender';
+import { subscriptionsById } from './webhook-subscriptions';
+import { resolveWebhookTarget, WebhookTargetError } from './webhook-target';
+
+/** What one round of the loop did. */
+export interface DeliveryRound {
+  claimed: number;
+  delivered: number;
+  failed: number;
+  dead: number;
+}
+
+/**
+ * Sends the outbox's due deliveries (docs/webhooks.md#delivery): claims up to `batchSize` of them
+ * with a lease (an UPDATE that only takes rows whose lease is free, so several workers never send
+ * one row at once, and a worker killed mid-send leaves rows another takes after the lease), signs
+ * each per Standard Webhooks, POSTs it to the address its URL was checked to resolve to, and
+ * records the outcome: delivered, failed (next attempt after an exponential backoff) or dead (its
+ * attempts spent). A crash after the receiver's answer and before the record sends it again, with
+ * the same `webhook-id`: receivers deduplicate on it.
+ */
+export class WebhookDeliveryLoop {
+  private readonly repo: Repository<WebhookDeliveryRow>;
+  private readonly dialect: SqlDialect;
+  private readonly stopping = new AbortController();
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly config: WebhookConfig,
+    private readonly logger: Logger,
+    private readonly metrics?: WebhookMetrics,
+  ) {
+    this.repo = ds.getRepository<WebhookDeliveryRow>(ENTITY.webhookDelivery);
+    this.dialect = sqlDialectOf(ds);
+    metrics?.observe({ pending: () => this.pending() });
+  }
+
+  start(): void {
+    this.running ??= this.loop();
+  }
+
+  /** Stops claiming; resolves once the round in flight has recorded its outcomes. */
+  async close(): Promise<void> {
+    this.stopping.abort();
+    await this.running;
+  }
+
+  private async loop(): Promise<void> {
+    let failures = 0;
+    while (!this.stopping.signal.aborted) {
+      try {
+        const round = await this.round();
+        failures = 0;
+        if (round.claimed < this.config.batchSize) await sleep(this.config.pollMs, this.stopping.signal);
+      } catch (err) {
+        failures++;
+        this.logger.warn({ err, failures }, 'webhook delivery round failed; retrying');
+        await sleep(backoffDelay(failures, { baseMs: 500, maxMs: 30_000 }), this.stopping.signal);
+      }
+    }
+  }
+
+  /** Claims the due deliveries, sends them and records what came of each. */
+  async round(now = new Date()): Promise<DeliveryRound> {
+    const claimed = await this.claim(now);
+    const round: DeliveryRound = { claimed: claimed.rows.length, delivered: 0, failed: 0, dead: 0 };
+    if (claimed.rows.length === 0) return round;
+    const subs = await subscriptionsById(
+      this.ds,
+      claimed.rows.map((r) => r.subscriptionId),
+    );
+    const results = await Promise.all(claimed.rows.map((row) => this.attempt(row, subs.get(row.subscriptionId))));
+    const done: WebhookDeliveryRow[] = [];
+    for (let i = 0; i < claimed.rows.length; i++) {
+      const row = claimed.rows[i];
+      const result = results[i];
+      if (result.ok) {
+        done.push(row);
+        continue;
+      }
+      const outcome = await this.recordFailure(row, claimed.token, result.error);
+      round[outcome]++;
+    }
+    await this.recordDelivered(done, claimed.token);
+    round.delivered = done.length;
+    return round;
+  }
+
+  private async attempt(row: WebhookDeliveryRow, sub: WebhookSubscriptionRow | undefined): Promise<SendResult> {
+    if (!sub) return { ok: false, error: 'its subscription was removed' };
+    if (!sub.enabled) return { ok: false, error: 'its subscription is disabled' };
+    try {
+      const target = await resolveWebhookTarget(sub.url, this.config.allowPrivate);
+      const headers = signedHeaders(sub.secret, row.id, row.payload, new Date());
+      return await sendWebhook(target, headers, row.payload, this.config.timeoutMs);
+    } catch (err) {
+      if (err instanceof WebhookTargetError) return { ok: false, error: err.message };
+      throw err;
+    }
+  }
+
+  /** Takes up to batchSize due rows whose lease is free, under a new lease token; returns them. */
+  private async claim(now: Date): Promise<{ token: string; rows: WebhookDeliveryRow[] }> {
+    const token = randomUUID();
+    const at = this.dialect.instant(now);
+    const due: { id: string }[] = await this.repo
+      .createQueryBuilder('d')
+      .select('d.id', 'id')
+      .where('d.status = :pending', { pending: 'pending' })
+      .andWhere('d.nextAttemptAt <= :at', { at })
+      .andWhere('(d.leaseUntil IS NULL OR d.leaseUntil < :at)', { at })
+      .orderBy('d.nextAttemptAt', 'ASC')
+      .limit(this.config.batchSize)
+      .getRawMany();
+    if (due.length === 0) return { token, rows: [] };
+    const ids = due.map((r) => r.id);
+    await this.repo
+      .createQueryBuilder()
+      .update()
+      .set({ leaseOwner: token, leaseUntil: new Date(now.getTime() + this.config.leaseMs) })
+      .where('id IN (:...ids)', { ids })
+      .andWhere('status = :pending', { pending: 'pending' })
+      .andWhere('(lease_until IS NULL OR lease_until < :at)', { at })
+      .execute();
+    const rows = await this.repo.findBy({ id: In(ids), leaseOwner: token });
+    return { token, rows };
+  }
+
+  private async recordDelivered(rows: WebhookDeliveryRow[], token: string): Promise<void> {
+    if (rows.length === 0) return;
+    const at = new Date();
+    await this.repo
+      .createQueryBuilder()
+      .update()
+      .set({ status: 'delivered', deliveredAt: at, leaseOwner: null, leaseUntil: null, lastError: null })
+      .where('id IN (:...ids)', { ids: rows.map((r) => r.id) })
+      .andWhere('lease_owner = :token', { token })
+      .execute();
+    for (const row of rows) {
+      this.metrics?.attempts.inc({ outcome: 'delivered' });
+      this.metrics?.lagSeconds.observe(Math.max(0, at.getTime() - new Date(row.createdAt).getTime()) / 1000);
+    }
+  }
+
+  private async recordFailure(row: WebhookDeliveryRow, token: string, error: string): Promise<'failed' | 'dead'> {
+    const attempts = row.attempts + 1;
+    const dead = attempts >= this.config.maxAttempts;
+    const delay = backoffDelay(attempts, { baseMs: this.config.backoffBaseMs, maxMs: this.config.backoffMaxMs });
+    await this.repo
+      .createQueryBuilder()
+      .update()
+      .set({
+        status: dead ? 'dead' : 'pending',
+        attempts,
+        nextAttemptAt: new Date(Date.now() + delay),
+        leaseOwner: null,
+        leaseUntil: null,
+        lastError: error.slice(0, 500),
+      })
+      .where('id = :id', { id: row.id })
+      .andWhere('lease_owner = :token', { token })
+      .execute();
+    const outcome = dead ? 'dead' : 'failed';
+    this.metrics?.attempts.inc({ outcome });
+    (dead ? this.logger.warn : this.logger.debug).call(
+      this.logger,
+      { deliveryId: row.id, subscriptionId: row.subscriptionId, type: row.eventType, attempts, error },
+      dead
+        ? 'webhook delivery is dead: its attempts are spent (webhooks replay sends it again)'
+        : 'webhook delivery failed; retrying',
+    );
+    return outcome;
+  }
+
+  /** Deliveries not yet delivered nor dead, and when the oldest was written. */
+  async pending(): Promise<{ count: number; oldestAtMs: number | undefined }> {
+    const row = await this.repo
+      .createQueryBuilder('d')
+      .select('COUNT(*)', 'n')
+      .addSelect('MIN(d.createdAt)', 'oldest')
+      .where('d.status = :pending', { pending: 'pending' })
+      .getRawOne<{ n: unknown; oldest: unknown }>();
+    const oldest = row?.oldest;
+    return {
+      count: Number(row?.n ?? 0),
+      oldestAtMs: oldest === null || oldest === undefined ? undefined : instantMs(oldest),
+    };
+  }
+}
+
+/** A MIN() of a timestamp column as its driver returns it (a Date, or SQLite's UTC text). */
+function instantMs(value: unknown): number {
+  if (value instanceof Date) return value.getTime();
+  const text = String(value);
+  return new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(text) ? text : `${text.replace(' ', 'T')}Z`).getTime();
+}

@@ -1,0 +1,101 @@
+import { hash as digest } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
+import { uuidOf } from '../shared/uuid';
+import { ENTITY, type WebhookDeliveryRow, type WebhookSubscriptionRow } from '../store/entities';
+import { chunk } from '../store/sql/batch-limits';
+import { filterTakes, listSubscriptions } from './webhook-subscriptions';
+import { triggeringEventTypes, type TriggeringEvent, WEBHOOK_TRIGGERS, webhookBody } from './webhook-triggers';
+
+/** How long a writer keeps the subscriptions it read before reading them again. */
+export const SUBSCRIPTIONS_REFRESH_MS = 2_000;
+
+/** Rows per INSERT: 14 columns each stays under SQL Server's 2,100 parameters. */
+const INSERT_ROWS = 100;
+
+/** An enabled subscription as the outbox matches it. */
+export interface OutboxSubscription {
+  id: string;
+  eventTypes: string;
+}
+
+/**
+ * The delivery id (the `webhook-id` header): a UUID derived from the subscription, the webhook
+ * type and the event, so the row a transaction writes has the same id however often it is re-run.
+ */
+export function deliveryId(subscriptionId: string, type: string, eventId: string): string {
+  return uuidOf(digest('sha1', `webhook\u0000${subscriptionId}\u0000${type}\u0000${eventId}`, 'buffer'), 5);
+}
+
+/** The deliveries stored events call for: one per event, matching trigger and subscription. */
+export function deliveriesFor(
+  events: readonly TriggeringEvent[],
+  subscriptions: readonly OutboxSubscription[],
+  now: Date,
+): WebhookDeliveryRow[] {
+  const rows: WebhookDeliveryRow[] = [];
+  if (subscriptions.length === 0) return rows;
+  const sources = triggeringEventTypes();
+  for (const e of events) {
+    if (!sources.has(e.type)) continue;
+    for (const trigger of WEBHOOK_TRIGGERS) {
+      if (trigger.from !== e.type || (trigger.when && !trigger.when(e))) continue;
+      const wanting = subscriptions.filter((s) => filterTakes(s.eventTypes, trigger.type));
+      if (wanting.length === 0) continue;
+      const payload = webhookBody(trigger, e);
+      for (const s of wanting)
+        rows.push({
+          id: deliveryId(s.id, trigger.type, e.eventId),
+          subscriptionId: s.id,
+          eventType: trigger.type,
+          eventId: e.eventId,
+          planId: e.planId,
+          payload,
+          status: 'pending',
+          attempts: 0,
+          nextAttemptAt: now,
+          leaseOwner: null,
+          leaseUntil: null,
+          lastError: null,
+          createdAt: now,
+          deliveredAt: null,
+        });
+    }
+  }
+  return rows;
+}
+
+/** Writes the outbox rows of stored events, in the caller's transaction; returns how many. */
+export async function writeDeliveries(m: EntityManager, rows: WebhookDeliveryRow[]): Promise<number> {
+  const repo = m.getRepository<WebhookDeliveryRow>(ENTITY.webhookDelivery);
+  for (const part of chunk(rows, INSERT_ROWS)) await repo.insert(part);
+  return rows.length;
+}
+
+/**
+ * The enabled subscriptions a writer of events matches them with: read at most every
+ * SUBSCRIPTIONS_REFRESH_MS, so a `webhooks add` reaches every writer within that time.
+ */
+export class SubscriptionCache {
+  private list: readonly OutboxSubscription[] = [];
+  private readAt = -Infinity;
+  private reading: Promise<readonly OutboxSubscription[]> | null = null;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly refreshMs = SUBSCRIPTIONS_REFRESH_MS,
+  ) {}
+
+  async current(): Promise<readonly OutboxSubscription[]> {
+    if (performance.now() - this.readAt < this.refreshMs) return this.list;
+    this.reading ??= listSubscriptions(this.ds)
+      .then((rows: WebhookSubscriptionRow[]) => {
+        this.list = rows.filter((r) => r.enabled).map((r) => ({ id: r.id, eventTypes: r.eventTypes }));
+        this.readAt = performance.now();
+        return this.list;
+      })
+      .finally(() => {
+        this.reading = null;
+      });
+    return this.reading;
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * The outbox on each local database: a delivery row is written in the transaction that stores a
+ * triggering event (once, however often the event is redelivered), the delivery loop sends it
+ * signed (verified with the Standard Webhooks library), retries with backoff, marks it dead after
+ * its budget, and `replayDeliveries` sends it again with the same webhook-id.
+ */
+import type { DataSource } from 'typeorm';
+import { createLogger } from '../../src/shared/logger';
+import { PlanEventStore } from '../../src/store/plan-event-store';
+import { DEFAULT_WEBHOOK_CONFIG, type WebhookConfig } from '../../src/webhooks/webhook-config';
+import { WebhookDeliveryLoop } from '../../src/webhooks/webhook-delivery';
+import { addSubscription, newSecret, replayDeliveries } from '../../src/webhooks/webhook-subscriptions';
+import { parseAllowance } from '../../src/webhooks/webhook-target';
+import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
+import { planRun } from '../support/event-factory';
+import { Receiver } from './receiver';
+
+jest.setTimeout(60_000);
+
+const logger = createLogger({ level: 'silent' });
+const config = (over: Partial<WebhookConfig> = {}): WebhookConfig => ({
+  ...DEFAULT_WEBHOOK_CONFIG,
+  allowPrivate: parseAllowance('127.0.0.1'),
+  backoffBaseMs: 1,
+  backoffMaxMs: 1,
+  ...over,
+});
+
+async function deliveries(ds: DataSource): Promise<{ status: string; event_type: string; attempts: number }[]> {
+  const rows: { status: string; event_type: string; attempts: unknown }[] = await ds.query(
+    'SELECT status, event_type, attempts FROM webhook_deliveries ORDER BY event_type, id',
+  );
+  return rows.map((r) => ({ ...r, attempts: Number(r.attempts) }));
+}
+
+describe.each(ALL_TEST_DBS)('webhook outbox on %s', (kind) => {
+  let db: Awaited<ReturnType<typeof createMigratedDb>>;
+  let receiver: Receiver;
+  const secret = newSecret();
+
+  beforeAll(async () => {
+    db = await createMigratedDb(kind);
+    receiver = await Receiver.start(secret);
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await db?.close();
+  });
+
+  it('writes one delivery per triggering event and subscription with the event, sends it signed, once', async () => {
+    await db.ds.query('DELETE FROM webhook_deliveries');
+    const sub = await addSubscription(db.ds, { url: receiver.url, eventTypes: '*', secret });
+    await addSubscription(db.ds, { url: receiver.url, eventTypes: 'step.failed', secret });
+    const store = new PlanEventStore(db.ds, undefined, { subscriptionsRefreshMs: 0 });
+    const ok = planRun({ seed: 1 });
+    const failed = planRun({ seed: 2, failAt: 0 });
+    const first = await store.persist([...ok, ...failed]);
+    // plan.finalized x2, plan.failed, step.failed for the first subscription; step.failed for the second
+    expect(first.webhooks).toBe(5);
+    // redelivered: stored already, so no second delivery
+    expect((await store.persist([...ok, ...failed])).webhooks).toBe(0);
+    expect((await deliveries(db.ds)).map((d) => d.event_type)).toEqual([
+      'plan.failed',
+      'plan.finalized',
+      'plan.finalized',
+      'step.failed',
+      'step.failed',
+    ]);
+
+    const loop = new WebhookDeliveryLoop(db.ds, config(), logger);
+    const round = await loop.round();
+    expect(round).toEqual({ claimed: 5, delivered: 5, failed: 0, dead: 0 });
+    expect(await loop.round()).toEqual({ claimed: 0, delivered: 0, failed: 0, dead: 0 });
+    expect(receiver.unverified).toBe(0);
+    expect(receiver.got).toHaveLength(5);
+    const finalized = receiver.got.find((r) => r.type === 'plan.failed')!;
+    expect(finalized.data).toMatchObject({ planId: failed[0].planId, status: 'failed' });
+    expect((await deliveries(db.ds)).every((d) => d.status === 'delivered' && d.attempts === 0)).toBe(true);
+    expect(sub.secret).toMatch(/^whsec_/);
+  });
+
+  it('retries a failing receiver with backoff, marks the delivery dead after its budget, replays it with the same webhook-id', async () => {
+    await db.ds.query('DELETE FROM webhook_deliveries');
+    await db.ds.query('DELETE FROM webhook_subscriptions');
+    receiver.got.length = 0;
+    await addSubscription(db.ds, { url: receiver.url, eventTypes: 'plan.finalized', secret });
+    const store = new PlanEventStore(db.ds, undefined, { subscriptionsRefreshMs: 0 });
+    await store.persist(planRun({ seed: 3 }));
+    const loop = new WebhookDeliveryLoop(db.ds, config({ maxAttempts: 3 }), logger);
+    receiver.down();
+    try {
+      const rounds = [];
+      for (let i = 0; i < 3; i++) {
+        await new Promise((r) => setTimeout(r, 20)); // past the 1 ms backoff
+        rounds.push(await loop.round());
+      }
+      expect(rounds.map((r) => [r.failed, r.dead])).toEqual([
+        [1, 0],
+        [1, 0],
+        [0, 1],
+      ]);
+      expect(await deliveries(db.ds)).toEqual([{ status: 'dead', event_type: 'plan.finalized', attempts: 3 }]);
+      expect((await loop.round()).claimed).toBe(0);
+    } finally {
+      receiver.up();
+    }
+    expect(await replayDeliveries(db.ds, {})).toBe(1);
+    expect((await loop.round()).delivered).toBe(1);
+    const [row] = await db.ds.query('SELECT id FROM webhook_deliveries');
+    expect(receiver.got.map((r) => r.id)).toEqual([String(row.id).toLowerCase()]);
+  });
+
+  it('two loops claiming at once send each delivery once (the lease)', async () => {
+    await db.ds.query('DELETE FROM webhook_deliveries');
+    await db.ds.query('DELETE FROM webhook_subscriptions');
+    receiver.got.length = 0;
+    await addSubscription(db.ds, { url: receiver.url, eventTypes: 'plan.finalized', secret });
+    const store = new PlanEventStore(db.ds, undefined, { subscriptionsRefreshMs: 0 });
+    for (let seed = 10; seed < 50; seed++) await store.persist(planRun({ seed }));
+    const a = new WebhookDeliveryLoop(db.ds, config({ batchSize: 16 }), logger);
+    const b = new WebhookDeliveryLoop(db.ds, config({ batchSize: 16 }), logger);
+    for (let i = 0; i < 4; i++) await Promise.all([a.round(), b.round()]);
+    expect(receiver.got).toHaveLength(40);
+    expect(new Set(receiver.got.map((r) => r.id)).size).toBe(40);
+  });
+});
