@@ -63,6 +63,7 @@ export const MSSQL_SUITES: readonly string[] = [
   'test/fork/fork-dag.test.ts',
   'test/fork/fork-race.test.ts',
   'test/fork/plans-fork.cli.test.ts',
+  'test/webhooks/webhook-outbox.cross-db.test.ts',
 ];
 
 /** The server collation a default SQL Server install (and the compose file) has. */

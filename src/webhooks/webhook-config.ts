@@ -44,6 +44,7 @@ export const WEBHOOK_ENV_HELP: ReadonlyArray<[string, string]> = [
   ['WEBHOOKS_BACKOFF_BASE_MS', 'delay after the first failure, doubling (default 1000)'],
   ['WEBHOOKS_BACKOFF_MAX_MS', 'longest delay between attempts (default 600000)'],
   ['WEBHOOKS_TIMEOUT_MS', "one attempt's time limit (default 10000)"],
+  ['WEBHOOKS_LEASE_MS', 'how long a claimed delivery is held by its worker (default 60000; at least 2x the timeout)'],
 ];
 
 /** The webhook settings from the environment; throws one line naming the variable that is wrong. */
@@ -66,6 +67,10 @@ export function webhookConfigFromEnv(env: Env): WebhookConfig {
   c.backoffBaseMs = num('WEBHOOKS_BACKOFF_BASE_MS', 1, 86_400_000, c.backoffBaseMs);
   c.backoffMaxMs = num('WEBHOOKS_BACKOFF_MAX_MS', c.backoffBaseMs, 86_400_000, c.backoffMaxMs);
   c.timeoutMs = num('WEBHOOKS_TIMEOUT_MS', 100, 300_000, c.timeoutMs);
-  c.leaseMs = Math.max(c.leaseMs, c.timeoutMs * 3);
+  c.leaseMs = num('WEBHOOKS_LEASE_MS', 1_000, 86_400_000, c.leaseMs);
+  if (c.leaseMs < c.timeoutMs * 2)
+    throw new Error(
+      `WEBHOOKS_LEASE_MS: ${c.leaseMs} is less than twice WEBHOOKS_TIMEOUT_MS (${c.timeoutMs}): a slow attempt could be sent twice at once`,
+    );
   return c;
 }

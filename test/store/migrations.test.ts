@@ -89,6 +89,23 @@ const EXPECTED_COLUMNS: Record<string, string[]> = {
     'input_tokens',
     'cost',
   ],
+  webhook_subscriptions: ['id', 'url', 'secret', 'event_types', 'enabled', 'created_at'],
+  webhook_deliveries: [
+    'id',
+    'subscription_id',
+    'event_type',
+    'event_id',
+    'plan_id',
+    'payload',
+    'status',
+    'attempts',
+    'next_attempt_at',
+    'lease_owner',
+    'lease_until',
+    'last_error',
+    'created_at',
+    'delivered_at',
+  ],
   plan_heads: [
     'plan_id',
     'version',
@@ -118,6 +135,7 @@ const ALL_MIGRATIONS = [
   'PlanList1795221000000',
   'AnalyticsRollups1795224400000',
   'RollupSessionTokens1795224800000',
+  'Webhooks1795225000000',
   'StalledPlans1795226450000',
 ];
 

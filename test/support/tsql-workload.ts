@@ -19,6 +19,17 @@ import { countRebuildPlans, rebuildRollups } from '../../src/store/rollups/rollu
 import { sqlDialectOf } from '../../src/store/sql/dialects';
 import { encodeTokenCursor } from '../../src/queries/token-pages';
 import { manyPlanRuns, planRun, shuffled, stableUuid } from './event-factory';
+import { createLogger } from '../../src/shared/logger';
+import { DEFAULT_WEBHOOK_CONFIG } from '../../src/webhooks/webhook-config';
+import { WebhookDeliveryLoop } from '../../src/webhooks/webhook-delivery';
+import {
+  addSubscription,
+  listDeliveries,
+  listSubscriptions,
+  removeSubscription,
+  replayDeliveries,
+  setSubscriptionEnabled,
+} from '../../src/webhooks/webhook-subscriptions';
 import { MssqlTables, type Row } from './mssql-tables';
 import { type Answer, paramValue, paramValues, type Recorded, recordingMssql } from './recording-mssql';
 
@@ -89,6 +100,7 @@ export async function recordWorkload(check: Check): Promise<Section[]> {
     await recordErasureAndRestore(rec, check);
     await recordPrices(rec, check);
   });
+  await run('webhooks', (rec) => recordWebhooks(rec, check));
   await run('migrate', (rec) => recordMigrations(rec, check));
   return sections;
 }
@@ -574,4 +586,69 @@ async function recordMigrations(rec: SectionRecorder, check: Check): Promise<voi
   await sqlDialectOf(ds).transaction(ds, (m) => rebuildRollups(m, days));
   const { reverted } = await revertAllMigrations(ds);
   check('a revert undoes every migration', reverted.length === applied.length);
+}
+
+/** Values the webhook section's reads answer with, by property (`Entity_property` aliases) or column. */
+const WEBHOOK_ROW: Record<string, unknown> = {
+  id: 'wh-000000000001',
+  url: 'https://192.0.2.1/plan-ledger',
+  secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  eventTypes: '*',
+  event_types: '*',
+  enabled: true,
+  createdAt: new Date('2026-01-05T09:00:00Z'),
+  subscriptionId: 'wh-000000000001',
+  eventType: 'plan.finalized',
+  eventId: '0190c0de-0000-7000-8000-000000000001',
+  planId: 'plan-1',
+  payload: '{}',
+  status: 'pending',
+  attempts: 0,
+  nextAttemptAt: new Date('2026-01-05T09:00:00Z'),
+  leaseOwner: null,
+  leaseUntil: null,
+  lastError: null,
+  deliveredAt: null,
+  n: 1,
+  oldest: new Date('2026-01-05T09:00:00Z'),
+};
+
+/** A row for a SELECT on the webhook tables: each `AS "name"` item from WEBHOOK_ROW. */
+const webhookAnswer = (sql: string): Row[] | undefined => {
+  if (!sql.startsWith('SELECT ') || !/"webhook_(subscriptions|deliveries)"/.test(sql)) return undefined;
+  const row: Row = {};
+  for (const [, name] of sql.matchAll(/ AS "(\w+)"/g)) {
+    const key = name.includes('_') && !(name in WEBHOOK_ROW) ? name.slice(name.indexOf('_') + 1) : name;
+    row[name] = WEBHOOK_ROW[key] ?? null;
+  }
+  return [row];
+};
+
+/**
+ * Webhooks: a subscription added, listed, disabled and removed; events stored with their outbox
+ * rows; a delivery round (claim, lease, the failure recorded: the URL does not resolve here);
+ * the deliveries listed and replayed.
+ */
+async function recordWebhooks(rec: SectionRecorder, check: Check): Promise<void> {
+  const tables = new MssqlTables();
+  const ds = await rec.open((sql, params, runner) => webhookAnswer(sql) ?? tables.answer(sql, params, runner));
+  tables.bind(ds);
+  const sub = await addSubscription(ds, { url: 'https://192.0.2.1/plan-ledger', eventTypes: '*' });
+  check('the subscriptions are read back', (await listSubscriptions(ds)).length === 1);
+  const store = new PlanEventStore(ds, undefined, { rowCacheBytes: 0, subscriptionsRefreshMs: 0 });
+  const outcome = await store.persist(planRun({ seed: 31, steps: 2, failAt: 0 }));
+  check('a finalized failed plan writes its outbox rows with its events', outcome.webhooks === 3);
+  const loop = new WebhookDeliveryLoop(
+    ds,
+    { ...DEFAULT_WEBHOOK_CONFIG, timeoutMs: 100 },
+    createLogger({ level: 'silent' }),
+  );
+  const round = await loop.round();
+  check('a delivery round claims and records a failed attempt', round.claimed === 1 && round.failed === 1);
+  await loop.pending();
+  await listDeliveries(ds, { subscriptionId: sub.id, status: 'dead', limit: 50 });
+  await replayDeliveries(ds, { subscriptionId: sub.id });
+  await replayDeliveries(ds, { ids: [WEBHOOK_ROW.eventId as string] });
+  await setSubscriptionEnabled(ds, sub.id, false);
+  await removeSubscription(ds, sub.id);
 }
