@@ -16,7 +16,7 @@ import { sqlDialectOf } from './sql/dialects';
 import { chunk } from './sql/batch-limits';
 import { runSerialized } from './sql/serial-queue';
 import type { SqlDialect } from './sql/sql-dialect';
-import { deliveriesFor, type OutboxSubscription, SubscriptionCache, writeDeliveries } from '../webhooks/webhook-outbox';
+import { deliveriesFor, type OutboxSubscription, SubscriptionCache, writeDeliveries } from './outbox/webhook-outbox';
 
 export { EventConflictError, EventIdConflictError } from './ledger/event-conflict';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { In, type DataSource, type EntityManager } from 'typeorm';
 import { ENTITY, type WebhookDeliveryRow, type WebhookSubscriptionRow } from '../store/entities';
-import { webhookTypes } from './webhook-triggers';
+import { webhookTypes } from '../store/outbox/webhook-triggers';
 
 /** A subscription's filter: `*` (every webhook type) or a comma-separated list of types. */
 export function parseEventFilter(raw: string | undefined): string {
@@ -20,11 +20,6 @@ export function parseEventFilter(raw: string | undefined): string {
   if (unknown !== undefined)
     throw new Error(`--events: "${unknown}" is not a webhook type; the types: ${known.join(', ')} (or * for all)`);
   return types.join(',');
-}
-
-/** Whether a subscription's filter takes the webhook type `type`. */
-export function filterTakes(filter: string, type: string): boolean {
-  return filter === '*' || filter.split(',').includes(type);
 }
 
 /** A new signing secret: `whsec_` and the base64 of 24 random bytes (Standard Webhooks' form). */

@@ -1,5 +1,5 @@
-import type { PlanEvent } from '../contracts';
-import { VOIDED_SEQ, type VoidedSeqPayload } from '../store/projection/voided-seq';
+import type { PlanEvent } from '../../contracts';
+import { VOIDED_SEQ, type VoidedSeqPayload } from '../projection/voided-seq';
 
 /** A stored event as a trigger reads it: its envelope, and its payload as plain JSON. */
 export type TriggeringEvent = Pick<PlanEvent, 'eventId' | 'planId' | 'sessionId' | 'seq' | 'occurredAt'> & {
@@ -31,7 +31,7 @@ const finalized = (e: TriggeringEvent) => {
 };
 
 /**
- * Every webhook the ledger sends, one line each: the outbox (webhook-outbox.ts) writes a delivery
+ * Every webhook the ledger sends, one line each: the outbox (webhook-outbox.ts beside it) writes a delivery
  * for each stored event a line matches, in the transaction that stores it. A new trigger is a new
  * line here (and a section of docs/webhooks.md).
  */

@@ -1,9 +1,8 @@
 import { hash as digest } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
-import { uuidOf } from '../shared/uuid';
-import { ENTITY, type WebhookDeliveryRow, type WebhookSubscriptionRow } from '../store/entities';
-import { chunk } from '../store/sql/batch-limits';
-import { filterTakes, listSubscriptions } from './webhook-subscriptions';
+import { uuidOf } from '../../shared/uuid';
+import { ENTITY, type WebhookDeliveryRow, type WebhookSubscriptionRow } from '../entities';
+import { chunk } from '../sql/batch-limits';
 import { triggeringEventTypes, type TriggeringEvent, WEBHOOK_TRIGGERS, webhookBody } from './webhook-triggers';
 
 /** How long a writer keeps the subscriptions it read before reading them again. */
@@ -64,6 +63,11 @@ export function deliveriesFor(
   return rows;
 }
 
+/** Whether a subscription's filter (`*`, or a comma-separated list) takes the webhook type `type`. */
+export function filterTakes(filter: string, type: string): boolean {
+  return filter === '*' || filter.split(',').includes(type);
+}
+
 /** Writes the outbox rows of stored events, in the caller's transaction; returns how many. */
 export async function writeDeliveries(m: EntityManager, rows: WebhookDeliveryRow[]): Promise<number> {
   const repo = m.getRepository<WebhookDeliveryRow>(ENTITY.webhookDelivery);
@@ -87,8 +91,10 @@ export class SubscriptionCache {
 
   async current(): Promise<readonly OutboxSubscription[]> {
     if (performance.now() - this.readAt < this.refreshMs) return this.list;
-    this.reading ??= listSubscriptions(this.ds)
-      .then((rows: WebhookSubscriptionRow[]) => {
+    this.reading ??= this.ds
+      .getRepository<WebhookSubscriptionRow>(ENTITY.webhookSubscription)
+      .find()
+      .then((rows) => {
         this.list = rows.filter((r) => r.enabled).map((r) => ({ id: r.id, eventTypes: r.eventTypes }));
         this.readAt = performance.now();
         return this.list;
