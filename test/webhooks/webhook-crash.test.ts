@@ -12,6 +12,7 @@ import { createMigratedDb } from '../support/databases';
 import { planRun, toJobData } from '../support/event-factory';
 import {
   countRows,
+  queueCounts,
   dropPrefix,
   openRedis,
   publish,
@@ -49,7 +50,8 @@ describe('webhooks with real worker processes on PostgreSQL', () => {
   const worker = (env: Record<string, string>) => {
     const p = spawnWorker({
       REDIS_URL,
-      WORKER_LOCK_MS: '2000',
+      // long enough that a live worker on a loaded machine keeps its jobs; a killed one's come back after it
+      WORKER_LOCK_MS: '10000',
       WEBHOOKS_ALLOW_PRIVATE: '127.0.0.1',
       WEBHOOKS_TIMEOUT_MS: '1000',
       WEBHOOKS_LEASE_MS: '3000',
@@ -111,7 +113,16 @@ describe('webhooks with real worker processes on PostgreSQL', () => {
       () => new Set(receiver.got.map((r) => r.data.planId)).size >= 1_000,
       600_000,
       200,
-    );
+    ).catch(async (err: Error) => {
+      // what an operator would look at: the queue, the outbox, what arrived
+      const outbox = await db.ds.query('SELECT status, COUNT(*) AS n FROM webhook_deliveries GROUP BY status');
+      const stored = await db.ds.query("SELECT COUNT(*) AS n FROM plan_events WHERE type = 'plan.finalized'");
+      const queue = await queueCounts(redis, prefix);
+      const got = new Set(receiver.got.map((r) => r.data.planId)).size;
+      throw new Error(
+        `${err.message}: ${got} plans' webhooks received; outbox ${JSON.stringify(outbox)}; plan.finalized stored ${JSON.stringify(stored)}; queue ${JSON.stringify(queue)}`,
+      );
+    });
     last.child.kill('SIGTERM');
     expect(await last.exited).toBe(0);
 
