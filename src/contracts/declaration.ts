@@ -133,6 +133,22 @@ export const STEP_USAGE: Shape = {
 
 const steps = list(STEP_SPEC, 'maxSteps');
 
+/**
+ * An argsDigest: SHA-256, as 64 lower-case hex digits, of the canonical JSON of a tool call's
+ * arguments (docs/approvals.md#argsdigest; `argsDigest` in src/contracts/args-digest.ts).
+ */
+const digest = text(64, 64);
+
+/** An edit decision carries the digest of the edited arguments, and only an edit does. */
+const EDIT_CARRIES_DIGEST: CrossFieldRule = {
+  rule: 'onlyWhen',
+  field: 'editedArgsDigest',
+  when: 'decision',
+  is: 'edit',
+  minItems: 0,
+  noun: 'digest',
+};
+
 /** Whether `steps` belongs in a decision depends on `decision`: an edit carries the full new list. */
 const EDIT_CARRIES_STEPS: CrossFieldRule = {
   rule: 'onlyWhen',
@@ -254,6 +270,37 @@ export const PAYLOADS: Readonly<Record<PlanEventTypeName, PayloadShape>> = Objec
       summary: optional(longText()),
       failureReason: optional(longText()),
     },
+  },
+  'approval.requested': {
+    name: 'ApprovalRequestedPayload',
+    doc:
+      'An executor asks a human to approve a step or one tool call before running it; the ledger\n' +
+      'answers a consume of it once it is decided (docs/approvals.md).',
+    fields: {
+      approvalId: required(externalId, { doc: 'Chosen by the executor; unique across plans.' }),
+      stepId: required(externalId),
+      tool: optional(text(1, 200), { doc: 'The tool the call would run; absent for a whole step.' }),
+      argsDigest: required(digest, {
+        doc: 'SHA-256 hex (64 lower-case digits) of the canonical JSON of the arguments (docs/approvals.md).',
+      }),
+      expiresAt: required(utcTimestamp, { doc: 'After this instant the approval can no longer be consumed.' }),
+      assignee: optional(text(1, 200), { doc: 'Who should decide; the inbox filters on it.' }),
+      reason: optional(longText()),
+    },
+  },
+  'approval.decided': {
+    name: 'ApprovalDecidedPayload',
+    doc: 'A human decided an `approval.requested` (the decide endpoint stores it).',
+    fields: {
+      approvalId: required(externalId),
+      decision: required(oneOf(DECISION_KINDS, 'DecisionKind')),
+      decidedBy: required(text(1, 200), { doc: 'The name of the key that decided: who, for the audit.' }),
+      feedback: optional(longText()),
+      editedArgsDigest: optional(digest, {
+        doc: 'Required for `edit` and forbidden otherwise: the digest of the arguments as edited.',
+      }),
+    },
+    rules: [EDIT_CARRIES_DIGEST],
   },
 } satisfies Record<PlanEventTypeName, PayloadShape>);
 

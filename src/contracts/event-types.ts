@@ -28,6 +28,16 @@
 /** The only contract version this code reads and writes. */
 export const SPEC_VERSION = 1;
 
+/**
+ * The contract's minor version: additive changes within `SPEC_VERSION` (new event types, new
+ * optional fields). 1: `approval.requested` and `approval.decided`. A worker older than a
+ * publisher's minor version refuses the newer event types as unknown: upgrade workers first.
+ */
+export const CONTRACT_MINOR_VERSION = 1;
+
+/** `SPEC_VERSION.CONTRACT_MINOR_VERSION`, as documents and clients state it. */
+export const CONTRACT_VERSION = `${SPEC_VERSION}.${CONTRACT_MINOR_VERSION}`;
+
 export const PlanEventType = Object.freeze({
   PlanCreated: 'plan.created',
   PlanDecision: 'plan.decision',
@@ -38,6 +48,8 @@ export const PlanEventType = Object.freeze({
   HandoffRecorded: 'handoff.recorded',
   CheckpointSaved: 'checkpoint.saved',
   PlanFinalized: 'plan.finalized',
+  ApprovalRequested: 'approval.requested',
+  ApprovalDecided: 'approval.decided',
 } as const);
 
 export type PlanEventTypeName = (typeof PlanEventType)[keyof typeof PlanEventType];

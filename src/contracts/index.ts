@@ -3,6 +3,7 @@
  * TypeORM nor BullMQ.
  */
 export {
+  CONTRACT_VERSION,
   DECISION_KINDS,
   FINAL_STATUSES,
   FORK_KINDS,
@@ -12,7 +13,10 @@ export {
   isPlanEventType,
 } from './event-types';
 export type { PlanEventTypeName } from './event-types';
+export { argsDigest, canonicalJson, isArgsDigest } from './args-digest';
 export type {
+  ApprovalDecidedPayload,
+  ApprovalRequestedPayload,
   CheckpointSavedPayload,
   DecisionKind,
   FinalStatus,

@@ -130,6 +130,36 @@ export interface PlanFinalizedPayload {
   failureReason?: string;
 }
 
+/**
+ * An executor asks a human to approve a step or one tool call before running it; the ledger
+ * answers a consume of it once it is decided (docs/approvals.md).
+ */
+export interface ApprovalRequestedPayload {
+  /** Chosen by the executor; unique across plans. */
+  approvalId: string;
+  stepId: string;
+  /** The tool the call would run; absent for a whole step. */
+  tool?: string;
+  /** SHA-256 hex (64 lower-case digits) of the canonical JSON of the arguments (docs/approvals.md). */
+  argsDigest: string;
+  /** After this instant the approval can no longer be consumed. */
+  expiresAt: string;
+  /** Who should decide; the inbox filters on it. */
+  assignee?: string;
+  reason?: string;
+}
+
+/** A human decided an `approval.requested` (the decide endpoint stores it). */
+export interface ApprovalDecidedPayload {
+  approvalId: string;
+  decision: DecisionKind;
+  /** The name of the key that decided: who, for the audit. */
+  decidedBy: string;
+  feedback?: string;
+  /** Required for `edit` and forbidden otherwise: the digest of the arguments as edited. */
+  editedArgsDigest?: string;
+}
+
 /** Fields every event carries (see the glossary in event-types.ts); `payload` depends on `type`. */
 export interface PlanEventEnvelope<T extends PlanEventTypeName = PlanEventTypeName> {
   specVersion: 1;
@@ -154,6 +184,8 @@ export interface PayloadByType {
   'handoff.recorded': HandoffRecordedPayload;
   'checkpoint.saved': CheckpointSavedPayload;
   'plan.finalized': PlanFinalizedPayload;
+  'approval.requested': ApprovalRequestedPayload;
+  'approval.decided': ApprovalDecidedPayload;
 }
 
 /** Discriminated union on `type`: checking `event.type` narrows `event.payload`. */

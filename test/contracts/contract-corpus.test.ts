@@ -36,7 +36,7 @@ import {
 
 jest.setTimeout(300_000);
 
-const CORPUS_DIGEST = 'f291a18a6447762273bcbadc3352c08b1745639e53b68747bdd8d2487749b725';
+const CORPUS_DIGEST = 'e36302406ec603f4dc5b8814aff46536356db3ab561f6faa6c440d3bd38cf824';
 
 type Plain = Record<string, unknown>;
 interface Entry {

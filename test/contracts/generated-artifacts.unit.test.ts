@@ -28,7 +28,7 @@ describe("what is generated from the contract's declaration", () => {
     expect(fs.readdirSync(path.join(SCHEMAS, 'events')).sort()).toEqual(
       PLAN_EVENT_TYPES.map((t) => `${t}.schema.json`).sort(),
     );
-    expect(Object.keys(files).length).toBe(14);
+    expect(Object.keys(files).length).toBe(16);
   });
 
   it('says in each file that it is generated, and from what (the JSON Schema files in schemas/README.md)', () => {

@@ -261,10 +261,10 @@ describe('InvalidEventError and exports', () => {
     expect(error.message).toBe('invalid plan event: seq must be at least 0; payload.model must be a string');
   });
 
-  it('names the nine event types at spec version 1', () => {
+  it('names the eleven event types at spec version 1', () => {
     expect(SPEC_VERSION).toBe(1);
     expect(PLAN_EVENT_TYPES).toEqual(Object.values(PlanEventType));
-    expect(PLAN_EVENT_TYPES).toHaveLength(9);
+    expect(PLAN_EVENT_TYPES).toHaveLength(11);
   });
 
   it.each<[unknown, boolean]>([

@@ -21,7 +21,7 @@ const TIMESTAMP_RULE = 'must be an ISO-8601 timestamp in UTC, e.g. 2024-05-01T12
 const TIMESTAMP_RANGE =
   'must be between 1000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z, the range every supported database stores alike';
 const TYPES_RULE =
-  'must be one of: plan.created, plan.decision, step.started, step.completed, step.failed, step.skipped, handoff.recorded, checkpoint.saved, plan.finalized';
+  'must be one of: plan.created, plan.decision, step.started, step.completed, step.failed, step.skipped, handoff.recorded, checkpoint.saved, plan.finalized, approval.requested, approval.decided';
 
 describe('parsePlanEvent: valid events', () => {
   it.each([

@@ -79,7 +79,7 @@ MESSAGES = {
 ENVELOPE = (
     ("specVersion", True, True, "exactly", 1, ", the only spec version this parser supports"),
     ("eventId", True, True, "uuid"),
-    ("type", True, False, "eventType", ("plan.created", "plan.decision", "step.started", "step.completed", "step.failed", "step.skipped", "handoff.recorded", "checkpoint.saved", "plan.finalized")),
+    ("type", True, False, "eventType", ("plan.created", "plan.decision", "step.started", "step.completed", "step.failed", "step.skipped", "handoff.recorded", "checkpoint.saved", "plan.finalized", "approval.requested", "approval.decided")),
     ("planId", True, False, "externalId"),
     ("sessionId", True, False, "externalId"),
     ("seq", True, True, "int", 0, 2147483647),
@@ -173,9 +173,26 @@ PAYLOADS = {
         ("summary", False, False, "longText", False, "maxLongText"),
         ("failureReason", False, False, "longText", False, "maxLongText"),
     ),
+    "approval.requested": (
+        ("approvalId", True, False, "externalId"),
+        ("stepId", True, False, "externalId"),
+        ("tool", False, False, "text", 1, 200),
+        ("argsDigest", True, False, "text", 64, 64),
+        ("expiresAt", True, False, "utcTimestamp"),
+        ("assignee", False, False, "text", 1, 200),
+        ("reason", False, False, "longText", False, "maxLongText"),
+    ),
+    "approval.decided": (
+        ("approvalId", True, False, "externalId"),
+        ("decision", True, False, "oneOf", ("approve", "edit", "reject")),
+        ("decidedBy", True, False, "text", 1, 200),
+        ("feedback", False, False, "longText", False, "maxLongText"),
+        ("editedArgsDigest", False, False, "text", 64, 64),
+    ),
 }
 
 RULES = {
     "plan.created": (("stepGraph", "steps", "forkOf"),),
     "plan.decision": (("onlyWhen", "steps", "decision", "edit", 1, "step"),),
+    "approval.decided": (("onlyWhen", "editedArgsDigest", "decision", "edit", 0, "digest"),),
 }

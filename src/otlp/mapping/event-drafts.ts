@@ -150,6 +150,9 @@ const SLOT: Record<PlanEvent['type'], number> = {
   'handoff.recorded': 2,
   'plan.decision': 3,
   'checkpoint.saved': 3,
+  // never drafted from a span: approvals come from executors and reviewers
+  'approval.requested': 2,
+  'approval.decided': 3,
 };
 
 /**

@@ -113,7 +113,12 @@ export class PlanProjection extends PlanReducer {
       if (e.type === 'plan.decision') everyStep ||= e.payload.decision === 'edit' && e.payload.steps !== undefined;
       else if (e.type === 'handoff.recorded') {
         if (e.payload.stepId !== undefined) keys.add(e.payload.stepId);
-      } else if (e.type !== 'plan.created' && e.type !== 'checkpoint.saved' && e.type !== 'plan.finalized')
+      } else if (
+        e.type === 'step.started' ||
+        e.type === 'step.completed' ||
+        e.type === 'step.failed' ||
+        e.type === 'step.skipped'
+      )
         keys.add(e.payload.stepId);
     }
     return { stepKeys: [...keys], everyStep };
