@@ -11,6 +11,7 @@ import { PlanList1795221000000 } from './1795221000000-plan-list';
 import { AnalyticsRollups1795224400000 } from './1795224400000-analytics-rollups';
 import { RollupSessionTokens1795224800000 } from './1795224800000-rollup-session-tokens';
 import { Webhooks1795225000000 } from './1795225000000-webhooks';
+import { Approvals1795225100000 } from './1795225100000-approvals';
 import { StalledPlans1795226450000 } from './1795226450000-stalled-plans';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
@@ -28,5 +29,6 @@ export const MIGRATIONS = [
   AnalyticsRollups1795224400000,
   RollupSessionTokens1795224800000,
   Webhooks1795225000000,
+  Approvals1795225100000,
   StalledPlans1795226450000,
 ];

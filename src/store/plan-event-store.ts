@@ -3,6 +3,7 @@ import type { PlanEvent } from '../contracts';
 import type { PriceOverride } from '../pricing';
 import type { Logger } from '../shared/logger';
 import { ApplyStats, PlanApplier } from './apply/plan-applier';
+import { ApprovalChange, applyApprovalEvents } from './approvals/approval-apply';
 import { CacheStage, DEFAULT_ROW_CACHE_BYTES, PlanRowCache } from './apply/plan-row-cache';
 import { isDuplicateKeyError } from './db-errors';
 import type { PlanHeadRow } from './entities';
@@ -33,6 +34,11 @@ export interface PersistOutcome extends ApplyStats {
   plans: number;
   /** Webhook deliveries written to the outbox (webhook_deliveries) with the events. */
   webhooks: number;
+  /**
+   * What the batch changed in `approvals` (approval-apply.ts): the hook point for what reacts to
+   * an approval requested or decided, known inside the transaction that stored it.
+   */
+  approvals: ApprovalChange[];
 }
 
 /** What `applyOverdueGaps` did. */
@@ -252,6 +258,7 @@ export class PlanEventStore {
       duplicates: events.length - fresh.length,
       duplicateIds,
       plans: 0,
+      approvals: [],
       applied: 0,
       rebuilt: 0,
       gapWaits: 0,
@@ -268,9 +275,10 @@ export class PlanEventStore {
     });
     await applier.applyNew(fresh);
     await applier.finish();
+    const approvals = await applyApprovalEvents(m, fresh);
     // the transactional outbox: a delivery per stored event a webhook trigger matches, committed with it
     const webhooks = await writeDeliveries(m, deliveriesFor(fresh, using.subscriptions, now));
-    return { ...outcome, ...applier.stats, plans: applier.plans, webhooks };
+    return { ...outcome, ...applier.stats, plans: applier.plans, webhooks, approvals };
   }
 }
 

@@ -106,6 +106,7 @@ const EXPECTED_COLUMNS: Record<string, string[]> = {
     'created_at',
     'delivered_at',
   ],
+  approvals: ['approval_id', 'plan_id', 'args_digest', 'expires_at', 'decision', 'consumed_at', 'consumed_by'],
   plan_heads: [
     'plan_id',
     'version',
@@ -136,6 +137,7 @@ const ALL_MIGRATIONS = [
   'AnalyticsRollups1795224400000',
   'RollupSessionTokens1795224800000',
   'Webhooks1795225000000',
+  'Approvals1795225100000',
   'StalledPlans1795226450000',
 ];
 

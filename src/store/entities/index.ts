@@ -14,6 +14,7 @@ import { PriceOverrideEntity, PriceRepriceEntity } from './price-override.entity
 import { PlanAgentEntity } from './plan-agent.entity';
 import { AnalyticsRollupEntity } from './analytics-rollup.entity';
 import { WebhookDeliveryEntity, WebhookSubscriptionEntity } from './webhook.entity';
+import { ApprovalEntity } from './approval.entity';
 
 export * from './session.entity';
 export * from './execution-plan.entity';
@@ -28,6 +29,7 @@ export * from './price-override.entity';
 export * from './plan-agent.entity';
 export * from './analytics-rollup.entity';
 export * from './webhook.entity';
+export * from './approval.entity';
 
 /** Entity names, for `dataSource.getRepository(ENTITY.plan)`. */
 export const ENTITY = {
@@ -46,6 +48,7 @@ export const ENTITY = {
   rollup: 'AnalyticsRollup',
   webhookSubscription: 'WebhookSubscription',
   webhookDelivery: 'WebhookDelivery',
+  approval: 'Approval',
 } as const;
 
 const ENTITIES = [
@@ -64,6 +67,7 @@ const ENTITIES = [
   AnalyticsRollupEntity,
   WebhookSubscriptionEntity,
   WebhookDeliveryEntity,
+  ApprovalEntity,
 ] as const;
 
 export function buildEntitySchemas(types: ColumnTypes): EntitySchema[] {

@@ -1,0 +1,139 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { ENTITY, type ApprovalRow } from '../entities';
+import { lockStoredHeads } from '../ledger/plan-heads';
+import { sqlDialectOf } from '../sql/dialects';
+import { runSerialized } from '../sql/serial-queue';
+import { isRetryableDbError } from '../db-errors';
+import { sleep } from '../../shared/backoff';
+
+/** Tries of one consume whose transaction met another writer (SQLite busy, a deadlock). */
+const CONSUME_ATTEMPTS = 20;
+
+/** Why a consume is refused (409), or `not_found` (404): no request of that id is stored. */
+export type ConsumeRefusal = 'already_consumed' | 'expired' | 'args_mismatch' | 'undecided' | 'rejected';
+
+/** What a consume answers: the decision, once, or why not. */
+export type ConsumeOutcome =
+  { ok: true; approval: ApprovalView } | { ok: false; reason: ConsumeRefusal | 'not_found'; approval?: ApprovalView };
+
+/** An approval as the API, the CLI and the console show it. */
+export interface ApprovalView {
+  approvalId: string;
+  planId: string;
+  sessionId: string;
+  stepId: string;
+  tool: string | null;
+  argsDigest: string;
+  expiresAt: string;
+  assignee: string | null;
+  reason: string | null;
+  requestedAt: string;
+  /** pending (undecided, not expired), expired (undecided, past expiresAt), decided, or consumed. */
+  status: 'pending' | 'expired' | 'decided' | 'consumed';
+  decision: string | null;
+  decidedBy: string | null;
+  feedback: string | null;
+  editedArgsDigest: string | null;
+  decidedAt: string | null;
+  consumedAt: string | null;
+  consumedBy: string | null;
+  /** Milliseconds since the request, at the time of the read. */
+  ageMs: number;
+}
+
+/**
+ * The digest a consume must present: the requested arguments', or for an edit the edited ones'.
+ * Compared in code, byte for byte (a case-insensitive collation must not make two digests equal).
+ */
+export function digestToRun(row: Pick<ApprovalRow, 'decision' | 'argsDigest' | 'editedArgsDigest'>): string | null {
+  return row.decision === 'edit' ? row.editedArgsDigest : row.argsDigest;
+}
+
+/** Why `row` cannot be consumed now with `argsDigest`, or undefined when it can. Order: consumed, rejected, expired, undecided, digest. */
+export function refusalOf(row: ApprovalRow, argsDigest: string, now: Date): ConsumeRefusal | undefined {
+  if (row.consumedAt !== null) return 'already_consumed';
+  if (row.decision === 'reject') return 'rejected';
+  if (new Date(row.expiresAt).getTime() <= now.getTime()) return 'expired';
+  if (row.decision === null) return 'undecided';
+  if (digestToRun(row) !== argsDigest) return 'args_mismatch';
+  return undefined;
+}
+
+/**
+ * Reads and the one write of `approvals` outside the worker: consume. A consume runs under its
+ * plan's head lock, the lock every writer of the plan (the worker storing a decision included)
+ * takes first, so of two racing consumes exactly one finds the row unconsumed.
+ */
+export class ApprovalLedger {
+  constructor(private readonly ds: DataSource) {}
+
+  async get(approvalId: string, now = new Date()): Promise<ApprovalView | undefined> {
+    const row = await this.ds.getRepository<ApprovalRow>(ENTITY.approval).findOneBy({ approvalId });
+    return row ? viewOf(row, now) : undefined;
+  }
+
+  /**
+   * Answer the decision once: marks the approval consumed by `by` and returns it, or returns why
+   * it cannot be consumed (and changes nothing).
+   */
+  async consume(approvalId: string, argsDigest: string, by: string): Promise<ConsumeOutcome> {
+    const repo = this.ds.getRepository<ApprovalRow>(ENTITY.approval);
+    const seen = await repo.findOneBy({ approvalId });
+    if (!seen) return { ok: false, reason: 'not_found' };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.consumeLocked(seen.planId, approvalId, argsDigest, by);
+      } catch (err) {
+        // another process writing (SQLite's one writer, a deadlock victim): the same transaction may pass
+        if (!isRetryableDbError(err) || attempt >= CONSUME_ATTEMPTS) throw err;
+        await sleep(5 * attempt + Math.random() * 10 * attempt);
+      }
+    }
+  }
+
+  private consumeLocked(planId: string, approvalId: string, argsDigest: string, by: string): Promise<ConsumeOutcome> {
+    const dialect = sqlDialectOf(this.ds);
+    return runSerialized(this.ds, () =>
+      dialect.transaction(this.ds, async (m: EntityManager) => {
+        await lockStoredHeads(m, dialect, [planId]);
+        const row = await m.getRepository<ApprovalRow>(ENTITY.approval).findOneByOrFail({ approvalId });
+        const now = new Date();
+        const refusal = refusalOf(row, argsDigest, now);
+        if (refusal) return { ok: false, reason: refusal, approval: viewOf(row, now) };
+        await m.getRepository<ApprovalRow>(ENTITY.approval).update({ approvalId }, { consumedAt: now, consumedBy: by });
+        return { ok: true, approval: viewOf({ ...row, consumedAt: now, consumedBy: by }, now) };
+      }),
+    );
+  }
+}
+
+export function viewOf(row: ApprovalRow, now: Date): ApprovalView {
+  const iso = (d: Date | null) => (d === null ? null : new Date(d).toISOString());
+  return {
+    approvalId: row.approvalId,
+    planId: row.planId,
+    sessionId: row.sessionId,
+    stepId: row.stepId,
+    tool: row.tool,
+    argsDigest: row.argsDigest,
+    expiresAt: iso(row.expiresAt)!,
+    assignee: row.assignee,
+    reason: row.reason,
+    requestedAt: iso(row.requestedAt)!,
+    status: statusOf(row, now),
+    decision: row.decision,
+    decidedBy: row.decidedBy,
+    feedback: row.feedback,
+    editedArgsDigest: row.editedArgsDigest,
+    decidedAt: iso(row.decidedAt),
+    consumedAt: iso(row.consumedAt),
+    consumedBy: row.consumedBy,
+    ageMs: Math.max(0, now.getTime() - new Date(row.requestedAt).getTime()),
+  };
+}
+
+function statusOf(row: ApprovalRow, now: Date): ApprovalView['status'] {
+  if (row.consumedAt !== null) return 'consumed';
+  if (row.decision !== null) return 'decided';
+  return new Date(row.expiresAt).getTime() <= now.getTime() ? 'expired' : 'pending';
+}

@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { argsDigest, parsePlanEvent, PlanEvent } from '../../src/contracts';
+import { ApprovalLedger } from '../../src/store/approvals/approval-ledger';
+import { openDataSource } from '../../src/store/data-source';
+import { PlanEventStore } from '../../src/store/plan-event-store';
+import { ALL_TEST_DBS, createMigratedDb, ThrowawayDb } from '../support/databases';
+
+const ARGS = { to: 'ops@example.com', subject: 'Deploy?' };
+const DIGEST = argsDigest(ARGS);
+const HOUR = 3_600_000;
+
+function ev(planId: string, seq: number, type: string, payload: object): PlanEvent {
+  const parsed = parsePlanEvent({
+    specVersion: 1,
+    eventId: randomUUID(),
+    type,
+    planId,
+    sessionId: 'sess_appr',
+    seq,
+    occurredAt: new Date().toISOString(),
+    payload,
+  });
+  if (!parsed.ok) throw parsed.error;
+  return parsed.event;
+}
+
+const created = (planId: string) =>
+  ev(planId, 0, 'plan.created', { query: 'mail ops', steps: [{ stepId: 's1', index: 0, agentId: 'a', task: 't' }] });
+const requested = (planId: string, approvalId: string, expiresInMs = HOUR) =>
+  ev(planId, 1, 'approval.requested', {
+    approvalId,
+    stepId: 's1',
+    tool: 'send_email',
+    argsDigest: DIGEST,
+    expiresAt: new Date(Date.now() + expiresInMs).toISOString(),
+    assignee: 'ops',
+  });
+const decided = (planId: string, approvalId: string, decision: 'approve' | 'reject' | 'edit', more: object = {}) =>
+  ev(planId, 1, 'approval.decided', { approvalId, decision, decidedBy: 'alice', ...more });
+
+describe.each(ALL_TEST_DBS)('approvals on %s', (kind) => {
+  let db: ThrowawayDb;
+  let ds: DataSource;
+  let other: DataSource;
+  let close: () => Promise<void>;
+  let store: PlanEventStore;
+  let ledger: ApprovalLedger;
+
+  beforeAll(async () => {
+    ({ db, ds, close } = await createMigratedDb(kind));
+    other = await openDataSource(db.workerTarget); // a second server: its own connections
+    store = new PlanEventStore(ds);
+    ledger = new ApprovalLedger(ds);
+  });
+  afterAll(async () => {
+    await other?.destroy();
+    await close?.();
+  });
+
+  it('stores a request and its first decision; a redelivery and a second decision change nothing', async () => {
+    await store.persist([created('p_ref')]);
+    const request = requested('p_basic', 'ap_basic');
+    const outcome = await store.persist([created('p_basic'), request]);
+    expect(outcome.approvals).toEqual([{ change: 'requested', approvalId: 'ap_basic', planId: 'p_basic' }]);
+    expect((await store.persist([request])).approvals).toEqual([]);
+    expect((await ledger.get('ap_basic'))?.status).toBe('pending');
+    const first = await store.persist([decided('p_basic', 'ap_basic', 'approve')]);
+    expect(first.approvals).toEqual([
+      { change: 'decided', approvalId: 'ap_basic', planId: 'p_basic', decision: 'approve' },
+    ]);
+    expect((await store.persist([decided('p_basic', 'ap_basic', 'reject')])).approvals).toEqual([]);
+    expect(await ledger.get('ap_basic')).toMatchObject({ status: 'decided', decision: 'approve', decidedBy: 'alice' });
+    // the plan's rows are unchanged by approvals
+    const plans = await ds.query(
+      `SELECT id, status, total_steps FROM execution_plans WHERE id IN ('p_basic', 'p_ref')`,
+    );
+    expect(
+      new Set(plans.map((p: { status: string; total_steps: unknown }) => `${p.status} ${Number(p.total_steps)}`)).size,
+    ).toBe(1);
+  });
+
+  it('answers a consume once; then already_consumed', async () => {
+    await store.persist([created('p_once'), requested('p_once', 'ap_once'), decided('p_once', 'ap_once', 'approve')]);
+    const ok = await ledger.consume('ap_once', DIGEST, 'executor-1');
+    expect(ok).toMatchObject({
+      ok: true,
+      approval: { decision: 'approve', status: 'consumed', consumedBy: 'executor-1' },
+    });
+    expect(await ledger.consume('ap_once', DIGEST, 'executor-1')).toMatchObject({
+      ok: false,
+      reason: 'already_consumed',
+    });
+  });
+
+  it('gives one of two racing consumes (two servers) the decision, the other already_consumed', async () => {
+    for (let i = 0; i < 5; i++) {
+      const id = `ap_race_${i}`;
+      await store.persist([
+        created(`p_race_${i}`),
+        requested(`p_race_${i}`, id),
+        decided(`p_race_${i}`, id, 'approve'),
+      ]);
+      const answers = await Promise.all([
+        ledger.consume(id, DIGEST, 'a'),
+        new ApprovalLedger(other).consume(id, DIGEST, 'b'),
+      ]);
+      expect(answers.map((a) => (a.ok ? 'ok' : a.reason)).sort()).toEqual(['already_consumed', 'ok']);
+    }
+  });
+
+  it('refuses undecided, args_mismatch, rejected, expired and never-requested approvals', async () => {
+    await store.persist([created('p_no'), requested('p_no', 'ap_undecided')]);
+    expect(await ledger.consume('ap_undecided', DIGEST, 'x')).toMatchObject({ ok: false, reason: 'undecided' });
+
+    await store.persist([requested('p_no', 'ap_args'), decided('p_no', 'ap_args', 'approve')]);
+    expect(await ledger.consume('ap_args', argsDigest({ ...ARGS, to: 'all@example.com' }), 'x')).toMatchObject({
+      ok: false,
+      reason: 'args_mismatch',
+    });
+    expect((await ledger.consume('ap_args', DIGEST, 'x')).ok).toBe(true); // the refusal consumed nothing
+
+    await store.persist([requested('p_no', 'ap_rejected'), decided('p_no', 'ap_rejected', 'reject')]);
+    expect(await ledger.consume('ap_rejected', DIGEST, 'x')).toMatchObject({ ok: false, reason: 'rejected' });
+
+    await store.persist([requested('p_no', 'ap_expired', 50), decided('p_no', 'ap_expired', 'approve')]);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await ledger.consume('ap_expired', DIGEST, 'x')).toMatchObject({ ok: false, reason: 'expired' });
+
+    // a decision of an approval never requested decides nothing
+    expect((await store.persist([decided('p_no', 'ap_ghost', 'approve')])).approvals).toEqual([]);
+    expect(await ledger.consume('ap_ghost', DIGEST, 'x')).toEqual({ ok: false, reason: 'not_found' });
+  });
+
+  it('consumes an edit with the edited arguments’ digest only', async () => {
+    const edited = argsDigest({ ...ARGS, subject: 'Deploy v2?' });
+    await store.persist([
+      created('p_edit'),
+      requested('p_edit', 'ap_edit'),
+      decided('p_edit', 'ap_edit', 'edit', { editedArgsDigest: edited }),
+    ]);
+    expect(await ledger.consume('ap_edit', DIGEST, 'x')).toMatchObject({ ok: false, reason: 'args_mismatch' });
+    expect(await ledger.consume('ap_edit', edited, 'x')).toMatchObject({ ok: true, approval: { decision: 'edit' } });
+  });
+});
