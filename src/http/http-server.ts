@@ -13,6 +13,7 @@ import type { TraceAssembler } from '../otlp/trace-assembler';
 import type { OtlpIngestor } from './otlp-ingest';
 import { registerReadRoutes } from './read.routes';
 import { registerForkRoutes } from './fork.routes';
+import { registerApprovalRoutes } from './approvals.routes';
 import { CONSOLE_CSP, ConsoleDeps, registerConsoleRoutes } from '../console/console.routes';
 import { ConsoleSessions, CSRF_HEADER } from '../console/console-sessions';
 import { registerSharedReads } from '../console/shared-reads';
@@ -112,6 +113,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   });
   registerReadRoutes(app, deps.dataSource);
   registerForkRoutes(app, deps.dataSource);
+  registerApprovalRoutes(app, deps.dataSource);
   registerConsoleRoutes(app, { keys, sessions, ...deps.queues });
   await app.ready();
   return {

@@ -41,6 +41,15 @@ export interface ApprovalView {
   ageMs: number;
 }
 
+/** What the inbox lists. */
+export interface ApprovalFilter {
+  status?: ApprovalView['status'];
+  assignee?: string;
+  olderThanMs?: number;
+  /** @defaultValue 100 */
+  limit?: number;
+}
+
 /**
  * The digest a consume must present: the requested arguments', or for an edit the edited ones'.
  * Compared in code, byte for byte (a case-insensitive collation must not make two digests equal).
@@ -66,6 +75,30 @@ export function refusalOf(row: ApprovalRow, argsDigest: string, now: Date): Cons
  */
 export class ApprovalLedger {
   constructor(private readonly ds: DataSource) {}
+
+  /**
+   * The inbox: approvals by status (`pending`: undecided and not expired), optionally only those
+   * assigned to `assignee` and requested at least `olderThanMs` ago, oldest first, with their age.
+   */
+  async list(filter: ApprovalFilter, now = new Date()): Promise<ApprovalView[]> {
+    const qb = this.ds.getRepository<ApprovalRow>(ENTITY.approval).createQueryBuilder('a');
+    if (filter.status === 'pending' || filter.status === 'expired') {
+      qb.where('a.decision IS NULL AND a.consumedAt IS NULL');
+      qb.andWhere(filter.status === 'pending' ? 'a.expiresAt > :now' : 'a.expiresAt <= :now', { now });
+    } else if (filter.status === 'decided') qb.where('a.decision IS NOT NULL AND a.consumedAt IS NULL');
+    else if (filter.status === 'consumed') qb.where('a.consumedAt IS NOT NULL');
+    if (filter.assignee !== undefined) qb.andWhere('a.assignee = :assignee', { assignee: filter.assignee });
+    if (filter.olderThanMs !== undefined)
+      qb.andWhere('a.requestedAt <= :before', { before: new Date(now.getTime() - filter.olderThanMs) });
+    const rows = await qb
+      .orderBy('a.requestedAt', 'ASC')
+      .addOrderBy('a.approvalId', 'ASC')
+      .take(filter.limit ?? 100)
+      .getMany();
+    return rows
+      .filter((r) => filter.assignee === undefined || r.assignee === filter.assignee)
+      .map((r) => viewOf(r, now));
+  }
 
   async get(approvalId: string, now = new Date()): Promise<ApprovalView | undefined> {
     const row = await this.ds.getRepository<ApprovalRow>(ENTITY.approval).findOneBy({ approvalId });
