@@ -12,6 +12,7 @@ import { AnalyticsRollups1795224400000 } from './1795224400000-analytics-rollups
 import { RollupSessionTokens1795224800000 } from './1795224800000-rollup-session-tokens';
 import { Webhooks1795225000000 } from './1795225000000-webhooks';
 import { Approvals1795225100000 } from './1795225100000-approvals';
+import { OutputsStoredOnce1795225200000 } from './1795225200000-outputs-stored-once';
 import { StalledPlans1795226450000 } from './1795226450000-stalled-plans';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
@@ -30,5 +31,6 @@ export const MIGRATIONS = [
   RollupSessionTokens1795224800000,
   Webhooks1795225000000,
   Approvals1795225100000,
+  OutputsStoredOnce1795225200000,
   StalledPlans1795226450000,
 ];

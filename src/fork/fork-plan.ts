@@ -202,7 +202,7 @@ async function parentShape(ds: DataSource, parent: ExecutionPlanRow): Promise<Sh
       .getRepository<PlanStepRow>(ENTITY.step)
       .find({ where: { planId: parent.id, stepKey: inIds(sqlDialectOf(ds), keys) } });
   if (isFork(parent)) {
-    const view = await loadForkView(ds, parent);
+    const view = await loadForkView(ds, parent, 'no-output');
     const listed = view.steps.map(nodeOf);
     return {
       nodes: async () => listed,

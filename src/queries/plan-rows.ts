@@ -144,7 +144,7 @@ export function toStepView(row: PlanStepRow & { inheritedFrom?: string | null })
     durationMs: durationMs(startedAt, completedAt),
     result: row.result ?? null,
     error: row.error ?? null,
-    hasOutput: row.outputContent !== null && row.outputContent !== undefined,
+    hasOutput: Boolean(row.outputEventId) || (row.outputContent !== null && row.outputContent !== undefined),
     inheritedFrom: row.inheritedFrom ?? null,
   };
 }

@@ -56,7 +56,7 @@ export async function getActivePlan(ds: DataSource, sessionId: string): Promise<
   const [newest, ...others] = rows;
   const [steps, nextSeq] = await Promise.all([
     isFork(newest)
-      ? loadForkView(ds, newest).then((v) => v.steps)
+      ? loadForkView(ds, newest, 'no-output').then((v) => v.steps)
       : ds.getRepository<PlanStepRow>(ENTITY.step).find({ where: { planId: newest.id }, order: { stepIndex: 'ASC' } }),
     getNextSeq(ds, newest.id),
   ]);

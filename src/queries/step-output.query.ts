@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import { ENTITY, ExecutionPlanRow, PlanStepRow } from '../store/entities';
 import { isFork, loadForkView } from './fork-view.query';
 import { NotFoundError } from './query-errors';
+import { outputOf } from './stored-output';
 import { toIso, toNum } from './row-normalize';
 
 export interface StepOutput {
@@ -13,7 +14,7 @@ export interface StepOutput {
   status: PlanStepRow['status'];
   model: string | null;
   completedAt: string | null;
-  /** The stored output (`output_content`); null when the step stored none. */
+  /** The stored output (the payload of the step.completed that carried it); null when the step stored none. */
   outputContent: string | null;
 }
 
@@ -36,8 +37,11 @@ export async function getStepOutput(ds: DataSource, planId: string, stepRef: str
       view.find((s) => s.stepKey === stepRef) ??
       (/^\d{1,9}$/.test(stepRef) ? view.find((s) => toNum(s.stepIndex) === Number(stepRef)) : undefined);
     if (found?.inheritedFrom) {
-      const row = await steps.findOne({ where: { id: found.id }, select: { id: true, outputContent: true } });
-      step = { ...found, outputContent: row?.outputContent ?? null };
+      const row = await steps.findOne({
+        where: { id: found.id },
+        select: { id: true, outputEventId: true, outputContent: true },
+      });
+      step = { ...found, outputEventId: row?.outputEventId ?? null, outputContent: row?.outputContent ?? null };
     } else step = found ?? null;
   }
   if (!step) throw new NotFoundError('step', stepRef, ` in plan "${planId}" (give a stepId or a step index)`);
@@ -50,6 +54,6 @@ export async function getStepOutput(ds: DataSource, planId: string, stepRef: str
     status: step.status,
     model: step.model ?? null,
     completedAt: toIso(step.completedAt),
-    outputContent: step.outputContent ?? null,
+    outputContent: await outputOf(ds, step),
   };
 }

@@ -147,7 +147,7 @@ export async function getResumePoint(
   let checkpoint = own;
   if (isFork(plan)) {
     // a fork's steps and DAG include its ancestors'; before its first checkpoint it resumes from the one it started at
-    const view = await loadForkView(ds, plan);
+    const view = await loadForkView(ds, plan, 'no-output');
     steps = view.steps.map(resumeStep);
     dag = {
       steps: steps.map(({ stepId, index, agentId, dependsOn }) => ({ stepId, index, agentId, dependsOn })),

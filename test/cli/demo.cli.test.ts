@@ -63,10 +63,13 @@ describe('plan-ledger demo', () => {
         { voided: 0, n: 21 },
         { voided: 1, n: 1 },
       ]);
-      const [write] = await ds.query(`SELECT output_content FROM plan_steps WHERE plan_id = ? AND step_key = 'write'`, [
-        planId,
-      ]);
-      expect(write.output_content).toContain('## Bibliography');
+      // the output is stored once, in the log: the step row names the event that holds it
+      const [write] = await ds.query(
+        `SELECT s.output_content, e.payload FROM plan_steps s JOIN plan_events e ON e.event_id = s.output_event_id WHERE s.plan_id = ? AND s.step_key = 'write'`,
+        [planId],
+      );
+      expect(write.output_content).toBeNull();
+      expect(JSON.parse(write.payload).outputContent).toContain('## Bibliography');
       // what the plan cost, as printed and as stored: every step of the demo has a known price
       const [cost] = await ds.query(`SELECT total_cost, unpriced_steps FROM execution_plans WHERE id = ?`, [planId]);
       expect(cost.unpriced_steps).toBe(0);

@@ -45,6 +45,7 @@ const EXPECTED_COLUMNS: Record<string, string[]> = {
     'completed_at',
     'created_at',
     'output_content',
+    'output_event_id',
     'deleted_at',
     'cost',
     'cost_source',
@@ -138,6 +139,7 @@ const ALL_MIGRATIONS = [
   'RollupSessionTokens1795224800000',
   'Webhooks1795225000000',
   'Approvals1795225100000',
+  'OutputsStoredOnce1795225200000',
   'StalledPlans1795226450000',
 ];
 

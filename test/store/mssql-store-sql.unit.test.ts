@@ -32,6 +32,7 @@ const step: PlanStepRow = {
   result: null,
   error: null,
   outputContent: null,
+  outputEventId: null,
   model: null,
   provider: null,
   cacheReadTokens: 0,

@@ -82,12 +82,16 @@ describe.each(ALL_TEST_DBS)('PlanEventStore on %s', (kind) => {
     });
     expect(Number(plan.total_input_tokens)).toBe(15);
     expect(Number(plan.total_output_tokens)).toBe(21);
-    const steps = await ds.query(
-      `SELECT step_key, status, output_content FROM plan_steps WHERE plan_id = 'plan_smoke' ORDER BY step_index`,
-    );
-    expect(steps).toEqual([
-      { step_key: 'a', status: 'completed', output_content: '# Design' },
-      { step_key: 'b', status: 'failed', output_content: null },
+    // the output is stored once: the step row names the event whose payload holds it
+    const steps: Array<{ step_key: string; status: string; output_content: null; payload: string | null }> =
+      await ds.query(
+        `SELECT s.step_key, s.status, s.output_content, e.payload FROM plan_steps s LEFT JOIN plan_events e ON e.event_id = s.output_event_id WHERE s.plan_id = 'plan_smoke' ORDER BY s.step_index`,
+      );
+    expect(
+      steps.map((s) => ({ ...s, payload: s.payload === null ? null : JSON.parse(s.payload).outputContent })),
+    ).toEqual([
+      { step_key: 'a', status: 'completed', output_content: null, payload: '# Design' },
+      { step_key: 'b', status: 'failed', output_content: null, payload: null },
     ]);
     expect(
       await ds.query(`SELECT COUNT(*) AS n FROM plan_handoffs WHERE plan_id = 'plan_smoke' AND step_id IS NOT NULL`),

@@ -40,6 +40,7 @@ const STEP_UPDATE = [
   'result',
   'error',
   'outputContent',
+  'outputEventId',
   'model',
   'inputTokens',
   'outputTokens',

@@ -4,8 +4,9 @@ import { count, defineEntity, deletedAt, ext, int, label, money, str, text, ts, 
 export type StepStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'skipped';
 
 /**
- * `plan_steps`, as the product's schema names it, plus the executor's step key, DAG edges, model and output content
- * (read back by later tasks).
+ * `plan_steps`, as the product's schema names it, plus the executor's step key, DAG edges, model and
+ * where its output is: the step.completed event that carried it (`outputEventId`), read from the
+ * log by whoever shows it (src/queries/step-output.query.ts). The output is stored once, in the log.
  */
 export interface PlanStepRow {
   id: string;
@@ -21,7 +22,13 @@ export interface PlanStepRow {
   status: StepStatus;
   result: string | null;
   error: string | null;
+  /**
+   * Null on every row written since outputs are stored once (migration OutputsStoredOnce); a row
+   * stored before it whose output the migration could not match with an event of the log keeps it here.
+   */
   outputContent: string | null;
+  /** The event (`plan_events.event_id`) whose payload holds the step's output; null when it stored none. */
+  outputEventId: string | null;
   model: string | null;
   inputTokens: number;
   outputTokens: number;
@@ -60,6 +67,7 @@ export const PlanStepEntity = defineEntity<PlanStepRow>('PlanStep', 'plan_steps'
   result: text('result'),
   error: text('error'),
   outputContent: text('output_content'),
+  outputEventId: uuid('output_event_id', { nullable: true }),
   model: str('model', 100, true),
   inputTokens: int('input_tokens'),
   outputTokens: int('output_tokens'),

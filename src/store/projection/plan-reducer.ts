@@ -318,7 +318,9 @@ export class PlanReducer {
         Object.assign(s, {
           status: 'completed',
           result: p.result ?? null,
-          outputContent: p.outputContent ?? null,
+          // the output stays in the event (the log); the row names the event that holds it
+          outputContent: null,
+          outputEventId: p.outputContent === undefined || p.outputContent === null ? null : event.eventId,
           error: null,
         });
         Object.assign(s, { inputTokens: p.inputTokens, outputTokens: p.outputTokens, model: p.model ?? s.model });
@@ -495,6 +497,7 @@ export function pendingStep(
     result: null,
     error: null,
     outputContent: null,
+    outputEventId: null,
     model: null,
     inputTokens: 0,
     outputTokens: 0,
