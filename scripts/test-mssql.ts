@@ -44,6 +44,7 @@ export const MSSQL_SUITES: readonly string[] = [
   'test/store/money-exact.cross-db.test.ts',
   'test/store/step-cost.test.ts',
   'test/store/timestamp-range.test.ts',
+  'test/store/outputs-stored-once.test.ts',
   'test/worker/worker-runtime.test.ts',
   'test/worker/worker-retries.test.ts',
   'test/worker/worker-poison.test.ts',
