@@ -1,10 +1,16 @@
 import { MigrationExecutor, type DataSource } from 'typeorm';
+import { MIGRATIONS } from '../../migrations';
 import { parsePlanEvent, type PlanEvent } from '../../src/contracts';
 import { getPlanView, getStepOutput } from '../../src/queries';
 import { runMigrations } from '../../src/store/migrator';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { ALL_TEST_DBS, createMigratedDb, type TestDb } from '../support/databases';
 import { PlanScript } from '../support/read-dataset';
+
+/** OutputsStoredOnce and the migrations after it, in order: what undoing it takes, and what runs again. */
+const FROM_OUTPUTS = MIGRATIONS.map((m) => m.name).slice(
+  MIGRATIONS.findIndex((m) => m.name === 'OutputsStoredOnce1795225200000'),
+);
 
 /**
  * Issue 44, "a step's output stored once": the log keeps each output (the step.completed event's
@@ -163,7 +169,7 @@ describe.each(ALL_TEST_DBS)('step outputs stored once on %s', (kind: TestDb) => 
 
   it('migration: down copies the outputs back into plan_steps, up moves them to the log again', async () => {
     const migrations = new MigrationExecutor(ds);
-    await migrations.undoLastMigration();
+    for (let i = 0; i < FROM_OUTPUTS.length; i++) await migrations.undoLastMigration();
     const back: Array<{ plan_id: string; step_key: string; output_content: string | null }> = await ds.query(
       `SELECT plan_id, step_key, output_content FROM plan_steps WHERE plan_id LIKE 'out-%' AND output_content IS NOT NULL ORDER BY plan_id, step_index`,
     );
@@ -176,7 +182,7 @@ describe.each(ALL_TEST_DBS)('step outputs stored once on %s', (kind: TestDb) => 
     await ds.query(
       `UPDATE plan_steps SET output_content = 'changed by hand' WHERE plan_id = '${PLAN}' AND step_key = 's1'`,
     );
-    expect((await runMigrations(ds)).applied).toEqual(['OutputsStoredOnce1795225200000']);
+    expect((await runMigrations(ds)).applied).toEqual(FROM_OUTPUTS);
     const rows = await stepRows(ds);
     expect(rows.filter((r) => r.output_content !== null)).toEqual([
       { plan_id: PLAN, step_key: 's1', output_content: 'changed by hand', output_event_id: null },
