@@ -11,6 +11,7 @@ import { assertSchema } from '../../src/store/data-source';
 import { knownMigrations, migrationStatus } from '../../src/store/migration-status';
 import { migrationSql, revertAllMigrations, runMigrations } from '../../src/store/migrator';
 import { forkPlan } from '../../src/fork/fork-plan';
+import { countStalledPlans, markStalledPlans } from '../../src/stalled/stall-check';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { addPriceOverride, getPriceOverride, listPriceOverrides } from '../../src/store/price-overrides';
 import { repriceSteps } from '../../src/store/price-reprice';
@@ -276,6 +277,8 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
       await queries.listPlans(ds, { ...filters, statuses: [...filters.statuses], limit: 20, offset: 40 });
       const cursor = { createdAt: new Date('2026-01-15T00:00:00Z'), planId: 'plan-7' };
       await queries.listPlans(ds, { ...filters, statuses: [...filters.statuses], limit: 20, cursor });
+      // plans list --status stalled
+      await queries.listPlans(ds, { ...queries.planStatusFilter('stalled'), sessionId, limit: 20 });
     },
     getPlanView: async () => {
       const view = await queries.getPlanView(ds, planId);
@@ -349,6 +352,27 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
   };
   rec.calls = Object.keys(reads);
   for (const read of Object.values(reads)) await read();
+  await recordStallCheck(rec, check);
+}
+
+/** The stall check (its due scan finds two plans, both still due under their locks) and the stalled-plans gauge. */
+async function recordStallCheck(rec: SectionRecorder, check: Check): Promise<void> {
+  const due = new Date(NOW.getTime() - DAY);
+  const ds = await rec.open((sql) => {
+    if (/^SELECT "h"\."plan_id" AS "planId"/.test(sql)) return [{ planId: 'plan-1' }, { planId: 'plan-2' }];
+    if (/^SELECT .* FROM "plan_heads" "r"/.test(sql))
+      return ['plan-1', 'plan-2'].map((id) => ({
+        r_plan_id: id,
+        r_session_id: 'sess-1',
+        r_version: 2,
+        r_stall_due_at: due,
+        r_stalled_at: null,
+        r_deleted_at: null,
+      }));
+    return undefined;
+  });
+  check('the stall check marked both due plans', (await markStalledPlans(ds, { now: NOW })).planIds.length === 2);
+  await countStalledPlans(ds);
 }
 
 /**
