@@ -50,6 +50,7 @@ export const MSSQL_SUITES: readonly string[] = [
   'test/worker/worker-poison.test.ts',
   'test/worker/mssql-kill-drill.test.ts',
   'test/queries/analytics-rollups.property.test.ts',
+  'test/queries/rollups-rebuild.cli.test.ts',
   'test/retention/retention.test.ts',
   'test/retention/retention-reads.test.ts',
   'test/retention/retention-writer.test.ts',
@@ -66,6 +67,9 @@ export const MSSQL_SUITES: readonly string[] = [
   'test/fork/fork-race.test.ts',
   'test/fork/plans-fork.cli.test.ts',
   'test/webhooks/webhook-outbox.cross-db.test.ts',
+  'test/stalled/stall-check.test.ts',
+  'test/stalled/stall-cluster.test.ts',
+  'test/stalled/stalled-worker.test.ts',
 ];
 
 /** The server collation a default SQL Server install (and the compose file) has. */
