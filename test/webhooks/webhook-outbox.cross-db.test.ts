@@ -4,7 +4,9 @@
  * signed (verified with the Standard Webhooks library), retries with backoff, marks it dead after
  * its budget, and `replayDeliveries` sends it again with the same webhook-id.
  */
+import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
+import { argsDigest, parsePlanEvent, type PlanEvent } from '../../src/contracts';
 import { createLogger } from '../../src/shared/logger';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { DEFAULT_WEBHOOK_CONFIG, type WebhookConfig } from '../../src/webhooks/webhook-config';
@@ -25,6 +27,21 @@ const config = (over: Partial<WebhookConfig> = {}): WebhookConfig => ({
   backoffMaxMs: 1,
   ...over,
 });
+
+function ev(planId: string, seq: number, type: string, payload: object): PlanEvent {
+  const parsed = parsePlanEvent({
+    specVersion: 1,
+    eventId: randomUUID(),
+    type,
+    planId,
+    sessionId: 'sess_hook_appr',
+    seq,
+    occurredAt: new Date().toISOString(),
+    payload,
+  });
+  if (!parsed.ok) throw parsed.error;
+  return parsed.event;
+}
 
 async function deliveries(ds: DataSource): Promise<{ status: string; event_type: string; attempts: number }[]> {
   const rows: { status: string; event_type: string; attempts: unknown }[] = await ds.query(
@@ -77,6 +94,51 @@ describe.each(ALL_TEST_DBS)('webhook outbox on %s', (kind) => {
     expect(finalized.data).toMatchObject({ planId: failed[0].planId, status: 'failed' });
     expect((await deliveries(db.ds)).every((d) => d.status === 'delivered' && d.attempts === 0)).toBe(true);
     expect(sub.secret).toMatch(/^whsec_/);
+  });
+
+  it('sends approval.requested and approval.decided with the approval, stored with their events', async () => {
+    await db.ds.query('DELETE FROM webhook_deliveries');
+    await db.ds.query('DELETE FROM webhook_subscriptions');
+    await addSubscription(db.ds, { url: receiver.url, eventTypes: 'approval.requested,approval.decided', secret });
+    const store = new PlanEventStore(db.ds, undefined, { subscriptionsRefreshMs: 0 });
+    const planId = `plan_hook_appr_${kind}`;
+    const digest = argsDigest({ to: 'ops@example.com' });
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    const events = [
+      ev(planId, 0, 'plan.created', { query: 'mail', steps: [{ stepId: 's1', index: 0, agentId: 'a', task: 't' }] }),
+      ev(planId, 1, 'approval.requested', {
+        approvalId: `ap_${kind}`,
+        stepId: 's1',
+        tool: 'send_email',
+        argsDigest: digest,
+        expiresAt,
+        assignee: 'ops',
+      }),
+      ev(planId, 2, 'approval.decided', {
+        approvalId: `ap_${kind}`,
+        decision: 'reject',
+        decidedBy: 'alice',
+        feedback: 'not now',
+      }),
+    ];
+    expect((await store.persist(events)).webhooks).toBe(2);
+    const before = receiver.got.length;
+    expect(await new WebhookDeliveryLoop(db.ds, config(), logger).round()).toMatchObject({ delivered: 2, dead: 0 });
+    const got = receiver.got.slice(before);
+    expect(receiver.unverified).toBe(0);
+    expect(got.find((r) => r.type === 'approval.requested')!.data).toMatchObject({
+      planId,
+      approvalId: `ap_${kind}`,
+      tool: 'send_email',
+      argsDigest: digest,
+      assignee: 'ops',
+    });
+    expect(got.find((r) => r.type === 'approval.decided')!.data).toMatchObject({
+      approvalId: `ap_${kind}`,
+      decision: 'reject',
+      decidedBy: 'alice',
+      feedback: 'not now',
+    });
   });
 
   it('retries a failing receiver with backoff, marks the delivery dead after its budget, replays it with the same webhook-id', async () => {

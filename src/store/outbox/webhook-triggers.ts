@@ -67,6 +67,38 @@ export const WEBHOOK_TRIGGERS: readonly WebhookTrigger[] = Object.freeze([
     },
     doc: "an event of a plan was dead-lettered (recorded with the plan's voided seq: the dead letter's plan, session and seq were readable)",
   },
+  {
+    type: 'approval.requested',
+    from: 'approval.requested',
+    data: (e) => {
+      const p = payloadOf(e);
+      return {
+        approvalId: p.approvalId,
+        stepId: p.stepId,
+        tool: p.tool,
+        argsDigest: p.argsDigest,
+        expiresAt: p.expiresAt,
+        assignee: p.assignee,
+        reason: cut(p.reason),
+      };
+    },
+    doc: 'an executor asked a human to approve a step or a tool call',
+  },
+  {
+    type: 'approval.decided',
+    from: 'approval.decided',
+    data: (e) => {
+      const p = payloadOf(e);
+      return {
+        approvalId: p.approvalId,
+        decision: p.decision,
+        decidedBy: p.decidedBy,
+        feedback: cut(p.feedback),
+        editedArgsDigest: p.editedArgsDigest,
+      };
+    },
+    doc: 'a human decided an approval (approve, edit or reject)',
+  },
 ]);
 
 /** Every webhook type, for subscription filters. */
