@@ -415,9 +415,9 @@ describe('the web console in headless Chromium', () => {
       async () =>
         (
           await stack.db.ds
-            .getRepository<{ outputContent: string | null }>(ENTITY.step)
+            .getRepository<{ outputEventId: string | null }>(ENTITY.step)
             .findOne({ where: { planId: plan.planId } as never })
-        )?.outputContent,
+        )?.outputEventId,
     );
 
     const { page, dialogs } = await openPage(READ_KEY);
