@@ -198,6 +198,9 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/v1/analytics/reconcile',
       '/v1/analytics/{report}',
+      '/v1/approvals',
+      '/v1/approvals/{approvalId}',
+      '/v1/approvals/{approvalId}/consume',
       '/v1/dead-letters',
       '/v1/dead-letters/purge',
       '/v1/dead-letters/replay',
