@@ -229,7 +229,8 @@ class Mirror(unittest.TestCase):
             self.messages(valid_event(type="step.exploded")),
             [
                 "type must be one of: plan.created, plan.decision, step.started, step.completed, step.failed, "
-                "step.skipped, handoff.recorded, checkpoint.saved, plan.finalized"
+                "step.skipped, handoff.recorded, checkpoint.saved, plan.finalized, approval.requested, "
+                "approval.decided"
             ],
         )
         self.assertEqual(self.messages(valid_event(payload=[])), ["payload must be an object"])
