@@ -112,7 +112,7 @@ describe.each(ALL_TEST_DBS)('databases alike on %s', (kind) => {
         `SELECT TABLE_NAME, TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME <> 'migrations'`,
         [name],
       );
-      expect(tables.length).toBe(14); // the ten of the plans (plan_agents included), price overrides and their audit, analytics_rollups, approvals
+      expect(tables.length).toBe(16); // the ten of the plans (plan_agents included), price overrides and their audit, analytics_rollups, approvals, the two of webhooks
       for (const t of tables) expect(`${t.TABLE_NAME} ${t.TABLE_COLLATION}`).toBe(`${t.TABLE_NAME} utf8mb4_unicode_ci`);
       await expect(ds.query(`UPDATE execution_plans SET status = 'bogus' WHERE id = 'plan_utf8'`)).rejects.toThrow(
         /CK_execution_plans_status/,
