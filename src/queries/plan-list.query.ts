@@ -4,7 +4,7 @@ import { whereCreatedIn } from './query-clauses';
 import { sqlDialectOf } from '../store/sql/dialects';
 import { PlanSummary, toPlanSummary } from './plan-rows';
 import { QueryArgumentError } from './query-errors';
-import { PLAN_STATUS_VALUES, type DateRange } from './query-args';
+import { PLAN_LIST_STATUS_VALUES, PLAN_STATUS_VALUES, type DateRange } from './query-args';
 import { toIso } from './row-normalize';
 
 export interface PlanListFilter {
@@ -108,9 +108,6 @@ function filteredPlans(ds: DataSource, filter: PlanListFilter): SelectQueryBuild
   if (filter.created) whereCreatedIn(ds, qb, filter.created);
   return qb;
 }
-
-/** What `--status` / `status` may name: a stored status, or `stalled` (derived: executing plans the stall check marked). */
-export const PLAN_LIST_STATUS_VALUES: readonly string[] = [...PLAN_STATUS_VALUES, 'stalled'];
 
 /** `--status` of a plan list: a stored status, or `stalled`; else a QueryArgumentError naming every value. */
 export function planStatusFilter(raw: string, argument = '--status'): Pick<PlanListFilter, 'statuses' | 'stalled'> {

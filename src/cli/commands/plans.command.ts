@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli-context';
-import { PLAN_LIST_STATUS_VALUES } from '../../queries/plan-list.query';
+import { PLAN_LIST_STATUS_VALUES } from '../../queries/query-args';
 import type { ListOptions } from './plans.actions';
 import { lazyRequire } from '../../shared/lazy-require';
 
