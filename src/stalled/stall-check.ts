@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { pushAll } from '../shared/arrays';
 import { lockStoredHeads } from '../store/ledger/plan-heads';
 import { sqlDialectOf } from '../store/sql/dialects';
 import { runSerialized } from '../store/sql/serial-queue';
@@ -54,7 +55,7 @@ export async function markStalledPlans(ds: DataSource, options: StallCheckOption
         return ids;
       }),
     );
-    planIds.push(...marked);
+    pushAll(planIds, marked);
     if (due.length < batchSize) return { planIds, complete: true };
   }
   return { planIds, complete: false };
