@@ -11,7 +11,6 @@ export const PLAN_STATUS_VALUES: readonly PlanStatus[] = ['planning', 'executing
 
 /** What `--status` / `status` may name: a stored status, or `stalled` (derived: executing plans the stall check marked). */
 export const PLAN_LIST_STATUS_VALUES: readonly string[] = [...PLAN_STATUS_VALUES, 'stalled'];
-/** Statuses of a plan still in progress (a session's active plan). */
 /** The breakdowns of `analytics tokens` (`--by`). */
 export const TOKEN_DIMENSIONS = ['session', 'plan', 'agent', 'model'] as const;
 export type TokenDimension = (typeof TOKEN_DIMENSIONS)[number];
