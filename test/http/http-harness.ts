@@ -129,7 +129,7 @@ export interface Answer {
 
 /** One HTTP request with fetch; `key` null sends no Authorization header. */
 export async function call(
-  stack: ApiStack,
+  stack: { server: { url: string } },
   method: string,
   route: string,
   options: {
