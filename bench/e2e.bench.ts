@@ -23,6 +23,9 @@
  *   shape, size and seed), with each master's CPU; two workers pinned to three shards each; and the
  *   grouped pair through the publisher's spill journal (a memory of 1,000 events), as after an
  *   outage. `--cluster-cells` picks cells, `--cluster-repeat N` runs each N times (ratios of medians).
+ * - approvals: grouped and interleaved PostgreSQL runs of the same events without, then with one
+ *   webhook subscription (a local receiver) and an approval requested and decided on 10 % of the
+ *   plans (bench/support/e2e-approvals.ts).
  * Targets: (grouped PG >= 5x plain BullMQ and >= 50% of raw inserts; p99 <= 250 ms at
  * 1k/s; worker RSS <= 250 MB with a 1M backlog) and the store's (see e2e-targets.ts).
  */
@@ -48,6 +51,7 @@ import {
 import { compileWorker } from './support/e2e-processes';
 import { interleaved, InterleavedResult } from './support/e2e-interleaved';
 import { mixed } from './support/e2e-mixed';
+import { approvalsOverhead } from './support/e2e-approvals';
 import { E2eFigures, machine, ratiosAndTargets } from './support/e2e-targets';
 
 const SCENARIOS = [
@@ -60,6 +64,7 @@ const SCENARIOS = [
   'latency',
   'backlog',
   'cluster',
+  'approvals',
 ] as const;
 /** Cells of the cluster scenario: traffic and worker processes, or two workers pinned to three shards each. */
 const CLUSTER_CELLS = [
@@ -100,6 +105,7 @@ const opts = new BenchOptions(
       help: 'events of history under interleaved / two-workers (default 400000; quick 40000)',
     },
     { name: 'plans', value: 'N', help: 'interleaved plans of 10 events (default 10000; quick 1000)' },
+    { name: 'approvals-events', value: 'N', help: 'approvals: events per run (default 200000; quick 50000)' },
     { name: 'mixed-seconds', value: 'N', help: 'mixed: publishing window (default 30; quick 10)' },
     {
       name: 'mixed-stored',
@@ -122,6 +128,7 @@ const HISTORY = opts.number('history', quick ? 40_000 : 400_000);
 const PLANS = opts.number('plans', quick ? 1_000 : 10_000);
 const MIXED_SECONDS = opts.number('mixed-seconds', quick ? 10 : 30);
 const MIXED_STORED = opts.number('mixed-stored', quick ? 5_000 : 20_000);
+const N_APPROVALS = opts.number('approvals-events', quick ? 50_000 : 200_000);
 const N_CLUSTER = opts.number('cluster-events', quick ? 50_000 : 200_000);
 const CELLS = opts.list('cluster-cells', CLUSTER_CELLS);
 const CLUSTER_REPEAT = opts.number('cluster-repeat', 1);
@@ -343,6 +350,14 @@ async function runCluster(ctx: BenchContext, f: E2eFigures): Promise<void> {
   }
 }
 
+async function runApprovals(ctx: BenchContext, f: E2eFigures): Promise<void> {
+  f.approvals = await approvalsOverhead(ctx, N_APPROVALS, 917);
+  for (const p of f.approvals)
+    log(
+      `approvals (PG, ${p.traffic}): without ${p.without.eventsPerSec} events/s (${p.without.events} in ${p.without.seconds} s), with a webhook subscription and approvals on ${p.approvalPlans} plans ${p.with.eventsPerSec} events/s (${p.with.events} in ${p.with.seconds} s): ${p.ratioEventsPerSec}x events/s, ${p.ratioPlansPerSec}x plans/s; ${p.webhooksReceived} webhooks received by the last commit (${p.webhooksUnverified} unverified); CPU us/event without: ${cpuLine(p.without.cpuUsPerEvent)}; with: ${cpuLine(p.with.cpuUsPerEvent)}`,
+    );
+}
+
 /** The runs of one cluster cell in one pass: traffic, worker processes, queue shards and pinning. */
 function clusterVariants(cell: (typeof CLUSTER_CELLS)[number], pass: number) {
   const [kind, arg] = cell.split('-');
@@ -372,6 +387,7 @@ const RUNS: Record<(typeof SCENARIOS)[number], (ctx: BenchContext, f: E2eFigures
   latency: runLatency,
   backlog: runBacklog,
   cluster: runCluster,
+  approvals: runApprovals,
 };
 
 /** The ratios, targets and checks as lines, and with --json the whole result as one object. */

@@ -7,6 +7,7 @@
 import * as fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
+import type { DataSource } from 'typeorm';
 import IORedis from 'ioredis';
 import pino from 'pino';
 import type { PlanEventInput } from '../../src/contracts';
@@ -69,7 +70,7 @@ export function pregenerate(count: number, seed: number, interleaved = false): P
   return chunks;
 }
 
-function roundRobin(events: PlanEventInput[]): PlanEventInput[] {
+export function roundRobin(events: PlanEventInput[]): PlanEventInput[] {
   const byPlan = new Map<string, PlanEventInput[]>();
   for (const e of events) {
     const list = byPlan.get(e.planId);
@@ -217,12 +218,17 @@ export async function sustained(
      * through the spill journal, as after an outage.
      */
     viaJournal?: boolean;
+    /** The events to publish, in chunks (`count` must be their number). @defaultValue pregenerate(count, seed, interleaved) */
+    source?: PlanEventInput[][];
+    /** Runs on the migrated database before the workers start (a webhook subscription, say). */
+    prepare?: (ds: DataSource) => Promise<void>;
   } = {},
 ): Promise<SustainedResult> {
   const queueShards = opts.queueShards ?? 1;
   const { redis } = ctx;
   const { cluster } = opts;
   const db = await createMigratedDb(database);
+  await opts.prepare?.(db.ds);
   // on a cluster the prefix needs a {hash tag}; the single-Redis run it is compared with uses one too
   const prefix = cluster || opts.hashTag ? `{${newPrefix(database)}}` : newPrefix(database);
   const profileDir = opts.profile ? tempDir('prof') : undefined;
@@ -250,7 +256,7 @@ export async function sustained(
     ...(cluster ? { redisClusterNodes: cluster.nodes } : {}),
     ...(opts.viaJournal ? { maxBufferedEvents: 1_000 } : {}),
   });
-  const source = pregenerate(count, seed, opts.interleaved);
+  const source = opts.source ?? pregenerate(count, seed, opts.interleaved);
   try {
     await pub.ready();
     const cpu = new CpuMeter({ workers: workers.map((w) => w.pid), redisPort: cluster ? cluster.ports : redis.port });

@@ -11,12 +11,15 @@
  * Issue 17: grouped PG on a 3-master Redis Cluster >= 0.8x the same on the single redis-server.
  * Issue 34: on the cluster, with QUEUE_SHARDS=6 the busiest master's share of the masters' CPU
  * <= 0.5, and events/s >= 0.9x the QUEUE_SHARDS=1 run of the same traffic and workers.
+ * Issue 45: with one webhook subscription and approvals on 10 % of plans, grouped and interleaved
+ * PostgreSQL plans/s >= 0.9x the same events without them.
  */
 import { execFileSync } from 'node:child_process';
 import * as os from 'node:os';
 import type { BacklogResult, BaselineResult, LatencyResult, SustainedResult } from './e2e-scenarios';
 import type { InterleavedResult } from './e2e-interleaved';
 import type { MixedResult } from './e2e-mixed';
+import type { ApprovalsPair } from './e2e-approvals';
 import { round } from './latency';
 
 export interface E2eFigures {
@@ -49,6 +52,8 @@ export interface E2eFigures {
     busiestShareByPlan: number;
     busiestShareBySession: number;
   };
+  /** approvals: grouped and interleaved, without and with a webhook subscription and approvals on 10 % of plans. */
+  approvals?: ApprovalsPair[];
 }
 
 /** --cluster: per traffic and worker count, 6 shards against 1 (`grouped1w`...). */
@@ -104,6 +109,7 @@ export function ratiosAndTargets(f: E2eFigures, run: { quick: boolean; plans: nu
     interleavedSqliteVsPlainBullmq: ratio(f.interleavedSqlite, f.plainBullmq),
     interleavedTwoWorkersVsOneWorker: ratio(f.interleavedPostgresTwoWorkers, f.interleavedPostgres),
     clusterVsSingleRedis: ratio(f.e2ePostgresOnCluster, f.clusterBaselineSingleRedis),
+    ...Object.fromEntries((f.approvals ?? []).map((p) => [`approvalsVsWithout_${p.traffic}`, p.ratioPlansPerSec])),
     ...Object.fromEntries(
       Object.entries(shardPairs(f.clusterShards)).map(([k, p]) => [`shards6VsShards1_${k}`, ratio(p.six, p.one)]),
     ),
@@ -126,6 +132,9 @@ export function ratiosAndTargets(f: E2eFigures, run: { quick: boolean; plans: nu
     mixedLongPlanLagP99AtMost1s: atMost(f.mixed?.lagLongPlan.p99Ms, 1_000),
     checkpointsWrittenOnce: atMost(f.interleavedPostgres?.writes?.checkpointRowsPerCheckpointEvent, 1),
     clusterAtLeast0_8xSingleRedis: atLeast(ratios.clusterVsSingleRedis, 0.8),
+    ...Object.fromEntries(
+      (f.approvals ?? []).map((p) => [`approvalsAtLeast0_9xWithout_${p.traffic}`, atLeast(p.ratioPlansPerSec, 0.9)]),
+    ),
     ...Object.fromEntries(
       Object.keys(shardPairs(f.clusterShards)).map((k) => [
         `shards6AtLeast0_9xShards1_${k}`,
