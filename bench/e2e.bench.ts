@@ -106,6 +106,11 @@ const opts = new BenchOptions(
     },
     { name: 'plans', value: 'N', help: 'interleaved plans of 10 events (default 10000; quick 1000)' },
     { name: 'approvals-events', value: 'N', help: 'approvals: events per run (default 200000; quick 50000)' },
+    {
+      name: 'approvals-repeat',
+      value: 'N',
+      help: 'approvals: run each variant N times, in rotated order; figures of the median runs (default 1)',
+    },
     { name: 'mixed-seconds', value: 'N', help: 'mixed: publishing window (default 30; quick 10)' },
     {
       name: 'mixed-stored',
@@ -129,6 +134,7 @@ const PLANS = opts.number('plans', quick ? 1_000 : 10_000);
 const MIXED_SECONDS = opts.number('mixed-seconds', quick ? 10 : 30);
 const MIXED_STORED = opts.number('mixed-stored', quick ? 5_000 : 20_000);
 const N_APPROVALS = opts.number('approvals-events', quick ? 50_000 : 200_000);
+const APPROVALS_REPEAT = opts.number('approvals-repeat', 1);
 const N_CLUSTER = opts.number('cluster-events', quick ? 50_000 : 200_000);
 const CELLS = opts.list('cluster-cells', CLUSTER_CELLS);
 const CLUSTER_REPEAT = opts.number('cluster-repeat', 1);
@@ -351,11 +357,34 @@ async function runCluster(ctx: BenchContext, f: E2eFigures): Promise<void> {
 }
 
 async function runApprovals(ctx: BenchContext, f: E2eFigures): Promise<void> {
-  f.approvals = await approvalsOverhead(ctx, N_APPROVALS, 917);
-  for (const p of f.approvals)
+  f.approvals = await approvalsOverhead(ctx, N_APPROVALS, 917, { profile, repeat: APPROVALS_REPEAT });
+  for (const p of f.approvals) {
     log(
-      `approvals (PG, ${p.traffic}): without ${p.without.eventsPerSec} events/s (${p.without.events} in ${p.without.seconds} s), with a webhook subscription and approvals on ${p.approvalPlans} plans ${p.with.eventsPerSec} events/s (${p.with.events} in ${p.with.seconds} s): ${p.ratioEventsPerSec}x events/s, ${p.ratioPlansPerSec}x plans/s; ${p.webhooksReceived} webhooks received by the last commit (${p.webhooksUnverified} unverified); CPU us/event without: ${cpuLine(p.without.cpuUsPerEvent)}; with: ${cpuLine(p.with.cpuUsPerEvent)}`,
+      `approvals (PG, ${p.traffic}): without ${p.without.eventsPerSec} events/s (${p.without.events} in ${p.without.seconds} s), with a webhook subscription and approvals on ${p.approvalPlans} plans ${p.with.eventsPerSec} events/s (${p.with.events} in ${p.with.seconds} s): ${p.ratioEventsPerSec}x events/s, ${p.ratioPlansPerSec}x plans/s; ${p.webhooksReceived} webhooks received by the last commit (${p.webhooksUnverified} unverified)`,
     );
+    log(
+      `  alone: approvals ${p.ratioPlansPerSecApprovalsOnly}x plans/s (${p.approvalsOnly.seconds} s), the webhook subscription ${p.ratioPlansPerSecWebhookOnly}x (${p.webhookOnly.seconds} s); seconds of each run: ${Object.entries(
+        p.secondsByRun,
+      )
+        .map(([k, v]) => `${k} ${v.join('/')}`)
+        .join(', ')}`,
+    );
+    for (const [label, r] of [
+      ['without', p.without],
+      ['with both', p.with],
+      ['approvals only', p.approvalsOnly],
+      ['webhook only', p.webhookOnly],
+    ] as const) {
+      log(`  CPU us/event ${label}: ${cpuLine(r.cpuUsPerEvent)}; ${r.busyCores} cores busy`);
+      if (r.profile)
+        log(
+          `    worker CPU profile (${r.profile.totalMs} ms sampled): ${r.profile.byArea.map((a) => `${a.area} ${a.pct}%`).join(', ')}; top: ${r.profile.top
+            .slice(0, 6)
+            .map((fn) => `${fn.fn} ${fn.pct}%`)
+            .join(', ')}`,
+        );
+    }
+  }
 }
 
 /** The runs of one cluster cell in one pass: traffic, worker processes, queue shards and pinning. */

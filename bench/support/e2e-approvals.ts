@@ -13,11 +13,18 @@ import { Receiver } from '../../test/webhooks/receiver';
 import { round } from './latency';
 import { BenchContext, pregenerate, roundRobin, sustained, SustainedResult } from './e2e-scenarios';
 
-/** One traffic shape: the run without approvals and webhooks, the run with them, and with / without. */
+/** One traffic shape: the run without approvals and webhooks, the run with both, each alone, and with / without. */
 export interface ApprovalsPair {
   traffic: 'grouped' | 'interleaved';
+  /** Passes; each figure below is its variant's median run. */
+  repeat: number;
+  /** Each variant's run times, in the order they ran. */
+  secondsByRun: Record<string, number[]>;
   without: SustainedResult;
   with: SustainedResult;
+  /** The same events with approvals and no subscription, and without approvals with the subscription: which costs what. */
+  approvalsOnly: SustainedResult;
+  webhookOnly: SustainedResult;
   /** Plans with an approval, and the approval events added (2 per such plan). */
   approvalPlans: number;
   approvalEvents: number;
@@ -27,6 +34,9 @@ export interface ApprovalsPair {
   /** with / without, in events/s (approval events counted) and in plans/s (the same plans in both). */
   ratioEventsPerSec: number;
   ratioPlansPerSec: number;
+  /** approvals alone and the subscription alone, in plans/s against without. */
+  ratioPlansPerSecApprovalsOnly: number;
+  ratioPlansPerSecWebhookOnly: number;
 }
 
 const DIGEST = argsDigest({ to: 'ops@example.com' });
@@ -73,9 +83,55 @@ export function withApprovals(chunks: PlanEventInput[][], every = 10): { chunks:
 
 const total = (chunks: PlanEventInput[][]) => chunks.reduce((n, c) => n + c.length, 0);
 
-/** Grouped and interleaved, each without and with approvals and a webhook subscription, on PostgreSQL. */
-export async function approvalsOverhead(ctx: BenchContext, count: number, seed: number): Promise<ApprovalsPair[]> {
+/** One sustained PostgreSQL run of `source`, with a webhook subscription to a local receiver when `webhook`. */
+async function run(
+  ctx: BenchContext,
+  seed: number,
+  source: PlanEventInput[][],
+  interleaved: boolean,
+  webhook: boolean,
+  profile: boolean,
+): Promise<{ result: SustainedResult; received: number; unverified: number }> {
+  if (!webhook)
+    return {
+      result: await sustained(ctx, 'postgres', total(source), seed, { interleaved, source, profile }),
+      received: 0,
+      unverified: 0,
+    };
+  const secret = newSecret();
+  const receiver = await Receiver.start(secret);
+  try {
+    const result = await sustained(ctx, 'postgres', total(source), seed, {
+      interleaved,
+      source,
+      profile,
+      workerEnv: { WEBHOOKS_ALLOW_PRIVATE: '127.0.0.1' },
+      prepare: async (ds) => {
+        await addSubscription(ds, { url: receiver.url, eventTypes: '*', secret });
+      },
+    });
+    return { result, received: receiver.got.length, unverified: receiver.unverified };
+  } finally {
+    await receiver.close();
+  }
+}
+
+type Variant = 'without' | 'both' | 'approvalsOnly' | 'webhookOnly';
+const VARIANTS: readonly Variant[] = ['without', 'both', 'approvalsOnly', 'webhookOnly'];
+
+/**
+ * Grouped and interleaved on PostgreSQL, each without approvals and webhooks, with both, and with
+ * each alone; `repeat` passes, each in another order (the machine's load drifts), each variant's
+ * figures from its median run; `profile`: a V8 CPU profile of the worker in every run.
+ */
+export async function approvalsOverhead(
+  ctx: BenchContext,
+  count: number,
+  seed: number,
+  options: { profile?: boolean; repeat?: number } = {},
+): Promise<ApprovalsPair[]> {
   const pairs: ApprovalsPair[] = [];
+  const repeat = options.repeat ?? 1;
   for (const traffic of ['grouped', 'interleaved'] as const) {
     const grouped = pregenerate(count, seed, false);
     const shape = (chunks: PlanEventInput[][]) => (traffic === 'interleaved' ? chunks.map(roundRobin) : chunks);
@@ -83,33 +139,37 @@ export async function approvalsOverhead(ctx: BenchContext, count: number, seed: 
     const approved = withApprovals(grouped);
     const withSource = shape(approved.chunks);
     const interleaved = traffic === 'interleaved';
-    const without = await sustained(ctx, 'postgres', total(plain), seed, { interleaved, source: plain });
-    const secret = newSecret();
-    const receiver = await Receiver.start(secret);
-    let result: SustainedResult;
-    try {
-      result = await sustained(ctx, 'postgres', total(withSource), seed, {
-        interleaved,
-        source: withSource,
-        workerEnv: { WEBHOOKS_ALLOW_PRIVATE: '127.0.0.1' },
-        prepare: async (ds) => {
-          await addSubscription(ds, { url: receiver.url, eventTypes: '*', secret });
-        },
-      });
-    } finally {
-      await receiver.close();
-    }
-    const plansPerSec = (r: SustainedResult) => 1 / r.seconds;
+    const runs = new Map<Variant, Awaited<ReturnType<typeof run>>[]>(VARIANTS.map((v) => [v, []]));
+    for (let pass = 0; pass < repeat; pass++)
+      for (let i = 0; i < VARIANTS.length; i++) {
+        const v = VARIANTS[(i + pass) % VARIANTS.length];
+        const source = v === 'both' || v === 'approvalsOnly' ? withSource : plain;
+        const webhook = v === 'both' || v === 'webhookOnly';
+        runs.get(v)!.push(await run(ctx, seed, source, interleaved, webhook, options.profile ?? false));
+      }
+    const median = (v: Variant) => {
+      const sorted = [...runs.get(v)!].sort((a, b) => a.result.seconds - b.result.seconds);
+      return sorted[(sorted.length - 1) >> 1];
+    };
+    const [without, both, approvalsOnly, webhookOnly] = VARIANTS.map(median);
+    // the same plans in every run: plans/s compare as 1 / seconds
+    const vs = (r: SustainedResult) => round(without.result.seconds / r.seconds);
     pairs.push({
       traffic,
-      without,
-      with: result,
+      repeat,
+      secondsByRun: Object.fromEntries(VARIANTS.map((v) => [v, runs.get(v)!.map((r) => r.result.seconds)])),
+      without: without.result,
+      with: both.result,
+      approvalsOnly: approvalsOnly.result,
+      webhookOnly: webhookOnly.result,
       approvalPlans: approved.plans,
       approvalEvents: total(withSource) - total(plain),
-      webhooksReceived: receiver.got.length,
-      webhooksUnverified: receiver.unverified,
-      ratioEventsPerSec: round(result.eventsPerSec / without.eventsPerSec),
-      ratioPlansPerSec: round(plansPerSec(result) / plansPerSec(without)),
+      webhooksReceived: both.received,
+      webhooksUnverified: both.unverified,
+      ratioEventsPerSec: round(both.result.eventsPerSec / without.result.eventsPerSec),
+      ratioPlansPerSec: vs(both.result),
+      ratioPlansPerSecApprovalsOnly: vs(approvalsOnly.result),
+      ratioPlansPerSecWebhookOnly: vs(webhookOnly.result),
     });
   }
   return pairs;
