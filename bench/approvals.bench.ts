@@ -5,9 +5,11 @@
  * serve` (in this process, on loopback) and worker, on PostgreSQL, SQLite and MariaDB, against a
  * redis-server of its own. Per database, `--approvals` approvals are requested and decided through
  * the publisher and the worker, then consumed over HTTP: one at a time, then `--in-flight` at a
- * time (other approvals, so none is refused). The baseline, in the same run against the same
- * server and rows: `GET /v1/approvals/{id}` of the same approvals (a read of the row, no lock, no
- * write). Every consume must answer 200; a second consume of each answers 409.
+ * time (other approvals, so none is refused; neighbours of different plans), and `--in-flight` at
+ * a time over approvals ten to a plan, in plan order (consumes of one plan queue on its head
+ * lock). The baseline, in the same run against the same server and rows: `GET /v1/approvals/{id}` of the same approvals (a read of the row, no lock, no
+ * write). Every consume must answer 200; a second consume of each answers 409. Then the store's
+ * part alone: `ApprovalLedger.consume` of other approvals in this process, without HTTP.
  * Target (issue 45): consume p99 <= 20 ms.
  */
 import 'reflect-metadata';
@@ -21,6 +23,7 @@ import { loadHttpConfig } from '../src/http/http-config';
 import { startHttpServer, type HttpServerHandle } from '../src/http/start-http-server';
 import { PlanEventPublisher } from '../src/publisher';
 import { createLogger } from '../src/shared/logger';
+import { ApprovalLedger } from '../src/store/approvals/approval-ledger';
 import { startWorker } from '../src/worker';
 import { RedisProcess } from '../test/publisher/support/redis-process';
 import { createMigratedDb, type TestDb } from '../test/support/databases';
@@ -110,6 +113,15 @@ async function decided(publisher: PlanEventPublisher, db: { ds: DataSource }, ta
   }
 }
 
+/** The ids of `decided` (plan by plan) reordered so that neighbours belong to different plans. */
+function acrossPlans(ids: string[]): string[] {
+  const byIndex = (id: string) => Number(id.slice(id.lastIndexOf('-a') + 2));
+  return ids
+    .map((id, i) => ({ id, i }))
+    .sort((a, b) => byIndex(a.id) - byIndex(b.id) || a.i - b.i)
+    .map((x) => x.id);
+}
+
 async function request(server: HttpServerHandle, method: string, route: string, key: string, body?: object) {
   const res = await fetch(`${server.url}${route}`, {
     method,
@@ -143,7 +155,10 @@ async function onDatabase(redis: RedisProcess, kind: TestDb) {
   });
   try {
     const sequential = await decided(publisher, db, 'one', N);
-    const concurrent = await decided(publisher, db, 'many', N);
+    // in flight: approvals of different plans (a plan's consumes queue on its head lock), then of one plan
+    const concurrent = acrossPlans(await decided(publisher, db, 'many', N));
+    const samePlan = await decided(publisher, db, 'same', N);
+    const direct = await decided(publisher, db, 'direct', N);
     const expect = (want: number) => async (status: Promise<number>) => {
       const got = await status;
       if (got !== want) throw new Error(`answered ${got}, not ${want}`);
@@ -157,7 +172,14 @@ async function onDatabase(redis: RedisProcess, kind: TestDb) {
     const consumeOne = await timed(sequential, 1, (id) => expect(200)(consume(id)));
     const getMany = await timed(concurrent, IN_FLIGHT, (id) => expect(200)(read(id)));
     const consumeMany = await timed(concurrent, IN_FLIGHT, (id) => expect(200)(consume(id)));
+    const consumeSamePlan = await timed(samePlan, IN_FLIGHT, (id) => expect(200)(consume(id)));
     const refused = await timed(sequential, IN_FLIGHT, (id) => expect(409)(consume(id)));
+    // the store's part alone: the same consume in this process, no HTTP
+    const ledger = new ApprovalLedger(db.ds);
+    const inProcess = await timed(direct, 1, async (id) => {
+      const outcome = await ledger.consume(id, DIGEST, 'bench');
+      if (!outcome.ok) throw new Error(`consume of ${id} refused: ${outcome.reason}`);
+    });
     return {
       database: kind,
       approvals: N,
@@ -165,7 +187,9 @@ async function onDatabase(redis: RedisProcess, kind: TestDb) {
       consumeOne,
       getMany,
       consumeMany,
+      consumeSamePlan,
       refusedAgain: refused,
+      consumeInProcess: inProcess,
       ratios: {
         consumeOverGetP99: round(consumeOne.p99Ms / getOne.p99Ms),
         consumeOverGetP99InFlight: round(consumeMany.p99Ms / getMany.p99Ms),
@@ -196,7 +220,9 @@ async function main(): Promise<void> {
       log(`${kind}: GET (baseline), 1:       ${line(r.getOne)}`);
       log(`${kind}: consume, ${IN_FLIGHT} in flight:   ${line(r.consumeMany)}`);
       log(`${kind}: GET (baseline), ${IN_FLIGHT}:       ${line(r.getMany)}`);
+      log(`${kind}: consume, ${IN_FLIGHT} in flight, ${PER_PLAN} a plan: ${line(r.consumeSamePlan)}`);
       log(`${kind}: second consume (409), ${IN_FLIGHT}: ${line(r.refusedAgain)}`);
+      log(`${kind}: consume in process, no HTTP, 1: ${line(r.consumeInProcess)}`);
       log(
         `${kind}: consume p99 / GET p99: ${r.ratios.consumeOverGetP99} (1), ${r.ratios.consumeOverGetP99InFlight} (${IN_FLIGHT}); target consume p99 <= 20 ms: ${r.targets.consumeP99AtMost20Ms ? 'MET' : 'NOT MET'}`,
       );

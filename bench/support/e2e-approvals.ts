@@ -31,12 +31,17 @@ export interface ApprovalsPair {
   /** Deliveries the receiver got by the end of the run (the run's clock stops at the last commit), and refused signatures. */
   webhooksReceived: number;
   webhooksUnverified: number;
-  /** with / without, in events/s (approval events counted) and in plans/s (the same plans in both). */
+  /**
+   * with / without, in events/s (approval events counted) and in plans/s (the same plans in both):
+   * the median over the passes of each pass's ratio (its two runs ran back to back).
+   */
   ratioEventsPerSec: number;
   ratioPlansPerSec: number;
   /** approvals alone and the subscription alone, in plans/s against without. */
   ratioPlansPerSecApprovalsOnly: number;
   ratioPlansPerSecWebhookOnly: number;
+  /** The worker's CPU per event with both / without (the median runs): less moved by the machine's load than time. */
+  workerCpuRatio: number;
 }
 
 const DIGEST = argsDigest({ to: 'ops@example.com' });
@@ -81,6 +86,12 @@ export function withApprovals(chunks: PlanEventInput[][], every = 10): { chunks:
   return { chunks: out, plans };
 }
 
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
 const total = (chunks: PlanEventInput[][]) => chunks.reduce((n, c) => n + c.length, 0);
 
 /** One sustained PostgreSQL run of `source`, with a webhook subscription to a local receiver when `webhook`. */
@@ -88,10 +99,9 @@ async function run(
   ctx: BenchContext,
   seed: number,
   source: PlanEventInput[][],
-  interleaved: boolean,
-  webhook: boolean,
-  profile: boolean,
+  how: { interleaved: boolean; webhook: boolean; profile: boolean },
 ): Promise<{ result: SustainedResult; received: number; unverified: number }> {
+  const { interleaved, webhook, profile } = how;
   if (!webhook)
     return {
       result: await sustained(ctx, 'postgres', total(source), seed, { interleaved, source, profile }),
@@ -121,8 +131,9 @@ const VARIANTS: readonly Variant[] = ['without', 'both', 'approvalsOnly', 'webho
 
 /**
  * Grouped and interleaved on PostgreSQL, each without approvals and webhooks, with both, and with
- * each alone; `repeat` passes, each in another order (the machine's load drifts), each variant's
- * figures from its median run; `profile`: a V8 CPU profile of the worker in every run.
+ * each alone; `repeat` passes, the pair without / with both back to back in alternating order (the
+ * machine's load drifts), ratios the median of the passes' ratios, other figures from each
+ * variant's median run; `profile`: a V8 CPU profile of the worker in every run.
  */
 export async function approvalsOverhead(
   ctx: BenchContext,
@@ -140,20 +151,23 @@ export async function approvalsOverhead(
     const withSource = shape(approved.chunks);
     const interleaved = traffic === 'interleaved';
     const runs = new Map<Variant, Awaited<ReturnType<typeof run>>[]>(VARIANTS.map((v) => [v, []]));
+    // without and both back to back, in alternating order, then each alone: a pass's pair shares its load
     for (let pass = 0; pass < repeat; pass++)
       for (let i = 0; i < VARIANTS.length; i++) {
-        const v = VARIANTS[(i + pass) % VARIANTS.length];
+        const v = VARIANTS[pass % 2 ? i ^ 1 : i];
         const source = v === 'both' || v === 'approvalsOnly' ? withSource : plain;
         const webhook = v === 'both' || v === 'webhookOnly';
-        runs.get(v)!.push(await run(ctx, seed, source, interleaved, webhook, options.profile ?? false));
+        runs.get(v)!.push(await run(ctx, seed, source, { interleaved, webhook, profile: options.profile ?? false }));
       }
-    const median = (v: Variant) => {
+    const medianRun = (v: Variant) => {
       const sorted = [...runs.get(v)!].sort((a, b) => a.result.seconds - b.result.seconds);
       return sorted[(sorted.length - 1) >> 1];
     };
-    const [without, both, approvalsOnly, webhookOnly] = VARIANTS.map(median);
-    // the same plans in every run: plans/s compare as 1 / seconds
-    const vs = (r: SustainedResult) => round(without.result.seconds / r.seconds);
+    const [without, both, approvalsOnly, webhookOnly] = VARIANTS.map(medianRun);
+    // the same plans in every run: plans/s compare as 1 / seconds; each pass's ratio against its
+    // own without run (the one beside it), the median of the passes
+    const vs = (v: Variant) =>
+      round(median(runs.get(v)!.map((r, pass) => runs.get('without')![pass].result.seconds / r.result.seconds)));
     pairs.push({
       traffic,
       repeat,
@@ -166,10 +180,11 @@ export async function approvalsOverhead(
       approvalEvents: total(withSource) - total(plain),
       webhooksReceived: both.received,
       webhooksUnverified: both.unverified,
-      ratioEventsPerSec: round(both.result.eventsPerSec / without.result.eventsPerSec),
-      ratioPlansPerSec: vs(both.result),
-      ratioPlansPerSecApprovalsOnly: vs(approvalsOnly.result),
-      ratioPlansPerSecWebhookOnly: vs(webhookOnly.result),
+      ratioEventsPerSec: round((vs('both') * total(withSource)) / total(plain)),
+      ratioPlansPerSec: vs('both'),
+      ratioPlansPerSecApprovalsOnly: vs('approvalsOnly'),
+      ratioPlansPerSecWebhookOnly: vs('webhookOnly'),
+      workerCpuRatio: round(both.result.cpuUsPerEvent.worker / without.result.cpuUsPerEvent.worker),
     });
   }
   return pairs;
