@@ -17,7 +17,7 @@ import { argsDigest } from '../../src/contracts';
 import { freePort } from '../publisher/support/redis-process';
 import { createMigratedDb, TestDb } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
-import { dropPrefix, openRedis, REDIS_URL, uniquePrefix, waitFor } from '../worker/helpers/queue-harness';
+import { dropPrefix, openRedis, queueCounts, REDIS_URL, uniquePrefix, waitFor } from '../worker/helpers/queue-harness';
 import { spawnWorker, stopProcess, WorkerProcess } from '../worker/helpers/worker-process';
 import { call } from './http-harness';
 import { ServeProcess } from './serve-process';
@@ -29,7 +29,6 @@ const ARGS = { to: 'ops@example.com', subject: 'deploy' };
 const DIGEST = argsDigest(ARGS);
 const OTHER_DIGEST = argsDigest({ ...ARGS, subject: 'rollback' });
 const START_MS = 300_000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])(
   'approvals with killed worker and serve processes (%s)',
@@ -156,8 +155,22 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])(
         expect(answers.slice(answers.indexOf('200 approve') + 1)).toEqual(
           answers.slice(answers.indexOf('200 approve') + 1).map(() => '409 already_consumed'),
         );
-        // the redelivered decision (if any) was stored once and did not undo the consume
-        await sleep(500);
+        // the killed worker's job (if it held one) is redelivered after its lock: once the queue
+        // is empty, the decision was stored once and did not undo the consume
+        const redis = openRedis();
+        try {
+          await waitFor(
+            'the events queue to be empty',
+            async () => {
+              const c = await queueCounts(redis, prefix);
+              return c.wait + c.active + c.delayed + c.prioritized === 0;
+            },
+            120_000,
+            100,
+          );
+        } finally {
+          redis.disconnect();
+        }
         expect(await statusOf(id)).toBe('consumed');
         const [row] = await db.ds.query(
           `SELECT decided_by, consumed_by FROM approvals WHERE approval_id = ${kind === 'postgres' ? '$1' : '?'}`,
