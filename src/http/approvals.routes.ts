@@ -4,8 +4,13 @@ import { isArgsDigest } from '../contracts/args-digest';
 import { ApprovalLedger, type ApprovalFilter, type ApprovalView } from '../store/approvals/approval-ledger';
 import { parseCount, requireId } from '../queries/query-args';
 import { QueryArgumentError } from '../queries/query-errors';
+import type { Scope } from '../shared/api-keys';
+import { awaitApproval, type ApprovalWaitDeps, MAX_APPROVAL_WAIT_MS } from './approval-wait';
 
 const STATUSES: readonly ApprovalView['status'][] = ['pending', 'expired', 'decided', 'consumed'];
+
+/** Who may read one approval: reviewers (read) and executors, which hold ingest keys. */
+const ONE_APPROVAL_READERS: readonly Scope[] = ['read', 'ingest'];
 
 /**
  * Approvals (docs/approvals.md):
@@ -13,9 +18,12 @@ const STATUSES: readonly ApprovalView['status'][] = ['pending', 'expired', 'deci
  *   executor's key): 200 with the decision, once; then 409 `{error, reason}` with reason
  *   already_consumed, expired, args_mismatch, undecided or rejected; 404 for a request never stored.
  * - `GET /v1/approvals?status=pending&assignee=&olderThan=` (read scope): the inbox, oldest first, with age.
- * - `GET /v1/approvals/{approvalId}` (read scope).
+ * - `GET /v1/approvals/{approvalId}?waitMs=0..60000` (read or ingest scope): at once when the
+ *   approval is not pending or waitMs is 0; else held until it is decided or expires or waitMs
+ *   passes (approval-wait.ts), then 200 with it (its `status` tells which); 404 when no request of
+ *   that id is stored by then.
  */
-export function registerApprovalRoutes(app: FastifyInstance, ds: DataSource): void {
+export function registerApprovalRoutes(app: FastifyInstance, ds: DataSource, waits: ApprovalWaitDeps = {}): void {
   const ledger = new ApprovalLedger(ds);
   app.post('/v1/approvals/:approvalId/consume', { config: { scope: 'ingest' } }, async (req, reply) => {
     const approvalId = requireId('approvalId', (req.params as Record<string, string>).approvalId);
@@ -39,9 +47,14 @@ export function registerApprovalRoutes(app: FastifyInstance, ds: DataSource): vo
   app.get('/v1/approvals', { config: { scope: 'read' } }, async (req) => {
     return { approvals: await ledger.list(inboxFilter(req.query as Record<string, string | undefined>)) };
   });
-  app.get('/v1/approvals/:approvalId', { config: { scope: 'read' } }, async (req, reply) => {
+  app.get('/v1/approvals/:approvalId', { config: { scope: ONE_APPROVAL_READERS } }, async (req, reply) => {
     const approvalId = requireId('approvalId', (req.params as Record<string, string>).approvalId);
-    const found = await ledger.get(approvalId);
+    const waitMs = parseCount('waitMs', (req.query as Record<string, string | undefined>).waitMs, {
+      min: 0,
+      max: MAX_APPROVAL_WAIT_MS,
+      default: 0,
+    });
+    const found = await awaitApproval(ledger, approvalId, waitMs, waits);
     if (!found) return reply.code(404).send({ error: `no approval ${approvalId} was requested` });
     return found;
   });

@@ -14,6 +14,7 @@ import type { OtlpIngestor } from './otlp-ingest';
 import { registerReadRoutes } from './read.routes';
 import { registerForkRoutes } from './fork.routes';
 import { registerApprovalRoutes } from './approvals.routes';
+import type { ApprovalWakeups } from '../queue/approval-signals';
 import { CONSOLE_CSP, ConsoleDeps, registerConsoleRoutes } from '../console/console.routes';
 import { ConsoleSessions, CSRF_HEADER } from '../console/console-sessions';
 import { registerSharedReads } from '../console/shared-reads';
@@ -25,6 +26,8 @@ export interface HttpServerDeps {
   logger: Logger;
   /** Version shown in the OpenAPI document. */
   version: string;
+  /** Wakes `GET /v1/approvals/{id}?waitMs=` when the worker announces the approval; without it held requests re-read every second. */
+  approvalWakeups?: ApprovalWakeups;
   /** The console's queues (dead letters, health); without them those routes answer 503. */
   queues?: Omit<ConsoleDeps, 'keys' | 'sessions'>;
 }
@@ -71,7 +74,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   const keys = new ApiKeys(settings.ingestKeys, settings.readKeys, settings.adminKeys);
   const metrics = new HttpMetrics(deps.publisher);
   let closing = false;
-  // long polls (POST /v1/events/status) end when shutdown starts
+  // long polls (POST /v1/events/status, GET /v1/approvals/{id}?waitMs=) end when shutdown starts
   const closingSignal = new AbortController();
 
   await app.register(swagger, openApiOptions(deps.version));
@@ -113,7 +116,10 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   });
   registerReadRoutes(app, deps.dataSource);
   registerForkRoutes(app, deps.dataSource);
-  registerApprovalRoutes(app, deps.dataSource);
+  registerApprovalRoutes(app, deps.dataSource, {
+    wakeups: deps.approvalWakeups,
+    closingSignal: closingSignal.signal,
+  });
   registerConsoleRoutes(app, { keys, sessions, ...deps.queues });
   await app.ready();
   return {
