@@ -19,8 +19,8 @@ import {
 } from '../../src/publisher';
 import { argsDigest, type ApprovalDecidedPayload } from '../../src/contracts';
 import { TestDb } from '../support/databases';
-import { REDIS_URL, silentLogger } from '../worker/helpers/queue-harness';
-import { ApiStack, startApiStack, INGEST_KEY } from './http-harness';
+import { REDIS_URL, silentLogger, waitFor } from '../worker/helpers/queue-harness';
+import { ApiStack, call, startApiStack, INGEST_KEY } from './http-harness';
 
 jest.setTimeout(180_000);
 
@@ -135,5 +135,30 @@ describe.each<TestDb>(['sqlite', 'postgres'])('a TypeScript executor asks, waits
     expect(() => requestApproval(executor, plan, { stepId: 's1', args: 1, approvalId: 'bad id!' })).toThrow(
       /approvalId/,
     );
+  });
+
+  it('keeps waiting across a restart of serve; a held request answers at once when serve shuts down', async () => {
+    const req = requestApproval(executor, plan, { stepId: 's1', tool: 'send_mail', args: ARGS });
+    await waitFor(
+      'the request stored',
+      async () => (await call(stack, 'GET', `/v1/approvals/${req.approvalId}`)).status === 200,
+    );
+    const held = fetch(`${server.url}/v1/approvals/${req.approvalId}?waitMs=60000`, {
+      headers: { authorization: `Bearer ${INGEST_KEY}` },
+    });
+    const waiting = waitForApproval(server, req.approvalId, { timeoutMs: 120_000 });
+    await new Promise((r) => setTimeout(r, 300));
+    const stopping = Date.now();
+    await stack.stopServer();
+    const answer = await held;
+    expect([answer.status, ((await answer.json()) as { status: string }).status]).toEqual([200, 'pending']);
+    // the shutdown did not wait for the 60 s hold
+    expect(Date.now() - stopping).toBeLessThan(30_000);
+    decide(req, { decision: 'approve' });
+    await new Promise((r) => setTimeout(r, 1_000));
+    await stack.startServer();
+    const decided = await waiting;
+    expect([decided.status, decided.decision]).toEqual(['decided', 'approve']);
+    expect(await sendMailIfApproved(req, ARGS)).toBe('approve');
   });
 });
