@@ -50,6 +50,10 @@ declare module 'fastify' {
     /** Scope an API key needs for the route (a list: any of them); absent = open (/healthz, /metrics). */
     scope?: Scope | readonly Scope[];
   }
+  interface FastifyRequest {
+    /** The name of the approve key (or the console session signed in with one) the request was allowed with. */
+    keyName?: string;
+  }
 }
 
 /**
@@ -71,7 +75,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   });
   // Answers are the query results as they are: schemas document, JSON.stringify serialises.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  const keys = new ApiKeys(settings.ingestKeys, settings.readKeys, settings.adminKeys);
+  const keys = new ApiKeys(settings.ingestKeys, settings.readKeys, settings.adminKeys, settings.approveKeys);
   const metrics = new HttpMetrics(deps.publisher);
   let closing = false;
   // long polls (POST /v1/events/status, GET /v1/approvals/{id}?waitMs=) end when shutdown starts
@@ -80,6 +84,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   await app.register(swagger, openApiOptions(deps.version));
 
   const sessions = new ConsoleSessions();
+  app.decorateRequest('keyName', undefined);
   addAccessCheck(app, { keys, sessions, metrics });
   registerSharedReads(app, {
     shareMs: settings.consoleShareMs,
@@ -116,9 +121,13 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   });
   registerReadRoutes(app, deps.dataSource);
   registerForkRoutes(app, deps.dataSource);
-  registerApprovalRoutes(app, deps.dataSource, {
-    wakeups: deps.approvalWakeups,
-    closingSignal: closingSignal.signal,
+  registerApprovalRoutes(app, {
+    dataSource: deps.dataSource,
+    publisher: deps.publisher,
+    settings,
+    metrics,
+    closing: () => closing,
+    waits: { wakeups: deps.approvalWakeups, closingSignal: closingSignal.signal },
   });
   registerConsoleRoutes(app, { keys, sessions, ...deps.queues });
   await app.ready();
@@ -161,7 +170,7 @@ function openApiOptions(version: string): SwaggerOptions {
             type: 'http',
             scheme: 'bearer',
             description:
-              'HTTP_INGEST_KEYS (POST /v1/events, /v1/traces, /v1/logs), HTTP_READ_KEYS (GET /v1/...) or HTTP_ADMIN_KEYS (read, plus fork, replay and dead-letter replay/purge)',
+              'HTTP_INGEST_KEYS (POST /v1/events, /v1/traces, /v1/logs), HTTP_READ_KEYS (GET /v1/...), HTTP_ADMIN_KEYS (read, plus fork, replay and dead-letter replay/purge) or HTTP_APPROVE_KEYS (decide approvals and read them)',
           },
         },
       },
@@ -191,7 +200,9 @@ function addAccessCheck(
     // carry its CSRF token (SameSite=Strict already keeps other sites' requests cookie-less)
     const session = req.headers.authorization === undefined ? sessions.fromCookie(req.headers.cookie) : undefined;
     const check = (one: Scope) =>
-      session ? scopeVerdict(session.session.scopes, one) : keys.check(req.headers.authorization, one);
+      session
+        ? scopeVerdict({ scopes: session.session.scopes, name: session.session.name }, one)
+        : keys.check(req.headers.authorization, one);
     let verdict = typeof scope === 'string' ? check(scope) : anyOf(scope, check);
     if (
       session &&
@@ -206,6 +217,7 @@ function addAccessCheck(
       metrics.refusals.inc({ status: String(verdict.status) });
       return reply.code(verdict.status).header('www-authenticate', 'Bearer').send({ error: verdict.message });
     }
+    req.keyName = verdict.name;
   });
 }
 

@@ -12,6 +12,10 @@ const error = {
   type: 'object',
   properties: { error: { type: 'string', description: 'one line: what was wrong and where' } },
 };
+const reasonError = {
+  type: 'object',
+  properties: { ...error.properties, reason: { type: 'string', description: 'why, as a word a program tests' } },
+};
 const anyObject = (description: string) => ({ description, type: 'object', additionalProperties: true });
 const readResponses = (ok: string) => ({
   200: anyObject(ok),
@@ -324,3 +328,47 @@ export function forkRouteSchema(kind: 'fork' | 'replay') {
     },
   };
 }
+
+/** `POST /v1/approvals/{approvalId}/decide` (docs/approvals.md). */
+export const decideRouteSchema = {
+  summary: 'decide an approval: approve, edit or reject (approve scope; CLI: approvals decide --json)',
+  description:
+    "decidedBy is the approve key's name (HTTP_APPROVE_KEYS name:key). The decision is stored as an approval.decided event through the queue and the worker, like every event; the 202 is sent once that event is durable.",
+  tags: ['approvals'],
+  security,
+  params: idParam('approvalId', 'the approval to decide'),
+  body: {
+    type: 'object',
+    required: ['decision'],
+    additionalProperties: false,
+    properties: {
+      decision: { type: 'string', enum: ['approve', 'edit', 'reject'] },
+      feedback: { type: 'string', maxLength: 4000, description: 'why, for the executor and the audit' },
+      editedArgsDigest: {
+        type: 'string',
+        pattern: '^[0-9a-f]{64}$',
+        description:
+          'required for edit, refused otherwise: the SHA-256 of the edited arguments (docs/approvals.md#argsdigest)',
+      },
+    },
+  },
+  response: {
+    202: {
+      description: 'the decision is durable (in Redis or the server journal); the worker stores it next',
+      type: 'object',
+      properties: {
+        approvalId: { type: 'string' },
+        planId: { type: 'string' },
+        decision: { type: 'string', enum: ['approve', 'edit', 'reject'] },
+        decidedBy: { type: 'string' },
+        eventId: { type: 'string', description: 'the approval.decided event (POST /v1/events/status follows it)' },
+      },
+    },
+    400: { ...error, description: 'a malformed body: the error names the field' },
+    401: { ...error, description: 'no or unknown API key' },
+    403: { ...error, description: 'the key lacks the approve scope' },
+    404: { ...reasonError, description: 'no request of this approval is stored (reason not_found)' },
+    409: { ...reasonError, description: 'reason already_decided (decided or consumed before) or expired' },
+    503: { ...error, description: 'not durable in time, or shutting down; retry after the Retry-After header' },
+  },
+};

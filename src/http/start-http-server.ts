@@ -154,7 +154,7 @@ function startGrpc(settings: Readonly<HttpConfig>, server: BuiltHttpServer, logg
   return otlpGrpc().startOtlpGrpcServer({
     settings,
     otlp: server.otlp,
-    keys: new ApiKeys(settings.ingestKeys, settings.readKeys, settings.adminKeys),
+    keys: new ApiKeys(settings.ingestKeys, settings.readKeys, settings.adminKeys, settings.approveKeys),
     metrics: server.metrics,
     logger,
   });

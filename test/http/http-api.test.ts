@@ -201,6 +201,7 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
       '/v1/approvals',
       '/v1/approvals/{approvalId}',
       '/v1/approvals/{approvalId}/consume',
+      '/v1/approvals/{approvalId}/decide',
       '/v1/dead-letters',
       '/v1/dead-letters/purge',
       '/v1/dead-letters/replay',
@@ -229,6 +230,15 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
       '401',
       '403',
       '413',
+      '503',
+    ]);
+    expect(Object.keys(doc.paths['/v1/approvals/{approvalId}/decide'].post.responses).sort()).toEqual([
+      '202',
+      '400',
+      '401',
+      '403',
+      '404',
+      '409',
       '503',
     ]);
     for (const route of ['/v1/plans/{planId}/fork', '/v1/plans/{planId}/replay'])

@@ -13,6 +13,9 @@ import { dropPrefix, openRedis, REDIS_URL, silentLogger, uniquePrefix } from '..
 export const INGEST_KEY = 'ingest-key-for-tests-0123456789';
 export const READ_KEY = 'read-key-for-tests-0123456789ab';
 export const ADMIN_KEY = 'admin-key-for-tests-0123456789ab';
+/** The approve key every stack has (HTTP_APPROVE_KEYS `APPROVER:APPROVE_KEY`): its decisions' decidedBy is APPROVER. */
+export const APPROVER = 'alice@ops';
+export const APPROVE_KEY = 'approve-key-for-tests-0123456789';
 
 export type Db = Awaited<ReturnType<typeof createMigratedDb>>;
 
@@ -71,6 +74,7 @@ export async function startApiStack(
         HTTP_PORT: port,
         HTTP_INGEST_KEYS: INGEST_KEY,
         HTTP_READ_KEYS: READ_KEY,
+        HTTP_APPROVE_KEYS: `${APPROVER}:${APPROVE_KEY}`,
         HTTP_JOURNAL_DIR: journalDir,
         ...options.env,
       }),

@@ -12,6 +12,9 @@ const CONSUME_ATTEMPTS = 20;
 
 export type { ApprovalView, ConsumeOutcome, ConsumeRefusal } from '../../contracts/approval-view';
 
+/** Every status of an approval, as the inbox filters on them. */
+export const APPROVAL_STATUSES: readonly ApprovalView['status'][] = ['pending', 'expired', 'decided', 'consumed'];
+
 /** What the inbox lists. */
 export interface ApprovalFilter {
   status?: ApprovalView['status'];
@@ -72,8 +75,13 @@ export class ApprovalLedger {
   }
 
   async get(approvalId: string, now = new Date()): Promise<ApprovalView | undefined> {
-    const row = await this.ds.getRepository<ApprovalRow>(ENTITY.approval).findOneBy({ approvalId });
+    const row = await this.row(approvalId);
     return row ? viewOf(row, now) : undefined;
+  }
+
+  /** The stored row of an approval (with its request's seq), or undefined when no request of that id is stored. */
+  async row(approvalId: string): Promise<ApprovalRow | undefined> {
+    return (await this.ds.getRepository<ApprovalRow>(ENTITY.approval).findOneBy({ approvalId })) ?? undefined;
   }
 
   /**
