@@ -55,7 +55,7 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
   const closeQueues = async () => {
     await Promise.allSettled(queues.map((q) => q.close()));
     await redis?.quit().catch(() => redis?.disconnect());
-    await wakeups?.close();
+    wakeups?.close();
   };
   try {
     ds = await openDataSource(config.database, { poolSize: 4 });

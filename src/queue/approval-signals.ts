@@ -96,9 +96,11 @@ export class ApprovalWakeups {
     if (set) for (const onMessage of [...set]) onMessage();
   }
 
-  async close(): Promise<void> {
+  /** Ends every wait and drops the subscriber's connection. */
+  close(): void {
     this.subscriber.off('message', this.onMessage);
     for (const id of [...this.watches.keys()]) this.wake(id);
-    await this.subscriber.quit().catch(() => this.subscriber.disconnect());
+    // no QUIT: while Redis is unreachable it would wait for a reconnection that may never come
+    this.subscriber.disconnect();
   }
 }

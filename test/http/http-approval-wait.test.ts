@@ -13,7 +13,7 @@ import { APPROVAL_REREAD_MS } from '../../src/http/approval-wait';
 import { PlanEventPublisher } from '../../src/publisher';
 import { TestDb } from '../support/databases';
 import { REDIS_URL, silentLogger, waitFor } from '../worker/helpers/queue-harness';
-import { ApiStack, call, INGEST_KEY, startApiStack } from './http-harness';
+import { ApiStack, APPROVE_KEY, APPROVER, call, INGEST_KEY, startApiStack } from './http-harness';
 
 jest.setTimeout(180_000);
 
@@ -94,6 +94,24 @@ describe.each<TestDb>(['sqlite', 'postgres'])('GET /v1/approvals/{id}?waitMs= on
     expect([a.status, a.json.status, a.json.decision, a.json.decidedBy]).toEqual([200, 'decided', 'approve', 'alice']);
     // woken by the worker's message: a re-read would answer only after APPROVAL_REREAD_MS
     expect(Date.now() - started).toBeLessThan(APPROVAL_REREAD_MS);
+  });
+
+  it('answers a held request of an executor when a human decides with POST /decide (approve key)', async () => {
+    request('aw_decide');
+    await stored('aw_decide');
+    const started = Date.now();
+    const answer = held('aw_decide', 60_000, INGEST_KEY);
+    await new Promise((r) => setTimeout(r, 300));
+    const decided = await call(stack, 'POST', '/v1/approvals/aw_decide/decide', {
+      key: APPROVE_KEY,
+      body: { decision: 'approve', feedback: 'checked' },
+    });
+    expect(decided.status).toBe(202);
+    const a = await answer;
+    expect([a.status, a.json.status, a.json.decidedBy, a.json.feedback]).toEqual([200, 'decided', APPROVER, 'checked']);
+    expect(Date.now() - started).toBeLessThan(APPROVAL_REREAD_MS);
+    // the approve key reads (and waits on) approvals too
+    expect((await held('aw_decide', 1_000, APPROVE_KEY)).json.status).toBe('decided');
   });
 
   it('answers at waitMs with the approval still pending', async () => {

@@ -18,7 +18,7 @@ describe('approval wakeups over Redis pub/sub', () => {
     await wakeups.start();
   });
   afterAll(async () => {
-    await wakeups.close();
+    wakeups.close();
     publisher.disconnect();
   });
 

@@ -12,9 +12,10 @@ import random
 import time
 import urllib.parse
 import uuid
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Optional, Union
 
 from ._events import JsonObject, Plan, PublishResult
+from ._reads import _Reads
 from .digest import args_digest as digest_of
 from .errors import ApprovalRefused, NotFound, PlanLedgerError
 from .results import Approval
@@ -60,28 +61,12 @@ class PendingApproval:
         return f"PendingApproval({self.approval_id!r}, expires_at={self.expires_at!r})"
 
 
-class _Approvals:
-    """The approval helpers of the client (see the module's docstring)."""
-
-    _url: urllib.parse.SplitResult
-    _ingest_key: Optional[str]
-    _read_key: Optional[str]
-    _admin_key: Optional[str]
+class _Approvals(_Reads):
+    """The approval helpers of the client (see the module's docstring); its requests go through ``_Reads``."""
 
     def _typed(
         self, type_: str, plan: Plan, payload: JsonObject, seq: Optional[int], event_id: Optional[str]
-    ) -> PublishResult:  # pragma: no cover - the client's
-        raise NotImplementedError
-
-    def _request(
-        self,
-        method: str,
-        path: str,
-        body: Optional[bytes],
-        key: Optional[str],
-        accept: str = "application/json",
-        timeout: Optional[float] = None,
-    ) -> Tuple[int, bytes]:  # pragma: no cover - the client's
+    ) -> PublishResult:  # pragma: no cover - the client's (_EventHelpers)
         raise NotImplementedError
 
     def request_approval(

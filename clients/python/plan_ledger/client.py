@@ -44,7 +44,7 @@ __all__ = [
 codecs.lookup("idna")
 
 
-class PlanLedgerClient(_EventHelpers, _Reads, _Approvals, _Lifecycle):
+class PlanLedgerClient(_EventHelpers, _Approvals, _Reads, _Lifecycle):
     """Publishes plan events to ``plan-ledger serve`` without ever blocking the caller.
 
     ``publish()`` stamps the event (``eventId``, per-plan ``seq``, ``occurredAt``), checks it against
