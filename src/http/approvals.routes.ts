@@ -11,7 +11,7 @@ import { parseCount, requireId } from '../queries/query-args';
 import { QueryArgumentError } from '../queries/query-errors';
 import { acknowledgeWhenDurable } from './durable-ack';
 import type { IngestDeps } from './ingest.routes';
-import { decideRouteSchema } from './openapi-schemas';
+import { approvalRouteSchema, decideRouteSchema } from './openapi-schemas';
 import { awaitApproval, type ApprovalWaitDeps, MAX_APPROVAL_WAIT_MS } from './approval-wait';
 
 /** What the approval routes use: the database, and for decide the path of POST /v1/events. */
@@ -116,17 +116,25 @@ export function registerApprovalRoutes(app: FastifyInstance, deps: ApprovalRoute
   app.get('/v1/approvals', { config: { scope: ['read', 'approve'] } }, async (req) => {
     return { approvals: await ledger.list(inboxFilter(req.query as Record<string, string | undefined>)) };
   });
-  app.get('/v1/approvals/:approvalId', { config: { scope: ['read', 'ingest', 'approve'] } }, async (req, reply) => {
-    const approvalId = requireId('approvalId', (req.params as Record<string, string>).approvalId);
-    const waitMs = parseCount('waitMs', (req.query as Record<string, string | undefined>).waitMs, {
-      min: 0,
-      max: MAX_APPROVAL_WAIT_MS,
-      default: 0,
-    });
-    const found = await awaitApproval(ledger, approvalId, waitMs, deps.waits ?? {});
-    if (!found) return reply.code(404).send({ error: `no approval ${approvalId} was requested` });
-    return found;
-  });
+  app.get(
+    '/v1/approvals/:approvalId',
+    {
+      config: { scope: ['read', 'ingest', 'approve'] },
+      schema: approvalRouteSchema,
+      validatorCompiler: () => () => true,
+    },
+    async (req, reply) => {
+      const approvalId = requireId('approvalId', (req.params as Record<string, string>).approvalId);
+      const waitMs = parseCount('waitMs', (req.query as Record<string, string | undefined>).waitMs, {
+        min: 0,
+        max: MAX_APPROVAL_WAIT_MS,
+        default: 0,
+      });
+      const found = await awaitApproval(ledger, approvalId, waitMs, deps.waits ?? {});
+      if (!found) return reply.code(404).send({ error: `no approval ${approvalId} was requested` });
+      return found;
+    },
+  );
 }
 
 function inboxFilter(q: Record<string, string | undefined>): ApprovalFilter {

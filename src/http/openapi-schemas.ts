@@ -372,3 +372,26 @@ export const decideRouteSchema = {
     503: { ...error, description: 'not durable in time, or shutting down; retry after the Retry-After header' },
   },
 };
+
+/** `GET /v1/approvals/{approvalId}?waitMs=` (docs/approvals.md#waiting-for-the-decision). */
+export const approvalRouteSchema = {
+  summary: 'one approval; with waitMs, held until it is decided or expires (read, ingest or approve scope)',
+  description:
+    'Answers at once when the approval is not pending or waitMs is 0. Otherwise held until it is decided, its expiresAt comes or waitMs passes; status says which (pending: ask again). Executors wait here with their ingest key.',
+  tags: ['approvals'],
+  security,
+  params: idParam('approvalId', 'the approval'),
+  querystring: {
+    type: 'object',
+    properties: {
+      waitMs: { type: 'string', description: '0-60000, default 0: how long to hold the request while it is pending' },
+    },
+  },
+  response: {
+    ...readResponses(
+      'the approval: status (pending, expired, decided, consumed), decision, decidedBy, feedback, editedArgsDigest, expiresAt, ageMs',
+    ),
+    403: { ...error, description: 'the key has none of the read, ingest and approve scopes' },
+    404: { ...error, description: 'no request of this approval is stored (after waiting up to waitMs)' },
+  },
+};
