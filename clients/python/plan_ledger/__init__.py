@@ -4,7 +4,7 @@ Standard library only (Python >= 3.9). See README.md beside this package.
 """
 from ._approvals import PendingApproval
 from ._contract import Violation
-from .aio import AsyncPlanLedgerClient
+from .aio import AsyncPendingApproval, AsyncPlanLedgerClient
 from .client import Conflict, NotFound, Plan, PlanLedgerClient, PlanLedgerError, PublishResult, Stats, StepInput
 from .errors import ApprovalRefused
 from .journal import JournalLockedError
@@ -47,6 +47,7 @@ __all__ = [
     "Conflict",
     "ApprovalRefused",
     "PendingApproval",
+    "AsyncPendingApproval",
     "Approval",
     "JournalLockedError",
     "ActivePlan",

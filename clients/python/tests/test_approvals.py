@@ -4,6 +4,7 @@ The real flow against serve and the worker: test/http/python-approvals.test.ts.
 
 Run: python3 -m unittest discover -s clients/python/tests (npm test runs them too).
 """
+import asyncio
 import os
 import sys
 import time
@@ -13,7 +14,14 @@ import urllib.parse
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from _fake_server import FakeServer  # noqa: E402
-from plan_ledger import Approval, ApprovalRefused, Plan, PlanLedgerClient, PlanLedgerError  # noqa: E402
+from plan_ledger import (  # noqa: E402
+    Approval,
+    ApprovalRefused,
+    AsyncPlanLedgerClient,
+    Plan,
+    PlanLedgerClient,
+    PlanLedgerError,
+)
 from plan_ledger.digest import args_digest  # noqa: E402
 
 KEY = "ingest-key-0123456789abcdef"
@@ -119,6 +127,32 @@ class ApprovalHelpers(unittest.TestCase):
         err = caught.exception
         self.assertEqual((err.status, err.reason, err.message), (409, "already_consumed", refusal["error"]))
         self.assertEqual(err.approval["approvalId"], "ap1")
+
+
+class AsyncApprovalHelpers(unittest.TestCase):
+    def setUp(self):
+        self.server = FakeServer().start()
+
+    def tearDown(self):
+        self.server.stop()
+
+    def test_request_wait_and_consume_on_the_loop(self):
+        self.server.routes["/v1/approvals/ap1"] = (200, view("decided", decision="approve"))
+        self.server.post_routes["/v1/approvals/ap1/consume"] = (
+            409,
+            {"error": "approval ap1 was rejected", "reason": "rejected"},
+        )
+
+        async def executor():
+            async with AsyncPlanLedgerClient(self.server.url, ingest_key=KEY, journal_dir=None) as ledger:
+                pending = ledger.request_approval(Plan("p1", "s1"), "s", ARGS, approval_id="ap1")
+                decided = await pending.wait(timeout=5)
+                try:
+                    await pending.consume()
+                except ApprovalRefused as err:
+                    return decided.decision, err.reason, (await ledger.wait_approval("ap1")).status
+
+        self.assertEqual(asyncio.run(executor()), ("approve", "rejected", "decided"))
 
 
 if __name__ == "__main__":
