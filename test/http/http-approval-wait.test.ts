@@ -1,5 +1,5 @@
 /**
- * GET /v1/approvals/{id}?waitMs= against a real serve, worker, Redis and database: a held request
+ * GET /v1/approvals/{id}?waitMs= against a real serve, worker, Redis and each local database: a held request
  * answers soon after the decision (woken by the worker's Redis message, not by the re-read every
  * 10 s), at waitMs with the approval still pending, at expiresAt with it expired, and once a
  * request that was not stored yet is stored and decided. The decision is published with the
@@ -19,7 +19,7 @@ jest.setTimeout(180_000);
 
 const DIGEST = argsDigest({ to: 'ops@example.com', subject: 'deploy' });
 
-describe.each<TestDb>(['sqlite', 'postgres'])('GET /v1/approvals/{id}?waitMs= on %s', (kind) => {
+describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('GET /v1/approvals/{id}?waitMs= on %s', (kind) => {
   let stack: ApiStack;
   let publisher: PlanEventPublisher;
   let journal: string;
