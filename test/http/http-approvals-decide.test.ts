@@ -55,7 +55,10 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('deciding approvals ove
     call(stack, 'POST', `/v1/approvals/${id}/consume`, { body: { argsDigest: digest } });
 
   beforeAll(async () => {
-    stack = await startApiStack(kind, { env: { HTTP_ADMIN_KEYS: ADMIN_KEY } });
+    stack = await startApiStack(kind, {
+      env: { HTTP_ADMIN_KEYS: ADMIN_KEY },
+      workerSettings: { healthPort: 0, healthHost: '127.0.0.1' },
+    });
     await send(ev('plan.created', { query: 'q', steps: [{ stepId: 's1', index: 0, agentId: 'a', task: 't' }] }, 0));
   });
   afterAll(async () => stack?.close());
@@ -151,5 +154,22 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('deciding approvals ove
     const raw = await call(stack, 'POST', '/v1/approvals/hd_bad/decide', { key: APPROVE_KEY, rawBody: '{"decision":' });
     expect(raw.status).toBe(400);
     expect((await call(stack, 'GET', '/v1/approvals/hd_bad')).json.status).toBe('pending');
+  });
+
+  it("reports the pending ones by age on the worker's /metrics (plan_ledger_approvals_pending)", async () => {
+    await requested('hd_gauge');
+    const pending = (await call(stack, 'GET', '/v1/approvals?status=pending')).json.approvals.length;
+    expect(pending).toBeGreaterThan(0);
+    const text = await (await fetch(`http://127.0.0.1:${stack.worker!.healthPort}/metrics`)).text();
+    const sample = (age: string) => {
+      const line = text.split('\n').find((l) => l.startsWith(`plan_ledger_approvals_pending{age="${age}"} `));
+      return line === undefined ? undefined : Number(line.split(' ')[1]);
+    };
+    expect(text).toContain('# TYPE plan_ledger_approvals_pending gauge');
+    const byAge = ['<1m', '1m-10m', '10m-1h', '1h-1d', '>1d'].map(sample);
+    // every bucket sampled; those of this file are minutes old at most
+    expect(byAge.slice(2)).toEqual([0, 0, 0]);
+    expect(byAge[0]).toBeGreaterThanOrEqual(1);
+    expect(byAge[0]! + byAge[1]!).toBe(pending);
   });
 });
