@@ -3,7 +3,11 @@
  * POST /v1/approvals/{id}/decide with an approve key (202, the worker stores approval.decided with
  * decidedBy = the key's name, then consume 200), the scopes, 404 / 409 / 400.
  */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { argsDigest } from '../../src/contracts';
+import { ENTITY, type ApprovalRow } from '../../src/store/entities';
+import { freePort } from '../publisher/support/redis-process';
 import { TestDb } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
 import { ADMIN_KEY, APPROVE_KEY, APPROVER, ApiStack, call, INGEST_KEY, READ_KEY, startApiStack } from './http-harness';
@@ -171,5 +175,53 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('deciding approvals ove
     expect(byAge.slice(2)).toEqual([0, 0, 0]);
     expect(byAge[0]).toBeGreaterThanOrEqual(1);
     expect(byAge[0]! + byAge[1]!).toBe(pending);
+  });
+});
+
+describe('deciding while Redis is unreachable', () => {
+  it('answers 202 once the decision is fsynced in the server journal (the path of POST /v1/events)', async () => {
+    const stack = await startApiStack('sqlite', {
+      worker: false,
+      redisUrl: `redis://127.0.0.1:${await freePort()}`,
+    });
+    try {
+      const row: ApprovalRow = {
+        approvalId: 'hd_offline',
+        planId: 'hd-offline-plan',
+        sessionId: 'hd-offline-sess',
+        stepId: 's1',
+        tool: null,
+        argsDigest: DIGEST,
+        expiresAt: new Date(Date.now() + 3_600_000),
+        assignee: null,
+        reason: null,
+        requestedAt: new Date(),
+        requestSeq: 4,
+        requestEventId: '0193a3c0-0000-7000-8000-000000000004',
+        decision: null,
+        decidedBy: null,
+        feedback: null,
+        editedArgsDigest: null,
+        decidedAt: null,
+        consumedAt: null,
+        consumedBy: null,
+      };
+      await stack.db.ds.getRepository<ApprovalRow>(ENTITY.approval).insert(row);
+      const answer = await call(stack, 'POST', '/v1/approvals/hd_offline/decide', {
+        key: APPROVE_KEY,
+        body: { decision: 'approve' },
+      });
+      expect([answer.status, answer.json.decidedBy]).toEqual([202, APPROVER]);
+      const journal = fs
+        .readdirSync(stack.journalDir, { recursive: true, encoding: 'utf8' })
+        .map((f) => path.join(stack.journalDir, f))
+        .filter((f) => fs.statSync(f).isFile())
+        .map((f) => fs.readFileSync(f, 'utf8'))
+        .join('\n');
+      expect(journal).toContain(answer.json.eventId);
+      expect(journal).toContain('"seq":4');
+    } finally {
+      await stack.close();
+    }
   });
 });
