@@ -3,7 +3,11 @@
  * POST /v1/approvals/{id}/decide with an approve key (202, the worker stores approval.decided with
  * decidedBy = the key's name, then consume 200), the scopes, 404 / 409 / 400.
  */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { argsDigest } from '../../src/contracts';
+import { ENTITY, type ApprovalRow } from '../../src/store/entities';
+import { freePort } from '../publisher/support/redis-process';
 import { TestDb } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
 import { ADMIN_KEY, APPROVE_KEY, APPROVER, ApiStack, call, INGEST_KEY, READ_KEY, startApiStack } from './http-harness';
@@ -55,7 +59,10 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('deciding approvals ove
     call(stack, 'POST', `/v1/approvals/${id}/consume`, { body: { argsDigest: digest } });
 
   beforeAll(async () => {
-    stack = await startApiStack(kind, { env: { HTTP_ADMIN_KEYS: ADMIN_KEY } });
+    stack = await startApiStack(kind, {
+      env: { HTTP_ADMIN_KEYS: ADMIN_KEY },
+      workerSettings: { healthPort: 0, healthHost: '127.0.0.1' },
+    });
     await send(ev('plan.created', { query: 'q', steps: [{ stepId: 's1', index: 0, agentId: 'a', task: 't' }] }, 0));
   });
   afterAll(async () => stack?.close());
@@ -151,5 +158,70 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('deciding approvals ove
     const raw = await call(stack, 'POST', '/v1/approvals/hd_bad/decide', { key: APPROVE_KEY, rawBody: '{"decision":' });
     expect(raw.status).toBe(400);
     expect((await call(stack, 'GET', '/v1/approvals/hd_bad')).json.status).toBe('pending');
+  });
+
+  it("reports the pending ones by age on the worker's /metrics (plan_ledger_approvals_pending)", async () => {
+    await requested('hd_gauge');
+    const pending = (await call(stack, 'GET', '/v1/approvals?status=pending')).json.approvals.length;
+    expect(pending).toBeGreaterThan(0);
+    const text = await (await fetch(`http://127.0.0.1:${stack.worker!.healthPort}/metrics`)).text();
+    const sample = (age: string) => {
+      const line = text.split('\n').find((l) => l.startsWith(`plan_ledger_approvals_pending{age="${age}"} `));
+      return line === undefined ? undefined : Number(line.split(' ')[1]);
+    };
+    expect(text).toContain('# TYPE plan_ledger_approvals_pending gauge');
+    const byAge = ['<1m', '1m-10m', '10m-1h', '1h-1d', '>1d'].map(sample);
+    // every bucket sampled; those of this file are minutes old at most
+    expect(byAge.slice(2)).toEqual([0, 0, 0]);
+    expect(byAge[0]).toBeGreaterThanOrEqual(1);
+    expect(byAge[0]! + byAge[1]!).toBe(pending);
+  });
+});
+
+describe('deciding while Redis is unreachable', () => {
+  it('answers 202 once the decision is fsynced in the server journal (the path of POST /v1/events)', async () => {
+    const stack = await startApiStack('sqlite', {
+      worker: false,
+      redisUrl: `redis://127.0.0.1:${await freePort()}`,
+    });
+    try {
+      const row: ApprovalRow = {
+        approvalId: 'hd_offline',
+        planId: 'hd-offline-plan',
+        sessionId: 'hd-offline-sess',
+        stepId: 's1',
+        tool: null,
+        argsDigest: DIGEST,
+        expiresAt: new Date(Date.now() + 3_600_000),
+        assignee: null,
+        reason: null,
+        requestedAt: new Date(),
+        requestSeq: 4,
+        requestEventId: '0193a3c0-0000-7000-8000-000000000004',
+        decision: null,
+        decidedBy: null,
+        feedback: null,
+        editedArgsDigest: null,
+        decidedAt: null,
+        consumedAt: null,
+        consumedBy: null,
+      };
+      await stack.db.ds.getRepository<ApprovalRow>(ENTITY.approval).insert(row);
+      const answer = await call(stack, 'POST', '/v1/approvals/hd_offline/decide', {
+        key: APPROVE_KEY,
+        body: { decision: 'approve' },
+      });
+      expect([answer.status, answer.json.decidedBy]).toEqual([202, APPROVER]);
+      const journal = fs
+        .readdirSync(stack.journalDir, { recursive: true, encoding: 'utf8' })
+        .map((f) => path.join(stack.journalDir, f))
+        .filter((f) => fs.statSync(f).isFile())
+        .map((f) => fs.readFileSync(f, 'utf8'))
+        .join('\n');
+      expect(journal).toContain(answer.json.eventId);
+      expect(journal).toContain('"seq":4');
+    } finally {
+      await stack.close();
+    }
   });
 });

@@ -13,6 +13,7 @@ import { migrationSql, revertAllMigrations, runMigrations } from '../../src/stor
 import { forkPlan } from '../../src/fork/fork-plan';
 import { countStalledPlans, markStalledPlans } from '../../src/stalled/stall-check';
 import { PlanEventStore } from '../../src/store/plan-event-store';
+import { APPROVAL_STATUSES, ApprovalLedger } from '../../src/store/approvals/approval-ledger';
 import { addPriceOverride, getPriceOverride, listPriceOverrides } from '../../src/store/price-overrides';
 import { repriceSteps } from '../../src/store/price-reprice';
 import { voidedSeqEvent } from '../../src/store/projection/voided-seq';
@@ -353,6 +354,15 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
   rec.calls = Object.keys(reads);
   for (const read of Object.values(reads)) await read();
   await recordStallCheck(rec, check);
+  await recordApprovals(rec);
+}
+
+/** The approvals' reads: the inbox by each status, one approval, and the pending-by-age gauge's count. */
+async function recordApprovals(rec: SectionRecorder): Promise<void> {
+  const ledger = new ApprovalLedger(await rec.open(() => undefined));
+  for (const status of APPROVAL_STATUSES) await ledger.list({ status, assignee: 'ops', olderThanMs: 60_000 }, NOW);
+  await ledger.get('appr-1', NOW);
+  await ledger.pendingByAge(NOW);
 }
 
 /** The stall check (its due scan finds two plans, both still due under their locks) and the stalled-plans gauge. */

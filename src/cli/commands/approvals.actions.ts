@@ -12,7 +12,8 @@ import { APPROVAL_STATUSES, ApprovalLedger, type ApprovalView } from '../../stor
 import { type CliContext, printJson } from '../cli-context';
 import { CliError } from '../exit-codes';
 import { withDataSource } from '../with-data-source';
-import type { ApprovalsOpts } from './approvals.command';
+
+type ApprovalsOpts = Record<string, string | boolean | undefined>;
 
 /** How long `approvals decide` waits for Redis to take the decision. */
 const DECIDE_FLUSH_MS = 10_000;

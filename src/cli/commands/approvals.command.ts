@@ -6,7 +6,7 @@ import { lazyRequire } from '../../shared/lazy-require';
 // The implementation (and with it TypeORM) is loaded when a subcommand runs (see main.ts).
 const actions = lazyRequire<typeof import('./approvals.actions')>(require, './approvals.actions');
 
-export type ApprovalsOpts = Record<string, string | boolean | undefined>;
+type ApprovalsOpts = Record<string, string | boolean | undefined>;
 
 /** `approvals list|show|decide`: the inbox of approvals and the human's decision (docs/approvals.md). */
 export function registerApprovals(program: Command, context: () => CliContext): Command {

@@ -15,6 +15,18 @@ export type { ApprovalView, ConsumeOutcome, ConsumeRefusal } from '../../contrac
 /** Every status of an approval, as the inbox filters on them. */
 export const APPROVAL_STATUSES: readonly ApprovalView['status'][] = ['pending', 'expired', 'decided', 'consumed'];
 
+/**
+ * The age buckets of `plan_ledger_approvals_pending`: each label with the age (ms since the
+ * request) it stops below; the last has no end.
+ */
+export const PENDING_AGE_BUCKETS: ReadonlyArray<readonly [label: string, belowMs: number]> = [
+  ['<1m', 60_000],
+  ['1m-10m', 600_000],
+  ['10m-1h', 3_600_000],
+  ['1h-1d', 86_400_000],
+  ['>1d', Number.POSITIVE_INFINITY],
+];
+
 /** What the inbox lists. */
 export interface ApprovalFilter {
   status?: ApprovalView['status'];
@@ -72,6 +84,27 @@ export class ApprovalLedger {
     return rows
       .filter((r) => filter.assignee === undefined || r.assignee === filter.assignee)
       .map((r) => viewOf(r, now));
+  }
+
+  /**
+   * Pending approvals (undecided, not expired) by age bucket (PENDING_AGE_BUCKETS), every bucket
+   * listed, 0 included: one scan of the undecided rows, counted in SQL.
+   */
+  async pendingByAge(now = new Date()): Promise<Map<string, number>> {
+    const qb = this.ds
+      .getRepository<ApprovalRow>(ENTITY.approval)
+      .createQueryBuilder('a')
+      .select('COUNT(*)', 'b0')
+      .where('a.decision IS NULL AND a.consumedAt IS NULL AND a.expiresAt > :now', { now });
+    // bucket i counts the requests at least its lower bound old; differences give each bucket
+    PENDING_AGE_BUCKETS.slice(0, -1).forEach(([, belowMs], i) =>
+      qb
+        .addSelect(`SUM(CASE WHEN a.requestedAt <= :before${i} THEN 1 ELSE 0 END)`, `b${i + 1}`)
+        .setParameter(`before${i}`, new Date(now.getTime() - belowMs)),
+    );
+    const row = (await qb.getRawOne<Record<string, unknown>>()) ?? {};
+    const atLeast = PENDING_AGE_BUCKETS.map((_, i) => Number(row[`b${i}`] ?? 0));
+    return new Map(PENDING_AGE_BUCKETS.map(([label], i) => [label, atLeast[i] - (atLeast[i + 1] ?? 0)]));
   }
 
   async get(approvalId: string, now = new Date()): Promise<ApprovalView | undefined> {
