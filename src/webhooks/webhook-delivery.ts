@@ -7,9 +7,9 @@ import { sqlDialectOf } from '../store/sql/dialects';
 import type { SqlDialect } from '../store/sql/sql-dialect';
 import type { WebhookConfig } from './webhook-config';
 import type { WebhookMetrics } from './webhook-metrics';
-import { sendWebhook, signedHeaders, type SendResult } from './webhook-sender';
+import { sendWebhook, signedHeaders, WebhookAgents, type SendResult } from './webhook-sender';
 import { subscriptionsById } from './webhook-subscriptions';
-import { resolveWebhookTarget, WebhookTargetError } from './webhook-target';
+import { type ResolvedTarget, resolveWebhookTarget, WebhookTargetError } from './webhook-target';
 
 /** What one round of the loop did. */
 export interface DeliveryRound {
@@ -33,6 +33,7 @@ export class WebhookDeliveryLoop {
   private readonly dialect: SqlDialect;
   private readonly stopping = new AbortController();
   private running: Promise<void> | undefined;
+  private readonly agents: WebhookAgents;
 
   constructor(
     private readonly ds: DataSource,
@@ -42,6 +43,7 @@ export class WebhookDeliveryLoop {
   ) {
     this.repo = ds.getRepository<WebhookDeliveryRow>(ENTITY.webhookDelivery);
     this.dialect = sqlDialectOf(ds);
+    this.agents = new WebhookAgents(config.batchSize);
     metrics?.observe({ pending: () => this.pending() });
   }
 
@@ -53,6 +55,7 @@ export class WebhookDeliveryLoop {
   async close(): Promise<void> {
     this.stopping.abort();
     await this.running;
+    this.agents.destroy();
   }
 
   private async loop(): Promise<void> {
@@ -79,7 +82,20 @@ export class WebhookDeliveryLoop {
       this.ds,
       claimed.rows.map((r) => r.subscriptionId),
     );
-    const results = await Promise.all(claimed.rows.map((row) => this.attempt(row, subs.get(row.subscriptionId))));
+    // each subscription's URL resolved and checked once a round, whatever its number of deliveries
+    const targets = new Map<string, Promise<ResolvedTarget>>();
+    const targetOf = (sub: WebhookSubscriptionRow) => {
+      let target = targets.get(sub.id);
+      if (!target) {
+        target = resolveWebhookTarget(sub.url, this.config.allowPrivate);
+        target.catch(() => undefined);
+        targets.set(sub.id, target);
+      }
+      return target;
+    };
+    const results = await Promise.all(
+      claimed.rows.map((row) => this.attempt(row, subs.get(row.subscriptionId), targetOf)),
+    );
     const done: WebhookDeliveryRow[] = [];
     for (let i = 0; i < claimed.rows.length; i++) {
       const row = claimed.rows[i];
@@ -96,13 +112,17 @@ export class WebhookDeliveryLoop {
     return round;
   }
 
-  private async attempt(row: WebhookDeliveryRow, sub: WebhookSubscriptionRow | undefined): Promise<SendResult> {
+  private async attempt(
+    row: WebhookDeliveryRow,
+    sub: WebhookSubscriptionRow | undefined,
+    targetOf: (sub: WebhookSubscriptionRow) => Promise<ResolvedTarget>,
+  ): Promise<SendResult> {
     if (!sub) return { ok: false, error: 'its subscription was removed' };
     if (!sub.enabled) return { ok: false, error: 'its subscription is disabled' };
     try {
-      const target = await resolveWebhookTarget(sub.url, this.config.allowPrivate);
+      const target = await targetOf(sub);
       const headers = signedHeaders(sub.secret, row.id, row.payload, new Date());
-      return await sendWebhook(target, headers, row.payload, this.config.timeoutMs);
+      return await sendWebhook(target, headers, row.payload, this.config.timeoutMs, this.agents.for(target));
     } catch (err) {
       if (err instanceof WebhookTargetError) return { ok: false, error: err.message };
       throw err;
