@@ -30,7 +30,7 @@ import { freePort, RedisProcess } from '../test/publisher/support/redis-process'
 import { addSubscription, newSecret } from '../src/webhooks/webhook-subscriptions';
 import { BenchOptions } from './support/cli-options';
 import { round } from './support/latency';
-import { compileWorker, startWorkerChild, waitCommitted } from './support/e2e-processes';
+import { compileWorker, cpuSeconds, startWorkerChild, waitCommitted } from './support/e2e-processes';
 import {
   type BenchContext,
   expectAccepted,
@@ -145,6 +145,7 @@ async function webhookRun(ctx: BenchContext, shape: Shape, seed: number) {
   try {
     const source = inputsOf(shape, count, seed);
     await pub.ready();
+    const cpu0 = cpuSeconds(worker.pid);
     const t0 = Date.now();
     for (let done = 0; done < count;) {
       const allowed = Math.min(count, Math.floor(((Date.now() - t0) / 1000) * RATE)) - done;
@@ -169,6 +170,8 @@ async function webhookRun(ctx: BenchContext, shape: Shape, seed: number) {
       await sleep(100);
     }
     const lastAt = receiver.got.reduce((m, r) => Math.max(m, r.at), 0);
+    // the worker's CPU per wall second until its last webhook: 1 is one core, all its event loop can give
+    const workerCpuPerSec = (cpuSeconds(worker.pid) - cpu0) / ((Date.now() - t0) / 1000);
     const rows: { id: string; created_at: Date }[] = await db.ds.query('SELECT id, created_at FROM webhook_deliveries');
     const storedAt = new Map(rows.map((r) => [r.id, new Date(r.created_at).getTime()]));
     const measured = receiver.got.filter((r) => r.occurredAt - t0 >= WARMUP_MS);
@@ -193,6 +196,7 @@ async function webhookRun(ctx: BenchContext, shape: Shape, seed: number) {
       storeTo2xx: quantiles(measured.map((r) => r.at - storedAt.get(r.id)!)),
       publishTo2xx: quantiles(measured.map((r) => r.at - r.occurredAt)),
       workerHistogram: { count: histogramCount, within2s: le2 },
+      workerCpuPerSec: round(workerCpuPerSec),
     };
   } finally {
     await worker.stop('SIGKILL');
@@ -226,7 +230,7 @@ async function main(): Promise<void> {
         `${shape}: ${r.webhooks} webhooks (${r.webhooksPerSec}/s), ${r.unverified} unverified, ${r.duplicates} duplicates; ` +
           `store-to-2xx p50 ${r.storeTo2xx.p50Ms} ms, p99 ${r.storeTo2xx.p99Ms} ms, max ${r.storeTo2xx.maxMs} ms; ` +
           `publish-to-2xx p99 ${r.publishTo2xx.p99Ms} ms (${round(r.publishTo2xx.p99Ms / baseline.p99Ms)}x the baseline's commit p99); ` +
-          `worker histogram ${r.workerHistogram.within2s}/${r.workerHistogram.count} within 2 s`,
+          `worker histogram ${r.workerHistogram.within2s}/${r.workerHistogram.count} within 2 s; worker CPU ${r.workerCpuPerSec} core`,
       );
     }
     const worst = runs.reduce((m, r) => Math.max(m, r.storeTo2xx.p99Ms), 0);

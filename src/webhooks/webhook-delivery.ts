@@ -11,6 +11,12 @@ import { sendWebhook, signedHeaders, WebhookAgents, type SendResult } from './we
 import { subscriptionsById } from './webhook-subscriptions';
 import { type ResolvedTarget, resolveWebhookTarget, WebhookTargetError } from './webhook-target';
 
+/**
+ * Rounds a loop has in flight at once: the next claim starts while the deliveries claimed before
+ * are sent and recorded (the claim skips rows under a lease, so rounds never share one).
+ */
+const ROUNDS_IN_FLIGHT = 4;
+
 /** What one round of the loop did. */
 export interface DeliveryRound {
   claimed: number;
@@ -43,7 +49,7 @@ export class WebhookDeliveryLoop {
   ) {
     this.repo = ds.getRepository<WebhookDeliveryRow>(ENTITY.webhookDelivery);
     this.dialect = sqlDialectOf(ds);
-    this.agents = new WebhookAgents(config.batchSize);
+    this.agents = new WebhookAgents(config.batchSize * ROUNDS_IN_FLIGHT);
     metrics?.observe({ pending: () => this.pending() });
   }
 
@@ -51,7 +57,7 @@ export class WebhookDeliveryLoop {
     this.running ??= this.loop();
   }
 
-  /** Stops claiming; resolves once the round in flight has recorded its outcomes. */
+  /** Stops claiming; resolves once the rounds in flight have recorded their outcomes. */
   async close(): Promise<void> {
     this.stopping.abort();
     await this.running;
@@ -60,22 +66,39 @@ export class WebhookDeliveryLoop {
 
   private async loop(): Promise<void> {
     let failures = 0;
+    const inFlight = new Set<Promise<unknown>>();
+    const onFailure = async (err: unknown) => {
+      failures++;
+      this.logger.warn({ err, failures }, 'webhook delivery round failed; retrying');
+      await sleep(backoffDelay(failures, { baseMs: 500, maxMs: 30_000 }), this.stopping.signal);
+    };
     while (!this.stopping.signal.aborted) {
       try {
-        const round = await this.round();
+        const claimed = await this.claim(new Date());
         failures = 0;
-        if (round.claimed < this.config.batchSize) await sleep(this.config.pollMs, this.stopping.signal);
+        if (claimed.rows.length > 0) {
+          // rows whose outcome is not recorded stay leased: another round takes them after the lease
+          const sending: Promise<unknown> = this.deliver(claimed)
+            .catch(onFailure)
+            .finally(() => inFlight.delete(sending));
+          inFlight.add(sending);
+        }
+        if (inFlight.size >= ROUNDS_IN_FLIGHT) await Promise.race(inFlight);
+        if (claimed.rows.length < this.config.batchSize) await sleep(this.config.pollMs, this.stopping.signal);
       } catch (err) {
-        failures++;
-        this.logger.warn({ err, failures }, 'webhook delivery round failed; retrying');
-        await sleep(backoffDelay(failures, { baseMs: 500, maxMs: 30_000 }), this.stopping.signal);
+        await onFailure(err);
       }
     }
+    await Promise.all(inFlight);
   }
 
   /** Claims the due deliveries, sends them and records what came of each. */
   async round(now = new Date()): Promise<DeliveryRound> {
-    const claimed = await this.claim(now);
+    return this.deliver(await this.claim(now));
+  }
+
+  /** Sends claimed deliveries and records what came of each. */
+  private async deliver(claimed: { token: string; rows: WebhookDeliveryRow[] }): Promise<DeliveryRound> {
     const round: DeliveryRound = { claimed: claimed.rows.length, delivered: 0, failed: 0, dead: 0 };
     if (claimed.rows.length === 0) return round;
     const subs = await subscriptionsById(
