@@ -146,6 +146,7 @@ async function webhookRun(ctx: BenchContext, shape: Shape, seed: number) {
     const source = inputsOf(shape, count, seed);
     await pub.ready();
     const cpu0 = cpuSeconds(worker.pid);
+    const benchCpu0 = process.cpuUsage();
     const t0 = Date.now();
     for (let done = 0; done < count;) {
       const allowed = Math.min(count, Math.floor(((Date.now() - t0) / 1000) * RATE)) - done;
@@ -171,7 +172,11 @@ async function webhookRun(ctx: BenchContext, shape: Shape, seed: number) {
     }
     const lastAt = receiver.got.reduce((m, r) => Math.max(m, r.at), 0);
     // the worker's CPU per wall second until its last webhook: 1 is one core, all its event loop can give
-    const workerCpuPerSec = (cpuSeconds(worker.pid) - cpu0) / ((Date.now() - t0) / 1000);
+    const wallSeconds = (Date.now() - t0) / 1000;
+    const workerCpuPerSec = (cpuSeconds(worker.pid) - cpu0) / wallSeconds;
+    // this process publishes and receives: its CPU bounds both
+    const benchCpu = process.cpuUsage(benchCpu0);
+    const benchCpuPerSec = (benchCpu.user + benchCpu.system) / 1e6 / wallSeconds;
     const rows: { id: string; created_at: Date }[] = await db.ds.query('SELECT id, created_at FROM webhook_deliveries');
     const storedAt = new Map(rows.map((r) => [r.id, new Date(r.created_at).getTime()]));
     const measured = receiver.got.filter((r) => r.occurredAt - t0 >= WARMUP_MS);
@@ -197,6 +202,7 @@ async function webhookRun(ctx: BenchContext, shape: Shape, seed: number) {
       publishTo2xx: quantiles(measured.map((r) => r.at - r.occurredAt)),
       workerHistogram: { count: histogramCount, within2s: le2 },
       workerCpuPerSec: round(workerCpuPerSec),
+      publisherAndReceiverCpuPerSec: round(benchCpuPerSec),
     };
   } finally {
     await worker.stop('SIGKILL');
@@ -230,7 +236,7 @@ async function main(): Promise<void> {
         `${shape}: ${r.webhooks} webhooks (${r.webhooksPerSec}/s), ${r.unverified} unverified, ${r.duplicates} duplicates; ` +
           `store-to-2xx p50 ${r.storeTo2xx.p50Ms} ms, p99 ${r.storeTo2xx.p99Ms} ms, max ${r.storeTo2xx.maxMs} ms; ` +
           `publish-to-2xx p99 ${r.publishTo2xx.p99Ms} ms (${round(r.publishTo2xx.p99Ms / baseline.p99Ms)}x the baseline's commit p99); ` +
-          `worker histogram ${r.workerHistogram.within2s}/${r.workerHistogram.count} within 2 s; worker CPU ${r.workerCpuPerSec} core`,
+          `worker histogram ${r.workerHistogram.within2s}/${r.workerHistogram.count} within 2 s; worker CPU ${r.workerCpuPerSec} core, publisher+receiver ${r.publisherAndReceiverCpuPerSec} core`,
       );
     }
     const worst = runs.reduce((m, r) => Math.max(m, r.storeTo2xx.p99Ms), 0);
