@@ -57,6 +57,7 @@ function row(i: number, now: number): ApprovalRow {
     decidedAt: pending ? null : requestedAt,
     consumedAt: pending || i % 2 === 0 ? null : requestedAt,
     consumedBy: pending || i % 2 === 0 ? null : 'executor',
+    expiredAt: null,
   };
 }
 

@@ -20,8 +20,8 @@ export interface HttpConfig {
   /** HTTP_READ_KEYS: comma-separated API keys allowed to call the read endpoints. @defaultValue none */
   readKeys: string[];
   /**
-   * HTTP_ADMIN_KEYS: comma-separated API keys that may also replay and purge dead letters from the console (they read
-   * too). @defaultValue none
+   * HTTP_ADMIN_KEYS: comma-separated API keys that may also fork plans, replay and purge dead letters from the
+   * console and manage webhooks (they read too). @defaultValue none
    */
   adminKeys: string[];
   /**
@@ -111,7 +111,7 @@ export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['HTTP_READ_KEYS', 'comma-separated API keys with the read scope (GET /v1/...); a key may be in both lists'],
   [
     'HTTP_ADMIN_KEYS',
-    'comma-separated API keys with the admin scope: read, plus POST /v1/plans/{planId}/fork|replay and dead-letter replay and purge in the console',
+    'comma-separated API keys with the admin scope: read, plus POST /v1/plans/{planId}/fork|replay, dead-letter replay and purge in the console, and /v1/webhooks/...',
   ],
   [
     'HTTP_APPROVE_KEYS',

@@ -15,6 +15,8 @@ import { registerReadRoutes } from './read.routes';
 import { registerForkRoutes } from './fork.routes';
 import { registerApprovalRoutes } from './approvals.routes';
 import type { ApprovalWakeups } from '../queue/approval-signals';
+import { registerWebhookRoutes } from './webhooks.routes';
+import { NO_PRIVATE, type PrivateAllowance } from '../webhooks/webhook-target';
 import { CONSOLE_CSP, ConsoleDeps, registerConsoleRoutes } from '../console/console.routes';
 import { ConsoleSessions, CSRF_HEADER } from '../console/console-sessions';
 import { registerSharedReads } from '../console/shared-reads';
@@ -30,6 +32,8 @@ export interface HttpServerDeps {
   approvalWakeups?: ApprovalWakeups;
   /** The console's queues (dead letters, health); without them those routes answer 503. */
   queues?: Omit<ConsoleDeps, 'keys' | 'sessions'>;
+  /** WEBHOOKS_ALLOW_PRIVATE: what a subscription's URL may resolve to. @defaultValue none of the refused addresses */
+  webhookAllowPrivate?: PrivateAllowance;
 }
 
 export interface BuiltHttpServer {
@@ -129,6 +133,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
     closing: () => closing,
     waits: { wakeups: deps.approvalWakeups, closingSignal: closingSignal.signal },
   });
+  registerWebhookRoutes(app, deps.dataSource, deps.webhookAllowPrivate ?? NO_PRIVATE);
   registerConsoleRoutes(app, { keys, sessions, ...deps.queues });
   await app.ready();
   return {
@@ -170,7 +175,7 @@ function openApiOptions(version: string): SwaggerOptions {
             type: 'http',
             scheme: 'bearer',
             description:
-              'HTTP_INGEST_KEYS (POST /v1/events, /v1/traces, /v1/logs), HTTP_READ_KEYS (GET /v1/...), HTTP_ADMIN_KEYS (read, plus fork, replay and dead-letter replay/purge) or HTTP_APPROVE_KEYS (decide approvals and read them)',
+              'HTTP_INGEST_KEYS (POST /v1/events, /v1/traces, /v1/logs), HTTP_READ_KEYS (GET /v1/...), HTTP_ADMIN_KEYS (read, plus fork, replay, dead-letter replay/purge and webhooks) or HTTP_APPROVE_KEYS (decide approvals and read them)',
           },
         },
       },

@@ -395,3 +395,134 @@ export const approvalRouteSchema = {
     404: { ...error, description: 'no request of this approval is stored (after waiting up to waitMs)' },
   },
 };
+
+const adminResponses = <T extends Record<number, unknown>>(ok: T) => ({
+  ...ok,
+  400: { ...error, description: 'a malformed argument (named in the error)' },
+  401: { ...error, description: 'no or unknown API key' },
+  403: { ...error, description: 'the key lacks the admin scope' },
+});
+const subscription = (secret: string) => ({
+  type: 'object',
+  properties: {
+    id: { type: 'string', description: 'wh-<12 hex>' },
+    url: { type: 'string' },
+    events: { type: 'string', description: 'comma-separated webhook types, or *' },
+    enabled: { type: 'boolean' },
+    secret: { type: 'string', description: secret },
+    createdAt: { type: 'string', format: 'date-time' },
+  },
+});
+const subscriptionIdParam = idParam('id', 'the subscription id (wh-...)');
+const unknownSubscription = { 404: { ...error, description: 'no subscription under this id' } };
+
+/** `/v1/webhooks/...`: subscriptions and deliveries (admin scope; CLI: webhooks ...). */
+export const webhookRouteSchemas = {
+  list: {
+    summary: 'every webhook subscription, oldest first, secrets redacted (admin scope; CLI: webhooks list --json)',
+    tags: ['webhooks'],
+    security,
+    response: adminResponses({
+      200: {
+        description: '{ subscriptions }',
+        type: 'object',
+        properties: {
+          subscriptions: { type: 'array', items: subscription('redacted: whsec_… and its last 4 characters') },
+        },
+      },
+    }),
+  },
+  add: {
+    summary:
+      'subscribe a URL; the answer holds the signing secret, shown this once (admin scope; CLI: webhooks add --json)',
+    description:
+      "The URL is resolved and refused if any address is loopback, private, link-local or metadata (unless serve's WEBHOOKS_ALLOW_PRIVATE allows it). Events stored from then on (within 2 s) are delivered to it.",
+    tags: ['webhooks'],
+    security,
+    body: {
+      type: 'object',
+      required: ['url'],
+      additionalProperties: false,
+      properties: {
+        url: { type: 'string', description: 'https:// (or http://) URL the webhooks are POSTed to' },
+        events: {
+          description: 'webhook types (comma-separated, or a list), or * for all (default *)',
+          oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
+        },
+        enabled: { type: 'boolean', description: 'default true; false stores it disabled' },
+      },
+    },
+    response: adminResponses({
+      201: {
+        ...subscription('the signing secret in full (whsec_...): this answer only'),
+        description: 'stored; Location names it',
+      },
+    }),
+  },
+  remove: {
+    summary: 'remove a subscription and its deliveries not yet sent (admin scope; CLI: webhooks remove)',
+    tags: ['webhooks'],
+    security,
+    params: subscriptionIdParam,
+    response: adminResponses({
+      200: { description: '{ removed: id }', type: 'object', properties: { removed: { type: 'string' } } },
+      ...unknownSubscription,
+    }),
+  },
+  enable: (action: 'enable' | 'disable') => ({
+    summary: `${action} a subscription; a disabled one gets no new deliveries (admin scope; CLI: webhooks ${action})`,
+    tags: ['webhooks'],
+    security,
+    params: subscriptionIdParam,
+    response: adminResponses({
+      200: {
+        description: '{ id, enabled }',
+        type: 'object',
+        properties: { id: { type: 'string' }, enabled: { type: 'boolean' } },
+      },
+      ...unknownSubscription,
+    }),
+  }),
+  deliveries: {
+    summary:
+      'the newest webhook deliveries: status, attempts, last error (admin scope; CLI: webhooks deliveries --json)',
+    tags: ['webhooks'],
+    security,
+    querystring: {
+      type: 'object',
+      properties: {
+        subscription: { type: 'string', description: 'only this subscription' },
+        status: { type: 'string', enum: ['pending', 'delivered', 'dead'] },
+        limit: { type: 'string', description: '1-10000, default 50' },
+      },
+    },
+    response: adminResponses({
+      200: {
+        description:
+          '{ deliveries: [{ id (the webhook-id), subscriptionId, eventType, eventId, planId, status, attempts, nextAttemptAt, lastError, createdAt, deliveredAt }] }',
+        type: 'object',
+        properties: { deliveries: { type: 'array', items: { type: 'object' } } },
+      },
+    }),
+  },
+  replay: {
+    summary:
+      'send deliveries again now, attempts reset, with the same webhook-id (admin scope; CLI: webhooks replay --json)',
+    description:
+      'ids names the deliveries; without ids, every delivery of status (default dead), of one subscription if given.',
+    tags: ['webhooks'],
+    security,
+    body: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        ids: { type: 'array', items: { type: 'string' }, description: 'delivery ids (webhook-id values)' },
+        subscription: { type: 'string', description: 'only this subscription' },
+        status: { type: 'string', enum: ['dead', 'delivered'], description: 'when no id is given (default dead)' },
+      },
+    },
+    response: adminResponses({
+      200: { description: '{ replayed: how many }', type: 'object', properties: { replayed: { type: 'integer' } } },
+    }),
+  },
+};

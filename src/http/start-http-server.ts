@@ -17,6 +17,7 @@ import { RepeatedLog } from '../shared/repeated-log';
 import { ApiKeys } from '../shared/api-keys';
 import { lazyRequire } from '../shared/lazy-require';
 import type { OtlpGrpcServer } from './otlp-grpc';
+import type { PrivateAllowance } from '../webhooks/webhook-target';
 
 const otlpGrpc = lazyRequire<typeof import('./otlp-grpc')>(require, './otlp-grpc');
 
@@ -40,6 +41,8 @@ export interface StartHttpServerOptions {
   config: Readonly<AppConfig>;
   settings: Readonly<HttpConfig>;
   logger: Logger;
+  /** WEBHOOKS_ALLOW_PRIVATE, for the URLs of subscriptions added through the admin API. */
+  webhookAllowPrivate?: PrivateAllowance;
 }
 
 /** Composition root of `plan-ledger serve`: opens the database and the publisher, then listens. */
@@ -105,6 +108,7 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
       logger,
       version: workerVersion(),
       approvalWakeups: wakeups,
+      webhookAllowPrivate: opts.webhookAllowPrivate,
       queues: { deadLetters, deadLetterQueue, eventsQueue, eventShards, redis, queuePrefix: config.queuePrefix },
     });
     if (settings.otlpGrpcPort !== undefined) grpc = await startGrpc(settings, server, logger);

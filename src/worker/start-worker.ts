@@ -278,6 +278,7 @@ async function startStallCheck(o: Opening, closing: AbortSignal): Promise<void> 
       prefix: config.queuePrefix,
       dataSource: o.ds,
       everyMs: o.settings.stallCheckMs,
+      stallAfterMs: o.settings.stallAfterMs,
       logger: logger.child({ component: 'stall-check' }),
       closeTimeoutMs: o.settings.shutdownTimeoutMs,
     });

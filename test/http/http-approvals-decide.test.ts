@@ -205,6 +205,7 @@ describe('deciding while Redis is unreachable', () => {
         decidedAt: null,
         consumedAt: null,
         consumedBy: null,
+        expiredAt: null,
       };
       await stack.db.ds.getRepository<ApprovalRow>(ENTITY.approval).insert(row);
       const answer = await call(stack, 'POST', '/v1/approvals/hd_offline/decide', {

@@ -7,6 +7,8 @@ import { loadHttpConfig } from '../../src/http/http-config';
 import { HttpServerHandle, startHttpServer } from '../../src/http/start-http-server';
 import { createLogger } from '../../src/shared/logger';
 import { startWorker, WorkerConfig, WorkerHandle } from '../../src/worker';
+import type { WebhookConfig } from '../../src/webhooks/webhook-config';
+import { parseAllowance } from '../../src/webhooks/webhook-target';
 import { createMigratedDb, TestDb } from '../support/databases';
 import { dropPrefix, openRedis, REDIS_URL, silentLogger, uniquePrefix } from '../worker/helpers/queue-harness';
 
@@ -49,6 +51,8 @@ export async function startApiStack(
     worker?: boolean;
     redisUrl?: string;
     workerSettings?: Partial<WorkerConfig>;
+    /** The in-process worker's webhook delivery. @defaultValue DEFAULT_WEBHOOK_CONFIG */
+    webhooks?: WebhookConfig;
   } = {},
 ): Promise<ApiStack> {
   const db = await createMigratedDb(kind);
@@ -79,6 +83,7 @@ export async function startApiStack(
         ...options.env,
       }),
       logger: createLogger({ level: 'info', destination: sink as never }),
+      webhookAllowPrivate: parseAllowance(options.env?.WEBHOOKS_ALLOW_PRIVATE),
     });
   const server = await serve(options.env?.HTTP_PORT ?? '0');
   let running: HttpServerHandle | undefined = server;
@@ -90,6 +95,7 @@ export async function startApiStack(
           dataSource: db.ds,
           logger: silentLogger(),
           settings: { healthPort: null, concurrency: 16, batchSize: 500, ...options.workerSettings },
+          webhooks: options.webhooks,
         });
   const stack: ApiStack = {
     db,

@@ -141,6 +141,7 @@ const ALL_MIGRATIONS = [
   'Approvals1795225100000',
   'OutputsStoredOnce1795225200000',
   'StalledPlans1795226450000',
+  'ApprovalExpired1795227060000',
 ];
 
 /** Seed 000, section 6, verbatim. */
