@@ -528,7 +528,7 @@ function retentionAnswer(plans: readonly string[] = PLANS): Answer {
         planDeletedAt: null,
       }));
     if (/AS "planRow"/.test(sql)) return ids.map((id) => ({ id, deletedAt: null, updatedAt: old, planRow: null }));
-    return ids.map((id) => ({ id, endedAt: old }));
+    return ids.map((id) => ({ id, endedAt: old, createdAt: old }));
   };
 }
 
