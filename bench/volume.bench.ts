@@ -13,7 +13,7 @@
  * 3. at the largest size: `prices reprice --dry-run` over the window (its peak RSS), then a
  *    retention run retiring about a third of the store (plans older than 2/3 of the window) and
  *    its purge: WAL per retired event (PostgreSQL), and `plans list`'s p99 while it runs against
- *    its p99 just before.
+ *    its p99 just before (and, as a control, while the same run runs as a dry run: no writes).
  *
  * Figures are ratios between the sizes of one run (largest / first); the machine is shared, so
  * the absolute times move with the load (`loadAvg` is printed).
@@ -379,6 +379,10 @@ async function retention(run: VolumeRun, cli: CliTarget): Promise<Record<string,
   };
   const listPath = '/v1/plans?limit=20';
   const before = await latencyWhile(serve.base, READ_KEY, listPath, { seconds: 20 });
+  // a control: the same run as a dry run (the CLI process and the run's reads, no write)
+  const dryRun = runCli(cli.main, { ...cli.env, ...policy }, ['retention', 'run', '--dry-run', '--json']);
+  const duringDryRun = await latencyWhile(serve.base, READ_KEY, listPath, { until: dryRun });
+  if ((await dryRun).code !== 0) throw new Error(`retention run --dry-run failed: ${(await dryRun).stderr}`);
   // the retired rows were written weeks before a real retention run, and the purge runs a grace
   // period after the soft delete: a checkpoint before each, so each pays its pages' first images
   await checkpoint(ds, kind);
@@ -418,11 +422,14 @@ async function retention(run: VolumeRun, cli: CliTarget): Promise<Record<string,
     plansListBefore: before,
     plansListDuring: during,
     p99DuringOverBefore: before.p99Ms ? round(during.p99Ms / before.p99Ms) : null,
+    plansListDuringDryRun: duringDryRun,
+    p99DuringDryRunOverBefore: before.p99Ms ? round(duringDryRun.p99Ms / before.p99Ms) : null,
   };
   log(
     `\nretention of ${retired.plans} plans (${retired.events} events): soft delete ${soft.seconds} s, purge ${purge.seconds} s; ` +
       `WAL/retired event ${JSON.stringify(figures.walBytesPerRetiredEvent)}; plans list p99 ${before.p99Ms} ms before, ` +
-      `${during.p99Ms} ms during (x${figures.p99DuringOverBefore}, ${during.requests} requests)`,
+      `${during.p99Ms} ms during (x${figures.p99DuringOverBefore}, ${during.requests} requests), ` +
+      `${duringDryRun.p99Ms} ms during its dry run (x${figures.p99DuringDryRunOverBefore})`,
   );
   return figures;
 }
