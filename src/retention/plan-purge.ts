@@ -19,10 +19,11 @@ export function purgeCutoff(ctx: Pick<RunContext, 'now' | 'policy'>): Date {
  * Hard-deletes plans soft-deleted longer ago than the grace period: every row they own, children
  * first, in transactions of at most `maxRows` rows (row-batches.ts), a plan with more rows than
  * that in chunks. Plans go oldest first (creation time, then id): their rows were stored in about
- * that order, so the purge finishes with one stretch of table pages before the next and a
- * checkpoint during a long purge does not make it log the pages it already changed a second time. Idempotent: each transaction re-checks under the head locks what is still there,
- * and a plan's row goes with its last rows, so an interrupted or concurrent run leaves only whole
- * transactions done, and the next run goes on (a half-purged plan is still soft-deleted past grace).
+ * that order, so the purge finishes with one stretch of table pages before the next, and a
+ * checkpoint during a long purge does not make it log the pages it already changed a second time.
+ * Idempotent: each transaction re-checks under the head locks what is still there, and a plan's
+ * row goes with its last rows, so an interrupted or concurrent run leaves only whole transactions
+ * done, and the next run goes on (a half-purged plan is still soft-deleted past grace).
  */
 export async function purgePlans(ctx: RunContext): Promise<void> {
   const cutoff = purgeCutoff(ctx);
