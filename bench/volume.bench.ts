@@ -13,7 +13,7 @@
  * 3. at the largest size: `prices reprice --dry-run` over the window (its peak RSS), then a
  *    retention run retiring about a third of the store (plans older than 2/3 of the window) and
  *    its purge: WAL per retired event (PostgreSQL), and `plans list`'s p99 while it runs against
- *    its p99 just before.
+ *    its p99 just before (and, as a control, while the same run runs as a dry run: no writes).
  *
  * Figures are ratios between the sizes of one run (largest / first); the machine is shared, so
  * the absolute times move with the load (`loadAvg` is printed).
@@ -195,6 +195,11 @@ async function measureReads(run: VolumeRun, targets: ReadTargets): Promise<SizeF
 
 const kb = (bytes: number) => `${round(bytes / 1024, 1)} KB`;
 
+/** CHECKPOINT on PostgreSQL (the WAL the checkpoint itself writes is not counted: measure after it). */
+async function checkpoint(ds: DataSource, kind: TestDb): Promise<void> {
+  if (kind === 'postgres') await ds.query('CHECKPOINT');
+}
+
 async function countRetiredEvents(ds: DataSource): Promise<{ plans: number; events: number }> {
   const [r] = (await ds.query(
     `SELECT COUNT(*) AS plans, COALESCE(SUM(event_count), 0) AS events FROM plan_heads WHERE deleted_at IS NOT NULL`,
@@ -374,6 +379,13 @@ async function retention(run: VolumeRun, cli: CliTarget): Promise<Record<string,
   };
   const listPath = '/v1/plans?limit=20';
   const before = await latencyWhile(serve.base, READ_KEY, listPath, { seconds: 20 });
+  // a control: the same run as a dry run (the CLI process and the run's reads, no write)
+  const dryRun = runCli(cli.main, { ...cli.env, ...policy }, ['retention', 'run', '--dry-run', '--json']);
+  const duringDryRun = await latencyWhile(serve.base, READ_KEY, listPath, { until: dryRun });
+  if ((await dryRun).code !== 0) throw new Error(`retention run --dry-run failed: ${(await dryRun).stderr}`);
+  // the retired rows were written weeks before a real retention run, and the purge runs a grace
+  // period after the soft delete: a checkpoint before each, so each pays its pages' first images
+  await checkpoint(ds, kind);
   const wal0 = await walBytes(ds, kind);
   const softRun = runCli(cli.main, { ...cli.env, ...policy }, ['retention', 'run', '--json']);
   const during = await latencyWhile(serve.base, READ_KEY, listPath, { until: softRun });
@@ -381,6 +393,8 @@ async function retention(run: VolumeRun, cli: CliTarget): Promise<Record<string,
   if (soft.code !== 0) throw new Error(`retention run failed: ${soft.stderr}`);
   const wal1 = await walBytes(ds, kind);
   const retired = await countRetiredEvents(ds);
+  await checkpoint(ds, kind);
+  const wal1p = await walBytes(ds, kind);
   const purge = await runCli(cli.main, { ...cli.env, ...policy, RETENTION_GRACE_DAYS: '0' }, [
     'retention',
     'run',
@@ -392,6 +406,8 @@ async function retention(run: VolumeRun, cli: CliTarget): Promise<Record<string,
   const wal3 = await walBytes(ds, kind);
   const per = (a: number | null, b: number | null) =>
     a === null || b === null || retired.events === 0 ? null : Math.round((b - a) / retired.events);
+  const sum = (...parts: Array<number | null>) =>
+    parts.some((p) => p === null) ? null : parts.reduce<number>((a, b) => a + (b ?? 0), 0);
   const figures = {
     retiredPlans: retired.plans,
     retiredEvents: retired.events,
@@ -399,18 +415,21 @@ async function retention(run: VolumeRun, cli: CliTarget): Promise<Record<string,
     purgeSeconds: purge.seconds,
     walBytesPerRetiredEvent: {
       softDelete: per(wal0, wal1),
-      purge: per(wal1, wal2),
+      purge: per(wal1p, wal2),
       vacuum: per(wal2, wal3),
-      total: per(wal0, wal3),
+      total: sum(per(wal0, wal1), per(wal1p, wal2), per(wal2, wal3)),
     },
     plansListBefore: before,
     plansListDuring: during,
     p99DuringOverBefore: before.p99Ms ? round(during.p99Ms / before.p99Ms) : null,
+    plansListDuringDryRun: duringDryRun,
+    p99DuringDryRunOverBefore: before.p99Ms ? round(duringDryRun.p99Ms / before.p99Ms) : null,
   };
   log(
     `\nretention of ${retired.plans} plans (${retired.events} events): soft delete ${soft.seconds} s, purge ${purge.seconds} s; ` +
       `WAL/retired event ${JSON.stringify(figures.walBytesPerRetiredEvent)}; plans list p99 ${before.p99Ms} ms before, ` +
-      `${during.p99Ms} ms during (x${figures.p99DuringOverBefore}, ${during.requests} requests)`,
+      `${during.p99Ms} ms during (x${figures.p99DuringOverBefore}, ${during.requests} requests), ` +
+      `${duringDryRun.p99Ms} ms during its dry run (x${figures.p99DuringDryRunOverBefore})`,
   );
   return figures;
 }

@@ -153,7 +153,12 @@ export function planPage(planId) {
       resume && resume.resumable && resume.nextSteps && resume.nextSteps.length ? resume.nextSteps[0].stepId : null,
     );
     var parts = {
-      summary: h('div', { id: 'plan-summary' }, planSummary(state.view.plan, state.view.source, steps)),
+      summary: h(
+        'div',
+        { id: 'plan-summary' },
+        planSummary(state.view.plan, state.view.source, steps),
+        stalledBadge(state),
+      ),
       rest: h('div', { id: 'plan-rest', 'aria-busy': 'true' }),
       timeline: timelinePart(state),
       tables: tablesPart(state),

@@ -131,7 +131,7 @@ function limit(d: Dialect, n: number): string {
   return d === 'mssql' ? '' : ` LIMIT ${n}`;
 }
 
-function dropIndex(d: Dialect, q: (name: string) => string, name: string, table: string): string {
+export function dropIndex(d: Dialect, q: (name: string) => string, name: string, table: string): string {
   return d === 'mysql' || d === 'mssql' ? `DROP INDEX ${q(name)} ON ${table}` : `DROP INDEX ${q(name)}`;
 }
 

@@ -14,6 +14,8 @@ import { Webhooks1795225000000 } from './1795225000000-webhooks';
 import { Approvals1795225100000 } from './1795225100000-approvals';
 import { OutputsStoredOnce1795225200000 } from './1795225200000-outputs-stored-once';
 import { StalledPlans1795226450000 } from './1795226450000-stalled-plans';
+import { ApprovalExpired1795227060000 } from './1795227060000-approval-expired';
+import { ReportedCostSteps1795227080000 } from './1795227080000-reported-cost-steps';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -33,4 +35,6 @@ export const MIGRATIONS = [
   Approvals1795225100000,
   OutputsStoredOnce1795225200000,
   StalledPlans1795226450000,
+  ApprovalExpired1795227060000,
+  ReportedCostSteps1795227080000,
 ];

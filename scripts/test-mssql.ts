@@ -70,6 +70,7 @@ export const MSSQL_SUITES: readonly string[] = [
   'test/stalled/stall-check.test.ts',
   'test/stalled/stall-cluster.test.ts',
   'test/stalled/stalled-worker.test.ts',
+  'test/stalled/stall-webhooks.test.ts',
 ];
 
 /** The server collation a default SQL Server install (and the compose file) has. */

@@ -7,7 +7,8 @@
  * (under the OS temp dir), on a free port; removed afterwards.
  *
  * The script re-runs itself as a child with TEST_PG_URL pointing at that server (databases.ts
- * reads it when it loads), and exits with the child's code.
+ * reads it when it loads), and exits with the child's code. `PRIVATE_PG_SETTINGS` (space-separated
+ * `name=value`, e.g. `max_wal_size=32MB`) sets server parameters of that server for one run.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -18,6 +19,20 @@ import { asPostgres, freePort, postgresBin } from '../../test/worker/helpers/pri
 /** initdb and pg_ctl may take longer on a loaded machine than a test allows. */
 const asPostgresSlow = (args: string[]) => asPostgres(args, 120_000);
 
+/** `-c name=value` for each setting of PRIVATE_PG_SETTINGS; a malformed one stops the run. */
+function extraSettings(): string {
+  const raw = (process.env.PRIVATE_PG_SETTINGS ?? '').trim();
+  if (raw === '') return '';
+  return raw
+    .split(/\s+/)
+    .map((setting) => {
+      if (!/^[a-z_]+=[A-Za-z0-9_.]+$/.test(setting))
+        throw new Error(`PRIVATE_PG_SETTINGS: "${setting}" is not name=value (e.g. max_wal_size=32MB)`);
+      return ` -c ${setting}`;
+    })
+    .join('');
+}
+
 async function startServer(): Promise<{ url: string; destroy(): void }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-bench-pg-'));
   fs.chmodSync(dir, 0o777);
@@ -25,7 +40,7 @@ async function startServer(): Promise<{ url: string; destroy(): void }> {
   const data = path.join(dir, 'data');
   const port = await freePort();
   asPostgresSlow([postgresBin('initdb'), '-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=100`;
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=100${extraSettings()}`;
   asPostgresSlow([
     postgresBin('pg_ctl'),
     '-D',

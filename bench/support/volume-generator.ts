@@ -1,8 +1,10 @@
 /**
  * The traffic of `npm run bench:volume`: a month of realistic sessions, as executors publish it.
  *
- * - sessions of 1-8 plans (4.5 on average), one after the other, a session starting anywhere in
- *   the window (`from`..`to`, 30 days by default), its events 1-30 s apart;
+ * - sessions of 1-8 plans (4.5 on average), one after the other, its events 1-30 s apart; the
+ *   sessions start in time order over the window (`from`..`to`, 30 days by default), spread in
+ *   proportion to the events published, so the store is ingested in the order a live ledger
+ *   receives it (its event ids are UUIDv7 of the publish time);
  * - plans of 3-8 steps (80 %), 9-30 (19.8 %) or 200-500 (0.2 %), in DAG layers of 1-3 steps,
  *   given to 2-4 of 10 agents and to 6 models (one unknown to the price table: unpriced steps);
  * - 30 % need an approval (80 % approved, 15 % edited with one more step, 5 % rejected);
@@ -13,7 +15,8 @@
  *
  * Deterministic for a seed. Events come as publisher inputs with `occurredAt` set (the publisher
  * stamps `eventId` and `seq`), interleaved over `window` plans in flight at once, as concurrent
- * executors would send them.
+ * executors would send them: each event when it happens (the plan in flight whose next event is
+ * the earliest goes first), a session entering the flight in the order of its start.
  */
 import type { PlanEventInput, StepSpec } from '../../src/contracts';
 import { rng } from '../../test/support/event-factory';
@@ -210,6 +213,9 @@ function document(random: () => number, bytes: number): string {
   return parts.join('').slice(0, bytes);
 }
 
+/** When a plan's next event (the last of its reversed list) happens: ISO strings of one format compare as times. */
+const nextAt = (reversed: Input[]): string => reversed[reversed.length - 1].occurredAt!;
+
 /**
  * Publisher inputs of one phase, in publish order, `count` events at least (the last plans are
  * complete), produced lazily a chunk at a time so a million events never sit in memory at once.
@@ -221,15 +227,24 @@ export function* volumeTraffic(count: number, options: VolumeOptions): Generator
   const inFlight: Input[][] = [];
   let produced = 0;
   let session = 0;
+  let queuedEvents = 0;
+  let lastStart = options.from.getTime();
   const queued: Input[][] = [];
   const nextPlans = () => {
     const sessionId = `${options.tag}-s${session}`;
     const plans = 1 + Math.floor(random() * 8);
-    // a session's plans follow each other; sessions starting near the window's end stay inside it
-    let at = options.from.getTime() + Math.floor(random() * (span - 6 * 3_600_000));
+    // sessions start in time order, at the share of the window the events queued so far are of
+    // `count` (a minute of jitter, never before the previous start); a session's plans follow each
+    // other, and sessions starting near the window's end stay inside it
+    const usable = span - 6 * 3_600_000;
+    const share = Math.min(1, queuedEvents / count);
+    const jitter = Math.floor(random() * 60_000);
+    lastStart = Math.max(lastStart, options.from.getTime() + Math.floor(share * usable) + jitter);
+    let at = lastStart;
     for (let p = 0; p < plans; p++) {
       const events = planEvents(`${options.tag}-p${session}-${p}`, sessionId, at, random);
       at += 5 * 60_000 + Math.floor(random() * 40 * 60_000);
+      queuedEvents += events.length;
       queued.push(events);
     }
     session++;
@@ -241,7 +256,9 @@ export function* volumeTraffic(count: number, options: VolumeOptions): Generator
       produced += plan.length;
       inFlight.push(plan.reverse());
     }
-    const i = Math.floor(random() * inFlight.length);
+    // the plan in flight whose next event happens first: the traffic arrives in time order
+    let i = 0;
+    for (let j = 1; j < inFlight.length; j++) if (nextAt(inFlight[j]) < nextAt(inFlight[i])) i = j;
     const plan = inFlight[i];
     yield plan.pop()!;
     if (plan.length === 0) {

@@ -22,6 +22,7 @@ import { registerServe } from './commands/serve.command';
 import { registerPrices } from './commands/prices.command';
 import { registerCost } from './commands/cost.command';
 import { registerWebhooks } from './commands/webhooks.command';
+import { registerApprovals } from './commands/approvals.command';
 import { redactUrl } from '../config/database-url';
 import { escapeControl } from '../shared/terminal-text';
 
@@ -61,6 +62,7 @@ export function buildProgram(io: CliIo): Command {
   registerAnalytics(program, context);
   registerRetention(program, context);
   registerWebhooks(program, context);
+  registerApprovals(program, context);
   registerServe(program, context);
   for (const cmd of program.commands) cmd.exitOverride().addHelpText('after', EXIT_HELP);
   return program;

@@ -11,6 +11,8 @@ const MAX_SESSIONS = 10_000;
 
 export interface ConsoleSession {
   scopes: ReadonlySet<Scope>;
+  /** The name of the approve key signed in with (its decisions' `decidedBy`). */
+  name?: string;
   /** Sent back by the page on every state-changing request (double submit, checked here). */
   csrf: string;
   expiresAt: number;
@@ -26,10 +28,15 @@ export class ConsoleSessions {
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  create(scopes: ReadonlySet<Scope>): { token: string; session: ConsoleSession } {
+  create(scopes: ReadonlySet<Scope>, name?: string): { token: string; session: ConsoleSession } {
     if (this.sessions.size >= MAX_SESSIONS) this.sessions.delete(this.sessions.keys().next().value!);
     const token = randomBytes(32).toString('base64url');
-    const session = { scopes, csrf: randomBytes(24).toString('base64url'), expiresAt: this.now() + SESSION_TTL_MS };
+    const session = {
+      scopes,
+      name,
+      csrf: randomBytes(24).toString('base64url'),
+      expiresAt: this.now() + SESSION_TTL_MS,
+    };
     this.sessions.set(token, session);
     return { token, session };
   }

@@ -134,8 +134,9 @@ function registerSessionRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     const key = (req.body as { key?: unknown } | undefined)?.key;
     if (typeof key !== 'string' || key.trim() === '')
       return reply.code(400).send({ error: 'send {"key": "<API key>"}' });
-    const scopes = deps.keys.scopesOf(key.trim());
-    if (scopes === null) {
+    const identity = deps.keys.identify(key.trim());
+    const scopes = identity?.scopes ?? null;
+    if (identity === null || scopes === null) {
       throttle.failed(req.ip);
       return reply.code(401).send({ error: 'unknown API key' });
     }
@@ -144,7 +145,7 @@ function registerSessionRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
       return reply
         .code(403)
         .send({ error: 'this API key lacks the read scope (an ingest-only key cannot open the console)' });
-    const { token, session } = deps.sessions.create(scopes);
+    const { token, session } = deps.sessions.create(scopes, identity.name);
     reply.header('set-cookie', sessionCookie(token, Math.floor(SESSION_TTL_MS / 1000), req.protocol === 'https'));
     return { scopes: [...scopes].sort(), csrf: session.csrf };
   });

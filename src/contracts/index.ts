@@ -14,6 +14,7 @@ export {
 } from './event-types';
 export type { PlanEventTypeName } from './event-types';
 export { argsDigest, canonicalJson, isArgsDigest } from './args-digest';
+export type { ApprovalView, ConsumeOutcome, ConsumeRefusal } from './approval-view';
 export type {
   ApprovalDecidedPayload,
   ApprovalRequestedPayload,

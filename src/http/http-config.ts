@@ -1,6 +1,7 @@
 import { ConfigError } from '../config/config';
 import { isIP } from 'node:net';
 import { type Env, integer, read } from '../config/env-readers';
+import { APPROVER_NAME, type NamedKey } from '../shared/api-keys';
 
 /**
  * `plan-ledger serve` settings, read from the environment once. Every field documents its default;
@@ -19,10 +20,15 @@ export interface HttpConfig {
   /** HTTP_READ_KEYS: comma-separated API keys allowed to call the read endpoints. @defaultValue none */
   readKeys: string[];
   /**
-   * HTTP_ADMIN_KEYS: comma-separated API keys that may also replay and purge dead letters from the console (they read
-   * too). @defaultValue none
+   * HTTP_ADMIN_KEYS: comma-separated API keys that may also fork plans, replay and purge dead letters from the
+   * console and manage webhooks (they read too). @defaultValue none
    */
   adminKeys: string[];
+  /**
+   * HTTP_APPROVE_KEYS: comma-separated `name:key` pairs: keys with the approve scope (decide approvals and read them,
+   * docs/approvals.md), each a human's, its name the `decidedBy` of its decisions. @defaultValue none
+   */
+  approveKeys: NamedKey[];
   /** HTTP_MAX_BATCH_EVENTS: most events in one POST /v1/events; more is 413. @defaultValue 1000 */
   maxBatchEvents: number;
   /**
@@ -105,7 +111,11 @@ export const HTTP_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ['HTTP_READ_KEYS', 'comma-separated API keys with the read scope (GET /v1/...); a key may be in both lists'],
   [
     'HTTP_ADMIN_KEYS',
-    'comma-separated API keys with the admin scope: read, plus POST /v1/plans/{planId}/fork|replay and dead-letter replay and purge in the console',
+    'comma-separated API keys with the admin scope: read, plus POST /v1/plans/{planId}/fork|replay, dead-letter replay and purge in the console, and /v1/webhooks/...',
+  ],
+  [
+    'HTTP_APPROVE_KEYS',
+    "comma-separated name:key pairs with the approve scope (decide approvals, read them); the name (1-64 of A-Z a-z 0-9 . _ @ -) is the decision's decidedBy",
   ],
   ['HTTP_MAX_BATCH_EVENTS', 'most events per POST /v1/events, 1-100000 (default 1000)'],
   ['HTTP_BODY_LIMIT_BYTES', 'largest request body (default 16777216)'],
@@ -173,6 +183,33 @@ function keys(env: Env, name: string): string[] {
   return list;
 }
 
+/** HTTP_APPROVE_KEYS: `name:key` pairs; the key is checked as every key, and never quoted. */
+function namedKeys(env: Env, name: string): NamedKey[] {
+  const raw = read(env, name);
+  if (raw === undefined) return [];
+  const pairs = raw
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+  const named: NamedKey[] = [];
+  for (const [i, pair] of pairs.entries()) {
+    const colon = pair.indexOf(':');
+    if (colon < 0) throw new Error(`entry ${i + 1} is not name:key (no colon)`);
+    const keyName = pair.slice(0, colon).trim();
+    if (!APPROVER_NAME.test(keyName))
+      // not quoted: a key pasted without its name would be echoed up to its first colon
+      throw new Error(`entry ${i + 1}: the name before the colon is not 1-64 characters of A-Z a-z 0-9 . _ @ -`);
+    const key = pair.slice(colon + 1).trim();
+    if (key.length < MIN_KEY_LENGTH)
+      throw new Error(`entry ${i + 1} (${keyName}): the key is shorter than ${MIN_KEY_LENGTH} characters`);
+    if (/\s/.test(key)) throw new Error(`entry ${i + 1} (${keyName}): the key contains whitespace`);
+    const twin = named.find((n) => n.key === key);
+    if (twin) throw new Error(`entries ${twin.name} and ${keyName} have the same key: one key, one name`);
+    named.push({ name: keyName, key });
+  }
+  return named;
+}
+
 function flag(raw: string | undefined): boolean {
   if (raw === undefined) return false;
   const value = raw.trim().toLowerCase();
@@ -228,6 +265,7 @@ export function loadHttpConfig(env: Env): Readonly<HttpConfig> {
     ingestKeys: check('HTTP_INGEST_KEYS', [], () => keys(env, 'HTTP_INGEST_KEYS')),
     readKeys: check('HTTP_READ_KEYS', [], () => keys(env, 'HTTP_READ_KEYS')),
     adminKeys: check('HTTP_ADMIN_KEYS', [], () => keys(env, 'HTTP_ADMIN_KEYS')),
+    approveKeys: check('HTTP_APPROVE_KEYS', [], () => namedKeys(env, 'HTTP_APPROVE_KEYS')),
     maxBatchEvents: int('HTTP_MAX_BATCH_EVENTS', 1000, 1, 100_000),
     bodyLimitBytes: int('HTTP_BODY_LIMIT_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxHeaderBytes: int('HTTP_MAX_HEADER_BYTES', 16 * 1024, 1024, 1024 * 1024),
@@ -253,10 +291,11 @@ export function loadHttpConfig(env: Env): Readonly<HttpConfig> {
     problems.length === 0 &&
     config.ingestKeys.length === 0 &&
     config.readKeys.length === 0 &&
-    config.adminKeys.length === 0
+    config.adminKeys.length === 0 &&
+    config.approveKeys.length === 0
   ) {
     problems.push(
-      'HTTP_INGEST_KEYS / HTTP_READ_KEYS / HTTP_ADMIN_KEYS: no API key is set; set at least one (every endpoint but /healthz and /metrics needs a key)',
+      'HTTP_INGEST_KEYS / HTTP_READ_KEYS / HTTP_ADMIN_KEYS / HTTP_APPROVE_KEYS: no API key is set; set at least one (every endpoint but /healthz and /metrics needs a key)',
     );
   }
   if (problems.length > 0) throw new ConfigError(problems);

@@ -14,6 +14,9 @@ import type { OtlpIngestor } from './otlp-ingest';
 import { registerReadRoutes } from './read.routes';
 import { registerForkRoutes } from './fork.routes';
 import { registerApprovalRoutes } from './approvals.routes';
+import type { ApprovalWakeups } from '../queue/approval-signals';
+import { registerWebhookRoutes } from './webhooks.routes';
+import { NO_PRIVATE, type PrivateAllowance } from '../webhooks/webhook-target';
 import { CONSOLE_CSP, ConsoleDeps, registerConsoleRoutes } from '../console/console.routes';
 import { ConsoleSessions, CSRF_HEADER } from '../console/console-sessions';
 import { registerSharedReads } from '../console/shared-reads';
@@ -25,8 +28,12 @@ export interface HttpServerDeps {
   logger: Logger;
   /** Version shown in the OpenAPI document. */
   version: string;
+  /** Wakes `GET /v1/approvals/{id}?waitMs=` when the worker announces the approval; without it held requests re-read every second. */
+  approvalWakeups?: ApprovalWakeups;
   /** The console's queues (dead letters, health); without them those routes answer 503. */
   queues?: Omit<ConsoleDeps, 'keys' | 'sessions'>;
+  /** WEBHOOKS_ALLOW_PRIVATE: what a subscription's URL may resolve to. @defaultValue none of the refused addresses */
+  webhookAllowPrivate?: PrivateAllowance;
 }
 
 export interface BuiltHttpServer {
@@ -46,6 +53,10 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Scope an API key needs for the route (a list: any of them); absent = open (/healthz, /metrics). */
     scope?: Scope | readonly Scope[];
+  }
+  interface FastifyRequest {
+    /** The name of the approve key (or the console session signed in with one) the request was allowed with. */
+    keyName?: string;
   }
 }
 
@@ -68,15 +79,16 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   });
   // Answers are the query results as they are: schemas document, JSON.stringify serialises.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  const keys = new ApiKeys(settings.ingestKeys, settings.readKeys, settings.adminKeys);
+  const keys = new ApiKeys(settings.ingestKeys, settings.readKeys, settings.adminKeys, settings.approveKeys);
   const metrics = new HttpMetrics(deps.publisher);
   let closing = false;
-  // long polls (POST /v1/events/status) end when shutdown starts
+  // long polls (POST /v1/events/status, GET /v1/approvals/{id}?waitMs=) end when shutdown starts
   const closingSignal = new AbortController();
 
   await app.register(swagger, openApiOptions(deps.version));
 
   const sessions = new ConsoleSessions();
+  app.decorateRequest('keyName', undefined);
   addAccessCheck(app, { keys, sessions, metrics });
   registerSharedReads(app, {
     shareMs: settings.consoleShareMs,
@@ -113,7 +125,15 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   });
   registerReadRoutes(app, deps.dataSource);
   registerForkRoutes(app, deps.dataSource);
-  registerApprovalRoutes(app, deps.dataSource);
+  registerApprovalRoutes(app, {
+    dataSource: deps.dataSource,
+    publisher: deps.publisher,
+    settings,
+    metrics,
+    closing: () => closing,
+    waits: { wakeups: deps.approvalWakeups, closingSignal: closingSignal.signal },
+  });
+  registerWebhookRoutes(app, deps.dataSource, deps.webhookAllowPrivate ?? NO_PRIVATE);
   registerConsoleRoutes(app, { keys, sessions, ...deps.queues });
   await app.ready();
   return {
@@ -155,7 +175,7 @@ function openApiOptions(version: string): SwaggerOptions {
             type: 'http',
             scheme: 'bearer',
             description:
-              'HTTP_INGEST_KEYS (POST /v1/events, /v1/traces, /v1/logs), HTTP_READ_KEYS (GET /v1/...) or HTTP_ADMIN_KEYS (read, plus fork, replay and dead-letter replay/purge)',
+              'HTTP_INGEST_KEYS (POST /v1/events, /v1/traces, /v1/logs), HTTP_READ_KEYS (GET /v1/...), HTTP_ADMIN_KEYS (read, plus fork, replay, dead-letter replay/purge and webhooks) or HTTP_APPROVE_KEYS (decide approvals and read them)',
           },
         },
       },
@@ -185,7 +205,9 @@ function addAccessCheck(
     // carry its CSRF token (SameSite=Strict already keeps other sites' requests cookie-less)
     const session = req.headers.authorization === undefined ? sessions.fromCookie(req.headers.cookie) : undefined;
     const check = (one: Scope) =>
-      session ? scopeVerdict(session.session.scopes, one) : keys.check(req.headers.authorization, one);
+      session
+        ? scopeVerdict({ scopes: session.session.scopes, name: session.session.name }, one)
+        : keys.check(req.headers.authorization, one);
     let verdict = typeof scope === 'string' ? check(scope) : anyOf(scope, check);
     if (
       session &&
@@ -200,6 +222,7 @@ function addAccessCheck(
       metrics.refusals.inc({ status: String(verdict.status) });
       return reply.code(verdict.status).header('www-authenticate', 'Bearer').send({ error: verdict.message });
     }
+    req.keyName = verdict.name;
   });
 }
 

@@ -12,6 +12,10 @@ const error = {
   type: 'object',
   properties: { error: { type: 'string', description: 'one line: what was wrong and where' } },
 };
+const reasonError = {
+  type: 'object',
+  properties: { ...error.properties, reason: { type: 'string', description: 'why, as a word a program tests' } },
+};
 const anyObject = (description: string) => ({ description, type: 'object', additionalProperties: true });
 const readResponses = (ok: string) => ({
   200: anyObject(ok),
@@ -324,3 +328,201 @@ export function forkRouteSchema(kind: 'fork' | 'replay') {
     },
   };
 }
+
+/** `POST /v1/approvals/{approvalId}/decide` (docs/approvals.md). */
+export const decideRouteSchema = {
+  summary: 'decide an approval: approve, edit or reject (approve scope; CLI: approvals decide --json)',
+  description:
+    "decidedBy is the approve key's name (HTTP_APPROVE_KEYS name:key). The decision is stored as an approval.decided event through the queue and the worker, like every event; the 202 is sent once that event is durable.",
+  tags: ['approvals'],
+  security,
+  params: idParam('approvalId', 'the approval to decide'),
+  body: {
+    type: 'object',
+    required: ['decision'],
+    additionalProperties: false,
+    properties: {
+      decision: { type: 'string', enum: ['approve', 'edit', 'reject'] },
+      feedback: { type: 'string', maxLength: 4000, description: 'why, for the executor and the audit' },
+      editedArgsDigest: {
+        type: 'string',
+        pattern: '^[0-9a-f]{64}$',
+        description:
+          'required for edit, refused otherwise: the SHA-256 of the edited arguments (docs/approvals.md#argsdigest)',
+      },
+    },
+  },
+  response: {
+    202: {
+      description: 'the decision is durable (in Redis or the server journal); the worker stores it next',
+      type: 'object',
+      properties: {
+        approvalId: { type: 'string' },
+        planId: { type: 'string' },
+        decision: { type: 'string', enum: ['approve', 'edit', 'reject'] },
+        decidedBy: { type: 'string' },
+        eventId: { type: 'string', description: 'the approval.decided event (POST /v1/events/status follows it)' },
+      },
+    },
+    400: { ...error, description: 'a malformed body: the error names the field' },
+    401: { ...error, description: 'no or unknown API key' },
+    403: { ...error, description: 'the key lacks the approve scope' },
+    404: { ...reasonError, description: 'no request of this approval is stored (reason not_found)' },
+    409: { ...reasonError, description: 'reason already_decided (decided or consumed before) or expired' },
+    503: { ...error, description: 'not durable in time, or shutting down; retry after the Retry-After header' },
+  },
+};
+
+/** `GET /v1/approvals/{approvalId}?waitMs=` (docs/approvals.md#waiting-for-the-decision). */
+export const approvalRouteSchema = {
+  summary: 'one approval; with waitMs, held until it is decided or expires (read, ingest or approve scope)',
+  description:
+    'Answers at once when the approval is not pending or waitMs is 0. Otherwise held until it is decided, its expiresAt comes or waitMs passes; status says which (pending: ask again). Executors wait here with their ingest key.',
+  tags: ['approvals'],
+  security,
+  params: idParam('approvalId', 'the approval'),
+  querystring: {
+    type: 'object',
+    properties: {
+      waitMs: { type: 'string', description: '0-60000, default 0: how long to hold the request while it is pending' },
+    },
+  },
+  response: {
+    ...readResponses(
+      'the approval: status (pending, expired, decided, consumed), decision, decidedBy, feedback, editedArgsDigest, expiresAt, ageMs',
+    ),
+    403: { ...error, description: 'the key has none of the read, ingest and approve scopes' },
+    404: { ...error, description: 'no request of this approval is stored (after waiting up to waitMs)' },
+  },
+};
+
+const adminResponses = <T extends Record<number, unknown>>(ok: T) => ({
+  ...ok,
+  400: { ...error, description: 'a malformed argument (named in the error)' },
+  401: { ...error, description: 'no or unknown API key' },
+  403: { ...error, description: 'the key lacks the admin scope' },
+});
+const subscription = (secret: string) => ({
+  type: 'object',
+  properties: {
+    id: { type: 'string', description: 'wh-<12 hex>' },
+    url: { type: 'string' },
+    events: { type: 'string', description: 'comma-separated webhook types, or *' },
+    enabled: { type: 'boolean' },
+    secret: { type: 'string', description: secret },
+    createdAt: { type: 'string', format: 'date-time' },
+  },
+});
+const subscriptionIdParam = idParam('id', 'the subscription id (wh-...)');
+const unknownSubscription = { 404: { ...error, description: 'no subscription under this id' } };
+
+/** `/v1/webhooks/...`: subscriptions and deliveries (admin scope; CLI: webhooks ...). */
+export const webhookRouteSchemas = {
+  list: {
+    summary: 'every webhook subscription, oldest first, secrets redacted (admin scope; CLI: webhooks list --json)',
+    tags: ['webhooks'],
+    security,
+    response: adminResponses({
+      200: {
+        description: '{ subscriptions }',
+        type: 'object',
+        properties: {
+          subscriptions: { type: 'array', items: subscription('redacted: whsec_… and its last 4 characters') },
+        },
+      },
+    }),
+  },
+  add: {
+    summary:
+      'subscribe a URL; the answer holds the signing secret, shown this once (admin scope; CLI: webhooks add --json)',
+    description:
+      "The URL is resolved and refused if any address is loopback, private, link-local or metadata (unless serve's WEBHOOKS_ALLOW_PRIVATE allows it). Events stored from then on (within 2 s) are delivered to it.",
+    tags: ['webhooks'],
+    security,
+    body: {
+      type: 'object',
+      required: ['url'],
+      additionalProperties: false,
+      properties: {
+        url: { type: 'string', description: 'https:// (or http://) URL the webhooks are POSTed to' },
+        events: {
+          description: 'webhook types (comma-separated, or a list), or * for all (default *)',
+          oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
+        },
+        enabled: { type: 'boolean', description: 'default true; false stores it disabled' },
+      },
+    },
+    response: adminResponses({
+      201: {
+        ...subscription('the signing secret in full (whsec_...): this answer only'),
+        description: 'stored; Location names it',
+      },
+    }),
+  },
+  remove: {
+    summary: 'remove a subscription and its deliveries not yet sent (admin scope; CLI: webhooks remove)',
+    tags: ['webhooks'],
+    security,
+    params: subscriptionIdParam,
+    response: adminResponses({
+      200: { description: '{ removed: id }', type: 'object', properties: { removed: { type: 'string' } } },
+      ...unknownSubscription,
+    }),
+  },
+  enable: (action: 'enable' | 'disable') => ({
+    summary: `${action} a subscription; a disabled one gets no new deliveries (admin scope; CLI: webhooks ${action})`,
+    tags: ['webhooks'],
+    security,
+    params: subscriptionIdParam,
+    response: adminResponses({
+      200: {
+        description: '{ id, enabled }',
+        type: 'object',
+        properties: { id: { type: 'string' }, enabled: { type: 'boolean' } },
+      },
+      ...unknownSubscription,
+    }),
+  }),
+  deliveries: {
+    summary:
+      'the newest webhook deliveries: status, attempts, last error (admin scope; CLI: webhooks deliveries --json)',
+    tags: ['webhooks'],
+    security,
+    querystring: {
+      type: 'object',
+      properties: {
+        subscription: { type: 'string', description: 'only this subscription' },
+        status: { type: 'string', enum: ['pending', 'delivered', 'dead'] },
+        limit: { type: 'string', description: '1-10000, default 50' },
+      },
+    },
+    response: adminResponses({
+      200: {
+        description:
+          '{ deliveries: [{ id (the webhook-id), subscriptionId, eventType, eventId, planId, status, attempts, nextAttemptAt, lastError, createdAt, deliveredAt }] }',
+        type: 'object',
+        properties: { deliveries: { type: 'array', items: { type: 'object' } } },
+      },
+    }),
+  },
+  replay: {
+    summary:
+      'send deliveries again now, attempts reset, with the same webhook-id (admin scope; CLI: webhooks replay --json)',
+    description:
+      'ids names the deliveries; without ids, every delivery of status (default dead), of one subscription if given.',
+    tags: ['webhooks'],
+    security,
+    body: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        ids: { type: 'array', items: { type: 'string' }, description: 'delivery ids (webhook-id values)' },
+        subscription: { type: 'string', description: 'only this subscription' },
+        status: { type: 'string', enum: ['dead', 'delivered'], description: 'when no id is given (default dead)' },
+      },
+    },
+    response: adminResponses({
+      200: { description: '{ replayed: how many }', type: 'object', properties: { replayed: { type: 'integer' } } },
+    }),
+  },
+};

@@ -4,6 +4,7 @@ import { DeadLetterService } from '../dead-letters/dead-letter.service';
 import { createRedis, RedisClient } from '../queue/connect-redis';
 import { DEAD_LETTER_QUEUE, EVENTS_QUEUE } from '../queue/queue-names';
 import { queueShards } from '../queue/queue-shards';
+import { ApprovalWakeups } from '../queue/approval-signals';
 import { PlanEventStore } from '../store/plan-event-store';
 import type { AppConfig } from '../config/config';
 import { PlanEventPublisher } from '../publisher';
@@ -16,6 +17,7 @@ import { RepeatedLog } from '../shared/repeated-log';
 import { ApiKeys } from '../shared/api-keys';
 import { lazyRequire } from '../shared/lazy-require';
 import type { OtlpGrpcServer } from './otlp-grpc';
+import type { PrivateAllowance } from '../webhooks/webhook-target';
 
 const otlpGrpc = lazyRequire<typeof import('./otlp-grpc')>(require, './otlp-grpc');
 
@@ -39,6 +41,8 @@ export interface StartHttpServerOptions {
   config: Readonly<AppConfig>;
   settings: Readonly<HttpConfig>;
   logger: Logger;
+  /** WEBHOOKS_ALLOW_PRIVATE, for the URLs of subscriptions added through the admin API. */
+  webhookAllowPrivate?: PrivateAllowance;
 }
 
 /** Composition root of `plan-ledger serve`: opens the database and the publisher, then listens. */
@@ -47,12 +51,14 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
   let ds: DataSource | undefined;
   let publisher: PlanEventPublisher | undefined;
   let redis: RedisClient | undefined;
+  let wakeups: ApprovalWakeups | undefined;
   const queues: Queue[] = [];
   let server: BuiltHttpServer | undefined;
   let grpc: OtlpGrpcServer | undefined;
   const closeQueues = async () => {
     await Promise.allSettled(queues.map((q) => q.close()));
     await redis?.quit().catch(() => redis?.disconnect());
+    wakeups?.close();
   };
   try {
     ds = await openDataSource(config.database, { poolSize: 4 });
@@ -60,6 +66,12 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
     // events while Redis is down; these pages then answer an error after 5 s)
     redis = createRedis(config, 'publisher', { commandTimeoutMs: 5_000 });
     redis.on('error', () => undefined);
+    // held approval reads are woken by the worker's messages: a subscriber connection of its own,
+    // reconnecting forever and not awaited (until it subscribes, held reads re-read every 10 s)
+    const subscriber = createRedis(config, 'worker');
+    subscriber.on('error', () => undefined);
+    wakeups = new ApprovalWakeups(subscriber, config.queuePrefix);
+    wakeups.start().catch((err) => logger.warn({ err }, 'could not subscribe to the approval channels'));
     const queueOpts = { connection: redis, prefix: config.queuePrefix };
     const deadLetterQueue = new Queue(DEAD_LETTER_QUEUE, queueOpts);
     // one queue per shard (QUEUE_SHARDS): health counts each, replay sends to the shard of a plan
@@ -95,6 +107,8 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
       publisher,
       logger,
       version: workerVersion(),
+      approvalWakeups: wakeups,
+      webhookAllowPrivate: opts.webhookAllowPrivate,
       queues: { deadLetters, deadLetterQueue, eventsQueue, eventShards, redis, queuePrefix: config.queuePrefix },
     });
     if (settings.otlpGrpcPort !== undefined) grpc = await startGrpc(settings, server, logger);
@@ -144,7 +158,7 @@ function startGrpc(settings: Readonly<HttpConfig>, server: BuiltHttpServer, logg
   return otlpGrpc().startOtlpGrpcServer({
     settings,
     otlp: server.otlp,
-    keys: new ApiKeys(settings.ingestKeys, settings.readKeys, settings.adminKeys),
+    keys: new ApiKeys(settings.ingestKeys, settings.readKeys, settings.adminKeys, settings.approveKeys),
     metrics: server.metrics,
     logger,
   });

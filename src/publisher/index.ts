@@ -10,3 +10,12 @@ export type {
   PublishResult,
   PublisherStats,
 } from './publisher.types';
+export {
+  ApprovalRefusedError,
+  ApprovalRequestError,
+  ApprovalServerError,
+  consumeApproval,
+  requestApproval,
+  waitForApproval,
+} from './approval-client';
+export type { ApprovalRequestInput, ApprovalServer, RequestedApproval } from './approval-client';

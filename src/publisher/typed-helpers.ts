@@ -1,4 +1,6 @@
 import type {
+  ApprovalDecidedPayload,
+  ApprovalRequestedPayload,
   CheckpointSavedPayload,
   HandoffRecordedPayload,
   PayloadByType,
@@ -60,5 +62,15 @@ export abstract class TypedHelpers {
 
   planFinalized(plan: PlanRef, payload: PlanFinalizedPayload, stamps?: EventStamps): PublishResult {
     return this.publishTyped('plan.finalized', plan, payload, stamps);
+  }
+
+  /** Usually through `requestApproval` (approval-client.ts), which computes the argsDigest. */
+  approvalRequested(plan: PlanRef, payload: ApprovalRequestedPayload, stamps?: EventStamps): PublishResult {
+    return this.publishTyped('approval.requested', plan, payload, stamps);
+  }
+
+  /** A reviewer's tool: pass the request's `seq` in `stamps`, so the decision takes no seq of the executor's. */
+  approvalDecided(plan: PlanRef, payload: ApprovalDecidedPayload, stamps?: EventStamps): PublishResult {
+    return this.publishTyped('approval.decided', plan, payload, stamps);
   }
 }

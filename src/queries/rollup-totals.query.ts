@@ -20,26 +20,64 @@ import { toDay, toNum } from './row-normalize';
 
 const DAY_MS = 86_400_000;
 
-/** Whole UTC days `[from, to)` of a range (`YYYY-MM-DD`, absent: unbounded), and the partial days around them. */
+/**
+ * How a range is read: whole UTC days `[from, to)` from the rollups (`YYYY-MM-DD`, absent:
+ * unbounded; null: no day), plus the parts of days in the range around them (`edges`, read from
+ * the rows and added), minus the parts of the rollups' days outside the range (`minus`, read from
+ * the rows and subtracted). At each end of the range the shorter of the two is read from the rows:
+ * the part of the day in the range, or the rest of that day. A range ending now, the usual one,
+ * reads the rest of today from the rows: nothing yet.
+ */
 export interface RangeSplit {
   days: { from?: string; to?: string } | null;
   edges: DateRange[];
+  minus: DateRange[];
 }
 
 export function splitRange(range: DateRange): RangeSplit {
   const from = range.from?.getTime();
   const to = range.to?.getTime();
-  const firstDay = from === undefined ? undefined : Math.ceil(from / DAY_MS) * DAY_MS;
-  const endDay = to === undefined ? undefined : Math.floor(to / DAY_MS) * DAY_MS;
-  if (firstDay !== undefined && endDay !== undefined && endDay <= firstDay) return { days: null, edges: [range] };
-  const edges: DateRange[] = [];
-  if (from !== undefined && firstDay !== from) edges.push({ from: range.from, to: new Date(firstDay!) });
-  if (to !== undefined && endDay !== to) edges.push({ from: new Date(endDay!), to: range.to });
+  const dayOf = (ms: number) => Math.floor(ms / DAY_MS) * DAY_MS;
+  const at = (ms: number) => new Date(ms);
   const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-  const days: RangeSplit['days'] = {};
-  if (firstDay !== undefined) days.from = day(firstDay);
-  if (endDay !== undefined) days.to = day(endDay);
-  return { days, edges };
+  const edges: DateRange[] = [];
+  const minus: DateRange[] = [];
+  if (from !== undefined && to !== undefined && to <= dayOf(from) + DAY_MS) {
+    // within one day: that day's rollups minus the rest of the day, when the rest is the shorter
+    const start = dayOf(from);
+    if (to - from === DAY_MS) return { days: { from: day(start), to: day(to) }, edges, minus };
+    if (DAY_MS - (to - from) >= to - from) return { days: null, edges: [range], minus };
+    if (from > start) minus.push({ from: at(start), to: at(from) });
+    if (to < start + DAY_MS) minus.push({ from: at(to), to: at(start + DAY_MS) });
+    return { days: { from: day(start), to: day(start + DAY_MS) }, edges, minus };
+  }
+  let lo = from;
+  if (from !== undefined && from !== dayOf(from)) {
+    const start = dayOf(from);
+    if (from - start < start + DAY_MS - from) {
+      lo = start;
+      minus.push({ from: at(start), to: at(from) });
+    } else {
+      lo = start + DAY_MS;
+      edges.push({ from: at(from), to: at(lo) });
+    }
+  }
+  let hi = to;
+  if (to !== undefined && to !== dayOf(to)) {
+    const start = dayOf(to);
+    if (start + DAY_MS - to < to - start) {
+      hi = start + DAY_MS;
+      minus.push({ from: at(to), to: at(hi) });
+    } else {
+      hi = start;
+      edges.push({ from: at(start), to: at(to) });
+    }
+  }
+  if (lo !== undefined && hi !== undefined && hi <= lo) return { days: null, edges, minus };
+  const days: NonNullable<RangeSplit['days']> = {};
+  if (lo !== undefined) days.from = day(lo);
+  if (hi !== undefined) days.to = day(hi);
+  return { days, edges, minus };
 }
 
 /** Sums of steps (of live plans) per agent, model and status. */
@@ -102,35 +140,45 @@ export function rollupQuery(
   return qb;
 }
 
-/** Adds `rows` into `into` by `key`, summing every number and bigint field. */
-function addInto<T extends object>(into: Map<string, T>, rows: T[], key: (r: T) => string): void {
+/** Adds `rows` times `sign` into `into` by `key`, every number and bigint field. */
+function addInto<T extends object>(into: Map<string, T>, rows: T[], key: (r: T) => string, sign: 1 | -1): void {
   for (const r of rows) {
     const k = key(r);
-    const have = into.get(k) as Record<string, unknown> | undefined;
+    let have = into.get(k) as Record<string, unknown> | undefined;
     if (!have) {
-      into.set(k, { ...r });
-      continue;
+      have = { ...r } as Record<string, unknown>;
+      for (const [f, v] of Object.entries(have)) {
+        if (typeof v === 'number') have[f] = 0;
+        else if (typeof v === 'bigint') have[f] = 0n;
+      }
+      into.set(k, have as T);
     }
     for (const [f, v] of Object.entries(r)) {
-      if (typeof v === 'number') have[f] = (have[f] as number) + v;
-      else if (typeof v === 'bigint') have[f] = (have[f] as bigint) + v;
+      if (typeof v === 'number') have[f] = (have[f] as number) + sign * v;
+      else if (typeof v === 'bigint') have[f] = (have[f] as bigint) + BigInt(sign) * v;
     }
   }
 }
 
-/** Sums from both sources, in parallel; `rollup` for the whole days, `scan` for each partial day. */
+/**
+ * Sums from both sources, in parallel (splitRange): `rollup` for the whole days, `scan` for each
+ * part of a day added or subtracted. Keys whose sums end at zero are left to the callers (as the
+ * rows of retired plans leave them).
+ */
 export async function combined<T extends object>(
   range: DateRange,
   read: { rollup: (days: NonNullable<RangeSplit['days']>) => Promise<T[]>; scan: (r: DateRange) => Promise<T[]> },
   key: (r: T) => string,
 ): Promise<T[]> {
   const split = splitRange(range);
+  const signed = (rows: Promise<T[]>, sign: 1 | -1) => rows.then((r) => ({ rows: r, sign }));
   const parts = await Promise.all([
-    ...(split.days ? [read.rollup(split.days)] : []),
-    ...split.edges.map((edge) => read.scan(edge)),
+    ...(split.days ? [signed(read.rollup(split.days), 1)] : []),
+    ...split.edges.map((edge) => signed(read.scan(edge), 1)),
+    ...split.minus.map((rest) => signed(read.scan(rest), -1)),
   ]);
   const out = new Map<string, T>();
-  for (const rows of parts) addInto(out, rows, key);
+  for (const { rows, sign } of parts) addInto(out, rows, key, sign);
   return [...out.values()];
 }
 

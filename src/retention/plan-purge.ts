@@ -2,7 +2,7 @@ import type { EntityManager, SelectQueryBuilder } from 'typeorm';
 import { idsIn } from '../store/sql/id-lists';
 import { sqlDialectOf } from '../store/sql/dialects';
 import { ENTITY } from '../store/entities';
-import { lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
+import { Keyset, lockOrder, RunContext, shouldStop, TableCountMap } from './retention-batch';
 import { batchContext, changePlans, PlanChange, planSizes } from './row-batches';
 import { addTableCounts } from './retention-report';
 import { deleteEmptySessions, emptySessions, sessionsOfPlans } from './empty-sessions';
@@ -18,13 +18,16 @@ export function purgeCutoff(ctx: Pick<RunContext, 'now' | 'policy'>): Date {
 /**
  * Hard-deletes plans soft-deleted longer ago than the grace period: every row they own, children
  * first, in transactions of at most `maxRows` rows (row-batches.ts), a plan with more rows than
- * that in chunks. Idempotent: each transaction re-checks under the head locks what is still there,
- * and a plan's row goes with its last rows, so an interrupted or concurrent run leaves only whole
- * transactions done, and the next run goes on (a half-purged plan is still soft-deleted past grace).
+ * that in chunks. Plans go oldest first (creation time, then id): their rows were stored in about
+ * that order, so the purge finishes with one stretch of table pages before the next, and a
+ * checkpoint during a long purge does not make it log the pages it already changed a second time.
+ * Idempotent: each transaction re-checks under the head locks what is still there, and a plan's
+ * row goes with its last rows, so an interrupted or concurrent run leaves only whole transactions
+ * done, and the next run goes on (a half-purged plan is still soft-deleted past grace).
  */
 export async function purgePlans(ctx: RunContext): Promise<void> {
   const cutoff = purgeCutoff(ctx);
-  await walk(ctx, (m, after) => scanDeletedPlans(m, cutoff, after, ctx.batchSize), {
+  await walk<Keyset>(ctx, (m, after) => scanDeletedPlans(m, cutoff, after, ctx.batchSize), {
     tables: PLAN_TABLES,
     tail: 2, // execution_plans, plan_heads
     dropsEmptySessions: true,
@@ -43,7 +46,7 @@ export async function purgePlans(ctx: RunContext): Promise<void> {
  */
 export async function purgeOrphans(ctx: RunContext): Promise<void> {
   const cutoff = purgeCutoff(ctx);
-  await walk(ctx, (m, after) => scanDeletedEventPlans(m, cutoff, after, ctx.batchSize), {
+  await walk<string>(ctx, (m, after) => scanDeletedEventPlans(m, cutoff, after, ctx.batchSize), {
     tables: ORPHAN_TABLES,
     tail: 1, // plan_heads
     dropsEmptySessions: true,
@@ -56,40 +59,62 @@ export async function purgeOrphans(ctx: RunContext): Promise<void> {
   });
 }
 
-/** Keyset walk over plan ids: pages of `batchSize`, counted and purged (changePlans), until done or stopped. */
-async function walk(
+/** A page of a keyset walk: the plan ids, and the key to continue after. */
+interface WalkPage<K> {
+  ids: string[];
+  last: K;
+}
+
+/** Keyset walk over plans: pages of `batchSize`, counted and purged (changePlans), until done or stopped. */
+async function walk<K>(
   ctx: RunContext,
-  scan: (m: EntityManager, after: string | null) => Promise<string[]>,
+  scan: (m: EntityManager, after: K | null) => Promise<WalkPage<K> | null>,
   change: PlanChange,
 ): Promise<void> {
   const bc = batchContext(ctx);
-  let after: string | null = null;
+  let after: K | null = null;
   while (!shouldStop(ctx)) {
-    const page = await scan(ctx.ds.manager, after);
-    if (page.length === 0) return;
-    after = page[page.length - 1];
+    const found = await scan(ctx.ds.manager, after);
+    if (found === null) return;
+    const page = found.ids;
+    after = found.last;
     const sizes = await planSizes(ctx.ds.manager, change.tables, page, 'all');
     if (!(await changePlans(bc, change, sizes))) return;
     if (page.length < ctx.batchSize) return;
   }
 }
 
+/** Plans soft-deleted by `cutoff`, oldest first: keyset (created_at, id) through IX_execution_plans_created_id. */
 async function scanDeletedPlans(
   m: EntityManager,
   cutoff: Date,
-  after: string | null,
+  after: Keyset | null,
   limit: number,
-): Promise<string[]> {
+): Promise<WalkPage<Keyset> | null> {
   const qb = m
     .createQueryBuilder()
     .select('p.id', 'id')
+    .addSelect('p.createdAt', 'createdAt')
     .from(ENTITY.plan, 'p')
     .withDeleted()
     .where('p.deletedAt <= :cutoff', { cutoff: instant(m, cutoff) });
   withoutForks(qb);
-  if (after !== null) qb.andWhere('p.id > :after', { after });
-  const rows: Array<{ id: string }> = await qb.orderBy('p.id', 'ASC').limit(limit).getRawMany();
-  return rows.map((r) => r.id);
+  // the redundant `>=` keeps the index range bounded
+  if (after !== null) {
+    const at = after.at instanceof Date ? instant(m, after.at) : after.at;
+    qb.andWhere('p.createdAt >= :afterAt AND (p.createdAt > :afterAt OR p.id > :afterId)', {
+      afterAt: at,
+      afterId: after.id,
+    });
+  }
+  const rows: Array<{ id: string; createdAt: unknown }> = await qb
+    .orderBy('p.createdAt', 'ASC')
+    .addOrderBy('p.id', 'ASC')
+    .limit(limit)
+    .getRawMany();
+  if (rows.length === 0) return null;
+  const last = rows[rows.length - 1];
+  return { ids: rows.map((r) => r.id), last: { at: last.createdAt, id: last.id } };
 }
 
 async function scanDeletedEventPlans(
@@ -97,7 +122,7 @@ async function scanDeletedEventPlans(
   cutoff: Date,
   after: string | null,
   limit: number,
-): Promise<string[]> {
+): Promise<WalkPage<string> | null> {
   // GROUP BY, not DISTINCT: SQL Server wants DISTINCT's ORDER BY items in the select list verbatim
   const qb = m
     .createQueryBuilder()
@@ -107,7 +132,7 @@ async function scanDeletedEventPlans(
     .where('e.deletedAt <= :cutoff', { cutoff: instant(m, cutoff) });
   if (after !== null) qb.andWhere('e.planId > :after', { after });
   const rows: Array<{ id: string }> = await qb.groupBy('e.planId').orderBy('e.planId', 'ASC').limit(limit).getRawMany();
-  return rows.map((r) => r.id);
+  return rows.length === 0 ? null : { ids: rows.map((r) => r.id), last: rows[rows.length - 1].id };
 }
 
 async function purgePlanBatch(ctx: RunContext, m: EntityManager, ids: string[]): Promise<TableCountMap> {

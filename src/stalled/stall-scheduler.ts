@@ -1,11 +1,12 @@
-import { Job, Queue, UnrecoverableError, Worker } from 'bullmq';
+import type { Job, Queue, Worker } from 'bullmq';
 import type { DataSource } from 'typeorm';
 import type { RedisClient } from '../queue/connect-redis';
+import { DEFAULT_STALL_AFTER_MS } from '../store/apply/plan-applier';
 import { STALL_CHECK_QUEUE } from '../queue/queue-names';
 import type { Logger } from '../shared/logger';
-import { RepeatedLog } from '../shared/repeated-log';
-import { withTimeout } from '../shared/backoff';
-import { markStalledPlans, StallCheckResult } from './stall-check';
+import { startScheduledQueue } from '../queue/scheduled-queue';
+import { expireApprovals } from './approval-expiry';
+import { markStalledPlans, StallCheckResult, subscriptionsOnce, watchUnwatchedPlans } from './stall-check';
 
 /** The scheduler's id on STALL_CHECK_QUEUE: one per cluster, whoever upserts it. */
 export const STALL_SCHEDULER_ID = 'stall-check';
@@ -22,10 +23,21 @@ export interface StallSchedulerOptions {
   /** STALL_CHECK_EVERY in ms; null removes the scheduler (no check runs anywhere) and starts no worker. */
   everyMs: number | null;
   logger?: Logger;
-  /** Called with what each check marked, once it has committed, and the id of the tick's job. */
-  onChecked?: (result: StallCheckResult, jobId: string | undefined) => void;
+  /**
+   * STALL_AFTER in ms: the deadline of a plan with none of its own, for the running plans the check
+   * finds unwatched (watchUnwatchedPlans). @defaultValue DEFAULT_STALL_AFTER_MS
+   */
+  stallAfterMs?: number;
+  /** Called with what each check did, once it has committed, and the id of the tick's job. */
+  onChecked?: (result: StallTickResult, jobId: string | undefined) => void;
   /** Longest close() waits for a running check. @defaultValue 5000 */
   closeTimeoutMs?: number;
+}
+
+/** What one tick did: the plans it marked stalled, the approvals it found expired, the plans it began to watch. */
+export interface StallTickResult extends StallCheckResult {
+  expiredApprovalIds: string[];
+  watchedPlanIds: string[];
 }
 
 export interface StallScheduler {
@@ -43,66 +55,60 @@ export interface StallScheduler {
  * tick does the same work.
  */
 export async function startStallScheduler(options: StallSchedulerOptions): Promise<StallScheduler> {
-  const { connection, prefix, everyMs, logger } = options;
-  const queue = new Queue(STALL_CHECK_QUEUE, { connection, prefix });
-  const logs = logger ? [RepeatedLog.of(queue, logger, 'stall-check queue connection error', { level: 'warn' })] : [];
-  let worker: Worker | null = null;
-  try {
-    if (everyMs === null) {
-      await queue.removeJobScheduler(STALL_SCHEDULER_ID);
-      logger?.info({ queue: STALL_CHECK_QUEUE, prefix }, 'stall check off (STALL_CHECK_EVERY=off): scheduler removed');
-    } else {
-      await queue.upsertJobScheduler(
-        STALL_SCHEDULER_ID,
-        { every: everyMs },
-        {
-          name: STALL_CHECK_JOB,
-          data: { v: 1 },
-          opts: { removeOnComplete: { count: 10 }, removeOnFail: { count: 50 } },
-        },
-      );
-      worker = startWorker(options);
-      if (logger) logs.push(RepeatedLog.of(worker, logger, 'stall-check worker error', { level: 'warn' }));
+  const { connection, prefix, everyMs, logger, dataSource } = options;
+  // until one tick found none left: plans running before the StalledPlans migration get a due time
+  let unwatchedLeft = true;
+  const run = async (job: Job): Promise<{ marked: number; expired: number; watched: number; complete: boolean }> => {
+    let watchedPlanIds: string[] = [];
+    if (unwatchedLeft) {
+      const watched = await watchUnwatchedPlans(dataSource, options.stallAfterMs ?? DEFAULT_STALL_AFTER_MS);
+      unwatchedLeft = !watched.complete;
+      watchedPlanIds = watched.planIds;
+      if (watchedPlanIds.length > 0)
+        logger?.info({ plans: watchedPlanIds.length }, 'running plans without a stall due time now watched');
     }
-  } catch (err) {
-    await worker?.close(true).catch(() => undefined);
-    await queue.close().catch(() => undefined);
-    throw err;
-  }
-  const closeTimeoutMs = options.closeTimeoutMs ?? 5_000;
-  let closing: Promise<void> | null = null;
-  return {
-    queue,
-    worker,
-    close: () =>
-      (closing ??= (async () => {
-        if (worker)
-          await withTimeout(worker.close(), closeTimeoutMs, 'stall-check worker close timed out').catch(
-            () => undefined,
-          );
-        await withTimeout(queue.close(), 1_000, 'stall-check queue close timed out').catch(() => undefined);
-        for (const log of logs) log.flush();
-      })()),
+    const subscriptions = subscriptionsOnce(dataSource, {});
+    const stalled = await markStalledPlans(dataSource, { subscriptions });
+    if (stalled.planIds.length > 0)
+      logger?.info(
+        { plans: stalled.planIds.length, planIds: stalled.planIds.slice(0, 20), complete: stalled.complete },
+        'plans stalled: no event within their deadline',
+      );
+    const expired = await expireApprovals(dataSource, { subscriptions });
+    if (expired.approvalIds.length > 0)
+      logger?.info(
+        { approvals: expired.approvalIds.length, approvalIds: expired.approvalIds.slice(0, 20) },
+        'approvals expired undecided',
+      );
+    const result: StallTickResult = {
+      planIds: stalled.planIds,
+      complete: stalled.complete && expired.complete,
+      expiredApprovalIds: expired.approvalIds,
+      watchedPlanIds,
+    };
+    options.onChecked?.(result, job.id);
+    return {
+      marked: result.planIds.length,
+      expired: result.expiredApprovalIds.length,
+      watched: watchedPlanIds.length,
+      complete: result.complete,
+    };
   };
-}
-
-function startWorker(options: StallSchedulerOptions): Worker {
-  const { connection, prefix, dataSource, logger } = options;
-  const worker = new Worker(
-    STALL_CHECK_QUEUE,
-    async (job: Job): Promise<{ marked: number; complete: boolean }> => {
-      if (job.name !== STALL_CHECK_JOB) throw new UnrecoverableError(`unknown stall-check job "${job.name}"`);
-      const result = await markStalledPlans(dataSource);
-      if (result.planIds.length > 0)
-        logger?.info(
-          { plans: result.planIds.length, planIds: result.planIds.slice(0, 20), complete: result.complete },
-          'plans stalled: no event within their deadline',
-        );
-      options.onChecked?.(result, job.id);
-      return { marked: result.planIds.length, complete: result.complete };
-    },
-    { connection, prefix, concurrency: 1 },
-  );
-  worker.on('failed', (job, err) => logger?.warn({ jobId: job?.id, err }, 'stall check failed; the next tick retries'));
-  return worker;
+  const scheduled = await startScheduledQueue({
+    queueName: STALL_CHECK_QUEUE,
+    schedulerId: STALL_SCHEDULER_ID,
+    jobName: STALL_CHECK_JOB,
+    label: 'stall check',
+    queueLabel: 'stall-check',
+    connection,
+    prefix,
+    repeat: everyMs === null ? null : { every: everyMs },
+    jobOptions: { removeOnComplete: { count: 10 }, removeOnFail: { count: 50 } },
+    offReason: 'STALL_CHECK_EVERY=off',
+    run,
+    onFailed: (job, err) => logger?.warn({ jobId: job?.id, err }, 'stall check failed; the next tick retries'),
+    logger,
+  });
+  const closeTimeoutMs = options.closeTimeoutMs ?? 5_000;
+  return { queue: scheduled.queue, worker: scheduled.worker, close: () => scheduled.close(closeTimeoutMs) };
 }

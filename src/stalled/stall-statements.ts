@@ -43,3 +43,49 @@ export function stalledCountStatement(m: EntityManager) {
     .where('h.stalledAt IS NOT NULL')
     .andWhere('h.deletedAt IS NULL');
 }
+
+/**
+ * Running plans the stall check does not watch yet: `executing`, no `stall_due_at` (plans running
+ * when the StalledPlans migration ran, before their next event). One range of
+ * IX_execution_plans_status_created joined to the heads by key.
+ */
+export function unwatchedRunningStatement(m: EntityManager, limit: number) {
+  return m
+    .createQueryBuilder()
+    .select('h.planId', 'planId')
+    .from(ENTITY.head, 'h')
+    .withDeleted()
+    .innerJoin(ENTITY.plan, 'p', 'p.id = h.planId')
+    .where('p.status = :status', { status: 'executing' })
+    .andWhere('h.stallDueAt IS NULL')
+    .andWhere('h.stalledAt IS NULL')
+    .andWhere('h.deletedAt IS NULL')
+    .orderBy('h.planId', 'ASC')
+    .limit(limit);
+}
+
+/** Approvals past their expiry, undecided, unconsumed and not found expired yet, earliest first: IX_approvals_expiry. */
+export function dueExpiriesStatement(m: EntityManager, now: unknown, limit: number) {
+  return m
+    .createQueryBuilder()
+    .select('a.approvalId', 'approvalId')
+    .addSelect('a.planId', 'planId')
+    .from(ENTITY.approval, 'a')
+    .where('a.expiredAt IS NULL')
+    .andWhere('a.expiresAt <= :now', { now })
+    .andWhere('a.decision IS NULL')
+    .andWhere('a.consumedAt IS NULL')
+    .orderBy('a.expiresAt', 'ASC')
+    .addOrderBy('a.approvalId', 'ASC')
+    .limit(limit);
+}
+
+/** Mark these approvals (their plans' heads locked by the caller's transaction) expired at `now`. */
+export function markExpiredStatement(m: EntityManager, approvalIds: readonly string[], now: Date) {
+  return m
+    .createQueryBuilder()
+    .update(ENTITY.approval)
+    .set({ expiredAt: now })
+    .where({ approvalId: inIds(sqlDialectOf(m), approvalIds) })
+    .callListeners(false);
+}

@@ -7,9 +7,15 @@ import { sqlDialectOf } from '../store/sql/dialects';
 import type { SqlDialect } from '../store/sql/sql-dialect';
 import type { WebhookConfig } from './webhook-config';
 import type { WebhookMetrics } from './webhook-metrics';
-import { sendWebhook, signedHeaders, type SendResult } from './webhook-sender';
+import { sendWebhook, signedHeaders, WebhookAgents, type SendResult } from './webhook-sender';
 import { subscriptionsById } from './webhook-subscriptions';
-import { resolveWebhookTarget, WebhookTargetError } from './webhook-target';
+import { type ResolvedTarget, resolveWebhookTarget, WebhookTargetError } from './webhook-target';
+
+/**
+ * Rounds a loop has in flight at once: the next claim starts while the deliveries claimed before
+ * are sent and recorded (the claim skips rows under a lease, so rounds never share one).
+ */
+const ROUNDS_IN_FLIGHT = 4;
 
 /** What one round of the loop did. */
 export interface DeliveryRound {
@@ -33,6 +39,7 @@ export class WebhookDeliveryLoop {
   private readonly dialect: SqlDialect;
   private readonly stopping = new AbortController();
   private running: Promise<void> | undefined;
+  private readonly agents: WebhookAgents;
 
   constructor(
     private readonly ds: DataSource,
@@ -42,6 +49,7 @@ export class WebhookDeliveryLoop {
   ) {
     this.repo = ds.getRepository<WebhookDeliveryRow>(ENTITY.webhookDelivery);
     this.dialect = sqlDialectOf(ds);
+    this.agents = new WebhookAgents(config.batchSize * ROUNDS_IN_FLIGHT);
     metrics?.observe({ pending: () => this.pending() });
   }
 
@@ -49,37 +57,68 @@ export class WebhookDeliveryLoop {
     this.running ??= this.loop();
   }
 
-  /** Stops claiming; resolves once the round in flight has recorded its outcomes. */
+  /** Stops claiming; resolves once the rounds in flight have recorded their outcomes. */
   async close(): Promise<void> {
     this.stopping.abort();
     await this.running;
+    this.agents.destroy();
   }
 
   private async loop(): Promise<void> {
     let failures = 0;
+    const inFlight = new Set<Promise<unknown>>();
+    const onFailure = async (err: unknown) => {
+      failures++;
+      this.logger.warn({ err, failures }, 'webhook delivery round failed; retrying');
+      await sleep(backoffDelay(failures, { baseMs: 500, maxMs: 30_000 }), this.stopping.signal);
+    };
     while (!this.stopping.signal.aborted) {
       try {
-        const round = await this.round();
+        const claimed = await this.claim(new Date());
         failures = 0;
-        if (round.claimed < this.config.batchSize) await sleep(this.config.pollMs, this.stopping.signal);
+        if (claimed.rows.length > 0) {
+          // rows whose outcome is not recorded stay leased: another round takes them after the lease
+          const sending: Promise<unknown> = this.deliver(claimed)
+            .catch(onFailure)
+            .finally(() => inFlight.delete(sending));
+          inFlight.add(sending);
+        }
+        if (inFlight.size >= ROUNDS_IN_FLIGHT) await Promise.race(inFlight);
+        if (claimed.rows.length < this.config.batchSize) await sleep(this.config.pollMs, this.stopping.signal);
       } catch (err) {
-        failures++;
-        this.logger.warn({ err, failures }, 'webhook delivery round failed; retrying');
-        await sleep(backoffDelay(failures, { baseMs: 500, maxMs: 30_000 }), this.stopping.signal);
+        await onFailure(err);
       }
     }
+    await Promise.all(inFlight);
   }
 
   /** Claims the due deliveries, sends them and records what came of each. */
   async round(now = new Date()): Promise<DeliveryRound> {
-    const claimed = await this.claim(now);
+    return this.deliver(await this.claim(now));
+  }
+
+  /** Sends claimed deliveries and records what came of each. */
+  private async deliver(claimed: { token: string; rows: WebhookDeliveryRow[] }): Promise<DeliveryRound> {
     const round: DeliveryRound = { claimed: claimed.rows.length, delivered: 0, failed: 0, dead: 0 };
     if (claimed.rows.length === 0) return round;
     const subs = await subscriptionsById(
       this.ds,
       claimed.rows.map((r) => r.subscriptionId),
     );
-    const results = await Promise.all(claimed.rows.map((row) => this.attempt(row, subs.get(row.subscriptionId))));
+    // each subscription's URL resolved and checked once a round, whatever its number of deliveries
+    const targets = new Map<string, Promise<ResolvedTarget>>();
+    const targetOf = (sub: WebhookSubscriptionRow) => {
+      let target = targets.get(sub.id);
+      if (!target) {
+        target = resolveWebhookTarget(sub.url, this.config.allowPrivate);
+        target.catch(() => undefined);
+        targets.set(sub.id, target);
+      }
+      return target;
+    };
+    const results = await Promise.all(
+      claimed.rows.map((row) => this.attempt(row, subs.get(row.subscriptionId), targetOf)),
+    );
     const done: WebhookDeliveryRow[] = [];
     for (let i = 0; i < claimed.rows.length; i++) {
       const row = claimed.rows[i];
@@ -96,13 +135,17 @@ export class WebhookDeliveryLoop {
     return round;
   }
 
-  private async attempt(row: WebhookDeliveryRow, sub: WebhookSubscriptionRow | undefined): Promise<SendResult> {
+  private async attempt(
+    row: WebhookDeliveryRow,
+    sub: WebhookSubscriptionRow | undefined,
+    targetOf: (sub: WebhookSubscriptionRow) => Promise<ResolvedTarget>,
+  ): Promise<SendResult> {
     if (!sub) return { ok: false, error: 'its subscription was removed' };
     if (!sub.enabled) return { ok: false, error: 'its subscription is disabled' };
     try {
-      const target = await resolveWebhookTarget(sub.url, this.config.allowPrivate);
+      const target = await targetOf(sub);
       const headers = signedHeaders(sub.secret, row.id, row.payload, new Date());
-      return await sendWebhook(target, headers, row.payload, this.config.timeoutMs);
+      return await sendWebhook(target, headers, row.payload, this.config.timeoutMs, this.agents.for(target));
     } catch (err) {
       if (err instanceof WebhookTargetError) return { ok: false, error: err.message };
       throw err;

@@ -25,12 +25,51 @@ function pinned(target: ResolvedTarget): LookupFunction {
   }) as unknown as LookupFunction;
 }
 
-/** POSTs a signed body to the checked address of the target; never throws. */
+/** How long a kept-open connection may stay idle: less than the default keep-alive of Node's own servers. */
+const IDLE_SOCKET_MS = 2_000;
+
+/**
+ * Keep-alive connections of a delivery loop, one pool per URL origin and checked address: a
+ * connection is reused only to the address it was opened to, which passed the check then.
+ */
+export class WebhookAgents {
+  private readonly pools = new Map<string, http.Agent>();
+
+  constructor(private readonly maxSockets: number) {}
+
+  for(target: ResolvedTarget): http.Agent {
+    const key = `${target.url.origin}|${target.address}`;
+    let agent = this.pools.get(key);
+    if (!agent) {
+      // `timeout`: an idle connection is closed before a receiver's own keep-alive limit closes it under a request
+      const options = {
+        keepAlive: true,
+        maxSockets: this.maxSockets,
+        maxFreeSockets: this.maxSockets,
+        timeout: IDLE_SOCKET_MS,
+      };
+      agent = target.url.protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
+      this.pools.set(key, agent);
+    }
+    return agent;
+  }
+
+  destroy(): void {
+    for (const agent of this.pools.values()) agent.destroy();
+    this.pools.clear();
+  }
+}
+
+/**
+ * POSTs a signed body to the checked address of the target; never throws. With `agent` (from
+ * WebhookAgents.for(target)) the connection may be one kept open; without, a new one is closed after.
+ */
 export function sendWebhook(
   target: ResolvedTarget,
   headers: Record<string, string>,
   body: string,
   timeoutMs: number,
+  agent?: http.Agent,
 ): Promise<SendResult> {
   const { url } = target;
   const client = url.protocol === 'https:' ? https : http;
@@ -40,7 +79,7 @@ export function sendWebhook(
       url,
       {
         method: 'POST',
-        agent: false,
+        agent: agent ?? false,
         lookup: pinned(target),
         ...(url.protocol === 'https:' && isIP(host) === 0 ? { servername: host } : {}),
         headers: {

@@ -3,8 +3,8 @@ import { In, type DataSource, type EntityManager } from 'typeorm';
 import { ENTITY, type WebhookDeliveryRow, type WebhookSubscriptionRow } from '../store/entities';
 import { webhookTypes } from '../store/outbox/webhook-triggers';
 
-/** A subscription's filter: `*` (every webhook type) or a comma-separated list of types. */
-export function parseEventFilter(raw: string | undefined): string {
+/** A subscription's filter: `*` (every webhook type) or a comma-separated list of types; `argument` names it in the error. */
+export function parseEventFilter(raw: string | undefined, argument = '--events'): string {
   const text = (raw ?? '*').trim();
   if (text === '*' || text === '') return '*';
   const known = webhookTypes();
@@ -18,7 +18,7 @@ export function parseEventFilter(raw: string | undefined): string {
   ];
   const unknown = types.find((t) => !known.includes(t));
   if (unknown !== undefined)
-    throw new Error(`--events: "${unknown}" is not a webhook type; the types: ${known.join(', ')} (or * for all)`);
+    throw new Error(`${argument}: "${unknown}" is not a webhook type; the types: ${known.join(', ')} (or * for all)`);
   return types.join(',');
 }
 

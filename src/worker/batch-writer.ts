@@ -2,6 +2,7 @@ import type { PlanEvent } from '../contracts';
 import type { Logger } from '../shared/logger';
 import { dbErrorCode, isRetryableDbError, standingFault } from '../store/db-errors';
 import type { PersistOutcome } from '../store/plan-event-store';
+import type { ApprovalChange } from '../store/approvals/approval-apply';
 import { isVoidedSeq } from '../store/projection/voided-seq';
 import type { WorkerMetrics } from './worker-metrics';
 import type { BatchEntry, EntryResult } from './micro-batcher';
@@ -43,6 +44,8 @@ export interface BatchWriterDeps {
   onTransientError(err: unknown): void;
   /** Told about every commit, for the readiness "progress" check and handle events. */
   onCommit(info: { events: number; inserted: number; duplicates: number; durationMs: number }): void;
+  /** Told, after the commit, what it requested or decided in `approvals` (only when it did). */
+  onApprovalChanges?(changes: readonly ApprovalChange[]): void;
 }
 
 /**
@@ -106,6 +109,7 @@ export class BatchWriter {
       'batch committed',
     );
     this.deps.onCommit({ events: events.length, inserted: outcome.inserted, duplicates, durationMs });
+    if (outcome.approvals.length > 0) this.deps.onApprovalChanges?.(outcome.approvals);
     return outcome;
   }
 

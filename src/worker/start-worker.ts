@@ -35,6 +35,7 @@ import { RepeatedLog } from '../shared/repeated-log';
 import { consumedShards, registeredLayouts } from '../queue/queue-shards';
 import { ShardWorkers } from './shard-workers';
 import { countStalledPlans } from '../stalled/stall-check';
+import { ApprovalLedger } from '../store/approvals/approval-ledger';
 import { startStallScheduler } from '../stalled/stall-scheduler';
 import { DEFAULT_WEBHOOK_CONFIG, type WebhookConfig } from '../webhooks/webhook-config';
 import { WebhookDeliveryLoop } from '../webhooks/webhook-delivery';
@@ -181,7 +182,7 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
     level: 'warn',
   });
   metrics.observeDeadLetters(new DeadLetterRepository(deadLetterQueue));
-  metrics.observeStalledPlans(() => countStalledPlans(ds));
+  observeLedgerGauges(metrics, ds);
   const pipeline = buildPipeline({
     settings,
     ds,
@@ -277,6 +278,7 @@ async function startStallCheck(o: Opening, closing: AbortSignal): Promise<void> 
       prefix: config.queuePrefix,
       dataSource: o.ds,
       everyMs: o.settings.stallCheckMs,
+      stallAfterMs: o.settings.stallAfterMs,
       logger: logger.child({ component: 'stall-check' }),
       closeTimeoutMs: o.settings.shutdownTimeoutMs,
     });
@@ -324,4 +326,11 @@ function readinessOf(r: {
     lastProgressAt: () => r.state.lastProgressAt,
     stallMs: r.stallMs,
   });
+}
+
+/** The gauges read from the database at scrape time: stalled plans, pending approvals by age. */
+function observeLedgerGauges(metrics: WorkerMetrics, ds: DataSource): void {
+  metrics.observeStalledPlans(() => countStalledPlans(ds));
+  const approvals = new ApprovalLedger(ds);
+  metrics.observePendingApprovals(() => approvals.pendingByAge());
 }

@@ -51,6 +51,8 @@ export class WorkerMetrics {
   private deadLetterProbe: DeadLetterProbe | undefined;
   /** Reads how many plans are stalled now (plan_heads.stalled_at), at scrape time. */
   private stalledPlansProbe: (() => Promise<number>) | undefined;
+  /** Reads the pending approvals by age bucket, at scrape time. */
+  private pendingApprovalsProbe: (() => Promise<ReadonlyMap<string, number>>) | undefined;
   private deadLetterRead: ReturnType<DeadLetterProbe['depth']> | undefined;
   private readonly now: () => number;
 
@@ -151,6 +153,23 @@ export class WorkerMetrics {
         if (n !== undefined) this.set(n);
       },
     });
+    this.registerApprovalGauges(registers);
+  }
+
+  /** The pending approvals by age bucket, read from the database at scrape time. */
+  private registerApprovalGauges(registers: Registry[]): void {
+    const pendingApprovals = () => this.pendingApprovalsProbe?.();
+    new Gauge({
+      name: 'plan_ledger_approvals_pending',
+      help: 'Approvals requested and neither decided nor expired, by age since the request (<1m, 1m-10m, 10m-1h, 1h-1d, >1d)',
+      labelNames: ['age'],
+      registers,
+      async collect() {
+        // unreadable (the database down, a migration pending): no sample rather than a wrong 0
+        const byAge = await pendingApprovals()?.catch(() => undefined);
+        if (byAge !== undefined) for (const [age, n] of byAge) this.set({ age }, n);
+      },
+    });
   }
 
   /** The events queue's gauges, read at scrape time from the observed shards. */
@@ -222,6 +241,11 @@ export class WorkerMetrics {
   /** Attach the read of the stalled plans' count (the plan_ledger_plans_stalled gauge). */
   observeStalledPlans(probe: () => Promise<number>): void {
     this.stalledPlansProbe = probe;
+  }
+
+  /** Attach the read of the pending approvals by age bucket (the plan_ledger_approvals_pending gauge). */
+  observePendingApprovals(probe: () => Promise<ReadonlyMap<string, number>>): void {
+    this.pendingApprovalsProbe = probe;
   }
 
   /** Attach the dead-letter queue read by the dead-letter depth and age gauges. */

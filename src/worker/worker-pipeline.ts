@@ -6,6 +6,7 @@ import type { WorkerMetrics } from './worker-metrics';
 import type { RedisClient } from '../queue/connect-redis';
 import { EVENTS_QUEUE } from '../queue/queue-names';
 import { recordStoredEvents } from '../queue/stored-event-rate';
+import { announceApprovalChanges } from '../queue/approval-signals';
 import type { Logger } from '../shared/logger';
 import { PlanEventStore } from '../store/plan-event-store';
 import { AdaptiveConcurrency } from './adaptive-concurrency';
@@ -79,6 +80,8 @@ export function buildPipeline(deps: PipelineDeps): WorkerPipeline {
       recordStoredEvents(deps.connection, deps.queuePrefix, info.inserted);
       deps.onCommit?.(info);
     },
+    // GET /v1/approvals/{id}?waitMs= answers when serve hears of the approval
+    onApprovalChanges: (changes) => announceApprovalChanges(deps.connection, deps.queuePrefix, changes),
   });
   const concurrency = new AdaptiveConcurrency(settings.concurrency, settings.maxEventsInFlight);
   concurrency.onChange((n) => logger.debug({ concurrency: n }, 'job concurrency adjusted to the job size'));

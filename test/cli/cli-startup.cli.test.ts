@@ -53,6 +53,7 @@ describe('plan-ledger --help loads no implementation', () => {
       'steps',
       'analytics',
       'retention',
+      'approvals',
       'serve',
     ]) {
       expect(r.stdout).toMatch(new RegExp(`^  ${cmd}\\b`, 'm'));
@@ -73,6 +74,7 @@ describe('plan-ledger --help loads no implementation', () => {
     [['plans', 'restore', '--help'], 'RETENTION_GRACE_DAYS'],
     [['retention', 'run', '--help'], 'RETENTION_COMPLETED_DAYS'],
     [['migrate', '--help'], '--print-sql'],
+    [['approvals', 'decide', '--help'], '--edited-args-digest'],
   ])('%j prints its help (%s) without TypeORM or BullMQ', async (args, expected) => {
     const r = await runWatched(args);
     expect(r.code).toBe(0);

@@ -201,6 +201,7 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
       '/v1/approvals',
       '/v1/approvals/{approvalId}',
       '/v1/approvals/{approvalId}/consume',
+      '/v1/approvals/{approvalId}/decide',
       '/v1/dead-letters',
       '/v1/dead-letters/purge',
       '/v1/dead-letters/replay',
@@ -221,6 +222,12 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
       '/v1/sessions/{sessionId}/active',
       '/v1/sessions/{sessionId}/history',
       '/v1/traces',
+      '/v1/webhooks/deliveries',
+      '/v1/webhooks/deliveries/replay',
+      '/v1/webhooks/subscriptions',
+      '/v1/webhooks/subscriptions/{id}',
+      '/v1/webhooks/subscriptions/{id}/disable',
+      '/v1/webhooks/subscriptions/{id}/enable',
       '/v1/workflows/{planId}/resume-point',
     ]);
     expect(Object.keys(doc.paths['/v1/events'].post.responses).sort()).toEqual([
@@ -231,8 +238,23 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger serve on %s', (kind) 
       '413',
       '503',
     ]);
+    expect(Object.keys(doc.paths['/v1/approvals/{approvalId}/decide'].post.responses).sort()).toEqual([
+      '202',
+      '400',
+      '401',
+      '403',
+      '404',
+      '409',
+      '503',
+    ]);
     for (const route of ['/v1/plans/{planId}/fork', '/v1/plans/{planId}/replay'])
       expect(Object.keys(doc.paths[route].post.responses).sort()).toEqual(['201', '400', '401', '403', '404', '409']);
+    expect(Object.keys(doc.paths['/v1/webhooks/subscriptions'].post.responses).sort()).toEqual([
+      '201',
+      '400',
+      '401',
+      '403',
+    ]);
     const metrics = (await call(stack, 'GET', '/metrics', { key: null })).text;
     expect(metrics).toMatch(/plan_ledger_http_events_total\{outcome="accepted"\} \d+/);
     expect(metrics).toMatch(/plan_ledger_http_requests_total\{route="\/v1\/events",method="POST",status="202"\} \d+/);

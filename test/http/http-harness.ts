@@ -7,12 +7,17 @@ import { loadHttpConfig } from '../../src/http/http-config';
 import { HttpServerHandle, startHttpServer } from '../../src/http/start-http-server';
 import { createLogger } from '../../src/shared/logger';
 import { startWorker, WorkerConfig, WorkerHandle } from '../../src/worker';
+import type { WebhookConfig } from '../../src/webhooks/webhook-config';
+import { parseAllowance } from '../../src/webhooks/webhook-target';
 import { createMigratedDb, TestDb } from '../support/databases';
 import { dropPrefix, openRedis, REDIS_URL, silentLogger, uniquePrefix } from '../worker/helpers/queue-harness';
 
 export const INGEST_KEY = 'ingest-key-for-tests-0123456789';
 export const READ_KEY = 'read-key-for-tests-0123456789ab';
 export const ADMIN_KEY = 'admin-key-for-tests-0123456789ab';
+/** The approve key every stack has (HTTP_APPROVE_KEYS `APPROVER:APPROVE_KEY`): its decisions' decidedBy is APPROVER. */
+export const APPROVER = 'alice@ops';
+export const APPROVE_KEY = 'approve-key-for-tests-0123456789';
 
 export type Db = Awaited<ReturnType<typeof createMigratedDb>>;
 
@@ -46,6 +51,8 @@ export async function startApiStack(
     worker?: boolean;
     redisUrl?: string;
     workerSettings?: Partial<WorkerConfig>;
+    /** The in-process worker's webhook delivery. @defaultValue DEFAULT_WEBHOOK_CONFIG */
+    webhooks?: WebhookConfig;
   } = {},
 ): Promise<ApiStack> {
   const db = await createMigratedDb(kind);
@@ -71,10 +78,12 @@ export async function startApiStack(
         HTTP_PORT: port,
         HTTP_INGEST_KEYS: INGEST_KEY,
         HTTP_READ_KEYS: READ_KEY,
+        HTTP_APPROVE_KEYS: `${APPROVER}:${APPROVE_KEY}`,
         HTTP_JOURNAL_DIR: journalDir,
         ...options.env,
       }),
       logger: createLogger({ level: 'info', destination: sink as never }),
+      webhookAllowPrivate: parseAllowance(options.env?.WEBHOOKS_ALLOW_PRIVATE),
     });
   const server = await serve(options.env?.HTTP_PORT ?? '0');
   let running: HttpServerHandle | undefined = server;
@@ -86,6 +95,7 @@ export async function startApiStack(
           dataSource: db.ds,
           logger: silentLogger(),
           settings: { healthPort: null, concurrency: 16, batchSize: 500, ...options.workerSettings },
+          webhooks: options.webhooks,
         });
   const stack: ApiStack = {
     db,

@@ -18,7 +18,7 @@ describe('plan-ledger serve (the command)', () => {
     const r = await runCli(['serve'], { HTTP_INGEST_KEYS: '', HTTP_READ_KEYS: '', HTTP_PORT: '0' });
     expect(r.code).toBe(2);
     expect(r.stderr.trim()).toBe(
-      'plan-ledger: invalid configuration: HTTP_INGEST_KEYS / HTTP_READ_KEYS / HTTP_ADMIN_KEYS: no API key is set; set at least one (every endpoint but /healthz and /metrics needs a key)',
+      'plan-ledger: invalid configuration: HTTP_INGEST_KEYS / HTTP_READ_KEYS / HTTP_ADMIN_KEYS / HTTP_APPROVE_KEYS: no API key is set; set at least one (every endpoint but /healthz and /metrics needs a key)',
     );
     const short = await runCli(['serve'], {
       HTTP_INGEST_KEYS: 'short',

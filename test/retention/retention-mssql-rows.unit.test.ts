@@ -30,16 +30,16 @@ async function purgeDatabase(sizes: Record<string, number>, refuse?: (sql: strin
   let scanned = false;
   const recording = await recordingMssql((sql, params) => {
     const at = recording.statements.length - 1;
-    // the purge's scan: every plan, once
+    // the purge's scan, oldest first: every plan, once
     // (none of them a parent: no fork row names it)
     if (
-      /^SELECT "p"."id" AS "id" FROM "execution_plans" "p" WHERE "p"."deleted_at" <= @0 AND NOT EXISTS \(SELECT 1 FROM "execution_plans" "f" WHERE "f"."parent_plan_id" = "p"."id"\) ORDER BY/.test(
+      /^SELECT "p"."id" AS "id", "p"."created_at" AS "createdAt" FROM "execution_plans" "p" WHERE "p"."deleted_at" <= @0 AND NOT EXISTS \(SELECT 1 FROM "execution_plans" "f" WHERE "f"."parent_plan_id" = "p"."id"\) ORDER BY/.test(
         sql,
       )
     ) {
       if (scanned) return [];
       scanned = true;
-      return [...plans.keys()].sort().map((id) => ({ id }));
+      return [...plans.keys()].sort().map((id) => ({ id, createdAt: new Date('2030-01-01T00:00:00.000Z') }));
     }
     // rows per plan and table
     const count = /^SELECT "t"."(?:plan_id|id|workflow_id)" AS "id", COUNT\(\*\) AS "n" FROM "(\w+)"/.exec(sql);

@@ -25,10 +25,12 @@ describe('session rows on SQL Server (recorded, no server)', () => {
   it("retention's purge locks a session row WITH (UPDLOCK, ROWLOCK), then checks it is empty, then deletes it", async () => {
     const { ds, statements } = await recordingMssql((sql) => {
       if (
-        /^SELECT "p"."id" AS "id"(, "p"."parent_plan_id" AS "parentId")? FROM "execution_plans" "p" WHERE/.test(sql) &&
+        /^SELECT "p"."id" AS "id"(, "p"."parent_plan_id" AS "parentId"|, "p"."created_at" AS "createdAt")? FROM "execution_plans" "p" WHERE/.test(
+          sql,
+        ) &&
         /"p"."deleted_at" <= @/.test(sql)
       )
-        return [{ id: 'plan-1' }];
+        return [{ id: 'plan-1', createdAt: NOW }];
       if (/^SELECT "p"."session_id" AS "id"/.test(sql)) return [{ id: 'sess-1' }];
       if (/FROM "sessions" "s"/.test(sql)) return [{ id: 'sess-1' }];
       if (/^DELETE FROM "sessions"/.test(sql)) return [{}];

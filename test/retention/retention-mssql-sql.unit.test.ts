@@ -86,7 +86,7 @@ describe('retention SQL on SQL Server (generated, no server)', () => {
       }
       if (/"p"."deleted_at" <= @/.test(sql)) {
         if (recheck) return batch.map((id) => ({ id }));
-        return pages.purge++ === 0 ? batch.map((id) => ({ id })) : [];
+        return pages.purge++ === 0 ? batch.map((id) => ({ id, createdAt: new Date(NOW.getTime() - 60 * DAY) })) : [];
       }
       return [];
     });

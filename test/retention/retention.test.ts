@@ -266,6 +266,28 @@ describe.each(ALL_TEST_DBS)('retention on %s', (kind) => {
     expect(rest).toMatchObject({ complete: true, plans: { purged: 3 } });
     for (const p of plans) expect(await planRows(ds, p.id, 'all')).toEqual(zero());
   });
+
+  it('purges the oldest plans first, whatever their ids, and misses none created at the same instant', async () => {
+    // ids sort against creation time; three plans share one creation instant (the keyset's tie)
+    const created = [ago(50 * DAY), ago(49 * DAY), ago(48 * DAY), ago(48 * DAY), ago(48 * DAY), ago(47 * DAY)];
+    const plans: PlanSpec[] = created.map((createdAt, i) => ({
+      id: `old-${String.fromCharCode(102 - i)}`, // old-f (oldest) .. old-a (newest)
+      status: 'completed',
+      createdAt,
+      completedAt: ago(45 * DAY),
+      deletedAt: ago(30 * DAY),
+    }));
+    await insertPlans(ds, plans);
+    const first = await runRetention(ds, policy, { now: NOW, maxBatches: 1 });
+    expect(first).toMatchObject({ stoppedBy: 'maxBatches', plans: { purged: 2 } });
+    const left: string[] = [];
+    for (const p of plans) if (Object.values(await planRows(ds, p.id, 'all')).some((n) => n > 0)) left.push(p.id);
+    expect(left).toEqual(['old-d', 'old-c', 'old-b', 'old-a']);
+
+    const rest = await runRetention(ds, policy, { now: NOW });
+    expect(rest).toMatchObject({ complete: true, plans: { purged: 4 } });
+    for (const p of plans) expect(await planRows(ds, p.id, 'all')).toEqual(zero());
+  });
 });
 
 function counts(report: RetentionReport, kind: 'softDeleted' | 'purged') {

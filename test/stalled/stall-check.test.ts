@@ -1,29 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { parsePlanEvent, PlanEvent } from '../../src/contracts';
 import { getPlanView, listPlans, planStatusFilter } from '../../src/queries';
 import { countStalledPlans, markStalledPlans } from '../../src/stalled/stall-check';
 import { cliIn } from '../support/parsed-event';
 import { ENTITY, PlanHeadRow } from '../../src/store/entities';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
+import { ev } from './support/stall-events';
 
 const STALL_AFTER = 60_000;
-
-function ev(planId: string, seq: number, type: string, payload: object): PlanEvent {
-  const parsed = parsePlanEvent({
-    specVersion: 1,
-    eventId: randomUUID(),
-    type,
-    planId,
-    sessionId: `s_${planId}`,
-    seq,
-    occurredAt: new Date().toISOString(),
-    payload,
-  });
-  if (!parsed.ok) throw parsed.error;
-  return parsed.event;
-}
 
 const steps = [
   { stepId: 'a', index: 0, agentId: 'coder', task: 'a' },

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type IORedis from 'ioredis';
-import { parsePlanEvent, PlanEvent } from '../../src/contracts';
 import { retentionPolicy, runRetention } from '../../src/retention';
 import { markStalledPlans, StallCheckResult } from '../../src/stalled/stall-check';
 import { startStallScheduler, StallScheduler } from '../../src/stalled/stall-scheduler';
@@ -8,21 +7,8 @@ import { ENTITY, PlanHeadRow } from '../../src/store/entities';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 import { dropPrefix, openRedis, silentLogger, uniquePrefix, waitFor } from '../worker/helpers/queue-harness';
+import { ev } from './support/stall-events';
 
-function ev(planId: string, seq: number, type: string, payload: object): PlanEvent {
-  const parsed = parsePlanEvent({
-    specVersion: 1,
-    eventId: randomUUID(),
-    type,
-    planId,
-    sessionId: `s_${planId}`,
-    seq,
-    occurredAt: new Date().toISOString(),
-    payload,
-  });
-  if (!parsed.ok) throw parsed.error;
-  return parsed.event;
-}
 const steps = [{ stepId: 'a', index: 0, agentId: 'coder', task: 'a' }];
 
 describe('the stall check with two workers', () => {

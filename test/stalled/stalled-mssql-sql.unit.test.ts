@@ -1,6 +1,7 @@
 import { parseDatabaseUrl } from '../../src/config/database-url';
 import { listPlans, planStatusFilter } from '../../src/queries';
-import { countStalledPlans, markStalledPlans } from '../../src/stalled/stall-check';
+import { expireApprovals } from '../../src/stalled/approval-expiry';
+import { countStalledPlans, markStalledPlans, watchUnwatchedPlans } from '../../src/stalled/stall-check';
 import type { PlanHeadRow } from '../../src/store/entities';
 import { writeHeads } from '../../src/store/ledger/plan-heads';
 import { migrationSql } from '../../src/store/migrator';
@@ -54,6 +55,32 @@ const head = (planId: string): PlanHeadRow => ({
   deletedAt: null,
 });
 
+/** An approval row as TypeORM reads it from `SELECT ... FROM "approvals" "r"`: requested, undecided, expired. */
+const approvalRow = (approvalId: string, planId: string) => ({
+  r_approval_id: approvalId,
+  r_plan_id: planId,
+  r_session_id: 'sess-1',
+  r_step_id: 'a',
+  r_tool: 'send_email',
+  r_args_digest: 'd'.repeat(64),
+  r_expires_at: DUE,
+  r_assignee: 'ops',
+  r_reason: null,
+  r_requested_at: DUE,
+  r_request_seq: 2,
+  r_request_event_id: '0190c0de-7a1b-7c3d-8e4f-5a6b7c8d9e0f',
+  r_decision: null,
+  r_decided_by: null,
+  r_feedback: null,
+  r_edited_args_digest: null,
+  r_decided_at: null,
+  r_consumed_at: null,
+  r_consumed_by: null,
+  r_expired_at: null,
+});
+const SUBSCRIPTIONS = async () => [{ id: 'sub-1', eventTypes: '*' }];
+const INSERT_DELIVERIES = /^INSERT INTO "webhook_deliveries"/;
+
 const sqlOf = (recorded: Recorded[]) => recorded.map((r) => r.sql).filter((sql) => !TRANSACTION_MARKERS.has(sql));
 
 describe('stalled plans: the SQL sent to SQL Server (generated, no server)', () => {
@@ -78,7 +105,7 @@ describe('stalled plans: the SQL sent to SQL Server (generated, no server)', () 
       if (/^SELECT .* FROM "plan_heads" "r"/.test(sql)) return PLANS.map(headRow);
       return undefined;
     });
-    const result = await markStalledPlans(ds, { now: NOW, batchSize: 10 });
+    const result = await markStalledPlans(ds, { now: NOW, batchSize: 10, subscriptions: async () => [] });
     expect({ ...result, planIds: [...result.planIds].sort() }).toEqual({ planIds: [...PLANS].sort(), complete: true });
 
     const text = sqlOf(statements);
@@ -117,7 +144,10 @@ describe('stalled plans: the SQL sent to SQL Server (generated, no server)', () 
         return [{ ...headRow('plan-1'), r_stall_due_at: new Date(NOW.getTime() + 1) }];
       return undefined;
     });
-    expect(await markStalledPlans(ds, { now: NOW })).toEqual({ planIds: [], complete: true });
+    expect(await markStalledPlans(ds, { now: NOW, subscriptions: async () => [] })).toEqual({
+      planIds: [],
+      complete: true,
+    });
     expect(sqlOf(statements).filter((sql) => /SET "stalled_at"/.test(sql))).toEqual([]);
   });
 
@@ -189,5 +219,99 @@ describe('stalled plans: the SQL sent to SQL Server (generated, no server)', () 
       'ALTER TABLE "plan_heads" DROP COLUMN "deadline_ms"',
     ]);
     await expectTsql([...up, ...down]);
+  });
+  it('writes the plan.stalled deliveries in the transaction that marks the plans', async () => {
+    const { ds, statements } = await recordingMssql((sql) => {
+      if (/^SELECT "h"\."plan_id" AS "planId" FROM "plan_heads" "h"/.test(sql)) return [{ planId: 'plan-1' }];
+      if (/^SELECT .* FROM "plan_heads" "r"/.test(sql)) return [headRow('plan-1')];
+      return undefined;
+    });
+    expect((await markStalledPlans(ds, { now: NOW, subscriptions: SUBSCRIPTIONS })).planIds).toEqual(['plan-1']);
+    const all = statements.map((s) => s.sql);
+    const insert = all.findIndex((sql) => INSERT_DELIVERIES.test(sql));
+    expect(insert).toBeGreaterThan(all.indexOf('BEGIN TRANSACTION'));
+    expect(all.slice(insert + 1)).toEqual(['COMMIT']);
+    expect(all[insert]).not.toContain('plan-1');
+    await expectTsql(sqlOf(statements));
+  });
+
+  it("finds expired approvals under their plans' head locks, marks them and writes approval.expired", async () => {
+    const IDS = ['ap-2', "ap-1'; DROP TABLE approvals --"];
+    const { ds, statements } = await recordingMssql((sql) => {
+      if (/^SELECT "a"\."approval_id" AS "approvalId"/.test(sql))
+        return IDS.map((approvalId) => ({ approvalId, planId: 'plan-1' }));
+      if (/^SELECT .* FROM "approvals" "r"/.test(sql)) return IDS.map((id) => approvalRow(id, 'plan-1'));
+      return undefined;
+    });
+    const result = await expireApprovals(ds, { now: NOW, batchSize: 10, subscriptions: SUBSCRIPTIONS });
+    expect(result).toEqual({ approvalIds: [...IDS].sort(), complete: true });
+    const text = sqlOf(statements);
+    const [scan, lock, heads, read, mark, insert] = text;
+    expect(text).toHaveLength(6);
+    expect(scan).toBe(
+      'SELECT "a"."approval_id" AS "approvalId", "a"."plan_id" AS "planId" FROM "approvals" "a" WHERE "a"."expired_at" IS NULL AND "a"."expires_at" <= @0 AND "a"."decision" IS NULL AND "a"."consumed_at" IS NULL ORDER BY "a"."expires_at" ASC, "a"."approval_id" ASC OFFSET 0 ROWS FETCH NEXT 10 ROWS ONLY',
+    );
+    expect(lock).toBe(`UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" ${jsonIdList('@0')}`);
+    expect(read).toMatch(
+      /^SELECT .* FROM "approvals" "r" WHERE "?r"?\."approval_id" IN \(SELECT v FROM OPENJSON\(@0\)/,
+    );
+    expect(mark).toBe(`UPDATE "approvals" SET "expired_at" = @0 WHERE "approval_id" ${jsonIdList('@1')}`);
+    expect(insert).toMatch(INSERT_DELIVERIES);
+    expect(heads).toMatch(/^SELECT .* FROM "plan_heads" "r" WHERE/);
+    expect(statements.map((s) => s.sql)).toEqual([
+      scan,
+      'BEGIN TRANSACTION',
+      lock,
+      heads,
+      read,
+      mark,
+      insert,
+      'COMMIT',
+    ]);
+    const [expiredAt, ...marked] = paramValues(statements.find((s) => s.sql === mark)!.params);
+    expect([expiredAt, [...marked].sort()]).toEqual([NOW, [...IDS].sort()]);
+    expect(statements.find((s) => s.sql === mark)!.params[0]).toMatchObject({ type: 'datetime2', params: [3] });
+    for (const sql of text) {
+      expect(sql).not.toContain('ap-');
+      expect(sql).not.toContain('2026-');
+    }
+    await expectTsql(text);
+  });
+
+  it('leaves alone an approval decided between the scan and the lock', async () => {
+    const { ds, statements } = await recordingMssql((sql) => {
+      if (/^SELECT "a"\."approval_id" AS "approvalId"/.test(sql)) return [{ approvalId: 'ap-1', planId: 'plan-1' }];
+      if (/^SELECT .* FROM "approvals" "r"/.test(sql))
+        return [{ ...approvalRow('ap-1', 'plan-1'), r_decision: 'approve' }];
+      return undefined;
+    });
+    expect(await expireApprovals(ds, { now: NOW, subscriptions: SUBSCRIPTIONS })).toEqual({
+      approvalIds: [],
+      complete: true,
+    });
+    expect(sqlOf(statements).filter((sql) => /SET "expired_at"|INSERT INTO/.test(sql))).toEqual([]);
+  });
+
+  it('gives running plans without a due time one from their last event, under their head locks', async () => {
+    const { ds, statements } = await recordingMssql((sql) => {
+      if (/^SELECT "h"\."plan_id" AS "planId" FROM "plan_heads" "h" INNER JOIN/.test(sql))
+        return [{ planId: 'plan-1' }];
+      if (/^SELECT .* FROM "plan_heads" "r"/.test(sql)) return [{ ...headRow('plan-1'), r_stall_due_at: null }];
+      return undefined;
+    });
+    expect(await watchUnwatchedPlans(ds, 60_000, { batchSize: 10 })).toEqual({ planIds: ['plan-1'], complete: true });
+    const text = sqlOf(statements);
+    const [scan, lock, , merge] = text;
+    expect(text).toHaveLength(4);
+    expect(scan).toBe(
+      'SELECT "h"."plan_id" AS "planId" FROM "plan_heads" "h" INNER JOIN "execution_plans" "p" ON "p"."id" = "h"."plan_id" WHERE "p"."status" = @0 AND "h"."stall_due_at" IS NULL AND "h"."stalled_at" IS NULL AND "h"."deleted_at" IS NULL ORDER BY "h"."plan_id" ASC OFFSET 0 ROWS FETCH NEXT 10 ROWS ONLY',
+    );
+    expect(lock).toBe(`UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" ${jsonIdList('@0')}`);
+    expect(merge).toMatch(/^MERGE INTO "plan_heads" AS t USING OPENJSON\(@0\) WITH \(/);
+    const [row] = JSON.parse(String(paramValue(statements.find((s) => s.sql === merge)!.params[0]))) as Array<
+      Record<string, unknown>
+    >;
+    expect(new Date(String(row.stallDueAt)).getTime()).toBe(DUE.getTime() + 60_000);
+    await expectTsql(text);
   });
 });

@@ -142,4 +142,45 @@ describe.each(ALL_TEST_DBS)('approvals on %s', (kind) => {
     expect(await ledger.consume('ap_edit', DIGEST, 'x')).toMatchObject({ ok: false, reason: 'args_mismatch' });
     expect(await ledger.consume('ap_edit', edited, 'x')).toMatchObject({ ok: true, approval: { decision: 'edit' } });
   });
+
+  it('counts pending approvals by age bucket (plan_ledger_approvals_pending): decided and expired ones not', async () => {
+    const now = new Date();
+    const before = await ledger.pendingByAge(now);
+    expect([...before.keys()]).toEqual(['<1m', '1m-10m', '10m-1h', '1h-1d', '>1d']);
+    const at = (agoMs: number, seq: number, type: string, payload: object) => {
+      const parsed = parsePlanEvent({
+        specVersion: 1,
+        eventId: randomUUID(),
+        type,
+        planId: 'p_ages',
+        sessionId: 'sess_appr',
+        seq,
+        occurredAt: new Date(now.getTime() - agoMs).toISOString(),
+        payload,
+      });
+      if (!parsed.ok) throw parsed.error;
+      return parsed.event;
+    };
+    const request = (id: string, agoMs: number, expiresInMs = HOUR) =>
+      at(agoMs, 1, 'approval.requested', {
+        approvalId: id,
+        stepId: 's1',
+        argsDigest: DIGEST,
+        expiresAt: new Date(now.getTime() + expiresInMs).toISOString(),
+      });
+    await store.persist([
+      created('p_ages'),
+      request('ap_age_30s', 30_000),
+      request('ap_age_5m', 5 * 60_000),
+      request('ap_age_2h', 2 * HOUR),
+      request('ap_age_3d_a', 72 * HOUR),
+      request('ap_age_3d_b', 72 * HOUR),
+      request('ap_age_decided', 20 * 60_000),
+      request('ap_age_expired', 20 * 60_000, -1_000),
+      at(0, 1, 'approval.decided', { approvalId: 'ap_age_decided', decision: 'approve', decidedBy: 'alice' }),
+    ]);
+    const after = await ledger.pendingByAge(now);
+    const added = Object.fromEntries([...after].map(([age, n]) => [age, n - (before.get(age) ?? 0)]));
+    expect(added).toEqual({ '<1m': 1, '1m-10m': 1, '10m-1h': 0, '1h-1d': 1, '>1d': 2 });
+  });
 });

@@ -141,6 +141,8 @@ const ALL_MIGRATIONS = [
   'Approvals1795225100000',
   'OutputsStoredOnce1795225200000',
   'StalledPlans1795226450000',
+  'ApprovalExpired1795227060000',
+  'ReportedCostSteps1795227080000',
 ];
 
 /** Seed 000, section 6, verbatim. */
@@ -244,6 +246,9 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
         ...steps!.indices.filter((i) => i.isUnique).map((i) => i.name),
       ];
       expect(stepUniques).toContain('UQ_plan_step_index');
+      const costIndex = steps!.indices.find((i) => i.name === 'IX_plan_steps_cost_source');
+      // TypeORM's table reader may list an index's columns out of their order
+      expect([...(costIndex?.columnNames ?? [])].sort()).toEqual(['cost_source', 'plan_id']);
     } finally {
       await runner.release();
     }

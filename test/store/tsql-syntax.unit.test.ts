@@ -112,7 +112,7 @@ describe('T-SQL syntax gate over the statements sent to SQL Server', () => {
       EXISTS: /EXISTS \(SELECT 1 FROM /,
       'GROUP BY': / GROUP BY /,
       'retention: purge scan':
-        /FROM "execution_plans" "p" WHERE "p"\."deleted_at" <= @0 AND NOT EXISTS \(SELECT 1 FROM "execution_plans" "f" WHERE "f"\."parent_plan_id" = "p"\."id"\) ORDER BY "p"\."id" ASC OFFSET/,
+        /FROM "execution_plans" "p" WHERE "p"\."deleted_at" <= @0 AND NOT EXISTS \(SELECT 1 FROM "execution_plans" "f" WHERE "f"\."parent_plan_id" = "p"\."id"\) ORDER BY "p"\."created_at" ASC, "p"\."id" ASC OFFSET/,
       'retention: retire scan': /"p"\."completed_at" AS "endedAt" FROM "execution_plans" "p" LEFT JOIN "plan_heads"/,
       'retention: orphan scan': /"p"\."id" AS "planRow" FROM "plan_heads" "h" LEFT JOIN "execution_plans"/,
       'retention: DAG scan': /AS "dagDeletedAt".* FROM "workflow_dags" "d" INNER JOIN "execution_plans"/,

@@ -11,8 +11,10 @@ import { assertSchema } from '../../src/store/data-source';
 import { knownMigrations, migrationStatus } from '../../src/store/migration-status';
 import { migrationSql, revertAllMigrations, runMigrations } from '../../src/store/migrator';
 import { forkPlan } from '../../src/fork/fork-plan';
-import { countStalledPlans, markStalledPlans } from '../../src/stalled/stall-check';
+import { expireApprovals } from '../../src/stalled/approval-expiry';
+import { countStalledPlans, markStalledPlans, watchUnwatchedPlans } from '../../src/stalled/stall-check';
 import { PlanEventStore } from '../../src/store/plan-event-store';
+import { APPROVAL_STATUSES, ApprovalLedger } from '../../src/store/approvals/approval-ledger';
 import { addPriceOverride, getPriceOverride, listPriceOverrides } from '../../src/store/price-overrides';
 import { repriceSteps } from '../../src/store/price-reprice';
 import { voidedSeqEvent } from '../../src/store/projection/voided-seq';
@@ -353,11 +355,25 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
   rec.calls = Object.keys(reads);
   for (const read of Object.values(reads)) await read();
   await recordStallCheck(rec, check);
+  await recordApprovals(rec);
 }
 
-/** The stall check (its due scan finds two plans, both still due under their locks) and the stalled-plans gauge. */
+/** The approvals' reads: the inbox by each status, one approval, and the pending-by-age gauge's count. */
+async function recordApprovals(rec: SectionRecorder): Promise<void> {
+  const ledger = new ApprovalLedger(await rec.open(() => undefined));
+  for (const status of APPROVAL_STATUSES) await ledger.list({ status, assignee: 'ops', olderThanMs: 60_000 }, NOW);
+  await ledger.get('appr-1', NOW);
+  await ledger.pendingByAge(NOW);
+}
+
+/**
+ * The stall check's tick: running plans without a due time given one, two due plans marked stalled
+ * (their plan.stalled deliveries written), two expired approvals found (their approval.expired
+ * deliveries written), and the stalled-plans gauge.
+ */
 async function recordStallCheck(rec: SectionRecorder, check: Check): Promise<void> {
   const due = new Date(NOW.getTime() - DAY);
+  let stallDueAt: Date | null = null;
   const ds = await rec.open((sql) => {
     if (/^SELECT "h"\."plan_id" AS "planId"/.test(sql)) return [{ planId: 'plan-1' }, { planId: 'plan-2' }];
     if (/^SELECT .* FROM "plan_heads" "r"/.test(sql))
@@ -365,13 +381,43 @@ async function recordStallCheck(rec: SectionRecorder, check: Check): Promise<voi
         r_plan_id: id,
         r_session_id: 'sess-1',
         r_version: 2,
-        r_stall_due_at: due,
+        r_updated_at: due,
+        r_stall_due_at: stallDueAt,
         r_stalled_at: null,
         r_deleted_at: null,
       }));
+    if (/^SELECT "a"\."approval_id" AS "approvalId"/.test(sql))
+      return ['ap-1', 'ap-2'].map((approvalId) => ({ approvalId, planId: 'plan-1' }));
+    if (/^SELECT .* FROM "approvals" "r"/.test(sql))
+      return ['ap-1', 'ap-2'].map((id) => ({
+        r_approval_id: id,
+        r_plan_id: 'plan-1',
+        r_session_id: 'sess-1',
+        r_step_id: 'a',
+        r_args_digest: 'd'.repeat(64),
+        r_expires_at: due,
+        r_requested_at: due,
+        r_request_seq: 1,
+        r_decision: null,
+        r_consumed_at: null,
+        r_expired_at: null,
+      }));
     return undefined;
   });
-  check('the stall check marked both due plans', (await markStalledPlans(ds, { now: NOW })).planIds.length === 2);
+  const subscriptions = async () => [{ id: 'sub-1', eventTypes: '*' }];
+  check(
+    'the stall check watched both running plans without a due time',
+    (await watchUnwatchedPlans(ds, 60_000)).planIds.length === 2,
+  );
+  stallDueAt = due;
+  check(
+    'the stall check marked both due plans',
+    (await markStalledPlans(ds, { now: NOW, subscriptions })).planIds.length === 2,
+  );
+  check(
+    'the stall check found both approvals expired',
+    (await expireApprovals(ds, { now: NOW, subscriptions })).approvalIds.length === 2,
+  );
   await countStalledPlans(ds);
 }
 
@@ -482,7 +528,7 @@ function retentionAnswer(plans: readonly string[] = PLANS): Answer {
         planDeletedAt: null,
       }));
     if (/AS "planRow"/.test(sql)) return ids.map((id) => ({ id, deletedAt: null, updatedAt: old, planRow: null }));
-    return ids.map((id) => ({ id, endedAt: old }));
+    return ids.map((id) => ({ id, endedAt: old, createdAt: old }));
   };
 }
 

@@ -2,12 +2,15 @@
 
 Standard library only (Python >= 3.9). See README.md beside this package.
 """
+from ._approvals import PendingApproval
 from ._contract import Violation
-from .aio import AsyncPlanLedgerClient
+from .aio import AsyncPendingApproval, AsyncPlanLedgerClient
 from .client import Conflict, NotFound, Plan, PlanLedgerClient, PlanLedgerError, PublishResult, Stats, StepInput
+from .errors import ApprovalRefused
 from .journal import JournalLockedError
 from .results import (
     ActivePlan,
+    Approval,
     ActivePlanStep,
     Checkpoint,
     Decision,
@@ -42,6 +45,10 @@ __all__ = [
     "PlanLedgerError",
     "NotFound",
     "Conflict",
+    "ApprovalRefused",
+    "PendingApproval",
+    "AsyncPendingApproval",
+    "Approval",
     "JournalLockedError",
     "ActivePlan",
     "ActivePlanStep",

@@ -247,11 +247,13 @@ class _Reads:
         finally:
             conn.close()
         if res.status >= 400:
+            answer: Any = None
             try:
-                message = json.loads(data).get("error", "")
+                answer = json.loads(data)
+                message = answer.get("error", "")
             except (ValueError, AttributeError):
                 message = data.decode("utf-8", "replace")
-            raise _ERRORS.get(res.status, PlanLedgerError)(res.status, message)
+            raise _ERRORS.get(res.status, PlanLedgerError)(res.status, message, answer)
         return res.status, data
 
 

@@ -1,7 +1,8 @@
 """``AsyncPlanLedgerClient``: the same client for executors that run on an asyncio event loop.
 
-``publish()`` and the typed helpers stay synchronous (they never block: stamp, check, encode, queue);
-``flush``, ``close``, ``events_status`` and the reads are coroutines. Under the hood it is one
+``publish()``, the typed helpers and ``request_approval`` stay synchronous (they never block: stamp, check,
+encode, queue); ``flush``, ``close``, ``events_status``, the reads and an approval's ``wait`` and
+``consume`` are coroutines. Under the hood it is one
 ``PlanLedgerClient`` (the same encoding, checking, batching, sending and journal); the coroutines run
 its blocking calls in the loop's default executor, so the loop never waits on the network or the disk.
 """
@@ -11,9 +12,11 @@ import asyncio
 import functools
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, TypeVar, Union
 
-from ._events import PublishResult, _EventHelpers
+from ._approvals import _REQUESTED, PendingApproval
+from ._events import Plan, PublishResult, _EventHelpers
 from .client import PlanLedgerClient, Stats
 from .results import (
+    Approval,
     Decision,
     EventStatus,
     ForkOutcome,
@@ -26,6 +29,27 @@ from .results import (
 )
 
 T = TypeVar("T")
+
+
+class AsyncPendingApproval:
+    """``PendingApproval`` for the loop: ``wait`` and ``consume`` are coroutines (a wait holds one thread of
+    the loop's default executor while the server holds the request)."""
+
+    def __init__(self, client: "AsyncPlanLedgerClient", pending: PendingApproval) -> None:
+        self._client = client
+        self.pending = pending
+        self.approval_id = pending.approval_id
+        self.args_digest = pending.args_digest
+        self.expires_at = pending.expires_at
+        self.published = pending.published
+
+    async def wait(self, timeout: Optional[float] = None) -> Approval:
+        """As ``PendingApproval.wait``."""
+        return await self._client._run(self.pending.wait, timeout)
+
+    async def consume(self, args: Any = _REQUESTED, consumer: Optional[str] = None) -> Approval:
+        """As ``PendingApproval.consume``."""
+        return await self._client._run(self.pending.consume, args, consumer)
 
 
 class AsyncPlanLedgerClient(_EventHelpers):
@@ -142,4 +166,24 @@ class AsyncPlanLedgerClient(_EventHelpers):
         """As ``PlanLedgerClient.replay_plan``."""
         return await self._run(
             self._client.replay_plan, plan_id, new_plan_id=new_plan_id, session_id=session_id, edit_steps=edit_steps
+        )
+
+    def request_approval(self, plan: Plan, step_id: str, args: Any, **options: Any) -> AsyncPendingApproval:
+        """As ``PlanLedgerClient.request_approval`` (synchronous: it publishes, it does not wait)."""
+        return AsyncPendingApproval(self, self._client.request_approval(plan, step_id, args, **options))
+
+    async def approval(self, approval_id: str) -> Approval:
+        """As ``PlanLedgerClient.approval``."""
+        return await self._run(self._client.approval, approval_id)
+
+    async def wait_approval(self, approval_id: str, timeout: Optional[float] = None) -> Approval:
+        """As ``PlanLedgerClient.wait_approval``."""
+        return await self._run(self._client.wait_approval, approval_id, timeout)
+
+    async def consume_approval(
+        self, approval_id: str, args: Any = None, *, args_digest: Optional[str] = None, consumer: Optional[str] = None
+    ) -> Approval:
+        """As ``PlanLedgerClient.consume_approval``."""
+        return await self._run(
+            self._client.consume_approval, approval_id, args, args_digest=args_digest, consumer=consumer
         )

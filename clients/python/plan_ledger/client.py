@@ -17,6 +17,7 @@ from typing import Any, List, Mapping, Optional
 
 from ._contract import MAX_EVENT_BYTES, Violation, check_event
 from ._events import Clock, JsonObject, Plan, PlanSeqs, PublishResult, StepInput, _EventHelpers, stamp_event
+from ._approvals import _Approvals
 from ._lifecycle import _LIVE, _Lifecycle
 from ._reads import _Reads
 from ._sender import Item, Stats, _show
@@ -43,7 +44,7 @@ __all__ = [
 codecs.lookup("idna")
 
 
-class PlanLedgerClient(_EventHelpers, _Reads, _Lifecycle):
+class PlanLedgerClient(_EventHelpers, _Approvals, _Reads, _Lifecycle):
     """Publishes plan events to ``plan-ledger serve`` without ever blocking the caller.
 
     ``publish()`` stamps the event (``eventId``, per-plan ``seq``, ``occurredAt``), checks it against

@@ -430,3 +430,31 @@ class PlanLineage(_Result):
     def find(self, plan_id: str) -> Optional[LineageNode]:
         """The node of ``plan_id`` in the tree, or None."""
         return next((n for n in self.root.walk() if n.plan_id == plan_id), None)
+
+
+@dataclass(frozen=True, eq=False)
+class Approval(_Result):
+    """An approval (``GET /v1/approvals/{id}``, a consume's answer). ``status``: pending (undecided, not
+    expired), expired (undecided, past ``expires_at``), decided (see ``decision``: approve, edit or reject),
+    consumed. After an edit, ``edited_args_digest`` is the digest of the arguments to run."""
+
+    raw: JsonObject = field(repr=False)
+    approval_id: str
+    plan_id: str
+    session_id: str
+    step_id: str
+    tool: Optional[str]
+    args_digest: str
+    expires_at: str
+    assignee: Optional[str]
+    reason: Optional[str]
+    requested_at: str
+    status: str
+    decision: Optional[str]
+    decided_by: Optional[str]
+    feedback: Optional[str]
+    edited_args_digest: Optional[str]
+    decided_at: Optional[str]
+    consumed_at: Optional[str]
+    consumed_by: Optional[str]
+    age_ms: int

@@ -16,7 +16,8 @@ ${HTTP_ENV_HELP.map(([name, help]) => `  ${name.padEnd(NAME_WIDTH)}${help}`).joi
 Routes: POST /v1/events (ingest scope); GET /v1/plans[/:planId[/export|/steps/:step/output]],
 /v1/sessions/:sessionId/active|history, /v1/workflows/:planId/resume-point,
 /v1/analytics/daily|agents|handoffs|tokens, /v1/dead-letters[/:id], /v1/health (read scope);
-POST /v1/dead-letters/:id/replay|purge (admin scope); GET /v1/openapi.json describes them all;
+POST /v1/dead-letters/:id/replay|purge and /v1/webhooks/subscriptions|deliveries (admin scope;
+WEBHOOKS_ALLOW_PRIVATE: addresses a subscription's URL may resolve to); GET /v1/openapi.json describes them all;
 /healthz and /metrics need no key. Keys go in "Authorization: Bearer <key>" and are never logged.
 Logs: one JSON line per request on stdout. Stops on SIGTERM/SIGINT: new batches get 503, requests in
 flight are answered, accepted events are flushed to Redis (or kept in HTTP_JOURNAL_DIR).

@@ -93,5 +93,6 @@ function requestRow(e: PlanEventOf<'approval.requested'>): ApprovalRow {
     decidedAt: null,
     consumedAt: null,
     consumedBy: null,
+    expiredAt: null,
   };
 }

@@ -5,41 +5,27 @@ import { sqlDialectOf } from '../sql/dialects';
 import { runSerialized } from '../sql/serial-queue';
 import { isRetryableDbError } from '../db-errors';
 import { sleep } from '../../shared/backoff';
+import type { ApprovalView, ConsumeOutcome, ConsumeRefusal } from '../../contracts/approval-view';
 
 /** Tries of one consume whose transaction met another writer (SQLite busy, a deadlock). */
 const CONSUME_ATTEMPTS = 20;
 
-/** Why a consume is refused (409), or `not_found` (404): no request of that id is stored. */
-export type ConsumeRefusal = 'already_consumed' | 'expired' | 'args_mismatch' | 'undecided' | 'rejected';
+export type { ApprovalView, ConsumeOutcome, ConsumeRefusal } from '../../contracts/approval-view';
 
-/** What a consume answers: the decision, once, or why not. */
-export type ConsumeOutcome =
-  { ok: true; approval: ApprovalView } | { ok: false; reason: ConsumeRefusal | 'not_found'; approval?: ApprovalView };
+/** Every status of an approval, as the inbox filters on them. */
+export const APPROVAL_STATUSES: readonly ApprovalView['status'][] = ['pending', 'expired', 'decided', 'consumed'];
 
-/** An approval as the API, the CLI and the console show it. */
-export interface ApprovalView {
-  approvalId: string;
-  planId: string;
-  sessionId: string;
-  stepId: string;
-  tool: string | null;
-  argsDigest: string;
-  expiresAt: string;
-  assignee: string | null;
-  reason: string | null;
-  requestedAt: string;
-  /** pending (undecided, not expired), expired (undecided, past expiresAt), decided, or consumed. */
-  status: 'pending' | 'expired' | 'decided' | 'consumed';
-  decision: string | null;
-  decidedBy: string | null;
-  feedback: string | null;
-  editedArgsDigest: string | null;
-  decidedAt: string | null;
-  consumedAt: string | null;
-  consumedBy: string | null;
-  /** Milliseconds since the request, at the time of the read. */
-  ageMs: number;
-}
+/**
+ * The age buckets of `plan_ledger_approvals_pending`: each label with the age (ms since the
+ * request) it stops below; the last has no end.
+ */
+export const PENDING_AGE_BUCKETS: ReadonlyArray<readonly [label: string, belowMs: number]> = [
+  ['<1m', 60_000],
+  ['1m-10m', 600_000],
+  ['10m-1h', 3_600_000],
+  ['1h-1d', 86_400_000],
+  ['>1d', Number.POSITIVE_INFINITY],
+];
 
 /** What the inbox lists. */
 export interface ApprovalFilter {
@@ -100,9 +86,35 @@ export class ApprovalLedger {
       .map((r) => viewOf(r, now));
   }
 
+  /**
+   * Pending approvals (undecided, not expired) by age bucket (PENDING_AGE_BUCKETS), every bucket
+   * listed, 0 included: one scan of the undecided rows, counted in SQL.
+   */
+  async pendingByAge(now = new Date()): Promise<Map<string, number>> {
+    const qb = this.ds
+      .getRepository<ApprovalRow>(ENTITY.approval)
+      .createQueryBuilder('a')
+      .select('COUNT(*)', 'b0')
+      .where('a.decision IS NULL AND a.consumedAt IS NULL AND a.expiresAt > :now', { now });
+    // bucket i counts the requests at least its lower bound old; differences give each bucket
+    PENDING_AGE_BUCKETS.slice(0, -1).forEach(([, belowMs], i) =>
+      qb
+        .addSelect(`SUM(CASE WHEN a.requestedAt <= :before${i} THEN 1 ELSE 0 END)`, `b${i + 1}`)
+        .setParameter(`before${i}`, new Date(now.getTime() - belowMs)),
+    );
+    const row = (await qb.getRawOne<Record<string, unknown>>()) ?? {};
+    const atLeast = PENDING_AGE_BUCKETS.map((_, i) => Number(row[`b${i}`] ?? 0));
+    return new Map(PENDING_AGE_BUCKETS.map(([label], i) => [label, atLeast[i] - (atLeast[i + 1] ?? 0)]));
+  }
+
   async get(approvalId: string, now = new Date()): Promise<ApprovalView | undefined> {
-    const row = await this.ds.getRepository<ApprovalRow>(ENTITY.approval).findOneBy({ approvalId });
+    const row = await this.row(approvalId);
     return row ? viewOf(row, now) : undefined;
+  }
+
+  /** The stored row of an approval (with its request's seq), or undefined when no request of that id is stored. */
+  async row(approvalId: string): Promise<ApprovalRow | undefined> {
+    return (await this.ds.getRepository<ApprovalRow>(ENTITY.approval).findOneBy({ approvalId })) ?? undefined;
   }
 
   /**

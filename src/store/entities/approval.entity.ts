@@ -31,6 +31,8 @@ export interface ApprovalRow {
   consumedAt: Date | null;
   /** The name of the key that consumed it. */
   consumedBy: string | null;
+  /** When the stall check found it expired undecided and wrote its `approval.expired` webhook; null before. */
+  expiredAt: Date | null;
 }
 
 export const ApprovalEntity = defineEntity<ApprovalRow>('Approval', 'approvals', {
@@ -53,4 +55,5 @@ export const ApprovalEntity = defineEntity<ApprovalRow>('Approval', 'approvals',
   decidedAt: ts('decided_at', true),
   consumedAt: ts('consumed_at', true),
   consumedBy: str('consumed_by', 200, true),
+  expiredAt: ts('expired_at', true),
 });

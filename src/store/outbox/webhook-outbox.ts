@@ -25,6 +25,23 @@ export function deliveryId(subscriptionId: string, type: string, eventId: string
   return uuidOf(digest('sha1', `webhook\u0000${subscriptionId}\u0000${type}\u0000${eventId}`, 'buffer'), 5);
 }
 
+/**
+ * The TriggeringEvent of a stall check finding (STALL_CHECK_FINDINGS) about `subject` (a plan id, an
+ * approval id) at `at` (a stall's `stalled_at`; an approval expires once, so none): its eventId is
+ * a UUID derived from them, so the delivery ids written for it are the same however often the
+ * check that finds it runs.
+ */
+export function findingEvent(
+  type: string,
+  subject: string,
+  at: Date | null,
+  envelope: Pick<TriggeringEvent, 'planId' | 'sessionId' | 'seq' | 'occurredAt'>,
+  payload: Record<string, unknown>,
+): TriggeringEvent {
+  const key = `finding\u0000${type}\u0000${subject}\u0000${at === null ? '' : at.toISOString()}`;
+  return { ...envelope, eventId: uuidOf(digest('sha1', key, 'buffer'), 5), type, payload };
+}
+
 /** The deliveries stored events call for: one per event, matching trigger and subscription. */
 export function deliveriesFor(
   events: readonly TriggeringEvent[],

@@ -11,7 +11,7 @@ export type TriggeringEvent = Pick<PlanEvent, 'eventId' | 'planId' | 'sessionId'
 export interface WebhookTrigger {
   /** The webhook's type (the body's `type`, what a subscription filters on). */
   type: string;
-  /** The stored event type that fires it. */
+  /** The stored event type that fires it, or a finding of the stall check (STALL_CHECK_FINDINGS). */
   from: string;
   /** Only events for which this holds. @defaultValue every event of type `from` */
   when?: (event: TriggeringEvent) => boolean;
@@ -20,11 +20,27 @@ export interface WebhookTrigger {
   doc: string;
 }
 
+/**
+ * What the stall check finds and writes webhooks for, in the transaction that marks it: no stored
+ * event, so the TriggeringEvent it writes them from has an id derived from the finding
+ * (findingEvent in webhook-outbox.ts), the same however often the check runs.
+ */
+export const STALL_CHECK_FINDINGS = Object.freeze({ planStalled: 'plan.stalled', approvalExpired: 'approval.expired' });
+
 /** The longest text a webhook carries in one field (an error, a summary); longer text is cut, the plan keeps it. */
 export const WEBHOOK_TEXT_MAX = 2_000;
 
 const payloadOf = (e: TriggeringEvent) => (e.payload ?? {}) as Record<string, unknown>;
 const cut = (v: unknown) => (typeof v === 'string' && v.length > WEBHOOK_TEXT_MAX ? v.slice(0, WEBHOOK_TEXT_MAX) : v);
+/** What `approval.requested` and `approval.expired` say of the request. */
+const request = (p: Record<string, unknown>) => ({
+  approvalId: p.approvalId,
+  stepId: p.stepId,
+  tool: p.tool,
+  argsDigest: p.argsDigest,
+  expiresAt: p.expiresAt,
+  assignee: p.assignee,
+});
 const finalized = (e: TriggeringEvent) => {
   const p = payloadOf(e);
   return { status: p.status, summary: cut(p.summary), failureReason: cut(p.failureReason) };
@@ -70,18 +86,7 @@ export const WEBHOOK_TRIGGERS: readonly WebhookTrigger[] = Object.freeze([
   {
     type: 'approval.requested',
     from: 'approval.requested',
-    data: (e) => {
-      const p = payloadOf(e);
-      return {
-        approvalId: p.approvalId,
-        stepId: p.stepId,
-        tool: p.tool,
-        argsDigest: p.argsDigest,
-        expiresAt: p.expiresAt,
-        assignee: p.assignee,
-        reason: cut(p.reason),
-      };
-    },
+    data: (e) => ({ ...request(payloadOf(e)), reason: cut(payloadOf(e).reason) }),
     doc: 'an executor asked a human to approve a step or a tool call',
   },
   {
@@ -98,6 +103,21 @@ export const WEBHOOK_TRIGGERS: readonly WebhookTrigger[] = Object.freeze([
       };
     },
     doc: 'a human decided an approval (approve, edit or reject)',
+  },
+  {
+    type: 'plan.stalled',
+    from: STALL_CHECK_FINDINGS.planStalled,
+    data: (e) => {
+      const p = payloadOf(e);
+      return { stalledSince: p.stalledSince, stallDueAt: p.stallDueAt, deadlineMs: p.deadlineMs, lastSeq: p.lastSeq };
+    },
+    doc: 'the stall check found a running plan with no event within its deadline',
+  },
+  {
+    type: 'approval.expired',
+    from: STALL_CHECK_FINDINGS.approvalExpired,
+    data: (e) => request(payloadOf(e)),
+    doc: 'the stall check found an approval past its expiresAt, undecided and unconsumed',
   },
 ]);
 

@@ -1,0 +1,169 @@
+/**
+ * GET /v1/approvals/{id}?waitMs= against a real serve, worker, Redis and each local database: a held request
+ * answers soon after the decision (woken by the worker's Redis message, not by the re-read every
+ * 10 s), at waitMs with the approval still pending, at expiresAt with it expired, and once a
+ * request that was not stored yet is stored and decided. The decision is published with the
+ * request's seq through the publisher (docs/approvals.md).
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { argsDigest, type DecisionKind } from '../../src/contracts';
+import { APPROVAL_REREAD_MS } from '../../src/http/approval-wait';
+import { PlanEventPublisher } from '../../src/publisher';
+import { TestDb } from '../support/databases';
+import { REDIS_URL, silentLogger, waitFor } from '../worker/helpers/queue-harness';
+import { ApiStack, APPROVE_KEY, APPROVER, call, INGEST_KEY, startApiStack } from './http-harness';
+
+jest.setTimeout(180_000);
+
+const DIGEST = argsDigest({ to: 'ops@example.com', subject: 'deploy' });
+
+describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('GET /v1/approvals/{id}?waitMs= on %s', (kind) => {
+  let stack: ApiStack;
+  let publisher: PlanEventPublisher;
+  let journal: string;
+  const plan = { planId: `aw-plan-${kind}`, sessionId: 'aw-sess' };
+
+  /** Publishes approval.requested; returns its seq. */
+  function request(approvalId: string, expiresInMs = 3_600_000): number {
+    const r = publisher.publish({
+      ...plan,
+      type: 'approval.requested',
+      payload: {
+        approvalId,
+        stepId: 's1',
+        tool: 'send_mail',
+        argsDigest: DIGEST,
+        expiresAt: new Date(Date.now() + expiresInMs).toISOString(),
+      },
+    });
+    if (!r.ok) throw new Error(`request refused: ${JSON.stringify(r)}`);
+    return r.seq;
+  }
+
+  function decide(approvalId: string, seq: number, decision: DecisionKind = 'approve'): void {
+    const r = publisher.publish({
+      ...plan,
+      seq,
+      type: 'approval.decided',
+      payload: {
+        approvalId,
+        decision,
+        decidedBy: 'alice',
+        ...(decision === 'edit' ? { editedArgsDigest: DIGEST } : {}),
+      },
+    });
+    if (!r.ok) throw new Error(`decision refused: ${JSON.stringify(r)}`);
+  }
+
+  async function stored(approvalId: string): Promise<void> {
+    await waitFor(`approval ${approvalId} stored`, async () => {
+      return (await call(stack, 'GET', `/v1/approvals/${approvalId}`)).status === 200;
+    });
+  }
+
+  const held = (approvalId: string, waitMs: number, key?: string) =>
+    call(stack, 'GET', `/v1/approvals/${approvalId}?waitMs=${waitMs}`, key === undefined ? {} : { key });
+
+  beforeAll(async () => {
+    stack = await startApiStack(kind);
+    journal = fs.mkdtempSync(path.join(os.tmpdir(), 'pl-await-'));
+    publisher = new PlanEventPublisher({
+      redisUrl: REDIS_URL,
+      queuePrefix: stack.prefix,
+      journalDir: journal,
+      logger: silentLogger(),
+    });
+    publisher.planCreated(plan, { query: 'q', steps: [{ stepId: 's1', index: 0, agentId: 'a', task: 't' }] });
+  });
+  afterAll(async () => {
+    await publisher?.close();
+    await stack?.close();
+    fs.rmSync(journal, { recursive: true, force: true });
+  });
+
+  it('answers a held request soon after the decision is stored, with status decided', async () => {
+    const seq = request('aw_prompt');
+    await stored('aw_prompt');
+    const started = Date.now();
+    const answer = held('aw_prompt', 60_000, INGEST_KEY);
+    await new Promise((r) => setTimeout(r, 300));
+    decide('aw_prompt', seq);
+    const a = await answer;
+    expect([a.status, a.json.status, a.json.decision, a.json.decidedBy]).toEqual([200, 'decided', 'approve', 'alice']);
+    // woken by the worker's message: a re-read would answer only after APPROVAL_REREAD_MS
+    expect(Date.now() - started).toBeLessThan(APPROVAL_REREAD_MS);
+  });
+
+  it('answers a held request of an executor when a human decides with POST /decide (approve key)', async () => {
+    request('aw_decide');
+    await stored('aw_decide');
+    const started = Date.now();
+    const answer = held('aw_decide', 60_000, INGEST_KEY);
+    await new Promise((r) => setTimeout(r, 300));
+    const decided = await call(stack, 'POST', '/v1/approvals/aw_decide/decide', {
+      key: APPROVE_KEY,
+      body: { decision: 'approve', feedback: 'checked' },
+    });
+    expect(decided.status).toBe(202);
+    const a = await answer;
+    expect([a.status, a.json.status, a.json.decidedBy, a.json.feedback]).toEqual([200, 'decided', APPROVER, 'checked']);
+    expect(Date.now() - started).toBeLessThan(APPROVAL_REREAD_MS);
+    // the approve key reads (and waits on) approvals too
+    expect((await held('aw_decide', 1_000, APPROVE_KEY)).json.status).toBe('decided');
+  });
+
+  it('answers at waitMs with the approval still pending', async () => {
+    request('aw_timeout');
+    await stored('aw_timeout');
+    const started = Date.now();
+    const a = await held('aw_timeout', 1_500);
+    expect([a.status, a.json.status]).toEqual([200, 'pending']);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_450);
+  });
+
+  it('answers at expiresAt with status expired', async () => {
+    request('aw_expires', 2_500);
+    await stored('aw_expires');
+    const a = await held('aw_expires', 60_000);
+    expect([a.status, a.json.status]).toEqual([200, 'expired']);
+    expect(Date.parse(a.json.expiresAt)).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('answers at once when waitMs is absent or the approval is not pending', async () => {
+    const seq = request('aw_done');
+    await stored('aw_done');
+    expect((await call(stack, 'GET', '/v1/approvals/aw_done')).json.status).toBe('pending');
+    decide('aw_done', seq, 'reject');
+    expect((await held('aw_done', 60_000)).json.decision).toBe('reject');
+    const started = Date.now();
+    expect((await held('aw_done', 60_000)).json.status).toBe('decided');
+    expect(Date.now() - started).toBeLessThan(APPROVAL_REREAD_MS);
+  });
+
+  it('holds a request for an approval not stored yet until it is stored and decided', async () => {
+    const answer = held('aw_later', 60_000);
+    await new Promise((r) => setTimeout(r, 300));
+    const seq = request('aw_later');
+    await stored('aw_later');
+    decide('aw_later', seq, 'edit');
+    const a = await answer;
+    expect([a.status, a.json.status]).toEqual([200, 'decided']);
+  });
+
+  it('answers 404 for an approval never requested, at once or after waitMs', async () => {
+    expect((await held('aw_ghost', 0)).status).toBe(404);
+    const a = await held('aw_ghost', 500);
+    expect([a.status, a.json.error]).toEqual([404, 'no approval aw_ghost was requested']);
+  });
+
+  it('refuses a waitMs out of range in one line, and a request without a key', async () => {
+    for (const bad of ['60001', '-1', 'soon']) {
+      const a = await call(stack, 'GET', `/v1/approvals/aw_prompt?waitMs=${bad}`);
+      expect([a.status, a.json.error]).toEqual([400, expect.stringContaining('waitMs')]);
+      expect(a.json.error).toContain('from 0 to 60000');
+    }
+    expect((await call(stack, 'GET', '/v1/approvals/aw_prompt', { key: null })).status).toBe(401);
+  });
+});
