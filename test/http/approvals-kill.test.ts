@@ -4,7 +4,8 @@
  * - the worker killed -9 between the decision and the consume: the consume answers what is
  *   stored (409 undecided while the decision is not, never a 200 without it); after the restart the
  *   decision is stored once and consumed once;
- * - `serve` killed -9 between the decision and the consume, or right after a consume's 200: after
+ * - `serve` killed -9 between the decision (through POST /v1/approvals/{id}/decide; the other cases
+ *   publish approval.decided with the request's seq) and the consume, or right after a consume's 200: after
  *   the restart one consume answers 200, every other 409 already_consumed;
  * - two consumes racing through the two `serve` processes: one 200, one 409;
  * - consume after expiry, with other arguments, before the decision, after a reject: 409 with its
@@ -19,7 +20,7 @@ import { createMigratedDb, TestDb } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
 import { dropPrefix, openRedis, queueCounts, REDIS_URL, uniquePrefix, waitFor } from '../worker/helpers/queue-harness';
 import { spawnWorker, stopProcess, WorkerProcess } from '../worker/helpers/worker-process';
-import { call } from './http-harness';
+import { APPROVE_KEY, APPROVER, call } from './http-harness';
 import { ServeProcess } from './serve-process';
 
 // three processes started from the sources, restarted several times, on a loaded machine
@@ -114,8 +115,9 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])(
     beforeAll(async () => {
       db = await createMigratedDb(kind);
       env = { REDIS_URL, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url };
-      serveA = new ServeProcess(await freePort(), { ...env, HTTP_JOURNAL_DIR: tmp() });
-      serveB = new ServeProcess(await freePort(), { ...env, HTTP_JOURNAL_DIR: tmp() });
+      const approve = { HTTP_APPROVE_KEYS: `${APPROVER}:${APPROVE_KEY}` };
+      serveA = new ServeProcess(await freePort(), { ...env, ...approve, HTTP_JOURNAL_DIR: tmp() });
+      serveB = new ServeProcess(await freePort(), { ...env, ...approve, HTTP_JOURNAL_DIR: tmp() });
       await Promise.all([startWorkerProcess(), serveA.start(), serveB.start()]);
       await send(
         serveA,
@@ -182,9 +184,14 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])(
 
     it('serve killed -9 between decision and consume, and after a 200: after the restart one 200, then 409 already_consumed', async () => {
       const id = 'apk_serve_1';
-      const s = await request(id);
+      await request(id);
       await reaches(id, 'pending');
-      await send(serveA, decision(id, s, 'approve'));
+      // decided through the decide endpoint: 202 once the approval.decided event is durable
+      const decided = await call(at(serveA), 'POST', `/v1/approvals/${id}/decide`, {
+        key: APPROVE_KEY,
+        body: { decision: 'approve', feedback: 'ok' },
+      });
+      expect([decided.status, decided.json.decidedBy]).toEqual([202, APPROVER]);
       // the 2xx means durable: the killed server's decision is stored all the same
       await serveA.kill();
       await reaches(id, 'decided');
