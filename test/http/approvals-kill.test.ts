@@ -4,9 +4,9 @@
  * - the worker killed -9 between the decision and the consume: the consume answers what is
  *   stored (409 undecided while the decision is not, never a 200 without it); after the restart the
  *   decision is stored once and consumed once;
- * - `serve` killed -9 between the decision (through POST /v1/approvals/{id}/decide; the other cases
- *   publish approval.decided with the request's seq) and the consume, or right after a consume's 200: after
- *   the restart one consume answers 200, every other 409 already_consumed;
+ * - `serve` killed -9 between the decision (through POST /v1/approvals/{id}/decide; the other
+ *   cases publish approval.decided with the request's seq) and the consume, or right after a
+ *   consume's 200: after the restart one consume answers 200, every other 409 already_consumed;
  * - two consumes racing through the two `serve` processes: one 200, one 409;
  * - consume after expiry, with other arguments, before the decision, after a reject: 409 with its
  *   reason; an edit is consumed with the edited arguments only; a request never stored is 404.
