@@ -1,0 +1,90 @@
+/**
+ * The console's approvals summary (its header's count and its pages' change check) against a real
+ * `plan-ledger serve` and worker on each local database: counts by status and assignee, an ETag
+ * that stays until an approval is requested, decided or consumed, shared among console sessions.
+ */
+import { argsDigest } from '../../src/contracts';
+import { TestDb } from '../support/databases';
+import { parsedEvent } from '../support/parsed-event';
+import { ApiStack, call, READ_KEY, startApiStack } from '../http/http-harness';
+
+jest.setTimeout(120_000);
+
+const DIGEST = argsDigest({ to: 'ops@example.com' });
+
+describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('console approvals summary on %s', (kind) => {
+  let stack: ApiStack;
+  const plan = `ca-plan-${kind}`;
+  let seq = 0;
+  const ev = (type: string, payload: object, at: number) =>
+    parsedEvent({ planId: plan, sessionId: 'ca-sess', seq: at, type, payload, occurredAt: new Date() });
+  const send = async (...events: object[]) =>
+    expect((await call(stack, 'POST', '/v1/events', { body: events })).status).toBeLessThan(300);
+  const request = (approvalId: string, assignee: string, expiresInMs = 3_600_000) =>
+    ev(
+      'approval.requested',
+      {
+        approvalId,
+        stepId: 's1',
+        tool: 'send_mail',
+        argsDigest: DIGEST,
+        expiresAt: new Date(Date.now() + expiresInMs).toISOString(),
+        assignee,
+      },
+      ++seq,
+    );
+  const summary = (query = '', headers: Record<string, string> = {}) =>
+    call(stack, 'GET', `/console/approvals/summary${query}`, { headers });
+  async function until(query: string, check: (s: { pending: number; matching: number }) => boolean): Promise<void> {
+    for (let i = 0; i < 300; i++) {
+      const s = await summary(query);
+      if (s.status === 200 && check(s.json)) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`the summary ${query} never matched`);
+  }
+
+  beforeAll(async () => {
+    stack = await startApiStack(kind);
+    await send(ev('plan.created', { query: 'q', steps: [{ stepId: 's1', index: 0, agentId: 'a', task: 't' }] }, 0));
+  });
+  afterAll(async () => stack?.close());
+
+  it('counts pending approvals and those a filter matches; its ETag changes only when an approval does', async () => {
+    const empty = await summary();
+    expect([empty.status, empty.json.pending, empty.json.matching]).toEqual([200, 0, 0]);
+    await send(request('ca_1', 'ops'), request('ca_2', 'legal'), request('ca_3', 'ops', 200));
+    await until('?status=all', (s) => s.matching === 3);
+    await new Promise((r) => setTimeout(r, 300)); // ca_3 expires
+    await until('', (s) => s.pending === 2);
+    expect((await summary('?status=pending&assignee=ops')).json.matching).toBe(1);
+    expect((await summary('?status=expired')).json.matching).toBe(1);
+
+    const first = await summary();
+    const etag = first.headers.get('etag')!;
+    expect(etag).toBeTruthy();
+    expect((await summary('', { 'if-none-match': etag })).status).toBe(304);
+    await send(ev('approval.decided', { approvalId: 'ca_1', decision: 'approve', decidedBy: 'alice' }, seq));
+    await until('', (s) => s.pending === 1);
+    expect((await summary('', { 'if-none-match': etag })).status).toBe(200);
+    expect((await summary('?status=decided')).json.matching).toBe(1);
+
+    // a consume changes no count of pending, but the page of decided approvals must redraw
+    const before = await summary('?status=decided');
+    const consumed = await call(stack, 'POST', '/v1/approvals/ca_1/consume', { body: { argsDigest: DIGEST } });
+    expect(consumed.status).toBe(200);
+    const after = await summary('?status=decided');
+    expect(after.json.matching).toBe(0);
+    expect(after.headers.get('etag')).not.toBe(before.headers.get('etag'));
+  });
+
+  it('refuses a bad status in one line, and a key without the read scope', async () => {
+    const bad = await summary('?status=bogus');
+    expect([bad.status, bad.json.error]).toEqual([
+      400,
+      'status: must be one of pending, expired, decided, consumed, all',
+    ]);
+    expect((await call(stack, 'GET', '/console/approvals/summary', { key: null })).status).toBe(401);
+    expect((await call(stack, 'GET', '/console/approvals/summary', { key: READ_KEY })).status).toBe(200);
+  });
+});
