@@ -1,0 +1,304 @@
+/// <reference lib="dom" />
+/**
+ * The console's Approvals page in a real headless Chromium (Debian's, driven by playwright-core),
+ * against a real `plan-ledger serve` and worker on a throwaway SQLite database and queue prefix:
+ * the inbox and the header's live count, deciding from the page as the approve key's name, a read
+ * key that may not decide, and executors in Python and TypeScript that request, wait and consume an
+ * approval a human decides in the console.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { chromium, Browser, Page } from 'playwright-core';
+import { argsDigest } from '../../src/contracts';
+import { ApprovalLedger, type ApprovalView } from '../../src/store/approvals/approval-ledger';
+import { ENTITY } from '../../src/store/entities';
+import { parsedEvent } from '../support/parsed-event';
+import { ApiStack, call, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
+import { lineWhere, python, type PyRun } from '../http/python/py-run';
+
+jest.setTimeout(180_000);
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const APPROVER = 'alice@example.com';
+const APPROVE_KEY = 'approve-key-for-console-tests-0123';
+const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts', 'console');
+const EXECUTOR = path.join(__dirname, 'python', 'approval_executor.py');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let stack: ApiStack;
+let browser: Browser;
+let ledger: ApprovalLedger;
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+async function approval(id: string): Promise<ApprovalView | undefined> {
+  return ledger.get(id);
+}
+
+/** A new page signed in with `key`. */
+async function openPage(key: string): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await context.newPage();
+  page.on('dialog', (d) => void d.accept());
+  // set before any script of the page runs: markup that executed would change it
+  await page.addInitScript(() => Object.defineProperty(globalThis, '__pwned', { value: 0, writable: true }));
+  await page.goto(stack.server.url + '/');
+  await page.waitForSelector('#signin');
+  await page.fill('#api-key', key);
+  await page.click('#signin button[type=submit]');
+  await page.waitForSelector('#nav a');
+  return page;
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+/** The header's pending count as the page shows it. */
+async function headerCount(page: Page, count: number): Promise<void> {
+  await page.waitForSelector(`#pending-count[data-pending="${count}"]`, { timeout: 15_000 });
+}
+
+/** A plan with one step, and a request to approve its tool call, through POST /v1/events. */
+async function requestApproval(
+  planId: string,
+  approvalId: string,
+  args: object,
+  extra: { assignee?: string; reason?: string } = {},
+): Promise<string> {
+  const ev = (type: string, seq: number, payload: object) =>
+    parsedEvent({ planId, sessionId: `${planId}-s`, seq, type, payload, occurredAt: new Date() });
+  const digest = argsDigest(args);
+  const answer = await call(stack, 'POST', '/v1/events', {
+    body: [
+      ev('plan.created', 0, { query: 'q', steps: [{ stepId: 'send', index: 0, agentId: 'ts-executor', task: 't' }] }),
+      ev('approval.requested', 1, {
+        approvalId,
+        stepId: 'send',
+        tool: 'send_mail',
+        argsDigest: digest,
+        expiresAt: new Date(Date.now() + 600_000).toISOString(),
+        ...extra,
+      }),
+    ],
+  });
+  expect(answer.status).toBeLessThan(300);
+  await waitFor(`approval ${approvalId} stored`, async () => (await approval(approvalId))?.status === 'pending');
+  return digest;
+}
+
+/** Decides the approval shown at `#/approvals/<id>` from the page, as the signed-in approver. */
+async function decideInPage(
+  page: Page,
+  approvalId: string,
+  decision: 'approve' | 'edit' | 'reject',
+  o: { editedArgsDigest?: string; feedback?: string } = {},
+): Promise<void> {
+  await page.goto(`${stack.server.url}/#/approvals/${encodeURIComponent(approvalId)}`);
+  await page.waitForSelector('#decide-form');
+  await page.check(`#decision-${decision}`);
+  if (o.editedArgsDigest) await page.fill('#edited-args-digest', o.editedArgsDigest);
+  if (o.feedback) await page.fill('#feedback', o.feedback);
+  await page.click('#decide-submit');
+  await page.waitForSelector('#decide-result');
+}
+
+beforeAll(async () => {
+  if (!fs.existsSync(CHROMIUM))
+    throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (bash .ci/run does), or set CHROMIUM_PATH`);
+  stack = await startApiStack('sqlite', { env: { HTTP_APPROVE_KEYS: `${APPROVER}:${APPROVE_KEY}` } });
+  ledger = new ApprovalLedger(stack.db.ds);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.close();
+});
+
+describe('the Approvals page in headless Chromium', () => {
+  it('lists a pending approval with the live count in the header; a read key sees no decide buttons and gets 403', async () => {
+    const hostile = '<img src=x onerror="globalThis.__pwned=1">\u202Egnp.exe';
+    const digest = await requestApproval(
+      'ap-list',
+      'ap_list_1',
+      { to: 'a@example.com' },
+      {
+        assignee: 'ops',
+        reason: hostile,
+      },
+    );
+    const page = await openPage(READ_KEY);
+    await headerCount(page, 1);
+    await page.click('#nav a[href="#/approvals"]');
+    await page.waitForSelector('#approvals tbody tr[data-approval=ap_list_1]');
+    const row = page.locator('#approvals tr[data-approval=ap_list_1]');
+    expect(await row.getAttribute('data-status')).toBe('pending');
+    const cells = await row.locator('td').allTextContents();
+    expect(cells.slice(1, 5)).toEqual(['ap_list_1', 'ap-list', 'send', 'send_mail']);
+    expect(await row.locator('td.digest').getAttribute('title')).toBe(digest);
+    expect(cells[6]).toBe('ops');
+    // markup shown as text, the right-to-left override escaped
+    expect(cells[7]).toBe('<img src=x onerror="globalThis.__pwned=1">\\u202egnp.exe');
+    expect(await page.evaluate(() => (globalThis as unknown as { __pwned: number }).__pwned)).toBe(0);
+    // a read key: no decide link nor form, and the server refuses a decision (403), not only the page
+    expect(await page.locator('.decide-link').count()).toBe(0);
+    await page.goto(`${stack.server.url}/#/approvals/ap_list_1`);
+    await page.waitForSelector('#approval-facts');
+    expect(await page.locator('#decide-form').count()).toBe(0);
+    const refused = await page.evaluate(async () => {
+      const session = await (await fetch('/console/session')).json();
+      const res = await fetch('/v1/approvals/ap_list_1/decide', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrf },
+        body: JSON.stringify({ decision: 'approve' }),
+      });
+      return res.status;
+    });
+    expect(refused).toBe(403);
+
+    // the header's count follows new requests by itself, on any page
+    await page.goto(`${stack.server.url}/#/plans`);
+    await requestApproval('ap-list-2', 'ap_list_2', { to: 'b@example.com' });
+    await headerCount(page, 2);
+    await page.goto(`${stack.server.url}/#/approvals?status=pending&assignee=ops`);
+    await page.waitForSelector('#approvals tbody tr');
+    expect(await page.locator('#approvals tbody tr').count()).toBe(1);
+    await shot(page, 'approvals-1440');
+    await page.context().close();
+  });
+
+  it('deciding from the page stores approval.decided with decidedBy = the key name', async () => {
+    const args = { to: 'board@example.com', body: 'draft' };
+    await requestApproval('ap-decide', 'ap_decide_1', args, { assignee: 'ops', reason: 'mail leaves the company' });
+    const page = await openPage(APPROVE_KEY);
+    // an approve-only key reads approvals and nothing else: the console opens on them
+    expect(await page.locator('#nav a').allTextContents()).toEqual([expect.stringMatching(/^Approvals \d+$/)]);
+    await page.waitForSelector('#approvals tbody tr[data-approval=ap_decide_1] .decide-link');
+    await page.click('#approvals tr[data-approval=ap_decide_1] .decide-link');
+    await page.waitForSelector('#decide-form');
+    // an edit without the edited digest is stopped in the page, one line naming the field
+    await page.check('#decision-edit');
+    await page.click('#decide-submit');
+    expect(await page.textContent('#decide-out .error')).toMatch(/^Edited args digest: /);
+    const edited = argsDigest({ ...args, body: 'final' });
+    await page.fill('#edited-args-digest', edited);
+    await page.fill('#feedback', 'send the final text, not the draft');
+    await page.click('#decide-submit');
+    await page.waitForSelector('#decide-result');
+    expect(await page.textContent('#decide-result')).toMatch(new RegExp(`^Decided: edit by ${APPROVER} \\(event `));
+    const decided = await waitFor('the decision stored', async () => {
+      const a = await approval('ap_decide_1');
+      return a?.status === 'decided' ? a : undefined;
+    });
+    expect([decided.decision, decided.decidedBy, decided.editedArgsDigest, decided.feedback]).toEqual([
+      'edit',
+      APPROVER,
+      edited,
+      'send the final text, not the draft',
+    ]);
+    const events = await stack.db.ds
+      .getRepository<{ type: string }>(ENTITY.event)
+      .count({ where: { planId: 'ap-decide', type: 'approval.decided' } as never });
+    expect(events).toBe(1);
+    // the page redraws with the stored decision, and a second decision is refused by the server
+    await page.waitForFunction(() => document.querySelector('#approval-facts')?.textContent?.includes('edit by'));
+    expect(await page.locator('#decide-form').count()).toBe(0);
+    const again = await page.evaluate(async () => {
+      const session = await (await fetch('/console/session')).json();
+      const res = await fetch('/v1/approvals/ap_decide_1/decide', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrf },
+        body: JSON.stringify({ decision: 'reject' }),
+      });
+      return [res.status, (await res.json()).reason];
+    });
+    expect(again).toEqual([409, 'already_decided']);
+    await page.context().close();
+  });
+
+  it('a Python and a TypeScript executor each request, wait for and consume an approval decided from the console', async () => {
+    const run = Date.now().toString(36);
+    const pyArgs = { to: 'py@example.com', subject: 'report' };
+    const py: PyRun = python([
+      EXECUTOR,
+      stack.server.url,
+      `ap-py-${run}`,
+      `ap-py-${run}-s`,
+      `ap_py_${run}`,
+      JSON.stringify(pyArgs),
+    ]);
+    const tsArgs = { to: 'ts@example.com', subject: 'report' };
+    const ts = tsExecutor(`ap-ts-${run}`, `ap_ts_${run}`, tsArgs);
+
+    await lineWhere(py, (l) => l.stage === 'requested');
+    await ts.requested;
+    const page = await openPage(APPROVE_KEY);
+    await headerCount(page, await pendingNow());
+    await decideInPage(page, `ap_py_${run}`, 'approve', { feedback: 'fine' });
+    await decideInPage(page, `ap_ts_${run}`, 'reject', { feedback: 'not to this address' });
+
+    const consumed = await lineWhere(py, (l) => l.stage === 'consumed', 60_000);
+    expect(consumed).toEqual({ stage: 'consumed', status: 200, decision: 'approve', reason: null });
+    expect(await lineWhere(py, (l) => l.stage === 'again')).toEqual({
+      stage: 'again',
+      status: 409,
+      reason: 'already_consumed',
+    });
+    expect((await py.exited).code).toBe(0);
+    expect(await ts.done).toEqual({
+      decision: 'reject',
+      decidedBy: APPROVER,
+      consume: [409, 'rejected'],
+    });
+    const pyStored = await approval(`ap_py_${run}`);
+    expect([pyStored?.status, pyStored?.decidedBy, pyStored?.consumedBy]).toEqual([
+      'consumed',
+      APPROVER,
+      'py-executor',
+    ]);
+    await page.context().close();
+  });
+});
+
+async function pendingNow(): Promise<number> {
+  return (await ledger.list({ status: 'pending', limit: 1000 })).length;
+}
+
+/**
+ * The TypeScript executor: requests the approval of its tool call, waits for the decision (each GET
+ * held by the server until the approval is decided, or waitMs passes) and consumes it.
+ */
+function tsExecutor(planId: string, approvalId: string, args: object) {
+  let requested!: () => void;
+  const requestedP = new Promise<void>((r) => (requested = r));
+  const done = (async () => {
+    const digest = await requestApproval(planId, approvalId, args);
+    requested();
+    let view: ApprovalView;
+    for (;;) {
+      const answer = await call(stack, 'GET', `/v1/approvals/${approvalId}?waitMs=20000`, { key: READ_KEY });
+      view = answer.json as ApprovalView;
+      if (answer.status === 200 && view.status !== 'pending') break;
+      await sleep(200);
+    }
+    const consume = await call(stack, 'POST', `/v1/approvals/${approvalId}/consume`, {
+      key: INGEST_KEY,
+      body: { argsDigest: digest, consumer: 'ts-executor' },
+    });
+    return { decision: view.decision, decidedBy: view.decidedBy, consume: [consume.status, consume.json.reason] };
+  })();
+  return { requested: requestedP, done };
+}
