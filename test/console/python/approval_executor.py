@@ -78,11 +78,17 @@ def main():
     say(stage="decided", decision=view["decision"], decidedBy=view["decidedBy"])
     run_with = view["editedArgsDigest"] if view["decision"] == "edit" else digest
     status, answer = call(
-        "POST", f"{base}/v1/approvals/{approval_id}/consume", ingest, {"argsDigest": run_with, "consumer": "py-executor"}
+        "POST",
+        f"{base}/v1/approvals/{approval_id}/consume",
+        ingest,
+        {"argsDigest": run_with, "consumer": "py-executor"},
     )
     say(stage="consumed", status=status, decision=answer.get("decision"), reason=answer.get("reason"))
     status, again = call(
-        "POST", f"{base}/v1/approvals/{approval_id}/consume", ingest, {"argsDigest": run_with, "consumer": "py-executor"}
+        "POST",
+        f"{base}/v1/approvals/{approval_id}/consume",
+        ingest,
+        {"argsDigest": run_with, "consumer": "py-executor"},
     )
     say(stage="again", status=status, reason=again.get("reason"))
     return 0
