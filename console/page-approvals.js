@@ -5,7 +5,7 @@
  * approval.decided event whose decidedBy is the name of the key the console was signed in with.
  */
 import { api, canApprove, canRead } from './api.js';
-import { append, badge, clip, enc, errorBox, fmtAge, fmtTime, h, link, show, toQuery, wrapTable } from './dom.js';
+import { append, badge, clip, enc, errorBox, fmtAge, fmtTime, h, link, show, table, toQuery } from './dom.js';
 import { watch } from './live.js';
 
 /**
@@ -102,57 +102,42 @@ function filterForm(status, assignee) {
 }
 
 function inboxTable(rows) {
-  if (rows.length === 0) return h('p', { class: 'muted', id: 'approvals', text: 'No approvals.' });
   var approve = canApprove();
   var head = ['Age', 'Approval', 'Plan', 'Step', 'Tool', 'argsDigest', 'Assignee', 'Reason', 'Status'];
-  if (approve) head.push('');
-  return wrapTable(
-    'table',
-    { id: 'approvals' },
-    h(
-      'thead',
-      null,
-      h(
+  if (approve) head.push('Decide');
+  return table(
+    'approvals',
+    head,
+    rows.map(function (a) {
+      return h(
         'tr',
-        null,
-        head.map(function (t) {
-          return h('th', { text: t });
-        }),
-      ),
-    ),
-    h(
-      'tbody',
-      null,
-      rows.map(function (a) {
-        return h(
-          'tr',
-          { 'data-approval': a.approvalId, 'data-status': a.status },
-          h('td', { class: 'num', text: fmtAge(a.ageMs / 1000) }),
-          h('td', null, link('#/approvals/' + enc(a.approvalId), a.approvalId)),
-          h('td', null, planLink(a.planId)),
-          h('td', { text: a.stepId }),
-          h('td', { text: a.tool || '–' }),
-          h('td', { class: 'digest', title: a.argsDigest }, h('code', { text: clip(a.argsDigest, 13) })),
-          h('td', { text: a.assignee || '–' }),
-          h('td', { text: a.reason || '–' }),
-          h('td', null, badge(a.status), a.decision ? ' ' + a.decision + ' by ' + a.decidedBy : null),
-          approve
-            ? h(
-                'td',
-                null,
-                a.status === 'pending'
-                  ? h('a', {
-                      class: 'button decide-link',
-                      href: '#/approvals/' + enc(a.approvalId),
-                      text: 'Decide',
-                      'aria-label': 'decide ' + a.approvalId,
-                    })
-                  : null,
-              )
-            : null,
-        );
-      }),
-    ),
+        { 'data-approval': a.approvalId, 'data-status': a.status },
+        h('td', { class: 'num', text: fmtAge(a.ageMs / 1000) }),
+        h('td', null, link('#/approvals/' + enc(a.approvalId), a.approvalId)),
+        h('td', null, planLink(a.planId)),
+        h('td', { text: a.stepId }),
+        h('td', { text: a.tool || '–' }),
+        h('td', { class: 'digest', title: a.argsDigest }, h('code', { text: clip(a.argsDigest, 13) })),
+        h('td', { text: a.assignee || '–' }),
+        h('td', { text: a.reason || '–' }),
+        h('td', null, badge(a.status), a.decision ? ' ' + a.decision + ' by ' + a.decidedBy : null),
+        approve
+          ? h(
+              'td',
+              null,
+              a.status === 'pending'
+                ? h('a', {
+                    class: 'button decide-link',
+                    href: '#/approvals/' + enc(a.approvalId),
+                    text: 'Decide',
+                    'aria-label': 'decide ' + a.approvalId,
+                  })
+                : null,
+            )
+          : null,
+      );
+    }),
+    'No approvals.',
   );
 }
 

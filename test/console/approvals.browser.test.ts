@@ -15,6 +15,7 @@ import { ENTITY } from '../../src/store/entities';
 import { parsedEvent } from '../support/parsed-event';
 import { ApiStack, call, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
 import { lineWhere, python, type PyRun } from '../http/python/py-run';
+import { waitFor } from '../worker/helpers/queue-harness';
 
 jest.setTimeout(180_000);
 
@@ -28,16 +29,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let stack: ApiStack;
 let browser: Browser;
 let ledger: ApprovalLedger;
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 async function approval(id: string): Promise<ApprovalView | undefined> {
   return ledger.get(id);
@@ -61,6 +52,22 @@ async function openPage(key: string): Promise<Page> {
 async function shot(page: Page, name: string): Promise<void> {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+/** POST /v1/approvals/{id}/decide from the page, with its session cookie and CSRF token: [status, reason]. */
+async function decideWithCookie(page: Page, approvalId: string, body: object): Promise<[number, unknown]> {
+  return page.evaluate(
+    async ([id, b]) => {
+      const session = await (await fetch('/console/session')).json();
+      const res = await fetch(`/v1/approvals/${id}/decide`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrf },
+        body: JSON.stringify(b),
+      });
+      return [res.status, (await res.json()).reason] as [number, unknown];
+    },
+    [approvalId, body] as const,
+  );
 }
 
 /** The header's pending count as the page shows it. */
@@ -158,16 +165,7 @@ describe('the Approvals page in headless Chromium', () => {
     await page.goto(`${stack.server.url}/#/approvals/ap_list_1`);
     await page.waitForSelector('#approval-facts');
     expect(await page.locator('#decide-form').count()).toBe(0);
-    const refused = await page.evaluate(async () => {
-      const session = await (await fetch('/console/session')).json();
-      const res = await fetch('/v1/approvals/ap_list_1/decide', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrf },
-        body: JSON.stringify({ decision: 'approve' }),
-      });
-      return res.status;
-    });
-    expect(refused).toBe(403);
+    expect(await decideWithCookie(page, 'ap_list_1', { decision: 'approve' })).toEqual([403, undefined]);
 
     // the header's count follows new requests by itself, on any page
     await page.goto(`${stack.server.url}/#/plans`);
@@ -199,10 +197,8 @@ describe('the Approvals page in headless Chromium', () => {
     await page.click('#decide-submit');
     await page.waitForSelector('#decide-result');
     expect(await page.textContent('#decide-result')).toMatch(new RegExp(`^Decided: edit by ${APPROVER} \\(event `));
-    const decided = await waitFor('the decision stored', async () => {
-      const a = await approval('ap_decide_1');
-      return a?.status === 'decided' ? a : undefined;
-    });
+    await waitFor('the decision stored', async () => (await approval('ap_decide_1'))?.status === 'decided');
+    const decided = (await approval('ap_decide_1'))!;
     expect([decided.decision, decided.decidedBy, decided.editedArgsDigest, decided.feedback]).toEqual([
       'edit',
       APPROVER,
@@ -216,15 +212,7 @@ describe('the Approvals page in headless Chromium', () => {
     // the page redraws with the stored decision, and a second decision is refused by the server
     await page.waitForFunction(() => document.querySelector('#approval-facts')?.textContent?.includes('edit by'));
     expect(await page.locator('#decide-form').count()).toBe(0);
-    const again = await page.evaluate(async () => {
-      const session = await (await fetch('/console/session')).json();
-      const res = await fetch('/v1/approvals/ap_decide_1/decide', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrf },
-        body: JSON.stringify({ decision: 'reject' }),
-      });
-      return [res.status, (await res.json()).reason];
-    });
+    const again = await decideWithCookie(page, 'ap_decide_1', { decision: 'reject' });
     expect(again).toEqual([409, 'already_decided']);
     await page.context().close();
   });
