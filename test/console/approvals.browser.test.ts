@@ -239,7 +239,7 @@ describe('the Approvals page in headless Chromium', () => {
     await decideInPage(page, `ap_ts_${run}`, 'reject', { feedback: 'not to this address' });
 
     const consumed = await lineWhere(py, (l) => l.stage === 'consumed', 60_000);
-    expect(consumed).toEqual({ stage: 'consumed', status: 200, decision: 'approve', reason: null });
+    expect(consumed).toEqual({ stage: 'consumed', status: 200, decision: 'approve', decidedBy: APPROVER });
     expect(await lineWhere(py, (l) => l.stage === 'again')).toEqual({
       stage: 'again',
       status: 409,

@@ -14,8 +14,10 @@ import time
 import urllib.request
 from datetime import datetime, timedelta, timezone
 
-from plan_ledger import Plan, PlanLedgerClient
-from plan_ledger.digest import args_digest
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "clients", "python"))
+
+from plan_ledger import Plan, PlanLedgerClient  # noqa: E402
+from plan_ledger.digest import args_digest  # noqa: E402
 
 
 def say(**fields):
@@ -83,7 +85,7 @@ def main():
         ingest,
         {"argsDigest": run_with, "consumer": "py-executor"},
     )
-    say(stage="consumed", status=status, decision=answer.get("decision"), reason=answer.get("reason"))
+    say(stage="consumed", status=status, decision=answer.get("decision"), decidedBy=answer.get("decidedBy"))
     status, again = call(
         "POST",
         f"{base}/v1/approvals/{approval_id}/consume",
