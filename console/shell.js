@@ -80,6 +80,9 @@ export function drawNav(active) {
     append(nav, a);
   });
   append(nav, liveSwitch());
+  // an approve key's name: the decidedBy of the decisions made here
+  if (state.session.name)
+    append(nav, h('span', { id: 'signed-in-as', class: 'who', title: 'signed in as', text: state.session.name }));
   append(
     nav,
     h('button', {

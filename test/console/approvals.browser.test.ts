@@ -217,6 +217,44 @@ describe('the Approvals page in headless Chromium', () => {
     await page.context().close();
   });
 
+  it('the approvals pages: titled, focused, no serious axe-core violation, nothing wider than a 390 px phone', async () => {
+    await requestApproval(
+      'ap-a11y',
+      'ap_a11y_1',
+      { to: 'x@example.com' },
+      { assignee: 'ops', reason: 'x'.repeat(300) },
+    );
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, bypassCSP: true });
+    const page = await context.newPage();
+    await page.goto(stack.server.url + '/');
+    await page.fill('#api-key', APPROVE_KEY);
+    await page.click('#signin button[type=submit]');
+    await page.waitForSelector('#approvals tbody tr');
+    expect(await page.title()).toBe('Approvals · plan-ledger console');
+    expect(await page.evaluate(() => document.activeElement?.tagName)).toBe('H1');
+    expect(await page.textContent('#signed-in-as')).toBe(APPROVER);
+    for (const [name, hash, ready] of [
+      ['approvals', '#/approvals?status=all', '#approvals tbody tr[data-approval=ap_a11y_1]'],
+      ['approval', '#/approvals/ap_a11y_1', '#decide-form'],
+    ]) {
+      await page.goto(`${stack.server.url}/${hash}`);
+      await page.waitForSelector(ready);
+      await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
+      const violations = await page.evaluate(async () => {
+        type Axe = { run: (ctx: Document) => Promise<{ violations: Array<{ id: string; impact: string | null }> }> };
+        const result = await (globalThis as unknown as { axe: Axe }).axe.run(document);
+        return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
+      });
+      expect([name, violations]).toEqual([name, []]);
+      expect([name, await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)]).toEqual([
+        name,
+        0,
+      ]);
+      await shot(page, `${name}-390`);
+    }
+    await context.close();
+  });
+
   it('a Python and a TypeScript executor each request, wait for and consume an approval decided from the console', async () => {
     const run = Date.now().toString(36);
     const pyArgs = { to: 'py@example.com', subject: 'report' };
