@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { ENTITY, type ApprovalRow } from '../store/entities';
-import { whereApprovals, type ApprovalView } from '../store/approvals/approval-ledger';
+import { APPROVAL_STATUSES, whereApprovals, type ApprovalView } from '../store/approvals/approval-ledger';
 import { QueryArgumentError } from '../queries/query-errors';
 
 /** The console's route to its approvals summary (the header's count, the pages' change check). */
 export const APPROVALS_SUMMARY_ROUTE = '/console/approvals/summary';
 
-const STATUSES: ReadonlyArray<ApprovalView['status'] | 'all'> = ['pending', 'expired', 'decided', 'consumed', 'all'];
+const STATUSES: ReadonlyArray<ApprovalView['status'] | 'all'> = [...APPROVAL_STATUSES, 'all'];
 
 /**
  * What the console polls about approvals: how many are pending (the header's count), how many match
@@ -48,12 +48,12 @@ export async function approvalsSummary(
 }
 
 /**
- * `GET /console/approvals/summary?status=pending|expired|decided|consumed|all&assignee=` (read
- * scope; hidden from the OpenAPI document: the console's own). Console sessions share its answer
+ * `GET /console/approvals/summary?status=pending|expired|decided|consumed|all&assignee=` (read or
+ * approve scope; hidden from the OpenAPI document: the console's own). Console sessions share its answer
  * and get 304 while it is unchanged (shared-reads.ts).
  */
 export function registerConsoleApprovalRoutes(app: FastifyInstance, ds: DataSource): void {
-  app.get(APPROVALS_SUMMARY_ROUTE, { config: { scope: 'read' }, schema: { hide: true } }, async (req) => {
+  app.get(APPROVALS_SUMMARY_ROUTE, { config: { scope: ['read', 'approve'] }, schema: { hide: true } }, async (req) => {
     const q = req.query as Record<string, string | undefined>;
     const status = (q.status === undefined || q.status === '' ? 'pending' : q.status) as ApprovalView['status'];
     if (!STATUSES.includes(status)) throw new QueryArgumentError('status', `must be one of ${STATUSES.join(', ')}`);

@@ -13,15 +13,13 @@ import { argsDigest } from '../../src/contracts';
 import { ApprovalLedger, type ApprovalView } from '../../src/store/approvals/approval-ledger';
 import { ENTITY } from '../../src/store/entities';
 import { parsedEvent } from '../support/parsed-event';
-import { ApiStack, call, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
+import { ApiStack, APPROVE_KEY, APPROVER, call, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
 import { lineWhere, python, type PyRun } from '../http/python/py-run';
 import { waitFor } from '../worker/helpers/queue-harness';
 
 jest.setTimeout(180_000);
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const APPROVER = 'alice@example.com';
-const APPROVE_KEY = 'approve-key-for-console-tests-0123';
 const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts', 'console');
 const EXECUTOR = path.join(__dirname, 'python', 'approval_executor.py');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -122,7 +120,7 @@ async function decideInPage(
 beforeAll(async () => {
   if (!fs.existsSync(CHROMIUM))
     throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (bash .ci/run does), or set CHROMIUM_PATH`);
-  stack = await startApiStack('sqlite', { env: { HTTP_APPROVE_KEYS: `${APPROVER}:${APPROVE_KEY}` } });
+  stack = await startApiStack('sqlite');
   ledger = new ApprovalLedger(stack.db.ds);
   browser = await chromium.launch({
     executablePath: CHROMIUM,

@@ -6,7 +6,7 @@
 import { argsDigest } from '../../src/contracts';
 import { TestDb } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
-import { ApiStack, call, READ_KEY, startApiStack } from '../http/http-harness';
+import { ApiStack, APPROVE_KEY, APPROVER, call, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
 
 jest.setTimeout(120_000);
 
@@ -78,7 +78,33 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('console approvals summ
     expect(after.headers.get('etag')).not.toBe(before.headers.get('etag'));
   });
 
-  it('refuses a bad status in one line, and a key without the read scope', async () => {
+  it('an approve key signs in to the console under its name; it reads approvals and the summary, not plans', async () => {
+    const signedIn = await fetch(`${stack.server.url}/console/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ key: APPROVE_KEY }),
+    });
+    expect(signedIn.status).toBe(200);
+    const body = (await signedIn.json()) as { scopes: string[]; name: string };
+    expect([body.scopes, body.name]).toEqual([['approve'], APPROVER]);
+    const cookie = signedIn.headers.get('set-cookie')!.split(';')[0];
+    const read = (route: string) => fetch(`${stack.server.url}${route}`, { headers: { cookie } });
+    expect((await (await read('/console/session')).json()).name).toBe(APPROVER);
+    expect((await read('/console/approvals/summary')).status).toBe(200);
+    expect((await read('/v1/approvals?status=pending')).status).toBe(200);
+    expect((await read('/v1/plans')).status).toBe(403);
+    const ingest = await fetch(`${stack.server.url}/console/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ key: INGEST_KEY }),
+    });
+    expect([ingest.status, ((await ingest.json()) as { error: string }).error]).toEqual([
+      403,
+      'this API key lacks the read and approve scopes (an ingest-only key cannot open the console)',
+    ]);
+  });
+
+  it('refuses a bad status in one line, and a key without the read or approve scope', async () => {
     const bad = await summary('?status=bogus');
     expect([bad.status, bad.json.error]).toEqual([
       400,
@@ -86,5 +112,7 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('console approvals summ
     ]);
     expect((await call(stack, 'GET', '/console/approvals/summary', { key: null })).status).toBe(401);
     expect((await call(stack, 'GET', '/console/approvals/summary', { key: READ_KEY })).status).toBe(200);
+    expect((await call(stack, 'GET', '/console/approvals/summary', { key: APPROVE_KEY })).status).toBe(200);
+    expect((await call(stack, 'GET', '/console/approvals/summary', { key: INGEST_KEY })).status).toBe(403);
   });
 });
