@@ -149,8 +149,13 @@ function planLink(planId) {
 export function approvalPage(id, notice) {
   var path = '/v1/approvals/' + enc(id);
   return api(path).then(function (a) {
+    // some approval changed: the page is drawn again only when this one did (a decide form being
+    // filled in stays as it is while other approvals come and go)
     watch([APPROVALS_SUMMARY_PATH + '?status=all'], function () {
-      return approvalPage(id, notice);
+      return api(path).then(function (now) {
+        if (now.status !== a.status || now.decidedAt !== a.decidedAt || now.consumedAt !== a.consumedAt)
+          return approvalPage(id, notice);
+      });
     });
     show(
       h('h1', { text: 'Approval ' + a.approvalId }),

@@ -192,6 +192,14 @@ describe('the Approvals page in headless Chromium', () => {
     const edited = argsDigest({ ...args, body: 'final' });
     await page.fill('#edited-args-digest', edited);
     await page.fill('#feedback', 'send the final text, not the draft');
+    // another approval requested meanwhile: the header counts it, the form being filled in stays
+    await page.locator('#feedback').blur();
+    const pending = await pendingNow();
+    await requestApproval('ap-decide-other', 'ap_decide_other', { to: 'other@example.com' });
+    await headerCount(page, pending + 1);
+    await sleep(2 * 2_000 + 500); // two of the page's polls
+    expect(await page.inputValue('#feedback')).toBe('send the final text, not the draft');
+    expect(await page.inputValue('#edited-args-digest')).toBe(edited);
     await page.click('#decide-submit');
     await page.waitForSelector('#decide-result');
     expect(await page.textContent('#decide-result')).toMatch(new RegExp(`^Decided: edit by ${APPROVER} \\(event `));
