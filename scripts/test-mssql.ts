@@ -71,6 +71,7 @@ export const MSSQL_SUITES: readonly string[] = [
   'test/stalled/stall-cluster.test.ts',
   'test/stalled/stalled-worker.test.ts',
   'test/stalled/stall-webhooks.test.ts',
+  'test/console/console-approvals.test.ts',
 ];
 
 /** The server collation a default SQL Server install (and the compose file) has. */

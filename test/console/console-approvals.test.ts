@@ -1,10 +1,11 @@
 /**
  * The console's approvals summary (its header's count and its pages' change check) against a real
- * `plan-ledger serve` and worker on each local database: counts by status and assignee, an ETag
- * that stays until an approval is requested, decided or consumed, shared among console sessions.
+ * `plan-ledger serve` and worker on each test database (SQL Server too, with TEST_MSSQL_URL):
+ * counts by status and assignee, an ETag that stays until an approval is requested, decided or
+ * consumed; an approve key's console session.
  */
 import { argsDigest } from '../../src/contracts';
-import { TestDb } from '../support/databases';
+import { ALL_TEST_DBS } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
 import { ApiStack, APPROVE_KEY, APPROVER, call, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
 
@@ -12,7 +13,7 @@ jest.setTimeout(120_000);
 
 const DIGEST = argsDigest({ to: 'ops@example.com' });
 
-describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('console approvals summary on %s', (kind) => {
+describe.each(ALL_TEST_DBS)('console approvals summary on %s', (kind) => {
   let stack: ApiStack;
   const plan = `ca-plan-${kind}`;
   let seq = 0;
