@@ -83,11 +83,11 @@ export class ApprovalLedger {
    * listed, 0 included: one scan of the undecided rows, counted in SQL.
    */
   async pendingByAge(now = new Date()): Promise<Map<string, number>> {
-    const qb = this.ds
-      .getRepository<ApprovalRow>(ENTITY.approval)
-      .createQueryBuilder('a')
-      .select('COUNT(*)', 'b0')
-      .where('a.decision IS NULL AND a.consumedAt IS NULL AND a.expiresAt > :now', { now });
+    const qb = whereApprovals(
+      this.ds.getRepository<ApprovalRow>(ENTITY.approval).createQueryBuilder('a').select('COUNT(*)', 'b0'),
+      { status: 'pending' },
+      now,
+    );
     // bucket i counts the requests at least its lower bound old; differences give each bucket
     PENDING_AGE_BUCKETS.slice(0, -1).forEach(([, belowMs], i) =>
       qb
