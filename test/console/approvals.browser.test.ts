@@ -7,6 +7,7 @@
  * approval a human decides in the console.
  */
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { chromium, Browser, Page } from 'playwright-core';
 import { argsDigest } from '../../src/contracts';
@@ -15,7 +16,14 @@ import { ENTITY } from '../../src/store/entities';
 import { parsedEvent } from '../support/parsed-event';
 import { ApiStack, APPROVE_KEY, APPROVER, call, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
 import { lineWhere, python, type PyRun } from '../http/python/py-run';
-import { waitFor } from '../worker/helpers/queue-harness';
+import { REDIS_URL, silentLogger, waitFor } from '../worker/helpers/queue-harness';
+import {
+  ApprovalRefusedError,
+  consumeApproval,
+  PlanEventPublisher,
+  requestApproval,
+  waitForApproval,
+} from '../../src/publisher';
 
 jest.setTimeout(180_000);
 
@@ -27,6 +35,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let stack: ApiStack;
 let browser: Browser;
 let ledger: ApprovalLedger;
+let publisher: PlanEventPublisher;
+let journalDir: string;
 
 async function approval(id: string): Promise<ApprovalView | undefined> {
   return ledger.get(id);
@@ -74,7 +84,7 @@ async function headerCount(page: Page, count: number): Promise<void> {
 }
 
 /** A plan with one step, and a request to approve its tool call, through POST /v1/events. */
-async function requestApproval(
+async function requestOverHttp(
   planId: string,
   approvalId: string,
   args: object,
@@ -122,6 +132,13 @@ beforeAll(async () => {
     throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (bash .ci/run does), or set CHROMIUM_PATH`);
   stack = await startApiStack('sqlite');
   ledger = new ApprovalLedger(stack.db.ds);
+  journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-approvals-console-'));
+  publisher = new PlanEventPublisher({
+    redisUrl: REDIS_URL,
+    queuePrefix: stack.prefix,
+    logger: silentLogger(),
+    journalDir,
+  });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
@@ -130,13 +147,15 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
+  await publisher?.close(5_000);
   await stack?.close();
+  if (journalDir) fs.rmSync(journalDir, { recursive: true, force: true });
 });
 
 describe('the Approvals page in headless Chromium', () => {
   it('lists a pending approval with the live count in the header; a read key sees no decide buttons and gets 403', async () => {
     const hostile = '<img src=x onerror="globalThis.__pwned=1">\u202Egnp.exe';
-    const digest = await requestApproval(
+    const digest = await requestOverHttp(
       'ap-list',
       'ap_list_1',
       { to: 'a@example.com' },
@@ -167,7 +186,7 @@ describe('the Approvals page in headless Chromium', () => {
 
     // the header's count follows new requests by itself, on any page
     await page.goto(`${stack.server.url}/#/plans`);
-    await requestApproval('ap-list-2', 'ap_list_2', { to: 'b@example.com' });
+    await requestOverHttp('ap-list-2', 'ap_list_2', { to: 'b@example.com' });
     await headerCount(page, 2);
     await page.goto(`${stack.server.url}/#/approvals?status=pending&assignee=ops`);
     await page.waitForSelector('#approvals tbody tr');
@@ -178,7 +197,7 @@ describe('the Approvals page in headless Chromium', () => {
 
   it('deciding from the page stores approval.decided with decidedBy = the key name', async () => {
     const args = { to: 'board@example.com', body: 'draft' };
-    await requestApproval('ap-decide', 'ap_decide_1', args, { assignee: 'ops', reason: 'mail leaves the company' });
+    await requestOverHttp('ap-decide', 'ap_decide_1', args, { assignee: 'ops', reason: 'mail leaves the company' });
     const page = await openPage(APPROVE_KEY);
     // an approve-only key reads approvals and nothing else: the console opens on them
     expect(await page.locator('#nav a').allTextContents()).toEqual([expect.stringMatching(/^Approvals \d+$/)]);
@@ -195,7 +214,7 @@ describe('the Approvals page in headless Chromium', () => {
     // another approval requested meanwhile: the header counts it, the form being filled in stays
     await page.locator('#feedback').blur();
     const pending = await pendingNow();
-    await requestApproval('ap-decide-other', 'ap_decide_other', { to: 'other@example.com' });
+    await requestOverHttp('ap-decide-other', 'ap_decide_other', { to: 'other@example.com' });
     await headerCount(page, pending + 1);
     await sleep(2 * 2_000 + 500); // two of the page's polls
     expect(await page.inputValue('#feedback')).toBe('send the final text, not the draft');
@@ -224,7 +243,7 @@ describe('the Approvals page in headless Chromium', () => {
   });
 
   it('the approvals pages: titled, focused, no serious axe-core violation, nothing wider than a 390 px phone', async () => {
-    await requestApproval(
+    await requestOverHttp(
       'ap-a11y',
       'ap_a11y_1',
       { to: 'x@example.com' },
@@ -310,27 +329,30 @@ async function pendingNow(): Promise<number> {
 }
 
 /**
- * The TypeScript executor: requests the approval of its tool call, waits for the decision (each GET
- * held by the server until the approval is decided, or waitMs passes) and consumes it.
+ * The TypeScript executor, with the publisher's approval helpers: requestApproval (through the
+ * publisher, like every event), waitForApproval (a long poll of serve, woken by the decision) and
+ * consumeApproval, with its ingest key.
  */
 function tsExecutor(planId: string, approvalId: string, args: object) {
   let requested!: () => void;
   const requestedP = new Promise<void>((r) => (requested = r));
   const done = (async () => {
-    const digest = await requestApproval(planId, approvalId, args);
-    requested();
-    let view: ApprovalView;
-    for (;;) {
-      const answer = await call(stack, 'GET', `/v1/approvals/${approvalId}?waitMs=20000`, { key: READ_KEY });
-      view = answer.json as ApprovalView;
-      if (answer.status === 200 && view.status !== 'pending') break;
-      await sleep(200);
-    }
-    const consume = await call(stack, 'POST', `/v1/approvals/${approvalId}/consume`, {
-      key: INGEST_KEY,
-      body: { argsDigest: digest, consumer: 'ts-executor' },
+    const plan = { planId, sessionId: `${planId}-s` };
+    publisher.planCreated(plan, {
+      query: 'mail the report',
+      steps: [{ stepId: 'send', index: 0, agentId: 'ts-executor', task: 'send the mail' }],
     });
-    return { decision: view.decision, decidedBy: view.decidedBy, consume: [consume.status, consume.json.reason] };
+    requestApproval(publisher, plan, { approvalId, stepId: 'send', tool: 'send_mail', args, expiresInMs: 600_000 });
+    await publisher.flush(10_000);
+    await waitFor(`approval ${approvalId} stored`, async () => (await approval(approvalId))?.status === 'pending');
+    requested();
+    const server = { url: stack.server.url, key: INGEST_KEY };
+    const view = await waitForApproval(server, approvalId, { timeoutMs: 120_000 });
+    const consume = await consumeApproval(server, approvalId, { args, consumer: 'ts-executor' }).then(
+      (a) => [200, a.decision],
+      (err: unknown) => [409, err instanceof ApprovalRefusedError ? err.reason : String(err)],
+    );
+    return { decision: view.decision, decidedBy: view.decidedBy, consume };
   })();
   return { requested: requestedP, done };
 }
