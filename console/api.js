@@ -52,6 +52,20 @@ export function api(path, opts) {
   });
 }
 
+function hasScope(scope) {
+  return !!state.session && state.session.scopes.indexOf(scope) >= 0;
+}
+
 export function isAdmin() {
-  return !!state.session && state.session.scopes.indexOf('admin') >= 0;
+  return hasScope('admin');
+}
+
+/** A read (or admin) key: every page; an approve-only key reads approvals alone. */
+export function canRead() {
+  return hasScope('read');
+}
+
+/** An approve key (HTTP_APPROVE_KEYS): decides approvals, as the key's name. */
+export function canApprove() {
+  return hasScope('approve');
 }

@@ -6,7 +6,7 @@
  * The server's Content-Security-Policy forbids inline scripts; the console's modules are served
  * from this server.
  */
-import { api, state } from './api.js';
+import { api, canRead, state } from './api.js';
 import { parseHash } from './router.js';
 import { stop } from './live.js';
 import { errorBox, h, show } from './dom.js';
@@ -18,10 +18,13 @@ import { deadLetterPage, deadLettersPage } from './page-dead-letters.js';
 import { healthPage } from './page-health.js';
 import { analyticsPage } from './page-analytics.js';
 import { reconcilePage } from './page-reconcile.js';
+import { approvalPage, approvalsPage } from './page-approvals.js';
 
 function route() {
   if (!state.session) return signIn();
   var where = parseHash(location.hash);
+  // an approve-only key reads approvals alone: its console opens on them
+  if (!canRead() && where.page !== 'approvals') where = parseHash('#/approvals');
   var page = where.page;
   var parts = where.parts;
   var q = where.q;
@@ -38,6 +41,8 @@ function route() {
   else if (page === 'health') done = healthPage();
   else if (page === 'analytics') done = analyticsPage(q);
   else if (page === 'reconcile') done = reconcilePage();
+  else if (page === 'approvals' && parts[1]) done = approvalPage(parts[1]);
+  else if (page === 'approvals') done = approvalsPage(q);
   else done = Promise.resolve(show(h('p', { class: 'error', text: 'No such page: ' + where.path })));
   done
     .catch(function (err) {

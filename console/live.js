@@ -23,7 +23,10 @@ export function liveSwitch() {
       paused = !paused;
       sessionStorage.setItem('plan-ledger-live', paused ? 'paused' : 'live');
       draw();
-      if (!paused) tick();
+      if (!paused) {
+        tick();
+        headerTick();
+      }
     },
   });
   draw();
@@ -97,6 +100,47 @@ function tick() {
   );
 }
 
+var header = null; // { path, onChange, timer }
+
+/**
+ * Watches `path` for the header (the pending approvals' count) on every page, until
+ * stopHeader(): `onChange(body)` at once and whenever the answer changes. It asks as the page
+ * does (If-None-Match, every LIVE_INTERVAL_MS), nothing while paused or in a hidden tab; a form
+ * being typed in does not hold it back, since it redraws only the header.
+ */
+export function watchHeader(path, onChange) {
+  stopHeader();
+  header = { path: path, onChange: onChange, timer: null };
+  headerTick();
+}
+
+export function stopHeader() {
+  if (header && header.timer) clearTimeout(header.timer);
+  header = null;
+}
+
+function headerTick() {
+  var w = header;
+  if (!w) return;
+  if (w.timer) clearTimeout(w.timer);
+  var again = function () {
+    if (header === w)
+      w.timer = setTimeout(function () {
+        if (header === w) headerTick();
+      }, LIVE_INTERVAL_MS);
+  };
+  if (paused || document.hidden) return again();
+  api(w.path, { ifNoneMatch: etagOf(w.path) }).then(
+    function (a) {
+      if (header === w && a && !a.notModified) w.onChange(a);
+      again();
+    },
+    function () {
+      again();
+    },
+  );
+}
+
 /** An operator typing in a form of the page: a redraw now would take the text away. */
 function typing() {
   var el = document.activeElement;
@@ -105,4 +149,5 @@ function typing() {
 
 document.addEventListener('visibilitychange', function () {
   if (!document.hidden && watching) tick();
+  if (!document.hidden && header) headerTick();
 });

@@ -1,19 +1,27 @@
 /*
  * The frame around every page: sign-in, the navigation, the page's title and focus.
  */
-import { api, state } from './api.js';
-import { append, errorBox, h, show } from './dom.js';
-import { liveSwitch, stop } from './live.js';
+import { api, canRead, state } from './api.js';
+import { append, errorBox, fmtNum, h, show } from './dom.js';
+import { liveSwitch, stop, stopHeader, watchHeader } from './live.js';
+
+/** Where the header learns how many approvals are pending (GET, read or approve scope). */
+export var PENDING_SUMMARY_PATH = '/console/approvals/summary';
+
+/** The header's count of pending approvals, kept across pages, updated by its own watch. */
+var pendingCount = null;
 
 export function signIn(message) {
   stop();
+  stopHeader();
+  pendingCount = null;
   document.getElementById('nav').textContent = '';
   var input = h('input', {
     type: 'password',
     id: 'api-key',
     name: 'key',
     autocomplete: 'off',
-    placeholder: 'API key (HTTP_READ_KEYS or HTTP_ADMIN_KEYS)',
+    placeholder: 'API key (HTTP_READ_KEYS, HTTP_ADMIN_KEYS or HTTP_APPROVE_KEYS)',
     required: true,
   });
   var out = h('div');
@@ -44,7 +52,7 @@ export function signIn(message) {
     h('button', { type: 'submit', text: 'Sign in' }),
     h('p', {
       class: 'muted',
-      text: 'The key is exchanged for a session cookie; read keys see everything, admin keys may also replay and purge dead letters.',
+      text: "The key is exchanged for a session cookie; read keys see everything, admin keys may also replay and purge dead letters, approve keys see and decide approvals (as the key's name).",
     }),
     out,
   );
@@ -55,16 +63,26 @@ export function signIn(message) {
 export function drawNav(active) {
   var nav = document.getElementById('nav');
   nav.textContent = '';
-  [
-    ['plans', 'Plans'],
-    ['dead-letters', 'Dead letters'],
-    ['health', 'Health'],
-    ['analytics', 'Analytics'],
-    ['reconcile', 'Reconcile'],
-  ].forEach(function (p) {
-    append(nav, h('a', { href: '#/' + p[0], class: active === p[0] ? 'active' : null, text: p[1] }));
+  // an approve-only key reads approvals and nothing else
+  var pages = canRead()
+    ? [
+        ['plans', 'Plans'],
+        ['approvals', 'Approvals'],
+        ['dead-letters', 'Dead letters'],
+        ['health', 'Health'],
+        ['analytics', 'Analytics'],
+        ['reconcile', 'Reconcile'],
+      ]
+    : [['approvals', 'Approvals']];
+  pages.forEach(function (p) {
+    var a = h('a', { href: '#/' + p[0], class: active === p[0] ? 'active' : null, text: p[1] });
+    if (p[0] === 'approvals') append(a, [' ', pendingBadge()]);
+    append(nav, a);
   });
   append(nav, liveSwitch());
+  // an approve key's name: the decidedBy of the decisions made here
+  if (state.session.name)
+    append(nav, h('span', { id: 'signed-in-as', class: 'who', title: 'signed in as', text: state.session.name }));
   append(
     nav,
     h('button', {
@@ -78,6 +96,21 @@ export function drawNav(active) {
       },
     }),
   );
+}
+
+/** The count in the header's Approvals link: pending approvals, live on every page. */
+function pendingBadge() {
+  if (!pendingCount) {
+    pendingCount = h('span', { id: 'pending-count', class: 'count', 'aria-live': 'polite', text: '…' });
+    var el = pendingCount;
+    watchHeader(PENDING_SUMMARY_PATH, function (summary) {
+      el.textContent = fmtNum(summary.pending);
+      el.setAttribute('data-pending', String(summary.pending));
+      el.setAttribute('title', summary.pending + ' pending approval(s)');
+      el.className = 'count' + (summary.pending > 0 ? ' some' : '');
+    });
+  }
+  return pendingCount;
 }
 
 /** Every route change: the page's title names it, and focus moves to its heading (screen readers read it). */

@@ -67,10 +67,12 @@ export const MSSQL_SUITES: readonly string[] = [
   'test/fork/fork-race.test.ts',
   'test/fork/plans-fork.cli.test.ts',
   'test/webhooks/webhook-outbox.cross-db.test.ts',
+  'test/webhooks/webhook-admin-api.test.ts',
   'test/stalled/stall-check.test.ts',
   'test/stalled/stall-cluster.test.ts',
   'test/stalled/stalled-worker.test.ts',
   'test/stalled/stall-webhooks.test.ts',
+  'test/console/console-approvals.test.ts',
 ];
 
 /** The server collation a default SQL Server install (and the compose file) has. */

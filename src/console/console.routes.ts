@@ -141,18 +141,19 @@ function registerSessionRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
       return reply.code(401).send({ error: 'unknown API key' });
     }
     throttle.succeeded(req.ip);
-    if (!scopes.has('read'))
-      return reply
-        .code(403)
-        .send({ error: 'this API key lacks the read scope (an ingest-only key cannot open the console)' });
+    if (!scopes.has('read') && !scopes.has('approve'))
+      return reply.code(403).send({
+        error: 'this API key lacks the read and approve scopes (an ingest-only key cannot open the console)',
+      });
     const { token, session } = deps.sessions.create(scopes, identity.name);
     reply.header('set-cookie', sessionCookie(token, Math.floor(SESSION_TTL_MS / 1000), req.protocol === 'https'));
-    return { scopes: [...scopes].sort(), csrf: session.csrf };
+    return { scopes: [...scopes].sort(), csrf: session.csrf, ...(identity.name ? { name: identity.name } : {}) };
   });
   app.get('/console/session', { schema: hide }, async (req, reply) => {
     const found = deps.sessions.fromCookie(req.headers.cookie);
     if (!found) return reply.code(401).send({ error: 'not signed in' });
-    return { scopes: [...found.session.scopes].sort(), csrf: found.session.csrf };
+    const { scopes, csrf, name } = found.session;
+    return { scopes: [...scopes].sort(), csrf, ...(name ? { name } : {}) };
   });
   app.delete('/console/session', { schema: hide }, async (req, reply) => {
     const found = deps.sessions.fromCookie(req.headers.cookie);

@@ -18,6 +18,7 @@ export const LIVE_ROUTES: ReadonlySet<string> = new Set([
   '/v1/sessions/:sessionId/active',
   '/v1/health',
   '/v1/dead-letters',
+  '/console/approvals/summary',
 ]);
 
 interface Answer {

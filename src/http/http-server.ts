@@ -20,6 +20,7 @@ import { NO_PRIVATE, type PrivateAllowance } from '../webhooks/webhook-target';
 import { CONSOLE_CSP, ConsoleDeps, registerConsoleRoutes } from '../console/console.routes';
 import { ConsoleSessions, CSRF_HEADER } from '../console/console-sessions';
 import { registerSharedReads } from '../console/shared-reads';
+import { registerConsoleApprovalRoutes } from '../console/console-approvals';
 
 export interface HttpServerDeps {
   settings: Readonly<HttpConfig>;
@@ -135,6 +136,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
   });
   registerWebhookRoutes(app, deps.dataSource, deps.webhookAllowPrivate ?? NO_PRIVATE);
   registerConsoleRoutes(app, { keys, sessions, ...deps.queues });
+  registerConsoleApprovalRoutes(app, deps.dataSource);
   await app.ready();
   return {
     app,

@@ -13,6 +13,7 @@ import { migrationSql, revertAllMigrations, runMigrations } from '../../src/stor
 import { forkPlan } from '../../src/fork/fork-plan';
 import { expireApprovals } from '../../src/stalled/approval-expiry';
 import { countStalledPlans, markStalledPlans, watchUnwatchedPlans } from '../../src/stalled/stall-check';
+import { approvalsSummary } from '../../src/console/console-approvals';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { APPROVAL_STATUSES, ApprovalLedger } from '../../src/store/approvals/approval-ledger';
 import { addPriceOverride, getPriceOverride, listPriceOverrides } from '../../src/store/price-overrides';
@@ -356,6 +357,7 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
   for (const read of Object.values(reads)) await read();
   await recordStallCheck(rec, check);
   await recordApprovals(rec);
+  await recordConsoleApprovalsSummary(rec, check);
 }
 
 /** The approvals' reads: the inbox by each status, one approval, and the pending-by-age gauge's count. */
@@ -364,6 +366,17 @@ async function recordApprovals(rec: SectionRecorder): Promise<void> {
   for (const status of APPROVAL_STATUSES) await ledger.list({ status, assignee: 'ops', olderThanMs: 60_000 }, NOW);
   await ledger.get('appr-1', NOW);
   await ledger.pendingByAge(NOW);
+}
+
+/** The console's approvals summary: the pending count, the count a filter matches, the change marker. */
+async function recordConsoleApprovalsSummary(rec: SectionRecorder, check: Check): Promise<void> {
+  const ds = await rec.open((sql) => {
+    if (/^SELECT COUNT\(1\) AS "cnt" FROM "approvals" "a"/.test(sql)) return [{ cnt: 2 }];
+    if (/^SELECT COUNT\(\*\) AS "total"/.test(sql)) return [{ total: 3, requested: NOW, decided: NOW, consumed: null }];
+    return undefined;
+  });
+  const summary = await approvalsSummary(ds, { status: 'all', assignee: 'ops' }, NOW);
+  check('the console summary counts pending approvals', summary.pending === 2 && summary.matching === 2);
 }
 
 /**

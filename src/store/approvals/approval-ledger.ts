@@ -1,4 +1,4 @@
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource, EntityManager, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { ENTITY, type ApprovalRow } from '../entities';
 import { lockStoredHeads } from '../ledger/plan-heads';
 import { sqlDialectOf } from '../sql/dialects';
@@ -67,15 +67,7 @@ export class ApprovalLedger {
    * assigned to `assignee` and requested at least `olderThanMs` ago, oldest first, with their age.
    */
   async list(filter: ApprovalFilter, now = new Date()): Promise<ApprovalView[]> {
-    const qb = this.ds.getRepository<ApprovalRow>(ENTITY.approval).createQueryBuilder('a');
-    if (filter.status === 'pending' || filter.status === 'expired') {
-      qb.where('a.decision IS NULL AND a.consumedAt IS NULL');
-      qb.andWhere(filter.status === 'pending' ? 'a.expiresAt > :now' : 'a.expiresAt <= :now', { now });
-    } else if (filter.status === 'decided') qb.where('a.decision IS NOT NULL AND a.consumedAt IS NULL');
-    else if (filter.status === 'consumed') qb.where('a.consumedAt IS NOT NULL');
-    if (filter.assignee !== undefined) qb.andWhere('a.assignee = :assignee', { assignee: filter.assignee });
-    if (filter.olderThanMs !== undefined)
-      qb.andWhere('a.requestedAt <= :before', { before: new Date(now.getTime() - filter.olderThanMs) });
+    const qb = whereApprovals(this.ds.getRepository<ApprovalRow>(ENTITY.approval).createQueryBuilder('a'), filter, now);
     const rows = await qb
       .orderBy('a.requestedAt', 'ASC')
       .addOrderBy('a.approvalId', 'ASC')
@@ -91,11 +83,11 @@ export class ApprovalLedger {
    * listed, 0 included: one scan of the undecided rows, counted in SQL.
    */
   async pendingByAge(now = new Date()): Promise<Map<string, number>> {
-    const qb = this.ds
-      .getRepository<ApprovalRow>(ENTITY.approval)
-      .createQueryBuilder('a')
-      .select('COUNT(*)', 'b0')
-      .where('a.decision IS NULL AND a.consumedAt IS NULL AND a.expiresAt > :now', { now });
+    const qb = whereApprovals(
+      this.ds.getRepository<ApprovalRow>(ENTITY.approval).createQueryBuilder('a').select('COUNT(*)', 'b0'),
+      { status: 'pending' },
+      now,
+    );
     // bucket i counts the requests at least its lower bound old; differences give each bucket
     PENDING_AGE_BUCKETS.slice(0, -1).forEach(([, belowMs], i) =>
       qb
@@ -150,6 +142,27 @@ export class ApprovalLedger {
       }),
     );
   }
+}
+
+/**
+ * `qb` (over `approvals` as `a`) narrowed to `filter`'s status, assignee and age at `now`: what
+ * each status means, in one place (the inbox, the console's counts). The caller keeps the
+ * assignee check in code too, where a case-insensitive collation could match another case.
+ */
+export function whereApprovals<T extends ObjectLiteral>(
+  qb: SelectQueryBuilder<T>,
+  filter: Omit<ApprovalFilter, 'limit'>,
+  now: Date,
+): SelectQueryBuilder<T> {
+  if (filter.status === 'pending' || filter.status === 'expired') {
+    qb.andWhere('a.decision IS NULL AND a.consumedAt IS NULL');
+    qb.andWhere(filter.status === 'pending' ? 'a.expiresAt > :now' : 'a.expiresAt <= :now', { now });
+  } else if (filter.status === 'decided') qb.andWhere('a.decision IS NOT NULL AND a.consumedAt IS NULL');
+  else if (filter.status === 'consumed') qb.andWhere('a.consumedAt IS NOT NULL');
+  if (filter.assignee !== undefined) qb.andWhere('a.assignee = :assignee', { assignee: filter.assignee });
+  if (filter.olderThanMs !== undefined)
+    qb.andWhere('a.requestedAt <= :before', { before: new Date(now.getTime() - filter.olderThanMs) });
+  return qb;
 }
 
 export function viewOf(row: ApprovalRow, now: Date): ApprovalView {
