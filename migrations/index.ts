@@ -16,6 +16,7 @@ import { OutputsStoredOnce1795225200000 } from './1795225200000-outputs-stored-o
 import { StalledPlans1795226450000 } from './1795226450000-stalled-plans';
 import { ApprovalExpired1795227060000 } from './1795227060000-approval-expired';
 import { ReportedCostSteps1795227080000 } from './1795227080000-reported-cost-steps';
+import { HandoffRollups1795227090000 } from './1795227090000-handoff-rollups';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -37,4 +38,5 @@ export const MIGRATIONS = [
   StalledPlans1795226450000,
   ApprovalExpired1795227060000,
   ReportedCostSteps1795227080000,
+  HandoffRollups1795227090000,
 ];

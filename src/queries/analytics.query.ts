@@ -3,7 +3,7 @@ import { ENTITY, ExecutionPlanRow, PlanHandoffRow, PlanStepRow } from '../store/
 import type { DateRange } from './query-args';
 import { compareText, ratio, round, toDay, toIso, toNum } from './row-normalize';
 import { sqlDialectOf } from '../store/sql/dialects';
-import { planTotals, stepTotals } from './rollup-totals.query';
+import { combined, planTotals, rollupQuery, stepTotals } from './rollup-totals.query';
 import { groupByText, whereCreatedIn } from './query-clauses';
 
 /**
@@ -186,19 +186,45 @@ export function buildHandoffPatternsQuery(ds: DataSource, range: DateRange): Sel
 
 /** The handoff matrix with reasons: one row per (from, to, reason), most frequent first. */
 export async function handoffPatterns(ds: DataSource, range: DateRange = {}): Promise<HandoffPattern[]> {
-  const rows = await buildHandoffPatternsQuery(ds, range).getRawMany<Record<string, unknown>>();
-  return rows
-    .map((r) => ({
-      fromAgentId: String(r.fromAgentId),
-      toAgentId: String(r.toAgentId),
-      reason: String(r.reason),
-      count: toNum(r.count),
-    }))
-    .sort(
-      (a, b) =>
-        b.count - a.count ||
-        compareText(a.fromAgentId, b.fromAgentId) ||
-        compareText(a.toAgentId, b.toAgentId) ||
-        compareText(a.reason, b.reason),
-    );
+  const d = sqlDialectOf(ds);
+  // whole days from the `handoff` rollups (from-agent in agent_id, to-agent in model, reason in session_id)
+  const rollup = async (days: Parameters<typeof rollupQuery>[2]) => {
+    const qb = rollupQuery(ds, 'handoff', days)
+      .select('r.agentId', 'fromAgentId')
+      .addSelect('r.model', 'toAgentId')
+      .addSelect('r.sessionId', 'reason')
+      .addSelect(d.sumInt('r.items'), 'count');
+    groupByText(ds, qb, ['r.agentId', 'r.model', 'r.sessionId']);
+    return (await qb.getRawMany<Record<string, unknown>>()).map(handoffPattern);
+  };
+  const scan = async (part: DateRange) =>
+    (await buildHandoffPatternsQuery(ds, part).getRawMany<Record<string, unknown>>()).map(handoffPattern);
+  const rows = await combined(range, { rollup, scan }, (r) => JSON.stringify([r.fromAgentId, r.toAgentId, r.reason]));
+  return sortPatterns(rows.filter((r) => r.count !== 0));
+}
+
+/** The handoff matrix by a scan of the range's handoffs (the reference the rollups answer as). */
+export async function handoffPatternsScan(ds: DataSource, range: DateRange = {}): Promise<HandoffPattern[]> {
+  return sortPatterns(
+    (await buildHandoffPatternsQuery(ds, range).getRawMany<Record<string, unknown>>()).map(handoffPattern),
+  );
+}
+
+function handoffPattern(r: Record<string, unknown>): HandoffPattern {
+  return {
+    fromAgentId: String(r.fromAgentId),
+    toAgentId: String(r.toAgentId),
+    reason: String(r.reason),
+    count: toNum(r.count),
+  };
+}
+
+function sortPatterns(rows: HandoffPattern[]): HandoffPattern[] {
+  return rows.sort(
+    (a, b) =>
+      b.count - a.count ||
+      compareText(a.fromAgentId, b.fromAgentId) ||
+      compareText(a.toAgentId, b.toAgentId) ||
+      compareText(a.reason, b.reason),
+  );
 }

@@ -1,7 +1,14 @@
 import * as fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import type { PlanEvent } from '../../src/contracts';
-import { agentUsage, agentUsageScan, plansPerDay, plansPerDayScan } from '../../src/queries/analytics.query';
+import {
+  agentUsage,
+  agentUsageScan,
+  handoffPatterns,
+  handoffPatternsScan,
+  plansPerDay,
+  plansPerDayScan,
+} from '../../src/queries/analytics.query';
 import { costUsage, costUsageScan } from '../../src/queries/cost-usage.query';
 import type { DateRange } from '../../src/queries/query-args';
 import { TOKEN_DIMENSIONS, tokenUsage, tokenUsageScan } from '../../src/queries/token-usage.query';
@@ -19,7 +26,7 @@ import { arrivalArb, planLifeArb, schedule, seqLayoutArb, toEvents } from '../st
  * plans and steps answer, for random ranges (whole days, parts of days, open ends), after random
  * histories: plans of several sessions over several days, events in any order with duplicates,
  * seqs used twice (rebuilds), priced and unpriced steps, forks, retention (soft delete, restore,
- * purge) and session erasure. And `rollups rebuild` changes no answer.
+ * purge) and session erasure; the handoff matrix too. And `rollups rebuild` changes no answer.
  */
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 25);
 const HOUR = 3_600_000;
@@ -96,6 +103,7 @@ const caseArb = fc.record({
 async function expectSameAnswers(ds: DataSource, range: DateRange): Promise<void> {
   expect(await plansPerDay(ds, range)).toEqual(await plansPerDayScan(ds, range));
   expect(await agentUsage(ds, range)).toEqual(await agentUsageScan(ds, range));
+  expect(await handoffPatterns(ds, range)).toEqual(await handoffPatternsScan(ds, range));
   const { page, ...tokens } = await tokenUsage(ds, range, TOKEN_DIMENSIONS, { limit: 1000 });
   expect(page?.hasMore).toBe(false);
   expect(tokens).toEqual(await tokenUsageScan(ds, range));

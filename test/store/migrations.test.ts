@@ -143,6 +143,7 @@ const ALL_MIGRATIONS = [
   'StalledPlans1795226450000',
   'ApprovalExpired1795227060000',
   'ReportedCostSteps1795227080000',
+  'HandoffRollups1795227090000',
 ];
 
 /** Seed 000, section 6, verbatim. */

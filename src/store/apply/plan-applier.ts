@@ -10,7 +10,7 @@ import type { SqlDialect } from '../sql/sql-dialect';
 import { LOG_PAGE, PlanReader } from './plan-reader';
 import type { CachedPlanRows, CacheStage, PlanRowCache } from './plan-row-cache';
 import { PlanWrites } from './plan-writes';
-import { measurePlans } from '../rollups/rollup-measure';
+import { measureHandoffs, measurePlans } from '../rollups/rollup-measure';
 import { RollupDelta } from '../rollups/rollup-rows';
 
 /**
@@ -74,6 +74,8 @@ export class PlanApplier {
   private readonly writes = new PlanWrites();
   /** What this transaction's rows change in the analytics rollups (docs/store.md#analytics-rollups). */
   private readonly rollups = new RollupDelta();
+  /** Stored plans whose handoffs this transaction's events change: measured before and after the writes. */
+  private readonly handoffPlans = new Set<string>();
   private readonly reader: PlanReader;
   private readonly nextHeads = new Map<string, PlanHeadRow>();
   /** The cached rows each plan resumed from, which its rows update once this transaction commits. */
@@ -277,6 +279,7 @@ export class PlanApplier {
       // the stored rows are replaced whole: out goes what they added, in what the new ones add
       await measurePlans(this.manager, [head.planId], this.rollups, -1);
       this.rollups.addPlan(rows.plan, rows.steps, 1);
+      this.rollups.addHandoffs(rows.plan, rows.handoffs, 1);
     }
     this.cache?.stage.forget(head.planId);
     this.stats.rebuilt++;
@@ -380,7 +383,11 @@ export class PlanApplier {
    */
   private rollupChanges(projection: PlanProjection, changes: PlanChanges): void {
     const before = projection.before;
-    if (changes.isNew || !before) return this.rollups.addPlan(changes.plan, changes.steps, 1);
+    if (changes.isNew || !before) {
+      this.rollups.addHandoffs(changes.plan, changes.handoffs, 1);
+      return this.rollups.addPlan(changes.plan, changes.steps, 1);
+    }
+    if (changes.handoffs.length > 0 || changes.stepsReplaced) this.handoffPlans.add(changes.plan.id);
     if (changes.stepsReplaced) {
       this.rollups.addPlan(before.plan, before.steps.values(), -1);
       return this.rollups.addPlan(changes.plan, changes.steps, 1);
@@ -431,7 +438,11 @@ export class PlanApplier {
       if (next.gapSince && next.gapSince !== before.gapSince) this.stats.gapWaits++;
       setStallState(this.stall, before, next, this.now);
     }
+    const handoffPlans = [...this.handoffPlans].sort();
+    this.handoffPlans.clear();
+    await measureHandoffs(this.manager, handoffPlans, this.rollups, -1);
     await this.writes.write(this.dialect.rows(this.manager));
+    await measureHandoffs(this.manager, handoffPlans, this.rollups, 1);
     await writeHeads(
       this.manager,
       this.dialect,

@@ -4,7 +4,7 @@ import { bigint, defineEntity, ext, label, moneyTotal, str, uuid } from './defin
  * What a rollup row sums: a plan (`plan`), a step (`step`), a step's cost per session
  * (`session-cost`), or a step's cache and reasoning tokens per session (`session-tokens`).
  */
-export type RollupKind = 'plan' | 'step' | 'session-cost' | 'session-tokens';
+export type RollupKind = 'plan' | 'step' | 'session-cost' | 'session-tokens' | 'handoff';
 
 /**
  * `analytics_rollups`: the analytics' sums per UTC day of the plans' creation and per key, kept
@@ -17,22 +17,25 @@ export type RollupKind = 'plan' | 'step' | 'session-cost' | 'session-tokens';
  * - `step`: one per day, agent, model and step status: steps, their tokens and costs;
  * - `session-cost`: one per day and session: the costs of its plans' steps;
  * - `session-tokens`: one per day and session: the cache read, cache write and reasoning tokens of
- *   its plans' steps (the tokens report per session).
+ *   its plans' steps (the tokens report per session);
+ * - `handoff`: one per day, from-agent, to-agent and reason: the handoffs of its plans in `items`
+ *   (the from-agent in `agent_id`, the to-agent in `model`, the reason in `session_id`, the one
+ *   column of the table as wide as a reason).
  */
 export interface AnalyticsRollupRow {
   id: string;
   /** UTC day of the plans' `created_at`, `YYYY-MM-DD`. */
   day: string;
   kind: RollupKind;
-  /** `plan`, `session-cost` and `session-tokens` rows; null otherwise. */
+  /** `plan`, `session-cost` and `session-tokens` rows; `handoff` rows: the reason; null otherwise. */
   sessionId: string | null;
-  /** `step` rows; null otherwise. */
+  /** `step` rows; `handoff` rows: the from-agent; null otherwise. */
   agentId: string | null;
-  /** `step` rows: the steps' model (null for steps that named none). */
+  /** `step` rows: the steps' model (null for steps that named none); `handoff` rows: the to-agent. */
   model: string | null;
   /** `plan` rows: the plan status; `step` rows: the step status; null otherwise. */
   status: string | null;
-  /** Plans (`plan`) or steps (`step`) summed. */
+  /** Plans (`plan`), steps (`step`) or handoffs (`handoff`) summed. */
   items: number;
   inputTokens: number;
   outputTokens: number;

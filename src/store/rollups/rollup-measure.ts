@@ -1,8 +1,8 @@
 import type { EntityManager } from 'typeorm';
-import { ENTITY, type ExecutionPlanRow, type PlanStepRow } from '../entities';
+import { ENTITY, type ExecutionPlanRow, type PlanHandoffRow, type PlanStepRow } from '../entities';
 import { sqlDialectOf } from '../sql/dialects';
 import { idsIn } from '../sql/id-lists';
-import { type RollupPlan, type RollupStep, RollupDelta } from './rollup-rows';
+import { type RollupHandoff, type RollupPlan, type RollupStep, RollupDelta } from './rollup-rows';
 
 const PLAN_COLUMNS = {
   id: true,
@@ -71,6 +71,65 @@ export async function measurePlans(
       else byPlan.set(s.planId, [s]);
     }
     for (const p of plans) delta.addPlan(p, byPlan.get(p.id) ?? [], sign);
+    await addStoredHandoffs(m, plans, delta, sign);
+  }
+}
+
+/**
+ * Adds to `delta` what the stored handoffs of these plans (as given: their ids, creation and
+ * retirement) add to the `handoff` rollups, with `sign`. Soft-deleted plans add nothing.
+ */
+async function addStoredHandoffs(
+  m: EntityManager,
+  plans: ReadonlyArray<Pick<RollupPlan, 'id' | 'createdAt' | 'deletedAt'>>,
+  delta: RollupDelta,
+  sign: 1 | -1,
+): Promise<void> {
+  const live = plans.filter((p) => !p.deletedAt);
+  if (live.length === 0) return;
+  const d = sqlDialectOf(m.connection);
+  const handoffs = (await m
+    .getRepository<PlanHandoffRow>(ENTITY.handoff)
+    .createQueryBuilder('h')
+    .select(['h.planId', 'h.fromAgentId', 'h.toAgentId', 'h.reason'])
+    .where(
+      ...idsIn(
+        d,
+        'h.planId',
+        live.map((p) => p.id),
+      ),
+    )
+    .getMany()) as Array<RollupHandoff & { planId: string }>;
+  const byPlan = new Map<string, RollupHandoff[]>();
+  for (const h of handoffs) {
+    const list = byPlan.get(h.planId);
+    if (list) list.push(h);
+    else byPlan.set(h.planId, [h]);
+  }
+  for (const p of live) delta.addHandoffs(p, byPlan.get(p.id) ?? [], sign);
+}
+
+/**
+ * Adds to `delta` what the stored handoffs of these plans add to the rollups, with `sign`: the
+ * applier's measure of the plans whose handoffs its events changed (-1 before its rows are
+ * written, +1 after). Reads the plans' creation and retirement, then their handoffs.
+ */
+export async function measureHandoffs(
+  m: EntityManager,
+  planIds: readonly string[],
+  delta: RollupDelta,
+  sign: 1 | -1,
+): Promise<void> {
+  const d = sqlDialectOf(m.connection);
+  const chunk = d.maxIdsPerStatement;
+  for (let i = 0; i < planIds.length; i += chunk) {
+    const plans = (await m
+      .getRepository<ExecutionPlanRow>(ENTITY.plan)
+      .createQueryBuilder('p')
+      .select(['p.id', 'p.createdAt', 'p.deletedAt'])
+      .where(...idsIn(d, 'p.id', planIds.slice(i, i + chunk)))
+      .getMany()) as RollupPlan[];
+    await addStoredHandoffs(m, plans, delta, sign);
   }
 }
 

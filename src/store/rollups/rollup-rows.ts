@@ -1,6 +1,6 @@
 import { formatMoney, moneyFromColumn } from '../../pricing';
 import { ENTITY, type AnalyticsRollupRow, type RollupKind } from '../entities';
-import type { ExecutionPlanRow, PlanStepRow } from '../entities';
+import type { ExecutionPlanRow, PlanHandoffRow, PlanStepRow } from '../entities';
 import { derivedId } from '../projection/derived-id';
 import type { RowStore } from '../sql/sql-dialect';
 
@@ -25,6 +25,9 @@ export type RollupStep = Pick<
   | 'costSource'
   | 'deletedAt'
 >;
+
+/** What a handoff row adds to the rollups (every handoff of a live plan counts, as the handoffs report reads them). */
+export type RollupHandoff = Pick<PlanHandoffRow, 'fromAgentId' | 'toAgentId' | 'reason'>;
 
 /** The counters of a rollup row, in the order of ROLLUP_COUNTS. */
 export const ROLLUP_COUNTS = [
@@ -157,6 +160,26 @@ export class RollupDelta {
         }
         if (s.costSource === 'unpriced') target.counts.unpricedSteps += sign;
       }
+    }
+  }
+
+  /** Handoffs of a live plan, counted with `sign` in its day's `handoff` rows. */
+  addHandoffs(
+    plan: Pick<RollupPlan, 'createdAt' | 'deletedAt'>,
+    handoffs: Iterable<RollupHandoff>,
+    sign: 1 | -1,
+  ): void {
+    if (plan.deletedAt) return;
+    const day = utcDayOf(plan.createdAt);
+    for (const h of handoffs) {
+      this.row({
+        day,
+        kind: 'handoff',
+        sessionId: h.reason,
+        agentId: h.fromAgentId,
+        model: h.toAgentId,
+        status: null,
+      }).counts.items += sign;
     }
   }
 
