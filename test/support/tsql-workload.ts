@@ -328,6 +328,7 @@ async function recordReads(rec: SectionRecorder, tables: MssqlTables, plan: Plan
     plansPerDayScan: () => queries.plansPerDayScan(ds, range),
     agentUsageScan: () => queries.agentUsageScan(ds, range),
     tokenUsageScan: () => queries.tokenUsageScan(ds, range),
+    handoffPatternsScan: () => queries.handoffPatternsScan(ds, range),
     costUsageScan: async () => {
       for (const by of queries.COST_DIMENSIONS) await queries.costUsageScan(ds, range, by);
     },
