@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import { MigrationExecutor } from 'typeorm';
 import { MIGRATIONS } from '../../migrations';
 import type { PlanEvent } from '../../src/contracts';
-import { plansPerDay, plansPerDayScan } from '../../src/queries/analytics.query';
+import { handoffPatterns, handoffPatternsScan, plansPerDay, plansPerDayScan } from '../../src/queries/analytics.query';
 import { TOKEN_DIMENSIONS, tokenUsage, tokenUsageScan } from '../../src/queries/token-usage.query';
 import { runMigrations } from '../../src/store/migrator';
 import { PlanEventStore } from '../../src/store/plan-event-store';
@@ -47,6 +47,9 @@ async function expectRollupAnswers(ds: DataSource): Promise<void> {
   expect(tokens).toEqual(await tokenUsageScan(ds, {}));
   expect(tokens.total.cacheReadTokens).toBeGreaterThan(0);
   expect(await plansPerDay(ds, {})).toEqual(await plansPerDayScan(ds, {}));
+  const handoffs = await handoffPatterns(ds, {});
+  expect(handoffs).toEqual(await handoffPatternsScan(ds, {}));
+  expect(handoffs.length).toBeGreaterThan(0);
 }
 
 describe.each(ALL_TEST_DBS)('rollups rebuilt on %s', (kind) => {
@@ -106,6 +109,18 @@ describe.each(ALL_TEST_DBS)('rollups rebuilt on %s', (kind) => {
     expect(await rollupRows(ds, `kind = 'session-tokens'`)).toEqual([]);
     expect((await runMigrations(ds)).applied).toEqual(names.slice(at));
     expect((await rollupRows(ds, `kind = 'session-tokens'`)).length).toBe(6);
+    await expectRollupAnswers(ds);
+  });
+
+  it('the HandoffRollups migration fills the handoff rows of stored plans', async () => {
+    const names = MIGRATIONS.map((M) => new M().name);
+    const at = names.indexOf('HandoffRollups1795227090000');
+    const before = await rollupRows(ds, `kind = 'handoff'`);
+    expect(before.length).toBeGreaterThan(0);
+    for (let i = at; i < names.length; i++) await new MigrationExecutor(ds).undoLastMigration();
+    expect(await rollupRows(ds, `kind = 'handoff'`)).toEqual([]);
+    expect((await runMigrations(ds)).applied).toEqual(names.slice(at));
+    expect(await rollupRows(ds, `kind = 'handoff'`)).toEqual(before);
     await expectRollupAnswers(ds);
   });
 });
