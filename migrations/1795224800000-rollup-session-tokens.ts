@@ -26,6 +26,6 @@ export class RollupSessionTokens1795224800000 implements MigrationInterface {
 }
 
 /** `--print-sql`: statements are recorded, not run, and nothing can be read. */
-function inMemory(queryRunner: QueryRunner): boolean {
+export function inMemory(queryRunner: QueryRunner): boolean {
   return (queryRunner as unknown as { sqlMemoryMode?: boolean }).sqlMemoryMode === true;
 }

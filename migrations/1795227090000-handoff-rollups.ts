@@ -1,6 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { rebuildRollups } from '../src/store/rollups/rollup-rebuild';
 import { sql } from './1795219400000-incremental-store';
+import { inMemory } from './1795224800000-rollup-session-tokens';
 
 /**
  * `analytics_rollups` rows of kind `handoff`: the handoffs of each day's plans per from-agent,
@@ -22,9 +23,4 @@ export class HandoffRollups1795227090000 implements MigrationInterface {
     const q = (name: string) => queryRunner.connection.driver.escape(name);
     await sql(queryRunner, `DELETE FROM ${q('analytics_rollups')} WHERE ${q('kind')} = 'handoff'`);
   }
-}
-
-/** `--print-sql`: statements are recorded, not run, and nothing can be read. */
-function inMemory(queryRunner: QueryRunner): boolean {
-  return (queryRunner as unknown as { sqlMemoryMode?: boolean }).sqlMemoryMode === true;
 }

@@ -10,7 +10,7 @@ import type { SqlDialect } from '../sql/sql-dialect';
 import { LOG_PAGE, PlanReader } from './plan-reader';
 import type { CachedPlanRows, CacheStage, PlanRowCache } from './plan-row-cache';
 import { PlanWrites } from './plan-writes';
-import { measureHandoffs, measurePlans } from '../rollups/rollup-measure';
+import { measurePlans } from '../rollups/rollup-measure';
 import { RollupDelta } from '../rollups/rollup-rows';
 
 /**
@@ -440,9 +440,9 @@ export class PlanApplier {
     }
     const handoffPlans = [...this.handoffPlans].sort();
     this.handoffPlans.clear();
-    await measureHandoffs(this.manager, handoffPlans, this.rollups, -1);
+    await measurePlans(this.manager, handoffPlans, this.rollups, -1, 'handoffs');
     await this.writes.write(this.dialect.rows(this.manager));
-    await measureHandoffs(this.manager, handoffPlans, this.rollups, 1);
+    await measurePlans(this.manager, handoffPlans, this.rollups, 1, 'handoffs');
     await writeHeads(
       this.manager,
       this.dialect,

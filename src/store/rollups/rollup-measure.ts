@@ -33,13 +33,16 @@ const STEP_COLUMNS = {
  * Adds to `delta` what these plans' stored rows add to the rollups, with `sign`: -1 before a
  * writer changes them, +1 after. Reads the summed columns of the live plans and of their live
  * steps, in chunks of the database's id limit. For writers that change whole plans (a rebuild,
- * retention, erasure, restore, reprice); the worker's incremental path knows its deltas instead.
+ * retention, erasure, restore, reprice); the worker's incremental path knows its deltas instead,
+ * but for handoffs (`only: 'handoffs'`: the plans' handoffs alone, the worker's measure of the
+ * stored plans whose handoffs its events record or replace, before its rows are written and after).
  */
 export async function measurePlans(
   m: EntityManager,
   planIds: readonly string[],
   delta: RollupDelta,
   sign: 1 | -1,
+  only?: 'handoffs',
 ): Promise<void> {
   const d = sqlDialectOf(m.connection);
   const chunk = d.maxIdsPerStatement;
@@ -52,27 +55,42 @@ export async function measurePlans(
       .where(...idsIn(d, 'p.id', ids))
       .getMany()) as RollupPlan[];
     if (plans.length === 0) continue;
-    const steps = (await m
-      .getRepository<PlanStepRow>(ENTITY.step)
-      .createQueryBuilder('s')
-      .select(Object.keys(STEP_COLUMNS).map((c) => `s.${c}`))
-      .where(
-        ...idsIn(
-          d,
-          's.planId',
-          plans.map((p) => p.id),
-        ),
-      )
-      .getMany()) as Array<RollupStep & { planId: string }>;
-    const byPlan = new Map<string, RollupStep[]>();
-    for (const s of steps) {
-      const list = byPlan.get(s.planId);
-      if (list) list.push(s);
-      else byPlan.set(s.planId, [s]);
+    if (only !== 'handoffs') {
+      const byPlan = await rowsByPlan<RollupStep>(m, ENTITY.step, Object.keys(STEP_COLUMNS), plans);
+      for (const p of plans) delta.addPlan(p, byPlan.get(p.id) ?? [], sign);
     }
-    for (const p of plans) delta.addPlan(p, byPlan.get(p.id) ?? [], sign);
     await addStoredHandoffs(m, plans, delta, sign);
   }
+}
+
+const HANDOFF_COLUMNS = ['planId', 'fromAgentId', 'toAgentId', 'reason'];
+
+/** These columns of the rows of `entity` (steps, handoffs) that belong to `plans`, by plan id. */
+async function rowsByPlan<T>(
+  m: EntityManager,
+  entity: string,
+  columns: string[],
+  plans: ReadonlyArray<{ id: string }>,
+): Promise<Map<string, T[]>> {
+  const rows = (await m
+    .getRepository<PlanStepRow | PlanHandoffRow>(entity)
+    .createQueryBuilder('r')
+    .select(columns.map((c) => `r.${c}`))
+    .where(
+      ...idsIn(
+        sqlDialectOf(m.connection),
+        'r.planId',
+        plans.map((p) => p.id),
+      ),
+    )
+    .getMany()) as unknown as Array<T & { planId: string }>;
+  const byPlan = new Map<string, T[]>();
+  for (const r of rows) {
+    const list = byPlan.get(r.planId);
+    if (list) list.push(r);
+    else byPlan.set(r.planId, [r]);
+  }
+  return byPlan;
 }
 
 /**
@@ -87,50 +105,8 @@ async function addStoredHandoffs(
 ): Promise<void> {
   const live = plans.filter((p) => !p.deletedAt);
   if (live.length === 0) return;
-  const d = sqlDialectOf(m.connection);
-  const handoffs = (await m
-    .getRepository<PlanHandoffRow>(ENTITY.handoff)
-    .createQueryBuilder('h')
-    .select(['h.planId', 'h.fromAgentId', 'h.toAgentId', 'h.reason'])
-    .where(
-      ...idsIn(
-        d,
-        'h.planId',
-        live.map((p) => p.id),
-      ),
-    )
-    .getMany()) as Array<RollupHandoff & { planId: string }>;
-  const byPlan = new Map<string, RollupHandoff[]>();
-  for (const h of handoffs) {
-    const list = byPlan.get(h.planId);
-    if (list) list.push(h);
-    else byPlan.set(h.planId, [h]);
-  }
+  const byPlan = await rowsByPlan<RollupHandoff>(m, ENTITY.handoff, HANDOFF_COLUMNS, live);
   for (const p of live) delta.addHandoffs(p, byPlan.get(p.id) ?? [], sign);
-}
-
-/**
- * Adds to `delta` what the stored handoffs of these plans add to the rollups, with `sign`: the
- * applier's measure of the plans whose handoffs its events changed (-1 before its rows are
- * written, +1 after). Reads the plans' creation and retirement, then their handoffs.
- */
-export async function measureHandoffs(
-  m: EntityManager,
-  planIds: readonly string[],
-  delta: RollupDelta,
-  sign: 1 | -1,
-): Promise<void> {
-  const d = sqlDialectOf(m.connection);
-  const chunk = d.maxIdsPerStatement;
-  for (let i = 0; i < planIds.length; i += chunk) {
-    const plans = (await m
-      .getRepository<ExecutionPlanRow>(ENTITY.plan)
-      .createQueryBuilder('p')
-      .select(['p.id', 'p.createdAt', 'p.deletedAt'])
-      .where(...idsIn(d, 'p.id', planIds.slice(i, i + chunk)))
-      .getMany()) as RollupPlan[];
-    await addStoredHandoffs(m, plans, delta, sign);
-  }
 }
 
 /**
