@@ -47,12 +47,15 @@ describe('names that differ only in trailing spaces (SQL Server, recorded SQL)',
     const range = { from: new Date('2026-01-01T06:00:00Z'), to: new Date('2026-01-09T06:00:00Z') };
     await agentUsage(ds, range);
     await tokenUsage(ds, range, ['agent', 'model']);
-    await handoffPatterns(ds);
+    await handoffPatterns(ds, range);
     await listPlans(ds, { agentId: 'coder', limit: 10, offset: 0 });
     const sql = statements.map((s) => s.sql).join('\n');
     expect(sql).toContain('GROUP BY "s"."agent_id", DATALENGTH("s"."agent_id"), "s"."model", DATALENGTH("s"."model")');
     expect(sql).toContain('GROUP BY "r"."agent_id", DATALENGTH("r"."agent_id"), "r"."model", DATALENGTH("r"."model")');
     expect(sql).toContain('DATALENGTH("h"."from_agent_id"), "h"."to_agent_id", DATALENGTH("h"."to_agent_id")');
+    expect(sql).toContain(
+      'GROUP BY "r"."agent_id", DATALENGTH("r"."agent_id"), "r"."model", DATALENGTH("r"."model"), "r"."session_id", DATALENGTH("r"."session_id")',
+    );
     expect(sql).toContain('("s"."agent_id" = @0 AND DATALENGTH("s"."agent_id") = DATALENGTH(@0))');
   });
 });
