@@ -54,7 +54,7 @@ known price is "unpriced": counted in unpriced_steps, never as zero.`,
     );
   analytics
     .command('rebuild-rollups')
-    .description('sum the analytics rollups again from the stored plans and steps (all days, or --from/--to)')
+    .description('sum the analytics rollups again from the stored plans, steps and handoffs (all days, or --from/--to)')
     .option('--from <date>', 'the first UTC day rebuilt, e.g. 2026-02-01 (default: the first)')
     .option('--to <date>', 'the UTC day after the last rebuilt (exclusive; default: none)')
     .option('--json', 'print JSON: from, to, plans, seconds')
