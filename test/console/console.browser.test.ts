@@ -1074,6 +1074,8 @@ describe('the web console in headless Chromium', () => {
 
     // a fork: its parent in the header, its inherited steps muted and named, its own not
     await page.click('#lineage li[data-plan="lineage-fork-a"] > .lineage-node > a');
+    // the parent's page is ready too until the fork's replaces it: wait for the fork's heading first
+    await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Plan lineage-fork-a');
     await page.waitForSelector('#plan-rest[data-ready]');
     expect(await page.textContent('h1')).toBe('Plan lineage-fork-a');
     expect(await page.textContent('#plan-fork')).toBe(
