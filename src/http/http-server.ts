@@ -31,6 +31,8 @@ export interface HttpServerDeps {
   version: string;
   /** Wakes `GET /v1/approvals/{id}?waitMs=` when the worker announces the approval; without it held requests re-read every second. */
   approvalWakeups?: ApprovalWakeups;
+  /** How often a held approval read re-reads without being woken. @defaultValue APPROVAL_REREAD_MS */
+  approvalRereadMs?: number;
   /** The console's queues (dead letters, health); without them those routes answer 503. */
   queues?: Omit<ConsoleDeps, 'keys' | 'sessions'>;
   /** WEBHOOKS_ALLOW_PRIVATE: what a subscription's URL may resolve to. @defaultValue none of the refused addresses */
@@ -132,7 +134,7 @@ export async function buildHttpServer(deps: HttpServerDeps): Promise<BuiltHttpSe
     settings,
     metrics,
     closing: () => closing,
-    waits: { wakeups: deps.approvalWakeups, closingSignal: closingSignal.signal },
+    waits: { wakeups: deps.approvalWakeups, closingSignal: closingSignal.signal, rereadMs: deps.approvalRereadMs },
   });
   registerWebhookRoutes(app, deps.dataSource, deps.webhookAllowPrivate ?? NO_PRIVATE);
   registerConsoleRoutes(app, { keys, sessions, ...deps.queues });

@@ -12,12 +12,11 @@ import type { Logger } from '../shared/logger';
 import { openDataSource } from '../store/data-source';
 import { workerVersion } from '../worker/worker-version';
 import type { HttpConfig } from './http-config';
-import { buildHttpServer, BuiltHttpServer } from './http-server';
+import { buildHttpServer, BuiltHttpServer, type HttpServerDeps } from './http-server';
 import { RepeatedLog } from '../shared/repeated-log';
 import { ApiKeys } from '../shared/api-keys';
 import { lazyRequire } from '../shared/lazy-require';
 import type { OtlpGrpcServer } from './otlp-grpc';
-import type { PrivateAllowance } from '../webhooks/webhook-target';
 
 const otlpGrpc = lazyRequire<typeof import('./otlp-grpc')>(require, './otlp-grpc');
 
@@ -37,17 +36,16 @@ export interface HttpServerHandle {
   close(): Promise<{ flushed: boolean }>;
 }
 
-export interface StartHttpServerOptions {
+/** `webhookAllowPrivate` (WEBHOOKS_ALLOW_PRIVATE) and `approvalRereadMs` go to the app as they are. */
+export interface StartHttpServerOptions extends Pick<HttpServerDeps, 'webhookAllowPrivate' | 'approvalRereadMs'> {
   config: Readonly<AppConfig>;
   settings: Readonly<HttpConfig>;
   logger: Logger;
-  /** WEBHOOKS_ALLOW_PRIVATE, for the URLs of subscriptions added through the admin API. */
-  webhookAllowPrivate?: PrivateAllowance;
 }
 
 /** Composition root of `plan-ledger serve`: opens the database and the publisher, then listens. */
 export async function startHttpServer(opts: StartHttpServerOptions): Promise<HttpServerHandle> {
-  const { config, settings, logger } = opts;
+  const { config, settings, logger, ...appOptions } = opts;
   let ds: DataSource | undefined;
   let publisher: PlanEventPublisher | undefined;
   let redis: RedisClient | undefined;
@@ -102,13 +100,13 @@ export async function startHttpServer(opts: StartHttpServerOptions): Promise<Htt
       logger: logger.child({ component: 'publisher' }),
     });
     server = await buildHttpServer({
+      ...appOptions,
       settings,
       dataSource: ds,
       publisher,
       logger,
       version: workerVersion(),
       approvalWakeups: wakeups,
-      webhookAllowPrivate: opts.webhookAllowPrivate,
       queues: { deadLetters, deadLetterQueue, eventsQueue, eventShards, redis, queuePrefix: config.queuePrefix },
     });
     if (settings.otlpGrpcPort !== undefined) grpc = await startGrpc(settings, server, logger);

@@ -1,23 +1,26 @@
 /**
  * GET /v1/approvals/{id}?waitMs= against a real serve, worker, Redis and each local database: a held request
- * answers soon after the decision (woken by the worker's Redis message, not by the re-read every
- * 10 s), at waitMs with the approval still pending, at expiresAt with it expired, and once a
+ * answers once the decision is stored (woken by the worker's Redis message: serve here never re-reads
+ * unwoken), at waitMs with the approval still pending, at expiresAt with it expired, and once a
  * request that was not stored yet is stored and decided. The decision is published with the
  * request's seq through the publisher (docs/approvals.md).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { argsDigest, type DecisionKind } from '../../src/contracts';
-import { APPROVAL_REREAD_MS } from '../../src/http/approval-wait';
+import type { DecisionKind } from '../../src/contracts';
+import { MAX_APPROVAL_WAIT_MS } from '../../src/http/approval-wait';
 import { PlanEventPublisher } from '../../src/publisher';
+import { approvalChannels } from '../../src/queue/approval-signals';
+import { APPROVAL_DIGEST, approvalRequested } from '../support/approval-fixtures';
 import { TestDb } from '../support/databases';
-import { REDIS_URL, silentLogger, waitFor } from '../worker/helpers/queue-harness';
-import { ApiStack, APPROVE_KEY, APPROVER, call, INGEST_KEY, startApiStack } from './http-harness';
+import { openRedis, REDIS_URL, silentLogger, waitFor } from '../worker/helpers/queue-harness';
+import { ApiStack, APPROVE_KEY, APPROVER, call, INGEST_KEY, READ_KEY, startApiStack } from './http-harness';
 
 jest.setTimeout(180_000);
 
-const DIGEST = argsDigest({ to: 'ops@example.com', subject: 'deploy' });
+/** serve's re-read of a held request unwoken: longer than this file runs, so only a message or the wait's end answers. */
+const NEVER_REREAD_MS = 24 * 3_600_000;
 
 describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('GET /v1/approvals/{id}?waitMs= on %s', (kind) => {
   let stack: ApiStack;
@@ -26,17 +29,11 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('GET /v1/approvals/{id}
   const plan = { planId: `aw-plan-${kind}`, sessionId: 'aw-sess' };
 
   /** Publishes approval.requested; returns its seq. */
-  function request(approvalId: string, expiresInMs = 3_600_000): number {
+  function request(approvalId: string, expiresInMs?: number): number {
     const r = publisher.publish({
       ...plan,
       type: 'approval.requested',
-      payload: {
-        approvalId,
-        stepId: 's1',
-        tool: 'send_mail',
-        argsDigest: DIGEST,
-        expiresAt: new Date(Date.now() + expiresInMs).toISOString(),
-      },
+      payload: approvalRequested(approvalId, { expiresInMs }),
     });
     if (!r.ok) throw new Error(`request refused: ${JSON.stringify(r)}`);
     return r.seq;
@@ -51,7 +48,7 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('GET /v1/approvals/{id}
         approvalId,
         decision,
         decidedBy: 'alice',
-        ...(decision === 'edit' ? { editedArgsDigest: DIGEST } : {}),
+        ...(decision === 'edit' ? { editedArgsDigest: APPROVAL_DIGEST } : {}),
       },
     });
     if (!r.ok) throw new Error(`decision refused: ${JSON.stringify(r)}`);
@@ -66,8 +63,40 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('GET /v1/approvals/{id}
   const held = (approvalId: string, waitMs: number, key?: string) =>
     call(stack, 'GET', `/v1/approvals/${approvalId}?waitMs=${waitMs}`, key === undefined ? {} : { key });
 
+  /**
+   * A request held on an approval never requested, with a wait a second shorter than the requests
+   * held after it (MAX_APPROVAL_WAIT_MS): as serve never re-reads unwoken, one of those answered
+   * while this one is still held did not wait for its wait's end. `release()` ends it.
+   */
+  function heldUntilItsWaitEnds(): { answered(): boolean; release(): Promise<void> } {
+    const abort = new AbortController();
+    let answered = false;
+    const done = fetch(`${stack.server.url}/v1/approvals/aw_never_requested?waitMs=${MAX_APPROVAL_WAIT_MS - 1_000}`, {
+      headers: { authorization: `Bearer ${READ_KEY}` },
+      signal: abort.signal,
+    }).then(
+      () => void (answered = true),
+      () => undefined,
+    );
+    return {
+      answered: () => answered,
+      release: async () => {
+        abort.abort();
+        await done;
+      },
+    };
+  }
+
   beforeAll(async () => {
-    stack = await startApiStack(kind);
+    stack = await startApiStack(kind, { approvalRereadMs: NEVER_REREAD_MS });
+    // serve subscribes without being awaited: a request held before would miss its message
+    const redis = openRedis();
+    const { requested, decided } = approvalChannels(stack.prefix);
+    await waitFor('serve subscribed to the approval channels', async () => {
+      const counts = (await redis.call('PUBSUB', 'NUMSUB', requested, decided)) as [string, number, string, number];
+      return Number(counts[1]) > 0 && Number(counts[3]) > 0;
+    });
+    redis.disconnect();
     journal = fs.mkdtempSync(path.join(os.tmpdir(), 'pl-await-'));
     publisher = new PlanEventPublisher({
       redisUrl: REDIS_URL,
@@ -83,24 +112,25 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('GET /v1/approvals/{id}
     fs.rmSync(journal, { recursive: true, force: true });
   });
 
-  it('answers a held request soon after the decision is stored, with status decided', async () => {
+  it('answers a held request once the decision is stored, with status decided', async () => {
     const seq = request('aw_prompt');
     await stored('aw_prompt');
-    const started = Date.now();
-    const answer = held('aw_prompt', 60_000, INGEST_KEY);
+    const earlier = heldUntilItsWaitEnds();
+    const answer = held('aw_prompt', MAX_APPROVAL_WAIT_MS, INGEST_KEY);
     await new Promise((r) => setTimeout(r, 300));
     decide('aw_prompt', seq);
     const a = await answer;
     expect([a.status, a.json.status, a.json.decision, a.json.decidedBy]).toEqual([200, 'decided', 'approve', 'alice']);
-    // woken by the worker's message: a re-read would answer only after APPROVAL_REREAD_MS
-    expect(Date.now() - started).toBeLessThan(APPROVAL_REREAD_MS);
+    // woken by the worker's message, not at the end of its wait
+    expect(earlier.answered()).toBe(false);
+    await earlier.release();
   });
 
   it('answers a held request of an executor when a human decides with POST /decide (approve key)', async () => {
     request('aw_decide');
     await stored('aw_decide');
-    const started = Date.now();
-    const answer = held('aw_decide', 60_000, INGEST_KEY);
+    const earlier = heldUntilItsWaitEnds();
+    const answer = held('aw_decide', MAX_APPROVAL_WAIT_MS, INGEST_KEY);
     await new Promise((r) => setTimeout(r, 300));
     const decided = await call(stack, 'POST', '/v1/approvals/aw_decide/decide', {
       key: APPROVE_KEY,
@@ -109,7 +139,8 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('GET /v1/approvals/{id}
     expect(decided.status).toBe(202);
     const a = await answer;
     expect([a.status, a.json.status, a.json.decidedBy, a.json.feedback]).toEqual([200, 'decided', APPROVER, 'checked']);
-    expect(Date.now() - started).toBeLessThan(APPROVAL_REREAD_MS);
+    expect(earlier.answered()).toBe(false);
+    await earlier.release();
     // the approve key reads (and waits on) approvals too
     expect((await held('aw_decide', 1_000, APPROVE_KEY)).json.status).toBe('decided');
   });
@@ -136,20 +167,25 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('GET /v1/approvals/{id}
     await stored('aw_done');
     expect((await call(stack, 'GET', '/v1/approvals/aw_done')).json.status).toBe('pending');
     decide('aw_done', seq, 'reject');
-    expect((await held('aw_done', 60_000)).json.decision).toBe('reject');
-    const started = Date.now();
-    expect((await held('aw_done', 60_000)).json.status).toBe('decided');
-    expect(Date.now() - started).toBeLessThan(APPROVAL_REREAD_MS);
+    expect((await held('aw_done', MAX_APPROVAL_WAIT_MS)).json.decision).toBe('reject');
+    // answered without waiting: no message comes for an approval already decided
+    const earlier = heldUntilItsWaitEnds();
+    expect((await held('aw_done', MAX_APPROVAL_WAIT_MS)).json.status).toBe('decided');
+    expect(earlier.answered()).toBe(false);
+    await earlier.release();
   });
 
   it('holds a request for an approval not stored yet until it is stored and decided', async () => {
-    const answer = held('aw_later', 60_000);
+    const earlier = heldUntilItsWaitEnds();
+    const answer = held('aw_later', MAX_APPROVAL_WAIT_MS);
     await new Promise((r) => setTimeout(r, 300));
     const seq = request('aw_later');
     await stored('aw_later');
     decide('aw_later', seq, 'edit');
     const a = await answer;
     expect([a.status, a.json.status]).toEqual([200, 'decided']);
+    expect(earlier.answered()).toBe(false);
+    await earlier.release();
   });
 
   it('answers 404 for an approval never requested, at once or after waitMs', async () => {

@@ -53,6 +53,13 @@ export async function startApiStack(
     workerSettings?: Partial<WorkerConfig>;
     /** The in-process worker's webhook delivery. @defaultValue DEFAULT_WEBHOOK_CONFIG */
     webhooks?: WebhookConfig;
+    /** The in-process worker runs the stall check (with `workerSettings`' stallAfterMs and stallCheckMs). */
+    stallCheck?: boolean;
+    /**
+     * How often serve's held approval reads re-read unwoken. Longer than a test's timeout: a held
+     * read answered before the wait ends was woken by the worker's message. @defaultValue APPROVAL_REREAD_MS
+     */
+    approvalRereadMs?: number;
   } = {},
 ): Promise<ApiStack> {
   const db = await createMigratedDb(kind);
@@ -84,6 +91,7 @@ export async function startApiStack(
       }),
       logger: createLogger({ level: 'info', destination: sink as never }),
       webhookAllowPrivate: parseAllowance(options.env?.WEBHOOKS_ALLOW_PRIVATE),
+      approvalRereadMs: options.approvalRereadMs,
     });
   const server = await serve(options.env?.HTTP_PORT ?? '0');
   let running: HttpServerHandle | undefined = server;
@@ -96,6 +104,7 @@ export async function startApiStack(
           logger: silentLogger(),
           settings: { healthPort: null, concurrency: 16, batchSize: 500, ...options.workerSettings },
           webhooks: options.webhooks,
+          stallCheck: options.stallCheck,
         });
   const stack: ApiStack = {
     db,
