@@ -4,6 +4,7 @@
  * worker stores with --by as decidedBy, which consume then answers.
  */
 import { argsDigest } from '../../src/contracts';
+import { approvalRequested } from '../support/approval-fixtures';
 import { runCli } from '../support/cli';
 import { TestDb } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
@@ -34,15 +35,7 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger approvals on %s', (ki
   }
 
   async function requested(id: string, assignee: string): Promise<void> {
-    const payload = {
-      approvalId: id,
-      stepId: 's1',
-      tool: 'shell',
-      argsDigest: DIGEST,
-      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
-      assignee,
-      reason: 'deletes files',
-    };
+    const payload = approvalRequested(id, { tool: 'shell', argsDigest: DIGEST, assignee, reason: 'deletes files' });
     const sent = await call(stack, 'POST', '/v1/events', { body: [ev('approval.requested', payload, ++seq)] });
     expect(sent.json.accepted).toBe(1);
     await status(id, 'pending');

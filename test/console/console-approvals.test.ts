@@ -5,6 +5,7 @@
  * consumed; an approve key's console session.
  */
 import { argsDigest } from '../../src/contracts';
+import { approvalRequested } from '../support/approval-fixtures';
 import { ALL_TEST_DBS } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
 import { ApiStack, APPROVE_KEY, APPROVER, call, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
@@ -22,18 +23,7 @@ describe.each(ALL_TEST_DBS)('console approvals summary on %s', (kind) => {
   const send = async (...events: object[]) =>
     expect((await call(stack, 'POST', '/v1/events', { body: events })).status).toBeLessThan(300);
   const request = (approvalId: string, assignee: string, expiresInMs = 3_600_000) =>
-    ev(
-      'approval.requested',
-      {
-        approvalId,
-        stepId: 's1',
-        tool: 'send_mail',
-        argsDigest: DIGEST,
-        expiresAt: new Date(Date.now() + expiresInMs).toISOString(),
-        assignee,
-      },
-      ++seq,
-    );
+    ev('approval.requested', approvalRequested(approvalId, { argsDigest: DIGEST, expiresInMs, assignee }), ++seq);
   const summary = (query = '', headers: Record<string, string> = {}) =>
     call(stack, 'GET', `/console/approvals/summary${query}`, { headers });
   async function until(query: string, check: (s: { pending: number; matching: number }) => boolean): Promise<void> {

@@ -16,6 +16,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { argsDigest } from '../../src/contracts';
 import { freePort } from '../publisher/support/redis-process';
+import { APPROVAL_ARGS, APPROVAL_DIGEST, approvalRequested } from '../support/approval-fixtures';
 import { createMigratedDb, TestDb } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
 import { dropPrefix, openRedis, queueCounts, REDIS_URL, uniquePrefix, waitFor } from '../worker/helpers/queue-harness';
@@ -26,8 +27,8 @@ import { ServeProcess } from './serve-process';
 // three processes started from the sources, restarted several times, on a loaded machine
 jest.setTimeout(1_200_000);
 
-const ARGS = { to: 'ops@example.com', subject: 'deploy' };
-const DIGEST = argsDigest(ARGS);
+const ARGS = APPROVAL_ARGS;
+const DIGEST = APPROVAL_DIGEST;
 const OTHER_DIGEST = argsDigest({ ...ARGS, subject: 'rollback' });
 const START_MS = 300_000;
 
@@ -68,14 +69,7 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])(
     /** Publishes a request (a seq of its own) and returns that seq, for its decision. */
     async function request(approvalId: string, expiresInMs = 3_600_000): Promise<number> {
       const s = ++seq;
-      const payload = {
-        approvalId,
-        stepId: 's1',
-        tool: 'send_mail',
-        argsDigest: DIGEST,
-        expiresAt: new Date(Date.now() + expiresInMs).toISOString(),
-      };
-      await send(serveA, ev('approval.requested', payload, s));
+      await send(serveA, ev('approval.requested', approvalRequested(approvalId, { expiresInMs }), s));
       return s;
     }
 

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { argsDigest } from '../../src/contracts';
 import { ENTITY, type ApprovalRow } from '../../src/store/entities';
 import { freePort } from '../publisher/support/redis-process';
+import { approvalRequested, approvalRow } from '../support/approval-fixtures';
 import { TestDb } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
 import { ADMIN_KEY, APPROVE_KEY, APPROVER, ApiStack, call, INGEST_KEY, READ_KEY, startApiStack } from './http-harness';
@@ -42,14 +43,7 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('deciding approvals ove
 
   /** Requests approval `id` and waits until the worker stored it. */
   async function requested(id: string, expiresInMs = 3_600_000): Promise<void> {
-    const payload = {
-      approvalId: id,
-      stepId: 's1',
-      tool: 'send_mail',
-      argsDigest: DIGEST,
-      expiresAt: new Date(Date.now() + expiresInMs).toISOString(),
-    };
-    await send(ev('approval.requested', payload, ++seq));
+    await send(ev('approval.requested', approvalRequested(id, { argsDigest: DIGEST, expiresInMs }), ++seq));
     await stored(id, expiresInMs > 5_000 ? 'pending' : 'expired');
   }
 
@@ -185,28 +179,14 @@ describe('deciding while Redis is unreachable', () => {
       redisUrl: `redis://127.0.0.1:${await freePort()}`,
     });
     try {
-      const row: ApprovalRow = {
-        approvalId: 'hd_offline',
+      const row = approvalRow('hd_offline', {
         planId: 'hd-offline-plan',
         sessionId: 'hd-offline-sess',
-        stepId: 's1',
         tool: null,
         argsDigest: DIGEST,
-        expiresAt: new Date(Date.now() + 3_600_000),
-        assignee: null,
-        reason: null,
-        requestedAt: new Date(),
         requestSeq: 4,
         requestEventId: '0193a3c0-0000-7000-8000-000000000004',
-        decision: null,
-        decidedBy: null,
-        feedback: null,
-        editedArgsDigest: null,
-        decidedAt: null,
-        consumedAt: null,
-        consumedBy: null,
-        expiredAt: null,
-      };
+      });
       await stack.db.ds.getRepository<ApprovalRow>(ENTITY.approval).insert(row);
       const answer = await call(stack, 'POST', '/v1/approvals/hd_offline/decide', {
         key: APPROVE_KEY,

@@ -3,6 +3,7 @@
  * POST /v1/events, the inbox, and consume: once 200, then 409 with its reason; racing consumes.
  */
 import { argsDigest } from '../../src/contracts';
+import { approvalRequested } from '../support/approval-fixtures';
 import { TestDb } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
 import { ApiStack, call, startApiStack } from './http-harness';
@@ -36,14 +37,7 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('approvals over HTTP on
   const request = (approvalId: string, expiresInMs = 3_600_000) =>
     ev(
       'approval.requested',
-      {
-        approvalId,
-        stepId: 's1',
-        tool: 'write_file',
-        argsDigest: DIGEST,
-        expiresAt: new Date(Date.now() + expiresInMs).toISOString(),
-        assignee: 'ops',
-      },
+      approvalRequested(approvalId, { tool: 'write_file', argsDigest: DIGEST, expiresInMs, assignee: 'ops' }),
       ++seq,
     );
   const decide = (approvalId: string, decision: string) =>

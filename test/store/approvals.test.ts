@@ -1,41 +1,28 @@
-import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { argsDigest, parsePlanEvent, PlanEvent } from '../../src/contracts';
+import { argsDigest, type PlanEvent } from '../../src/contracts';
 import { ApprovalLedger } from '../../src/store/approvals/approval-ledger';
 import { openDataSource } from '../../src/store/data-source';
 import { PlanEventStore } from '../../src/store/plan-event-store';
+import { approvalRequested } from '../support/approval-fixtures';
+import { parsedEvent } from '../support/parsed-event';
 import { ALL_TEST_DBS, createMigratedDb, ThrowawayDb } from '../support/databases';
 
 const ARGS = { to: 'ops@example.com', subject: 'Deploy?' };
 const DIGEST = argsDigest(ARGS);
 const HOUR = 3_600_000;
 
-function ev(planId: string, seq: number, type: string, payload: object): PlanEvent {
-  const parsed = parsePlanEvent({
-    specVersion: 1,
-    eventId: randomUUID(),
-    type,
-    planId,
-    sessionId: 'sess_appr',
-    seq,
-    occurredAt: new Date().toISOString(),
-    payload,
-  });
-  if (!parsed.ok) throw parsed.error;
-  return parsed.event;
-}
+const ev = (planId: string, seq: number, type: string, payload: object): PlanEvent =>
+  parsedEvent({ planId, sessionId: 'sess_appr', seq, type, payload, occurredAt: new Date() });
 
 const created = (planId: string) =>
   ev(planId, 0, 'plan.created', { query: 'mail ops', steps: [{ stepId: 's1', index: 0, agentId: 'a', task: 't' }] });
 const requested = (planId: string, approvalId: string, expiresInMs = HOUR) =>
-  ev(planId, 1, 'approval.requested', {
-    approvalId,
-    stepId: 's1',
-    tool: 'send_email',
-    argsDigest: DIGEST,
-    expiresAt: new Date(Date.now() + expiresInMs).toISOString(),
-    assignee: 'ops',
-  });
+  ev(
+    planId,
+    1,
+    'approval.requested',
+    approvalRequested(approvalId, { argsDigest: DIGEST, expiresInMs, assignee: 'ops' }),
+  );
 const decided = (planId: string, approvalId: string, decision: 'approve' | 'reject' | 'edit', more: object = {}) =>
   ev(planId, 1, 'approval.decided', { approvalId, decision, decidedBy: 'alice', ...more });
 
@@ -147,27 +134,17 @@ describe.each(ALL_TEST_DBS)('approvals on %s', (kind) => {
     const now = new Date();
     const before = await ledger.pendingByAge(now);
     expect([...before.keys()]).toEqual(['<1m', '1m-10m', '10m-1h', '1h-1d', '>1d']);
-    const at = (agoMs: number, seq: number, type: string, payload: object) => {
-      const parsed = parsePlanEvent({
-        specVersion: 1,
-        eventId: randomUUID(),
-        type,
+    const at = (agoMs: number, seq: number, type: string, payload: object) =>
+      parsedEvent({
         planId: 'p_ages',
         sessionId: 'sess_appr',
         seq,
-        occurredAt: new Date(now.getTime() - agoMs).toISOString(),
+        type,
         payload,
+        occurredAt: new Date(now.getTime() - agoMs),
       });
-      if (!parsed.ok) throw parsed.error;
-      return parsed.event;
-    };
     const request = (id: string, agoMs: number, expiresInMs = HOUR) =>
-      at(agoMs, 1, 'approval.requested', {
-        approvalId: id,
-        stepId: 's1',
-        argsDigest: DIGEST,
-        expiresAt: new Date(now.getTime() + expiresInMs).toISOString(),
-      });
+      at(agoMs, 1, 'approval.requested', approvalRequested(id, { argsDigest: DIGEST, expiresInMs, now }));
     await store.persist([
       created('p_ages'),
       request('ap_age_30s', 30_000),

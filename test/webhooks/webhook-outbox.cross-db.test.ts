@@ -4,15 +4,16 @@
  * signed (verified with the Standard Webhooks library), retries with backoff, marks it dead after
  * its budget, and `replayDeliveries` sends it again with the same webhook-id.
  */
-import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { argsDigest, parsePlanEvent, type PlanEvent } from '../../src/contracts';
+import type { PlanEvent } from '../../src/contracts';
 import { createLogger } from '../../src/shared/logger';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { DEFAULT_WEBHOOK_CONFIG, type WebhookConfig } from '../../src/webhooks/webhook-config';
 import { WebhookDeliveryLoop } from '../../src/webhooks/webhook-delivery';
 import { addSubscription, newSecret, replayDeliveries } from '../../src/webhooks/webhook-subscriptions';
 import { parseAllowance } from '../../src/webhooks/webhook-target';
+import { approvalRequested } from '../support/approval-fixtures';
+import { parsedEvent } from '../support/parsed-event';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 import { planRun } from '../support/event-factory';
 import { Receiver } from './receiver';
@@ -28,20 +29,8 @@ const config = (over: Partial<WebhookConfig> = {}): WebhookConfig => ({
   ...over,
 });
 
-function ev(planId: string, seq: number, type: string, payload: object): PlanEvent {
-  const parsed = parsePlanEvent({
-    specVersion: 1,
-    eventId: randomUUID(),
-    type,
-    planId,
-    sessionId: 'sess_hook_appr',
-    seq,
-    occurredAt: new Date().toISOString(),
-    payload,
-  });
-  if (!parsed.ok) throw parsed.error;
-  return parsed.event;
-}
+const ev = (planId: string, seq: number, type: string, payload: object): PlanEvent =>
+  parsedEvent({ planId, sessionId: 'sess_hook_appr', seq, type, payload, occurredAt: new Date() });
 
 async function deliveries(ds: DataSource): Promise<{ status: string; event_type: string; attempts: number }[]> {
   const rows: { status: string; event_type: string; attempts: unknown }[] = await ds.query(
@@ -102,18 +91,10 @@ describe.each(ALL_TEST_DBS)('webhook outbox on %s', (kind) => {
     await addSubscription(db.ds, { url: receiver.url, eventTypes: 'approval.requested,approval.decided', secret });
     const store = new PlanEventStore(db.ds, undefined, { subscriptionsRefreshMs: 0 });
     const planId = `plan_hook_appr_${kind}`;
-    const digest = argsDigest({ to: 'ops@example.com' });
-    const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    const request = approvalRequested(`ap_${kind}`, { assignee: 'ops' });
     const events = [
       ev(planId, 0, 'plan.created', { query: 'mail', steps: [{ stepId: 's1', index: 0, agentId: 'a', task: 't' }] }),
-      ev(planId, 1, 'approval.requested', {
-        approvalId: `ap_${kind}`,
-        stepId: 's1',
-        tool: 'send_email',
-        argsDigest: digest,
-        expiresAt,
-        assignee: 'ops',
-      }),
+      ev(planId, 1, 'approval.requested', request),
       ev(planId, 2, 'approval.decided', {
         approvalId: `ap_${kind}`,
         decision: 'reject',
@@ -126,13 +107,7 @@ describe.each(ALL_TEST_DBS)('webhook outbox on %s', (kind) => {
     expect(await new WebhookDeliveryLoop(db.ds, config(), logger).round()).toMatchObject({ delivered: 2, dead: 0 });
     const got = receiver.got.slice(before);
     expect(receiver.unverified).toBe(0);
-    expect(got.find((r) => r.type === 'approval.requested')!.data).toMatchObject({
-      planId,
-      approvalId: `ap_${kind}`,
-      tool: 'send_email',
-      argsDigest: digest,
-      assignee: 'ops',
-    });
+    expect(got.find((r) => r.type === 'approval.requested')!.data).toMatchObject({ planId, ...request });
     expect(got.find((r) => r.type === 'approval.decided')!.data).toMatchObject({
       approvalId: `ap_${kind}`,
       decision: 'reject',
