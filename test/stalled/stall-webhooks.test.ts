@@ -5,9 +5,6 @@
  * migration (no stall due time) watched from its last event.
  */
 import { randomUUID } from 'node:crypto';
-import type IORedis from 'ioredis';
-import { loadConfig } from '../../src/config/config';
-import { argsDigest } from '../../src/contracts';
 import { expireApprovals } from '../../src/stalled/approval-expiry';
 import { markStalledPlans } from '../../src/stalled/stall-check';
 import { ENTITY, type ApprovalRow, type PlanHeadRow, type WebhookDeliveryRow } from '../../src/store/entities';
@@ -15,19 +12,11 @@ import { PlanEventStore } from '../../src/store/plan-event-store';
 import { DEFAULT_WEBHOOK_CONFIG } from '../../src/webhooks/webhook-config';
 import { addSubscription, newSecret } from '../../src/webhooks/webhook-subscriptions';
 import { parseAllowance } from '../../src/webhooks/webhook-target';
-import { startWorker, type WorkerHandle } from '../../src/worker';
 import { Receiver } from '../webhooks/receiver';
-import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
-import {
-  dropPrefix,
-  openRedis,
-  publish,
-  REDIS_URL,
-  silentLogger,
-  uniquePrefix,
-  waitFor,
-} from '../worker/helpers/queue-harness';
+import { approvalRequested } from '../support/approval-fixtures';
+import { ALL_TEST_DBS } from '../support/databases';
 import { ev } from './support/stall-events';
+import { startStallWorker, type StallWorker, untilTicked } from './support/stall-worker';
 
 jest.setTimeout(120_000);
 
@@ -36,33 +25,17 @@ const TICK_MS = 300;
 const steps = [{ stepId: 'a', index: 0, agentId: 'coder', task: 'a' }];
 
 describe.each(ALL_TEST_DBS)('the stall check’s webhooks with a real worker on %s', (kind) => {
-  let db: Awaited<ReturnType<typeof createMigratedDb>>;
-  let redis: IORedis;
-  let prefix: string;
+  let stall: StallWorker;
   let receiver: Receiver;
-  let worker: WorkerHandle | undefined;
   const secret = newSecret();
   const legacy = `legacy-${randomUUID()}`;
   let legacyUpdatedAt: number;
 
   beforeAll(async () => {
-    db = await createMigratedDb(kind);
-    redis = openRedis();
-    prefix = uniquePrefix('stallhook');
     receiver = await Receiver.start(secret);
-    await addSubscription(db.ds, { url: receiver.url, eventTypes: 'plan.stalled,approval.expired', secret });
-    // a plan running when the StalledPlans migration ran: executing, its head without a due time
-    await new PlanEventStore(db.ds).persist([ev(legacy, 0, 'plan.created', { query: 'q', steps })]);
-    legacyUpdatedAt = Date.now() - 60_000;
-    await db.ds
-      .getRepository<PlanHeadRow>(ENTITY.head)
-      .update({ planId: legacy }, { stallDueAt: null, updatedAt: new Date(legacyUpdatedAt) });
-    worker = await startWorker({
-      config: loadConfig({ REDIS_URL, QUEUE_PREFIX: prefix, DATABASE_URL: db.db.url }),
-      dataSource: db.ds,
-      logger: silentLogger(),
-      settings: { healthPort: 0, healthHost: '127.0.0.1', stallAfterMs: STALL_AFTER_MS, stallCheckMs: TICK_MS },
-      stallCheck: true,
+    stall = await startStallWorker(kind, {
+      stallAfterMs: STALL_AFTER_MS,
+      tickMs: TICK_MS,
       webhooks: {
         ...DEFAULT_WEBHOOK_CONFIG,
         allowPrivate: parseAllowance('127.0.0.1'),
@@ -70,34 +43,34 @@ describe.each(ALL_TEST_DBS)('the stall check’s webhooks with a real worker on 
         backoffMaxMs: 200,
         pollMs: 50,
       },
+      async prepare(db) {
+        await addSubscription(db.ds, { url: receiver.url, eventTypes: 'plan.stalled,approval.expired', secret });
+        // a plan running when the StalledPlans migration ran: executing, its head without a due time
+        await new PlanEventStore(db.ds).persist([ev(legacy, 0, 'plan.created', { query: 'q', steps })]);
+        legacyUpdatedAt = Date.now() - 60_000;
+        await db.ds
+          .getRepository<PlanHeadRow>(ENTITY.head)
+          .update({ planId: legacy }, { stallDueAt: null, updatedAt: new Date(legacyUpdatedAt) });
+      },
     });
   });
   afterAll(async () => {
-    await worker?.close();
+    await stall?.close();
     await receiver?.close();
-    await dropPrefix(redis, prefix);
-    await redis.quit();
-    await db.close();
   });
 
-  const head = async (planId: string) =>
-    (await db.ds.getRepository<PlanHeadRow>(ENTITY.head).findOneByOrFail({ planId })) as PlanHeadRow;
+  const head = (planId: string) => stall.head(planId);
   const received = (type: string, key: string, value: string) =>
     receiver.got.filter((r) => r.type === type && r.data[key] === value);
   const deliveryRows = async (type: string, planId: string) =>
-    await db.ds.getRepository<WebhookDeliveryRow>(ENTITY.webhookDelivery).countBy({ eventType: type, planId });
+    await stall.db.ds.getRepository<WebhookDeliveryRow>(ENTITY.webhookDelivery).countBy({ eventType: type, planId });
   /** A few more ticks: time for a second send, if the check were to write one. */
   const moreTicks = () => new Promise((r) => setTimeout(r, 5 * TICK_MS));
 
   it('sends plan.stalled once per stall, signed, and again after the plan ran and stalled anew', async () => {
     const planId = `stalls-${randomUUID()}`;
-    await publish(redis, prefix, [{ v: 1, events: [ev(planId, 0, 'plan.created', { query: 'q', steps })] }]);
-    await waitFor(
-      'the first plan.stalled',
-      async () => received('plan.stalled', 'planId', planId).length > 0,
-      60_000,
-      50,
-    );
+    await stall.send(ev(planId, 0, 'plan.created', { query: 'q', steps }));
+    await untilTicked('the first plan.stalled', async () => received('plan.stalled', 'planId', planId).length > 0);
     const h = await head(planId);
     const [first] = received('plan.stalled', 'planId', planId);
     expect(first.data).toMatchObject({
@@ -110,20 +83,17 @@ describe.each(ALL_TEST_DBS)('the stall check’s webhooks with a real worker on 
     });
     // the check runs again (the worker's ticks, and once more here): nothing new is written or sent
     await moreTicks();
-    expect((await markStalledPlans(db.ds, { now: new Date(Date.now() + 3_600_000) })).planIds).not.toContain(planId);
+    expect((await markStalledPlans(stall.db.ds, { now: new Date(Date.now() + 3_600_000) })).planIds).not.toContain(
+      planId,
+    );
     await moreTicks();
     expect(received('plan.stalled', 'planId', planId)).toHaveLength(1);
     expect(await deliveryRows('plan.stalled', planId)).toBe(1);
 
     // a late event: running again; silent past its deadline: a second stall, a second webhook
-    await publish(redis, prefix, [{ v: 1, events: [ev(planId, 1, 'step.started', { stepId: 'a' })] }]);
-    await waitFor('the late event to clear the stall', async () => (await head(planId)).stalledAt === null, 30_000, 50);
-    await waitFor(
-      'the second plan.stalled',
-      async () => received('plan.stalled', 'planId', planId).length > 1,
-      60_000,
-      50,
-    );
+    await stall.send(ev(planId, 1, 'step.started', { stepId: 'a' }));
+    await untilTicked('the late event to clear the stall', async () => (await head(planId)).stalledAt === null);
+    await untilTicked('the second plan.stalled', async () => received('plan.stalled', 'planId', planId).length > 1);
     await moreTicks();
     const both = received('plan.stalled', 'planId', planId);
     expect(both).toHaveLength(2);
@@ -134,59 +104,26 @@ describe.each(ALL_TEST_DBS)('the stall check’s webhooks with a real worker on 
 
   it('sends approval.expired once for an approval past its expiry undecided, none for a decided one', async () => {
     const planId = `expiry-${randomUUID()}`;
-    const digest = argsDigest({ to: 'ops@example.com' });
     const soon = new Date(Date.now() + 1_000).toISOString();
     const undecided = `ap-undecided-${randomUUID()}`;
     const decided = `ap-decided-${randomUUID()}`;
-    await publish(redis, prefix, [
-      {
-        v: 1,
-        events: [
-          ev(planId, 0, 'plan.created', { query: 'q', steps, deadlineMs: 3_600_000 }),
-          ev(planId, 1, 'approval.requested', {
-            approvalId: undecided,
-            stepId: 'a',
-            tool: 'send_email',
-            argsDigest: digest,
-            expiresAt: soon,
-            assignee: 'ops',
-          }),
-          ev(planId, 2, 'approval.requested', {
-            approvalId: decided,
-            stepId: 'a',
-            tool: 'send_email',
-            argsDigest: digest,
-            expiresAt: soon,
-          }),
-          ev(planId, 3, 'approval.decided', { approvalId: decided, decision: 'approve', decidedBy: 'alice' }),
-        ],
-      },
-    ]);
-    await waitFor(
-      'approval.expired',
-      async () => received('approval.expired', 'approvalId', undecided).length > 0,
-      60_000,
-      50,
+    const request = approvalRequested(undecided, { stepId: 'a', expiresAt: soon, assignee: 'ops' });
+    await stall.send(
+      ev(planId, 0, 'plan.created', { query: 'q', steps, deadlineMs: 3_600_000 }),
+      ev(planId, 1, 'approval.requested', request),
+      ev(planId, 2, 'approval.requested', approvalRequested(decided, { stepId: 'a', expiresAt: soon })),
+      ev(planId, 3, 'approval.decided', { approvalId: decided, decision: 'approve', decidedBy: 'alice' }),
     );
+    await untilTicked('approval.expired', async () => received('approval.expired', 'approvalId', undecided).length > 0);
     const [got] = received('approval.expired', 'approvalId', undecided);
-    expect(got.data).toMatchObject({
-      planId,
-      sessionId: `s_${planId}`,
-      seq: 1,
-      approvalId: undecided,
-      stepId: 'a',
-      tool: 'send_email',
-      argsDigest: digest,
-      expiresAt: soon,
-      assignee: 'ops',
-    });
-    const row = (await db.ds
+    expect(got.data).toMatchObject({ planId, sessionId: `s_${planId}`, seq: 1, ...request });
+    const row = (await stall.db.ds
       .getRepository<ApprovalRow>(ENTITY.approval)
       .findOneByOrFail({ approvalId: undecided })) as ApprovalRow;
     expect(row.expiredAt).not.toBeNull();
     // run again (the ticks, and here): found expired once
     await moreTicks();
-    expect((await expireApprovals(db.ds, { now: new Date(Date.now() + 3_600_000) })).approvalIds).not.toContain(
+    expect((await expireApprovals(stall.db.ds, { now: new Date(Date.now() + 3_600_000) })).approvalIds).not.toContain(
       undecided,
     );
     await moreTicks();
@@ -197,10 +134,10 @@ describe.each(ALL_TEST_DBS)('the stall check’s webhooks with a real worker on 
   });
 
   it('watches a plan that was running before the StalledPlans migration from its last event', async () => {
-    await waitFor('the legacy plan to be stalled', async () => (await head(legacy)).stalledAt !== null, 60_000, 50);
+    await untilTicked('the legacy plan to be stalled', async () => (await head(legacy)).stalledAt !== null);
     const h = await head(legacy);
     expect(new Date(h.stallDueAt!).getTime()).toBe(legacyUpdatedAt + STALL_AFTER_MS);
-    await waitFor('its plan.stalled', async () => received('plan.stalled', 'planId', legacy).length > 0, 60_000, 50);
+    await untilTicked('its plan.stalled', async () => received('plan.stalled', 'planId', legacy).length > 0);
     expect(received('plan.stalled', 'planId', legacy)).toHaveLength(1);
   });
 });

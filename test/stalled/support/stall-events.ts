@@ -1,18 +1,7 @@
-import { randomUUID } from 'node:crypto';
-import { parsePlanEvent, type PlanEvent } from '../../../src/contracts';
+import type { PlanEvent } from '../../../src/contracts';
+import { parsedEvent } from '../../support/parsed-event';
 
-/** An event of `planId` (session `s_<planId>`), stored now, validated as the worker would. */
-export function ev(planId: string, seq: number, type: string, payload: object): PlanEvent {
-  const parsed = parsePlanEvent({
-    specVersion: 1,
-    eventId: randomUUID(),
-    type,
-    planId,
-    sessionId: `s_${planId}`,
-    seq,
-    occurredAt: new Date().toISOString(),
-    payload,
-  });
-  if (!parsed.ok) throw parsed.error;
-  return parsed.event;
+/** An event of `planId` (session `s_<planId>` unless given), stored now, validated as the worker would. */
+export function ev(planId: string, seq: number, type: string, payload: object, sessionId = `s_${planId}`): PlanEvent {
+  return parsedEvent({ planId, sessionId, seq, type, payload, occurredAt: new Date() });
 }
