@@ -6,37 +6,35 @@
  * key that may not decide, and executors in Python and TypeScript that request, wait and consume an
  * approval a human decides in the console.
  */
-import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { chromium, Browser, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { argsDigest } from '../../src/contracts';
 import { ApprovalLedger, type ApprovalView } from '../../src/store/approvals/approval-ledger';
 import { ENTITY } from '../../src/store/entities';
+import { approvalRequested } from '../support/approval-fixtures';
 import { parsedEvent } from '../support/parsed-event';
-import { ApiStack, APPROVE_KEY, APPROVER, call, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
+import { type ApiStack, APPROVE_KEY, APPROVER, call, INGEST_KEY, READ_KEY } from '../http/http-harness';
 import { lineWhere, python, type PyRun } from '../http/python/py-run';
-import { REDIS_URL, silentLogger, waitFor } from '../worker/helpers/queue-harness';
+import { waitFor } from '../worker/helpers/queue-harness';
 import {
   ApprovalRefusedError,
   consumeApproval,
-  PlanEventPublisher,
+  type PlanEventPublisher,
   requestApproval,
   waitForApproval,
 } from '../../src/publisher';
+import { type ConsoleBrowser, shot, startConsoleBrowser } from './support/console-browser';
 
 jest.setTimeout(180_000);
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts', 'console');
 const EXECUTOR = path.join(__dirname, 'python', 'approval_executor.py');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+let ui: ConsoleBrowser;
 let stack: ApiStack;
 let browser: Browser;
 let ledger: ApprovalLedger;
 let publisher: PlanEventPublisher;
-let journalDir: string;
 
 async function approval(id: string): Promise<ApprovalView | undefined> {
   return ledger.get(id);
@@ -44,22 +42,7 @@ async function approval(id: string): Promise<ApprovalView | undefined> {
 
 /** A new page signed in with `key`. */
 async function openPage(key: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  const page = await context.newPage();
-  page.on('dialog', (d) => void d.accept());
-  // set before any script of the page runs: markup that executed would change it
-  await page.addInitScript(() => Object.defineProperty(globalThis, '__pwned', { value: 0, writable: true }));
-  await page.goto(stack.server.url + '/');
-  await page.waitForSelector('#signin');
-  await page.fill('#api-key', key);
-  await page.click('#signin button[type=submit]');
-  await page.waitForSelector('#nav a');
-  return page;
-}
-
-async function shot(page: Page, name: string): Promise<void> {
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+  return (await ui.openPage(key)).page;
 }
 
 /** POST /v1/approvals/{id}/decide from the page, with its session cookie and CSRF token: [status, reason]. */
@@ -96,14 +79,7 @@ async function requestOverHttp(
   const answer = await call(stack, 'POST', '/v1/events', {
     body: [
       ev('plan.created', 0, { query: 'q', steps: [{ stepId: 'send', index: 0, agentId: 'ts-executor', task: 't' }] }),
-      ev('approval.requested', 1, {
-        approvalId,
-        stepId: 'send',
-        tool: 'send_mail',
-        argsDigest: digest,
-        expiresAt: new Date(Date.now() + 600_000).toISOString(),
-        ...extra,
-      }),
+      ev('approval.requested', 1, approvalRequested(approvalId, { stepId: 'send', argsDigest: digest, ...extra })),
     ],
   });
   expect(answer.status).toBeLessThan(300);
@@ -128,29 +104,12 @@ async function decideInPage(
 }
 
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM))
-    throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (bash .ci/run does), or set CHROMIUM_PATH`);
-  stack = await startApiStack('sqlite');
+  ui = await startConsoleBrowser();
+  ({ stack, browser, publisher } = ui);
   ledger = new ApprovalLedger(stack.db.ds);
-  journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-approvals-console-'));
-  publisher = new PlanEventPublisher({
-    redisUrl: REDIS_URL,
-    queuePrefix: stack.prefix,
-    logger: silentLogger(),
-    journalDir,
-  });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
-  });
 }, 60_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await publisher?.close(5_000);
-  await stack?.close();
-  if (journalDir) fs.rmSync(journalDir, { recursive: true, force: true });
-});
+afterAll(async () => ui?.close());
 
 describe('the Approvals page in headless Chromium', () => {
   it('lists a pending approval with the live count in the header; a read key sees no decide buttons and gets 403', async () => {

@@ -8,32 +8,30 @@
  */
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { chromium, Browser, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { buildDeadLetter, DeadLetterWriter } from '../../src/dead-letters/dead-letter-writer';
 import { demoScenario } from '../../src/demo/demo-scenario';
-import { PlanEventPublisher } from '../../src/publisher';
+import type { PlanEventPublisher } from '../../src/publisher';
 import { EVENTS_QUEUE } from '../../src/queue/queue-names';
 import { ENTITY } from '../../src/store/entities';
 import { displayMoney, moneyFromColumn } from '../../src/pricing';
 import type { PlanEvent, StepSpec } from '../../src/contracts';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { forkPlan } from '../../src/fork/fork-plan';
-import { ApiStack, INGEST_KEY, READ_KEY, startApiStack } from '../http/http-harness';
+import { type ApiStack, INGEST_KEY, READ_KEY } from '../http/http-harness';
 import { genAiRun, otlpJsonRequest } from '../otlp/otlp-fixtures';
-import { openRedis, REDIS_URL, silentLogger } from '../worker/helpers/queue-harness';
+import { openRedis } from '../worker/helpers/queue-harness';
 import { layeredSteps } from '../support/event-factory';
+import { ARTIFACTS, type ConsoleBrowser, shot, startConsoleBrowser } from './support/console-browser';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN_KEY = 'admin-key-for-console-tests-0123';
-const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts', 'console');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+let ui: ConsoleBrowser;
 let stack: ApiStack;
 let browser: Browser;
 let publisher: PlanEventPublisher;
-let journalDir: string;
 
 async function waitFor<T>(
   what: string,
@@ -68,25 +66,7 @@ async function storedCount(eventId: string): Promise<number> {
 }
 
 /** A new page signed in with `key` (or not signed in), counting dialogs and marked by a page-level hook. */
-async function openPage(key: string | null): Promise<{ page: Page; dialogs: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  const page = await context.newPage();
-  const dialogs: string[] = [];
-  page.on('dialog', (d) => {
-    dialogs.push(d.message());
-    void d.accept();
-  });
-  // set before any script of the page runs: markup that executed would change it
-  await page.addInitScript(() => Object.defineProperty(globalThis, '__pwned', { value: 0, writable: true }));
-  await page.goto(stack.server.url + '/');
-  await page.waitForSelector('#signin');
-  if (key !== null) {
-    await page.fill('#api-key', key);
-    await page.click('#signin button[type=submit]');
-    await page.waitForSelector('#nav a');
-  }
-  return { page, dialogs };
-}
+const openPage = (key: string | null) => ui.openPage(key);
 
 interface AxeResults {
   violations: Array<{ id: string; impact: string | null; nodes: Array<{ target: string[] }> }>;
@@ -108,43 +88,12 @@ async function overflowX(page: Page): Promise<number> {
   return page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
 }
 
-/** A screenshot of the whole page, or with `{ fullPage: false }` of what the viewport shows. */
-async function shot(page: Page, name: string, o: { fullPage?: boolean } = {}): Promise<void> {
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: o.fullPage ?? true });
-}
-
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM))
-    throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (bash .ci/run does), or set CHROMIUM_PATH`);
-  stack = await startApiStack('sqlite', { env: { HTTP_ADMIN_KEYS: ADMIN_KEY } });
-  journalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plan-ledger-console-'));
-  publisher = new PlanEventPublisher({
-    redisUrl: REDIS_URL,
-    queuePrefix: stack.prefix,
-    logger: silentLogger(),
-    journalDir,
-  });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  ui = await startConsoleBrowser({ env: { HTTP_ADMIN_KEYS: ADMIN_KEY } });
+  ({ stack, browser, publisher } = ui);
 }, 60_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await publisher?.close(5_000);
-  await stack?.close();
-  if (journalDir) fs.rmSync(journalDir, { recursive: true, force: true });
-});
+afterAll(async () => ui?.close());
 
 describe('the web console in headless Chromium', () => {
   it('without a key shows only the sign-in page, and the data routes answer 401', async () => {
