@@ -1,5 +1,7 @@
-import { argsDigest, type ApprovalRequestedPayload } from '../../src/contracts';
+import { argsDigest, type ApprovalRequestedPayload, type PlanEventOf } from '../../src/contracts';
+import { requestRow } from '../../src/store/approvals/approval-apply';
 import type { ApprovalRow } from '../../src/store/entities';
+import { parsedEvent } from './parsed-event';
 
 /** The arguments of the tool call the tests' approvals are for, unless a test gives its own. */
 export const APPROVAL_ARGS = { to: 'ops@example.com', subject: 'deploy' };
@@ -27,32 +29,17 @@ export function approvalRequested(
 }
 
 /**
- * An `approvals` row as the worker stores an undecided request of approvalRequested's defaults
- * (request seq 1); any column overridden.
+ * The `approvals` row the worker stores for approvalRequested(approvalId) (plan `plan-<approvalId>`,
+ * session `sess-<approvalId>`, request seq 1), undecided; any column overridden.
  */
 export function approvalRow(approvalId: string, overrides: Partial<ApprovalRow> = {}): ApprovalRow {
-  const requested = approvalRequested(approvalId);
-  return {
-    approvalId,
+  const request = parsedEvent({
     planId: `plan-${approvalId}`,
     sessionId: `sess-${approvalId}`,
-    stepId: requested.stepId,
-    tool: requested.tool ?? null,
-    argsDigest: requested.argsDigest,
-    expiresAt: new Date(requested.expiresAt),
-    assignee: null,
-    reason: null,
-    requestedAt: new Date(),
-    requestSeq: 1,
-    requestEventId: '0193a3c0-0000-7000-8000-000000000001',
-    decision: null,
-    decidedBy: null,
-    feedback: null,
-    editedArgsDigest: null,
-    decidedAt: null,
-    consumedAt: null,
-    consumedBy: null,
-    expiredAt: null,
-    ...overrides,
-  };
+    seq: 1,
+    type: 'approval.requested',
+    payload: approvalRequested(approvalId),
+    occurredAt: new Date(),
+  }) as PlanEventOf<'approval.requested'>;
+  return { ...requestRow(request), ...overrides };
 }

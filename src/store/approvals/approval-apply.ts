@@ -71,7 +71,8 @@ export async function applyApprovalEvents(m: EntityManager, events: readonly Pla
   return changes;
 }
 
-function requestRow(e: PlanEventOf<'approval.requested'>): ApprovalRow {
+/** The `approvals` row of a request, undecided: what the worker stores for `approval.requested`. */
+export function requestRow(e: PlanEventOf<'approval.requested'>): ApprovalRow {
   const p = e.payload;
   return {
     approvalId: p.approvalId,
