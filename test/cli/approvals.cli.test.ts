@@ -8,7 +8,7 @@ import { approvalRequested } from '../support/approval-fixtures';
 import { runCli } from '../support/cli';
 import { TestDb } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
-import { ApiStack, call, startApiStack } from '../http/http-harness';
+import { ApiStack, approvalWithStatus, call, startApiStack } from '../http/http-harness';
 import { REDIS_URL } from '../worker/helpers/queue-harness';
 
 jest.setTimeout(300_000);
@@ -25,20 +25,11 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger approvals on %s', (ki
   const cli = (...args: string[]) =>
     runCli(['approvals', ...args], { DATABASE_URL: stack.db.db.url, REDIS_URL, QUEUE_PREFIX: stack.prefix }, 120_000);
 
-  async function status(id: string, wanted: string): Promise<Record<string, unknown>> {
-    for (let i = 0; i < 600; i++) {
-      const a = await call(stack, 'GET', `/v1/approvals/${id}`);
-      if (a.status === 200 && a.json.status === wanted) return a.json;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`approval ${id} never became ${wanted}`);
-  }
-
   async function requested(id: string, assignee: string): Promise<void> {
     const payload = approvalRequested(id, { tool: 'shell', argsDigest: DIGEST, assignee, reason: 'deletes files' });
     const sent = await call(stack, 'POST', '/v1/events', { body: [ev('approval.requested', payload, ++seq)] });
     expect(sent.json.accepted).toBe(1);
-    await status(id, 'pending');
+    await approvalWithStatus(stack, id, 'pending');
   }
 
   beforeAll(async () => {
@@ -97,7 +88,10 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger approvals on %s', (ki
       decidedBy: 'bob',
       eventId: expect.any(String),
     });
-    expect(await status('ac_one', 'decided')).toMatchObject({ decidedBy: 'bob', editedArgsDigest: EDITED });
+    expect(await approvalWithStatus(stack, 'ac_one', 'decided')).toMatchObject({
+      decidedBy: 'bob',
+      editedArgsDigest: EDITED,
+    });
     const consumed = await call(stack, 'POST', '/v1/approvals/ac_one/consume', { body: { argsDigest: EDITED } });
     expect([consumed.status, consumed.json.decidedBy]).toEqual([200, 'bob']);
 
@@ -109,7 +103,10 @@ describe.each<TestDb>(['sqlite', 'postgres'])('plan-ledger approvals on %s', (ki
     const text = await cli('decide', 'ac_two', 'reject', '--by', 'carol@sec', '--feedback', 'not today');
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^decided approval ac_two of plan ac-plan-\w+: reject by carol@sec \(event /);
-    expect(await status('ac_two', 'decided')).toMatchObject({ decision: 'reject', feedback: 'not today' });
+    expect(await approvalWithStatus(stack, 'ac_two', 'decided')).toMatchObject({
+      decision: 'reject',
+      feedback: 'not today',
+    });
   });
 
   it('refuses bad decisions before connecting (exit 2, naming the option) and an unknown approval (exit 1)', async () => {

@@ -11,7 +11,17 @@ import { freePort } from '../publisher/support/redis-process';
 import { approvalRequested, approvalRow } from '../support/approval-fixtures';
 import { TestDb } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
-import { ADMIN_KEY, APPROVE_KEY, APPROVER, ApiStack, call, INGEST_KEY, READ_KEY, startApiStack } from './http-harness';
+import {
+  ADMIN_KEY,
+  APPROVE_KEY,
+  APPROVER,
+  ApiStack,
+  approvalWithStatus,
+  call,
+  INGEST_KEY,
+  READ_KEY,
+  startApiStack,
+} from './http-harness';
 
 jest.setTimeout(180_000);
 
@@ -32,19 +42,10 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('deciding approvals ove
     expect(answer.json.accepted).toBe(events.length);
   }
 
-  async function stored(id: string, status: string): Promise<Record<string, unknown>> {
-    for (let i = 0; i < 600; i++) {
-      const a = await call(stack, 'GET', `/v1/approvals/${id}`);
-      if (a.status === 200 && a.json.status === status) return a.json;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`approval ${id} never became ${status}`);
-  }
-
   /** Requests approval `id` and waits until the worker stored it. */
   async function requested(id: string, expiresInMs = 3_600_000): Promise<void> {
     await send(ev('approval.requested', approvalRequested(id, { argsDigest: DIGEST, expiresInMs }), ++seq));
-    await stored(id, expiresInMs > 5_000 ? 'pending' : 'expired');
+    await approvalWithStatus(stack, id, expiresInMs > 5_000 ? 'pending' : 'expired');
   }
 
   const decide = (id: string, body: unknown, key: string | null = APPROVE_KEY) =>
@@ -72,7 +73,7 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('deciding approvals ove
       decidedBy: APPROVER,
       eventId: expect.stringMatching(/^[0-9a-f-]{36}$/),
     });
-    const view = await stored('hd_ok', 'decided');
+    const view = await approvalWithStatus(stack, 'hd_ok', 'decided');
     expect(view).toMatchObject({ decision: 'approve', decidedBy: APPROVER, feedback: 'fine, send it' });
     const status = await call(stack, 'POST', '/v1/events/status', { body: { eventIds: [answer.json.eventId] } });
     expect(status.json.applied).toEqual([answer.json.eventId]);
@@ -87,7 +88,7 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('deciding approvals ove
     await requested('hd_edit');
     const answer = await decide('hd_edit', { decision: 'edit', editedArgsDigest: EDITED });
     expect([answer.status, answer.json.decision]).toEqual([202, 'edit']);
-    await stored('hd_edit', 'decided');
+    await approvalWithStatus(stack, 'hd_edit', 'decided');
     expect((await consume('hd_edit')).json.reason).toBe('args_mismatch');
     expect((await consume('hd_edit', EDITED)).status).toBe(200);
   });
@@ -111,7 +112,7 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('deciding approvals ove
   it('answers 409 already_decided to a second decision, 409 expired past expiresAt, 404 never requested', async () => {
     await requested('hd_twice');
     expect((await decide('hd_twice', { decision: 'reject', feedback: 'no' })).status).toBe(202);
-    await stored('hd_twice', 'decided');
+    await approvalWithStatus(stack, 'hd_twice', 'decided');
     const second = await decide('hd_twice', { decision: 'approve' });
     expect(second.status).toBe(409);
     expect(second.json).toMatchObject({

@@ -6,7 +6,7 @@ import { argsDigest } from '../../src/contracts';
 import { approvalRequested } from '../support/approval-fixtures';
 import { TestDb } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
-import { ApiStack, call, startApiStack } from './http-harness';
+import { ApiStack, approvalWithStatus, call, startApiStack } from './http-harness';
 
 jest.setTimeout(120_000);
 
@@ -23,15 +23,6 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('approvals over HTTP on
   async function send(...events: object[]): Promise<void> {
     const answer = await call(stack, 'POST', '/v1/events', { body: events });
     expect(answer.status).toBeLessThan(300);
-  }
-
-  async function stored(id: string, status: string): Promise<void> {
-    for (let i = 0; i < 200; i++) {
-      const a = await call(stack, 'GET', `/v1/approvals/${id}`);
-      if (a.status === 200 && a.json.status === status) return;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`approval ${id} never became ${status}`);
   }
 
   const request = (approvalId: string, expiresInMs = 3_600_000) =>
@@ -52,7 +43,7 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('approvals over HTTP on
   it('lists a pending request in the inbox, oldest first, with its age', async () => {
     await send(request('ha_inbox_1'));
     await send(request('ha_inbox_2'));
-    await stored('ha_inbox_2', 'pending');
+    await approvalWithStatus(stack, 'ha_inbox_2', 'pending');
     const inbox = await call(stack, 'GET', '/v1/approvals?status=pending&assignee=ops');
     expect(inbox.status).toBe(200);
     const ids = inbox.json.approvals.map((a: { approvalId: string }) => a.approvalId);
@@ -64,12 +55,12 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('approvals over HTTP on
 
   it('answers 409 undecided, then 200 once, then 409 already_consumed; 409 args_mismatch; 404 never requested', async () => {
     await send(request('ha_once'));
-    await stored('ha_once', 'pending');
+    await approvalWithStatus(stack, 'ha_once', 'pending');
     const consume = (digest = DIGEST) =>
       call(stack, 'POST', '/v1/approvals/ha_once/consume', { body: { argsDigest: digest } });
     expect((await consume()).json.reason).toBe('undecided');
     await send(decide('ha_once', 'approve'));
-    await stored('ha_once', 'decided');
+    await approvalWithStatus(stack, 'ha_once', 'decided');
     const mismatch = await consume(argsDigest({ ...ARGS, mode: 'a' }));
     expect([mismatch.status, mismatch.json.reason]).toEqual([409, 'args_mismatch']);
     const ok = await consume();
@@ -85,7 +76,7 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('approvals over HTTP on
 
   it('gives one of two concurrent consumes 200 and the other 409', async () => {
     await send(request('ha_race'), decide('ha_race', 'approve'));
-    await stored('ha_race', 'decided');
+    await approvalWithStatus(stack, 'ha_race', 'decided');
     const answers = await Promise.all(
       [1, 2].map(() => call(stack, 'POST', '/v1/approvals/ha_race/consume', { body: { argsDigest: DIGEST } })),
     );
@@ -95,9 +86,9 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('approvals over HTTP on
   it('refuses a rejected and an expired approval', async () => {
     await send(request('ha_rejected'), decide('ha_rejected', 'reject'));
     await send(request('ha_expired', 300));
-    await stored('ha_rejected', 'decided');
+    await approvalWithStatus(stack, 'ha_rejected', 'decided');
     await send(decide('ha_expired', 'approve'));
-    await stored('ha_expired', 'decided');
+    await approvalWithStatus(stack, 'ha_expired', 'decided');
     await new Promise((r) => setTimeout(r, 400));
     const consume = (id: string) =>
       call(stack, 'POST', `/v1/approvals/${id}/consume`, { body: { argsDigest: DIGEST } });

@@ -178,3 +178,17 @@ export async function call(
   }
   return { status: res.status, headers: res.headers, text, json };
 }
+
+/** The approval as `GET /v1/approvals/{id}` answers it once its status is `status` (checked every 50 ms, up to 30 s). */
+export async function approvalWithStatus(
+  stack: { server: { url: string } },
+  approvalId: string,
+  status: string,
+): Promise<Record<string, unknown>> {
+  for (let i = 0; i < 600; i++) {
+    const a = await call(stack, 'GET', `/v1/approvals/${approvalId}`);
+    if (a.status === 200 && a.json.status === status) return a.json;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`approval ${approvalId} never became ${status}`);
+}
