@@ -14,7 +14,7 @@ import { buildDeadLetter, DeadLetterWriter } from '../../src/dead-letters/dead-l
 import { demoScenario } from '../../src/demo/demo-scenario';
 import type { PlanEventPublisher } from '../../src/publisher';
 import { EVENTS_QUEUE } from '../../src/queue/queue-names';
-import { ENTITY } from '../../src/store/entities';
+import { ENTITY, type ExecutionPlanRow } from '../../src/store/entities';
 import { displayMoney, moneyFromColumn } from '../../src/pricing';
 import type { PlanEvent, StepSpec } from '../../src/contracts';
 import { PlanEventStore } from '../../src/store/plan-event-store';
@@ -145,8 +145,8 @@ describe('the web console in headless Chromium', () => {
     expect(await page.locator('#checkpoints tbody tr').count()).toBe(3);
     expect(await page.getAttribute('#dag .dag-checkpoint', 'data-checkpoint-layer')).toBe('2');
     // what the plan and each step cost, fixed when stored: the console shows the stored figures
-    const [plan] = await stack.db.ds.query(`SELECT total_cost FROM execution_plans WHERE id = '${ids.planId}'`);
-    const planCost = displayMoney(moneyFromColumn(plan.total_cost)!);
+    const plan = await stack.db.ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOneByOrFail({ id: ids.planId });
+    const planCost = displayMoney(moneyFromColumn(plan.totalCost)!);
     expect(await page.textContent('.cards')).toContain(`$${planCost}`);
     expect(await page.textContent('#steps tr[data-step=review] .step-cost')).toMatch(/^\$0\.\d+$/);
     expect(await page.textContent('#steps tr[data-step=build] .step-cost')).toBe('–'); // skipped: nothing to price

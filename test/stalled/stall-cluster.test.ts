@@ -3,7 +3,7 @@ import type IORedis from 'ioredis';
 import { retentionPolicy, runRetention } from '../../src/retention';
 import { markStalledPlans, StallCheckResult } from '../../src/stalled/stall-check';
 import { startStallScheduler, StallScheduler } from '../../src/stalled/stall-scheduler';
-import { ENTITY, PlanHeadRow } from '../../src/store/entities';
+import { ENTITY, ExecutionPlanRow, PlanHeadRow } from '../../src/store/entities';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 import { dropPrefix, openRedis, silentLogger, uniquePrefix, waitFor } from '../worker/helpers/queue-harness';
@@ -76,8 +76,8 @@ describe.each(ALL_TEST_DBS)('retention and stalled plans on %s', (kind) => {
       await runRetention(ds, retentionPolicy(), { now: new Date(later.getTime() + 3_650 * 86_400_000) });
       const h = (await ds.getRepository<PlanHeadRow>(ENTITY.head).findOneByOrFail({ planId })) as PlanHeadRow;
       expect({ deletedAt: h.deletedAt, stalled: h.stalledAt !== null }).toEqual({ deletedAt: null, stalled: true });
-      const [plan] = await ds.query(`SELECT status, deleted_at FROM execution_plans WHERE id = '${planId}'`);
-      expect(plan).toMatchObject({ status: 'executing', deleted_at: null });
+      const plan = await ds.getRepository<ExecutionPlanRow>(ENTITY.plan).findOneByOrFail({ id: planId });
+      expect({ status: plan.status, deletedAt: plan.deletedAt }).toEqual({ status: 'executing', deletedAt: null });
     } finally {
       await close();
     }
