@@ -19,6 +19,8 @@ export interface WebhookConfig {
   leaseMs: number;
   /** Deliveries claimed (and sent concurrently) at once. */
   batchSize: number;
+  /** How long the loop sends with the subscriptions it read (URL, secret, enabled) before reading them again. */
+  subscriptionsRefreshMs: number;
 }
 
 export const DEFAULT_WEBHOOK_CONFIG: Readonly<WebhookConfig> = Object.freeze({
@@ -31,6 +33,7 @@ export const DEFAULT_WEBHOOK_CONFIG: Readonly<WebhookConfig> = Object.freeze({
   pollMs: 200,
   leaseMs: 60_000,
   batchSize: 64,
+  subscriptionsRefreshMs: 1_000,
 });
 
 /** The variables, for `worker --help` and docs/configuration.md. */

@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { In, type DataSource, type Repository } from 'typeorm';
+import type { DataSource, Repository } from 'typeorm';
 import { backoffDelay, sleep } from '../shared/backoff';
 import type { Logger } from '../shared/logger';
 import { ENTITY, type WebhookDeliveryRow, type WebhookSubscriptionRow } from '../store/entities';
+import { SubscriptionCache } from '../store/outbox/webhook-outbox';
+import { type ClaimedDelivery, claimDeliveries, instantMs } from '../store/sql/delivery-claims';
 import { sqlDialectOf } from '../store/sql/dialects';
+import { idsIn } from '../store/sql/id-lists';
 import type { SqlDialect } from '../store/sql/sql-dialect';
 import type { WebhookConfig } from './webhook-config';
 import type { WebhookMetrics } from './webhook-metrics';
 import { sendWebhook, signedHeaders, WebhookAgents, type SendResult } from './webhook-sender';
-import { subscriptionsById } from './webhook-subscriptions';
 import { type ResolvedTarget, resolveWebhookTarget, WebhookTargetError } from './webhook-target';
 
 /**
@@ -40,6 +42,7 @@ export class WebhookDeliveryLoop {
   private readonly stopping = new AbortController();
   private running: Promise<void> | undefined;
   private readonly agents: WebhookAgents;
+  private readonly subscriptions: SubscriptionCache;
 
   constructor(
     private readonly ds: DataSource,
@@ -50,6 +53,7 @@ export class WebhookDeliveryLoop {
     this.repo = ds.getRepository<WebhookDeliveryRow>(ENTITY.webhookDelivery);
     this.dialect = sqlDialectOf(ds);
     this.agents = new WebhookAgents(config.batchSize * ROUNDS_IN_FLIGHT);
+    this.subscriptions = new SubscriptionCache(ds, config.subscriptionsRefreshMs);
     metrics?.observe({ pending: () => this.pending() });
   }
 
@@ -98,13 +102,10 @@ export class WebhookDeliveryLoop {
   }
 
   /** Sends claimed deliveries and records what came of each. */
-  private async deliver(claimed: { token: string; rows: WebhookDeliveryRow[] }): Promise<DeliveryRound> {
+  private async deliver(claimed: { token: string; rows: ClaimedDelivery[] }): Promise<DeliveryRound> {
     const round: DeliveryRound = { claimed: claimed.rows.length, delivered: 0, failed: 0, dead: 0 };
     if (claimed.rows.length === 0) return round;
-    const subs = await subscriptionsById(
-      this.ds,
-      claimed.rows.map((r) => r.subscriptionId),
-    );
+    const subs = await this.subscriptions.byId(claimed.rows.map((r) => r.subscriptionId));
     // each subscription's URL resolved and checked once a round, whatever its number of deliveries
     const targets = new Map<string, Promise<ResolvedTarget>>();
     const targetOf = (sub: WebhookSubscriptionRow) => {
@@ -119,7 +120,9 @@ export class WebhookDeliveryLoop {
     const results = await Promise.all(
       claimed.rows.map((row) => this.attempt(row, subs.get(row.subscriptionId), targetOf)),
     );
-    const done: WebhookDeliveryRow[] = [];
+    const done: ClaimedDelivery[] = [];
+    // failures with the same attempt count and error recorded in one UPDATE
+    const failed = new Map<string, { attempts: number; error: string; rows: ClaimedDelivery[] }>();
     for (let i = 0; i < claimed.rows.length; i++) {
       const row = claimed.rows[i];
       const result = results[i];
@@ -127,16 +130,19 @@ export class WebhookDeliveryLoop {
         done.push(row);
         continue;
       }
-      const outcome = await this.recordFailure(row, claimed.token, result.error);
-      round[outcome]++;
+      const key = `${row.attempts}\u0000${result.error}`;
+      const group = failed.get(key) ?? { attempts: row.attempts, error: result.error, rows: [] };
+      group.rows.push(row);
+      failed.set(key, group);
     }
+    for (const group of failed.values()) round[await this.recordFailures(group, claimed.token)] += group.rows.length;
     await this.recordDelivered(done, claimed.token);
     round.delivered = done.length;
     return round;
   }
 
   private async attempt(
-    row: WebhookDeliveryRow,
+    row: ClaimedDelivery,
     sub: WebhookSubscriptionRow | undefined,
     targetOf: (sub: WebhookSubscriptionRow) => Promise<ResolvedTarget>,
   ): Promise<SendResult> {
@@ -153,50 +159,40 @@ export class WebhookDeliveryLoop {
   }
 
   /** Takes up to batchSize due rows whose lease is free, under a new lease token; returns them. */
-  private async claim(now: Date): Promise<{ token: string; rows: WebhookDeliveryRow[] }> {
+  private async claim(now: Date): Promise<{ token: string; rows: ClaimedDelivery[] }> {
     const token = randomUUID();
-    const at = this.dialect.instant(now);
-    const due: { id: string }[] = await this.repo
-      .createQueryBuilder('d')
-      .select('d.id', 'id')
-      .where('d.status = :pending', { pending: 'pending' })
-      .andWhere('d.nextAttemptAt <= :at', { at })
-      .andWhere('(d.leaseUntil IS NULL OR d.leaseUntil < :at)', { at })
-      .orderBy('d.nextAttemptAt', 'ASC')
-      .limit(this.config.batchSize)
-      .getRawMany();
-    if (due.length === 0) return { token, rows: [] };
-    const ids = due.map((r) => r.id);
-    await this.repo
-      .createQueryBuilder()
-      .update()
-      .set({ leaseOwner: token, leaseUntil: new Date(now.getTime() + this.config.leaseMs) })
-      .where('id IN (:...ids)', { ids })
-      .andWhere('status = :pending', { pending: 'pending' })
-      .andWhere('(lease_until IS NULL OR lease_until < :at)', { at })
-      .execute();
-    const rows = await this.repo.findBy({ id: In(ids), leaseOwner: token });
+    const rows = await claimDeliveries(this.ds, this.dialect, {
+      token,
+      at: now,
+      until: new Date(now.getTime() + this.config.leaseMs),
+      limit: this.config.batchSize,
+    });
     return { token, rows };
   }
 
-  private async recordDelivered(rows: WebhookDeliveryRow[], token: string): Promise<void> {
+  private async recordDelivered(rows: ClaimedDelivery[], token: string): Promise<void> {
     if (rows.length === 0) return;
     const at = new Date();
     await this.repo
       .createQueryBuilder()
       .update()
       .set({ status: 'delivered', deliveredAt: at, leaseOwner: null, leaseUntil: null, lastError: null })
-      .where('id IN (:...ids)', { ids: rows.map((r) => r.id) })
+      .where(...idsIn(this.dialect, 'id', idsOf(rows)))
       .andWhere('lease_owner = :token', { token })
       .execute();
     for (const row of rows) {
       this.metrics?.attempts.inc({ outcome: 'delivered' });
-      this.metrics?.lagSeconds.observe(Math.max(0, at.getTime() - new Date(row.createdAt).getTime()) / 1000);
+      this.metrics?.lagSeconds.observe(Math.max(0, at.getTime() - row.createdAtMs) / 1000);
     }
   }
 
-  private async recordFailure(row: WebhookDeliveryRow, token: string, error: string): Promise<'failed' | 'dead'> {
-    const attempts = row.attempts + 1;
+  /** Records a failed attempt of deliveries that had made `attempts` before: retried after a backoff, or dead. */
+  private async recordFailures(
+    group: { attempts: number; error: string; rows: ClaimedDelivery[] },
+    token: string,
+  ): Promise<'failed' | 'dead'> {
+    const { error, rows } = group;
+    const attempts = group.attempts + 1;
     const dead = attempts >= this.config.maxAttempts;
     const delay = backoffDelay(attempts, { baseMs: this.config.backoffBaseMs, maxMs: this.config.backoffMaxMs });
     await this.repo
@@ -210,18 +206,20 @@ export class WebhookDeliveryLoop {
         leaseUntil: null,
         lastError: error.slice(0, 500),
       })
-      .where('id = :id', { id: row.id })
+      .where(...idsIn(this.dialect, 'id', idsOf(rows)))
       .andWhere('lease_owner = :token', { token })
       .execute();
     const outcome = dead ? 'dead' : 'failed';
-    this.metrics?.attempts.inc({ outcome });
-    (dead ? this.logger.warn : this.logger.debug).call(
-      this.logger,
-      { deliveryId: row.id, subscriptionId: row.subscriptionId, type: row.eventType, attempts, error },
-      dead
-        ? 'webhook delivery is dead: its attempts are spent (webhooks replay sends it again)'
-        : 'webhook delivery failed; retrying',
-    );
+    for (const row of rows) {
+      this.metrics?.attempts.inc({ outcome });
+      (dead ? this.logger.warn : this.logger.debug).call(
+        this.logger,
+        { deliveryId: row.id, subscriptionId: row.subscriptionId, type: row.eventType, attempts, error },
+        dead
+          ? 'webhook delivery is dead: its attempts are spent (webhooks replay sends it again)'
+          : 'webhook delivery failed; retrying',
+      );
+    }
     return outcome;
   }
 
@@ -241,9 +239,4 @@ export class WebhookDeliveryLoop {
   }
 }
 
-/** A MIN() of a timestamp column as its driver returns it (a Date, or SQLite's UTC text). */
-function instantMs(value: unknown): number {
-  if (value instanceof Date) return value.getTime();
-  const text = String(value);
-  return new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(text) ? text : `${text.replace(' ', 'T')}Z`).getTime();
-}
+const idsOf = (rows: readonly ClaimedDelivery[]) => rows.map((r) => r.id);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { In, type DataSource, type EntityManager } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { ENTITY, type WebhookDeliveryRow, type WebhookSubscriptionRow } from '../store/entities';
 import { webhookTypes } from '../store/outbox/webhook-triggers';
 
@@ -55,17 +55,6 @@ export async function listSubscriptions(m: DataSource | EntityManager): Promise<
   return m
     .getRepository<WebhookSubscriptionRow>(ENTITY.webhookSubscription)
     .find({ order: { createdAt: 'ASC', id: 'ASC' } });
-}
-
-export async function subscriptionsById(
-  m: DataSource | EntityManager,
-  ids: string[],
-): Promise<Map<string, WebhookSubscriptionRow>> {
-  if (ids.length === 0) return new Map();
-  const rows = await m
-    .getRepository<WebhookSubscriptionRow>(ENTITY.webhookSubscription)
-    .findBy({ id: In([...new Set(ids)]) });
-  return new Map(rows.map((r) => [r.id, r]));
 }
 
 /** Removes a subscription and its deliveries not yet sent; false when there is none under `id`. */

@@ -697,9 +697,9 @@ const WEBHOOK_ROW: Record<string, unknown> = {
   oldest: new Date('2026-01-05T09:00:00Z'),
 };
 
-/** A row for a SELECT on the webhook tables: each `AS "name"` item from WEBHOOK_ROW. */
+/** A row for a SELECT on the webhook tables, or a claim's OUTPUT: each `AS "name"` item from WEBHOOK_ROW. */
 const webhookAnswer = (sql: string): Row[] | undefined => {
-  if (!sql.startsWith('SELECT ') || !/"webhook_(subscriptions|deliveries)"/.test(sql)) return undefined;
+  if (!/^(SELECT|WITH) /.test(sql) || !/"webhook_(subscriptions|deliveries)"/.test(sql)) return undefined;
   const row: Row = {};
   for (const [, name] of sql.matchAll(/ AS "(\w+)"/g)) {
     const key = name.includes('_') && !(name in WEBHOOK_ROW) ? name.slice(name.indexOf('_') + 1) : name;

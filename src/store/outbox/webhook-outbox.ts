@@ -93,28 +93,47 @@ export async function writeDeliveries(m: EntityManager, rows: WebhookDeliveryRow
 }
 
 /**
- * The enabled subscriptions a writer of events matches them with: read at most every
- * SUBSCRIPTIONS_REFRESH_MS, so a `webhooks add` reaches every writer within that time.
+ * The subscriptions as last read, for the writers of events (the enabled ones, to match events
+ * with) and the delivery loop (every one by id, to sign and send with): read at most every
+ * `refreshMs` (SUBSCRIPTIONS_REFRESH_MS), so a `webhooks add`, `disable` or `enable` reaches every
+ * writer and every delivery loop within that time.
  */
 export class SubscriptionCache {
   private list: readonly OutboxSubscription[] = [];
+  private rows: ReadonlyMap<string, WebhookSubscriptionRow> = new Map();
   private readAt = -Infinity;
-  private reading: Promise<readonly OutboxSubscription[]> | null = null;
+  private reading: Promise<void> | null = null;
 
   constructor(
     private readonly ds: DataSource,
     private readonly refreshMs = SUBSCRIPTIONS_REFRESH_MS,
   ) {}
 
+  /** The enabled subscriptions. */
   async current(): Promise<readonly OutboxSubscription[]> {
-    if (performance.now() - this.readAt < this.refreshMs) return this.list;
+    if (performance.now() - this.readAt >= this.refreshMs) await this.read();
+    return this.list;
+  }
+
+  /**
+   * Every subscription by id; read again when one of `ids` is not among them (added since the last
+   * read; absent after it: removed).
+   */
+  async byId(ids: Iterable<string>): Promise<ReadonlyMap<string, WebhookSubscriptionRow>> {
+    let stale = performance.now() - this.readAt >= this.refreshMs;
+    if (!stale) for (const id of ids) if (!this.rows.has(id)) stale = true;
+    if (stale) await this.read();
+    return this.rows;
+  }
+
+  private read(): Promise<void> {
     this.reading ??= this.ds
       .getRepository<WebhookSubscriptionRow>(ENTITY.webhookSubscription)
       .find()
       .then((rows) => {
+        this.rows = new Map(rows.map((r) => [r.id, r]));
         this.list = rows.filter((r) => r.enabled).map((r) => ({ id: r.id, eventTypes: r.eventTypes }));
         this.readAt = performance.now();
-        return this.list;
       })
       .finally(() => {
         this.reading = null;

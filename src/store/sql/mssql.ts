@@ -96,6 +96,7 @@ export const mssql: SqlDialect = {
   textGroupKeys: (column) => [column, `DATALENGTH(${column})`],
   sameText: (column, param) => `(${column} = ${param} AND DATALENGTH(${column}) = DATALENGTH(${param}))`,
 
+  deliveryClaim: { kind: 'output' },
   changeSome(m, c) {
     const t = limitedTarget(m, c);
     return c.stamp === undefined

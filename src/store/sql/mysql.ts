@@ -70,6 +70,7 @@ export const mysql: SqlDialect = {
   textGroupKeys: (column) => [column, `LENGTH(${column})`],
   sameText: (column, param) => `(${column} = ${param} AND LENGTH(${column}) = LENGTH(${param}))`,
 
+  deliveryClaim: { kind: 'steps' },
   changeSome(m, c) {
     const t = limitedTarget(m, c);
     return c.stamp === undefined

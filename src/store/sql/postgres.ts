@@ -142,6 +142,7 @@ export const postgres: SqlDialect = {
   },
 
   /** No LIMIT on DELETE or UPDATE: the rows are picked by their address (ctid), read by a sub-select. */
+  deliveryClaim: { kind: 'returning', lockClause: 'FOR UPDATE SKIP LOCKED' },
   changeSome(m, c) {
     const t = limitedTarget(m, c);
     const live = c.stamp === undefined ? '' : ` AND ${t.deletedAt} IS NULL`;

@@ -2,6 +2,7 @@ import type { DataSource, DataSourceOptions, EntityManager, QueryRunner } from '
 import type { DatabaseTarget, Dialect } from '../../config/database-url';
 import type { PlanEventRow, PlanHeadRow, TableColumn } from '../entities';
 import type { ColumnTypes } from './column-kinds';
+import type { DeliveryClaimSql } from './delivery-claims';
 
 export type { Dialect } from '../../config/database-url';
 
@@ -273,6 +274,10 @@ export interface SqlDialect extends ColumnTypes {
     m: EntityManager,
     plans: Array<{ planId: string; aboveSeq: number | null }>,
   ): Promise<PlanEventRow[]>;
+
+  // --- the webhook outbox ---
+  /** How a delivery round leases due outbox rows and reads them back (delivery-claims.ts). */
+  readonly deliveryClaim: DeliveryClaimSql;
 
   // --- retention ---
   /**

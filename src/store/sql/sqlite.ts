@@ -75,6 +75,7 @@ export const sqlite: SqlDialect = {
    * The rows are picked by rowid through a sub-select: a LIMIT on DELETE or UPDATE exists only in
    * SQLite builds compiled with SQLITE_ENABLE_UPDATE_DELETE_LIMIT.
    */
+  deliveryClaim: { kind: 'returning', lockClause: '' },
   changeSome(m, c) {
     const t = limitedTarget(m, c);
     const live = c.stamp === undefined ? '' : ` AND ${t.deletedAt} IS NULL`;
