@@ -4,13 +4,24 @@
  * signed (verified with the Standard Webhooks library), retries with backoff, marks it dead after
  * its budget, and `replayDeliveries` sends it again with the same webhook-id.
  */
+import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
 import type { DataSource } from 'typeorm';
 import type { PlanEvent } from '../../src/contracts';
 import { createLogger } from '../../src/shared/logger';
+import type { WebhookDeliveryRow } from '../../src/store/entities';
+import { writeDeliveries } from '../../src/store/outbox/webhook-outbox';
 import { PlanEventStore } from '../../src/store/plan-event-store';
+import { claimDeliveries } from '../../src/store/sql/delivery-claims';
+import { sqlDialectOf } from '../../src/store/sql/dialects';
 import { DEFAULT_WEBHOOK_CONFIG, type WebhookConfig } from '../../src/webhooks/webhook-config';
 import { WebhookDeliveryLoop } from '../../src/webhooks/webhook-delivery';
-import { addSubscription, newSecret, replayDeliveries } from '../../src/webhooks/webhook-subscriptions';
+import {
+  addSubscription,
+  newSecret,
+  replayDeliveries,
+  setSubscriptionEnabled,
+} from '../../src/webhooks/webhook-subscriptions';
 import { parseAllowance } from '../../src/webhooks/webhook-target';
 import { approvalRequested } from '../support/approval-fixtures';
 import { parsedEvent } from '../support/parsed-event';
@@ -38,6 +49,40 @@ async function deliveries(ds: DataSource): Promise<{ status: string; event_type:
   );
   return rows.map((r) => ({ ...r, attempts: Number(r.attempts) }));
 }
+
+/** `count` pending outbox rows of `subscriptionId`, due at `due`. */
+async function backlog(ds: DataSource, subscriptionId: string, count: number, due: Date): Promise<string[]> {
+  const rows: WebhookDeliveryRow[] = Array.from({ length: count }, (_, i) => ({
+    id: randomUUID(),
+    subscriptionId,
+    eventType: 'plan.finalized',
+    eventId: randomUUID(),
+    planId: `plan_claim_${i}`,
+    payload: '{}',
+    status: 'pending',
+    attempts: 0,
+    nextAttemptAt: due,
+    leaseOwner: null,
+    leaseUntil: null,
+    lastError: null,
+    createdAt: due,
+    deliveredAt: null,
+  }));
+  await sqlDialectOf(ds).transaction(ds, (m) => writeDeliveries(m, rows));
+  return rows.map((r) => r.id);
+}
+
+/** The ids of the deliveries leased to each lease owner. */
+async function leases(ds: DataSource): Promise<Map<string, string[]>> {
+  const rows: { id: string; lease_owner: string }[] = await ds.query(
+    'SELECT id, lease_owner FROM webhook_deliveries WHERE lease_owner IS NOT NULL',
+  );
+  const out = new Map<string, string[]>();
+  for (const r of rows) out.set(String(r.lease_owner), [...(out.get(String(r.lease_owner)) ?? []), String(r.id)]);
+  return out;
+}
+
+const sorted = (ids: string[]) => ids.map((id) => id.toLowerCase()).sort();
 
 describe.each(ALL_TEST_DBS)('webhook outbox on %s', (kind) => {
   let db: Awaited<ReturnType<typeof createMigratedDb>>;
@@ -159,5 +204,84 @@ describe.each(ALL_TEST_DBS)('webhook outbox on %s', (kind) => {
     for (let i = 0; i < 4; i++) await Promise.all([a.round(), b.round()]);
     expect(receiver.got).toHaveLength(40);
     expect(new Set(receiver.got.map((r) => r.id)).size).toBe(40);
+  });
+
+  it('a claim returns exactly the rows it leased: concurrent claims never share one, a held lease is skipped, an expired one is taken again (25 runs)', async () => {
+    await db.ds.query('DELETE FROM webhook_deliveries');
+    await db.ds.query('DELETE FROM webhook_subscriptions');
+    const sub = await addSubscription(db.ds, { url: receiver.url, eventTypes: '*', secret });
+    const dialect = sqlDialectOf(db.ds);
+    const due = new Date('2026-03-01T12:00:00.000Z');
+    const at = new Date(due.getTime() + 1_000);
+    const leaseMs = 60_000;
+    const claim = (limit: number, when = at) =>
+      claimDeliveries(db.ds, dialect, {
+        token: randomUUID(),
+        at: when,
+        until: new Date(when.getTime() + leaseMs),
+        limit,
+      });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 30 }),
+        fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 4 }),
+        async (count, limits) => {
+          await db.ds.query('DELETE FROM webhook_deliveries');
+          const ids = await backlog(db.ds, sub.id, count, due);
+          // not yet due: nothing
+          expect(await claim(count + 1, new Date(due.getTime() - 1))).toEqual([]);
+          const claims = await Promise.all(limits.map((limit) => claim(limit)));
+          const claimed = claims.flatMap((c) => c.map((r) => r.id));
+          expect(new Set(claimed).size).toBe(claimed.length);
+          claims.forEach((c, i) => expect(c.length).toBeLessThanOrEqual(limits[i]));
+          // what each claim returned is what the table says it leased
+          const leased = await leases(db.ds);
+          expect([...leased.values()].map(sorted).sort()).toEqual(
+            claims
+              .filter((c) => c.length > 0)
+              .map((c) => sorted(c.map((r) => r.id)))
+              .sort(),
+          );
+          // the rows no claim took are free; the leased ones stay taken until their lease passes
+          const rest = await claim(count + 1);
+          expect(sorted([...claimed, ...rest.map((r) => r.id)])).toEqual(sorted(ids));
+          expect(await claim(count + 1)).toEqual([]);
+          const again = await claim(count + 1, new Date(at.getTime() + leaseMs + 1));
+          expect(sorted(again.map((r) => r.id))).toEqual(sorted(ids));
+          for (const r of again)
+            expect(r).toMatchObject({
+              subscriptionId: sub.id,
+              eventType: 'plan.finalized',
+              attempts: 0,
+              createdAtMs: due.getTime(),
+            });
+        },
+      ),
+      { numRuns: 25 },
+    );
+  });
+
+  it('a disabled subscription gets nothing sent once the loop has read it again; enabled, its deliveries go', async () => {
+    await db.ds.query('DELETE FROM webhook_deliveries');
+    await db.ds.query('DELETE FROM webhook_subscriptions');
+    receiver.got.length = 0;
+    const sub = await addSubscription(db.ds, { url: receiver.url, eventTypes: 'plan.finalized', secret });
+    const store = new PlanEventStore(db.ds, undefined, { subscriptionsRefreshMs: 0 });
+    const refreshMs = 100;
+    const loop = new WebhookDeliveryLoop(db.ds, config({ subscriptionsRefreshMs: refreshMs }), logger);
+    await store.persist(planRun({ seed: 60 }));
+    expect(await loop.round()).toMatchObject({ delivered: 1 });
+    await setSubscriptionEnabled(db.ds, sub.id, false);
+    // written while it was enabled in the store's eyes: pending for the disabled subscription
+    await backlog(db.ds, sub.id, 1, new Date());
+    await new Promise((r) => setTimeout(r, refreshMs + 20));
+    expect(await loop.round()).toMatchObject({ claimed: 1, delivered: 0, failed: 1 });
+    expect(receiver.got).toHaveLength(1);
+    const [failed] = await db.ds.query("SELECT last_error FROM webhook_deliveries WHERE status = 'pending'");
+    expect(failed.last_error).toBe('its subscription is disabled');
+    await setSubscriptionEnabled(db.ds, sub.id, true);
+    await new Promise((r) => setTimeout(r, refreshMs + 20));
+    expect(await loop.round()).toMatchObject({ claimed: 1, delivered: 1 });
+    expect(receiver.got).toHaveLength(2);
   });
 });
