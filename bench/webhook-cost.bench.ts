@@ -113,6 +113,7 @@ async function main(): Promise<void> {
     for (const r of [rounds64, rounds8]) {
       if (!r) continue;
       console.log(line(`${DB}: delivery rounds of ${r.batch} (${r.rounds} rounds)`, r.perWebhook));
+      console.log(line(`${DB}: of which in the kernel (system time)`, r.systemPerWebhook));
       console.log(line(`${DB}: of which not sign nor POST (database, loop)`, r.perWebhook - fresh - perSend));
     }
     if (rounds64?.profile) {
@@ -193,7 +194,13 @@ async function roundsCost(kind: TestDb, url: URL, secret: string, batch: number,
     }
     await loop.close();
     if (delivered !== N) throw new Error(`${kind}: ${delivered} of ${N} webhooks delivered`);
-    return { batch, rounds, perWebhook: (used.user + used.system) / N, profile: summary };
+    return {
+      batch,
+      rounds,
+      perWebhook: (used.user + used.system) / N,
+      systemPerWebhook: used.system / N,
+      profile: summary,
+    };
   } finally {
     if (!profile) fs.rmSync(dir, { recursive: true, force: true });
     await db.close();
