@@ -17,6 +17,7 @@ import { StalledPlans1795226450000 } from './1795226450000-stalled-plans';
 import { ApprovalExpired1795227060000 } from './1795227060000-approval-expired';
 import { ReportedCostSteps1795227080000 } from './1795227080000-reported-cost-steps';
 import { HandoffRollups1795227090000 } from './1795227090000-handoff-rollups';
+import { TokenPages1795227120000 } from './1795227120000-token-pages';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   ApprovalExpired1795227060000,
   ReportedCostSteps1795227080000,
   HandoffRollups1795227090000,
+  TokenPages1795227120000,
 ];

@@ -26,7 +26,12 @@ export interface TokenPageInfo {
   nextCursor: string | null;
 }
 
-type Position = [totalTokens: number, key: string];
+export type Position = [totalTokens: number, key: string];
+
+/** Whether a line of `totalTokens` and `key` comes after `at` in a list's order (largest first, then the key). */
+export function isAfter(at: Position, totalTokens: number, key: string): boolean {
+  return totalTokens < at[0] || (totalTokens === at[0] && compareText(key, at[1]) > 0);
+}
 export type CursorLists = Partial<Record<'session' | 'plan', Position>>;
 
 export function decodeTokenCursor(raw: string | undefined, argument = '--cursor'): CursorLists | undefined {
@@ -50,36 +55,6 @@ export function decodeTokenCursor(raw: string | undefined, argument = '--cursor'
 
 export function encodeTokenCursor(lists: CursorLists): string {
   return Buffer.from(JSON.stringify(lists), 'utf8').toString('base64url');
-}
-
-/** Cuts the session and plan lists (sorted already) to the page the cursor asks for. */
-export function pageTokenLists<S extends { totalTokens: number }, P extends { totalTokens: number }>(
-  lists: { session?: { rows: S[]; key: (r: S) => string }; plan?: { rows: P[]; key: (r: P) => string } },
-  request: { limit: number; cursor: CursorLists | undefined },
-): { session?: S[]; plan?: P[]; page: TokenPageInfo; next: CursorLists } {
-  const next: CursorLists = {};
-  const cut = <T extends { totalTokens: number }>(name: 'session' | 'plan', rows: T[], key: (r: T) => string) => {
-    let start = 0;
-    if (request.cursor) {
-      const at = request.cursor[name];
-      if (!at) return [];
-      const [total, last] = at;
-      start = rows.findIndex(
-        (r) => r.totalTokens < total || (r.totalTokens === total && compareText(key(r), last) > 0),
-      );
-      if (start < 0) return [];
-    }
-    const page = rows.slice(start, start + request.limit);
-    if (start + request.limit < rows.length) {
-      const tail = page[page.length - 1];
-      next[name] = [tail.totalTokens, key(tail)];
-    }
-    return page;
-  };
-  const out: { session?: S[]; plan?: P[] } = {};
-  if (lists.session) out.session = cut('session', lists.session.rows, lists.session.key);
-  if (lists.plan) out.plan = cut('plan', lists.plan.rows, lists.plan.key);
-  return { ...out, page: pageInfo(request.limit, next), next };
 }
 
 /** The page's `hasMore` and `nextCursor`, from where each list that goes on left off. */

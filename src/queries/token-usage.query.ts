@@ -1,5 +1,5 @@
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
-import { ENTITY, ExecutionPlanRow, PlanStatus, PlanStepRow } from '../store/entities';
+import { type AnalyticsRollupRow, ENTITY, ExecutionPlanRow, PlanStatus, PlanStepRow } from '../store/entities';
 import { type DateRange, TOKEN_DIMENSIONS, type TokenDimension } from './query-args';
 import { groupByText, whereCreatedIn } from './query-clauses';
 import { compareText, toNum } from './row-normalize';
@@ -8,8 +8,9 @@ import {
   type CursorLists,
   decodeTokenCursor,
   DEFAULT_TOKEN_PAGE,
+  isAfter,
   pageInfo,
-  pageTokenLists,
+  type Position,
   type TokenPageInfo,
   type TokenPageRequest,
 } from './token-pages';
@@ -17,6 +18,7 @@ import {
   combined,
   type RangeSplit,
   rollupQuery,
+  splitRange,
   type StepTotals,
   stepTotals,
   USAGE_PARTS,
@@ -176,8 +178,9 @@ export function buildStepTokensQuery(
  * breakdowns. @defaultValue all four. The session and plan lists come a page at a time
  * (token-pages.ts): `pages.limit` lines each, from `pages.cursor`. The totals and the session,
  * agent and model lines are read from the rollups (whole days) and the plans and steps of the
- * partial days at the range's ends (rollup-totals.query.ts); the plan lines are a page of the
- * range's plans, largest first, and the usage parts of that page's steps.
+ * partial days at the range's ends (rollup-totals.query.ts); the session lines are a page the
+ * database sorts (sessionTokens), the plan lines a page of IX_execution_plans_tokens and the usage
+ * parts of that page's steps.
  */
 export async function tokenUsage(
   ds: DataSource,
@@ -189,35 +192,24 @@ export async function tokenUsage(
   const limit = pages.limit ?? DEFAULT_TOKEN_PAGE;
   const want = new Set(dimensions);
   const [sessions, steps, plans] = await Promise.all([
-    sessionTokens(ds, range),
+    sessionTokens(ds, range, want.has('session') ? { limit, cursor } : null),
     want.has('agent') || want.has('model') ? stepTotals(ds, range) : Promise.resolve([]),
     want.has('plan') ? planTokensPage(ds, range, { limit, cursor }) : Promise.resolve(null),
   ]);
-  const sum = (k: keyof TokenTotals) => sessions.reduce((n, r) => n + r[k], 0);
-  const usage: TokenUsage = {
-    total: totals(sum('inputTokens'), sum('outputTokens'), {
-      cacheReadTokens: sum('cacheReadTokens'),
-      cacheWriteTokens: sum('cacheWriteTokens'),
-      reasoningTokens: sum('reasoningTokens'),
-    }),
-  };
-  const paged = pageTokenLists(
-    want.has('session')
-      ? { session: { rows: sessions.sort(byTokens((r) => r.sessionId)), key: (r: SessionTokens) => r.sessionId } }
-      : {},
-    { limit, cursor },
-  );
-  if (paged.session) usage.bySession = paged.session;
+  const usage: TokenUsage = { total: sessions.total };
+  if (sessions.rows) usage.bySession = sessions.rows;
   if (plans) usage.byPlan = plans.rows;
   if (want.has('agent')) usage.byAgent = stepLines(steps, (t) => t.agentId).map(([agentId, l]) => ({ agentId, ...l }));
   if (want.has('model')) usage.byModel = stepLines(steps, (t) => t.model).map(([model, l]) => ({ model, ...l }));
-  return { ...usage, page: pageInfo(limit, { ...paged.next, ...(plans?.next ? { plan: plans.next } : {}) }) };
+  const next: CursorLists = {};
+  if (sessions.next) next.session = sessions.next;
+  if (plans?.next) next.plan = plans.next;
+  return { ...usage, page: pageInfo(limit, next) };
 }
 
-/** Sessions of the live plans created in `range`: plans, tokens and their parts. */
-async function sessionTokens(ds: DataSource, range: DateRange): Promise<SessionTokens[]> {
-  const d = sqlDialectOf(ds);
-  const line = (r: Record<string, unknown>): SessionTokens => ({
+/** A session line from a row of sums (plans, tokens and their parts). */
+function sessionLine(r: Record<string, unknown>): SessionTokens {
+  return {
     sessionId: String(r.sessionId),
     plans: toNum(r.plans),
     ...totals(r.inputTokens, r.outputTokens, {
@@ -225,26 +217,132 @@ async function sessionTokens(ds: DataSource, range: DateRange): Promise<SessionT
       cacheWriteTokens: toNum(r.cacheWriteTokens),
       reasoningTokens: toNum(r.reasoningTokens),
     }),
-  });
-  const rollup = async (days: NonNullable<RangeSplit['days']>) => {
-    // `plan` rows hold the plans and their tokens, `session-tokens` rows the parts (each zero in the other)
-    const qb = rollupQuery(ds, ['plan', 'session-tokens'], days)
-      .select('r.sessionId', 'sessionId')
-      .addSelect(d.sumInt('r.items'), 'plans');
-    for (const c of ['inputTokens', 'outputTokens', ...USAGE_PARTS]) qb.addSelect(d.sumInt(`r.${c}`), c);
-    groupByText(ds, qb, ['r.sessionId']);
-    return (await qb.getRawMany<Record<string, unknown>>()).map(line);
   };
+}
+
+/**
+ * The session sums of whole days from the rollups: `plan` rows hold the plans and their tokens,
+ * `session-tokens` rows the parts (each zero in the other). No grouping: the range's sums.
+ */
+function sessionRollupQuery(
+  ds: DataSource,
+  days: NonNullable<RangeSplit['days']>,
+): SelectQueryBuilder<AnalyticsRollupRow> {
+  const d = sqlDialectOf(ds);
+  const qb = rollupQuery(ds, ['plan', 'session-tokens'], days).select(d.sumInt('r.items'), 'plans');
+  for (const c of ['inputTokens', 'outputTokens', ...USAGE_PARTS]) qb.addSelect(d.sumInt(`r.${c}`), c);
+  return qb;
+}
+
+/**
+ * Sessions of whole days from the rollups, largest first (the database's order of their ids
+ * breaking ties), after `after`, `limit` of them; sessions whose plans were all retired left out.
+ * The database sums and sorts the range's rollup rows and returns the page only.
+ */
+export function buildSessionTokensPageQuery(
+  ds: DataSource,
+  days: NonNullable<RangeSplit['days']>,
+  limit: number,
+  after?: Position,
+): SelectQueryBuilder<AnalyticsRollupRow> {
+  const d = sqlDialectOf(ds);
+  const total = `${d.sumInt('r.inputTokens')} + ${d.sumInt('r.outputTokens')}`;
+  const keys = d.textGroupKeys('r.sessionId');
+  const qb = groupByText(ds, sessionRollupQuery(ds, days).addSelect('r.sessionId', 'sessionId'), ['r.sessionId']);
+  qb.having(`${d.sumInt('r.items')} <> 0`);
+  if (after) {
+    // after the id in the order of `keys` (the id, then its length where `=` ignores trailing spaces)
+    const at = d.textGroupKeys(':afterSession');
+    const later = keys.map((k, i) =>
+      [...keys.slice(0, i).map((e, j) => `${e} = ${at[j]}`), `${k} > ${at[i]}`].join(' AND '),
+    );
+    qb.andHaving(`(${total} < :afterTotal OR (${total} = :afterTotal AND ((${later.join(') OR (')}))))`, {
+      afterTotal: after[0],
+      afterSession: after[1],
+    });
+  }
+  qb.orderBy(total, 'DESC');
+  for (const k of keys) qb.addOrderBy(k, 'ASC');
+  return qb.limit(limit);
+}
+
+/** Ids per rollup read of a list of sessions. */
+const SESSION_CHUNK = 500;
+
+/**
+ * The session lines of the live plans created in `range` (a page of them, `page` absent: none)
+ * and the range's total. Whole days are read from the rollups, the parts of days at the range's
+ * ends from the plans and steps (splitRange). The sessions those parts touch are summed whole
+ * (rollups and parts), the others come from the rollups' page, sorted by the database: the page is
+ * the largest of both after the cursor, and no request reads every session of the range.
+ */
+async function sessionTokens(
+  ds: DataSource,
+  range: DateRange,
+  page: { limit: number; cursor: CursorLists | undefined } | null,
+): Promise<{ total: TokenTotals; rows?: SessionTokens[]; next?: Position }> {
+  const d = sqlDialectOf(ds);
+  const { days } = splitRange(range);
   const scan = async (edge: DateRange) => {
     const [rows, parts] = await Promise.all([
       buildSessionTokensQuery(ds, edge).getRawMany<Record<string, unknown>>(),
       usageParts(ds, edge, 'session'),
     ]);
-    return rows.map((r) => ({ ...line(r), ...(parts.get(String(r.sessionId)) ?? NO_PARTS) }));
+    return rows.map((r) => ({ ...sessionLine(r), ...(parts.get(String(r.sessionId)) ?? NO_PARTS) }));
   };
-  const all = await combined(range, { rollup, scan }, (r) => r.sessionId);
-  // a session whose plans were all retired keeps rollup rows summing to zero
-  return all.filter((s) => s.plans !== 0).map((s) => ({ ...s, totalTokens: s.inputTokens + s.outputTokens }));
+  const sumOf = async (qb: SelectQueryBuilder<AnalyticsRollupRow>) =>
+    sessionLine({ sessionId: '', ...(await qb.getRawOne<Record<string, unknown>>()) });
+  // the parts of days at the ends, signed, per session (no whole day: the rollups are read below)
+  const [edges, whole] = await Promise.all([
+    combined(range, { rollup: () => Promise.resolve([]), scan }, (r) => r.sessionId),
+    days ? sumOf(sessionRollupQuery(ds, days)) : null,
+  ]);
+  const sum = (k: keyof TokenTotals) => edges.reduce((n, r) => n + r[k], whole?.[k] ?? 0);
+  const total = totals(sum('inputTokens'), sum('outputTokens'), {
+    cacheReadTokens: sum('cacheReadTokens'),
+    cacheWriteTokens: sum('cacheWriteTokens'),
+    reasoningTokens: sum('reasoningTokens'),
+  });
+  if (!page) return { total };
+  const { limit, cursor } = page;
+  if (cursor && !cursor.session) return { total, rows: [] };
+  const after = cursor?.session;
+  const touched = new Map(edges.map((r) => [r.sessionId, r]));
+  const ids = [...touched.keys()];
+  const [top, touchedDays] = await Promise.all([
+    days
+      ? buildSessionTokensPageQuery(ds, days, limit + 1 + ids.length, after).getRawMany<Record<string, unknown>>()
+      : [],
+    Promise.all(
+      days
+        ? Array.from({ length: Math.ceil(ids.length / SESSION_CHUNK) }, (_, i) => {
+            const qb = sessionRollupQuery(ds, days)
+              .addSelect('r.sessionId', 'sessionId')
+              .andWhere(...idsIn(d, 'r.sessionId', ids.slice(i * SESSION_CHUNK, (i + 1) * SESSION_CHUNK)));
+            return groupByText(ds, qb, ['r.sessionId']).getRawMany<Record<string, unknown>>();
+          })
+        : [],
+    ),
+  ]);
+  // the touched sessions whole (their rollup rows through IX_analytics_rollups_session; an id that
+  // only equals one of them is another session) and their parts
+  const rolled = new Map<string, SessionTokens>();
+  for (const r of touchedDays.flat().map(sessionLine)) if (touched.has(r.sessionId)) rolled.set(r.sessionId, r);
+  const exact = [...touched.values()].map((e) => {
+    const w = rolled.get(e.sessionId);
+    if (!w) return e;
+    const line = { ...e, plans: e.plans + w.plans };
+    for (const k of ['inputTokens', 'outputTokens', ...USAGE_PARTS] as const) line[k] = e[k] + w[k];
+    return line;
+  });
+  const lines = [...top.map(sessionLine).filter((r) => !touched.has(r.sessionId)), ...exact]
+    .map((r) => ({ ...r, totalTokens: r.inputTokens + r.outputTokens }))
+    // a session whose plans were all retired keeps rollup rows summing to zero
+    .filter((r) => r.plans !== 0 && (!after || isAfter(after, r.totalTokens, r.sessionId)))
+    .sort(byTokens((r) => r.sessionId));
+  const rows = lines.slice(0, limit);
+  const tail = rows[rows.length - 1];
+  return lines.length > limit ? { total, rows, next: [tail.totalTokens, tail.sessionId] } : { total, rows };
 }
 
 /** The agent or model lines of the tokens report from the step sums: steps that consumed tokens, largest first. */
@@ -270,12 +368,41 @@ function stepLines<K extends string | null>(
     .sort(([ka, a], [kb, b]) => b.totalTokens - a.totalTokens || compareText(ka, kb));
 }
 
-const PLAN_TOTAL = 'p.totalInputTokens + p.totalOutputTokens';
+/**
+ * A plan's tokens as IX_execution_plans_tokens orders them (migrations/1795227120000-token-pages.ts):
+ * the computed column on MySQL/MariaDB and SQL Server, the indexed expression on PostgreSQL and SQLite.
+ */
+function planTotal(ds: DataSource): string {
+  const d = sqlDialectOf(ds).name;
+  return d === 'mysql' || d === 'mssql' ? 'p.total_tokens' : 'p.totalInputTokens + p.totalOutputTokens';
+}
 
 /**
- * A page of the plan lines: the plans of the range largest first, ids (in the database's order)
- * breaking ties, after the cursor's position; one more is read to know whether the list goes on.
- * The usage parts are those of the page's plans' steps only.
+ * The plan lines of the range largest first, ids (in the database's order) breaking ties, after
+ * `after` (a cursor's total and plan id), `limit` of them. IX_execution_plans_tokens gives them in
+ * that order: the page reads about `limit` plans of the range (more when the range holds a small
+ * part of the plans), not every plan of it.
+ */
+export function buildPlanTokensPageQuery(
+  ds: DataSource,
+  range: DateRange,
+  limit: number,
+  after?: [totalTokens: number, planId: string],
+): SelectQueryBuilder<ExecutionPlanRow> {
+  const total = planTotal(ds);
+  const qb = buildPlanTokensQuery(ds, range).orderBy(total, 'DESC').addOrderBy('p.id', 'ASC').limit(limit);
+  // the first condition bounds the index range; the second drops the cursor's total's lines up to its plan
+  if (after)
+    qb.andWhere(`${total} <= :afterTotal AND (${total} < :afterTotal OR p.id > :afterId)`, {
+      afterTotal: after[0],
+      afterId: after[1],
+    });
+  return qb;
+}
+
+/**
+ * A page of the plan lines after the cursor's position; one more is read to know whether the list
+ * goes on. The usage parts are those of the page's plans' steps only.
  */
 async function planTokensPage(
   ds: DataSource,
@@ -284,15 +411,7 @@ async function planTokensPage(
 ): Promise<{ rows: PlanTokens[]; next?: [number, string] }> {
   const { limit, cursor } = request;
   if (cursor && !cursor.plan) return { rows: [] };
-  const qb = buildPlanTokensQuery(ds, range)
-    .orderBy(PLAN_TOTAL, 'DESC')
-    .addOrderBy('p.id', 'ASC')
-    .limit(limit + 1);
-  if (cursor?.plan)
-    qb.andWhere(`(${PLAN_TOTAL} < :afterTotal OR (${PLAN_TOTAL} = :afterTotal AND p.id > :afterId))`, {
-      afterTotal: cursor.plan[0],
-      afterId: cursor.plan[1],
-    });
+  const qb = buildPlanTokensPageQuery(ds, range, limit + 1, cursor?.plan);
   const raw = await qb.getRawMany<Record<string, unknown>>();
   const page = raw.slice(0, limit);
   const parts =

@@ -26,7 +26,8 @@ import { arrivalArb, planLifeArb, schedule, seqLayoutArb, toEvents } from '../st
  * plans and steps answer, for random ranges (whole days, parts of days, open ends), after random
  * histories: plans of several sessions over several days, events in any order with duplicates,
  * seqs used twice (rebuilds), priced and unpriced steps, forks, retention (soft delete, restore,
- * purge) and session erasure; the handoff matrix too. And `rollups rebuild` changes no answer.
+ * purge) and session erasure; the handoff matrix too. The tokens report's pages of two lines,
+ * followed by their cursors, are its whole session and plan lists. And `rollups rebuild` changes no answer.
  */
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 25);
 const HOUR = 3_600_000;
@@ -109,6 +110,24 @@ async function expectSameAnswers(ds: DataSource, range: DateRange): Promise<void
   expect(tokens).toEqual(await tokenUsageScan(ds, range));
   for (const by of ['model', 'agent', 'session'] as const)
     expect(await costUsage(ds, range, by)).toEqual(await costUsageScan(ds, range, by));
+  await expectWholeInPages(ds, range, 2);
+}
+
+/** Pages of `limit` lines, followed by their cursors, are the whole session and plan lists in order, each with the whole total. */
+async function expectWholeInPages(ds: DataSource, range: DateRange, limit: number): Promise<void> {
+  const whole = await tokenUsageScan(ds, range);
+  const seen = { bySession: [] as unknown[], byPlan: [] as unknown[] };
+  let cursor: string | undefined;
+  do {
+    const usage = await tokenUsage(ds, range, TOKEN_DIMENSIONS, { limit, ...(cursor ? { cursor } : {}) });
+    expect(usage.bySession!.length).toBeLessThanOrEqual(limit);
+    expect(usage.byPlan!.length).toBeLessThanOrEqual(limit);
+    expect(usage.total).toEqual(whole.total);
+    seen.bySession.push(...usage.bySession!);
+    seen.byPlan.push(...usage.byPlan!);
+    cursor = usage.page!.nextCursor ?? undefined;
+  } while (cursor);
+  expect(seen).toEqual({ bySession: whole.bySession, byPlan: whole.byPlan });
 }
 
 describe.each(ALL_TEST_DBS)('analytics from rollups on %s', (kind) => {
@@ -156,18 +175,7 @@ describe.each(ALL_TEST_DBS)('analytics from rollups on %s', (kind) => {
     await sqlDialectOf(ds).transaction(ds, (m) => rebuildRollups(m));
     await expectSameAnswers(ds, {});
     // pages of 7 lines, followed by their cursors, are the whole session and plan lists in order
-    const whole = await tokenUsageScan(ds, {});
-    const seen = { bySession: [] as unknown[], byPlan: [] as unknown[] };
-    let cursor: string | undefined;
-    do {
-      const usage = await tokenUsage(ds, {}, TOKEN_DIMENSIONS, { limit: 7, ...(cursor ? { cursor } : {}) });
-      expect(usage.bySession!.length).toBeLessThanOrEqual(7);
-      expect(usage.total).toEqual(whole.total);
-      seen.bySession.push(...usage.bySession!);
-      seen.byPlan.push(...usage.byPlan!);
-      cursor = usage.page!.nextCursor ?? undefined;
-    } while (cursor);
-    expect(seen).toEqual({ bySession: whole.bySession, byPlan: whole.byPlan });
+    await expectWholeInPages(ds, {}, 7);
   }, 300_000);
 });
 

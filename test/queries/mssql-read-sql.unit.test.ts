@@ -8,7 +8,9 @@ import {
   buildPlansPerDayQuery,
 } from '../../src/queries/analytics.query';
 import {
+  buildPlanTokensPageQuery,
   buildPlanTokensQuery,
+  buildSessionTokensPageQuery,
   buildSessionTokensQuery,
   buildStepTokensQuery,
 } from '../../src/queries/token-usage.query';
@@ -76,6 +78,31 @@ describe('read queries on SQL Server (generated SQL)', () => {
     expect(sql).toContain('"p"."created_at" <= @5 AND ("p"."created_at" < @5 OR "p"."id" < @6)');
     expect(sql).not.toContain("p'1");
     expect(params).toContain("p'1");
+  });
+
+  it("pages the tokens report's plans by the indexed computed column total_tokens, after a cursor, as parameters", () => {
+    const [sql, params] = sqlOf(buildPlanTokensPageQuery(ds, range, 101, [1234, "p'1"]));
+    expect(sql).toContain('p.total_tokens <= @2 AND (p.total_tokens < @2 OR "p"."id" > @3)');
+    expect(sql).toMatch(/ORDER BY p\.total_tokens DESC, "p"\."id" ASC OFFSET 0 ROWS FETCH NEXT 101 ROWS ONLY$/);
+    expect(sql).toContain('"p"."deleted_at" IS NULL');
+    expect(sql).not.toContain("p'1");
+    expect(params).toContain("p'1");
+  });
+
+  it("pages the tokens report's sessions from the rollups, sorted and cut by the database, ids kept apart by length", () => {
+    const [sql, params] = sqlOf(
+      buildSessionTokensPageQuery(ds, { from: '2026-02-01', to: '2026-03-01' }, 101, [1234, "s'1"]),
+    );
+    const total = 'SUM(CAST("r"."input_tokens" AS BIGINT)) + SUM(CAST("r"."output_tokens" AS BIGINT))';
+    expect(sql).toContain('GROUP BY "r"."session_id", DATALENGTH("r"."session_id")');
+    expect(sql).toContain('HAVING SUM(CAST("r"."items" AS BIGINT)) <> 0');
+    expect(sql).toMatch(
+      /ORDER BY SUM\(CAST\("r"\."input_tokens" AS BIGINT\)\) \+ SUM\(CAST\("r"\."output_tokens" AS BIGINT\)\) DESC, "r"\."session_id" ASC, DATALENGTH\("r"\."session_id"\) ASC OFFSET 0 ROWS FETCH NEXT 101 ROWS ONLY$/,
+    );
+    expect(sql).toContain(`${total} < @`);
+    expect(sql).toContain('"r"."session_id" = @');
+    expect(sql).not.toContain("s'1");
+    expect(params).toContain("s'1");
   });
 
   it('reads the latest checkpoint as one row with OFFSET 0 ROWS FETCH NEXT 1', () => {

@@ -166,6 +166,17 @@ export const ALLOWED_CONSTRUCTS: readonly AllowedConstruct[] = [
       ),
   },
   {
+    name: 'computed column',
+    reason:
+      'T-SQL ALTER TABLE t ADD c AS (expr) adds a computed column, typed by its expression; sqlparser-rs wants a type first: parsed as a generated bigint column of the same expression',
+    lackedBy: SQLPARSER,
+    rewrite: (s) =>
+      s.replace(
+        new RegExp(`^ALTER TABLE (${QID}) ADD (${QID}) AS \\(`),
+        'ALTER TABLE $1 ADD $2 BIGINT GENERATED ALWAYS AS (',
+      ),
+  },
+  {
     name: 'CREATE CLUSTERED INDEX',
     reason:
       'T-SQL CREATE CLUSTERED INDEX stores the table in the index key order; sqlparser-rs knows CREATE INDEX only',
