@@ -18,6 +18,7 @@ import { ApprovalExpired1795227060000 } from './1795227060000-approval-expired';
 import { ReportedCostSteps1795227080000 } from './1795227080000-reported-cost-steps';
 import { HandoffRollups1795227090000 } from './1795227090000-handoff-rollups';
 import { TokenPages1795227120000 } from './1795227120000-token-pages';
+import { ExactPlanAgents1795227130000 } from './1795227130000-exact-plan-agents';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -41,4 +42,5 @@ export const MIGRATIONS = [
   ReportedCostSteps1795227080000,
   HandoffRollups1795227090000,
   TokenPages1795227120000,
+  ExactPlanAgents1795227130000,
 ];

@@ -18,3 +18,9 @@ export const PLAN_TABLES = [
 
 /** The tables the event store rebuilds from a plan's events, children first. */
 export const PROJECTION_TABLES = PLAN_TABLES.filter((t) => t.table !== 'plan_events' && t.table !== 'plan_heads');
+
+/**
+ * `plan_agents` holds one row per plan and agent of its steps, no more: a row whose plan has no
+ * step given to its agent is deleted (deleteWhereIn's `unless`).
+ */
+export const STEPS_OF_AGENT = { entity: ENTITY.step, on: ['planId', 'agentId'] } as const;

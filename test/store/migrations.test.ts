@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import { openDataSource } from '../../src/store/data-source';
+import { derivedId } from '../../src/store/projection/derived-id';
 import { revertAllMigrations, runMigrations } from '../../src/store/migrator';
 import { ALL_TEST_DBS, createThrowawayDb, ThrowawayDb } from '../support/databases';
 
@@ -145,6 +146,7 @@ const ALL_MIGRATIONS = [
   'ReportedCostSteps1795227080000',
   'HandoffRollups1795227090000',
   'TokenPages1795227120000',
+  'ExactPlanAgents1795227130000',
 ];
 
 /** Seed 000, section 6, verbatim. */
@@ -375,6 +377,32 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
       'plan:[]:1',
       'step:[coder ]:1',
       'step:[coder]:2',
+    ]);
+  });
+
+  it("deletes the plan_agents rows of agents none of their plan's steps is given to, byte for byte", async () => {
+    await ds.undoLastMigration({ transaction: 'each' });
+    const at = kind === 'sqlite' ? "'2026-01-01 00:00:00.000'" : "'2026-01-01 00:00:00'";
+    await ds.query(`INSERT INTO sessions (id) VALUES ('ex_s')`);
+    await ds.query(
+      `INSERT INTO execution_plans (id, session_id, query, status, total_steps, created_at) VALUES ('ex_p', 'ex_s', 'q', 'executing', 1, ${at})`,
+    );
+    await ds.query(
+      `INSERT INTO plan_steps (id, plan_id, step_key, step_index, agent_id, task, status) VALUES ('00000000-0000-4000-8000-0000000000e1', 'ex_p', 'a', 0, 'coder', 't', 'in_progress')`,
+    );
+    // rows left by steps started by another agent: `coder ` and `tester` have no step in ex_p
+    const rows = ['coder', 'coder ', 'tester'].map(
+      (agent) => `('${derivedId('ex_p', 'agent', agent)}', 'ex_p', '${agent}', ${at})`,
+    );
+    await ds.query(`INSERT INTO plan_agents (id, plan_id, agent_id, created_at) VALUES ${rows.join(', ')}`);
+    expect((await runMigrations(ds)).applied).toEqual(ALL_MIGRATIONS.slice(-1));
+    const agents: Array<{ plan_id: string; agent_id: string }> = await ds.query(
+      `SELECT plan_id, agent_id FROM plan_agents WHERE plan_id IN ('ex_p', 'up_p')`,
+    );
+    expect(agents.map((a) => `${a.plan_id}:[${a.agent_id}]`).sort()).toEqual([
+      'ex_p:[coder]',
+      'up_p:[coder ]',
+      'up_p:[coder]',
     ]);
   });
 });

@@ -44,19 +44,28 @@ const stepsArb = (prefix: string, min: number, max: number) =>
 
 type Draft = { type: string; payload: Record<string, unknown> };
 
+/**
+ * A step.started, half the time naming an agent (often another than the plan's: the executor
+ * reassigned the step), `coder ` among them: not `coder` on any database.
+ */
+const started = (stepId: string) =>
+  fc
+    .oneof(fc.constant(undefined), fc.constantFrom(...AGENTS, 'coder '))
+    .map((agentId): Draft => ({ type: 'step.started', payload: { stepId, ...(agentId ? { agentId } : {}) } }));
+
 const stepLifecycle = (stepId: string) =>
   fc.oneof(
     fc.constant<Draft[]>([]),
-    fc.constant<Draft[]>([{ type: 'step.started', payload: { stepId } }]),
+    started(stepId).map((s) => [s]),
     fc
       .record({
         inT: fc.nat(5000),
         outT: fc.nat(5000),
         model: fc.constantFrom('m-small', 'm-large'),
-        started: fc.boolean(),
+        start: fc.option(started(stepId), { nil: undefined, freq: 2 }),
       })
-      .map(({ inT, outT, model, started }): Draft[] => [
-        ...(started ? [{ type: 'step.started', payload: { stepId } }] : []),
+      .map(({ inT, outT, model, start }): Draft[] => [
+        ...(start ? [start] : []),
         {
           type: 'step.completed',
           payload: {
@@ -69,10 +78,12 @@ const stepLifecycle = (stepId: string) =>
           },
         },
       ]),
-    fc.nat(100).map((t): Draft[] => [
-      { type: 'step.started', payload: { stepId } },
-      { type: 'step.failed', payload: { stepId, error: `error in ${stepId}`, inputTokens: t, outputTokens: 1 } },
-    ]),
+    fc
+      .tuple(fc.nat(100), started(stepId))
+      .map(([t, start]): Draft[] => [
+        start,
+        { type: 'step.failed', payload: { stepId, error: `error in ${stepId}`, inputTokens: t, outputTokens: 1 } },
+      ]),
     fc.constant<Draft[]>([{ type: 'step.skipped', payload: { stepId, reason: 'not needed' } }]),
   );
 

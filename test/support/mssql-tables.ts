@@ -9,7 +9,7 @@ export type Row = Record<string, unknown>;
 /**
  * The event store's tables in memory, behind a recording SQL Server DataSource: an `Answer` that
  * carries out the statements the store sends on SQL Server (MERGE and INSERT from one OPENJSON
- * parameter, the heads' version bump, DELETE by an OPENJSON id list) and answers its reads (rows by
+ * parameter, the heads' version bump, DELETE by an OPENJSON id list, unless matched) and answers its reads (rows by
  * an OPENJSON id list, a plan's log page, the gap scans), so that a recorded workload takes the
  * store's real paths: redeliveries find their events, a late event finds the plan's rows and log.
  * Only the statement shapes the store sends are known: any other is answered with no rows and
@@ -76,9 +76,13 @@ export class MssqlTables {
     if ((m = sql.match(/^DELETE FROM "(\w+)" WHERE "(\w+)" IN \(SELECT v FROM OPENJSON\(@0\)/))) {
       const [, table, column] = m;
       const ids = idSet(p(0));
+      // `AND NOT EXISTS (SELECT 1 FROM "other" "m" WHERE ("m"."c" = "table"."c" AND DATALENGTH(...) ...) AND ...)`
+      const unless = sql.match(/ AND NOT EXISTS \(SELECT 1 FROM "(\w+)" "m" WHERE (.*)\)$/);
+      const on = unless ? [...unless[2].matchAll(/\("m"\."(\w+)" = "\w+"\."\1" AND DATALENGTH/g)].map((c) => c[1]) : [];
+      const matched = (r: Row) => !!unless && this.rows(unless[1]).some((o) => on.every((c) => o[c] === r[c]));
       this.tables.set(
         table,
-        this.rows(table).filter((r) => !ids.has(r[column] as string)),
+        this.rows(table).filter((r) => !ids.has(r[column] as string) || matched(r)),
       );
       return [];
     }

@@ -136,6 +136,28 @@ async function recordStore(
   await persist(edited.slice(0, 1));
   await persist(edited.slice(1));
 
+  // a step started by another agent than the plan's, its agent's only step: that agent's plan row goes
+  const moved = planRun({ seed: 26, steps: 2, agents: ['planner', 'coder'] });
+  await persist(moved.slice(0, 1));
+  await persist(
+    moved
+      .slice(1)
+      .map((e) =>
+        e.type === 'step.started' && e.payload.stepId === 's1'
+          ? { ...e, payload: { ...e.payload, agentId: 'tester' } }
+          : e,
+      ),
+  );
+  check(
+    "a step started by another agent moved its plan's plan_agents row: planner's went, tester's came",
+    tables
+      .rows('plan_agents')
+      .filter((r) => r.plan_id === moved[0].planId)
+      .map((r) => String(r.agent_id))
+      .sort()
+      .join() === 'coder,tester',
+  );
+
   // redelivery of stored events, with a copy repeated in the batch
   const o = await persist([...stream.slice(0, 5), stream[0]]);
   check('a redelivered batch is all duplicates', o.duplicates === 6 && o.inserted === 0);

@@ -11,7 +11,7 @@ import {
   WorkflowCheckpointRow,
   WorkflowDagRow,
 } from '../entities';
-import { PROJECTION_TABLES } from '../plan-tables';
+import { PROJECTION_TABLES, STEPS_OF_AGENT } from '../plan-tables';
 import type { PlanChanges, PlanRows } from '../projection/plan-projection';
 import type { RowStore } from '../sql/sql-dialect';
 
@@ -90,6 +90,8 @@ export class PlanWrites {
   private readonly upsertCheckpoints: WorkflowCheckpointRow[] = [];
   private readonly insertAgents: PlanAgentRow[] = [];
   private readonly upsertAgents: PlanAgentRow[] = [];
+  /** `plan_agents` ids of agents a step left: deleted unless a step of the plan is still given to them. */
+  private readonly leftAgents: string[] = [];
   private readonly sessions = new Map<string, SessionRow>();
   /** Rows as read before this transaction's events, by key: what an UPDATE may leave out (SQLite). */
   private readonly storedPlans = new Map<string, ExecutionPlanRow>();
@@ -104,7 +106,7 @@ export class PlanWrites {
   addRebuilt(rows: PlanRows, deletedAt: Date | null): void {
     this.rebuilt.push(rows.plan.id);
     const agents = [...new Set(rows.steps.map((s) => s.agentId))];
-    this.addWhole({ ...rows, isNew: true, stepsReplaced: false, newSteps: [], agents }, deletedAt);
+    this.addWhole({ ...rows, isNew: true, stepsReplaced: false, newSteps: [], agents, leftAgents: [] }, deletedAt);
   }
 
   /** What applying new events changed (PlanProjection.changes). */
@@ -128,6 +130,10 @@ export class PlanWrites {
       push(this.updateSteps, changes.steps.map(s));
       push(this.upsertHandoffs, changes.handoffs.map(s));
       push(this.upsertAgents, agentRows(changes.plan, changes.agents));
+      push(
+        this.leftAgents,
+        changes.leftAgents.map((agentId) => agentRowId(changes.plan.id, agentId)),
+      );
     }
     push(this.decisions, changes.decisions.map(s));
     push(this.upsertCheckpoints, changes.checkpoints.map(s));
@@ -180,6 +186,8 @@ export class PlanWrites {
     await rows.upsert(ENTITY.planAgent, this.upsertAgents, { key: 'id', update: [] });
     await rows.insert(ENTITY.step, this.insertSteps);
     await rows.update(ENTITY.step, this.updateSteps, 'id', STEP_UPDATE, (s) => this.storedSteps.get(s.id));
+    // once the steps are written: `plan_agents` holds exactly the agents of a plan's steps
+    await rows.deleteWhereIn(ENTITY.planAgent, 'id', this.leftAgents, STEPS_OF_AGENT);
     await rows.insert(ENTITY.handoff, this.insertHandoffs);
     await rows.upsert(ENTITY.handoff, this.upsertHandoffs, { key: 'id', update: HANDOFF_UPDATE });
     await rows.insert(ENTITY.decision, this.decisions);
@@ -193,11 +201,16 @@ export class PlanWrites {
 /** The `plan_agents` rows of a plan's agents. */
 function agentRows(plan: ExecutionPlanRow, agents: readonly string[]): PlanAgentRow[] {
   return agents.map((agentId) => ({
-    id: derivedId(plan.id, 'agent', agentId),
+    id: agentRowId(plan.id, agentId),
     planId: plan.id,
     agentId,
     createdAt: plan.createdAt,
   }));
+}
+
+/** The id of a plan's `plan_agents` row of an agent. */
+function agentRowId(planId: string, agentId: string): string {
+  return derivedId(planId, 'agent', agentId);
 }
 
 /** Rows written for a plan retention already soft-deleted stay soft-deleted: a late event does not resurrect it. */

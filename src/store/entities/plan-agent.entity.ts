@@ -3,9 +3,9 @@ import { defineEntity, ext, str, ts, uuid } from './define-entity';
 /**
  * `plan_agents`: one row per plan and agent one of its steps is given to, with the plan's creation
  * time, so the plans of an agent are read newest first a page at a time (`plans list --agent`).
- * Written with the plan's steps, never updated; a row may outlive the agent's last step in its
- * plan (an edit, a step started by another agent), so readers check the steps too. The id is
- * derived from the plan and the agent (derived-id.ts).
+ * Written with the plan's steps, never updated, and exact: a plan's row of an agent none of its
+ * steps is given to any more is deleted in the same transaction (PlanWrites, STEPS_OF_AGENT). The
+ * id is derived from the plan and the agent (derived-id.ts).
  */
 export interface PlanAgentRow {
   id: string;

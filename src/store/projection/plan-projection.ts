@@ -36,6 +36,12 @@ export interface PlanChanges {
    * when isNew or stepsReplaced, else those of changed or new steps no step as read was given to.
    */
   agents: string[];
+  /**
+   * Agents of the steps as read that no step held now is given to (a step moved to another
+   * agent): their `plan_agents` row goes unless a step not read is still given to them. Empty
+   * when isNew or stepsReplaced (every row is written anew).
+   */
+  leftAgents: string[];
   decisions: PlanDecisionRow[];
   /** The DAG row when isNew or stepsReplaced (the DAG is the plan's definition), else null. */
   dag: WorkflowDagRow | null;
@@ -202,11 +208,20 @@ export class PlanProjection extends PlanReducer {
       steps,
       newSteps,
       agents: agentsOf(steps, newSteps, all ? undefined : this.readAgents),
+      leftAgents: all ? [] : this.leftAgents(),
       handoffs: byId(all ? [...this.handoffs.values()] : [...this.touched.handoffs].map((k) => this.handoffs.get(k)!)),
       decisions: byId([...this.decisions]),
       dag: all ? this.dag : null,
       checkpoints: byId([...this.checkpoints.values()]),
     };
+  }
+
+  /** Agents of the steps as read that no step held now is given to. */
+  private leftAgents(): string[] {
+    if (this.readAgents.size === 0) return [];
+    const left = new Set(this.readAgents);
+    for (const s of this.steps.values()) left.delete(s.agentId);
+    return [...left];
   }
 
   protected override ownStep(key: string): PlanStepRow | undefined {

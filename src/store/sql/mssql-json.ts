@@ -2,7 +2,8 @@ import type { EntityManager } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import { chunk } from './batch-limits';
 import { nvarcharMax } from './mssql-parameters';
-import type { LockedHead, RowStore, SqlDialect, Upsert } from './sql-dialect';
+import type { LockedHead, RowStore, SqlDialect, UnlessMatched, Upsert } from './sql-dialect';
+import { unlessMatchedSql } from './unless-matched';
 import type { Statement } from './values-statements';
 import { ENTITY, identifierColumns, PlanHeadRow } from '../entities';
 import { ID_COLLATION } from './mssql-collation';
@@ -133,7 +134,10 @@ export function jsonMergeStatement(m: EntityManager, entity: string, rows: objec
 
 /** SQL Server's rows: every statement reads its rows or ids from one JSON parameter. */
 export class JsonRows implements RowStore {
-  constructor(private readonly m: EntityManager) {}
+  constructor(
+    private readonly m: EntityManager,
+    private readonly dialect: SqlDialect,
+  ) {}
 
   async insert(entity: string, rows: object[]): Promise<void> {
     for (const part of chunk(rows, JSON_ROWS)) await this.run(jsonInsertStatement(this.m, entity, part));
@@ -148,14 +152,16 @@ export class JsonRows implements RowStore {
     return this.upsert(entity, rows, { key, update });
   }
 
-  async deleteWhereIn(entity: string, property: string, ids: string[]): Promise<void> {
+  async deleteWhereIn(entity: string, property: string, ids: string[], unless?: UnlessMatched): Promise<void> {
     const meta = this.m.connection.getMetadata(entity);
     const q = (name: string) => this.m.connection.driver.escape(name);
     const column = q(meta.findColumnWithPropertyName(property)!.databaseName);
+    const spared = unless ? ` AND ${unlessMatchedSql(this.m, this.dialect, entity, unless)}` : '';
     for (const part of chunk(ids, JSON_ROWS)) {
-      await this.m.query(`DELETE FROM ${q(meta.tableName)} WHERE ${idsIn(this.m, entity, property, column, '@0')}`, [
-        idsParam(part),
-      ]);
+      await this.m.query(
+        `DELETE FROM ${q(meta.tableName)} WHERE ${idsIn(this.m, entity, property, column, '@0')}${spared}`,
+        [idsParam(part)],
+      );
     }
   }
 

@@ -109,7 +109,7 @@ export const mssql: SqlDialect = {
   },
   withRequestTimeout,
 
-  rows: (m) => new JsonRows(m),
+  rows: (m) => new JsonRows(m, mssql),
   updatesChangedColumnsOnly: false,
   lockHeads: (m, sorted) => lockHeadsJson(m, mssql, sorted),
   bumpHeads: (m, ids) => bumpHeadsJson(m, ids),

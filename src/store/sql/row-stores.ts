@@ -2,7 +2,8 @@ import { EntityManager, In } from 'typeorm';
 import { chunk, rowsPerStatement, valuesPerInList } from './batch-limits';
 import { pgArrayLiteral } from './postgres-array';
 import { unnestInsertStatement, unnestUpdateStatement } from './postgres-statements';
-import type { RowStore, SqlDialect, Upsert } from './sql-dialect';
+import type { RowStore, SqlDialect, UnlessMatched, Upsert } from './sql-dialect';
+import { unlessMatchedSql } from './unless-matched';
 import { SqliteRows } from './sqlite-rows';
 import { insertStatement, Statement, TupleOptions } from './values-statements';
 
@@ -26,14 +27,15 @@ abstract class ChunkedRows implements RowStore {
     stored?: (row: T) => object | undefined,
   ): Promise<void>;
 
-  async deleteWhereIn(entity: string, property: string, ids: string[]): Promise<void> {
+  async deleteWhereIn(entity: string, property: string, ids: string[], unless?: UnlessMatched): Promise<void> {
     for (const part of chunk(ids, valuesPerInList(this.dialect))) {
-      await this.m
+      const qb = this.m
         .createQueryBuilder()
         .delete()
         .from(entity)
-        .where({ [property]: In(part) })
-        .execute();
+        .where({ [property]: In(part) });
+      if (unless) qb.andWhere(unlessMatchedSql(this.m, this.dialect, entity, unless));
+      await qb.execute();
     }
   }
 

@@ -52,10 +52,22 @@ export interface RowStore {
     update: readonly string[],
     stored?: (row: T) => object | undefined,
   ): Promise<void>;
-  /** DELETE by a column (soft-deleted rows included: DELETE is not soft-delete scoped). */
-  deleteWhereIn(entity: string, property: string, ids: string[]): Promise<void>;
+  /**
+   * DELETE by a column (soft-deleted rows included: DELETE is not soft-delete scoped); with
+   * `unless`, only the rows no row of `unless.entity` matches (see UnlessMatched).
+   */
+  deleteWhereIn(entity: string, property: string, ids: string[], unless?: UnlessMatched): Promise<void>;
   /** Rows whose `property` is one of `values`, soft-deleted ones included. */
   findIn<T>(entity: string, property: string, values: string[]): Promise<T[]>;
+}
+
+/**
+ * A delete's exception: rows that a row of `entity` (soft-deleted or not) matches on every one of
+ * the properties `on`, which both entities name alike; text compared byte for byte (sameText).
+ */
+export interface UnlessMatched {
+  entity: string;
+  on: readonly string[];
 }
 
 /** A plan head under this transaction's lock; `version` is already the one this transaction writes. */
