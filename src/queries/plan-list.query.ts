@@ -81,17 +81,10 @@ function filteredPlans(ds: DataSource, filter: PlanListFilter): SelectQueryBuild
   const qb = ds.getRepository<ExecutionPlanRow>(ENTITY.plan).createQueryBuilder('p');
   const d = sqlDialectOf(ds);
   if (filter.agentId !== undefined) {
+    // one row per plan and agent of its steps, kept exact by the writer (plan-writes.ts)
     qb.innerJoin(ENTITY.planAgent, 'a', `a.planId = p.id AND ${d.sameText('a.agentId', ':agentId')}`, {
       agentId: filter.agentId,
     });
-    // a plan_agents row may outlive its agent's last step in the plan (an edit)
-    const steps = qb
-      .subQuery()
-      .select('1')
-      .from(ENTITY.step, 's')
-      .where('s.planId = p.id')
-      .andWhere(d.sameText('s.agentId', ':agentId'));
-    qb.andWhere(`EXISTS ${steps.getQuery()}`);
   }
   if (filter.sessionId !== undefined) qb.andWhere('p.sessionId = :sessionId', { sessionId: filter.sessionId });
   if (filter.statuses && filter.statuses.length > 0)

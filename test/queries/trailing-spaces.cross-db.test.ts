@@ -56,6 +56,6 @@ describe('names that differ only in trailing spaces (SQL Server, recorded SQL)',
     expect(sql).toContain(
       'GROUP BY "r"."agent_id", DATALENGTH("r"."agent_id"), "r"."model", DATALENGTH("r"."model"), "r"."session_id", DATALENGTH("r"."session_id")',
     );
-    expect(sql).toContain('("s"."agent_id" = @0 AND DATALENGTH("s"."agent_id") = DATALENGTH(@0))');
+    expect(sql).toContain('("a"."agent_id" = @0 AND DATALENGTH("a"."agent_id") = DATALENGTH(@0))');
   });
 });
