@@ -25,7 +25,7 @@ import { freePort } from '../test/publisher/support/redis-process';
 import { createMigratedDb, type TestDb } from '../test/support/databases';
 import { createLogger } from '../src/shared/logger';
 import type { WebhookDeliveryRow } from '../src/store/entities';
-import { writeDeliveries } from '../src/store/outbox/webhook-outbox';
+import { pendingDelivery, writeDeliveries } from '../src/store/outbox/webhook-outbox';
 import { sqlDialectOf } from '../src/store/sql/dialects';
 import { DEFAULT_WEBHOOK_CONFIG } from '../src/webhooks/webhook-config';
 import { WebhookDeliveryLoop } from '../src/webhooks/webhook-delivery';
@@ -133,22 +133,19 @@ async function backlog(ds: DataSource, subscriptionId: string, count: number): P
   for (let from = 0; from < count; from += 1_000) {
     const rows: WebhookDeliveryRow[] = [];
     for (let i = from; i < Math.min(count, from + 1_000); i++)
-      rows.push({
-        id: randomUUID(),
-        subscriptionId,
-        eventType: 'plan.finalized',
-        eventId: randomUUID(),
-        planId: `plan-${i}`,
-        payload: BODY,
-        status: 'pending',
-        attempts: 0,
-        nextAttemptAt: now,
-        leaseOwner: null,
-        leaseUntil: null,
-        lastError: null,
-        createdAt: now,
-        deliveredAt: null,
-      });
+      rows.push(
+        pendingDelivery(
+          {
+            id: randomUUID(),
+            subscriptionId,
+            eventType: 'plan.finalized',
+            eventId: randomUUID(),
+            planId: `plan-${i}`,
+            payload: BODY,
+          },
+          now,
+        ),
+      );
     await sqlDialectOf(ds).transaction(ds, (m) => writeDeliveries(m, rows));
   }
 }

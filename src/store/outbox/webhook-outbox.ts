@@ -59,25 +59,40 @@ export function deliveriesFor(
       if (wanting.length === 0) continue;
       const payload = webhookBody(trigger, e);
       for (const s of wanting)
-        rows.push({
-          id: deliveryId(s.id, trigger.type, e.eventId),
-          subscriptionId: s.id,
-          eventType: trigger.type,
-          eventId: e.eventId,
-          planId: e.planId,
-          payload,
-          status: 'pending',
-          attempts: 0,
-          nextAttemptAt: now,
-          leaseOwner: null,
-          leaseUntil: null,
-          lastError: null,
-          createdAt: now,
-          deliveredAt: null,
-        });
+        rows.push(
+          pendingDelivery(
+            {
+              id: deliveryId(s.id, trigger.type, e.eventId),
+              subscriptionId: s.id,
+              eventType: trigger.type,
+              eventId: e.eventId,
+              planId: e.planId,
+              payload,
+            },
+            now,
+          ),
+        );
     }
   }
   return rows;
+}
+
+/** A delivery row not yet tried: due at `now`, unleased. */
+export function pendingDelivery(
+  what: Pick<WebhookDeliveryRow, 'id' | 'subscriptionId' | 'eventType' | 'eventId' | 'planId' | 'payload'>,
+  now: Date,
+): WebhookDeliveryRow {
+  return {
+    ...what,
+    status: 'pending',
+    attempts: 0,
+    nextAttemptAt: now,
+    leaseOwner: null,
+    leaseUntil: null,
+    lastError: null,
+    createdAt: now,
+    deliveredAt: null,
+  };
 }
 
 /** Whether a subscription's filter (`*`, or a comma-separated list) takes the webhook type `type`. */
