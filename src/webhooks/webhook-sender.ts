@@ -8,26 +8,12 @@ import type { ResolvedTarget } from './webhook-target';
 /** What one attempt came to: a 2xx answer, or why not. */
 export type SendResult = { ok: true; status: number } | { ok: false; error: string };
 
-/** Signers by secret, each built once (a Webhook decodes its secret when built); emptied when it grows past SIGNERS_KEPT. */
-const signers = new Map<string, Webhook>();
-const SIGNERS_KEPT = 1_000;
-
-function signerOf(secret: string): Webhook {
-  let signer = signers.get(secret);
-  if (!signer) {
-    if (signers.size >= SIGNERS_KEPT) signers.clear();
-    signer = new Webhook(secret);
-    signers.set(secret, signer);
-  }
-  return signer;
-}
-
 /** The Standard Webhooks headers of a body: `webhook-id`, `webhook-timestamp`, `webhook-signature`. */
 export function signedHeaders(secret: string, id: string, body: string, at: Date): Record<string, string> {
   return {
     'webhook-id': id,
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-    'webhook-signature': signerOf(secret).sign(id, at, body),
+    'webhook-signature': new Webhook(secret).sign(id, at, body),
   };
 }
 
