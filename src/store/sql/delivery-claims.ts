@@ -22,16 +22,6 @@ export interface ClaimedDelivery {
   createdAtMs: number;
 }
 
-/**
- * How a database leases due outbox rows (SqlDialect.claimDeliveries):
- * - `returning`: one UPDATE whose sub-select picks the rows and whose RETURNING answers them;
- *   `lockClause` (PostgreSQL's FOR UPDATE SKIP LOCKED) keeps two claims from waiting on each other.
- * - `output`: one UPDATE of a TOP (n) common table expression read past locked rows, OUTPUT answering them (SQL Server).
- * - `steps`: the due ids read, leased by an UPDATE that takes only rows still due and free, and the
- *   rows leased under the token read back (MySQL/MariaDB: no UPDATE ... RETURNING).
- */
-export type DeliveryClaimSql = { kind: 'returning'; lockClause: string } | { kind: 'output' } | { kind: 'steps' };
-
 /** The columns a claim answers and the properties they come back as. */
 const ANSWERED: ReadonlyArray<[column: string, property: string]> = [
   ['id', 'id'],

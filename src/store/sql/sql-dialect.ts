@@ -2,7 +2,6 @@ import type { DataSource, DataSourceOptions, EntityManager, QueryRunner } from '
 import type { DatabaseTarget, Dialect } from '../../config/database-url';
 import type { PlanEventRow, PlanHeadRow, TableColumn } from '../entities';
 import type { ColumnTypes } from './column-kinds';
-import type { DeliveryClaimSql } from './delivery-claims';
 
 export type { Dialect } from '../../config/database-url';
 
@@ -332,3 +331,13 @@ export interface SqlDialect extends ColumnTypes {
   /** A unique or primary key violation: for an idempotent insert, the row is already there. */
   isDuplicateKey(f: { code?: string; number?: number; errno?: number }): boolean;
 }
+
+/**
+ * How a database leases due outbox rows (delivery-claims.ts):
+ * - `returning`: one UPDATE whose sub-select picks the rows and whose RETURNING answers them;
+ *   `lockClause` (PostgreSQL's FOR UPDATE SKIP LOCKED) keeps two claims from waiting on each other.
+ * - `output`: one UPDATE of a TOP (n) common table expression read past locked rows, OUTPUT answering them (SQL Server).
+ * - `steps`: the due ids read, leased by an UPDATE that takes only rows still due and free, and the
+ *   rows leased under the token read back (MySQL/MariaDB: no UPDATE ... RETURNING).
+ */
+export type DeliveryClaimSql = { kind: 'returning'; lockClause: string } | { kind: 'output' } | { kind: 'steps' };
