@@ -66,7 +66,7 @@ export class RedisLink {
     this.prefixes = queueShards(cfg.queuePrefix, cfg.queueShards ?? 1).map((s) => s.prefix);
     this.ownsRedis = cfg.connection === undefined;
     this.redis = cfg.connection ?? createRedis(cfg.target, 'publisher', { commandTimeoutMs: cfg.commandTimeoutMs });
-    this.redis.on('error', (err: Error) => this.errors.note(1, { err: err.message }));
+    this.redis.on('error', (err: Error) => this.noteLinkError(err));
     this.redis.on('ready', () => this.onRedisReady());
     this.redis.on('close', () => {
       if (this.queueReady) cfg.logger.warn({ redis: 'disconnected' }, 'redis connection lost');
@@ -95,7 +95,7 @@ export class RedisLink {
       () => this.probe(queues),
       (err: Error) => {
         // Redis went away during initialisation: these Queues would stay broken; the next `ready` builds others.
-        this.errors.note(1, { err: err.message });
+        this.noteLinkError(err);
         if (this.queues === queues) this.queues = undefined;
         for (const q of queues) q.close().catch(() => undefined);
       },
@@ -129,7 +129,7 @@ export class RedisLink {
       },
       (err: Error) => {
         this.commandsOk = false;
-        this.errors.note(1, { err: err.message });
+        this.noteLinkError(err);
         if (this.closed) return;
         this.probeTimer = setTimeout(() => this.probe(queues), 1_000);
         this.probeTimer.unref();
@@ -143,7 +143,7 @@ export class RedisLink {
       prefix,
       skipVersionCheck: true,
     });
-    queue.on('error', (err: Error) => this.errors.note(1, { err: err.message }));
+    queue.on('error', (err: Error) => this.noteLinkError(err));
     return queue;
   }
 
@@ -208,6 +208,14 @@ export class RedisLink {
       });
     }
     return unfinished;
+  }
+
+  /**
+   * An error of the connection, of a queue's set-up or of a probe. Once close() has begun they are
+   * the close's own doing (a set-up cut short answers "Connection is closed"), not Redis being down.
+   */
+  private noteLinkError(err: Error): void {
+    if (!this.closed) this.errors.note(1, { err: err.message });
   }
 
   noteFailure(err: Error): void {

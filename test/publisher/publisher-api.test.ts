@@ -312,6 +312,18 @@ describe('PlanEventPublisher API', () => {
     },
   );
 
+  it('closed while it connects (a CLI that had nothing to send), it logs no Redis outage', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    // closed at every point of its set-up: before the socket opens, before the queue is ready, during the probe
+    for (let i = 0; i < 24; i++) {
+      const { publisher } = newPublisher(redis.url, { logger });
+      await new Promise((resolve) => setTimeout(resolve, i % 6));
+      await publisher.close(5_000);
+    }
+    expect(lines.filter((line) => line.includes('redis unavailable'))).toEqual([]);
+  });
+
   it('refuses nonsense options in one line naming each', () => {
     expect(
       () =>
