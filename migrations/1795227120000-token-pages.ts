@@ -50,9 +50,13 @@ export class TokenPages1795227120000 implements MigrationInterface {
   }
 }
 
-/** What the index orders by: the computed column where there is one, else the expression (in parentheses). */
-function indexedTotal(d: Dialect, q: (name: string) => string): string {
+/**
+ * What the index orders by: the computed column `total_tokens` where there is one, else the sum of
+ * the input and output token columns (in parentheses): `total_input_tokens` and
+ * `total_output_tokens` of the plans, `input_tokens` and `output_tokens` of the rollups.
+ */
+export function indexedTotal(d: Dialect, q: (name: string) => string, prefix: '' | 'total_' = 'total_'): string {
   return d === 'mysql' || d === 'mssql'
     ? q('total_tokens')
-    : `(${q('total_input_tokens')} + ${q('total_output_tokens')})`;
+    : `(${q(`${prefix}input_tokens`)} + ${q(`${prefix}output_tokens`)})`;
 }

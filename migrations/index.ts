@@ -19,6 +19,8 @@ import { ReportedCostSteps1795227080000 } from './1795227080000-reported-cost-st
 import { HandoffRollups1795227090000 } from './1795227090000-handoff-rollups';
 import { TokenPages1795227120000 } from './1795227120000-token-pages';
 import { ExactPlanAgents1795227130000 } from './1795227130000-exact-plan-agents';
+import { SessionTotalRollups1795227140000 } from './1795227140000-session-total-rollups';
+import { PlanStepParts1795227141000 } from './1795227141000-plan-step-parts';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -43,4 +45,6 @@ export const MIGRATIONS = [
   HandoffRollups1795227090000,
   TokenPages1795227120000,
   ExactPlanAgents1795227130000,
+  SessionTotalRollups1795227140000,
+  PlanStepParts1795227141000,
 ];

@@ -147,6 +147,8 @@ const ALL_MIGRATIONS = [
   'HandoffRollups1795227090000',
   'TokenPages1795227120000',
   'ExactPlanAgents1795227130000',
+  'SessionTotalRollups1795227140000',
+  'PlanStepParts1795227141000',
 ];
 
 /** Seed 000, section 6, verbatim. */
@@ -191,7 +193,7 @@ async function tableNames(ds: DataSource, kind: string): Promise<string[]> {
 
 /**
  * The columns and index names of a table as its database's catalog lists them. TypeORM's table
- * reader looks the computed column `execution_plans.total_tokens` (MySQL/MariaDB, SQL Server) up
+ * reader looks the computed columns `total_tokens` of execution_plans and analytics_rollups (MySQL/MariaDB, SQL Server) up
  * in a `typeorm_metadata` table the migrations do not create, so those two are read here.
  */
 const CATALOG_SQL: Record<string, { columns: string; indexes: string }> = {

@@ -4,7 +4,8 @@ import { bigint, defineEntity, ext, label, moneyTotal, str, uuid } from './defin
  * What a rollup row sums: a plan (`plan`), a step (`step`), a step's cost per session
  * (`session-cost`), or a step's cache and reasoning tokens per session (`session-tokens`).
  */
-export type RollupKind = 'plan' | 'step' | 'session-cost' | 'session-tokens' | 'handoff';
+export const ROLLUP_KINDS = ['plan', 'step', 'session-cost', 'session-tokens', 'session-total', 'handoff'] as const;
+export type RollupKind = (typeof ROLLUP_KINDS)[number];
 
 /**
  * `analytics_rollups`: the analytics' sums per UTC day of the plans' creation and per key, kept
@@ -18,16 +19,19 @@ export type RollupKind = 'plan' | 'step' | 'session-cost' | 'session-tokens' | '
  * - `session-cost`: one per day and session: the costs of its plans' steps;
  * - `session-tokens`: one per day and session: the cache read, cache write and reasoning tokens of
  *   its plans' steps (the tokens report per session);
+ * - `session-total`: one per session, of every day (`day` 0000-00-00): its plans and their token
+ *   totals, as its `plan` rows summed over all days and statuses (the tokens report's session page
+ *   reads the largest first, IX_analytics_rollups_total);
  * - `handoff`: one per day, from-agent, to-agent and reason: the handoffs of its plans in `items`
  *   (the from-agent in `agent_id`, the to-agent in `model`, the reason in `session_id`, the one
  *   column of the table as wide as a reason).
  */
 export interface AnalyticsRollupRow {
   id: string;
-  /** UTC day of the plans' `created_at`, `YYYY-MM-DD`. */
+  /** UTC day of the plans' `created_at`, `YYYY-MM-DD` (`session-total` rows: 0000-00-00, all days). */
   day: string;
   kind: RollupKind;
-  /** `plan`, `session-cost` and `session-tokens` rows; `handoff` rows: the reason; null otherwise. */
+  /** `plan`, `session-cost`, `session-tokens` and `session-total` rows; `handoff` rows: the reason; null otherwise. */
   sessionId: string | null;
   /** `step` rows; `handoff` rows: the from-agent; null otherwise. */
   agentId: string | null;
@@ -35,7 +39,7 @@ export interface AnalyticsRollupRow {
   model: string | null;
   /** `plan` rows: the plan status; `step` rows: the step status; null otherwise. */
   status: string | null;
-  /** Plans (`plan`), steps (`step`) or handoffs (`handoff`) summed. */
+  /** Plans (`plan`, `session-total`), steps (`step`) or handoffs (`handoff`) summed. */
   items: number;
   inputTokens: number;
   outputTokens: number;

@@ -1,5 +1,5 @@
 import type { EntityManager, SelectQueryBuilder } from 'typeorm';
-import { ENTITY, type ExecutionPlanRow, type RollupKind } from '../entities';
+import { ENTITY, type ExecutionPlanRow, ROLLUP_KINDS, type RollupKind } from '../entities';
 import { sqlDialectOf } from '../sql/dialects';
 import { measurePlans } from './rollup-measure';
 import { RollupDelta } from './rollup-rows';
@@ -9,7 +9,10 @@ const REBUILD_PAGE = 500;
 
 /** What a rebuild covers; absent fields: everything. */
 export interface RollupRebuild {
-  /** Whole UTC days `[from, to)` (`YYYY-MM-DD`) of the plans' creation: their rows are rebuilt, no others. */
+  /**
+   * Whole UTC days `[from, to)` (`YYYY-MM-DD`) of the plans' creation: their rows are rebuilt, no
+   * others (with either bound, the `session-total` rows, of all days, are left as they are).
+   */
   from?: string;
   to?: string;
   /** Only the rows of these kinds (a migration that adds a kind fills it alone). */
@@ -28,12 +31,14 @@ export interface RollupRebuild {
 export async function rebuildRollups(m: EntityManager, o: RollupRebuild = {}): Promise<{ plans: number }> {
   const rows = sqlDialectOf(m.connection).rows(m);
   const q = (name: string) => m.connection.driver.escape(name);
+  const kinds = o.from || o.to ? (o.kinds ?? ROLLUP_KINDS).filter((k) => k !== 'session-total') : o.kinds;
+  if (kinds?.length === 0) return { plans: 0 };
   const del = m.createQueryBuilder().delete().from(ENTITY.rollup).where('1 = 1');
   if (o.from) del.andWhere(`${q('day')} >= :fromDay`, { fromDay: o.from });
   if (o.to) del.andWhere(`${q('day')} < :toDay`, { toDay: o.to });
-  if (o.kinds) del.andWhere(`${q('kind')} IN (:...kinds)`, { kinds: [...o.kinds] });
+  if (kinds) del.andWhere(`${q('kind')} IN (:...kinds)`, { kinds: [...kinds] });
   await del.execute();
-  const delta = new RollupDelta(o.kinds);
+  const delta = new RollupDelta(kinds);
   let after: string | null = null;
   let plans = 0;
   for (;;) {

@@ -53,6 +53,9 @@ export interface RollupSums extends Pick<
   cost: bigint;
 }
 
+/** The `day` of the `session-total` rows: one row per session, whatever the days of its plans. */
+export const ALL_DAYS = '0000-00-00';
+
 /** UTC day of an instant, `YYYY-MM-DD` (the dialects' utcDay). */
 export function utcDayOf(at: Date): string {
   return at.toISOString().slice(0, 10);
@@ -106,9 +109,19 @@ export class RollupDelta {
       model: null,
       status: plan.status,
     });
-    row.counts.items += sign;
-    row.counts.inputTokens += sign * Number(plan.totalInputTokens);
-    row.counts.outputTokens += sign * Number(plan.totalOutputTokens);
+    const all = this.row({
+      day: ALL_DAYS,
+      kind: 'session-total',
+      sessionId: plan.sessionId,
+      agentId: null,
+      model: null,
+      status: null,
+    });
+    for (const target of [row, all]) {
+      target.counts.items += sign;
+      target.counts.inputTokens += sign * Number(plan.totalInputTokens);
+      target.counts.outputTokens += sign * Number(plan.totalOutputTokens);
+    }
     this.addSteps(plan, steps, sign);
   }
 
