@@ -178,9 +178,9 @@ export function buildStepTokensQuery(
  * breakdowns. @defaultValue all four. The session and plan lists come a page at a time
  * (token-pages.ts): `pages.limit` lines each, from `pages.cursor`. The totals and the session,
  * agent and model lines are read from the rollups (whole days) and the plans and steps of the
- * partial days at the range's ends (rollup-totals.query.ts); the session lines are a page the
- * database sorts (sessionTokens), the plan lines a page of IX_execution_plans_tokens and the usage
- * parts of that page's steps.
+ * partial days at the range's ends (rollup-totals.query.ts), the total as the sum of the step
+ * lines; the session lines are a page (sessionTokens), the plan lines a page of
+ * IX_execution_plans_tokens and the usage parts of that page's steps.
  */
 export async function tokenUsage(
   ds: DataSource,
@@ -192,17 +192,25 @@ export async function tokenUsage(
   const limit = pages.limit ?? DEFAULT_TOKEN_PAGE;
   const want = new Set(dimensions);
   const [sessions, steps, plans] = await Promise.all([
-    sessionTokens(ds, range, want.has('session') ? { limit, cursor } : null),
-    want.has('agent') || want.has('model') ? stepTotals(ds, range) : Promise.resolve([]),
+    want.has('session') ? sessionTokens(ds, range, { limit, cursor }) : Promise.resolve(null),
+    stepTotals(ds, range),
     want.has('plan') ? planTokensPage(ds, range, { limit, cursor }) : Promise.resolve(null),
   ]);
-  const usage: TokenUsage = { total: sessions.total };
-  if (sessions.rows) usage.bySession = sessions.rows;
+  // the plans' token counters are the sums over their steps (the store keeps them so): the range's
+  // total is that of its steps
+  const sum = (k: keyof TokenTotals & keyof StepTotals) => steps.reduce((n, t) => n + t[k], 0);
+  const total = totals(sum('inputTokens'), sum('outputTokens'), {
+    cacheReadTokens: sum('cacheReadTokens'),
+    cacheWriteTokens: sum('cacheWriteTokens'),
+    reasoningTokens: sum('reasoningTokens'),
+  });
+  const usage: TokenUsage = { total };
+  if (sessions) usage.bySession = sessions.rows;
   if (plans) usage.byPlan = plans.rows;
   if (want.has('agent')) usage.byAgent = stepLines(steps, (t) => t.agentId).map(([agentId, l]) => ({ agentId, ...l }));
   if (want.has('model')) usage.byModel = stepLines(steps, (t) => t.model).map(([model, l]) => ({ model, ...l }));
   const next: CursorLists = {};
-  if (sessions.next) next.session = sessions.next;
+  if (sessions?.next) next.session = sessions.next;
   if (plans?.next) next.plan = plans.next;
   return { ...usage, page: pageInfo(limit, next) };
 }
@@ -270,18 +278,18 @@ export function buildSessionTokensPageQuery(
 const SESSION_CHUNK = 500;
 
 /**
- * The session lines of the live plans created in `range` (a page of them, `page` absent: none)
- * and the range's total. Whole days are read from the rollups, the parts of days at the range's
- * ends from the plans and steps (splitRange). The sessions those parts touch are summed whole
- * (rollups and parts), the others come from the rollups' page, sorted by the database: the page is
- * the largest of both after the cursor, and no request reads every session of the range.
+ * A page of the session lines of the live plans created in `range`. Whole days are read from the
+ * rollups, the parts of days at the range's ends from the plans and steps (splitRange). The
+ * sessions those parts touch are summed whole (rollups and parts); the others come from the
+ * sessions largest of all time (pageOfAllTime) over more than one day, else (or when those do not
+ * settle the page) from the rollups' page, sorted by the database: the page is the largest of both
+ * after the cursor.
  */
 async function sessionTokens(
   ds: DataSource,
   range: DateRange,
-  page: { limit: number; cursor: CursorLists | undefined } | null,
-): Promise<{ total: TokenTotals; rows?: SessionTokens[]; next?: Position }> {
-  const d = sqlDialectOf(ds);
+  page: { limit: number; cursor: CursorLists | undefined },
+): Promise<{ rows: SessionTokens[]; next?: Position }> {
   const { days } = splitRange(range);
   const scan = async (edge: DateRange) => {
     const [rows, parts] = await Promise.all([
@@ -290,44 +298,15 @@ async function sessionTokens(
     ]);
     return rows.map((r) => ({ ...sessionLine(r), ...(parts.get(String(r.sessionId)) ?? NO_PARTS) }));
   };
-  const sumOf = async (qb: SelectQueryBuilder<AnalyticsRollupRow>) =>
-    sessionLine({ sessionId: '', ...(await qb.getRawOne<Record<string, unknown>>()) });
-  // the parts of days at the ends, signed, per session (no whole day: the rollups are read below)
-  const [edges, whole] = await Promise.all([
-    combined(range, { rollup: () => Promise.resolve([]), scan }, (r) => r.sessionId),
-    days ? sumOf(sessionRollupQuery(ds, days)) : null,
-  ]);
-  const sum = (k: keyof TokenTotals) => edges.reduce((n, r) => n + r[k], whole?.[k] ?? 0);
-  const total = totals(sum('inputTokens'), sum('outputTokens'), {
-    cacheReadTokens: sum('cacheReadTokens'),
-    cacheWriteTokens: sum('cacheWriteTokens'),
-    reasoningTokens: sum('reasoningTokens'),
-  });
-  if (!page) return { total };
   const { limit, cursor } = page;
-  if (cursor && !cursor.session) return { total, rows: [] };
+  if (cursor && !cursor.session) return { rows: [] };
+  // the parts of days at the ends, signed, per session (no whole day: the rollups are read below)
+  const edges = await combined(range, { rollup: () => Promise.resolve([]), scan }, (r) => r.sessionId);
   const after = cursor?.session;
   const touched = new Map(edges.map((r) => [r.sessionId, r]));
   const ids = [...touched.keys()];
-  const [top, touchedDays] = await Promise.all([
-    days
-      ? buildSessionTokensPageQuery(ds, days, limit + 1 + ids.length, after).getRawMany<Record<string, unknown>>()
-      : [],
-    Promise.all(
-      days
-        ? Array.from({ length: Math.ceil(ids.length / SESSION_CHUNK) }, (_, i) => {
-            const qb = sessionRollupQuery(ds, days)
-              .addSelect('r.sessionId', 'sessionId')
-              .andWhere(...idsIn(d, 'r.sessionId', ids.slice(i * SESSION_CHUNK, (i + 1) * SESSION_CHUNK)));
-            return groupByText(ds, qb, ['r.sessionId']).getRawMany<Record<string, unknown>>();
-          })
-        : [],
-    ),
-  ]);
-  // the touched sessions whole (their rollup rows through IX_analytics_rollups_session; an id that
-  // only equals one of them is another session) and their parts
-  const rolled = new Map<string, SessionTokens>();
-  for (const r of touchedDays.flat().map(sessionLine)) if (touched.has(r.sessionId)) rolled.set(r.sessionId, r);
+  // the touched sessions whole: their rollup rows and their parts
+  const rolled = new Map((days ? await sessionsInDays(ds, days, ids) : []).map((r) => [r.sessionId, r]));
   const exact = [...touched.values()].map((e) => {
     const w = rolled.get(e.sessionId);
     if (!w) return e;
@@ -335,14 +314,102 @@ async function sessionTokens(
     for (const k of ['inputTokens', 'outputTokens', ...USAGE_PARTS] as const) line[k] = e[k] + w[k];
     return line;
   });
-  const lines = [...top.map(sessionLine).filter((r) => !touched.has(r.sessionId)), ...exact]
-    .map((r) => ({ ...r, totalTokens: r.inputTokens + r.outputTokens }))
-    // a session whose plans were all retired keeps rollup rows summing to zero
-    .filter((r) => r.plans !== 0 && (!after || isAfter(after, r.totalTokens, r.sessionId)))
-    .sort(byTokens((r) => r.sessionId));
+  const keep = (r: SessionTokens) => r.plans !== 0 && (!after || isAfter(after, r.totalTokens, r.sessionId));
+  let lines = days && spansDays(days) ? await pageOfAllTime(ds, days, exact, limit, keep) : null;
+  if (!lines) {
+    const top = days
+      ? await buildSessionTokensPageQuery(ds, days, limit + 1 + ids.length, after).getRawMany<Record<string, unknown>>()
+      : [];
+    lines = [...top.map(sessionLine).filter((r) => !touched.has(r.sessionId)), ...exact]
+      .map(withTotal)
+      // a session whose plans were all retired keeps rollup rows summing to zero
+      .filter(keep)
+      .sort(byTokens((r) => r.sessionId));
+  }
   const rows = lines.slice(0, limit);
   const tail = rows[rows.length - 1];
-  return lines.length > limit ? { total, rows, next: [tail.totalTokens, tail.sessionId] } : { total, rows };
+  return lines.length > limit ? { rows, next: [tail.totalTokens, tail.sessionId] } : { rows };
+}
+
+const withTotal = (r: SessionTokens): SessionTokens => ({ ...r, totalTokens: r.inputTokens + r.outputTokens });
+
+/** Whole days of a range longer than one day (or unbounded): the page tries the sessions of all time first. */
+function spansDays(days: NonNullable<RangeSplit['days']>): boolean {
+  return !days.from || !days.to || Date.parse(days.to) - Date.parse(days.from) > 86_400_000;
+}
+
+/**
+ * The session lines of `ids` over whole days from their rollup rows (IX_analytics_rollups_session),
+ * a chunk of ids per read; an id that only equals one of them (a collation's equality) is another
+ * session and is left out.
+ */
+async function sessionsInDays(
+  ds: DataSource,
+  days: NonNullable<RangeSplit['days']>,
+  ids: string[],
+): Promise<SessionTokens[]> {
+  const d = sqlDialectOf(ds);
+  const wanted = new Set(ids);
+  const chunks = await Promise.all(
+    Array.from({ length: Math.ceil(ids.length / SESSION_CHUNK) }, (_, i) => {
+      const qb = sessionRollupQuery(ds, days)
+        .addSelect('r.sessionId', 'sessionId')
+        .andWhere(...idsIn(d, 'r.sessionId', ids.slice(i * SESSION_CHUNK, (i + 1) * SESSION_CHUNK)));
+      return groupByText(ds, qb, ['r.sessionId']).getRawMany<Record<string, unknown>>();
+    }),
+  );
+  return chunks
+    .flat()
+    .map(sessionLine)
+    .filter((r) => wanted.has(r.sessionId));
+}
+
+/**
+ * The `session-total` rows largest first (IX_analytics_rollups_total), `limit` of them: each
+ * session's plans and tokens of all days.
+ */
+export function buildSessionTotalsQuery(ds: DataSource, limit: number): SelectQueryBuilder<AnalyticsRollupRow> {
+  const d = sqlDialectOf(ds).name;
+  const total = d === 'mysql' || d === 'mssql' ? 'r.total_tokens' : 'r.inputTokens + r.outputTokens';
+  return ds
+    .getRepository<AnalyticsRollupRow>(ENTITY.rollup)
+    .createQueryBuilder('r')
+    .select('r.sessionId', 'sessionId')
+    .addSelect(total, 'total')
+    .where('r.kind = :kind', { kind: 'session-total' })
+    .orderBy(total, 'DESC')
+    .limit(limit);
+}
+
+/** Sessions of all time read per line of a page before the page is read from the range's rollups instead. */
+const ALL_TIME_READ = 2;
+
+/**
+ * The lines of the page (and more) from the sessions largest of all time: a session's tokens in
+ * the range are at most its tokens of all days, so once `limit + 1` lines of the range exceed the
+ * all-time tokens of every session not read, those are the page's lines, in order. The sessions
+ * read are summed over the range's whole days (their rollup rows), those the range's partial days
+ * touch taken from `exact`. Null when the sessions read do not settle the page (the range holds
+ * few of the largest sessions): the caller reads the range's rollups.
+ */
+async function pageOfAllTime(
+  ds: DataSource,
+  days: NonNullable<RangeSplit['days']>,
+  exact: SessionTokens[],
+  limit: number,
+  keep: (r: SessionTokens) => boolean,
+): Promise<SessionTokens[] | null> {
+  const want = (limit + 1) * ALL_TIME_READ + exact.length;
+  const top = await buildSessionTotalsQuery(ds, want).getRawMany<Record<string, unknown>>();
+  // every session not read has at most this many tokens of all time (all read: none)
+  const bound = top.length < want ? -1 : toNum(top[top.length - 1].total);
+  const touched = new Set(exact.map((r) => r.sessionId));
+  const ids = [...new Set(top.map((r) => String(r.sessionId)))].filter((id) => !touched.has(id));
+  const lines = [...(await sessionsInDays(ds, days, ids)), ...exact]
+    .map(withTotal)
+    .filter((r) => keep(r) && r.totalTokens > bound)
+    .sort(byTokens((r) => r.sessionId));
+  return lines.length > limit || bound < 0 ? lines : null;
 }
 
 /** The agent or model lines of the tokens report from the step sums: steps that consumed tokens, largest first. */

@@ -110,7 +110,7 @@ async function expectSameAnswers(ds: DataSource, range: DateRange): Promise<void
   expect(tokens).toEqual(await tokenUsageScan(ds, range));
   for (const by of ['model', 'agent', 'session'] as const)
     expect(await costUsage(ds, range, by)).toEqual(await costUsageScan(ds, range, by));
-  await expectWholeInPages(ds, range, 2);
+  for (const limit of [1, 2]) await expectWholeInPages(ds, range, limit);
 }
 
 /** Pages of `limit` lines, followed by their cursors, are the whole session and plan lists in order, each with the whole total. */
