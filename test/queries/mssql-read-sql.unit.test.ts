@@ -12,6 +12,7 @@ import {
   buildPlanTokensQuery,
   buildSessionTokensPageQuery,
   buildSessionTokensQuery,
+  buildSessionTotalsQuery,
   buildStepTokensQuery,
 } from '../../src/queries/token-usage.query';
 import { buildLatestCheckpointQuery } from '../../src/queries/workflow-resume.query';
@@ -86,6 +87,13 @@ describe('read queries on SQL Server (generated SQL)', () => {
     expect(sql).toContain('"p"."deleted_at" IS NULL');
     expect(sql).not.toContain("p'1");
     expect(params).toContain("p'1");
+  });
+
+  it('reads the sessions largest of all time by the indexed computed column total_tokens of the rollups', () => {
+    const [sql, params] = sqlOf(buildSessionTotalsQuery(ds, 202));
+    expect(sql).toContain('"r"."kind" = @0');
+    expect(sql).toMatch(/ORDER BY r\.total_tokens DESC OFFSET 0 ROWS FETCH NEXT 202 ROWS ONLY$/);
+    expect(params).toEqual(['session-total']);
   });
 
   it("pages the tokens report's sessions from the rollups, sorted and cut by the database, ids kept apart by length", () => {
