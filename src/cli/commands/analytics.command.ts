@@ -65,7 +65,8 @@ The reports read whole UTC days from the rollups, which the worker, retention, r
 and reprice keep in the transactions that change the plans, and migrate fills for stored plans.
 Rebuild them after rows were loaded or changed behind the worker's back. The days' rows are
 deleted and summed again a page of plans at a time in one transaction (memory: one page); run it
-with the worker stopped. Progress goes to stderr.`,
+with the worker stopped. With --from or --to, each session's sums of all days (the tokens report's
+session order) are left as they are: rebuild all days to sum those again. Progress goes to stderr.`,
     )
     .action(async (opts: RebuildOptions) => rollups().runRebuildRollups(context(), opts));
   return analytics;
