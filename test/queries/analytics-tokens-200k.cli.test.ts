@@ -4,7 +4,7 @@ import { createMigratedDb } from '../support/databases';
 
 /**
  * `plan-ledger analytics tokens` over 200,000 plans, through the CLI's own `run`, on a SQLite file
- * filled with plain SQL (and its rollups rebuilt, as `migrate` does for stored plans). Before, the
+ * filled with plain SQL, one step a plan (and its rollups rebuilt, as `migrate` does for stored plans). Before, the
  * text table measured its columns with `Math.max(h.length, ...cells)`, a call with one argument per
  * row, and V8 threw `RangeError: Maximum call stack size exceeded` past ~120k rows; the report now
  * prints a page of each list (100 lines by default, at most 1,000), with the totals of every plan.
@@ -31,10 +31,16 @@ describe('analytics tokens with 200k plans (SQLite)', () => {
          INSERT INTO execution_plans (id, session_id, query, status, total_steps, total_input_tokens, total_output_tokens, created_at)
          SELECT printf('plan-%06d', i), printf('sess-%04d', i % ${SESSIONS}), 'q', 'completed', 1, i % 1000, i % 7, '2026-02-01 00:00:00.000' FROM n`,
       );
+      // each plan's one step, whose tokens its counters sum (as the store keeps them)
+      await m.query(
+        `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${PLANS - 1})
+         INSERT INTO plan_steps (id, plan_id, step_key, step_index, agent_id, task, status, input_tokens, output_tokens)
+         SELECT printf('00000000-0000-4000-8000-%012d', i), printf('plan-%06d', i), 's0', 0, 'coder', 't', 'completed', i % 1000, i % 7 FROM n`,
+      );
     });
     await made.ds.transaction((m) => rebuildRollups(m));
     await made.ds.destroy();
-  }, 30_000);
+  }, 120_000);
   afterAll(async () => close());
 
   async function cli(...args: string[]) {
@@ -56,7 +62,8 @@ describe('analytics tokens with 200k plans (SQLite)', () => {
     const { code, out, err } = await cli('analytics', 'tokens');
     expect(err).toEqual([]);
     expect(code).toBe(0);
-    expect(out).toHaveLength(1 + 100 + 100 + 1 + 1);
+    // the header, a page of sessions and of plans, the agent and the model, the total, the cursor
+    expect(out).toHaveLength(1 + 100 + 100 + 1 + 1 + 1 + 1);
     expect(out[0]).toMatch(
       /^dimension\s+key\s+input_tokens\s+output_tokens\s+total_tokens\s+cache_read_tokens\s+cache_write_tokens\s+reasoning_tokens$/,
     );
