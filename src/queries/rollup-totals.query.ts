@@ -18,7 +18,8 @@ import { toDay, toNum } from './row-normalize';
  * as the ids' collations do (docs/store.md#analytics-rollups).
  */
 
-const DAY_MS = 86_400_000;
+/** Milliseconds in a UTC day. */
+export const DAY_MS = 86_400_000;
 
 /**
  * How a range is read: whole UTC days `[from, to)` from the rollups (`YYYY-MM-DD`, absent:

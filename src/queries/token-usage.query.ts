@@ -16,6 +16,7 @@ import {
 } from './token-pages';
 import {
   combined,
+  DAY_MS,
   type RangeSplit,
   rollupQuery,
   splitRange,
@@ -335,7 +336,7 @@ const withTotal = (r: SessionTokens): SessionTokens => ({ ...r, totalTokens: r.i
 
 /** Whole days of a range longer than one day (or unbounded): the page tries the sessions of all time first. */
 function spansDays(days: NonNullable<RangeSplit['days']>): boolean {
-  return !days.from || !days.to || Date.parse(days.to) - Date.parse(days.from) > 86_400_000;
+  return !days.from || !days.to || Date.parse(days.to) - Date.parse(days.from) > DAY_MS;
 }
 
 /**
@@ -369,8 +370,7 @@ async function sessionsInDays(
  * session's plans and tokens of all days.
  */
 export function buildSessionTotalsQuery(ds: DataSource, limit: number): SelectQueryBuilder<AnalyticsRollupRow> {
-  const d = sqlDialectOf(ds).name;
-  const total = d === 'mysql' || d === 'mssql' ? 'r.total_tokens' : 'r.inputTokens + r.outputTokens';
+  const total = indexedTotal(ds, 'r');
   return ds
     .getRepository<AnalyticsRollupRow>(ENTITY.rollup)
     .createQueryBuilder('r')
@@ -436,12 +436,15 @@ function stepLines<K extends string | null>(
 }
 
 /**
- * A plan's tokens as IX_execution_plans_tokens orders them (migrations/1795227120000-token-pages.ts):
- * the computed column on MySQL/MariaDB and SQL Server, the indexed expression on PostgreSQL and SQLite.
+ * A row's input plus output tokens as its tokens index orders them: the computed column
+ * `total_tokens` on MySQL/MariaDB and SQL Server, the indexed expression on PostgreSQL and SQLite
+ * (IX_execution_plans_tokens, migrations/1795227120000-token-pages.ts, for the plans `p`;
+ * IX_analytics_rollups_total, migrations/1795227140000-session-total-rollups.ts, for the rollups `r`).
  */
-function planTotal(ds: DataSource): string {
+function indexedTotal(ds: DataSource, row: 'p' | 'r'): string {
   const d = sqlDialectOf(ds).name;
-  return d === 'mysql' || d === 'mssql' ? 'p.total_tokens' : 'p.totalInputTokens + p.totalOutputTokens';
+  if (d === 'mysql' || d === 'mssql') return `${row}.total_tokens`;
+  return row === 'p' ? 'p.totalInputTokens + p.totalOutputTokens' : 'r.inputTokens + r.outputTokens';
 }
 
 /**
@@ -456,7 +459,7 @@ export function buildPlanTokensPageQuery(
   limit: number,
   after?: [totalTokens: number, planId: string],
 ): SelectQueryBuilder<ExecutionPlanRow> {
-  const total = planTotal(ds);
+  const total = indexedTotal(ds, 'p');
   const qb = buildPlanTokensQuery(ds, range).orderBy(total, 'DESC').addOrderBy('p.id', 'ASC').limit(limit);
   // the first condition bounds the index range; the second drops the cursor's total's lines up to its plan
   if (after)
