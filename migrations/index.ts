@@ -21,6 +21,7 @@ import { TokenPages1795227120000 } from './1795227120000-token-pages';
 import { ExactPlanAgents1795227130000 } from './1795227130000-exact-plan-agents';
 import { SessionTotalRollups1795227140000 } from './1795227140000-session-total-rollups';
 import { PlanStepParts1795227141000 } from './1795227141000-plan-step-parts';
+import { StoredTokenTotals1795227170000 } from './1795227170000-stored-token-totals';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -47,4 +48,5 @@ export const MIGRATIONS = [
   ExactPlanAgents1795227130000,
   SessionTotalRollups1795227140000,
   PlanStepParts1795227141000,
+  StoredTokenTotals1795227170000,
 ];

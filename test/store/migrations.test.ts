@@ -149,6 +149,7 @@ const ALL_MIGRATIONS = [
   'ExactPlanAgents1795227130000',
   'SessionTotalRollups1795227140000',
   'PlanStepParts1795227141000',
+  'StoredTokenTotals1795227170000',
 ];
 
 /** Seed 000, section 6, verbatim. */
