@@ -238,6 +238,49 @@ describe.each(ALL_TEST_DBS)('the store watermark on %s', (kind) => {
     expect([iso(session.created_at), iso(session.updated_at)]).toEqual([at(5).toISOString(), at(50).toISOString()]);
   });
 
+  it("applies an approval's decision behind the watermark (it carries its request's seq) without a rebuild", async () => {
+    const events = plan('wm_appr', 3); // seq 0..6
+    const digest = 'a'.repeat(64);
+    const expiresAt = new Date(Date.UTC(2026, 0, 2)).toISOString();
+    const request = ev('wm_appr', 7, 'approval.requested', {
+      approvalId: 'wm_appr_1',
+      stepId: 's2',
+      tool: 'send_mail',
+      argsDigest: digest,
+      expiresAt,
+    });
+    const later = new Date(Date.UTC(2026, 0, 1, 11));
+    const decided = ev(
+      'wm_appr',
+      7,
+      'approval.decided',
+      { approvalId: 'wm_appr_1', decision: 'approve', decidedBy: 'alice' },
+      randomUUID(),
+      undefined,
+      later,
+    );
+    const next = ev('wm_appr', 8, 'step.started', { stepId: 's2' }, randomUUID(), undefined, later);
+    await store.persist([...events, request]);
+    // alone, then with the plan's next seq: both apply to the rows as they are
+    expect(await store.persist([decided])).toMatchObject({ inserted: 1, applied: 1, rebuilt: 0 });
+    expect(await head('wm_appr')).toEqual({ applied: 7, pending: 0, waiting: false, events: 9, lastSeq: 7 });
+    expect((await planRow(ds, 'wm_appr')).updatedAt).toBe(later.getTime());
+    const [approval] = await ds.query(`SELECT decision FROM approvals WHERE approval_id = 'wm_appr_1'`);
+    expect(approval.decision).toBe('approve');
+    const second = ev('wm_appr', 7, 'approval.decided', {
+      approvalId: 'wm_appr_1',
+      decision: 'reject',
+      decidedBy: 'b',
+    });
+    expect(await store.persist([second, next])).toMatchObject({ inserted: 2, applied: 2, rebuilt: 0 });
+    expect(await head('wm_appr')).toEqual({ applied: 8, pending: 0, waiting: false, events: 11, lastSeq: 8 });
+    await reference.persist([...events, request, decided, second, next]);
+    expect(await steps(ds, 'wm_appr')).toEqual(await steps(other, 'wm_appr'));
+    expect(await planRow(ds, 'wm_appr')).toEqual(await planRow(other, 'wm_appr'));
+    expect(await store.rebuildPlans(['wm_appr'])).toBe(1);
+    expect(await planRow(ds, 'wm_appr')).toEqual(await planRow(other, 'wm_appr'));
+  });
+
   it('refuses nothing twice: a redelivered batch of a waiting plan changes nothing', async () => {
     const events = plan('wm_dup', 2).sort(canonicalOrder);
     const withGap = events.filter((e) => e.seq !== 1);

@@ -31,8 +31,33 @@ export function actionFor(
 ): PlanAction {
   const next = head.pendingEvents > 0 ? 'apply-with-log' : 'apply';
   if (head.appliedSeq === null) return definingCreated(events) ? next : 'wait';
-  if (events[0].seq <= head.appliedSeq) return 'rebuild';
+  if (events[0].seq <= head.appliedSeq) return appliesInPlace(head, events) ? 'apply' : 'rebuild';
   return events[0].seq === head.appliedSeq + 1 ? next : 'wait';
+}
+
+/**
+ * Approval events change no row of their plan but its `updatedAt`, which takes the latest
+ * `occurredAt` whatever the order: at or below the watermark (an `approval.decided` carries its
+ * request's seq) they apply to the rows as they are, and the fold of the whole log gives the
+ * same rows.
+ */
+const APPLIES_IN_ANY_ORDER: ReadonlySet<string> = new Set(['approval.requested', 'approval.decided']);
+
+/**
+ * Whether a stored plan with nothing waiting can take `events` (canonical order, the first at or
+ * below its watermark) without a rebuild: those at or below it are all approval events, and the
+ * others, if any, start at the seq after it.
+ */
+function appliesInPlace(
+  head: Pick<PlanHeadRow, 'appliedSeq' | 'pendingEvents'>,
+  events: readonly PlanEvent[],
+): boolean {
+  const watermark = head.appliedSeq;
+  if (watermark === null || head.pendingEvents > 0) return false;
+  let i = 0;
+  for (; i < events.length && events[i].seq <= watermark; i++)
+    if (!APPLIES_IN_ANY_ORDER.has(events[i].type)) return false;
+  return i === events.length || events[i].seq === watermark + 1;
 }
 
 export interface ApplyStats {
