@@ -275,7 +275,7 @@ export class PlanEventStore {
     });
     await applier.applyNew(fresh);
     await applier.finish();
-    const approvals = await applyApprovalEvents(m, fresh);
+    const approvals = await applyApprovalEvents(m, this.dialect, fresh);
     // the transactional outbox: a delivery per stored event a webhook trigger matches, committed with it
     const webhooks = await writeDeliveries(m, deliveriesFor(fresh, using.subscriptions, now));
     return { ...outcome, ...applier.stats, plans: applier.plans, webhooks, approvals };

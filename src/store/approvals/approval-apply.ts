@@ -1,7 +1,8 @@
-import { In, IsNull, type EntityManager } from 'typeorm';
+import type { EntityManager } from 'typeorm';
 import type { PlanEvent, PlanEventOf } from '../../contracts';
 import { ENTITY, type ApprovalRow } from '../entities';
 import { isVoidedSeq } from '../projection/voided-seq';
+import type { SqlDialect } from '../sql/sql-dialect';
 
 /**
  * What storing a batch changed in `approvals`: one entry per approval requested or decided by it.
@@ -18,15 +19,25 @@ export interface ApprovalChange {
   decision?: string;
 }
 
+/** What a decision writes to its approval's row. */
+const DECISION_COLUMNS = ['decision', 'decidedBy', 'feedback', 'editedArgsDigest', 'decidedAt'] as const;
+
 /**
  * Apply the approval events of a batch to `approvals`, in the transaction that stores them and
  * under their plans' head locks. They apply on arrival, whatever the plan's seq watermark: an
  * approval's row depends on its own two events only. A request inserts its row (one per
  * approvalId; a request under an id another plan already holds changes nothing); the first
  * decision of a stored request decides it, later ones change nothing; a decision of an approval
- * never requested decides nothing, so it cannot be consumed.
+ * never requested decides nothing, so it cannot be consumed. Requests apply before decisions, so
+ * a request and its decision in one batch insert the row decided. At most three statements a
+ * batch (each chunked to the database's limits): one read of the rows the events name, one
+ * insert, one update of the decided rows.
  */
-export async function applyApprovalEvents(m: EntityManager, events: readonly PlanEvent[]): Promise<ApprovalChange[]> {
+export async function applyApprovalEvents(
+  m: EntityManager,
+  dialect: SqlDialect,
+  events: readonly PlanEvent[],
+): Promise<ApprovalChange[]> {
   const requests: PlanEventOf<'approval.requested'>[] = [];
   const decisions: PlanEventOf<'approval.decided'>[] = [];
   for (const e of events) {
@@ -35,39 +46,36 @@ export async function applyApprovalEvents(m: EntityManager, events: readonly Pla
     else if (e.type === 'approval.decided') decisions.push(e);
   }
   if (requests.length === 0 && decisions.length === 0) return [];
-  const repo = m.getRepository<ApprovalRow>(ENTITY.approval);
+  const rows = dialect.rows(m);
+  const ids = new Set([...requests, ...decisions].map((e) => e.payload.approvalId));
+  const stored = new Map(
+    (await rows.findIn<ApprovalRow>(ENTITY.approval, 'approvalId', [...ids])).map((r) => [r.approvalId, r]),
+  );
   const changes: ApprovalChange[] = [];
-  if (requests.length > 0) {
-    const stored = new Set(
-      (
-        await repo.find({
-          select: { approvalId: true },
-          where: { approvalId: In(requests.map((e) => e.payload.approvalId)) },
-        })
-      ).map((r) => r.approvalId),
-    );
-    const rows = new Map<string, ApprovalRow>();
-    for (const e of requests)
-      if (!stored.has(e.payload.approvalId) && !rows.has(e.payload.approvalId))
-        rows.set(e.payload.approvalId, requestRow(e));
-    if (rows.size > 0) await repo.insert([...rows.values()]);
-    for (const r of rows.values()) changes.push({ change: 'requested', approvalId: r.approvalId, planId: r.planId });
+  const inserted = new Map<string, ApprovalRow>();
+  for (const e of requests) {
+    const id = e.payload.approvalId;
+    if (stored.has(id) || inserted.has(id)) continue;
+    inserted.set(id, requestRow(e));
+    changes.push({ change: 'requested', approvalId: id, planId: e.planId });
   }
+  const decided = new Map<string, ApprovalRow>();
   for (const e of decisions) {
     const p = e.payload;
-    const result = await repo.update(
-      { approvalId: p.approvalId, planId: e.planId, decision: IsNull() },
-      {
-        decision: p.decision,
-        decidedBy: p.decidedBy,
-        feedback: p.feedback ?? null,
-        editedArgsDigest: p.editedArgsDigest ?? null,
-        decidedAt: new Date(e.occurredAt),
-      },
-    );
-    if ((result.affected ?? 0) > 0)
-      changes.push({ change: 'decided', approvalId: p.approvalId, planId: e.planId, decision: p.decision });
+    const row = inserted.get(p.approvalId) ?? stored.get(p.approvalId);
+    if (!row || row.planId !== e.planId || row.decision !== null) continue;
+    Object.assign(row, {
+      decision: p.decision,
+      decidedBy: p.decidedBy,
+      feedback: p.feedback ?? null,
+      editedArgsDigest: p.editedArgsDigest ?? null,
+      decidedAt: new Date(e.occurredAt),
+    });
+    if (!inserted.has(p.approvalId)) decided.set(p.approvalId, row);
+    changes.push({ change: 'decided', approvalId: p.approvalId, planId: e.planId, decision: p.decision });
   }
+  await rows.insert(ENTITY.approval, [...inserted.values()]);
+  await rows.update(ENTITY.approval, [...decided.values()], 'approvalId', DECISION_COLUMNS);
   return changes;
 }
 
