@@ -21,6 +21,11 @@ export interface WebhookConfig {
   batchSize: number;
   /** How long the loop sends with the subscriptions it read (URL, secret, enabled) before reading them again. */
   subscriptionsRefreshMs: number;
+  /**
+   * Longest the loop waits while its worker has an ingest backlog before it sends anyway
+   * (docs/webhooks.md#deliveries-wait-for-an-ingest-backlog); 0: it never waits.
+   */
+  backlogYieldMs: number;
 }
 
 export const DEFAULT_WEBHOOK_CONFIG: Readonly<WebhookConfig> = Object.freeze({
@@ -34,6 +39,7 @@ export const DEFAULT_WEBHOOK_CONFIG: Readonly<WebhookConfig> = Object.freeze({
   leaseMs: 60_000,
   batchSize: 64,
   subscriptionsRefreshMs: 1_000,
+  backlogYieldMs: 10_000,
 });
 
 /** The variables, for `worker --help` and docs/configuration.md. */
@@ -48,6 +54,10 @@ export const WEBHOOK_ENV_HELP: ReadonlyArray<[string, string]> = [
   ['WEBHOOKS_BACKOFF_MAX_MS', 'longest delay between attempts (default 600000)'],
   ['WEBHOOKS_TIMEOUT_MS', "one attempt's time limit (default 10000)"],
   ['WEBHOOKS_LEASE_MS', 'how long a claimed delivery is held by its worker (default 60000; at least 2x the timeout)'],
+  [
+    'WEBHOOKS_BACKLOG_YIELD_MS',
+    'longest deliveries wait while the worker has an ingest backlog (default 10000; 0: never)',
+  ],
 ];
 
 /** The webhook settings from the environment; throws one line naming the variable that is wrong. */
@@ -71,6 +81,7 @@ export function webhookConfigFromEnv(env: Env): WebhookConfig {
   c.backoffMaxMs = num('WEBHOOKS_BACKOFF_MAX_MS', c.backoffBaseMs, 86_400_000, c.backoffMaxMs);
   c.timeoutMs = num('WEBHOOKS_TIMEOUT_MS', 100, 300_000, c.timeoutMs);
   c.leaseMs = num('WEBHOOKS_LEASE_MS', 1_000, 86_400_000, c.leaseMs);
+  c.backlogYieldMs = num('WEBHOOKS_BACKLOG_YIELD_MS', 0, 3_600_000, c.backlogYieldMs);
   if (c.leaseMs < c.timeoutMs * 2)
     throw new Error(
       `WEBHOOKS_LEASE_MS: ${c.leaseMs} is less than twice WEBHOOKS_TIMEOUT_MS (${c.timeoutMs}): a slow attempt could be sent twice at once`,

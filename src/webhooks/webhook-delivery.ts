@@ -19,6 +19,12 @@ import { type ResolvedTarget, resolveWebhookTarget, WebhookTargetError } from '.
  */
 const ROUNDS_IN_FLIGHT = 4;
 
+/** The ingesting worker's side of the loop: whether events are waiting for it beyond what it takes at once. */
+export interface IngestBacklog {
+  /** True while the worker has a backlog to store; a rejection counts as none. */
+  backlogged(): Promise<boolean>;
+}
+
 /** What one round of the loop did. */
 export interface DeliveryRound {
   claimed: number;
@@ -43,12 +49,16 @@ export class WebhookDeliveryLoop {
   private running: Promise<void> | undefined;
   private readonly agents: WebhookAgents;
   private readonly subscriptions: SubscriptionCache;
+  /** When the loop began waiting for the ingest backlog; undefined while it is not waiting nor draining after one. */
+  private yieldingSince: number | undefined;
 
   constructor(
     private readonly ds: DataSource,
     private readonly config: WebhookConfig,
     private readonly logger: Logger,
     private readonly metrics?: WebhookMetrics,
+    /** The worker whose ingest the loop gives way to (config.backlogYieldMs). @defaultValue none: it never waits */
+    private readonly ingest?: IngestBacklog,
   ) {
     this.repo = ds.getRepository<WebhookDeliveryRow>(ENTITY.webhookDelivery);
     this.dialect = sqlDialectOf(ds);
@@ -78,6 +88,10 @@ export class WebhookDeliveryLoop {
     };
     while (!this.stopping.signal.aborted) {
       try {
+        if (await this.yields()) {
+          await sleep(this.config.pollMs, this.stopping.signal);
+          continue;
+        }
         const claimed = await this.claim(new Date());
         failures = 0;
         if (claimed.rows.length > 0) {
@@ -88,12 +102,35 @@ export class WebhookDeliveryLoop {
           inFlight.add(sending);
         }
         if (inFlight.size >= ROUNDS_IN_FLIGHT) await Promise.race(inFlight);
-        if (claimed.rows.length < this.config.batchSize) await sleep(this.config.pollMs, this.stopping.signal);
+        if (claimed.rows.length < this.config.batchSize) {
+          // nothing due left: a wait that reached its limit has been made up for
+          this.yieldingSince = undefined;
+          await sleep(this.config.pollMs, this.stopping.signal);
+        }
       } catch (err) {
         await onFailure(err);
       }
     }
     await Promise.all(inFlight);
+  }
+
+  /**
+   * Whether to wait before the next claim: the worker has an ingest backlog, and the loop has
+   * waited less than backlogYieldMs for it. Once it has waited that long it sends until no full
+   * round is due, then may wait again: under a standing backlog a delivery waits at most
+   * backlogYieldMs plus the time to send what is due.
+   */
+  private async yields(): Promise<boolean> {
+    if (!this.ingest || this.config.backlogYieldMs <= 0) return false;
+    const now = performance.now();
+    if (this.yieldingSince !== undefined && now - this.yieldingSince >= this.config.backlogYieldMs) return false;
+    const backlogged = await this.ingest.backlogged().catch(() => false);
+    if (!backlogged) {
+      this.yieldingSince = undefined;
+      return false;
+    }
+    this.yieldingSince ??= now;
+    return true;
   }
 
   /** Claims the due deliveries, sends them and records what came of each. */

@@ -28,7 +28,7 @@ import type { EventPersister } from './batch-writer';
 import type { DatabaseGate } from './database-gate';
 import { DEFAULT_WORKER_CONFIG, WorkerConfig } from './worker-config';
 import { WorkerStats, WorkerState } from './worker-state';
-import { buildPipeline } from './worker-pipeline';
+import { buildPipeline, type WorkerPipeline } from './worker-pipeline';
 import { Opened } from './opened-resources';
 import { shutdown, ShutdownResult, waitIdle } from './worker-lifecycle';
 import { RepeatedLog } from '../shared/repeated-log';
@@ -38,7 +38,7 @@ import { countStalledPlans } from '../stalled/stall-check';
 import { ApprovalLedger } from '../store/approvals/approval-ledger';
 import { startStallScheduler } from '../stalled/stall-scheduler';
 import { DEFAULT_WEBHOOK_CONFIG, type WebhookConfig } from '../webhooks/webhook-config';
-import { WebhookDeliveryLoop } from '../webhooks/webhook-delivery';
+import { type IngestBacklog, WebhookDeliveryLoop } from '../webhooks/webhook-delivery';
 import { WebhookMetrics } from '../webhooks/webhook-metrics';
 
 export interface StartWorkerOptions {
@@ -174,7 +174,8 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
   const layouts = pinned ? [] : await registeredLayouts(connection, prefix);
   const shards = consumedShards(prefix, shardCount, pinned, layouts);
   const metrics = options.metrics ?? new WorkerMetrics();
-  const state = new WorkerState();
+  // a transaction of a quarter of WORKER_BATCH_SIZE: events come faster than small batches take them
+  const state = new WorkerState(Math.max(1, Math.floor(settings.batchSize / 4)));
   const closing = new AbortController();
   // read at scrape time only: dead letters by kind and the oldest one's age (one queue for every shard)
   const deadLetterQueue = opened.closable(new Queue(DEAD_LETTER_QUEUE, { connection, prefix }));
@@ -216,7 +217,7 @@ async function assemble(o: Opening): Promise<WorkerHandle> {
   for (const shard of shards) shardWorkers.add(shard);
   // the counts of the last window of each repeated-error log, even if the worker's close never ends
   opened.afterClose(() => [deadLetterQueueErrors, ...shardWorkers.logs].forEach((log) => log.flush()));
-  const webhooks = startWebhooks(options, ds, metrics, opened);
+  const webhooks = startWebhooks(options, ds, metrics, opened, ingestBacklog(shardWorkers.queues, pipeline, state));
   // Fetch (and sweep gaps, send webhooks) only on the schema this code expects: until then nothing is written.
   void schema.current.then(() => {
     if (closing.signal.aborted) return;
@@ -295,11 +296,40 @@ function startWebhooks(
   ds: DataSource,
   metrics: WorkerMetrics,
   opened: Opened,
+  ingest: IngestBacklog,
 ): WebhookDeliveryLoop | undefined {
   const config = options.webhooks ?? DEFAULT_WEBHOOK_CONFIG;
   if (!config.enabled) return undefined;
-  const loop = new WebhookDeliveryLoop(ds, config, options.logger, new WebhookMetrics(metrics.registry));
+  const loop = new WebhookDeliveryLoop(ds, config, options.logger, new WebhookMetrics(metrics.registry), ingest);
   return opened.closable(loop);
+}
+
+/** How recent a large commit must be for the worker to count as ingesting a burst. */
+const BURST_COMMIT_MS = 1_000;
+
+/**
+ * A burst the delivery loop gives way to: a large transaction committed within the last second
+ * (events come faster than small batches take them), the worker holds as many jobs as it runs at
+ * once (its concurrency, which follows the jobs' size), or jobs wait that it has not fetched (it
+ * fetches whenever it holds fewer, so they wait only while it is at that limit).
+ */
+function ingestBacklog(
+  queues: readonly Queue[],
+  pipeline: Pick<WorkerPipeline, 'batcher' | 'concurrency'>,
+  state: WorkerState,
+): IngestBacklog {
+  return {
+    backlogged: async () =>
+      state.recentLargeCommit(BURST_COMMIT_MS) ||
+      pipeline.batcher.size >= pipeline.concurrency.concurrency ||
+      (await waitingJobs(queues)) > 0,
+  };
+}
+
+/** Jobs waiting to be fetched, over every queue the worker consumes. */
+async function waitingJobs(queues: readonly Queue[]): Promise<number> {
+  const counts = await Promise.all(queues.map((q) => q.getJobCounts('wait', 'prioritized')));
+  return counts.reduce((n, c) => n + (c.wait ?? 0) + (c.prioritized ?? 0), 0);
 }
 
 function readinessOf(r: {
@@ -318,10 +348,7 @@ function readinessOf(r: {
     pingDatabase: () => r.ds.query('SELECT 1'),
     databaseGateUp: () => r.gate.isUp,
     databaseFault: () => r.gate.fault,
-    waitingJobs: async () => {
-      const counts = await Promise.all(r.queues.map((q) => q.getJobCounts('wait', 'prioritized')));
-      return counts.reduce((n, c) => n + (c.wait ?? 0) + (c.prioritized ?? 0), 0);
-    },
+    waitingJobs: () => waitingJobs(r.queues),
     schema: () => r.schema.check(),
     lastProgressAt: () => r.state.lastProgressAt,
     stallMs: r.stallMs,

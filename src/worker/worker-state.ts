@@ -24,12 +24,25 @@ export class WorkerState {
   private dead = 0;
   private lastCommitAt: number | null = null;
   private lastIdleAt = Date.now();
+  private lastLargeCommitAt = -Infinity;
 
-  committed(info: { inserted: number; duplicates: number }): void {
+  /** `largeBatch`: a commit of at least this many events is one of a burst (see recentLargeCommit). */
+  constructor(private readonly largeBatch = Infinity) {}
+
+  committed(info: { events: number; inserted: number; duplicates: number }): void {
     this.batches++;
     this.inserted += info.inserted;
     this.duplicates += info.duplicates;
     this.lastCommitAt = Date.now();
+    if (info.events >= this.largeBatch) this.lastLargeCommitAt = this.lastCommitAt;
+  }
+
+  /**
+   * Whether a transaction of at least `largeBatch` events committed within `withinMs`: events
+   * arrive faster than the worker commits them one small batch after another (a burst, a backlog).
+   */
+  recentLargeCommit(withinMs: number): boolean {
+    return Date.now() - this.lastLargeCommitAt < withinMs;
   }
 
   deadLettered(): void {

@@ -206,6 +206,67 @@ describe.each(ALL_TEST_DBS)('webhook outbox on %s', (kind) => {
     expect(new Set(receiver.got.map((r) => r.id)).size).toBe(40);
   });
 
+  // the wait is the loop's own logic, the same on every database
+  (kind === 'sqlite' ? it : it.skip)(
+    'the loop waits while its worker has an ingest backlog, at most backlogYieldMs, and sends at once when it ends',
+    async () => {
+      await db.ds.query('DELETE FROM webhook_deliveries');
+      await db.ds.query('DELETE FROM webhook_subscriptions');
+      const sub = await addSubscription(db.ds, { url: receiver.url, eventTypes: '*', secret });
+      const delivered = async () =>
+        Number((await db.ds.query(`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'delivered'`))[0].n);
+      const until = async (n: number) => {
+        const t0 = performance.now();
+        while ((await delivered()) < n) await new Promise((r) => setTimeout(r, 20));
+        return performance.now() - t0;
+      };
+      let backlogged = true;
+      const ingest = { backlogged: async () => backlogged };
+
+      // a standing backlog: nothing goes for backlogYieldMs, then everything due goes
+      await backlog(db.ds, sub.id, 10, new Date());
+      const waiting = new WebhookDeliveryLoop(
+        db.ds,
+        config({ pollMs: 20, backlogYieldMs: 1_500 }),
+        logger,
+        undefined,
+        ingest,
+      );
+      waiting.start();
+      try {
+        await new Promise((r) => setTimeout(r, 500));
+        expect(await delivered()).toBe(0);
+        expect(await until(10)).toBeGreaterThan(800);
+        // all sent, the backlog still there: the next due rows wait again
+        await backlog(db.ds, sub.id, 5, new Date());
+        await new Promise((r) => setTimeout(r, 500));
+        expect(await delivered()).toBe(10);
+        // the backlog ends: they go without waiting out the rest
+        backlogged = false;
+        expect(await until(15)).toBeLessThan(900);
+      } finally {
+        await waiting.close();
+      }
+
+      // a worker whose backlog check fails sends as if there were none
+      await backlog(db.ds, sub.id, 3, new Date());
+      const failing = { backlogged: () => Promise.reject(new Error('redis down')) };
+      const loop = new WebhookDeliveryLoop(
+        db.ds,
+        config({ pollMs: 20, backlogYieldMs: 60_000 }),
+        logger,
+        undefined,
+        failing,
+      );
+      loop.start();
+      try {
+        expect(await until(18)).toBeLessThan(10_000);
+      } finally {
+        await loop.close();
+      }
+    },
+  );
+
   it('a claim returns exactly the rows it leased: concurrent claims never share one, a held lease is skipped, an expired one is taken again (25 runs)', async () => {
     await db.ds.query('DELETE FROM webhook_deliveries');
     await db.ds.query('DELETE FROM webhook_subscriptions');

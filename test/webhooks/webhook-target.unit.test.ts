@@ -87,6 +87,9 @@ describe('webhook target check', () => {
     expect(() => webhookConfigFromEnv({ WEBHOOKS_TIMEOUT_MS: '5000', WEBHOOKS_LEASE_MS: '6000' })).toThrow(
       'WEBHOOKS_LEASE_MS: 6000 is less than twice WEBHOOKS_TIMEOUT_MS',
     );
+    expect(() => webhookConfigFromEnv({ WEBHOOKS_BACKLOG_YIELD_MS: '-1' })).toThrow('WEBHOOKS_BACKLOG_YIELD_MS');
+    expect(webhookConfigFromEnv({}).backlogYieldMs).toBe(10_000);
+    expect(webhookConfigFromEnv({ WEBHOOKS_BACKLOG_YIELD_MS: '0' }).backlogYieldMs).toBe(0);
   });
 
   it('connects to the checked address, not to what the host name would resolve to again', async () => {
