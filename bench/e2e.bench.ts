@@ -360,7 +360,10 @@ async function runApprovals(ctx: BenchContext, f: E2eFigures): Promise<void> {
   f.approvals = await approvalsOverhead(ctx, N_APPROVALS, 917, { profile, repeat: APPROVALS_REPEAT });
   for (const p of f.approvals) {
     log(
-      `approvals (PG, ${p.traffic}): without ${p.without.eventsPerSec} events/s (${p.without.events} in ${p.without.seconds} s), with a webhook subscription and approvals on ${p.approvalPlans} plans ${p.with.eventsPerSec} events/s (${p.with.events} in ${p.with.seconds} s): ${p.ratioEventsPerSec}x events/s, ${p.ratioPlansPerSec}x plans/s (median of ${p.repeat} back-to-back pairs); worker CPU per event ${p.workerCpuRatio}x; ${p.webhooksReceived} webhooks received by the last commit (${p.webhooksUnverified} unverified)`,
+      `approvals (PG, ${p.traffic}): without ${p.without.eventsPerSec} events/s (${p.without.events} in ${p.without.seconds} s), with a webhook subscription and approvals on ${p.approvalPlans} plans ${p.with.eventsPerSec} events/s (${p.with.events} in ${p.with.seconds} s): ${p.ratioEventsPerSec}x events/s, ${p.ratioPlansPerSec}x plans/s (median of ${p.repeat} back-to-back pairs); worker CPU per event ${p.workerCpuRatio}x; ${p.webhooksReceived} webhooks received by the last commit, all ${p.webhooksReceivedAll} ${p.webhooksAfterLastCommitSeconds} s after it (worker CPU ${p.webhooksAfterLastCommitWorkerCpuUsPerEvent} us/event in that time; ${p.webhooksUnverified} unverified)`,
+    );
+    log(
+      `  plans rebuilt: without ${p.without.rebuilt}, with both ${p.with.rebuilt}, approvals only ${p.approvalsOnly.rebuilt}`,
     );
     log(
       `  alone: approvals ${p.ratioPlansPerSecApprovalsOnly}x plans/s (${p.approvalsOnly.seconds} s), the webhook subscription ${p.ratioPlansPerSecWebhookOnly}x (${p.webhookOnly.seconds} s); seconds of each run: ${Object.entries(

@@ -7,7 +7,9 @@
  * two events later, as the decide endpoint stores one. The receiver runs in the bench's process,
  * on the 2 cores the publisher and worker share (a user's receiver runs on another machine): during
  * the timed window it answers 204 to every request and only records its headers and raw body; every
- * signature is verified after the run's last commit, and the run fails if any does not verify.
+ * signature is verified after the run's last commit, and the run fails if any does not verify. The
+ * clock stops at the last commit; the worker then runs until the receiver has every outbox row, timed
+ * apart (deliveries may wait for an ingest backlog: docs/webhooks.md).
  */
 import type { PlanEventInput } from '../../src/contracts';
 import { argsDigest } from '../../src/contracts';
@@ -31,9 +33,19 @@ export interface ApprovalsPair {
   /** Plans with an approval, and the approval events added (2 per such plan). */
   approvalPlans: number;
   approvalEvents: number;
-  /** Deliveries the receiver got by the end of the run (the run's clock stops at the last commit), and refused signatures. */
+  /**
+   * Deliveries the receiver got by the last commit (where the run's clock stops), all of them (every
+   * outbox row: the bench waits for them before it stops the worker), and refused signatures.
+   */
   webhooksReceived: number;
+  webhooksReceivedAll: number;
   webhooksUnverified: number;
+  /**
+   * The run with both: seconds from its last commit until the receiver had every webhook, and the
+   * worker's CPU in that time per event of the run (not in `cpuUsPerEvent`).
+   */
+  webhooksAfterLastCommitSeconds: number;
+  webhooksAfterLastCommitWorkerCpuUsPerEvent: number;
   /**
    * with / without, in events/s (approval events counted) and in plans/s (the same plans in both):
    * the median over the passes of each pass's ratio (its two runs ran back to back).
@@ -103,16 +115,18 @@ async function run(
   seed: number,
   source: PlanEventInput[][],
   how: { interleaved: boolean; webhook: boolean; profile: boolean },
-): Promise<{ result: SustainedResult; received: number; unverified: number }> {
+): Promise<{ result: SustainedResult; received: number; receivedAll: number; unverified: number }> {
   const { interleaved, webhook, profile } = how;
   if (!webhook)
     return {
       result: await sustained(ctx, 'postgres', total(source), seed, { interleaved, source, profile }),
       received: 0,
+      receivedAll: 0,
       unverified: 0,
     };
   const secret = newSecret();
   const receiver = await Receiver.start(secret, 0, { verifyLater: true });
+  let byLastCommit = 0;
   try {
     const result = await sustained(ctx, 'postgres', total(source), seed, {
       interleaved,
@@ -122,13 +136,23 @@ async function run(
       prepare: async (ds) => {
         await addSubscription(ds, { url: receiver.url, eventTypes: '*', secret });
       },
+      // every outbox row received before the worker stops: what the run's deliveries cost after its clock stopped
+      settle: async (ds) => {
+        byLastCommit = receiver.answered;
+        const [{ n }] = await ds.query('SELECT COUNT(*) AS n FROM webhook_deliveries');
+        const deadline = Date.now() + 120_000;
+        while (receiver.answered < Number(n)) {
+          if (Date.now() > deadline) throw new Error(`${receiver.answered} of ${n} webhooks received after 120 s`);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      },
     });
     receiver.verifyRecorded();
     if (receiver.unverified > 0)
       throw new Error(
         `${receiver.unverified} of the ${receiver.unverified + receiver.got.length} webhooks received did not verify`,
       );
-    return { result, received: receiver.got.length, unverified: receiver.unverified };
+    return { result, received: byLastCommit, receivedAll: receiver.got.length, unverified: receiver.unverified };
   } finally {
     await receiver.close();
   }
@@ -187,7 +211,10 @@ export async function approvalsOverhead(
       approvalPlans: approved.plans,
       approvalEvents: total(withSource) - total(plain),
       webhooksReceived: both.received,
+      webhooksReceivedAll: both.receivedAll,
       webhooksUnverified: both.unverified,
+      webhooksAfterLastCommitSeconds: both.result.settleSeconds ?? 0,
+      webhooksAfterLastCommitWorkerCpuUsPerEvent: both.result.settleWorkerCpuUsPerEvent ?? 0,
       ratioEventsPerSec: round((vs('both') * total(withSource)) / total(plain)),
       ratioPlansPerSec: vs('both'),
       ratioPlansPerSecApprovalsOnly: vs('approvalsOnly'),

@@ -193,7 +193,48 @@ export interface SustainedResult {
   cpuUsPerEvent: Record<string, number>;
   /** Cores kept busy on average during the run (2 on this machine). */
   busyCores: number;
+  /**
+   * With `settle`: seconds from the last commit until it resolved (the workers still running), and
+   * the workers' CPU in that time per event of the run (not in `cpuUsPerEvent`).
+   */
+  settleSeconds?: number;
+  settleWorkerCpuUsPerEvent?: number;
   profile?: ProfileSummary;
+}
+
+/** `count` worker processes, each on the shards `workerShards` gives it (all by default); the first one profiled. */
+function startWorkers(
+  ctx: BenchContext,
+  env: Record<string, string>,
+  count: number,
+  workerShards: string[] | undefined,
+  profileDir: string | undefined,
+) {
+  return Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      startWorkerChild({
+        main: ctx.workerMain,
+        env: workerShards?.[i] ? { ...env, WORKER_SHARDS: workerShards[i] } : env,
+        cpuProfileDir: i === 0 ? profileDir : undefined,
+      }),
+    ),
+  );
+}
+
+/** Awaits `settle` with the workers still running: seconds since the last commit, and the workers' CPU meanwhile. */
+async function settleTimed(
+  settle: (ds: DataSource) => Promise<void>,
+  ds: DataSource,
+  workers: { pid: number }[],
+  lastCommitAt: number,
+  events: number,
+): Promise<{ settleSeconds: number; settleWorkerCpuUsPerEvent: number }> {
+  const cpu = new CpuMeter({ workers: workers.map((w) => w.pid) });
+  await settle(ds);
+  return {
+    settleSeconds: round((Date.now() - lastCommitAt) / 1000),
+    settleWorkerCpuUsPerEvent: cpu.stop(events).usPerEvent.worker,
+  };
 }
 
 /** Publish `count` events as fast as the publisher takes them; time from the first publish to the last commit. */
@@ -222,6 +263,8 @@ export async function sustained(
     source?: PlanEventInput[][];
     /** Runs on the migrated database before the workers start (a webhook subscription, say). */
     prepare?: (ds: DataSource) => Promise<void>;
+    /** Awaited after the last commit, before the workers stop (every webhook received, say); timed apart. */
+    settle?: (ds: DataSource) => Promise<void>;
   } = {},
 ): Promise<SustainedResult> {
   const queueShards = opts.queueShards ?? 1;
@@ -240,15 +283,7 @@ export async function sustained(
     QUEUE_SHARDS: String(queueShards),
     ...opts.workerEnv,
   };
-  const workers = await Promise.all(
-    Array.from({ length: opts.workers ?? 1 }, (_, i) =>
-      startWorkerChild({
-        main: ctx.workerMain,
-        env: opts.workerShards?.[i] ? { ...env, WORKER_SHARDS: opts.workerShards[i] } : env,
-        cpuProfileDir: i === 0 ? profileDir : undefined,
-      }),
-    ),
-  );
+  const workers = await startWorkers(ctx, env, opts.workers ?? 1, opts.workerShards, profileDir);
   const worker = workers[0];
   const rss = sampleRss(worker.pid);
   const pub = newPublisher(redis, prefix, {
@@ -267,6 +302,7 @@ export async function sustained(
     const committed = await waitCommitted(workers, count, 600_000);
     const seconds = (committed.lastCommitAt - t0) / 1000;
     const cpuUse = cpu.stop(count);
+    const settled = opts.settle && (await settleTimed(opts.settle, db.ds, workers, committed.lastCommitAt, count));
     await Promise.all(workers.map((w) => w.stop()));
     const [{ n }] = await db.ds.query('SELECT COUNT(*) AS n FROM plan_events');
     const masters = cluster ? cluster.ports.map((port) => cpuUse.usPerEvent[`redis:${port}`] ?? 0) : [];
@@ -295,6 +331,7 @@ export async function sustained(
       rowsStored: Number(n),
       cpuUsPerEvent: cpuUse.usPerEvent,
       busyCores: cpuUse.busyCores,
+      ...settled,
       profile: profileDir ? summariseProfile(profileDir) : undefined,
     };
   } finally {

@@ -26,6 +26,10 @@ type SignatureHeaders = { 'webhook-id': string; 'webhook-timestamp': string; 'we
 export class Receiver {
   readonly got: Received[] = [];
   unverified = 0;
+  /** Requests verified so far, and with `verifyLater` those recorded to verify. */
+  get answered(): number {
+    return this.got.length + this.recorded.length;
+  }
   private refusing = false;
   private readonly recorded: { headers: SignatureHeaders; body: string }[] = [];
   private constructor(
