@@ -309,20 +309,18 @@ const BURST_COMMIT_MS = 1_000;
 
 /**
  * A burst the delivery loop gives way to: a large transaction committed within the last second
- * (events come faster than small batches take them), the worker holds as many jobs as it runs at
- * once (its concurrency, which follows the jobs' size), or jobs wait that it has not fetched (it
- * fetches whenever it holds fewer, so they wait only while it is at that limit).
+ * (events come faster than small batches take them), or more jobs wait unfetched than the worker
+ * runs at once (its concurrency, which follows the jobs' size). A few jobs waiting is no burst:
+ * small jobs at a steady rate are often caught between publish and fetch.
  */
 function ingestBacklog(
   queues: readonly Queue[],
-  pipeline: Pick<WorkerPipeline, 'batcher' | 'concurrency'>,
+  pipeline: Pick<WorkerPipeline, 'concurrency'>,
   state: WorkerState,
 ): IngestBacklog {
   return {
     backlogged: async () =>
-      state.recentLargeCommit(BURST_COMMIT_MS) ||
-      pipeline.batcher.size >= pipeline.concurrency.concurrency ||
-      (await waitingJobs(queues)) > 0,
+      state.recentLargeCommit(BURST_COMMIT_MS) || (await waitingJobs(queues)) > pipeline.concurrency.concurrency,
   };
 }
 

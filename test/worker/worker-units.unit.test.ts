@@ -4,6 +4,7 @@ import { DatabaseGate } from '../../src/worker/database-gate';
 import { MicroBatcher } from '../../src/worker/micro-batcher';
 import { AdaptiveConcurrency } from '../../src/worker/adaptive-concurrency';
 import { DEFAULT_WORKER_CONFIG, loadWorkerConfig, WORKER_ENV_HELP } from '../../src/worker/worker-config';
+import { WorkerState } from '../../src/worker/worker-state';
 import { deadLetterId } from '../../src/dead-letters/dead-letter-writer';
 import { createLogger } from '../../src/shared/logger';
 
@@ -97,6 +98,22 @@ describe('AdaptiveConcurrency', () => {
     expect(c.concurrency).toBeLessThanOrEqual(9);
     expect(c.concurrency).toBeGreaterThanOrEqual(8);
     expect(applied[0]).toBe(256);
+  });
+});
+
+describe('WorkerState', () => {
+  it('counts a commit of at least its large-batch size as a burst for the given time only', () => {
+    const state = new WorkerState(500);
+    expect(state.recentLargeCommit(1_000)).toBe(false);
+    state.committed({ events: 499, inserted: 499, duplicates: 0 });
+    expect(state.recentLargeCommit(1_000)).toBe(false);
+    state.committed({ events: 500, inserted: 400, duplicates: 100 });
+    expect(state.recentLargeCommit(1_000)).toBe(true);
+    expect(state.recentLargeCommit(0)).toBe(false);
+    // without a size, no commit is large
+    const plain = new WorkerState();
+    plain.committed({ events: 100_000, inserted: 100_000, duplicates: 0 });
+    expect(plain.recentLargeCommit(1_000)).toBe(false);
   });
 });
 
