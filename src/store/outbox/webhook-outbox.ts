@@ -2,14 +2,11 @@ import { hash as digest } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { uuidOf } from '../../shared/uuid';
 import { ENTITY, type WebhookDeliveryRow, type WebhookSubscriptionRow } from '../entities';
-import { chunk } from '../sql/batch-limits';
+import { sqlDialectOf } from '../sql/dialects';
 import { triggeringEventTypes, type TriggeringEvent, WEBHOOK_TRIGGERS, webhookBody } from './webhook-triggers';
 
 /** How long a writer keeps the subscriptions it read before reading them again. */
 export const SUBSCRIPTIONS_REFRESH_MS = 2_000;
-
-/** Rows per INSERT: 14 columns each stays under SQL Server's 2,100 parameters. */
-const INSERT_ROWS = 100;
 
 /** An enabled subscription as the outbox matches it. */
 export interface OutboxSubscription {
@@ -100,10 +97,12 @@ export function filterTakes(filter: string, type: string): boolean {
   return filter === '*' || filter.split(',').includes(type);
 }
 
-/** Writes the outbox rows of stored events, in the caller's transaction; returns how many. */
+/**
+ * Writes the outbox rows of stored events, in the caller's transaction, with the dialect's row
+ * store (chunked to the database's limits); returns how many.
+ */
 export async function writeDeliveries(m: EntityManager, rows: WebhookDeliveryRow[]): Promise<number> {
-  const repo = m.getRepository<WebhookDeliveryRow>(ENTITY.webhookDelivery);
-  for (const part of chunk(rows, INSERT_ROWS)) await repo.insert(part);
+  await sqlDialectOf(m.connection).rows(m).insert(ENTITY.webhookDelivery, rows);
   return rows.length;
 }
 
