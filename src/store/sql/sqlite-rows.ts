@@ -1,4 +1,5 @@
 import { EntityManager, QueryFailedError } from 'typeorm';
+import type { Driver } from 'typeorm/driver/Driver';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import type { Upsert } from './sql-dialect';
 
@@ -142,13 +143,10 @@ export class SqliteRows {
 
   private runEach(sql: string, columns: ColumnMetadata[], rows: object[]): void {
     const stmt = this.statement(sql);
-    const driver = this.m.connection.driver;
+    const prepare = preparersOf(columns, this.m.connection.driver);
     const values = new Array<unknown>(columns.length);
     for (const row of rows) {
-      for (let i = 0; i < columns.length; i++) {
-        const v = driver.preparePersistentValue(columns[i].getEntityValue(row as never), columns[i]);
-        values[i] = v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : v;
-      }
+      for (let i = 0; i < columns.length; i++) values[i] = prepare[i](row as Record<string, unknown>);
       try {
         stmt.run(...values);
       } catch (err) {
@@ -165,6 +163,53 @@ export class SqliteRows {
     if (!stmt) cache.set(sql, (stmt = this.db.prepare(sql))); // a few dozen texts: the store's own
     return stmt;
   }
+}
+
+/** A row's value of one column as the statement's parameter. */
+type Prepare = (row: Record<string, unknown>) => unknown;
+
+/** Per column list of an entity (its metadata's own array): how each value becomes a parameter. */
+const preparers = new WeakMap<ColumnMetadata[], Prepare[]>();
+
+function preparersOf(columns: ColumnMetadata[], driver: Driver): Prepare[] {
+  let list = preparers.get(columns);
+  if (!list) preparers.set(columns, (list = columns.map((c) => preparerOf(c, driver))));
+  return list;
+}
+
+/** Column types whose values the TypeORM SQLite driver passes through unchanged (preparePersistentValue). */
+const AS_IS = new Set<unknown>(['varchar', 'text', 'integer']);
+
+/**
+ * What the TypeORM driver's preparePersistentValue makes of a column's value, with the common
+ * cases done directly: a plain column's value as it is, a Date of a `datetime` column as the
+ * driver's UTC text (`YYYY-MM-DD HH:MM:SS.SSS`, the ISO text's parts for years 0 to 9999). Every
+ * other column and value (transformers, other types, other years) goes through the driver.
+ */
+function preparerOf(c: ColumnMetadata, driver: Driver): Prepare {
+  const viaDriver: Prepare = (row) => parameter(driver.preparePersistentValue(c.getEntityValue(row), c));
+  if (c.embeddedMetadata || c.relationMetadata || c.referencedColumn || c.transformer) return viaDriver;
+  const prop = c.propertyName;
+  if (c.type === 'datetime' || c.type === Date)
+    return (row) => {
+      const v = row[prop];
+      if (!(v instanceof Date)) return viaDriver(row);
+      const t = v.getTime();
+      if (!(t >= YEAR_0 && t < YEAR_10000)) return viaDriver(row);
+      const iso = v.toISOString();
+      return `${iso.slice(0, 10)} ${iso.slice(11, 23)}`;
+    };
+  if (AS_IS.has(c.type)) return (row) => parameter(row[prop]);
+  return viaDriver;
+}
+
+/** 0000-01-01T00:00:00Z and 10000-01-01T00:00:00Z: toISOString writes four-digit years between. */
+const YEAR_0 = -62_167_219_200_000;
+const YEAR_10000 = 253_402_300_800_000;
+
+/** A prepared value as better-sqlite3 takes it: no undefined, no booleans. */
+function parameter(v: unknown): unknown {
+  return v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : v;
 }
 
 /** Equal stored values: Dates by time, the rest by identity. */
