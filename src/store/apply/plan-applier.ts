@@ -10,8 +10,8 @@ import type { SqlDialect } from '../sql/sql-dialect';
 import { LOG_PAGE, PlanReader } from './plan-reader';
 import type { CachedPlanRows, CacheStage, PlanRowCache } from './plan-row-cache';
 import { PlanWrites } from './plan-writes';
-import { measurePlans } from '../rollups/rollup-measure';
-import { RollupDelta } from '../rollups/rollup-rows';
+import { measureHandoffs, measurePlans } from '../rollups/rollup-measure';
+import { RollupDelta, type RollupPlan, type RollupStep } from '../rollups/rollup-rows';
 
 /**
  * What a plan's new events call for, given its head (docs/store.md#incremental-behind-a-watermark):
@@ -99,8 +99,13 @@ export class PlanApplier {
   private readonly writes = new PlanWrites();
   /** What this transaction's rows change in the analytics rollups (docs/store.md#analytics-rollups). */
   private readonly rollups = new RollupDelta();
-  /** Stored plans whose handoffs this transaction's events change: measured before and after the writes. */
-  private readonly handoffPlans = new Set<string>();
+  /** Stored plans whose steps and handoffs an edit replaces: their stored handoffs are measured before the writes. */
+  private readonly replacedHandoffs = new Set<string>();
+  /**
+   * Handoffs of stored plans that this transaction's events record or record again, by id, with
+   * their plan as it was: what a stored row of the id added to the rollups is taken out before the writes.
+   */
+  private readonly touchedHandoffs = new Map<string, RollupPlan>();
   private readonly reader: PlanReader;
   private readonly nextHeads = new Map<string, PlanHeadRow>();
   /** The cached rows each plan resumed from, which its rows update once this transaction commits. */
@@ -412,20 +417,31 @@ export class PlanApplier {
       this.rollups.addHandoffs(changes.plan, changes.handoffs, 1);
       return this.rollups.addPlan(changes.plan, changes.steps, 1);
     }
-    if (changes.handoffs.length > 0 || changes.stepsReplaced) this.handoffPlans.add(changes.plan.id);
+    // the handoffs as written next (every one of the plan's after an edit, else the ones recorded),
+    // as a read of the stored rows would count them: soft-deleted ones left out
+    this.rollups.addHandoffs(changes.plan, liveRows(changes.handoffs), 1);
+    if (changes.stepsReplaced) this.replacedHandoffs.add(changes.plan.id);
+    else for (const h of changes.handoffs) this.touchedHandoffs.set(h.id, before.plan);
     if (changes.stepsReplaced) {
       this.rollups.addPlan(before.plan, before.steps.values(), -1);
       return this.rollups.addPlan(changes.plan, changes.steps, 1);
     }
-    this.rollups.addPlan(before.plan, [], -1);
-    this.rollups.addPlan(changes.plan, [], 1);
+    // a row whose summed columns and key are as they were adds as much as it took away: left out
+    const sameKey = sameRollupKey(before.plan, changes.plan);
+    if (!sameKey || !samePlanSums(before.plan, changes.plan)) {
+      this.rollups.addPlan(before.plan, [], -1);
+      this.rollups.addPlan(changes.plan, [], 1);
+    }
     const was: PlanStepRow[] = [];
+    const now: PlanStepRow[] = [];
     for (const s of changes.steps) {
       const old = before.steps.get(s.stepKey);
+      if (old && sameKey && sameStepSums(old, s)) continue;
       if (old) was.push(old);
+      now.push(s);
     }
     this.rollups.addSteps(before.plan, was, -1);
-    this.rollups.addSteps(changes.plan, changes.steps, 1);
+    this.rollups.addSteps(changes.plan, now, 1);
     this.rollups.addSteps(changes.plan, changes.newSteps, 1);
   }
 
@@ -463,11 +479,13 @@ export class PlanApplier {
       if (next.gapSince && next.gapSince !== before.gapSince) this.stats.gapWaits++;
       setStallState(this.stall, before, next, this.now);
     }
-    const handoffPlans = [...this.handoffPlans].sort();
-    this.handoffPlans.clear();
-    await measurePlans(this.manager, handoffPlans, this.rollups, -1, 'handoffs');
+    // out goes what the stored handoffs these writes replace added (those they add came in with the changes)
+    const replaced = [...this.replacedHandoffs].sort();
+    this.replacedHandoffs.clear();
+    await measurePlans(this.manager, replaced, this.rollups, -1, 'handoffs');
+    await measureHandoffs(this.manager, this.touchedHandoffs, this.rollups, -1);
+    this.touchedHandoffs.clear();
     await this.writes.write(this.dialect.rows(this.manager));
-    await measurePlans(this.manager, handoffPlans, this.rollups, 1, 'handoffs');
     await writeHeads(
       this.manager,
       this.dialect,
@@ -476,6 +494,46 @@ export class PlanApplier {
     // last: rollup rows are shared by every writer of a day, so their locks are held the shortest
     await this.rollups.write(this.dialect.rows(this.manager));
   }
+}
+
+/** The rows not soft-deleted (the same array when none is). */
+function liveRows<T extends { deletedAt: Date | null }>(rows: T[]): T[] {
+  return rows.some((r) => r.deletedAt) ? rows.filter((r) => !r.deletedAt) : rows;
+}
+
+/** The plan columns that place its rows in the rollups (day, session, retirement) are as they were. */
+function sameRollupKey(a: RollupPlan, b: RollupPlan): boolean {
+  return (
+    a.sessionId === b.sessionId &&
+    new Date(a.createdAt).getTime() === new Date(b.createdAt).getTime() &&
+    !a.deletedAt === !b.deletedAt
+  );
+}
+
+/** The plan row adds the same to the rollups as before (its key being the same: sameRollupKey). */
+function samePlanSums(a: RollupPlan, b: RollupPlan): boolean {
+  return (
+    a.status === b.status &&
+    Number(a.totalInputTokens) === Number(b.totalInputTokens) &&
+    Number(a.totalOutputTokens) === Number(b.totalOutputTokens)
+  );
+}
+
+/** The step row adds the same to the rollups as before (its plan's key being the same). */
+function sameStepSums(a: RollupStep, b: RollupStep): boolean {
+  return (
+    a.agentId === b.agentId &&
+    (a.model ?? null) === (b.model ?? null) &&
+    a.status === b.status &&
+    !a.deletedAt === !b.deletedAt &&
+    Number(a.inputTokens) === Number(b.inputTokens) &&
+    Number(a.outputTokens) === Number(b.outputTokens) &&
+    Number(a.cacheReadTokens ?? 0) === Number(b.cacheReadTokens ?? 0) &&
+    Number(a.cacheWriteTokens ?? 0) === Number(b.cacheWriteTokens ?? 0) &&
+    Number(a.reasoningTokens ?? 0) === Number(b.reasoningTokens ?? 0) &&
+    (a.costSource ?? null) === (b.costSource ?? null) &&
+    (a.cost ?? null) === (b.cost ?? null)
+  );
 }
 
 /** `events` without the voided seqs at or below `watermark` (the same array when there is none). */

@@ -34,8 +34,9 @@ const STEP_COLUMNS = {
  * writer changes them, +1 after. Reads the summed columns of the live plans and of their live
  * steps, in chunks of the database's id limit. For writers that change whole plans (a rebuild,
  * retention, erasure, restore, reprice); the worker's incremental path knows its deltas instead,
- * but for handoffs (`only: 'handoffs'`: the plans' handoffs alone, the worker's measure of the
- * stored plans whose handoffs its events record or replace, before its rows are written and after).
+ * but for the stored handoffs its writes replace (`only: 'handoffs'`: the plans' handoffs alone,
+ * measured before the worker's rows of plans whose steps an edit replaced are written; the
+ * handoffs its events record again are measured by id, measureHandoffs).
  */
 export async function measurePlans(
   m: EntityManager,
@@ -107,6 +108,26 @@ async function addStoredHandoffs(
   if (live.length === 0) return;
   const byPlan = await rowsByPlan<RollupHandoff>(m, ENTITY.handoff, HANDOFF_COLUMNS, live);
   for (const p of live) delta.addHandoffs(p, byPlan.get(p.id) ?? [], sign);
+}
+
+/**
+ * Adds to `delta` what the stored handoff rows among these ids add to the `handoff` rollups, with
+ * `sign`, each on the plan given for its id (its creation and retirement); ids not stored, and
+ * soft-deleted rows, add nothing. The worker's measure of the handoffs its events record again.
+ */
+export async function measureHandoffs(
+  m: EntityManager,
+  handoffs: ReadonlyMap<string, Pick<RollupPlan, 'createdAt' | 'deletedAt'>>,
+  delta: RollupDelta,
+  sign: 1 | -1,
+): Promise<void> {
+  if (handoffs.size === 0) return;
+  const ids = [...handoffs.keys()].sort();
+  const byId = new Map<string, Pick<RollupPlan, 'createdAt' | 'deletedAt'>>();
+  for (const [id, plan] of handoffs) byId.set(id.toLowerCase(), plan);
+  const stored = await sqlDialectOf(m.connection).rows(m).findIn<PlanHandoffRow>(ENTITY.handoff, 'id', ids);
+  // as measurePlans reads them: soft-deleted rows count nothing
+  for (const h of stored) if (!h.deletedAt) delta.addHandoffs(byId.get(h.id.toLowerCase())!, [h], sign);
 }
 
 /**

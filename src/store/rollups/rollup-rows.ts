@@ -82,12 +82,39 @@ export function rollupId(r: Pick<RollupSums, 'day' | 'kind' | 'sessionId' | 'age
 }
 
 /**
+ * A rollup key as one string (RollupDelta.row: the day, the kind, `|`, then the nullable parts),
+ * distinct for distinct keys: each nullable part is `-` (null) or its length, `:` and the text, so
+ * no text can read as another split of the parts.
+ */
+function part(value: string | null): string {
+  return value === null ? '-' : `${value.length}:${value}`;
+}
+
+/**
+ * Ids of the rollup keys written lately (by the key text of RollupDelta.row), shared by every transaction of the
+ * process: the same days, agents, models and sessions come back batch after batch, and each id is
+ * a SHA-1. Emptied whole when full.
+ */
+const recentIds = new Map<string, string>();
+const RECENT_IDS = 50_000;
+
+function idOf(text: string, key: Omit<RollupSums, 'counts' | 'cost'>): string {
+  let id = recentIds.get(text);
+  if (id === undefined) {
+    if (recentIds.size >= RECENT_IDS) recentIds.clear();
+    id = rollupId(key);
+    recentIds.set(text, id);
+  }
+  return id;
+}
+
+/**
  * Deltas of rollup rows collected over one transaction (`add` with a sign: +1 for rows as they are
  * now, -1 for rows as they were), written by `write` as one upsert that adds them to the stored
  * sums. Whatever order the plans' changes come in, the sums end as those of the rows stored.
  */
 export class RollupDelta {
-  /** By the key as JSON text (the id, a SHA-1, is derived once per key and transaction). */
+  /** By the key text (see part; the id, a SHA-1, is derived once per key: idOf). */
   private readonly rows = new Map<string, RollupSums & { id: string }>();
 
   /** @param kinds - only rows of these kinds are written (absent: all). */
@@ -101,28 +128,16 @@ export class RollupDelta {
   addPlan(plan: RollupPlan, steps: Iterable<RollupStep>, sign: 1 | -1): void {
     if (plan.deletedAt) return;
     const day = utcDayOf(plan.createdAt);
-    const row = this.row({
-      day,
-      kind: 'plan',
-      sessionId: plan.sessionId,
-      agentId: null,
-      model: null,
-      status: plan.status,
-    });
-    const all = this.row({
-      day: ALL_DAYS,
-      kind: 'session-total',
-      sessionId: plan.sessionId,
-      agentId: null,
-      model: null,
-      status: null,
-    });
+    const row = this.row(day, 'plan', plan.sessionId, null, null, plan.status);
+    const all = this.row(ALL_DAYS, 'session-total', plan.sessionId, null, null, null);
+    const input = sign * Number(plan.totalInputTokens);
+    const output = sign * Number(plan.totalOutputTokens);
     for (const target of [row, all]) {
       target.counts.items += sign;
-      target.counts.inputTokens += sign * Number(plan.totalInputTokens);
-      target.counts.outputTokens += sign * Number(plan.totalOutputTokens);
+      target.counts.inputTokens += input;
+      target.counts.outputTokens += output;
     }
-    this.addSteps(plan, steps, sign);
+    this.addStepsOn(day, plan.sessionId, steps, sign);
   }
 
   /** Steps of a live plan, counted with `sign` (soft-deleted steps count nothing). */
@@ -132,39 +147,40 @@ export class RollupDelta {
     sign: 1 | -1,
   ): void {
     if (plan.deletedAt) return;
-    const day = utcDayOf(plan.createdAt);
+    this.addStepsOn(utcDayOf(plan.createdAt), plan.sessionId, steps, sign);
+  }
+
+  /** Steps of a live plan of `sessionId` created on `day`, counted with `sign`. */
+  private addStepsOn(day: string, sessionId: string, steps: Iterable<RollupStep>, sign: 1 | -1): void {
+    // the plan's session rows, looked up once for all its steps
+    let session: RollupSums | undefined;
+    let tokens: RollupSums | undefined;
     for (const s of steps) {
       if (s.deletedAt) continue;
-      const row = this.row({
-        day,
-        kind: 'step',
-        sessionId: null,
-        agentId: s.agentId,
-        model: s.model ?? null,
-        status: s.status,
-      });
+      const row = this.row(day, 'step', null, s.agentId, s.model ?? null, s.status);
       const c = row.counts;
       const input = Number(s.inputTokens);
       const output = Number(s.outputTokens);
       c.items += sign;
       c.inputTokens += sign * input;
       c.outputTokens += sign * output;
-      const parts = [Number(s.cacheReadTokens ?? 0), Number(s.cacheWriteTokens ?? 0), Number(s.reasoningTokens ?? 0)];
-      c.cacheReadTokens += sign * parts[0];
-      c.cacheWriteTokens += sign * parts[1];
-      c.reasoningTokens += sign * parts[2];
+      const cacheRead = Number(s.cacheReadTokens ?? 0);
+      const cacheWrite = Number(s.cacheWriteTokens ?? 0);
+      const reasoning = Number(s.reasoningTokens ?? 0);
+      c.cacheReadTokens += sign * cacheRead;
+      c.cacheWriteTokens += sign * cacheWrite;
+      c.reasoningTokens += sign * reasoning;
       if (input > 0 || output > 0) c.tokenSteps += sign;
-      if (parts.some((n) => n !== 0)) this.addSessionParts(day, plan.sessionId, parts, sign);
+      // a step's cache read, cache write and reasoning tokens on its plan's session (the tokens report per session)
+      if (cacheRead !== 0 || cacheWrite !== 0 || reasoning !== 0) {
+        tokens ??= this.row(day, 'session-tokens', sessionId, null, null, null);
+        tokens.counts.cacheReadTokens += sign * cacheRead;
+        tokens.counts.cacheWriteTokens += sign * cacheWrite;
+        tokens.counts.reasoningTokens += sign * reasoning;
+      }
       if (s.costSource === null || s.costSource === undefined) continue;
       const units = s.cost === null || s.cost === undefined ? null : moneyFromColumn(s.cost)!;
-      const session = this.row({
-        day,
-        kind: 'session-cost',
-        sessionId: plan.sessionId,
-        agentId: null,
-        model: null,
-        status: null,
-      });
+      session ??= this.row(day, 'session-cost', sessionId, null, null, null);
       for (const target of [row, session]) {
         target.counts.costedSteps += sign;
         if (units !== null) {
@@ -184,31 +200,24 @@ export class RollupDelta {
   ): void {
     if (plan.deletedAt) return;
     const day = utcDayOf(plan.createdAt);
-    for (const h of handoffs) {
-      this.row({
-        day,
-        kind: 'handoff',
-        sessionId: h.reason,
-        agentId: h.fromAgentId,
-        model: h.toAgentId,
-        status: null,
-      }).counts.items += sign;
-    }
+    for (const h of handoffs) this.row(day, 'handoff', h.reason, h.fromAgentId, h.toAgentId, null).counts.items += sign;
   }
 
-  /** A step's cache read, cache write and reasoning tokens on its plan's session (the tokens report per session). */
-  private addSessionParts(day: string, sessionId: string, parts: number[], sign: 1 | -1): void {
-    const c = this.row({ day, kind: 'session-tokens', sessionId, agentId: null, model: null, status: null }).counts;
-    c.cacheReadTokens += sign * parts[0];
-    c.cacheWriteTokens += sign * parts[1];
-    c.reasoningTokens += sign * parts[2];
-  }
-
-  private row(key: Omit<RollupSums, 'counts' | 'cost'> & { kind: RollupKind }): RollupSums {
-    const text = JSON.stringify([key.day, key.kind, key.sessionId, key.agentId, key.model, key.status]);
+  /** The row of a key, created with zero sums; positional: no key object per call unless the row is new. */
+  // eslint-disable-next-line max-params -- the six columns of a rollup key, called per step on the worker's path
+  private row(
+    day: string,
+    kind: RollupKind,
+    sessionId: string | null,
+    agentId: string | null,
+    model: string | null,
+    status: string | null,
+  ): RollupSums {
+    const text = `${day}${kind}|${part(sessionId)}${part(agentId)}${part(model)}${part(status)}`;
     let row = this.rows.get(text);
     if (!row) {
-      row = { ...key, id: rollupId(key), counts: zeroCounts(), cost: 0n };
+      const key = { day, kind, sessionId, agentId, model, status };
+      row = { ...key, id: idOf(text, key), counts: zeroCounts(), cost: 0n };
       this.rows.set(text, row);
     }
     return row;
