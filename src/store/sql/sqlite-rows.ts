@@ -70,21 +70,41 @@ export class SqliteRows {
     stored?: (row: T) => object | undefined,
   ): void {
     const meta = this.m.connection.getMetadata(entity);
-    const q = (n: string) => this.m.connection.driver.escape(n);
-    const keyColumn = meta.findColumnWithPropertyName(key)!;
-    const columns = update.map((p) => meta.findColumnWithPropertyName(p)!);
     const driver = this.m.connection.driver;
+    const prepare = preparersOf(meta.columns, driver);
+    const at = (prop: string) => meta.columns.indexOf(meta.findColumnWithPropertyName(prop)!);
+    const keyAt = at(key);
+    const columns = update.map(at);
+    // one statement text per set of columns (a bit mask over `update`), built once per call
+    const texts = new Map<number, string>();
+    const textOf = (mask: number): string => {
+      let sql = texts.get(mask);
+      if (sql === undefined) {
+        const set = columns
+          .filter((_, i) => mask & (1 << i))
+          .map((c) => `${driver.escape(meta.columns[c].databaseName)} = ?`);
+        sql = `UPDATE ${driver.escape(meta.tableName)} SET ${set.join(', ')} WHERE ${driver.escape(meta.columns[keyAt].databaseName)} = ?`;
+        texts.set(mask, sql);
+      }
+      return sql;
+    };
+    if (columns.length > 30) throw new Error(`update of ${entity}: at most 30 columns`);
+    const all = 2 ** columns.length - 1;
     for (const row of rows) {
       const before = stored?.(row) as Record<string, unknown> | undefined;
-      const set = before
-        ? columns.filter((c) => !same(c.getEntityValue(row as never), before[c.propertyName]))
-        : columns;
-      if (set.length === 0) continue;
-      const sql = `UPDATE ${q(meta.tableName)} SET ${set.map((c) => `${q(c.databaseName)} = ?`).join(', ')} WHERE ${q(keyColumn.databaseName)} = ?`;
-      const values = [...set, keyColumn].map((c) => {
-        const v = driver.preparePersistentValue(c.getEntityValue(row as never), c);
-        return v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : v;
-      });
+      let mask = all;
+      if (before) {
+        mask = 0;
+        for (let i = 0; i < columns.length; i++) {
+          const c = meta.columns[columns[i]];
+          if (!same(c.getEntityValue(row as never), before[c.propertyName])) mask |= 1 << i;
+        }
+      }
+      if (mask === 0) continue;
+      const values: unknown[] = [];
+      for (let i = 0; i < columns.length; i++) if (mask & (1 << i)) values.push(prepare[columns[i]](row as never));
+      values.push(prepare[keyAt](row as never));
+      const sql = textOf(mask);
       try {
         this.statement(sql).run(...values);
       } catch (err) {
