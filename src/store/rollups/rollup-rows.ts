@@ -58,8 +58,19 @@ export const ALL_DAYS = '0000-00-00';
 
 /** UTC day of an instant, `YYYY-MM-DD` (the dialects' utcDay). */
 export function utcDayOf(at: Date): string {
-  return at.toISOString().slice(0, 10);
+  const day = Math.floor(at.getTime() / DAY_MS);
+  let text = dayTexts.get(day);
+  if (text === undefined) {
+    text = at.toISOString().slice(0, 10);
+    if (dayTexts.size >= 10_000) dayTexts.clear();
+    dayTexts.set(day, text);
+  }
+  return text;
 }
+
+const DAY_MS = 86_400_000;
+/** The text of each UTC day number seen lately (toISOString costs more than the lookup). */
+const dayTexts = new Map<number, string>();
 
 function zeroCounts(): Record<RollupCount, number> {
   return {
@@ -146,7 +157,7 @@ export class RollupDelta {
     steps: Iterable<RollupStep>,
     sign: 1 | -1,
   ): void {
-    if (plan.deletedAt) return;
+    if (plan.deletedAt || (Array.isArray(steps) && steps.length === 0)) return;
     this.addStepsOn(utcDayOf(plan.createdAt), plan.sessionId, steps, sign);
   }
 
