@@ -51,6 +51,8 @@ export const MSSQL_SUITES: readonly string[] = [
   'test/worker/mssql-kill-drill.test.ts',
   'test/queries/analytics-rollups.property.test.ts',
   'test/queries/rollups-rebuild.cli.test.ts',
+  'test/queries/rollup-handoffs-again.test.ts',
+  'test/queries/token-plan-pages.cross-db.test.ts',
   'test/retention/retention.test.ts',
   'test/retention/retention-reads.test.ts',
   'test/retention/retention-writer.test.ts',

@@ -10,13 +10,13 @@ import * as fc from 'fast-check';
 import type { DataSource } from 'typeorm';
 import { ENTITY } from '../../src/store/entities';
 import { tokenUsage, tokenUsageScan } from '../../src/queries/token-usage.query';
-import { createMigratedDb } from '../support/databases';
+import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 
 const ROUNDS = 120;
 const DAY0 = Date.UTC(2026, 5, 1);
 const HOUR = 3_600_000;
 
-describe.each(['sqlite', 'postgres', 'mariadb'] as const)('tokens report plan pages (%s)', (kind) => {
+describe.each(ALL_TEST_DBS)('tokens report plan pages (%s)', (kind) => {
   let ds: DataSource;
   let close: () => Promise<void>;
 
