@@ -10,6 +10,7 @@ import { sqlDialectOf } from '../store/sql/dialects';
 import { groupByText, whereCreatedIn } from './query-clauses';
 import type { DateRange } from './query-args';
 import { toDay, toNum } from './row-normalize';
+import { DAY_MS } from '../shared/time-units';
 
 /**
  * The sums the analytics report on, for plans created in a range: whole UTC days from
@@ -19,7 +20,6 @@ import { toDay, toNum } from './row-normalize';
  */
 
 /** Milliseconds in a UTC day. */
-export const DAY_MS = 86_400_000;
 
 /**
  * How a range is read: whole UTC days `[from, to)` from the rollups (`YYYY-MM-DD`, absent:

@@ -14,9 +14,9 @@ import {
   type TokenPageInfo,
   type TokenPageRequest,
 } from './token-pages';
+import { DAY_MS } from '../shared/time-units';
 import {
   combined,
-  DAY_MS,
   type RangeSplit,
   rollupQuery,
   splitRange,

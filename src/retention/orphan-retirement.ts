@@ -6,8 +6,7 @@ import { lockOrder, RunContext, shouldStop, TableCountMap } from './retention-ba
 import { batchContext, changePlans, PlanChange, planSizes } from './row-batches';
 import { addTableCounts } from './retention-report';
 import { affected, countRows, instant, ORPHAN_TABLES, stampRows, toDate } from './retention-sql';
-
-const DAY_MS = 86_400_000;
+import { DAY_MS } from '../shared/time-units';
 
 export function orphanCutoff(ctx: Pick<RunContext, 'now' | 'policy'>): Date | null {
   return ctx.policy.orphanDays > 0 ? new Date(ctx.now.getTime() - ctx.policy.orphanDays * DAY_MS) : null;

@@ -7,8 +7,7 @@ import { batchContext, changePlans, PlanChange, planSizes } from './row-batches'
 import { addTableCounts } from './retention-report';
 import { deleteEmptySessions, emptySessions, sessionsOfPlans } from './empty-sessions';
 import { affected, countRows, deleteRows, instant, ORPHAN_TABLES, PLAN_TABLES, PlanTableSpec } from './retention-sql';
-
-const DAY_MS = 86_400_000;
+import { DAY_MS } from '../shared/time-units';
 
 /** Rows soft-deleted at or before this instant are past their grace period. */
 export function purgeCutoff(ctx: Pick<RunContext, 'now' | 'policy'>): Date {

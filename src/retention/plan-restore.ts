@@ -8,8 +8,8 @@ import type { RetentionPolicy } from './retention-config';
 import { lockOrder } from './retention-batch';
 import { keepingRollups } from '../store/rollups/rollup-measure';
 import { countRows, lockHeads, PLAN_TABLES, PlanTable, toDate, unstampRows } from './retention-sql';
+import { DAY_MS } from '../shared/time-units';
 
-const DAY_MS = 86_400_000;
 const ATTEMPTS = 5;
 
 /** What `plans restore` found; an expected "cannot" is an outcome, not an exception. */

@@ -6,6 +6,7 @@ import { Keyset, lockOrder, RunContext, shouldStop, TableCountMap } from './rete
 import { batchContext, changePlans, PlanChange, planSizes } from './row-batches';
 import { addTableCounts } from './retention-report';
 import { affected, countRows, instant, PLAN_TABLES, stampRows, tableSpec } from './retention-sql';
+import { DAY_MS } from '../shared/time-units';
 
 /** Statuses a plan ends in. Planning/executing plans are never retired, whatever their age. */
 export const TERMINAL_STATUSES = ['completed', 'failed', 'cancelled'] as const;
@@ -17,8 +18,6 @@ export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
  * plan.finalized) is aged by its updated_at instead, so it cannot stay forever.
  */
 type Mode = 'ended' | 'undated';
-
-const DAY_MS = 86_400_000;
 
 export function retirementCutoff(ctx: Pick<RunContext, 'now' | 'policy'>, status: TerminalStatus): Date {
   const days = {

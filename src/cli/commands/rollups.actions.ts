@@ -5,14 +5,13 @@ import { parseDateRange } from '../../queries/query-args';
 import { QueryArgumentError } from '../../queries/query-errors';
 import { countRebuildPlans, rebuildRollups, type RollupRebuild } from '../../store/rollups/rollup-rebuild';
 import { sqlDialectOf } from '../../store/sql/dialects';
+import { DAY_MS } from '../../shared/time-units';
 
 export interface RebuildOptions {
   from?: string;
   to?: string;
   json?: boolean;
 }
-
-const DAY_MS = 86_400_000;
 
 /** `--from`/`--to` as whole UTC days (`YYYY-MM-DD`): the rollups hold days, so a rebuild covers days. */
 export function parseRebuildDays(opts: RebuildOptions): Pick<RollupRebuild, 'from' | 'to'> {

@@ -3,6 +3,7 @@ import { ENTITY, type AnalyticsRollupRow, type RollupKind } from '../entities';
 import type { ExecutionPlanRow, PlanHandoffRow, PlanStepRow } from '../entities';
 import { derivedId } from '../projection/derived-id';
 import type { RowStore } from '../sql/sql-dialect';
+import { DAY_MS } from '../../shared/time-units';
 
 /** What a plan row adds to the rollups. */
 export type RollupPlan = Pick<
@@ -68,7 +69,6 @@ export function utcDayOf(at: Date): string {
   return text;
 }
 
-const DAY_MS = 86_400_000;
 /** The text of each UTC day number seen lately (toISOString costs more than the lookup). */
 const dayTexts = new Map<number, string>();
 
