@@ -67,6 +67,54 @@ describe.each(ALL_TEST_DBS)('approvals on %s', (kind) => {
     ).toBe(1);
   });
 
+  it("applies a batch's requests and decisions against the rows stored before and the ones it inserts", async () => {
+    const first = await store.persist([
+      created('p_mix'),
+      created('p_mix_other'),
+      requested('p_mix', 'ap_mix_prev'),
+      requested('p_mix_other', 'ap_mix_taken'),
+    ]);
+    expect(first.approvals.map((c) => `${c.change} ${c.approvalId}`)).toEqual([
+      'requested ap_mix_prev',
+      'requested ap_mix_taken',
+    ]);
+    const dupFirst = ev('p_mix', 1, 'approval.requested', approvalRequested('ap_mix_dup', { assignee: 'first' }));
+    const dupSecond = ev('p_mix', 1, 'approval.requested', approvalRequested('ap_mix_dup', { assignee: 'second' }));
+    const edited = argsDigest({ ...ARGS, subject: 'Deploy v3?' });
+    const outcome = await store.persist([
+      requested('p_mix', 'ap_mix_prev'), // stored by the first batch: a redelivery
+      decided('p_mix', 'ap_mix_prev', 'approve'),
+      requested('p_mix', 'ap_mix_new'),
+      decided('p_mix', 'ap_mix_new', 'reject'),
+      decided('p_mix', 'ap_mix_new', 'approve'), // a second decision: nothing
+      requested('p_mix', 'ap_mix_taken'), // the id another plan holds: nothing
+      decided('p_mix', 'ap_mix_taken', 'approve'), // not this plan's approval: nothing
+      decided('p_mix_other', 'ap_mix_taken', 'edit', { editedArgsDigest: edited }),
+      dupFirst,
+      dupSecond,
+    ]);
+    expect(outcome.approvals).toEqual([
+      { change: 'requested', approvalId: 'ap_mix_new', planId: 'p_mix' },
+      { change: 'requested', approvalId: 'ap_mix_dup', planId: 'p_mix' },
+      { change: 'decided', approvalId: 'ap_mix_prev', planId: 'p_mix', decision: 'approve' },
+      { change: 'decided', approvalId: 'ap_mix_new', planId: 'p_mix', decision: 'reject' },
+      { change: 'decided', approvalId: 'ap_mix_taken', planId: 'p_mix_other', decision: 'edit' },
+    ]);
+    expect(await ledger.get('ap_mix_prev')).toMatchObject({ planId: 'p_mix', status: 'decided', decision: 'approve' });
+    expect(await ledger.get('ap_mix_new')).toMatchObject({ planId: 'p_mix', status: 'decided', decision: 'reject' });
+    expect(await ledger.get('ap_mix_taken')).toMatchObject({
+      planId: 'p_mix_other',
+      decision: 'edit',
+      editedArgsDigest: edited,
+    });
+    expect(await ledger.get('ap_mix_dup')).toMatchObject({ status: 'pending', assignee: 'first' });
+    // a later batch's decision, beside a redelivered request, decides the stored row; one after it, nothing
+    expect((await store.persist([decided('p_mix', 'ap_mix_dup', 'approve'), dupFirst])).approvals).toEqual([
+      { change: 'decided', approvalId: 'ap_mix_dup', planId: 'p_mix', decision: 'approve' },
+    ]);
+    expect((await store.persist([dupFirst, decided('p_mix', 'ap_mix_dup', 'reject')])).approvals).toEqual([]);
+  });
+
   it('answers a consume once; then already_consumed', async () => {
     await store.persist([created('p_once'), requested('p_once', 'ap_once'), decided('p_once', 'ap_once', 'approve')]);
     const ok = await ledger.consume('ap_once', DIGEST, 'executor-1');

@@ -2,7 +2,7 @@ import type { EntityManager } from 'typeorm';
 import type { PlanEvent, PlanEventOf } from '../../contracts';
 import { ENTITY, type ApprovalRow } from '../entities';
 import { isVoidedSeq } from '../projection/voided-seq';
-import type { SqlDialect } from '../sql/sql-dialect';
+import type { RowStore, SqlDialect } from '../sql/sql-dialect';
 
 /**
  * What storing a batch changed in `approvals`: one entry per approval requested or decided by it.
@@ -29,9 +29,14 @@ const DECISION_COLUMNS = ['decision', 'decidedBy', 'feedback', 'editedArgsDigest
  * approvalId; a request under an id another plan already holds changes nothing); the first
  * decision of a stored request decides it, later ones change nothing; a decision of an approval
  * never requested decides nothing, so it cannot be consumed. Requests apply before decisions, so
- * a request and its decision in one batch insert the row decided. At most three statements a
- * batch (each chunked to the database's limits): one read of the rows the events name, one
- * insert, one update of the decided rows.
+ * a request and its decision in one batch insert the row decided.
+ *
+ * Where the row store inserts only new keys and says which (`RowStore.insertNew`: PostgreSQL,
+ * SQLite), the batch's requests go first, decided by the batch's decisions as if new, and
+ * `approvals` is read only for the decisions of rows that insert did not write (their request in
+ * an earlier batch, or a redelivered one): most batches then write their approvals in one
+ * statement. Elsewhere one read of the rows the events name comes first, then one insert. Then one
+ * update of the decided stored rows. Each statement chunked to the database's limits.
  */
 export async function applyApprovalEvents(
   m: EntityManager,
@@ -47,36 +52,64 @@ export async function applyApprovalEvents(
   }
   if (requests.length === 0 && decisions.length === 0) return [];
   const rows = dialect.rows(m);
-  const ids = new Set([...requests, ...decisions].map((e) => e.payload.approvalId));
-  const stored = new Map(
-    (await rows.findIn<ApprovalRow>(ENTITY.approval, 'approvalId', [...ids])).map((r) => [r.approvalId, r]),
-  );
-  const changes: ApprovalChange[] = [];
-  const inserted = new Map<string, ApprovalRow>();
-  for (const e of requests) {
-    const id = e.payload.approvalId;
-    if (stored.has(id) || inserted.has(id)) continue;
-    inserted.set(id, requestRow(e));
-    changes.push({ change: 'requested', approvalId: id, planId: e.planId });
+  // the first request of each id: the row it inserts unless one is stored
+  const candidates = new Map<string, ApprovalRow>();
+  for (const e of requests)
+    if (!candidates.has(e.payload.approvalId)) candidates.set(e.payload.approvalId, requestRow(e));
+  let inserted: Map<string, ApprovalRow>;
+  let stored: Map<string, ApprovalRow>;
+  /** Of the rows inserted already decided: the decision that decided each. */
+  const decidedFirst = new Map<string, PlanEventOf<'approval.decided'>>();
+  const insertFirst = rows.insertNew !== undefined && candidates.size > 0;
+  if (insertFirst) {
+    for (const e of decisions)
+      if (decide(candidates.get(e.payload.approvalId), e)) decidedFirst.set(e.payload.approvalId, e);
+    const written = await rows.insertNew!(ENTITY.approval, [...candidates.values()], 'approvalId');
+    inserted = new Map([...candidates].filter(([id]) => written.has(id)));
+    const unread = new Set(decisions.map((e) => e.payload.approvalId).filter((id) => !written.has(id)));
+    stored = await storedRows(rows, [...unread]);
+  } else {
+    stored = await storedRows(rows, [...new Set([...requests, ...decisions].map((e) => e.payload.approvalId))]);
+    inserted = new Map([...candidates].filter(([id]) => !stored.has(id)));
   }
+  const changes: ApprovalChange[] = [];
+  for (const [approvalId, row] of inserted) changes.push({ change: 'requested', approvalId, planId: row.planId });
   const decided = new Map<string, ApprovalRow>();
   for (const e of decisions) {
     const p = e.payload;
-    const row = inserted.get(p.approvalId) ?? stored.get(p.approvalId);
-    if (!row || row.planId !== e.planId || row.decision !== null) continue;
-    Object.assign(row, {
-      decision: p.decision,
-      decidedBy: p.decidedBy,
-      feedback: p.feedback ?? null,
-      editedArgsDigest: p.editedArgsDigest ?? null,
-      decidedAt: new Date(e.occurredAt),
-    });
-    if (!inserted.has(p.approvalId)) decided.set(p.approvalId, row);
+    if (insertFirst && inserted.has(p.approvalId)) {
+      // inserted with its decision already: the change is the decision that decided it
+      if (decidedFirst.get(p.approvalId) !== e) continue;
+    } else {
+      const row = inserted.get(p.approvalId) ?? stored.get(p.approvalId);
+      if (!decide(row, e)) continue;
+      if (!inserted.has(p.approvalId)) decided.set(p.approvalId, row!);
+    }
     changes.push({ change: 'decided', approvalId: p.approvalId, planId: e.planId, decision: p.decision });
   }
-  await rows.insert(ENTITY.approval, [...inserted.values()]);
+  if (!insertFirst) await rows.insert(ENTITY.approval, [...inserted.values()]);
   await rows.update(ENTITY.approval, [...decided.values()], 'approvalId', DECISION_COLUMNS);
   return changes;
+}
+
+/** The stored rows of these approval ids, by id. */
+async function storedRows(rows: RowStore, ids: string[]): Promise<Map<string, ApprovalRow>> {
+  if (ids.length === 0) return new Map();
+  return new Map((await rows.findIn<ApprovalRow>(ENTITY.approval, 'approvalId', ids)).map((r) => [r.approvalId, r]));
+}
+
+/** Decides `row` by `e` when it is the undecided row of `e`'s plan; whether it did. */
+function decide(row: ApprovalRow | undefined, e: PlanEventOf<'approval.decided'>): boolean {
+  if (!row || row.planId !== e.planId || row.decision !== null) return false;
+  const p = e.payload;
+  Object.assign(row, {
+    decision: p.decision,
+    decidedBy: p.decidedBy,
+    feedback: p.feedback ?? null,
+    editedArgsDigest: p.editedArgsDigest ?? null,
+    decidedAt: new Date(e.occurredAt),
+  });
+  return true;
 }
 
 /** The `approvals` row of a request, undecided: what the worker stores for `approval.requested`. */

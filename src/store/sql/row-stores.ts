@@ -113,6 +113,24 @@ export class UnnestRows extends ChunkedRows {
     return this.run(chunk(rows, UNNEST_ROWS).map((part) => unnestUpdateStatement(this.m, entity, part, key, update)));
   }
 
+  /** `INSERT ... ON CONFLICT (key) DO NOTHING RETURNING key`: a key another transaction is inserting waits for it. */
+  async insertNew(entity: string, rows: object[], key: string): Promise<Set<string>> {
+    const inserted = new Set<string>();
+    if (rows.length === 0) return inserted;
+    const column = this.m.connection.driver.escape(
+      this.m.connection.getMetadata(entity).findColumnWithPropertyName(key)!.databaseName,
+    );
+    for (const part of chunk(rows, UNNEST_ROWS)) {
+      const { sql, params } = unnestInsertStatement(this.m, entity, part);
+      const returned: Record<string, unknown>[] = await this.m.query(
+        `${sql} ON CONFLICT (${column}) DO NOTHING RETURNING ${column} AS k`,
+        params,
+      );
+      for (const r of returned) inserted.add(String(r.k));
+    }
+    return inserted;
+  }
+
   /**
    * One array parameter, and rows renamed to their properties directly. The pg driver already
    * gives these columns their JS types (Date, number, boolean, string), so TypeORM's hydration
@@ -152,6 +170,10 @@ export class SqliteRowStore extends ChunkedRows {
 
   async upsert(entity: string, rows: object[], upsert: Upsert): Promise<void> {
     if (rows.length > 0) this.sqlite.upsert(entity, rows, upsert);
+  }
+
+  async insertNew(entity: string, rows: object[], key: string): Promise<Set<string>> {
+    return rows.length === 0 ? new Set() : this.sqlite.insertNew(entity, rows, key);
   }
 
   async update<T extends object>(

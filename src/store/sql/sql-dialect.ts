@@ -40,6 +40,13 @@ export interface RowStore {
   /** Insert rows, or update (or just lock) the stored ones with the same key (see Upsert). */
   upsert(entity: string, rows: object[], upsert: Upsert): Promise<void>;
   /**
+   * Insert the rows whose `key` (a primary key) is not stored, leaving stored rows as they are,
+   * and return the keys inserted: one statement that skips stored keys and answers the inserted
+   * ones, so no read before it. Absent where the database cannot say which rows it skipped
+   * without a read (MySQL/MariaDB, SQL Server): there, read first.
+   */
+  insertNew?(entity: string, rows: object[], key: string): Promise<Set<string>>;
+  /**
    * Overwrite the `update` properties of stored rows; `stored`: each row as read before, so a
    * database that writes only what changed can leave out the rest. Where a dialect upserts
    * instead, the rows must be complete.

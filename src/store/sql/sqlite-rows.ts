@@ -36,6 +36,21 @@ export class SqliteRows {
     this.runEach(sql, meta.columns, rows);
   }
 
+  /** `INSERT ... ON CONFLICT (key) DO NOTHING` per row; the keys of the rows it inserted (those it changed). */
+  insertNew(entity: string, rows: object[], key: string): Set<string> {
+    const meta = this.m.connection.getMetadata(entity);
+    const q = (n: string) => this.m.connection.driver.escape(n);
+    const keyColumn = meta.findColumnWithPropertyName(key)!;
+    const sql =
+      `INSERT INTO ${q(meta.tableName)} (${meta.columns.map((c) => q(c.databaseName)).join(', ')}) VALUES (${meta.columns.map(() => '?').join(', ')})` +
+      ` ON CONFLICT (${q(keyColumn.databaseName)}) DO NOTHING`;
+    const inserted = new Set<string>();
+    this.runEach(sql, meta.columns, rows, (row, changes) => {
+      if (changes > 0) inserted.add(String(keyColumn.getEntityValue(row as never)));
+    });
+    return inserted;
+  }
+
   upsert(entity: string, rows: object[], upsert: Upsert): void {
     const meta = this.m.connection.getMetadata(entity);
     const q = (n: string) => this.m.connection.driver.escape(n);
@@ -161,18 +176,26 @@ export class SqliteRows {
     return out;
   }
 
-  private runEach(sql: string, columns: ColumnMetadata[], rows: object[]): void {
+  /** Runs `sql` once per row; `ran`: told each row and the rows that run changed. */
+  private runEach(
+    sql: string,
+    columns: ColumnMetadata[],
+    rows: object[],
+    ran?: (row: object, changes: number) => void,
+  ): void {
     const stmt = this.statement(sql);
     const prepare = preparersOf(columns, this.m.connection.driver);
     const values = new Array<unknown>(columns.length);
     for (const row of rows) {
       for (let i = 0; i < columns.length; i++) values[i] = prepare[i](row as Record<string, unknown>);
+      let info: { changes?: number } | undefined;
       try {
-        stmt.run(...values);
+        info = stmt.run(...values) as { changes?: number } | undefined;
       } catch (err) {
         // as TypeORM's own queries fail: the driver's error (its code, its message) inside a QueryFailedError
         throw new QueryFailedError(sql, [...values], err as Error);
       }
+      ran?.(row, Number(info?.changes ?? 0));
     }
   }
 
