@@ -3,24 +3,37 @@ import type { ApprovalChange } from '../store/approvals/approval-apply';
 import type { RedisClient } from './connect-redis';
 
 /**
- * Redis channels on which the worker announces, after the commit, the approvals a transaction
- * requested or decided (the message is the approvalId). `serve` subscribes once and wakes the
- * requests of `GET /v1/approvals/{id}?waitMs=` waiting on them. Not a queue: a message sent while
- * nobody listens is lost, so waiters also read the database again now and then.
+ * The Redis channel on which the worker announces, after the commit, the approvals a transaction
+ * requested or decided: one message per transaction, their approvalIds separated by spaces (an
+ * approvalId has none). `serve` subscribes once and wakes the requests of
+ * `GET /v1/approvals/{id}?waitMs=` waiting on them. Not a queue: a message sent while nobody
+ * listens is lost, so waiters also read the database again now and then.
  */
-export function approvalChannels(prefix: string): { requested: string; decided: string } {
-  return { requested: `${prefix}:approvals:requested`, decided: `${prefix}:approvals:decided` };
+export function approvalChannel(prefix: string): string {
+  return `${prefix}:approvals:changed`;
 }
 
 /**
- * Publishes each change on its channel; not awaited by the commit, failures ignored (a waiter
- * finds the change at its next read).
+ * The channels on which a worker of an earlier version announces one approvalId a message; `serve`
+ * listens to them too, so a worker not yet upgraded still wakes its waiters.
+ */
+export function earlierApprovalChannels(prefix: string): { requested: string; decided: string } {
+  return { requested: `${prefix}:approvals:requested`, decided: `${prefix}:approvals:decided` };
+}
+
+/** The approvalIds a message of the approval channels names. */
+export function approvalIdsOf(message: string): string[] {
+  return message.split(' ').filter((id) => id.length > 0);
+}
+
+/**
+ * Publishes a transaction's changes in one message; not awaited by the commit, failures ignored
+ * (a waiter finds the change at its next read).
  */
 export function announceApprovalChanges(redis: RedisClient, prefix: string, changes: readonly ApprovalChange[]): void {
-  const channels = approvalChannels(prefix);
-  for (const c of changes) {
-    redis.publish(c.change === 'decided' ? channels.decided : channels.requested, c.approvalId).catch(() => undefined);
-  }
+  if (changes.length === 0) return;
+  const ids = [...new Set(changes.map((c) => c.approvalId))].join(' ');
+  redis.publish(approvalChannel(prefix), ids).catch(() => undefined);
 }
 
 /**
@@ -42,7 +55,9 @@ export interface ApprovalWatch {
  */
 export class ApprovalWakeups {
   private readonly watches = new Map<string, Set<() => void>>();
-  private readonly onMessage = (_channel: string, approvalId: string) => this.wake(approvalId);
+  private readonly onMessage = (_channel: string, message: string) => {
+    for (const id of approvalIdsOf(message)) this.wake(id);
+  };
 
   constructor(
     private readonly subscriber: RedisClient,
@@ -52,8 +67,8 @@ export class ApprovalWakeups {
   /** Subscribes; resolves once Redis confirmed, rejects when it cannot (watches then see only their timers). */
   async start(): Promise<void> {
     this.subscriber.on('message', this.onMessage);
-    const { requested, decided } = approvalChannels(this.prefix);
-    await this.subscriber.subscribe(requested, decided);
+    const { requested, decided } = earlierApprovalChannels(this.prefix);
+    await this.subscriber.subscribe(approvalChannel(this.prefix), requested, decided);
   }
 
   watch(approvalId: string): ApprovalWatch {

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import type { DecisionKind } from '../../src/contracts';
 import { MAX_APPROVAL_WAIT_MS } from '../../src/http/approval-wait';
 import { PlanEventPublisher } from '../../src/publisher';
-import { approvalChannels } from '../../src/queue/approval-signals';
+import { approvalChannel } from '../../src/queue/approval-signals';
 import { APPROVAL_DIGEST, approvalRequested } from '../support/approval-fixtures';
 import { TestDb } from '../support/databases';
 import { openRedis, REDIS_URL, silentLogger, waitFor } from '../worker/helpers/queue-harness';
@@ -91,10 +91,9 @@ describe.each<TestDb>(['sqlite', 'postgres', 'mariadb'])('GET /v1/approvals/{id}
     stack = await startApiStack(kind, { approvalRereadMs: NEVER_REREAD_MS });
     // serve subscribes without being awaited: a request held before would miss its message
     const redis = openRedis();
-    const { requested, decided } = approvalChannels(stack.prefix);
-    await waitFor('serve subscribed to the approval channels', async () => {
-      const counts = (await redis.call('PUBSUB', 'NUMSUB', requested, decided)) as [string, number, string, number];
-      return Number(counts[1]) > 0 && Number(counts[3]) > 0;
+    await waitFor('serve subscribed to the approval channel', async () => {
+      const counts = (await redis.call('PUBSUB', 'NUMSUB', approvalChannel(stack.prefix))) as [string, number];
+      return Number(counts[1]) > 0;
     });
     redis.disconnect();
     journal = fs.mkdtempSync(path.join(os.tmpdir(), 'pl-await-'));

@@ -1,9 +1,16 @@
 /**
- * The approval channels on a real Redis: what the worker announces after a commit wakes the watches
- * of that approvalId in serve, and only those; a message that arrives between a watch's read and its
- * wait is not lost; a watch without a message ends at its time or on abort.
+ * The approval channels on a real Redis: what the worker announces after a commit (one message per
+ * transaction) wakes the watches of the approvalIds it names in serve, and only those; a message of
+ * a worker of the earlier version (one approvalId on its own channel) still does; a message that
+ * arrives between a watch's read and its wait is not lost; a watch without a message ends at its
+ * time or on abort.
  */
-import { announceApprovalChanges, approvalChannels, ApprovalWakeups } from '../../src/queue/approval-signals';
+import {
+  announceApprovalChanges,
+  approvalChannel,
+  ApprovalWakeups,
+  earlierApprovalChannels,
+} from '../../src/queue/approval-signals';
 import { openRedis, uniquePrefix } from '../worker/helpers/queue-harness';
 
 jest.setTimeout(30_000);
@@ -29,10 +36,41 @@ describe('approval wakeups over Redis pub/sub', () => {
     announceApprovalChanges(publisher, prefix, [{ change, approvalId, planId: 'p' }]);
 
   it('names the channels under the queue prefix', () => {
-    expect(approvalChannels('{pl}')).toEqual({
+    expect(approvalChannel('{pl}')).toBe('{pl}:approvals:changed');
+    expect(earlierApprovalChannels('{pl}')).toEqual({
       requested: '{pl}:approvals:requested',
       decided: '{pl}:approvals:decided',
     });
+  });
+
+  it("wakes the watches of every approval a transaction's one message names", async () => {
+    const ids = ['as_b1', 'as_b2', 'as_b3'];
+    const watches = ids.map((id) => wakeups.watch(id));
+    const woken = watches.map((w) => w.wait(LONGER_THAN_THE_TEST_MS));
+    let published = 0;
+    const counting = {
+      publish: (channel: string, message: string) => {
+        published++;
+        return publisher.publish(channel, message);
+      },
+    } as unknown as Parameters<typeof announceApprovalChanges>[0];
+    announceApprovalChanges(counting, prefix, [
+      { change: 'requested', approvalId: 'as_b1', planId: 'p' },
+      { change: 'decided', approvalId: 'as_b1', planId: 'p', decision: 'approve' },
+      { change: 'requested', approvalId: 'as_b2', planId: 'p' },
+      { change: 'decided', approvalId: 'as_b3', planId: 'q', decision: 'reject' },
+    ]);
+    await Promise.all(woken);
+    expect(published).toBe(1);
+    for (const w of watches) w.close();
+  });
+
+  it('wakes a watch on the message of a worker of the earlier version (one approvalId on its channel)', async () => {
+    const watch = wakeups.watch('as_earlier');
+    const woke = watch.wait(LONGER_THAN_THE_TEST_MS);
+    await publisher.publish(earlierApprovalChannels(prefix).decided, 'as_earlier');
+    await woke;
+    watch.close();
   });
 
   it('wakes the watches of the announced approval, not the others', async () => {
