@@ -178,6 +178,34 @@ async function recordStore(
   await persist(late.filter((e) => e.seq === 4));
   check('the late event rebuilt its plan', totals.rebuilt === 1);
 
+  // approvals: a request decided in its own batch (read, then inserted decided), a request decided
+  // by a later batch (read, then the decided row upserted), a decision of an approval never requested
+  const approvalEvent = (seq: number, type: string, payload: object) =>
+    ({ ...late[0], eventId: stableUuid(`appr#${type}#${seq}`), planId: 'appr-1', seq, type, payload }) as PlanEvent;
+  const asked = (approvalId: string) => ({
+    approvalId,
+    stepId: 's1',
+    tool: 'send_mail',
+    argsDigest: 'a'.repeat(64),
+    expiresAt: new Date(Date.now() + DAY).toISOString(),
+  });
+  const decision = (approvalId: string) => ({ approvalId, decision: 'approve', decidedBy: 'alice' });
+  const inOne = await persist([
+    approvalEvent(0, 'plan.created', { query: 'q', steps: [{ stepId: 's1', index: 0, agentId: 'a', task: 't' }] }),
+    approvalEvent(1, 'approval.requested', asked('ap-1')),
+    approvalEvent(1, 'approval.decided', decision('ap-1')),
+    approvalEvent(2, 'approval.requested', asked('ap-2')),
+  ]);
+  const later = await persist([approvalEvent(2, 'approval.decided', decision('ap-2'))]);
+  const ghost = await persist([approvalEvent(3, 'approval.decided', decision('ap-never'))]);
+  check(
+    "approvals: a batch's request and decision, a later batch's decision, a decision never requested",
+    inOne.approvals.length === 3 &&
+      later.approvals.length === 1 &&
+      ghost.approvals.length === 0 &&
+      tables.rows('approvals').filter((r) => r.decision === 'approve').length === 2,
+  );
+
   // forks of a stored plan: a step each runs is looked up among its ancestors' rows (a fork's
   // parent's, then the grandparent's), and inserted as the fork's own row
   const forkEvent = (planId: string, seq: number, type: string, payload: object) =>
