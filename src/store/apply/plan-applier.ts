@@ -428,10 +428,10 @@ export class PlanApplier {
     }
     // a row whose summed columns and key are as they were adds as much as it took away: left out
     const sameKey = sameRollupKey(before.plan, changes.plan);
-    if (!sameKey || !samePlanSums(before.plan, changes.plan)) {
+    if (!sameKey) {
       this.rollups.addPlan(before.plan, [], -1);
       this.rollups.addPlan(changes.plan, [], 1);
-    }
+    } else if (!samePlanSums(before.plan, changes.plan)) this.rollups.movePlan(before.plan, changes.plan);
     const was: PlanStepRow[] = [];
     const now: PlanStepRow[] = [];
     for (const s of changes.steps) {

@@ -72,6 +72,29 @@ export function utcDayOf(at: Date): string {
 /** The text of each UTC day number seen lately (toISOString costs more than the lookup). */
 const dayTexts = new Map<number, string>();
 
+/** What a plan row adds to its `plan` and `session-total` rows: `items` plans and their tokens. */
+function addPlanCounts(c: Record<RollupCount, number>, items: number, input: number, output: number): void {
+  c.items += items;
+  c.inputTokens += input;
+  c.outputTokens += output;
+}
+
+/** Every counter of ROLLUP_COUNTS is zero. */
+function allZero(c: Record<RollupCount, number>): boolean {
+  return (
+    c.items === 0 &&
+    c.inputTokens === 0 &&
+    c.outputTokens === 0 &&
+    c.cacheReadTokens === 0 &&
+    c.cacheWriteTokens === 0 &&
+    c.reasoningTokens === 0 &&
+    c.tokenSteps === 0 &&
+    c.costedSteps === 0 &&
+    c.pricedSteps === 0 &&
+    c.unpricedSteps === 0
+  );
+}
+
 function zeroCounts(): Record<RollupCount, number> {
   return {
     items: 0,
@@ -143,12 +166,31 @@ export class RollupDelta {
     const all = this.row(ALL_DAYS, 'session-total', plan.sessionId, null, null, null);
     const input = sign * Number(plan.totalInputTokens);
     const output = sign * Number(plan.totalOutputTokens);
-    for (const target of [row, all]) {
-      target.counts.items += sign;
-      target.counts.inputTokens += input;
-      target.counts.outputTokens += output;
-    }
+    addPlanCounts(row.counts, sign, input, output);
+    addPlanCounts(all.counts, sign, input, output);
     this.addStepsOn(day, plan.sessionId, steps, sign);
+  }
+
+  /**
+   * A live plan row as it was (`before`) and as it is (`now`), its day, session and retirement the
+   * same: the sums `addPlan(before, [], -1)` then `addPlan(now, [], 1)` add, without looking up a
+   * row they leave as it is (the `plan` row of an unchanged status when the tokens did not move,
+   * the `session-total` row when only the status did).
+   */
+  movePlan(before: RollupPlan, now: RollupPlan): void {
+    if (now.deletedAt) return;
+    const day = utcDayOf(now.createdAt);
+    const input = Number(now.totalInputTokens) - Number(before.totalInputTokens);
+    const output = Number(now.totalOutputTokens) - Number(before.totalOutputTokens);
+    if (before.status !== now.status) {
+      const was = this.row(day, 'plan', before.sessionId, null, null, before.status).counts;
+      addPlanCounts(was, -1, -Number(before.totalInputTokens), -Number(before.totalOutputTokens));
+      const is = this.row(day, 'plan', now.sessionId, null, null, now.status).counts;
+      addPlanCounts(is, 1, Number(now.totalInputTokens), Number(now.totalOutputTokens));
+    } else if (input !== 0 || output !== 0)
+      addPlanCounts(this.row(day, 'plan', now.sessionId, null, null, now.status).counts, 0, input, output);
+    if (input !== 0 || output !== 0)
+      addPlanCounts(this.row(ALL_DAYS, 'session-total', now.sessionId, null, null, null).counts, 0, input, output);
   }
 
   /** Steps of a live plan, counted with `sign` (soft-deleted steps count nothing). */
@@ -238,8 +280,10 @@ export class RollupDelta {
   changed(): AnalyticsRollupRow[] {
     const out: AnalyticsRollupRow[] = [];
     for (const r of this.rows.values()) {
-      if (r.cost === 0n && ROLLUP_COUNTS.every((k) => r.counts[k] === 0)) continue;
+      const c = r.counts;
+      if (r.cost === 0n && allZero(c)) continue;
       if (this.kinds && !this.kinds.includes(r.kind)) continue;
+      // spelled out: an object spread per row costs a runtime call on the worker's path
       out.push({
         id: r.id,
         day: r.day,
@@ -248,7 +292,16 @@ export class RollupDelta {
         agentId: r.agentId,
         model: r.model,
         status: r.status,
-        ...r.counts,
+        items: c.items,
+        inputTokens: c.inputTokens,
+        outputTokens: c.outputTokens,
+        cacheReadTokens: c.cacheReadTokens,
+        cacheWriteTokens: c.cacheWriteTokens,
+        reasoningTokens: c.reasoningTokens,
+        tokenSteps: c.tokenSteps,
+        costedSteps: c.costedSteps,
+        pricedSteps: c.pricedSteps,
+        unpricedSteps: c.unpricedSteps,
         cost: formatMoney(r.cost),
       });
     }
