@@ -2,7 +2,7 @@ import * as fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import { parseDatabaseUrl } from '../../src/config/database-url';
 import { openDataSource } from '../../src/store/data-source';
-import { pgArrayLiteral } from '../../src/store/sql/postgres-array';
+import { pgArrayLiteral, pgColumnLiteral } from '../../src/store/sql/postgres-array';
 import { PG_ADMIN_URL } from '../support/databases';
 
 // The store's unnest statements send every column as one array literal: whatever a row holds must
@@ -57,7 +57,28 @@ describe('pgArrayLiteral on PostgreSQL', () => {
     expect(await roundTrip(dates, 'timestamptz(3)')).toEqual(dates);
   });
 
+  it('writes a run of one instant, and instants alternating, each as its own text', async () => {
+    const a = new Date('2026-11-21T10:00:00.123Z');
+    const b = new Date('1999-12-31T23:59:59.999Z');
+    const dates = [a, new Date(a.getTime()), a, b, a, null, b, new Date(b.getTime())];
+    expect(await roundTrip(dates, 'timestamptz(3)')).toEqual(dates);
+    expect(pgArrayLiteral([a, a])).toBe(`{${a.toISOString()},${a.toISOString()}}`);
+  });
+
+  it('pgColumnLiteral: the literal of one property of every row', () => {
+    const rows = [
+      { id: 'x', at: new Date(5), n: 1 },
+      { id: 'y"z', at: new Date(5), n: null },
+      { id: null, at: undefined, n: 0 },
+    ];
+    for (const p of ['id', 'at', 'n'] as const)
+      expect(pgColumnLiteral(rows, p)).toBe(pgArrayLiteral(rows.map((r) => r[p])));
+    expect(pgColumnLiteral([], 'id')).toBe('{}');
+  });
+
   it('refuses values it cannot store faithfully', () => {
+    // an invalid Date right after a valid one is still refused
+    expect(() => pgArrayLiteral([new Date(0), new Date('nope')])).toThrow('cannot store an invalid Date');
     expect(() => pgArrayLiteral([NaN])).toThrow('cannot store the number NaN');
     expect(() => pgArrayLiteral([new Date('nope')])).toThrow('cannot store an invalid Date');
     expect(() => pgArrayLiteral([{ a: 1 }])).toThrow('cannot store a value of type object in an array column');

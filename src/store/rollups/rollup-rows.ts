@@ -270,7 +270,8 @@ export class RollupDelta {
     let row = this.rows.get(text);
     if (!row) {
       const key = { day, kind, sessionId, agentId, model, status };
-      row = { ...key, id: idOf(text, key), counts: zeroCounts(), cost: 0n };
+      // spelled out: an object spread per new row costs a runtime call
+      row = { day, kind, sessionId, agentId, model, status, id: idOf(text, key), counts: zeroCounts(), cost: 0n };
       this.rows.set(text, row);
     }
     return row;

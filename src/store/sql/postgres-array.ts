@@ -13,6 +13,33 @@ export function pgArrayLiteral(values: readonly unknown[]): string {
   return `${out}}`;
 }
 
+/** The array literal of one property of every row: `pgArrayLiteral(rows.map((r) => r[property]))` without the array. */
+export function pgColumnLiteral(rows: readonly object[], property: string): string {
+  let out = '{';
+  for (let i = 0; i < rows.length; i++) {
+    if (i > 0) out += ',';
+    out += element((rows[i] as Record<string, unknown>)[property]);
+  }
+  return `${out}}`;
+}
+
+/**
+ * The last instant written and its text: rows of one plan or one transaction come in runs of the
+ * same instant (the transaction's time, a plan's creation time), and toISOString is the costliest
+ * step of an element.
+ */
+let lastTime = NaN;
+let lastText = '';
+
+function instant(value: Date): string {
+  const time = value.getTime();
+  if (time === lastTime) return lastText;
+  if (Number.isNaN(time)) throw new TypeError('cannot store an invalid Date');
+  lastText = value.toISOString();
+  lastTime = time;
+  return lastText;
+}
+
 function element(value: unknown): string {
   switch (typeof value) {
     case 'string':
@@ -26,10 +53,7 @@ function element(value: unknown): string {
       return 'NULL';
     case 'object':
       if (value === null) return 'NULL';
-      if (value instanceof Date) {
-        if (Number.isNaN(value.getTime())) throw new TypeError('cannot store an invalid Date');
-        return value.toISOString();
-      }
+      if (value instanceof Date) return instant(value);
       break;
   }
   throw new TypeError(`cannot store a value of type ${typeof value} in an array column`);

@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { pgArrayLiteral } from './postgres-array';
+import { pgColumnLiteral } from './postgres-array';
 import type { Upsert } from './sql-dialect';
 import { setList, Statement } from './values-statements';
 
@@ -22,10 +22,11 @@ export function unnestInsertStatement(
   const driver = m.connection.driver;
   const meta = m.connection.getMetadata(entity);
   const json = new Set(options.jsonText);
-  const params = meta.columns.map((c) => {
-    const values = rows.map((row) => (row as Record<string, unknown>)[c.propertyName]);
-    return json.has(c.propertyName) ? JSON.stringify(values) : pgArrayLiteral(values);
-  });
+  const params = meta.columns.map((c) =>
+    json.has(c.propertyName)
+      ? JSON.stringify(rows.map((row) => (row as Record<string, unknown>)[c.propertyName]))
+      : pgColumnLiteral(rows, c.propertyName),
+  );
   const columns = meta.columns.map((c) => driver.escape(c.databaseName)).join(', ');
   const arrays = meta.columns
     .map((c, i) =>
@@ -71,9 +72,7 @@ export function unnestUpdateStatement(
   const driver = m.connection.driver;
   const meta = m.connection.getMetadata(entity);
   const columns = [key, ...update].map((prop) => meta.findColumnWithPropertyName(prop)!);
-  const params = columns.map((c) =>
-    pgArrayLiteral(rows.map((row) => (row as Record<string, unknown>)[c.propertyName])),
-  );
+  const params = columns.map((c) => pgColumnLiteral(rows, c.propertyName));
   const names = columns.map((c) => driver.escape(c.databaseName));
   const arrays = columns.map((c, i) => `$${i + 1}::${c.type as string}[]`).join(', ');
   const sets = names

@@ -233,15 +233,22 @@ function preparerOf(c: ColumnMetadata, driver: Driver): Prepare {
   const viaDriver: Prepare = (row) => parameter(driver.preparePersistentValue(c.getEntityValue(row), c));
   if (c.embeddedMetadata || c.relationMetadata || c.referencedColumn || c.transformer) return viaDriver;
   const prop = c.propertyName;
-  if (c.type === 'datetime' || c.type === Date)
+  if (c.type === 'datetime' || c.type === Date) {
+    // the column's last instant and its text: rows of one plan or transaction repeat an instant
+    let lastTime = NaN;
+    let lastText = '';
     return (row) => {
       const v = row[prop];
       if (!(v instanceof Date)) return viaDriver(row);
       const t = v.getTime();
+      if (t === lastTime) return lastText;
       if (!(t >= YEAR_0 && t < YEAR_10000)) return viaDriver(row);
       const iso = v.toISOString();
-      return `${iso.slice(0, 10)} ${iso.slice(11, 23)}`;
+      lastText = `${iso.slice(0, 10)} ${iso.slice(11, 23)}`;
+      lastTime = t;
+      return lastText;
     };
+  }
   if (AS_IS.has(c.type)) return (row) => parameter(row[prop]);
   return viaDriver;
 }
