@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { PlanStatus } from '../../src/store/entities';
-import { RollupDelta, type RollupPlan } from '../../src/store/rollups/rollup-rows';
+import { allZero, ROLLUP_COUNTS, RollupDelta, type RollupPlan } from '../../src/store/rollups/rollup-rows';
 
 /**
  * RollupDelta.movePlan, what the applier calls for a stored plan whose day, session and
@@ -47,5 +47,13 @@ describe('RollupDelta.movePlan', () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('allZero', () => {
+  it('looks at every counter of ROLLUP_COUNTS: a row with any one of them set is written', () => {
+    const zero = Object.fromEntries(ROLLUP_COUNTS.map((k) => [k, 0])) as Record<(typeof ROLLUP_COUNTS)[number], number>;
+    expect(allZero(zero)).toBe(true);
+    for (const k of ROLLUP_COUNTS) expect([k, allZero({ ...zero, [k]: 1 })]).toEqual([k, false]);
   });
 });
