@@ -62,7 +62,9 @@ export const sqlite: SqlDialect = {
         // COMMIT that crosses the threshold. SQLite's default threshold (1,000 pages) checkpoints
         // every few worker transactions, copying the same hot index pages again each time; 10,000
         // pages (40 MiB at 4 KiB) copies each of them once per many transactions. The WAL file is
-        // cut back to 64 MiB after a checkpoint if a long reader made it grow past that.
+        // cut back to 64 MiB after a checkpoint if a long reader made it grow past that. The WAL is
+        // synced only at a checkpoint (synchronous = NORMAL): a power loss can take more of the
+        // commits since the last one than at 1,000 pages; a process crash takes none (docs/store.md).
         db.pragma(`wal_autocheckpoint = ${SQLITE_WAL_CHECKPOINT_PAGES}`);
         db.pragma(`journal_size_limit = ${SQLITE_WAL_SIZE_LIMIT_BYTES}`);
       },
