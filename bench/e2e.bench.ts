@@ -82,7 +82,10 @@ const opts = new BenchOptions(
     { name: 'json', help: 'print one JSON object with every figure, ratio and target' },
     { name: 'private-pg', help: 'a PostgreSQL server of its own (server-wide WAL bytes of this run alone)' },
     { name: 'quick', help: 'every scenario at reduced sizes (a few minutes)' },
-    { name: 'profile', help: 'V8 CPU profile of the worker during the grouped and the interleaved PostgreSQL runs' },
+    {
+      name: 'profile',
+      help: 'V8 CPU profile of the worker during the one-worker grouped and interleaved runs (PostgreSQL and SQLite)',
+    },
     { name: 'only', value: 'list', help: `scenarios to run, comma-separated: ${SCENARIOS.join(',')} (default all)` },
     {
       name: 'cluster',
@@ -206,12 +209,16 @@ function logInterleaved(label: string, r: InterleavedResult): void {
         .join(', ')}`,
     );
   }
-  if (r.profile) {
-    log(
-      `  worker CPU profile (${r.profile.totalMs} ms sampled): ${r.profile.byArea.map((a) => `${a.area} ${a.pct}%`).join(', ')}`,
-    );
-    for (const fn of r.profile.top.slice(0, 15)) log(`    ${String(fn.pct).padStart(5)}%  ${fn.fn}  ${fn.where}`);
-  }
+  logProfile(r.profile, 15);
+}
+
+/** A worker's CPU profile as the bench prints it: the share of each area, then the `top` costliest functions. */
+function logProfile(profile: SustainedResult['profile'], top: number): void {
+  if (!profile) return;
+  log(
+    `  worker CPU profile (${profile.totalMs} ms sampled): ${profile.byArea.map((a) => `${a.area} ${a.pct}%`).join(', ')}`,
+  );
+  for (const fn of profile.top.slice(0, top)) log(`    ${String(fn.pct).padStart(5)}%  ${fn.fn}  ${fn.where}`);
 }
 
 async function runRaw(_ctx: BenchContext, f: E2eFigures): Promise<void> {
@@ -238,22 +245,18 @@ async function runGrouped(ctx: BenchContext, f: E2eFigures): Promise<void> {
     `e2e PostgreSQL: ${pg.eventsPerSec} events/s (${pg.events} in ${pg.seconds} s; ${pg.batches} transactions of ~${pg.eventsPerBatch} events; worker RSS peak ${pg.workerRssPeakMb} MB; rows ${pg.rowsStored})`,
   );
   log(`  CPU us/event: ${cpuLine(pg.cpuUsPerEvent)}; ${pg.busyCores} cores busy`);
-  if (pg.profile) {
-    log(
-      `  worker CPU profile (${pg.profile.totalMs} ms sampled): ${pg.profile.byArea.map((a) => `${a.area} ${a.pct}%`).join(', ')}`,
-    );
-    for (const fn of pg.profile.top.slice(0, 10)) log(`    ${String(fn.pct).padStart(5)}%  ${fn.fn}  ${fn.where}`);
-  }
+  logProfile(pg.profile, 10);
   // Scale-out on the same 2 cores: shows whether one worker process or the machine is the limit.
   const pg2 = (f.e2ePostgresTwoWorkers = await sustained(ctx, 'postgres', N_E2E, 908, { workers: 2 }));
   log(
     `e2e PostgreSQL, 2 worker processes: ${pg2.eventsPerSec} events/s (${pg2.events} in ${pg2.seconds} s); CPU us/event: ${cpuLine(pg2.cpuUsPerEvent)}; ${pg2.busyCores} cores busy`,
   );
-  const sqlite = (f.e2eSqlite = await sustained(ctx, 'sqlite', N_E2E, 904));
+  const sqlite = (f.e2eSqlite = await sustained(ctx, 'sqlite', N_E2E, 904, { profile }));
   log(
     `e2e SQLite:     ${sqlite.eventsPerSec} events/s (${sqlite.events} in ${sqlite.seconds} s; ${sqlite.batches} transactions of ~${sqlite.eventsPerBatch} events; worker RSS peak ${sqlite.workerRssPeakMb} MB; rows ${sqlite.rowsStored})`,
   );
   log(`  CPU us/event: ${cpuLine(sqlite.cpuUsPerEvent)}; ${sqlite.busyCores} cores busy`);
+  logProfile(sqlite.profile, 10);
 }
 
 /** One interleaved run over PLANS plans on HISTORY events of history, logged under `label`. */
@@ -270,7 +273,7 @@ async function interleavedRun(
 
 async function runInterleaved(ctx: BenchContext, f: E2eFigures): Promise<void> {
   f.interleavedPostgres = await interleavedRun(ctx, 'interleaved PostgreSQL', 'postgres', { seed: 911, profile });
-  f.interleavedSqlite = await interleavedRun(ctx, 'interleaved SQLite', 'sqlite', { seed: 912 });
+  f.interleavedSqlite = await interleavedRun(ctx, 'interleaved SQLite', 'sqlite', { seed: 912, profile });
 }
 
 async function runTwoWorkers(ctx: BenchContext, f: E2eFigures): Promise<void> {
