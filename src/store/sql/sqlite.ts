@@ -58,13 +58,11 @@ export const sqlite: SqlDialect = {
         // 32 MiB of page cache (SQLite's default: 2 MiB): events of many plans at once touch
         // rows all over the tables (BENCHMARKS.md, "End to end", interleaved SQLite)
         db.pragma('cache_size = -32768');
-        // A checkpoint copies the WAL's pages into the database file and syncs both, inside the
-        // COMMIT that crosses the threshold. SQLite's default threshold (1,000 pages) checkpoints
-        // every few worker transactions, copying the same hot index pages again each time; 10,000
-        // pages (40 MiB at 4 KiB) copies each of them once per many transactions. The WAL file is
-        // cut back to 64 MiB after a checkpoint if a long reader made it grow past that. The WAL is
-        // synced only at a checkpoint (synchronous = NORMAL): a power loss can take more of the
-        // commits since the last one than at 1,000 pages; a process crash takes none (docs/store.md).
+        // SQLite checkpoints (copies the WAL into the database file and syncs both) in the COMMIT
+        // that takes the WAL past this many pages; at its default of 1,000 the worker checkpointed
+        // every few transactions, copying the same hot index pages each time. The WAL is synced only
+        // at a checkpoint, so a power loss (not a process crash) can take more of the latest commits
+        // (docs/store.md, "SQLite's WAL checkpoints").
         db.pragma(`wal_autocheckpoint = ${SQLITE_WAL_CHECKPOINT_PAGES}`);
         db.pragma(`journal_size_limit = ${SQLITE_WAL_SIZE_LIMIT_BYTES}`);
       },
