@@ -8,9 +8,9 @@ import { sumSqliteMoney, summedSqliteMoney } from './sqlite-money';
 import { SqliteRows } from './sqlite-rows';
 
 /** WAL pages that start a checkpoint in the COMMIT that writes them (SQLite's default: 1,000). */
-export const SQLITE_WAL_CHECKPOINT_PAGES = 10_000;
+const SQLITE_WAL_CHECKPOINT_PAGES = 10_000;
 /** Size the WAL file is cut back to after a checkpoint (SQLite's default: never cut). */
-export const SQLITE_WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+const SQLITE_WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /**
  * SQLite through better-sqlite3: in process, one connection, one writer at a time.
