@@ -22,6 +22,7 @@ import { ExactPlanAgents1795227130000 } from './1795227130000-exact-plan-agents'
 import { SessionTotalRollups1795227140000 } from './1795227140000-session-total-rollups';
 import { PlanStepParts1795227141000 } from './1795227141000-plan-step-parts';
 import { StoredTokenTotals1795227170000 } from './1795227170000-stored-token-totals';
+import { StallCheckTimes1795227200000 } from './1795227200000-stall-check-times';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -49,4 +50,5 @@ export const MIGRATIONS = [
   SessionTotalRollups1795227140000,
   PlanStepParts1795227141000,
   StoredTokenTotals1795227170000,
+  StallCheckTimes1795227200000,
 ];

@@ -52,10 +52,11 @@ export interface StallCheckResult {
 
 /**
  * Marks the running plans whose stall deadline has passed (`plan_heads.stall_due_at <= now`, set
- * by the worker with each event: docs/store.md#stalled-plans) as stalled, a batch at a time. Each
- * batch is one transaction under the plans' head locks, re-checked under them: a plan whose event
- * committed meanwhile is left alone, and two checks at once mark each plan once. Returns the ids it
- * marked. Each plan marked gets its `plan.stalled` webhook deliveries, written in the transaction
+ * by the worker with each event: docs/store.md#stalled-plans) as stalled, a batch at a time, among
+ * those whose check time has come (`stall_check_at <= now`). Each batch is one transaction under
+ * the plans' head locks, re-checked under them: a plan whose event committed meanwhile is left
+ * alone, and two checks at once mark each plan once; a plan whose events pushed its deadline on
+ * gets that deadline as its next check time. Returns the ids it marked. Each plan marked gets its `plan.stalled` webhook deliveries, written in the transaction
  * that marks it (their ids derived from the plan and its stalled_at: findingEvent).
  */
 export async function markStalledPlans(ds: DataSource, options: StallCheckOptions = {}): Promise<StallCheckResult> {
@@ -73,9 +74,16 @@ export async function markStalledPlans(ds: DataSource, options: StallCheckOption
         dialect,
         due.map((r) => r.planId),
       );
-      const stalled = [...heads.values()].filter(
-        (h) => h.stallDueAt && new Date(h.stallDueAt) <= now && !h.stalledAt && !h.deletedAt,
-      );
+      const stalled: LockedHead[] = [];
+      const later: LockedHead[] = [];
+      for (const h of heads.values()) {
+        if (h.stalledAt || h.deletedAt) continue;
+        if (h.stallDueAt && new Date(h.stallDueAt) <= now) stalled.push(h);
+        else if (h.stallCheckAt && new Date(h.stallCheckAt) <= now) later.push(h);
+      }
+      // the next look at each: its deadline as its events left it (none: not running, never again)
+      for (const h of later) h.stallCheckAt = h.stallDueAt;
+      if (later.length > 0) await writeHeads(m, dialect, later);
       const planIds = stalled.map((h) => h.planId);
       if (planIds.length === 0) return planIds;
       await markStalledStatement(m, planIds, now).execute();
@@ -157,8 +165,10 @@ export async function watchUnwatchedPlans(
         rows.map((r) => r.planId),
       );
       const unwatched = [...heads.values()].filter((h) => !h.stallDueAt && !h.stalledAt && !h.deletedAt);
-      for (const h of unwatched)
+      for (const h of unwatched) {
         h.stallDueAt = new Date(new Date(h.updatedAt).getTime() + (h.deadlineMs ?? stallAfterMs));
+        h.stallCheckAt = h.stallDueAt;
+      }
       if (unwatched.length > 0) await writeHeads(m, dialect, unwatched);
       return unwatched.map((h) => h.planId);
     },

@@ -9,17 +9,21 @@ import { sqlDialectOf } from '../store/sql/dialects';
  * an EntityManager so the SQL Server text can be recorded and checked without a server.
  */
 
-/** Running plans past their stall deadline not marked yet, earliest due first: one range of IX_plan_heads_stall_due. */
+/**
+ * Running plans not marked yet whose check time has come, earliest first: one range of
+ * IX_plan_heads_stall_check. Each is past its deadline (`stall_due_at`), or its events pushed the
+ * deadline on since the check time was set.
+ */
 export function dueStallsStatement(m: EntityManager, now: unknown, limit: number) {
   return m
     .createQueryBuilder()
     .select('h.planId', 'planId')
     .from(ENTITY.head, 'h')
     .withDeleted()
-    .where('h.stallDueAt <= :now', { now })
+    .where('h.stallCheckAt <= :now', { now })
     .andWhere('h.stalledAt IS NULL')
     .andWhere('h.deletedAt IS NULL')
-    .orderBy('h.stallDueAt', 'ASC')
+    .orderBy('h.stallCheckAt', 'ASC')
     .limit(limit);
 }
 

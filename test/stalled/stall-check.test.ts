@@ -63,6 +63,36 @@ describe.each(ALL_TEST_DBS)('stalled plans on %s', (kind) => {
     expect(await dueIn(own, started)).toBeGreaterThanOrEqual(3_600_000);
   });
 
+  it('events move the due time, not the check time; the check moves it up and marks only past the due time', async () => {
+    const planId = `check-${randomUUID()}`;
+    await store.persist([ev(planId, 0, 'plan.created', { query: 'q', steps, deadlineMs: 1_000 })]);
+    const first = await head(planId);
+    expect(first.stallCheckAt).toEqual(first.stallDueAt);
+    // a later event pushes the due time on and leaves the check time (an indexed column) as it was
+    await store.persist([ev(planId, 1, 'step.started', { stepId: 'a', deadlineMs: 3_600_000 })]);
+    const second = await head(planId);
+    expect(second.stallCheckAt).toEqual(first.stallCheckAt);
+    const due = new Date(second.stallDueAt!).getTime();
+    expect(due).toBeGreaterThan(new Date(first.stallDueAt!).getTime() + 3_000_000);
+
+    // past the check time, before the due time: not marked, checked again at the due time
+    const between = new Date(new Date(first.stallDueAt!).getTime() + 1_000);
+    expect((await markStalledPlans(ds, { now: between })).planIds).not.toContain(planId);
+    const third = await head(planId);
+    expect([third.stalledAt, third.stallCheckAt]).toEqual([null, third.stallDueAt]);
+    expect(new Date(third.stallDueAt!).getTime()).toBe(due);
+    // past the due time: marked; a late event gives it the new due time as its check time
+    expect((await markStalledPlans(ds, { now: new Date(due + 1) })).planIds).toContain(planId);
+    await store.persist([ev(planId, 2, 'step.started', { stepId: 'b' })]);
+    const back = await head(planId);
+    expect([back.stalledAt, back.stallCheckAt]).toEqual([null, back.stallDueAt]);
+    expect(new Date(back.stallDueAt!).getTime()).toBe(due);
+    // a finished plan is not watched: both times null
+    await store.persist([ev(planId, 3, 'plan.finalized', { status: 'completed' })]);
+    const done = await head(planId);
+    expect([done.stallDueAt, done.stallCheckAt]).toEqual([null, null]);
+  });
+
   it('does not watch a plan waiting for approval, nor a finished one', async () => {
     const waiting = `approval-${randomUUID()}`;
     const done = `done-${randomUUID()}`;

@@ -34,6 +34,7 @@ const headRow = (planId: string) => ({
   r_restored_at: null,
   r_deadline_ms: null,
   r_stall_due_at: DUE,
+  r_stall_check_at: DUE,
   r_stalled_at: null,
   r_deleted_at: null,
 });
@@ -51,6 +52,7 @@ const head = (planId: string): PlanHeadRow => ({
   restoredAt: null,
   deadlineMs: 60_000,
   stallDueAt: new Date(NOW.getTime() + 60_000),
+  stallCheckAt: new Date(NOW.getTime() + 60_000),
   stalledAt: null,
   deletedAt: null,
 });
@@ -111,9 +113,9 @@ describe('stalled plans: the SQL sent to SQL Server (generated, no server)', () 
     const text = sqlOf(statements);
     const [scan, lock, read, mark] = text;
     expect(text).toHaveLength(4);
-    // the due scan: one range of IX_plan_heads_stall_due, SQL Server's paging
+    // the due scan: one range of IX_plan_heads_stall_check, SQL Server's paging
     expect(scan).toBe(
-      'SELECT "h"."plan_id" AS "planId" FROM "plan_heads" "h" WHERE "h"."stall_due_at" <= @0 AND "h"."stalled_at" IS NULL AND "h"."deleted_at" IS NULL ORDER BY "h"."stall_due_at" ASC OFFSET 0 ROWS FETCH NEXT 10 ROWS ONLY',
+      'SELECT "h"."plan_id" AS "planId" FROM "plan_heads" "h" WHERE "h"."stall_check_at" <= @0 AND "h"."stalled_at" IS NULL AND "h"."deleted_at" IS NULL ORDER BY "h"."stall_check_at" ASC OFFSET 0 ROWS FETCH NEXT 10 ROWS ONLY',
     );
     // SQL Server has no FOR UPDATE: the heads are locked by a version bump, in the transaction of the mark
     expect(lock).toBe(`UPDATE "plan_heads" SET "version" = "version" + 1 WHERE "plan_id" ${jsonIdList('@0')}`);
@@ -220,6 +222,27 @@ describe('stalled plans: the SQL sent to SQL Server (generated, no server)', () 
     ]);
     await expectTsql([...up, ...down]);
   });
+
+  it('moves the index to the check time: a NULL column filled from the due time; the revert restores the index', async () => {
+    const target = parseDatabaseUrl('mssql://sa:x@127.0.0.1:1/none');
+    const of = async (direction: 'up' | 'down') =>
+      (await migrationSql(target, direction)).find((m) => m.migration === 'StallCheckTimes1795227200000')!.statements;
+    const up = await of('up');
+    expect(up).toEqual([
+      'ALTER TABLE "plan_heads" ADD "stall_check_at" datetime2(3) NULL',
+      'UPDATE "plan_heads" SET "stall_check_at" = "stall_due_at"',
+      'CREATE INDEX "IX_plan_heads_stall_check" ON "plan_heads" ("stall_check_at")',
+      'DROP INDEX "IX_plan_heads_stall_due" ON "plan_heads"',
+    ]);
+    const down = await of('down');
+    expect(down).toEqual([
+      'CREATE INDEX "IX_plan_heads_stall_due" ON "plan_heads" ("stall_due_at")',
+      'DROP INDEX "IX_plan_heads_stall_check" ON "plan_heads"',
+      'ALTER TABLE "plan_heads" DROP COLUMN "stall_check_at"',
+    ]);
+    await expectTsql([...up, ...down]);
+  });
+
   it('writes the plan.stalled deliveries in the transaction that marks the plans', async () => {
     const { ds, statements } = await recordingMssql((sql) => {
       if (/^SELECT "h"\."plan_id" AS "planId" FROM "plan_heads" "h"/.test(sql)) return [{ planId: 'plan-1' }];

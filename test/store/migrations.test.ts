@@ -120,6 +120,7 @@ const EXPECTED_COLUMNS: Record<string, string[]> = {
     'restored_at',
     'deadline_ms',
     'stall_due_at',
+    'stall_check_at',
     'stalled_at',
     'deleted_at',
   ],
@@ -150,6 +151,7 @@ const ALL_MIGRATIONS = [
   'SessionTotalRollups1795227140000',
   'PlanStepParts1795227141000',
   'StoredTokenTotals1795227170000',
+  'StallCheckTimes1795227200000',
 ];
 
 /** Seed 000, section 6, verbatim. */

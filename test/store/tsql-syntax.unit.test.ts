@@ -123,7 +123,7 @@ describe('T-SQL syntax gate over the statements sent to SQL Server', () => {
       restore:
         /^UPDATE "\w+" SET "deleted_at" = @0 WHERE \("\w+" IN \(SELECT v FROM OPENJSON\(@1\) .*\) AND NOT\("deleted_at" IS NULL\)\)$/,
       'the stall check: due scan':
-        /^SELECT "h"\."plan_id" AS "planId" FROM "plan_heads" "h" WHERE "h"\."stall_due_at" <= @0 AND "h"\."stalled_at" IS NULL AND "h"\."deleted_at" IS NULL ORDER BY "h"\."stall_due_at" ASC OFFSET 0 ROWS FETCH NEXT \d+ ROWS ONLY$/,
+        /^SELECT "h"\."plan_id" AS "planId" FROM "plan_heads" "h" WHERE "h"\."stall_check_at" <= @0 AND "h"\."stalled_at" IS NULL AND "h"\."deleted_at" IS NULL ORDER BY "h"\."stall_check_at" ASC OFFSET 0 ROWS FETCH NEXT \d+ ROWS ONLY$/,
       'the stall check: mark':
         /^UPDATE "plan_heads" SET "stalled_at" = @0 WHERE "plan_id" IN \(SELECT v FROM OPENJSON\(@1\)/,
       'plans list --status stalled': /EXISTS \(SELECT 1 FROM "plan_heads" "h" .*"h"\."stalled_at" IS NOT NULL/,

@@ -447,6 +447,7 @@ async function recordStallCheck(rec: SectionRecorder, check: Check): Promise<voi
         r_version: 2,
         r_updated_at: due,
         r_stall_due_at: stallDueAt,
+        r_stall_check_at: stallDueAt,
         r_stalled_at: null,
         r_deleted_at: null,
       }));

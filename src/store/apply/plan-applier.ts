@@ -467,6 +467,7 @@ export class PlanApplier {
       restoredAt: head.restoredAt,
       deadlineMs: head.deadlineMs,
       stallDueAt: head.stallDueAt,
+      stallCheckAt: head.stallCheckAt,
       stalledAt: head.stalledAt,
       deletedAt: head.deletedAt,
     });
@@ -588,7 +589,9 @@ function noteArrivals(stall: StallFacts, planId: string, events: readonly PlanEv
  * `executing` (a plan whose events only wait behind a gap keeps what it was). With an event, the
  * plan is due `now` + its deadline (plan.created's deadlineMs, else STALL_AFTER), or later: a
  * step.started with a longer deadlineMs, or an earlier due still ahead (a step's deadline holds the
- * plan until it passes, whatever events come meanwhile). An event clears `stalledAt`.
+ * plan until it passes, whatever events come meanwhile). An event clears `stalledAt`. The check
+ * time moves only when the plan starts running or comes back from stalled: later events push the
+ * due time alone, and the stall check moves the check time up to it when it gets there.
  */
 function setStallState(stall: StallFacts, before: PlanHeadRow, next: PlanHeadRow, now: Date): void {
   const planId = next.planId;
@@ -597,6 +600,7 @@ function setStallState(stall: StallFacts, before: PlanHeadRow, next: PlanHeadRow
   const running = status === undefined ? before.stallDueAt !== null : status === 'executing';
   if (!running) {
     next.stallDueAt = null;
+    next.stallCheckAt = null;
     next.stalledAt = null;
     return;
   }
@@ -607,5 +611,6 @@ function setStallState(stall: StallFacts, before: PlanHeadRow, next: PlanHeadRow
   const earlier = before.stallDueAt ? new Date(before.stallDueAt).getTime() : 0;
   if (earlier > due) due = earlier;
   next.stallDueAt = new Date(due);
+  if (before.stallCheckAt === null || before.stalledAt !== null) next.stallCheckAt = next.stallDueAt;
   next.stalledAt = null;
 }

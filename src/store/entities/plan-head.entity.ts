@@ -27,6 +27,12 @@ export interface PlanHeadRow {
   deadlineMs: number | null;
   /** When the running plan is stalled unless an event comes first; null while it is not running. */
   stallDueAt: Date | null;
+  /**
+   * When the stall check next looks at the running plan: at or before `stallDueAt`, null with it.
+   * Set when the plan starts running and by the check itself, not by each event, so the event's
+   * head update leaves every indexed column as it was (IX_plan_heads_stall_check).
+   */
+  stallCheckAt: Date | null;
   /** When the stall check found the plan stalled; null again with its next event. */
   stalledAt: Date | null;
   deletedAt: Date | null;
@@ -45,6 +51,7 @@ export const PlanHeadEntity = defineEntity<PlanHeadRow>('PlanHead', 'plan_heads'
   restoredAt: ts('restored_at', true),
   deadlineMs: int('deadline_ms', true),
   stallDueAt: ts('stall_due_at', true),
+  stallCheckAt: ts('stall_check_at', true),
   stalledAt: ts('stalled_at', true),
   deletedAt,
 });

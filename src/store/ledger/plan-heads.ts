@@ -24,6 +24,7 @@ export function newHead(planId: string, sessionId: string, now: Date): PlanHeadR
     restoredAt: null,
     deadlineMs: null,
     stallDueAt: null,
+    stallCheckAt: null,
     stalledAt: null,
     deletedAt: null,
   };
@@ -72,6 +73,7 @@ export async function writeHeads(m: EntityManager, dialect: SqlDialect, heads: P
     'updatedAt',
     'deadlineMs',
     'stallDueAt',
+    'stallCheckAt',
     'stalledAt',
   ] as const;
   await dialect.rows(m).update(ENTITY.head, heads, 'planId', update);

@@ -232,6 +232,7 @@ function lockedFromRaw(r: Record<string, unknown>, isNew: boolean): LockedHead {
     restoredAt: (r.restored_at ?? null) as Date | null,
     deadlineMs: (r.deadline_ms ?? null) as number | null,
     stallDueAt: (r.stall_due_at ?? null) as Date | null,
+    stallCheckAt: (r.stall_check_at ?? null) as Date | null,
     stalledAt: (r.stalled_at ?? null) as Date | null,
     deletedAt: r.deleted_at as Date | null,
     isNew,
