@@ -17,6 +17,8 @@ import { round } from './latency';
 interface TableCounts {
   ins: number;
   upd: number;
+  /** Of the updates, those PostgreSQL kept on the row's page without touching an index (HOT); SQLite: 0. */
+  hot: number;
   del: number;
 }
 
@@ -45,15 +47,16 @@ export interface WritesReport {
 }
 
 export async function snapshotWrites(ds: DataSource): Promise<WriteSnapshot> {
-  const rows: { relname: string; ins: string; upd: string; del: string }[] = await ds.query(
-    'SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_del AS del FROM pg_stat_user_tables WHERE schemaname = current_schema()',
+  const rows: { relname: string; ins: string; upd: string; hot: string; del: string }[] = await ds.query(
+    'SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_hot_upd AS hot, n_tup_del AS del FROM pg_stat_user_tables WHERE schemaname = current_schema()',
   );
   const [{ lsn }] = await ds.query('SELECT pg_current_wal_lsn()::text AS lsn');
   const [{ n }] = await ds.query(
     'SELECT COALESCE(SUM(tup_inserted + tup_updated + tup_deleted), 0)::bigint AS n FROM pg_stat_database',
   );
   const tables: Record<string, TableCounts> = {};
-  for (const r of rows) tables[r.relname] = { ins: Number(r.ins), upd: Number(r.upd), del: Number(r.del) };
+  for (const r of rows)
+    tables[r.relname] = { ins: Number(r.ins), upd: Number(r.upd), hot: Number(r.hot), del: Number(r.del) };
   return { lsn, tables, serverRows: Number(n) };
 }
 
@@ -91,8 +94,8 @@ export function writesBetween(
 ): WritesReport {
   const byTable: Record<string, TableCounts> = {};
   for (const [table, a] of Object.entries(after.tables)) {
-    const b = before.tables[table] ?? { ins: 0, upd: 0, del: 0 };
-    const d = { ins: a.ins - b.ins, upd: a.upd - b.upd, del: a.del - b.del };
+    const b = before.tables[table] ?? { ins: 0, upd: 0, hot: 0, del: 0 };
+    const d = { ins: a.ins - b.ins, upd: a.upd - b.upd, hot: a.hot - b.hot, del: a.del - b.del };
     if (d.ins || d.upd || d.del) byTable[table] = d;
   }
   const rowsWritten = total(byTable);
