@@ -56,8 +56,9 @@ export interface StallCheckResult {
  * those whose check time has come (`stall_check_at <= now`). Each batch is one transaction under
  * the plans' head locks, re-checked under them: a plan whose event committed meanwhile is left
  * alone, and two checks at once mark each plan once; a plan whose events pushed its deadline on
- * gets that deadline as its next check time. Returns the ids it marked. Each plan marked gets its `plan.stalled` webhook deliveries, written in the transaction
- * that marks it (their ids derived from the plan and its stalled_at: findingEvent).
+ * gets that deadline as its next check time. Returns the ids it marked. Each plan marked gets its
+ * `plan.stalled` webhook deliveries, written in the transaction that marks it (their ids derived
+ * from the plan and its stalled_at: findingEvent).
  */
 export async function markStalledPlans(ds: DataSource, options: StallCheckOptions = {}): Promise<StallCheckResult> {
   const now = options.now ?? new Date();
