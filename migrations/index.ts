@@ -23,6 +23,7 @@ import { SessionTotalRollups1795227140000 } from './1795227140000-session-total-
 import { PlanStepParts1795227141000 } from './1795227141000-plan-step-parts';
 import { StoredTokenTotals1795227170000 } from './1795227170000-stored-token-totals';
 import { StallCheckTimes1795227200000 } from './1795227200000-stall-check-times';
+import { RollupHotUpdates1795227210000 } from './1795227210000-rollup-hot-updates';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -51,4 +52,5 @@ export const MIGRATIONS = [
   PlanStepParts1795227141000,
   StoredTokenTotals1795227170000,
   StallCheckTimes1795227200000,
+  RollupHotUpdates1795227210000,
 ];

@@ -439,11 +439,13 @@ function stepLines<K extends string | null>(
  * A row's input plus output tokens as its tokens index orders them: the computed column
  * `total_tokens` on MySQL/MariaDB and SQL Server, the indexed expression on PostgreSQL and SQLite
  * (IX_execution_plans_tokens, migrations/1795227120000-token-pages.ts, for the plans `p`;
- * IX_analytics_rollups_total, migrations/1795227140000-session-total-rollups.ts, for the rollups `r`).
+ * IX_analytics_rollups_total, migrations/1795227140000-session-total-rollups.ts, for the rollups
+ * `r`, except on PostgreSQL: a generated column that holds the sum for `session-total` rows only,
+ * migrations/1795227210000-rollup-hot-updates.ts).
  */
 function indexedTotal(ds: DataSource, row: 'p' | 'r'): string {
   const d = sqlDialectOf(ds).name;
-  if (d === 'mysql' || d === 'mssql') return `${row}.total_tokens`;
+  if (d === 'mysql' || d === 'mssql' || (d === 'postgres' && row === 'r')) return `${row}.total_tokens`;
   return row === 'p' ? 'p.totalInputTokens + p.totalOutputTokens' : 'r.inputTokens + r.outputTokens';
 }
 

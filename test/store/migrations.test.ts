@@ -152,6 +152,7 @@ const ALL_MIGRATIONS = [
   'PlanStepParts1795227141000',
   'StoredTokenTotals1795227170000',
   'StallCheckTimes1795227200000',
+  'RollupHotUpdates1795227210000',
 ];
 
 /** Seed 000, section 6, verbatim. */
@@ -199,7 +200,12 @@ async function tableNames(ds: DataSource, kind: string): Promise<string[]> {
  * reader looks the computed columns `total_tokens` of execution_plans and analytics_rollups (MySQL/MariaDB, SQL Server) up
  * in a `typeorm_metadata` table the migrations do not create, so those two are read here.
  */
+/** From the catalogs: TypeORM's getTable reads a table with generated columns from its own `typeorm_metadata`. */
 const CATALOG_SQL: Record<string, { columns: string; indexes: string }> = {
+  postgres: {
+    columns: `SELECT column_name AS n FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1`,
+    indexes: `SELECT indexname AS n FROM pg_indexes WHERE schemaname = current_schema() AND tablename = $1`,
+  },
   mariadb: {
     columns: `SELECT column_name AS n FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ?`,
     indexes: `SELECT DISTINCT index_name AS n FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ?`,
