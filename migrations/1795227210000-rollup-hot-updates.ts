@@ -4,8 +4,8 @@ import { sql } from './1795219400000-incremental-store';
 
 /**
  * PostgreSQL only: the rollup rows' updates stay on their page (HOT updates) when they change no
- * indexed column. `IX_analytics_rollups_total` indexed the expression `input_tokens +
- * output_tokens` of every row, so every rollup update that moved tokens (each batch of steps
+ * indexed column. `IX_analytics_rollups_total` indexed the sum of `input_tokens` and
+ * `output_tokens` of every row, so every rollup update that moved tokens (each batch of steps
  * moves its day's `step` rows) wrote an entry into each of the table's indexes. The index is now on
  * a stored generated column `total_tokens`: the sum for `session-total` rows, the only ones the
  * tokens report reads through it, NULL for every other kind, whose updates then leave every
