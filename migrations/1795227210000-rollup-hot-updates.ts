@@ -1,6 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { dialectOf } from '../src/store/sql/dialects';
 import { sql } from './1795219400000-incremental-store';
+import { indexedTotal } from './1795227120000-token-pages';
 
 /**
  * PostgreSQL only: the rollup rows' updates stay on their page (HOT updates) when they change no
@@ -43,7 +44,7 @@ export class RollupHotUpdates1795227210000 implements MigrationInterface {
     await sql(queryRunner, `ALTER TABLE ${table} DROP COLUMN ${q('total_tokens')}`);
     await sql(
       queryRunner,
-      `CREATE INDEX ${q('IX_analytics_rollups_total')} ON ${table} (${q('kind')}, (${q('input_tokens')} + ${q('output_tokens')}) DESC)`,
+      `CREATE INDEX ${q('IX_analytics_rollups_total')} ON ${table} (${q('kind')}, ${indexedTotal('postgres', q, '')} DESC)`,
     );
   }
 }
