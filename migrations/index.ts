@@ -24,6 +24,7 @@ import { PlanStepParts1795227141000 } from './1795227141000-plan-step-parts';
 import { StoredTokenTotals1795227170000 } from './1795227170000-stored-token-totals';
 import { StallCheckTimes1795227200000 } from './1795227200000-stall-check-times';
 import { RollupHotUpdates1795227210000 } from './1795227210000-rollup-hot-updates';
+import { HotPlanStepUpdates1795227220000 } from './1795227220000-hot-plan-step-updates';
 
 /** Every migration, oldest first. A new migration is appended here, never edited in place. */
 export const MIGRATIONS = [
@@ -53,4 +54,5 @@ export const MIGRATIONS = [
   StoredTokenTotals1795227170000,
   StallCheckTimes1795227200000,
   RollupHotUpdates1795227210000,
+  HotPlanStepUpdates1795227220000,
 ];

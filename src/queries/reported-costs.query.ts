@@ -103,6 +103,15 @@ async function sessionsOf(ds: DataSource, planIds: string[]): Promise<Map<string
 }
 
 /**
+ * The steps whose cost is a reported one, as IX_plan_steps_cost_source finds them: on PostgreSQL by
+ * the stored generated column `reported_plan_id` (the plan id of such a step, NULL for every other:
+ * migrations/1795227220000-hot-plan-step-updates.ts), elsewhere by `cost_source` itself.
+ */
+function reportedSteps(ds: DataSource): string {
+  return sqlDialectOf(ds).name === 'postgres' ? 's.reported_plan_id IS NOT NULL' : `s.costSource = 'reported'`;
+}
+
+/**
  * The steps with a reported cost of the live plans created in `range`, priced again by the
  * overrides or the price table at the step's time (its completion, as the worker priced it), and
  * summed by the cost report's key. Reads the steps themselves (the rollups keep the cost as stored,
@@ -120,7 +129,7 @@ export async function reportedVsPriced(
     .innerJoin(ENTITY.plan, 'p', 'p.id = s.planId AND p.deletedAt IS NULL')
     .select(STEP_FIELDS.map((f) => `s.${f}`))
     .addSelect('s.id')
-    .where(`s.costSource = 'reported'`);
+    .where(reportedSteps(ds));
   const steps = (await whereCreatedIn(ds, qb, range).getMany()) as ReportedStep[];
   const out = new Map<string, ReportedSums>();
   if (steps.length === 0) return out;

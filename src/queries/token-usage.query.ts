@@ -1,6 +1,6 @@
-import type { DataSource, SelectQueryBuilder } from 'typeorm';
+import type { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { type AnalyticsRollupRow, ENTITY, ExecutionPlanRow, PlanStatus, PlanStepRow } from '../store/entities';
-import { type DateRange, TOKEN_DIMENSIONS, type TokenDimension } from './query-args';
+import { ACTIVE_STATUSES, type DateRange, TOKEN_DIMENSIONS, type TokenDimension } from './query-args';
 import { groupByText, whereCreatedIn } from './query-clauses';
 import { compareText, toNum } from './row-normalize';
 import { sqlDialectOf } from '../store/sql/dialects';
@@ -437,15 +437,17 @@ function stepLines<K extends string | null>(
 
 /**
  * A row's input plus output tokens as its tokens index orders them: the computed column
- * `total_tokens` on MySQL/MariaDB and SQL Server, the indexed expression on PostgreSQL and SQLite
+ * `total_tokens` on MySQL/MariaDB and SQL Server, the indexed expression on SQLite
  * (IX_execution_plans_tokens, migrations/1795227120000-token-pages.ts, for the plans `p`;
  * IX_analytics_rollups_total, migrations/1795227140000-session-total-rollups.ts, for the rollups
- * `r`, except on PostgreSQL: a generated column that holds the sum for `session-total` rows only,
- * migrations/1795227210000-rollup-hot-updates.ts).
+ * `r`). On PostgreSQL both index a stored generated column that holds the sum for some rows only
+ * (migrations/1795227210000-rollup-hot-updates.ts, 1795227220000-hot-plan-step-updates.ts): the
+ * rollups' `total_tokens` (`session-total` rows) and the plans' `final_total_tokens` (ended plans).
  */
 function indexedTotal(ds: DataSource, row: 'p' | 'r'): string {
   const d = sqlDialectOf(ds).name;
-  if (d === 'mysql' || d === 'mssql' || (d === 'postgres' && row === 'r')) return `${row}.total_tokens`;
+  if (d === 'postgres') return row === 'p' ? 'p.final_total_tokens' : 'r.total_tokens';
+  if (d === 'mysql' || d === 'mssql') return `${row}.total_tokens`;
   return row === 'p' ? 'p.totalInputTokens + p.totalOutputTokens' : 'r.inputTokens + r.outputTokens';
 }
 
@@ -453,16 +455,49 @@ function indexedTotal(ds: DataSource, row: 'p' | 'r'): string {
  * The plan lines of the range largest first, ids (in the database's order) breaking ties, after
  * `after` (a cursor's total and plan id), `limit` of them. IX_execution_plans_tokens gives them in
  * that order: the page reads about `limit` plans of the range (more when the range holds a small
- * part of the plans), not every plan of it.
+ * part of the plans), not every plan of it. On PostgreSQL that index holds the ended plans only
+ * (a running plan's token updates then change no indexed column): the page is the first `limit` of
+ * a page of the ended plans from it and the range's running plans (IX_execution_plans_status_created).
  */
 export function buildPlanTokensPageQuery(
   ds: DataSource,
   range: DateRange,
   limit: number,
   after?: [totalTokens: number, planId: string],
+): SelectQueryBuilder<ObjectLiteral> {
+  if (sqlDialectOf(ds).name !== 'postgres') return planTokensRun(ds, range, limit, indexedTotal(ds, 'p'), after);
+  const ended = planTokensRun(ds, range, limit, indexedTotal(ds, 'p'), after).andWhere(
+    `${indexedTotal(ds, 'p')} IS NOT NULL`,
+  );
+  const running = planTokensRun(ds, range, limit, 'p.totalInputTokens + p.totalOutputTokens', after).andWhere(
+    'p.status IN (:...activeStatuses)',
+    { activeStatuses: ACTIVE_STATUSES },
+  );
+  return ds
+    .createQueryBuilder()
+    .select(PLAN_TOKEN_COLUMNS.map((c) => `u."${c}"`).join(', '))
+    .from(`((${ended.getQuery()}) UNION ALL (${running.getQuery()}))`, 'u')
+    .setParameters({ ...ended.getParameters(), ...running.getParameters() })
+    .orderBy('u."totalTokens"', 'DESC')
+    .addOrderBy('u."planId"', 'ASC')
+    .limit(limit);
+}
+
+const PLAN_TOKEN_COLUMNS = ['planId', 'sessionId', 'status', 'inputTokens', 'outputTokens', 'totalTokens'] as const;
+
+/** The plan lines of the range ordered by `total` (largest first, then the id) after `after`, `limit` of them. */
+function planTokensRun(
+  ds: DataSource,
+  range: DateRange,
+  limit: number,
+  total: string,
+  after?: [totalTokens: number, planId: string],
 ): SelectQueryBuilder<ExecutionPlanRow> {
-  const total = indexedTotal(ds, 'p');
-  const qb = buildPlanTokensQuery(ds, range).orderBy(total, 'DESC').addOrderBy('p.id', 'ASC').limit(limit);
+  const qb = buildPlanTokensQuery(ds, range)
+    .addSelect(total, 'totalTokens')
+    .orderBy(total, 'DESC')
+    .addOrderBy('p.id', 'ASC')
+    .limit(limit);
   // the first condition bounds the index range; the second drops the cursor's total's lines up to its plan
   if (after)
     qb.andWhere(`${total} <= :afterTotal AND (${total} < :afterTotal OR p.id > :afterId)`, {

@@ -153,6 +153,7 @@ const ALL_MIGRATIONS = [
   'StoredTokenTotals1795227170000',
   'StallCheckTimes1795227200000',
   'RollupHotUpdates1795227210000',
+  'HotPlanStepUpdates1795227220000',
 ];
 
 /** Seed 000, section 6, verbatim. */
@@ -266,15 +267,18 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
   it('names the PRD indexes and the unique step index', async () => {
     const runner = ds.createQueryRunner();
     try {
-      const steps = await runner.getTable('plan_steps');
+      // PostgreSQL's plan_steps has a generated column (reported_plan_id): its tables from the catalog
+      const pg = kind === 'postgres';
+      const steps = pg ? undefined : await runner.getTable('plan_steps');
       const indexNames = CATALOG_SQL[kind]
         ? await catalogNames(ds, kind, 'indexes', 'execution_plans')
         : (await runner.getTable('execution_plans'))!.indices.map((i) => i.name);
-      const handoffs = await runner.getTable('plan_handoffs');
       if (kind !== 'mariadb')
-        expect(handoffs!.indices.map((i) => i.name)).toEqual(
-          expect.arrayContaining(['IX_plan_handoffs_plan', 'IX_plan_handoffs_step']),
-        );
+        expect(
+          pg
+            ? await catalogNames(ds, kind, 'indexes', 'plan_handoffs')
+            : (await runner.getTable('plan_handoffs'))!.indices.map((i) => i.name),
+        ).toEqual(expect.arrayContaining(['IX_plan_handoffs_plan', 'IX_plan_handoffs_step']));
       expect(indexNames).toEqual(
         expect.arrayContaining([
           'IX_execution_plans_session',
@@ -285,14 +289,21 @@ describe.each(ALL_TEST_DBS)('migrations on %s', (kind) => {
           'IX_execution_plans_tokens',
         ]),
       );
-      const stepUniques = [
-        ...steps!.uniques.map((u) => u.name),
-        ...steps!.indices.filter((i) => i.isUnique).map((i) => i.name),
-      ];
-      expect(stepUniques).toContain('UQ_plan_step_index');
-      const costIndex = steps!.indices.find((i) => i.name === 'IX_plan_steps_cost_source');
-      // TypeORM's table reader may list an index's columns out of their order
-      expect([...(costIndex?.columnNames ?? [])].sort()).toEqual(['cost_source', 'plan_id']);
+      const stepIndexes = steps
+        ? [...steps.uniques.map((u) => u.name), ...steps.indices.filter((i) => i.isUnique).map((i) => i.name)]
+        : await catalogNames(ds, kind, 'indexes', 'plan_steps');
+      expect(stepIndexes).toContain('UQ_plan_step_index');
+      if (pg) {
+        // the reported steps by a generated column that is NULL for every other step (HotPlanStepUpdates)
+        const [{ def }] = await ds.query(
+          `SELECT indexdef AS def FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'IX_plan_steps_cost_source'`,
+        );
+        expect(def).toContain('(reported_plan_id) WHERE (reported_plan_id IS NOT NULL)');
+      } else {
+        const costIndex = steps!.indices.find((i) => i.name === 'IX_plan_steps_cost_source');
+        // TypeORM's table reader may list an index's columns out of their order
+        expect([...(costIndex?.columnNames ?? [])].sort()).toEqual(['cost_source', 'plan_id']);
+      }
     } finally {
       await runner.release();
     }
