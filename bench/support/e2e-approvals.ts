@@ -52,6 +52,12 @@ export interface ApprovalsPair {
    */
   ratioEventsPerSec: number;
   ratioPlansPerSec: number;
+  /**
+   * The same ratio (plans/s, both against without) by two more estimators: the variants' median
+   * times, and their mean times. When the three disagree across the target, the run does not settle it.
+   */
+  ratioPlansPerSecOfMedians: number;
+  ratioPlansPerSecOfMeans: number;
   /** approvals alone and the subscription alone, in plans/s against without. */
   ratioPlansPerSecApprovalsOnly: number;
   ratioPlansPerSecWebhookOnly: number;
@@ -100,6 +106,8 @@ export function withApprovals(chunks: PlanEventInput[][], every = 10): { chunks:
   });
   return { chunks: out, plans };
 }
+
+const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
 
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -198,6 +206,7 @@ export async function approvalsOverhead(
     const [without, both, approvalsOnly, webhookOnly] = VARIANTS.map(medianRun);
     // the same plans in every run: plans/s compare as 1 / seconds; each pass's ratio against its
     // own without run (the one beside it), the median of the passes
+    const seconds = (v: Variant) => runs.get(v)!.map((r) => r.result.seconds);
     const vs = (v: Variant) =>
       round(median(runs.get(v)!.map((r, pass) => runs.get('without')![pass].result.seconds / r.result.seconds)));
     pairs.push({
@@ -217,6 +226,8 @@ export async function approvalsOverhead(
       webhooksAfterLastCommitWorkerCpuUsPerEvent: both.result.settleWorkerCpuUsPerEvent ?? 0,
       ratioEventsPerSec: round((vs('both') * total(withSource)) / total(plain)),
       ratioPlansPerSec: vs('both'),
+      ratioPlansPerSecOfMedians: round(without.result.seconds / both.result.seconds),
+      ratioPlansPerSecOfMeans: round(mean(seconds('without')) / mean(seconds('both'))),
       ratioPlansPerSecApprovalsOnly: vs('approvalsOnly'),
       ratioPlansPerSecWebhookOnly: vs('webhookOnly'),
       workerCpuRatio: round(both.result.cpuUsPerEvent.worker / without.result.cpuUsPerEvent.worker),

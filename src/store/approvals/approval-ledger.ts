@@ -1,6 +1,5 @@
 import type { DataSource, EntityManager, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { ENTITY, type ApprovalRow } from '../entities';
-import { lockStoredHeads } from '../ledger/plan-heads';
 import { sqlDialectOf } from '../sql/dialects';
 import { runSerialized } from '../sql/serial-queue';
 import { isRetryableDbError } from '../db-errors';
@@ -117,6 +116,8 @@ export class ApprovalLedger {
     const repo = this.ds.getRepository<ApprovalRow>(ENTITY.approval);
     const seen = await repo.findOneBy({ approvalId });
     if (!seen) return { ok: false, reason: 'not_found' };
+    // a consume is final (nothing clears consumed_at): the answer under the lock would be the same refusal
+    if (seen.consumedAt !== null) return { ok: false, reason: 'already_consumed', approval: viewOf(seen, new Date()) };
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.consumeLocked(seen.planId, approvalId, argsDigest, by);
@@ -132,7 +133,8 @@ export class ApprovalLedger {
     const dialect = sqlDialectOf(this.ds);
     return runSerialized(this.ds, () =>
       dialect.transaction(this.ds, async (m: EntityManager) => {
-        await lockStoredHeads(m, dialect, [planId]);
+        // the plan's head lock, as every writer of the plan takes it (its version bumped); the head row itself is not needed
+        await dialect.bumpHeads(m, [planId]);
         const row = await m.getRepository<ApprovalRow>(ENTITY.approval).findOneByOrFail({ approvalId });
         const now = new Date();
         const refusal = refusalOf(row, argsDigest, now);
