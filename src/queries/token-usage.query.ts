@@ -465,10 +465,9 @@ export function buildPlanTokensPageQuery(
   limit: number,
   after?: [totalTokens: number, planId: string],
 ): SelectQueryBuilder<ObjectLiteral> {
-  if (sqlDialectOf(ds).name !== 'postgres') return planTokensRun(ds, range, limit, indexedTotal(ds, 'p'), after);
-  const ended = planTokensRun(ds, range, limit, indexedTotal(ds, 'p'), after).andWhere(
-    `${indexedTotal(ds, 'p')} IS NOT NULL`,
-  );
+  const total = indexedTotal(ds, 'p');
+  if (sqlDialectOf(ds).name !== 'postgres') return planTokensRun(ds, range, limit, total, after);
+  const ended = planTokensRun(ds, range, limit, total, after).andWhere(`${total} IS NOT NULL`);
   const running = planTokensRun(ds, range, limit, 'p.totalInputTokens + p.totalOutputTokens', after).andWhere(
     'p.status IN (:...activeStatuses)',
     { activeStatuses: ACTIVE_STATUSES },

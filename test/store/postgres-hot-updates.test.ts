@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { QueryRunner } from 'typeorm';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { createMigratedDb } from '../support/databases';
 import { ev } from '../stalled/support/stall-events';
@@ -10,6 +11,30 @@ import { ev } from '../stalled/support/stall-events';
  * step's end with a priced cost. Counted by PostgreSQL itself for the transaction
  * (pg_stat_xact_user_tables), then rolled back.
  */
+/**
+ * The updates and HOT updates of `table` since the last call for it (the first: since `hotCounter`),
+ * in `qr`'s transaction. The connection's counts not yet sent to the statistics may include earlier
+ * transactions': deltas only.
+ */
+async function hotCounter(qr: QueryRunner): Promise<(table: string) => Promise<{ upd: number; hot: number }>> {
+  const counts = async () =>
+    Object.fromEntries(
+      (
+        (await qr.query(
+          `SELECT relname, n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_xact_user_tables
+             WHERE schemaname = current_schema()`,
+        )) as Array<{ relname: string; upd: string; hot: string }>
+      ).map((c) => [c.relname, { upd: Number(c.upd), hot: Number(c.hot) }]),
+    ) as Record<string, { upd: number; hot: number }>;
+  const before = await counts();
+  return async (table) => {
+    const now = (await counts())[table] ?? { upd: 0, hot: 0 };
+    const was = before[table] ?? { upd: 0, hot: 0 };
+    before[table] = now;
+    return { upd: now.upd - was.upd, hot: now.hot - was.hot };
+  };
+}
+
 describe('PostgreSQL: HOT updates of the rows events update', () => {
   it('a head update that moves the due time and a rollup update that moves tokens touch no index', async () => {
     const db = await createMigratedDb('postgres');
@@ -30,19 +55,8 @@ describe('PostgreSQL: HOT updates of the rows events update', () => {
 
       const qr = db.ds.createQueryRunner();
       await qr.startTransaction();
-      // the connection's counts not yet sent to the statistics may include earlier transactions': a delta
-      const counts = async () =>
-        Object.fromEntries(
-          (
-            (await qr.query(
-              `SELECT relname, n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_xact_user_tables
-                 WHERE schemaname = current_schema()
-                   AND relname IN ('plan_heads', 'analytics_rollups', 'execution_plans', 'plan_steps')`,
-            )) as Array<{ relname: string; upd: string; hot: string }>
-          ).map((c) => [c.relname, { upd: Number(c.upd), hot: Number(c.hot) }]),
-        ) as Record<string, { upd: number; hot: number }>;
       try {
-        const before = await counts();
+        const delta = await hotCounter(qr);
         await qr.query(
           `UPDATE plan_heads SET stall_due_at = stall_due_at + interval '1 minute', version = version + 1,
              event_count = event_count + 1, last_seq = last_seq + 1, updated_at = now() WHERE plan_id = $1`,
@@ -53,14 +67,9 @@ describe('PostgreSQL: HOT updates of the rows events update', () => {
         await qr.query(
           `UPDATE analytics_rollups SET items = items + 1, input_tokens = input_tokens + 7, output_tokens = output_tokens + 3 WHERE ${moved}`,
         );
-        const after = await counts();
-        const delta = (t: string) => ({
-          upd: after[t].upd - (before[t]?.upd ?? 0),
-          hot: after[t].hot - (before[t]?.hot ?? 0),
-        });
-        expect(delta('plan_heads')).toEqual({ upd: 1, hot: 1 });
+        expect(await delta('plan_heads')).toEqual({ upd: 1, hot: 1 });
         expect(rollups).toBeGreaterThan(1);
-        expect(delta('analytics_rollups')).toEqual({ upd: rollups, hot: rollups });
+        expect(await delta('analytics_rollups')).toEqual({ upd: rollups, hot: rollups });
       } finally {
         await qr.rollbackTransaction();
         await qr.release();
@@ -113,23 +122,8 @@ describe('PostgreSQL: HOT updates of the rows events update', () => {
 
       const qr = db.ds.createQueryRunner();
       await qr.startTransaction();
-      const counts = async () =>
-        Object.fromEntries(
-          (
-            (await qr.query(
-              `SELECT relname, n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_xact_user_tables
-                 WHERE schemaname = current_schema() AND relname IN ('execution_plans', 'plan_steps')`,
-            )) as Array<{ relname: string; upd: string; hot: string }>
-          ).map((c) => [c.relname, { upd: Number(c.upd), hot: Number(c.hot) }]),
-        ) as Record<string, { upd: number; hot: number }>;
       try {
-        let before = await counts();
-        const delta = async (t: string) => {
-          const after = await counts();
-          const d = { upd: after[t].upd - (before[t]?.upd ?? 0), hot: after[t].hot - (before[t]?.hot ?? 0) };
-          before = after;
-          return d;
-        };
+        const delta = await hotCounter(qr);
         const moveTokens = `UPDATE execution_plans SET total_input_tokens = total_input_tokens + 7,
             total_output_tokens = total_output_tokens + 3, completed_steps = completed_steps + 1, updated_at = now()
             WHERE id = $1`;
