@@ -432,7 +432,10 @@ async function retention(run: VolumeRun, cli: CliTarget, target: RetentionTarget
   const figures = {
     retiredPlans: retired.plans,
     retiredEvents: retired.events,
+    // RETENTION_PAUSE_PERCENT as the worker and the CLI read it (their default when unset)
+    pausePercent: process.env.RETENTION_PAUSE_PERCENT ?? 'default',
     softDeleteSeconds: soft.seconds,
+    softDeletePausedSeconds: soft.pausedSeconds,
     purgeSeconds: purge.seconds,
     walBytesPerRetiredEvent: {
       softDelete: per(wal0, wal1),
@@ -447,7 +450,7 @@ async function retention(run: VolumeRun, cli: CliTarget, target: RetentionTarget
     p99DuringDryRunOverBefore: before.p99Ms ? round(duringDryRun.p99Ms / before.p99Ms) : null,
   };
   log(
-    `\nretention of ${retired.plans} plans (${retired.events} events): soft delete ${soft.seconds} s, purge ${purge.seconds} s; ` +
+    `\nretention of ${retired.plans} plans (${retired.events} events): soft delete ${soft.seconds} s (${soft.pausedSeconds} s of it resting), purge ${purge.seconds} s; ` +
       `WAL/retired event ${JSON.stringify(figures.walBytesPerRetiredEvent)}; plans list p99 ${before.p99Ms} ms before, ` +
       `${during.p99Ms} ms during (x${figures.p99DuringOverBefore}, ${during.requests} requests), ` +
       `${duringDryRun.p99Ms} ms during its dry run (x${figures.p99DuringDryRunOverBefore})`,
@@ -456,7 +459,10 @@ async function retention(run: VolumeRun, cli: CliTarget, target: RetentionTarget
 }
 
 /** One retention job on the maintenance queue, run by `worker`'s scheduler; resolves with the run's duration. */
-async function runScheduledRetention(worker: Child, target: RetentionTarget): Promise<{ seconds: number }> {
+async function runScheduledRetention(
+  worker: Child,
+  target: RetentionTarget,
+): Promise<{ seconds: number; pausedSeconds: number }> {
   const queue = new Queue(MAINTENANCE_QUEUE, { connection: { url: target.redisUrl }, prefix: target.prefix });
   try {
     const seen = worker.lines.length;
@@ -467,7 +473,7 @@ async function runScheduledRetention(worker: Child, target: RetentionTarget): Pr
       'the scheduled retention run',
     );
     if (done.msg !== 'retention run') throw new Error(`the scheduled retention run failed: ${JSON.stringify(done)}`);
-    return { seconds: round(Number(done.durationMs) / 1000, 2) };
+    return { seconds: round(Number(done.durationMs) / 1000, 2), pausedSeconds: round(Number(done.pausedMs) / 1000, 2) };
   } finally {
     await queue.close();
   }

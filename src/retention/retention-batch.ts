@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Logger } from '../shared/logger';
 import { dbErrorCode, isRetryableDbError, isTooManyLocksError } from '../store/db-errors';
@@ -31,6 +32,37 @@ export interface RunContext {
   wouldPurgeSessions: Set<string>;
   /** Parents of plans this run purged (dry run: would purge): purged by a later run, by their own age. */
   heldParents: Set<string>;
+  /** The rests between the run's transactions (the policy's pausePercent). */
+  pacer: Pacer;
+}
+
+/**
+ * Rests between a run's transactions (RETENTION_PAUSE_PERCENT): after each, for `percent` % of the
+ * time worked since the last rest (the transaction and the reads that chose its rows), so the run
+ * holds the database for at most 100 / (100 + percent) of its time. An abort of `signal` ends a rest
+ * at once (the run then stops before its next transaction).
+ */
+export class Pacer {
+  private workingSince = performance.now();
+  /** Time spent resting, in ms. */
+  pausedMs = 0;
+
+  constructor(
+    private readonly percent: number,
+    private readonly signal?: AbortSignal,
+  ) {}
+
+  async rest(): Promise<void> {
+    const ms = ((performance.now() - this.workingSince) * this.percent) / 100;
+    if (ms >= 1 && !this.signal?.aborted) {
+      const started = performance.now();
+      await delay(ms, undefined, { signal: this.signal }).catch((err: unknown) => {
+        if ((err as Error).name !== 'AbortError') throw err;
+      });
+      this.pausedMs += performance.now() - started;
+    }
+    this.workingSince = performance.now();
+  }
 }
 
 /** Rows per plan table, and session rows removed with them. */

@@ -72,6 +72,16 @@ export interface RetentionPolicy {
    */
   requestTimeoutSeconds: number;
   /**
+   * RETENTION_PAUSE_PERCENT: after each transaction retention rests for this percentage of the time
+   * it worked since its last rest (the transaction and the reads before it), so a run holds the
+   * database's CPU and disk for at most 100 / (100 + this) of its time and the workers' writes and
+   * the API's reads beside it keep their latency; the run takes that much longer. 0 = no pause
+   * (a run as fast as it can, e.g. to catch up after an outage); 100 = rest as long as it worked.
+   * A stop (worker shutdown) ends a pause at once. Dry runs pause alike; session erasure never does.
+   * @defaultValue 100
+   */
+  pausePercent: number;
+  /**
    * RETENTION_CRON: when the scheduler runs, a cron pattern in UTC; `off` = no schedule. @defaultValue `0 3 * * *`
    * (daily 03:00 UTC)
    */
@@ -88,6 +98,7 @@ export const DEFAULT_RETENTION_POLICY: Readonly<RetentionPolicy> = Object.freeze
   batchSize: 1000,
   maxRowsPerTransaction: 5000,
   requestTimeoutSeconds: 300,
+  pausePercent: 100,
   cron: '0 3 * * *',
 });
 
@@ -96,6 +107,8 @@ const MIN_ROWS = 100;
 const MAX_ROWS = 1_000_000;
 /** One day. */
 const MAX_TIMEOUT_S = 86_400;
+/** A rest of at most 100 times the work. */
+const MAX_PAUSE_PERCENT = 10_000;
 /** 100 years. */
 const MAX_DAG_TTL_MINUTES = 52_560_000;
 const TTL_UNIT_MINUTES: Record<string, number> = { m: 1, h: 60, d: 1_440 };
@@ -138,6 +151,10 @@ export const RETENTION_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
     'RETENTION_REQUEST_TIMEOUT',
     "seconds a retention or erasure statement may run on SQL Server (the worker's is the DATABASE_URL's), 0-86400, 0 = no limit (default 300)",
   ],
+  [
+    'RETENTION_PAUSE_PERCENT',
+    'rest after each transaction for this % of the time it worked, so reads and writes beside it keep their latency; 0-10000, 0 = no rest (default 100)',
+  ],
   ['RETENTION_CRON', 'schedule, cron pattern in UTC, or off (default "0 3 * * *" = daily 03:00 UTC)'],
 ];
 
@@ -171,6 +188,7 @@ export function retentionPolicy(overrides: Partial<RetentionPolicy> = {}): Reado
     ['batchSize', 1, 50_000],
     ['maxRowsPerTransaction', MIN_ROWS, MAX_ROWS],
     ['requestTimeoutSeconds', 0, MAX_TIMEOUT_S],
+    ['pausePercent', 0, MAX_PAUSE_PERCENT],
   ];
   for (const [key, min, max] of ranges) {
     const v = policy[key] as number;
@@ -198,6 +216,7 @@ export function loadRetentionPolicy(env: Env = process.env): Readonly<RetentionP
     orphanDays: num('RETENTION_ORPHAN_DAYS', d.orphanDays, 0, 36_500),
     batchSize: num('RETENTION_BATCH_SIZE', d.batchSize, 1, 50_000),
     ...transactionLimits(num),
+    pausePercent: num('RETENTION_PAUSE_PERCENT', d.pausePercent, 0, MAX_PAUSE_PERCENT),
     cron: check('RETENTION_CRON', d.cron, parseCron),
   };
   if (problems.length > 0) throw new ConfigError(problems);

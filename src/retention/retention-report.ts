@@ -53,6 +53,8 @@ export interface RetentionReport {
   complete: boolean;
   stoppedBy?: StopReason;
   durationMs: number;
+  /** Of durationMs, the time rested between transactions (RETENTION_PAUSE_PERCENT). */
+  pausedMs: number;
 }
 
 export function emptyReport(
@@ -80,6 +82,7 @@ export function emptyReport(
     batches: 0,
     complete: true,
     durationMs: 0,
+    pausedMs: 0,
   };
 }
 
@@ -112,7 +115,7 @@ export function formatReport(r: RetentionReport): string[] {
   );
   const end = r.complete ? 'complete' : `stopped early (${r.stoppedBy}); the next run continues`;
   lines.push(
-    `${r.dryRun ? 'dry run, nothing changed' : 'done'}: ${r.batches} batches of up to ${r.batchSize} plans and ${r.maxRowsPerTransaction} rows in ${r.durationMs} ms, ${end}`,
+    `${r.dryRun ? 'dry run, nothing changed' : 'done'}: ${r.batches} batches of up to ${r.batchSize} plans and ${r.maxRowsPerTransaction} rows in ${r.durationMs} ms${r.pausedMs > 0 ? ` (${r.pausedMs} ms of it resting between them)` : ''}, ${end}`,
   );
   return lines;
 }

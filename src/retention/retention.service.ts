@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { Logger } from '../shared/logger';
 import { sqlDialectOf } from '../store/sql/dialects';
 import type { RetentionPolicy } from './retention-config';
-import { RunContext } from './retention-batch';
+import { Pacer, RunContext } from './retention-batch';
 import { emptyReport, RetentionReport } from './retention-report';
 import { maxIdsPerStatement } from './retention-sql';
 import { retirementCutoff, retirePlans } from './plan-retirement';
@@ -69,6 +69,7 @@ export async function runRetention(
     wouldRetire: new Set(),
     wouldPurgeSessions: new Set(),
     heldParents: new Set(),
+    pacer: new Pacer(policy.pausePercent, options.signal),
   };
   // a failure propagates as is: the caller reports it once (the CLI as one line, the scheduler's worker as a failed
   // job)
@@ -77,6 +78,7 @@ export async function runRetention(
     for (const phase of [purgePlans, purgeOrphans, retirePlans, retireOrphans, expireDags]) await phase(ctx);
   });
   report.durationMs = Date.now() - started;
+  report.pausedMs = Math.round(ctx.pacer.pausedMs);
   options.logger?.info(
     {
       dryRun: report.dryRun,
@@ -91,6 +93,7 @@ export async function runRetention(
       complete: report.complete,
       stoppedBy: report.stoppedBy,
       durationMs: report.durationMs,
+      pausedMs: report.pausedMs,
     },
     report.dryRun ? 'retention dry run' : 'retention run',
   );

@@ -34,6 +34,8 @@ export interface BatchContext {
   proceed(): boolean;
   /** One transaction ran (dry run: would run). */
   counted(): void;
+  /** Called after each transaction (dry run: each batch read): the run's rest before the next, if any. */
+  rest(): Promise<void>;
 }
 
 /** A retention run's BatchContext: it stops as the run says (shouldStop), and counts its transactions in the report. */
@@ -46,6 +48,7 @@ export function batchContext(ctx: RunContext): BatchContext {
     logger: ctx.logger,
     proceed: () => !shouldStop(ctx),
     counted: () => void ctx.report.batches++,
+    rest: () => ctx.pacer.rest(),
   };
 }
 
@@ -198,6 +201,7 @@ export async function runBatch<T>(
   }
   bc.counted();
   done(result);
+  await bc.rest();
 }
 
 /**
@@ -213,6 +217,7 @@ async function inChunks(bc: BatchContext, change: PlanChange, plan: PlanSize, ma
     const rows = children.reduce((n, t) => n + (counts[t.table] ?? 0), 0);
     for (let i = chunksFor(change, rows, maxRows); i > 0; i--) bc.counted();
     change.add(counts);
+    await bc.rest();
     return true;
   }
   let limit = maxRows;
@@ -232,6 +237,7 @@ async function inChunks(bc: BatchContext, change: PlanChange, plan: PlanSize, ma
     }
     bc.counted();
     change.add(chunk.counts);
+    await bc.rest();
     if (chunk.done) return true;
   }
 }

@@ -125,6 +125,8 @@ async function erase(ds: DataSource, sessionId: string, options: EraseSessionOpt
     logger: options.logger,
     proceed: () => true,
     counted: () => undefined,
+    // an erasure is asked for and waited on: it does not rest between its transactions
+    rest: async () => undefined,
   };
   const change: PlanChange = {
     tables: PLAN_TABLES,

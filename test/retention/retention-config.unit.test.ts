@@ -19,6 +19,7 @@ describe('retention policy from the environment', () => {
       batchSize: 1000,
       maxRowsPerTransaction: 5000,
       requestTimeoutSeconds: 300,
+      pausePercent: 100,
       cron: '0 3 * * *',
     });
     expect(DEFAULT_RETENTION_POLICY.failedDays).toBeGreaterThan(DEFAULT_RETENTION_POLICY.completedDays);
@@ -36,6 +37,7 @@ describe('retention policy from the environment', () => {
       RETENTION_BATCH_SIZE: '500',
       RETENTION_MAX_ROWS: '2000',
       RETENTION_REQUEST_TIMEOUT: '0',
+      RETENTION_PAUSE_PERCENT: '250',
       RETENTION_CRON: '*/15  *  * * *',
     };
     expect(loadRetentionPolicy(env)).toEqual({
@@ -48,6 +50,7 @@ describe('retention policy from the environment', () => {
       batchSize: 500,
       maxRowsPerTransaction: 2000,
       requestTimeoutSeconds: 0,
+      pausePercent: 250,
       cron: '*/15 * * * *',
     });
     expect(RETENTION_ENV_HELP.map(([name]) => name).sort()).toEqual(Object.keys(env).sort());
@@ -103,6 +106,18 @@ describe('retention policy from the environment', () => {
     expect(() => retentionPolicy({ maxRowsPerTransaction: 0 })).toThrow(
       'maxRowsPerTransaction: 0 is not an integer in 100-1000000',
     );
+  });
+
+  it('rests as long as it worked by default; RETENTION_PAUSE_PERCENT is an integer in 0-10000', () => {
+    expect(loadRetentionPolicy({}).pausePercent).toBe(100);
+    expect(loadRetentionPolicy({ RETENTION_PAUSE_PERCENT: '0' }).pausePercent).toBe(0);
+    expect(() => loadRetentionPolicy({ RETENTION_PAUSE_PERCENT: '10001' })).toThrow(
+      'RETENTION_PAUSE_PERCENT: 10001 is outside 0-10000',
+    );
+    expect(() => loadRetentionPolicy({ RETENTION_PAUSE_PERCENT: '50%' })).toThrow(
+      'RETENTION_PAUSE_PERCENT: "50%" is not an integer',
+    );
+    expect(() => retentionPolicy({ pausePercent: -1 })).toThrow('pausePercent: -1 is not an integer in 0-10000');
   });
 
   it('accepts 5- and 6-field cron patterns and rejects anything else', () => {

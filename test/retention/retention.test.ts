@@ -267,6 +267,24 @@ describe.each(ALL_TEST_DBS)('retention on %s', (kind) => {
     for (const p of plans) expect(await planRows(ds, p.id, 'all')).toEqual(zero());
   });
 
+  it('rests between its transactions as RETENTION_PAUSE_PERCENT says, and does the same work', async () => {
+    const plans: PlanSpec[] = Array.from({ length: 5 }, (_, i) => ({
+      id: `rest-${i}`,
+      status: 'completed',
+      completedAt: ago(40 * DAY),
+    }));
+    await insertPlans(ds, plans);
+    const dry = await runRetention(ds, retentionPolicy({ batchSize: 2, pausePercent: 0 }), { now: NOW, dryRun: true });
+    expect(dry).toMatchObject({ pausedMs: 0, plans: { softDeleted: 5 } });
+    // a hundred times the work: every transaction, however short, is followed by a rest
+    const paced = await runRetention(ds, retentionPolicy({ batchSize: 2, pausePercent: 10_000 }), { now: NOW });
+    expect(paced).toMatchObject({ complete: true, batches: dry.batches, plans: { softDeleted: 5 } });
+    expect(paced.tables).toEqual(dry.tables);
+    expect(paced.pausedMs).toBeGreaterThan(0);
+    expect(paced.pausedMs).toBeLessThanOrEqual(paced.durationMs);
+    for (const p of plans) expect(await planRows(ds, p.id, 'live')).toEqual(zero());
+  });
+
   it('purges the oldest plans first, whatever their ids, and misses none created at the same instant', async () => {
     // ids sort against creation time; three plans share one creation instant (the keyset's tie)
     const created = [ago(50 * DAY), ago(49 * DAY), ago(48 * DAY), ago(48 * DAY), ago(48 * DAY), ago(47 * DAY)];
@@ -300,6 +318,6 @@ function add(a: Record<string, number>, b: Record<string, number>) {
 
 /** A report without what differs between two runs of the same work (timing). */
 function stripRun(r: RetentionReport) {
-  const { durationMs: _durationMs, ...rest } = r;
+  const { durationMs: _durationMs, pausedMs: _pausedMs, ...rest } = r;
   return rest;
 }
