@@ -413,6 +413,8 @@ async function retention(run: VolumeRun, cli: CliTarget, target: RetentionTarget
   const during = await latencyWhile(serve.base, READ_KEY, listPath, { until: softRun });
   const soft = await softRun;
   const wal1 = await walBytes(ds, kind);
+  // a control: the same reads after the run, to tell its effect from the machine's drift
+  const after = await latencyWhile(serve.base, READ_KEY, listPath, { seconds: 10 });
   const retired = await countRetiredEvents(ds);
   await checkpoint(ds, kind);
   const wal1p = await walBytes(ds, kind);
@@ -446,13 +448,15 @@ async function retention(run: VolumeRun, cli: CliTarget, target: RetentionTarget
     plansListBefore: before,
     plansListDuring: during,
     p99DuringOverBefore: before.p99Ms ? round(during.p99Ms / before.p99Ms) : null,
+    plansListAfter: after,
+    p99AfterOverBefore: before.p99Ms ? round(after.p99Ms / before.p99Ms) : null,
     plansListDuringDryRun: duringDryRun,
     p99DuringDryRunOverBefore: before.p99Ms ? round(duringDryRun.p99Ms / before.p99Ms) : null,
   };
   log(
     `\nretention of ${retired.plans} plans (${retired.events} events): soft delete ${soft.seconds} s (${soft.pausedSeconds} s of it resting), purge ${purge.seconds} s; ` +
       `WAL/retired event ${JSON.stringify(figures.walBytesPerRetiredEvent)}; plans list p99 ${before.p99Ms} ms before, ` +
-      `${during.p99Ms} ms during (x${figures.p99DuringOverBefore}, ${during.requests} requests), ` +
+      `${during.p99Ms} ms during (x${figures.p99DuringOverBefore}, ${during.requests} requests), ${after.p99Ms} ms after (x${figures.p99AfterOverBefore}), ` +
       `${duringDryRun.p99Ms} ms during its dry run (x${figures.p99DuringDryRunOverBefore})`,
   );
   return figures;
