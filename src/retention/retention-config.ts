@@ -76,9 +76,10 @@ export interface RetentionPolicy {
    * it worked since its last rest (the transaction and the reads before it), so a run holds the
    * database's CPU and disk for at most 100 / (100 + this) of its time and the workers' writes and
    * the API's reads beside it keep their latency; the run takes that much longer. 0 = no pause
-   * (a run as fast as it can, e.g. to catch up after an outage); 100 = rest as long as it worked.
+   * (a run as fast as it can, e.g. to catch up after an outage); 100 = rest as long as it worked;
+   * 300, the default, holds the database for at most a quarter of the run's time.
    * A stop (worker shutdown) ends a pause at once. Dry runs pause alike; session erasure never does.
-   * @defaultValue 100
+   * @defaultValue 300
    */
   pausePercent: number;
   /**
@@ -98,7 +99,7 @@ export const DEFAULT_RETENTION_POLICY: Readonly<RetentionPolicy> = Object.freeze
   batchSize: 1000,
   maxRowsPerTransaction: 5000,
   requestTimeoutSeconds: 300,
-  pausePercent: 100,
+  pausePercent: 300,
   cron: '0 3 * * *',
 });
 
@@ -153,7 +154,7 @@ export const RETENTION_ENV_HELP: ReadonlyArray<[name: string, help: string]> = [
   ],
   [
     'RETENTION_PAUSE_PERCENT',
-    'rest after each transaction for this % of the time it worked, so reads and writes beside it keep their latency; 0-10000, 0 = no rest (default 100)',
+    'rest after each transaction for this % of the time it worked, so reads and writes beside it keep their latency; 0-10000, 0 = no rest (default 300)',
   ],
   ['RETENTION_CRON', 'schedule, cron pattern in UTC, or off (default "0 3 * * *" = daily 03:00 UTC)'],
 ];

@@ -19,7 +19,7 @@ describe('retention policy from the environment', () => {
       batchSize: 1000,
       maxRowsPerTransaction: 5000,
       requestTimeoutSeconds: 300,
-      pausePercent: 100,
+      pausePercent: 300,
       cron: '0 3 * * *',
     });
     expect(DEFAULT_RETENTION_POLICY.failedDays).toBeGreaterThan(DEFAULT_RETENTION_POLICY.completedDays);
@@ -108,8 +108,8 @@ describe('retention policy from the environment', () => {
     );
   });
 
-  it('rests as long as it worked by default; RETENTION_PAUSE_PERCENT is an integer in 0-10000', () => {
-    expect(loadRetentionPolicy({}).pausePercent).toBe(100);
+  it('rests three times as long as it worked by default; RETENTION_PAUSE_PERCENT is an integer in 0-10000', () => {
+    expect(loadRetentionPolicy({}).pausePercent).toBe(300);
     expect(loadRetentionPolicy({ RETENTION_PAUSE_PERCENT: '0' }).pausePercent).toBe(0);
     expect(() => loadRetentionPolicy({ RETENTION_PAUSE_PERCENT: '10001' })).toThrow(
       'RETENTION_PAUSE_PERCENT: 10001 is outside 0-10000',
