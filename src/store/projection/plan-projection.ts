@@ -86,12 +86,15 @@ export class PlanProjection extends PlanReducer {
     known: Set<string> | 'all',
     private readonly isNew: boolean,
     keepStored: boolean,
+    asRead?: Readonly<ExecutionPlanRow>,
   ) {
     super(plan);
     this.known = known;
     this.isFork = isFork(plan);
-    if (keepStored) this.stored = { plan: { ...plan }, steps: new Map() };
-    if (!isNew) this.before = { plan: this.stored?.plan ?? { ...plan }, steps: this.stored?.steps ?? new Map() };
+    // the rows as read are only ever read: one that nobody changes (a cached row) needs no copy
+    const read = (asRead as ExecutionPlanRow | undefined) ?? (keepStored || !isNew ? { ...plan } : undefined);
+    if (keepStored) this.stored = { plan: read!, steps: new Map() };
+    if (!isNew) this.before = { plan: read!, steps: this.stored?.steps ?? new Map() };
   }
 
   /** A new plan from its defining plan.created (the first in canonical order, see event-order.ts). */
@@ -104,10 +107,11 @@ export class PlanProjection extends PlanReducer {
   /**
    * A stored plan from its row (which it takes over and changes), then the steps (and, for an
    * edit, the handoffs) `needs` asks for through `provide`. `keepStored`: keep a copy of the rows
-   * as read, for a database that writes only what changed (PlanChanges.stored).
+   * as read, for a database that writes only what changed (PlanChanges.stored). `asRead`: a row
+   * equal to `plan` that nobody changes (a cached row), kept as the plan row as read instead of a copy.
    */
-  static resume(plan: ExecutionPlanRow, keepStored = false): PlanProjection {
-    return new PlanProjection(plan, new Set(), false, keepStored);
+  static resume(plan: ExecutionPlanRow, keepStored = false, asRead?: Readonly<ExecutionPlanRow>): PlanProjection {
+    return new PlanProjection(plan, new Set(), false, keepStored, asRead);
   }
 
   /** What the stored rows must provide before `events` can be applied to a resumed plan. */
@@ -156,16 +160,24 @@ export class PlanProjection extends PlanReducer {
 
   /**
    * Stored rows read for `missing(...)`: the steps found among `lookedUp` keys (the others do not
-   * exist), or with `handoffs` given, every step and handoff of the plan.
+   * exist), or with `handoffs` given, every step and handoff of the plan. `asRead`: rows equal to
+   * `steps`, in the same order, that nobody changes (cached rows): kept as the rows as read instead
+   * of copies.
    */
-  provide(steps: PlanStepRow[], lookedUp: string[], handoffs?: PlanHandoffRow[]): void {
+  provide(
+    steps: PlanStepRow[],
+    lookedUp: readonly string[],
+    handoffs?: PlanHandoffRow[],
+    asRead?: readonly Readonly<PlanStepRow>[],
+  ): void {
     if (this.known === 'all') return;
-    for (const s of steps) {
+    const before = this.stored?.steps ?? this.before?.steps;
+    for (let i = 0; i < steps.length; i++) {
+      const s = steps[i];
       if (this.steps.has(s.stepKey)) continue;
       this.readAgents.add(s.agentId);
       this.steps.set(s.stepKey, s);
-      if (this.stored) this.stored.steps.set(s.stepKey, { ...s });
-      else this.before?.steps.set(s.stepKey, { ...s });
+      before?.set(s.stepKey, (asRead?.[i] as PlanStepRow | undefined) ?? { ...s });
     }
     if (handoffs) {
       for (const h of handoffs) if (!this.handoffs.has(h.handoffKey)) this.handoffs.set(h.handoffKey, h);
