@@ -207,10 +207,17 @@ export class PlanProjection extends PlanReducer {
   /** What to write back: everything for a new plan, the rows the applied events touched otherwise. */
   changes(): PlanChanges {
     const all = this.isNew || this.touched.stepsReplaced;
-    const steps = all
-      ? this.sortedSteps()
-      : [...this.touched.steps].filter((k) => !this.materialized.has(k)).map((k) => this.steps.get(k)!);
-    const newSteps = all ? [] : [...this.materialized].map((k) => this.steps.get(k)!);
+    let steps: PlanStepRow[];
+    let newSteps: PlanStepRow[] = [];
+    if (all) steps = this.sortedSteps();
+    else {
+      let keys = [...this.touched.steps];
+      if (this.materialized.size > 0) {
+        keys = keys.filter((k) => !this.materialized.has(k));
+        newSteps = [...this.materialized].map((k) => this.steps.get(k)!);
+      }
+      steps = keys.map((k) => this.steps.get(k)!);
+    }
     return {
       plan: this.plan,
       sessionActivity: this.sessionActivity,
@@ -228,12 +235,27 @@ export class PlanProjection extends PlanReducer {
     };
   }
 
-  /** Agents of the steps as read that no step held now is given to. */
+  /**
+   * Agents of the steps as read that no step held now is given to. Steps are only dropped by an
+   * edit (when this is not asked) and change agent only by an event that touches them, so unless a
+   * touched step left the agent it was read with, every agent read is still held.
+   */
   private leftAgents(): string[] {
-    if (this.readAgents.size === 0) return [];
+    if (this.readAgents.size === 0 || !this.touchedStepMovedAgent()) return [];
     const left = new Set(this.readAgents);
     for (const s of this.steps.values()) left.delete(s.agentId);
     return [...left];
+  }
+
+  /** A step touched by the applied events is given to another agent than the one it was read with. */
+  private touchedStepMovedAgent(): boolean {
+    const read = this.before?.steps;
+    if (!read) return true;
+    for (const k of this.touched.steps) {
+      const was = read.get(k);
+      if (was && was.agentId !== this.steps.get(k)?.agentId) return true;
+    }
+    return false;
   }
 
   protected override ownStep(key: string): PlanStepRow | undefined {
@@ -257,7 +279,8 @@ export class PlanProjection extends PlanReducer {
 
 /** Distinct agents of these steps, less those in `known`. */
 function agentsOf(steps: PlanStepRow[], more: PlanStepRow[], known?: ReadonlySet<string>): string[] {
-  const out = new Set<string>();
-  for (const list of [steps, more]) for (const s of list) if (!known?.has(s.agentId)) out.add(s.agentId);
-  return [...out];
+  let out: Set<string> | undefined;
+  for (const s of steps) if (!known?.has(s.agentId)) (out ??= new Set()).add(s.agentId);
+  for (const s of more) if (!known?.has(s.agentId)) (out ??= new Set()).add(s.agentId);
+  return out ? [...out] : [];
 }
