@@ -239,11 +239,14 @@ export class PlanApplier {
    * cache's own rows are never changed; steps it lacks are read as usual).
    */
   private resumeCached(planId: string, hit: CachedPlanRows, events: readonly PlanEvent[]): PlanProjection {
-    const { plan, steps } = this.cache!.rows.copyOf(hit, PlanProjection.needs(events).stepKeys);
-    const projection = PlanProjection.resume(plan, this.keepStored).usePrices(this.overrides);
+    const { plan, steps, read } = this.cache!.rows.copyOf(hit, PlanProjection.needs(events).stepKeys);
+    // the cached rows are never changed: they are the rows as read, without another copy
+    const projection = PlanProjection.resume(plan, this.keepStored, hit.plan).usePrices(this.overrides);
     projection.provide(
       steps,
       steps.map((s) => s.stepKey),
+      undefined,
+      read,
     );
     this.cacheBases.set(planId, hit);
     return projection;

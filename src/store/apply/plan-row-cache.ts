@@ -82,15 +82,22 @@ export class PlanRowCache {
     return undefined;
   }
 
-  /** Copies of the plan row and of the cached steps among `stepKeys`, for a transaction to change. */
-  copyOf(hit: CachedPlanRows, stepKeys: Iterable<string>): WrittenRows {
+  /**
+   * Copies of the plan row and of the cached steps among `stepKeys`, for a transaction to change;
+   * `read`: the cached steps copied, in the same order (the rows as read, never changed).
+   */
+  copyOf(hit: CachedPlanRows, stepKeys: Iterable<string>): WrittenRows & { read: Readonly<PlanStepRow>[] } {
     const steps: PlanStepRow[] = [];
+    const read: Readonly<PlanStepRow>[] = [];
     for (const key of stepKeys) {
       const step = hit.steps.get(key);
-      if (step) steps.push({ ...step });
+      if (step) {
+        steps.push({ ...step });
+        read.push(step);
+      }
     }
     this.stepsCopied += steps.length;
-    return { plan: { ...hit.plan }, steps };
+    return { plan: { ...hit.plan }, steps, read };
   }
 
   /** A transaction's entries, kept only if it commits (`commit()`). */

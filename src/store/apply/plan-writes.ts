@@ -1,4 +1,3 @@
-import { pushAll as push } from '../../shared/arrays';
 import { derivedId } from '../projection/derived-id';
 import {
   ENTITY,
@@ -112,8 +111,7 @@ export class PlanWrites {
   /** What applying new events changed (PlanProjection.changes). */
   add(changes: PlanChanges, deletedAt: Date | null): void {
     if (changes.isNew) return this.addWhole(changes, deletedAt);
-    const s = stamper(deletedAt);
-    this.updatePlans.push(s(changes.plan));
+    this.updatePlans.push(stamped(changes.plan, deletedAt));
     this.session(changes.plan, changes.sessionActivity);
     if (changes.stored) {
       this.storedPlans.set(changes.plan.id, changes.stored.plan);
@@ -121,34 +119,30 @@ export class PlanWrites {
     }
     if (changes.stepsReplaced) {
       this.replaced.push(changes.plan.id);
-      push(this.insertSteps, changes.steps.map(s));
-      push(this.insertHandoffs, changes.handoffs.map(s));
-      push(this.insertAgents, agentRows(changes.plan, changes.agents));
-      if (changes.dag) this.upsertDags.push(s(changes.dag));
+      pushStamped(this.insertSteps, changes.steps, deletedAt);
+      pushStamped(this.insertHandoffs, changes.handoffs, deletedAt);
+      pushAgentRows(this.insertAgents, changes.plan, changes.agents);
+      if (changes.dag) this.upsertDags.push(stamped(changes.dag, deletedAt));
     } else {
-      push(this.insertSteps, changes.newSteps.map(s));
-      push(this.updateSteps, changes.steps.map(s));
-      push(this.upsertHandoffs, changes.handoffs.map(s));
-      push(this.upsertAgents, agentRows(changes.plan, changes.agents));
-      push(
-        this.leftAgents,
-        changes.leftAgents.map((agentId) => agentRowId(changes.plan.id, agentId)),
-      );
+      pushStamped(this.insertSteps, changes.newSteps, deletedAt);
+      pushStamped(this.updateSteps, changes.steps, deletedAt);
+      pushStamped(this.upsertHandoffs, changes.handoffs, deletedAt);
+      pushAgentRows(this.upsertAgents, changes.plan, changes.agents);
+      for (const agentId of changes.leftAgents) this.leftAgents.push(agentRowId(changes.plan.id, agentId));
     }
-    push(this.decisions, changes.decisions.map(s));
-    push(this.upsertCheckpoints, changes.checkpoints.map(s));
+    pushStamped(this.decisions, changes.decisions, deletedAt);
+    pushStamped(this.upsertCheckpoints, changes.checkpoints, deletedAt);
   }
 
   private addWhole(rows: Omit<PlanChanges, 'dag'> & { dag: WorkflowDagRow | null }, deletedAt: Date | null): void {
-    const s = stamper(deletedAt);
-    this.insertPlans.push(s(rows.plan));
-    push(this.insertAgents, agentRows(rows.plan, rows.agents));
+    this.insertPlans.push(stamped(rows.plan, deletedAt));
+    pushAgentRows(this.insertAgents, rows.plan, rows.agents);
     this.session(rows.plan, rows.sessionActivity);
-    push(this.insertSteps, rows.steps.map(s));
-    push(this.insertHandoffs, rows.handoffs.map(s));
-    push(this.decisions, rows.decisions.map(s));
-    if (rows.dag) this.insertDags.push(s(rows.dag));
-    push(this.insertCheckpoints, rows.checkpoints.map(s));
+    pushStamped(this.insertSteps, rows.steps, deletedAt);
+    pushStamped(this.insertHandoffs, rows.handoffs, deletedAt);
+    pushStamped(this.decisions, rows.decisions, deletedAt);
+    if (rows.dag) this.insertDags.push(stamped(rows.dag, deletedAt));
+    pushStamped(this.insertCheckpoints, rows.checkpoints, deletedAt);
   }
 
   /**
@@ -198,14 +192,10 @@ export class PlanWrites {
   }
 }
 
-/** The `plan_agents` rows of a plan's agents. */
-function agentRows(plan: ExecutionPlanRow, agents: readonly string[]): PlanAgentRow[] {
-  return agents.map((agentId) => ({
-    id: agentRowId(plan.id, agentId),
-    planId: plan.id,
-    agentId,
-    createdAt: plan.createdAt,
-  }));
+/** Appends the `plan_agents` rows of a plan's agents to `target`. */
+function pushAgentRows(target: PlanAgentRow[], plan: ExecutionPlanRow, agents: readonly string[]): void {
+  for (const agentId of agents)
+    target.push({ id: agentRowId(plan.id, agentId), planId: plan.id, agentId, createdAt: plan.createdAt });
 }
 
 /** The id of a plan's `plan_agents` row of an agent. */
@@ -214,6 +204,15 @@ function agentRowId(planId: string, agentId: string): string {
 }
 
 /** Rows written for a plan retention already soft-deleted stay soft-deleted: a late event does not resurrect it. */
-function stamper(deletedAt: Date | null): <T extends { deletedAt: Date | null }>(row: T) => T {
-  return (row) => (deletedAt && !row.deletedAt ? { ...row, deletedAt } : row);
+function stamped<T extends { deletedAt: Date | null }>(row: T, deletedAt: Date | null): T {
+  return deletedAt && !row.deletedAt ? { ...row, deletedAt } : row;
+}
+
+/** Appends `rows` to `target`, each `stamped`. */
+function pushStamped<T extends { deletedAt: Date | null }>(
+  target: T[],
+  rows: readonly T[],
+  deletedAt: Date | null,
+): void {
+  for (const row of rows) target.push(stamped(row, deletedAt));
 }

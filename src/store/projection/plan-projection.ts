@@ -86,12 +86,15 @@ export class PlanProjection extends PlanReducer {
     known: Set<string> | 'all',
     private readonly isNew: boolean,
     keepStored: boolean,
+    asRead?: Readonly<ExecutionPlanRow>,
   ) {
     super(plan);
     this.known = known;
     this.isFork = isFork(plan);
-    if (keepStored) this.stored = { plan: { ...plan }, steps: new Map() };
-    if (!isNew) this.before = { plan: this.stored?.plan ?? { ...plan }, steps: this.stored?.steps ?? new Map() };
+    // the rows as read are only ever read: one that nobody changes (a cached row) needs no copy
+    const read = (asRead as ExecutionPlanRow | undefined) ?? (keepStored || !isNew ? { ...plan } : undefined);
+    if (keepStored) this.stored = { plan: read!, steps: new Map() };
+    if (!isNew) this.before = { plan: read!, steps: this.stored?.steps ?? new Map() };
   }
 
   /** A new plan from its defining plan.created (the first in canonical order, see event-order.ts). */
@@ -104,10 +107,11 @@ export class PlanProjection extends PlanReducer {
   /**
    * A stored plan from its row (which it takes over and changes), then the steps (and, for an
    * edit, the handoffs) `needs` asks for through `provide`. `keepStored`: keep a copy of the rows
-   * as read, for a database that writes only what changed (PlanChanges.stored).
+   * as read, for a database that writes only what changed (PlanChanges.stored). `asRead`: a row
+   * equal to `plan` that nobody changes (a cached row), kept as the plan row as read instead of a copy.
    */
-  static resume(plan: ExecutionPlanRow, keepStored = false): PlanProjection {
-    return new PlanProjection(plan, new Set(), false, keepStored);
+  static resume(plan: ExecutionPlanRow, keepStored = false, asRead?: Readonly<ExecutionPlanRow>): PlanProjection {
+    return new PlanProjection(plan, new Set(), false, keepStored, asRead);
   }
 
   /** What the stored rows must provide before `events` can be applied to a resumed plan. */
@@ -156,16 +160,24 @@ export class PlanProjection extends PlanReducer {
 
   /**
    * Stored rows read for `missing(...)`: the steps found among `lookedUp` keys (the others do not
-   * exist), or with `handoffs` given, every step and handoff of the plan.
+   * exist), or with `handoffs` given, every step and handoff of the plan. `asRead`: rows equal to
+   * `steps`, in the same order, that nobody changes (cached rows): kept as the rows as read instead
+   * of copies.
    */
-  provide(steps: PlanStepRow[], lookedUp: string[], handoffs?: PlanHandoffRow[]): void {
+  provide(
+    steps: PlanStepRow[],
+    lookedUp: readonly string[],
+    handoffs?: PlanHandoffRow[],
+    asRead?: readonly Readonly<PlanStepRow>[],
+  ): void {
     if (this.known === 'all') return;
-    for (const s of steps) {
+    const before = this.stored?.steps ?? this.before?.steps;
+    for (let i = 0; i < steps.length; i++) {
+      const s = steps[i];
       if (this.steps.has(s.stepKey)) continue;
       this.readAgents.add(s.agentId);
       this.steps.set(s.stepKey, s);
-      if (this.stored) this.stored.steps.set(s.stepKey, { ...s });
-      else this.before?.steps.set(s.stepKey, { ...s });
+      before?.set(s.stepKey, (asRead?.[i] as PlanStepRow | undefined) ?? { ...s });
     }
     if (handoffs) {
       for (const h of handoffs) if (!this.handoffs.has(h.handoffKey)) this.handoffs.set(h.handoffKey, h);
@@ -195,10 +207,17 @@ export class PlanProjection extends PlanReducer {
   /** What to write back: everything for a new plan, the rows the applied events touched otherwise. */
   changes(): PlanChanges {
     const all = this.isNew || this.touched.stepsReplaced;
-    const steps = all
-      ? this.sortedSteps()
-      : [...this.touched.steps].filter((k) => !this.materialized.has(k)).map((k) => this.steps.get(k)!);
-    const newSteps = all ? [] : [...this.materialized].map((k) => this.steps.get(k)!);
+    let steps: PlanStepRow[];
+    let newSteps: PlanStepRow[] = [];
+    if (all) steps = this.sortedSteps();
+    else {
+      let keys = [...this.touched.steps];
+      if (this.materialized.size > 0) {
+        keys = keys.filter((k) => !this.materialized.has(k));
+        newSteps = [...this.materialized].map((k) => this.steps.get(k)!);
+      }
+      steps = keys.map((k) => this.steps.get(k)!);
+    }
     return {
       plan: this.plan,
       sessionActivity: this.sessionActivity,
@@ -216,12 +235,27 @@ export class PlanProjection extends PlanReducer {
     };
   }
 
-  /** Agents of the steps as read that no step held now is given to. */
+  /**
+   * Agents of the steps as read that no step held now is given to. Steps are only dropped by an
+   * edit (when this is not asked) and change agent only by an event that touches them, so unless a
+   * touched step left the agent it was read with, every agent read is still held.
+   */
   private leftAgents(): string[] {
-    if (this.readAgents.size === 0) return [];
+    if (this.readAgents.size === 0 || !this.touchedStepMovedAgent()) return [];
     const left = new Set(this.readAgents);
     for (const s of this.steps.values()) left.delete(s.agentId);
     return [...left];
+  }
+
+  /** A step touched by the applied events is given to another agent than the one it was read with. */
+  private touchedStepMovedAgent(): boolean {
+    const read = this.before?.steps;
+    if (!read) return true;
+    for (const k of this.touched.steps) {
+      const was = read.get(k);
+      if (was && was.agentId !== this.steps.get(k)?.agentId) return true;
+    }
+    return false;
   }
 
   protected override ownStep(key: string): PlanStepRow | undefined {
@@ -245,7 +279,8 @@ export class PlanProjection extends PlanReducer {
 
 /** Distinct agents of these steps, less those in `known`. */
 function agentsOf(steps: PlanStepRow[], more: PlanStepRow[], known?: ReadonlySet<string>): string[] {
-  const out = new Set<string>();
-  for (const list of [steps, more]) for (const s of list) if (!known?.has(s.agentId)) out.add(s.agentId);
-  return [...out];
+  let out: Set<string> | undefined;
+  for (const s of steps) if (!known?.has(s.agentId)) (out ??= new Set()).add(s.agentId);
+  for (const s of more) if (!known?.has(s.agentId)) (out ??= new Set()).add(s.agentId);
+  return out ? [...out] : [];
 }

@@ -79,6 +79,16 @@ function addPlanCounts(c: Record<RollupCount, number>, items: number, input: num
   c.outputTokens += output;
 }
 
+/** What a costed step adds to its `step` row and to its plan's `session-cost` row: `units` null when unpriced. */
+function addCost(target: RollupSums, sign: 1 | -1, units: bigint | null, unpriced: boolean): void {
+  target.counts.costedSteps += sign;
+  if (units !== null) {
+    target.counts.pricedSteps += sign;
+    target.cost += BigInt(sign) * units;
+  }
+  if (unpriced) target.counts.unpricedSteps += sign;
+}
+
 /** Every counter of ROLLUP_COUNTS is zero (spelled out for the worker's path; a test checks it names each). */
 export function allZero(c: Record<RollupCount, number>): boolean {
   return (
@@ -142,20 +152,35 @@ function idOf(text: string, key: Omit<RollupSums, 'counts' | 'cost'>): string {
   return id;
 }
 
+/** One level of RollupDelta's index: a nullable part of the key, then the next level (the row at the last). */
+type KeyLevel = Map<string | null, KeyLevel | RollupSums>;
+
+/** The next level of `map` under `part`, created empty. */
+function level(map: KeyLevel, part: string | null): KeyLevel {
+  let next = map.get(part) as KeyLevel | undefined;
+  if (!next) map.set(part, (next = new Map()));
+  return next;
+}
+
 /**
  * Deltas of rollup rows collected over one transaction (`add` with a sign: +1 for rows as they are
  * now, -1 for rows as they were), written by `write` as one upsert that adds them to the stored
  * sums. Whatever order the plans' changes come in, the sums end as those of the rows stored.
  */
 export class RollupDelta {
-  /** By the key text (see part; the id, a SHA-1, is derived once per key: idOf). */
-  private readonly rows = new Map<string, RollupSums & { id: string }>();
+  /** Every row of the delta, in the order they were first looked up. */
+  private readonly rows: Array<RollupSums & { id: string }> = [];
+  /**
+   * The rows by key: day and kind, then each nullable part in turn (null a key like any other), so
+   * a lookup builds no key text; the text (see part) is built once per new row, for its id (idOf).
+   */
+  private readonly index = new Map<string, Map<RollupKind, KeyLevel>>();
 
   /** @param kinds - only rows of these kinds are written (absent: all). */
   constructor(private readonly kinds?: readonly RollupKind[]) {}
 
   get size(): number {
-    return this.rows.size;
+    return this.rows.length;
   }
 
   /** A plan and the steps of it given (its own rows), counted with `sign`; nothing for a soft-deleted plan. */
@@ -234,14 +259,9 @@ export class RollupDelta {
       if (s.costSource === null || s.costSource === undefined) continue;
       const units = s.cost === null || s.cost === undefined ? null : moneyFromColumn(s.cost)!;
       session ??= this.row(day, 'session-cost', sessionId, null, null, null);
-      for (const target of [row, session]) {
-        target.counts.costedSteps += sign;
-        if (units !== null) {
-          target.counts.pricedSteps += sign;
-          target.cost += BigInt(sign) * units;
-        }
-        if (s.costSource === 'unpriced') target.counts.unpricedSteps += sign;
-      }
+      const unpriced = s.costSource === 'unpriced';
+      addCost(row, sign, units, unpriced);
+      addCost(session, sign, units, unpriced);
     }
   }
 
@@ -256,7 +276,7 @@ export class RollupDelta {
     for (const h of handoffs) this.row(day, 'handoff', h.reason, h.fromAgentId, h.toAgentId, null).counts.items += sign;
   }
 
-  /** The row of a key, created with zero sums; positional: no key object per call unless the row is new. */
+  /** The row of a key, created with zero sums; positional: no key object or text per call unless the row is new. */
   // eslint-disable-next-line max-params -- the six columns of a rollup key, called per step on the worker's path
   private row(
     day: string,
@@ -266,13 +286,21 @@ export class RollupDelta {
     model: string | null,
     status: string | null,
   ): RollupSums {
-    const text = `${day}${kind}|${part(sessionId)}${part(agentId)}${part(model)}${part(status)}`;
-    let row = this.rows.get(text);
+    let kinds = this.index.get(day);
+    if (!kinds) this.index.set(day, (kinds = new Map()));
+    let bySession = kinds.get(kind);
+    if (!bySession) kinds.set(kind, (bySession = new Map()));
+    const byAgent = level(bySession, sessionId);
+    const byModel = level(byAgent, agentId);
+    const byStatus = level(byModel, model);
+    let row = byStatus.get(status) as (RollupSums & { id: string }) | undefined;
     if (!row) {
+      const text = `${day}${kind}|${part(sessionId)}${part(agentId)}${part(model)}${part(status)}`;
       const key = { day, kind, sessionId, agentId, model, status };
       // spelled out: an object spread per new row costs a runtime call
       row = { day, kind, sessionId, agentId, model, status, id: idOf(text, key), counts: zeroCounts(), cost: 0n };
-      this.rows.set(text, row);
+      byStatus.set(status, row);
+      this.rows.push(row);
     }
     return row;
   }
@@ -280,7 +308,7 @@ export class RollupDelta {
   /** The rows whose sums moved, by id (sorted: writers of one key take its lock in one order). */
   changed(): AnalyticsRollupRow[] {
     const out: AnalyticsRollupRow[] = [];
-    for (const r of this.rows.values()) {
+    for (const r of this.rows) {
       const c = r.counts;
       if (r.cost === 0n && allZero(c)) continue;
       if (this.kinds && !this.kinds.includes(r.kind)) continue;
@@ -312,7 +340,8 @@ export class RollupDelta {
   /** Adds the deltas to the stored rollups (one upsert, chunked to the database's limits), and forgets them. */
   async write(rows: RowStore): Promise<void> {
     const changed = this.changed();
-    this.rows.clear();
+    this.rows.length = 0;
+    this.index.clear();
     if (changed.length === 0) return;
     const keep = Object.fromEntries([...ROLLUP_COUNTS, 'cost'].map((k) => [k, 'add' as const]));
     await rows.upsert(ENTITY.rollup, changed, { key: 'id', update: [], keep, concurrentInserts: true });
