@@ -152,7 +152,7 @@ function idOf(text: string, key: Omit<RollupSums, 'counts' | 'cost'>): string {
   return id;
 }
 
-/** One level of RollupDelta's index: a nullable part of the key, then the next level (the row at the last). */
+/** One level of RollupDelta's index: a part of the key (day, kind, then the nullable ones), then the next level (the row at the last). */
 type KeyLevel = Map<string | null, KeyLevel | RollupSums>;
 
 /** The next level of `map` under `part`, created empty. */
@@ -174,7 +174,7 @@ export class RollupDelta {
    * The rows by key: day and kind, then each nullable part in turn (null a key like any other), so
    * a lookup builds no key text; the text (see part) is built once per new row, for its id (idOf).
    */
-  private readonly index = new Map<string, Map<RollupKind, KeyLevel>>();
+  private readonly index: KeyLevel = new Map();
 
   /** @param kinds - only rows of these kinds are written (absent: all). */
   constructor(private readonly kinds?: readonly RollupKind[]) {}
@@ -286,13 +286,7 @@ export class RollupDelta {
     model: string | null,
     status: string | null,
   ): RollupSums {
-    let kinds = this.index.get(day);
-    if (!kinds) this.index.set(day, (kinds = new Map()));
-    let bySession = kinds.get(kind);
-    if (!bySession) kinds.set(kind, (bySession = new Map()));
-    const byAgent = level(bySession, sessionId);
-    const byModel = level(byAgent, agentId);
-    const byStatus = level(byModel, model);
+    const byStatus = level(level(level(level(level(this.index, day), kind), sessionId), agentId), model);
     let row = byStatus.get(status) as (RollupSums & { id: string }) | undefined;
     if (!row) {
       const text = `${day}${kind}|${part(sessionId)}${part(agentId)}${part(model)}${part(status)}`;
