@@ -115,6 +115,45 @@ describe.each(ALL_TEST_DBS)('approvals on %s', (kind) => {
     expect((await store.persist([dupFirst, decided('p_mix', 'ap_mix_dup', 'reject')])).approvals).toEqual([]);
   });
 
+  it('decides a request by a decision stored before it (it arrived first) once the request is stored', async () => {
+    await store.persist([created('p_early')]);
+    const edited = argsDigest({ ...ARGS, subject: 'Deploy v4?' });
+    const early = decided('p_early', 'ap_early', 'edit', { editedArgsDigest: edited, feedback: 'v4 only' });
+    // nothing to decide yet: stored in the log, no row
+    expect((await store.persist([early])).approvals).toEqual([]);
+    expect(await ledger.consume('ap_early', edited, 'x')).toEqual({ ok: false, reason: 'not_found' });
+    // the request arrives with a later decision of its own and the early one redelivered: the early one decides
+    const outcome = await store.persist([
+      requested('p_early', 'ap_early'),
+      decided('p_early', 'ap_early', 'reject'),
+      early,
+    ]);
+    expect(outcome.approvals).toEqual([
+      { change: 'requested', approvalId: 'ap_early', planId: 'p_early' },
+      { change: 'decided', approvalId: 'ap_early', planId: 'p_early', decision: 'edit' },
+    ]);
+    expect(await ledger.get('ap_early')).toMatchObject({
+      status: 'decided',
+      decision: 'edit',
+      decidedBy: 'alice',
+      feedback: 'v4 only',
+      editedArgsDigest: edited,
+    });
+    expect((await store.persist([early])).approvals).toEqual([]);
+    expect(await ledger.consume('ap_early', edited, 'exec')).toMatchObject({ ok: true });
+
+    // another plan's decision of the same id, and one under another seq than the request's, decide nothing
+    await store.persist([created('p_early_b')]);
+    await store.persist([
+      decided('p_early', 'ap_early_b', 'approve'),
+      ev('p_early_b', 0, 'approval.decided', { approvalId: 'ap_early_b', decision: 'approve', decidedBy: 'bob' }),
+    ]);
+    expect((await store.persist([requested('p_early_b', 'ap_early_b')])).approvals).toEqual([
+      { change: 'requested', approvalId: 'ap_early_b', planId: 'p_early_b' },
+    ]);
+    expect((await ledger.get('ap_early_b'))?.status).toBe('pending');
+  });
+
   it('answers a consume once; then already_consumed', async () => {
     await store.persist([created('p_once'), requested('p_once', 'ap_once'), decided('p_once', 'ap_once', 'approve')]);
     const ok = await ledger.consume('ap_once', DIGEST, 'executor-1');

@@ -144,6 +144,21 @@ export class MssqlTables {
         this.rows(table).filter((r) => r[column] === p(0)),
       );
     }
+    // decisions stored before their request: by plan id and seq lists and type (live rows)
+    if (
+      (m = sql.match(
+        / FROM "plan_events" "e" WHERE \( "e"\."plan_id" IN \(([@\d, ]+)\) AND "e"\."seq" IN \(([@\d, ]+)\) AND "e"\."type" = @(\d+) \) AND \( "e"\."deleted_at" IS NULL \)$/,
+      ))
+    ) {
+      const values = (list: string) => new Set(list.split(', ').map((v) => p(Number(v.slice(1)))));
+      const [plans, seqs, type] = [values(m[1]), values(m[2]), p(Number(m[3]))];
+      return project(
+        sql,
+        this.rows('plan_events').filter(
+          (r) => plans.has(r.plan_id) && seqs.has(Number(r.seq)) && r.type === type && r.deleted_at === null,
+        ),
+      );
+    }
     // a page of one plan's log, or its defining plan.created
     if (/ FROM "plan_events" "e" WHERE "e"\."plan_id" = @0/.test(sql)) {
       let rows = this.rows('plan_events').filter((r) => r.plan_id === p(0));

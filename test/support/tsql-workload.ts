@@ -179,7 +179,8 @@ async function recordStore(
   check('the late event rebuilt its plan', totals.rebuilt === 1);
 
   // approvals: a request decided in its own batch (read, then inserted decided), a request decided
-  // by a later batch (read, then the decided row upserted), a decision of an approval never requested
+  // by a later batch (read, then the decided row upserted), a decision of an approval not requested
+  // yet (it decides nothing until its request is stored)
   const approvalEvent = (seq: number, type: string, payload: object) =>
     ({ ...late[0], eventId: stableUuid(`appr#${type}#${seq}`), planId: 'appr-1', seq, type, payload }) as PlanEvent;
   const asked = (approvalId: string) => ({
@@ -198,12 +199,15 @@ async function recordStore(
   ]);
   const later = await persist([approvalEvent(2, 'approval.decided', decision('ap-2'))]);
   const ghost = await persist([approvalEvent(3, 'approval.decided', decision('ap-never'))]);
+  // the request of that decision arrives after it: the decision stored before decides it
+  const early = await persist([approvalEvent(3, 'approval.requested', asked('ap-never'))]);
   check(
-    "approvals: a batch's request and decision, a later batch's decision, a decision never requested",
+    "approvals: a batch's request and decision, a later batch's decision, a decision before its request",
     inOne.approvals.length === 3 &&
       later.approvals.length === 1 &&
       ghost.approvals.length === 0 &&
-      tables.rows('approvals').filter((r) => r.decision === 'approve').length === 2,
+      early.approvals.map((c) => c.change).join() === 'requested,decided' &&
+      tables.rows('approvals').filter((r) => r.decision === 'approve').length === 3,
   );
 
   // forks of a stored plan: a step each runs is looked up among its ancestors' rows (a fork's

@@ -1,7 +1,9 @@
 import type { EntityManager } from 'typeorm';
 import type { PlanEvent, PlanEventOf } from '../../contracts';
-import { ENTITY, type ApprovalRow } from '../entities';
+import { ENTITY, type ApprovalRow, type PlanEventRow } from '../entities';
+import { fromEventRow } from '../apply/plan-reader';
 import { isVoidedSeq } from '../projection/voided-seq';
+import { chunk, valuesPerInList } from '../sql/batch-limits';
 import type { RowStore, SqlDialect } from '../sql/sql-dialect';
 
 /**
@@ -29,7 +31,10 @@ const DECISION_COLUMNS = ['decision', 'decidedBy', 'feedback', 'editedArgsDigest
  * approvalId; a request under an id another plan already holds changes nothing); the first
  * decision of a stored request decides it, later ones change nothing; a decision of an approval
  * never requested decides nothing, so it cannot be consumed. Requests apply before decisions, so
- * a request and its decision in one batch insert the row decided.
+ * a request and its decision in one batch insert the row decided. A decision that arrived before
+ * its request (stored in an earlier transaction, having decided nothing then: events may overtake
+ * each other, e.g. through a publisher's journal) decides the request's row as it is inserted,
+ * when it carries the request's seq, as the decide endpoint's do (decisionsStoredBefore).
  *
  * Where the row store inserts only new keys and says which (`RowStore.insertNew`: PostgreSQL,
  * SQLite), the batch's requests go first, decided by the batch's decisions as if new, and
@@ -60,6 +65,9 @@ export async function applyApprovalEvents(
   let stored: Map<string, ApprovalRow>;
   /** Of the rows inserted already decided: the decision that decided each. */
   const decidedFirst = new Map<string, PlanEventOf<'approval.decided'>>();
+  // decisions stored before their request come first: they were stored before this batch's
+  const early = await decisionsStoredBefore(m, dialect, [...candidates.values()], events);
+  for (const [approvalId, e] of early) if (decide(candidates.get(approvalId), e)) decidedFirst.set(approvalId, e);
   const insertFirst = rows.insertNew !== undefined && candidates.size > 0;
   if (insertFirst) {
     for (const e of decisions)
@@ -74,6 +82,9 @@ export async function applyApprovalEvents(
   }
   const changes: ApprovalChange[] = [];
   for (const [approvalId, row] of inserted) changes.push({ change: 'requested', approvalId, planId: row.planId });
+  for (const [approvalId, e] of early)
+    if (inserted.has(approvalId) && decidedFirst.get(approvalId) === e)
+      changes.push({ change: 'decided', approvalId, planId: e.planId, decision: e.payload.decision });
   const decided = new Map<string, ApprovalRow>();
   for (const e of decisions) {
     const p = e.payload;
@@ -90,6 +101,47 @@ export async function applyApprovalEvents(
   if (!insertFirst) await rows.insert(ENTITY.approval, [...inserted.values()]);
   await rows.update(ENTITY.approval, [...decided.values()], 'approvalId', DECISION_COLUMNS);
   return changes;
+}
+
+/**
+ * For request rows about to be inserted: the first decision of each (by when it was stored, then
+ * event id) that is in the log already, outside `batch` (this transaction's events, stored by
+ * now), on the request's plan and under its seq. Such a decision arrived before its request and
+ * decided nothing. An index seek on (plan_id, seq) per chunk; transactions without requests read
+ * nothing.
+ */
+async function decisionsStoredBefore(
+  m: EntityManager,
+  dialect: SqlDialect,
+  requests: readonly ApprovalRow[],
+  batch: readonly PlanEvent[],
+): Promise<Map<string, PlanEventOf<'approval.decided'>>> {
+  const found = new Map<string, PlanEventOf<'approval.decided'>>();
+  if (requests.length === 0) return found;
+  const wanted = new Set(requests.map((r) => `${r.planId}\u0000${r.requestSeq}\u0000${r.approvalId}`));
+  const inBatch = new Set(batch.map((e) => e.eventId));
+  const stored: PlanEventRow[] = [];
+  for (const part of chunk([...requests], Math.max(1, Math.floor(valuesPerInList(dialect) / 2)))) {
+    const rows = await m
+      .createQueryBuilder()
+      .select('e')
+      .from(ENTITY.event, 'e')
+      .where('e.planId IN (:...plans) AND e.seq IN (:...seqs) AND e.type = :type', {
+        plans: [...new Set(part.map((r) => r.planId))],
+        seqs: [...new Set(part.map((r) => r.requestSeq))],
+        type: 'approval.decided',
+      })
+      .getMany();
+    stored.push(...(rows as PlanEventRow[]));
+  }
+  const at = (r: PlanEventRow) => new Date(r.recordedAt).getTime();
+  stored.sort((a, b) => at(a) - at(b) || (a.eventId < b.eventId ? -1 : 1));
+  for (const row of stored) {
+    const e = fromEventRow(row) as PlanEventOf<'approval.decided'>;
+    if (inBatch.has(e.eventId) || found.has(e.payload.approvalId)) continue;
+    if (wanted.has(`${e.planId}\u0000${e.seq}\u0000${e.payload.approvalId}`)) found.set(e.payload.approvalId, e);
+  }
+  return found;
 }
 
 /** The stored rows of these approval ids, by id. */
