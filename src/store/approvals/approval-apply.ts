@@ -41,7 +41,8 @@ const DECISION_COLUMNS = ['decision', 'decidedBy', 'feedback', 'editedArgsDigest
  * `approvals` is read only for the decisions of rows that insert did not write (their request in
  * an earlier batch, or a redelivered one): most batches then write their approvals in one
  * statement. Elsewhere one read of the rows the events name comes first, then one insert. Then one
- * update of the decided stored rows. Each statement chunked to the database's limits.
+ * update of the decided stored rows. A batch with requests reads the log first, for decisions
+ * stored before them. Each statement chunked to the database's limits.
  */
 export async function applyApprovalEvents(
   m: EntityManager,
