@@ -58,8 +58,13 @@ export const postgres: SqlDialect = {
       ...(target.schema ? { schema: target.schema } : {}),
       poolSize,
       // raw SQL (the PRD's analytics queries) must see the same schema as TypeORM does; JIT off:
-      // compiling a plan costs 50-150 ms, more than any of the store's statements or reads runs
-      extra: { options: `${target.schema ? `-c search_path=${target.schema} ` : ''}-c jit=off` },
+      // compiling a plan takes longer than any of the store's statements or reads runs. Parallel
+      // query off: the store's statements and reads are keyed or read rollups, and a parallel plan
+      // (workers scanning a whole table, e.g. execution_plans for a range's end day) was chosen
+      // over the index walk that reads only the rows in range (docs/store.md)
+      extra: {
+        options: `${target.schema ? `-c search_path=${target.schema} ` : ''}-c jit=off -c max_parallel_workers_per_gather=0`,
+      },
     } as DataSourceOptions;
   },
   prepareDataSource: (ds) => ds,
