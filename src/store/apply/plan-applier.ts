@@ -4,7 +4,7 @@ import type { PlanEvent } from '../../contracts';
 import { ENTITY, PlanHeadRow, type PlanStepRow } from '../entities';
 import { LockedHead, writeHeads } from '../ledger/plan-heads';
 import { canonicalOrder, definingCreated, SeqRun } from '../projection/event-order';
-import { CreatedEvent, type PlanChanges, PlanProjection } from '../projection/plan-projection';
+import { CreatedEvent, type PlanChanges, PlanProjection, type ProjectionNeeds } from '../projection/plan-projection';
 import { isVoidedSeq } from '../projection/voided-seq';
 import type { SqlDialect } from '../sql/sql-dialect';
 import { LOG_PAGE, PlanReader } from './plan-reader';
@@ -191,13 +191,15 @@ export class PlanApplier {
     this.stats.cacheHits += cached.size;
     const rows = toRead.length > 0 ? await this.reader.plans(toRead) : new Map();
     const missing: LockedHead[] = [];
-    // `admitted`: the events the watermark takes (for a new plan, its plan.created too); `events`: those to apply
+    // `admitted`: the events the watermark takes (for a new plan, its plan.created too); `events`: those to apply;
+    // `needs`: what the events need read, when worked out already (a cached plan)
     const resumed: Array<{
       head: LockedHead;
       run: SeqRun;
       projection: PlanProjection;
       events: PlanEvent[];
       admitted: number;
+      needs?: ProjectionNeeds;
     }> = [];
     for (const { head, events } of items) {
       if (head.appliedSeq === null) {
@@ -212,8 +214,9 @@ export class PlanApplier {
       }
       const row = rows.get(head.planId);
       const hit = cached.get(head.planId);
+      const needs = hit ? PlanProjection.needs(events) : undefined;
       const projection = hit
-        ? this.resumeCached(head.planId, hit, events)
+        ? this.resumeCached(head.planId, hit, needs!)
         : row
           ? PlanProjection.resume(row, this.keepStored).usePrices(this.overrides)
           : undefined;
@@ -223,7 +226,9 @@ export class PlanApplier {
       }
       const run = new SeqRun(head.appliedSeq);
       const admitted = events.filter((e) => run.admits(e.seq));
-      resumed.push({ head, run, projection, events: admitted, admitted: admitted.length });
+      // the needs worked out above are those of `admitted` when the watermark takes every event
+      const known = admitted.length === events.length ? needs : undefined;
+      resumed.push({ head, run, projection, events: admitted, admitted: admitted.length, needs: known });
     }
     // the stored steps the events need, and a fork's steps among its ancestors' (new forks too)
     await this.reader.provide(resumed);
@@ -235,11 +240,11 @@ export class PlanApplier {
   }
 
   /**
-   * A stored plan from copies of its cached plan row and of the cached steps `events` need (the
-   * cache's own rows are never changed; steps it lacks are read as usual).
+   * A stored plan from copies of its cached plan row and of the cached steps its events need
+   * (`needs`; the cache's own rows are never changed; steps it lacks are read as usual).
    */
-  private resumeCached(planId: string, hit: CachedPlanRows, events: readonly PlanEvent[]): PlanProjection {
-    const { plan, steps, read } = this.cache!.rows.copyOf(hit, PlanProjection.needs(events).stepKeys);
+  private resumeCached(planId: string, hit: CachedPlanRows, needs: ProjectionNeeds): PlanProjection {
+    const { plan, steps, read } = this.cache!.rows.copyOf(hit, needs.stepKeys);
     // the cached rows are never changed: they are the rows as read, without another copy
     const projection = PlanProjection.resume(plan, this.keepStored, hit.plan).usePrices(this.overrides);
     projection.provide(
