@@ -12,6 +12,7 @@ import type { CachedPlanRows, CacheStage, PlanRowCache } from './plan-row-cache'
 import { PlanWrites } from './plan-writes';
 import { measureHandoffs, measurePlans } from '../rollups/rollup-measure';
 import { RollupDelta, type RollupPlan, type RollupStep } from '../rollups/rollup-rows';
+import { msOf } from '../../shared/time-units';
 
 /**
  * What a plan's new events call for, given its head (docs/store.md#incremental-behind-a-watermark):
@@ -512,11 +513,7 @@ function liveRows<T extends { deletedAt: Date | null }>(rows: T[]): T[] {
 
 /** The plan columns that place its rows in the rollups (day, session, retirement) are as they were. */
 function sameRollupKey(a: RollupPlan, b: RollupPlan): boolean {
-  return (
-    a.sessionId === b.sessionId &&
-    new Date(a.createdAt).getTime() === new Date(b.createdAt).getTime() &&
-    !a.deletedAt === !b.deletedAt
-  );
+  return a.sessionId === b.sessionId && msOf(a.createdAt) === msOf(b.createdAt) && !a.deletedAt === !b.deletedAt;
 }
 
 /** The plan row adds the same to the rollups as before (its key being the same: sameRollupKey). */
@@ -577,6 +574,8 @@ interface StallFacts {
   planDeadlines: Map<string, number | null>;
   /** Each applied plan's status once its events are applied. */
   statuses: Map<string, string>;
+  /** The due time setStallState gave last. */
+  lastDue?: Date;
 }
 
 function newStallFacts(stallAfterMs: number): StallFacts {
@@ -616,9 +615,11 @@ function setStallState(stall: StallFacts, before: PlanHeadRow, next: PlanHeadRow
   let due = now.getTime() + (next.deadlineMs ?? stall.stallAfterMs);
   const step = stall.stepDeadlines.get(planId);
   if (step !== undefined) due = Math.max(due, now.getTime() + step);
-  const earlier = before.stallDueAt ? new Date(before.stallDueAt).getTime() : 0;
+  const earlier = before.stallDueAt ? msOf(before.stallDueAt) : 0;
   if (earlier > due) due = earlier;
-  next.stallDueAt = new Date(due);
+  // the plans of a transaction mostly fall due at the same instant: one Date for them all (never changed in place)
+  if (stall.lastDue?.getTime() !== due) stall.lastDue = new Date(due);
+  next.stallDueAt = stall.lastDue;
   if (before.stallCheckAt === null || before.stalledAt !== null) next.stallCheckAt = next.stallDueAt;
   next.stalledAt = null;
 }

@@ -1,5 +1,6 @@
 import type { ExecutionPlanRow, PlanHeadRow, PlanStepRow } from '../entities';
 import { planEnded } from '../projection/plan-projection';
+import { msOf } from '../../shared/time-units';
 
 /** Default budget of the row cache: enough for the plans of a busy worker's in-flight window. */
 export const DEFAULT_ROW_CACHE_BYTES = 64 * 1024 * 1024;
@@ -200,7 +201,7 @@ function sameStamp(a: HeadStamp, version: number, b: HeadStamp): boolean {
     a.version === version &&
     a.appliedSeq === b.appliedSeq &&
     a.eventCount === b.eventCount &&
-    new Date(a.updatedAt).getTime() === new Date(b.updatedAt).getTime()
+    msOf(a.updatedAt) === msOf(b.updatedAt)
   );
 }
 
