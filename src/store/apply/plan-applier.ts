@@ -430,7 +430,11 @@ export class PlanApplier {
     // as a read of the stored rows would count them: soft-deleted ones left out
     this.rollups.addHandoffs(changes.plan, liveRows(changes.handoffs), 1);
     if (changes.stepsReplaced) this.replacedHandoffs.add(changes.plan.id);
-    else for (const h of changes.handoffs) this.touchedHandoffs.set(h.id, before.plan);
+    else {
+      // a handoff the cached rows say is not stored has no row to measure
+      const stored = this.cacheBases.get(changes.plan.id)?.handoffIds ?? null;
+      for (const h of changes.handoffs) if (!stored || stored.has(h.id)) this.touchedHandoffs.set(h.id, before.plan);
+    }
     if (changes.stepsReplaced) {
       this.rollups.addPlan(before.plan, before.steps.values(), -1);
       return this.rollups.addPlan(changes.plan, changes.steps, 1);
