@@ -4,7 +4,7 @@ import type { PlanEvent } from '../../contracts';
 import { ENTITY, PlanHeadRow, type PlanStepRow } from '../entities';
 import { LockedHead, writeHeads } from '../ledger/plan-heads';
 import { canonicalOrder, definingCreated, SeqRun } from '../projection/event-order';
-import { CreatedEvent, type PlanChanges, PlanProjection } from '../projection/plan-projection';
+import { CreatedEvent, type PlanChanges, PlanProjection, type ProjectionNeeds } from '../projection/plan-projection';
 import { isVoidedSeq } from '../projection/voided-seq';
 import type { SqlDialect } from '../sql/sql-dialect';
 import { LOG_PAGE, PlanReader } from './plan-reader';
@@ -12,6 +12,7 @@ import type { CachedPlanRows, CacheStage, PlanRowCache } from './plan-row-cache'
 import { PlanWrites } from './plan-writes';
 import { measureHandoffs, measurePlans } from '../rollups/rollup-measure';
 import { RollupDelta, type RollupPlan, type RollupStep } from '../rollups/rollup-rows';
+import { msOf } from '../../shared/time-units';
 
 /**
  * What a plan's new events call for, given its head (docs/store.md#incremental-behind-a-watermark):
@@ -191,13 +192,15 @@ export class PlanApplier {
     this.stats.cacheHits += cached.size;
     const rows = toRead.length > 0 ? await this.reader.plans(toRead) : new Map();
     const missing: LockedHead[] = [];
-    // `admitted`: the events the watermark takes (for a new plan, its plan.created too); `events`: those to apply
+    // `admitted`: the events the watermark takes (for a new plan, its plan.created too); `events`: those to apply;
+    // `needs`: what the events need read, when worked out already (a cached plan)
     const resumed: Array<{
       head: LockedHead;
       run: SeqRun;
       projection: PlanProjection;
       events: PlanEvent[];
       admitted: number;
+      needs?: ProjectionNeeds;
     }> = [];
     for (const { head, events } of items) {
       if (head.appliedSeq === null) {
@@ -212,8 +215,9 @@ export class PlanApplier {
       }
       const row = rows.get(head.planId);
       const hit = cached.get(head.planId);
+      const needs = hit ? PlanProjection.needs(events) : undefined;
       const projection = hit
-        ? this.resumeCached(head.planId, hit, events)
+        ? this.resumeCached(head.planId, hit, needs!)
         : row
           ? PlanProjection.resume(row, this.keepStored).usePrices(this.overrides)
           : undefined;
@@ -223,7 +227,9 @@ export class PlanApplier {
       }
       const run = new SeqRun(head.appliedSeq);
       const admitted = events.filter((e) => run.admits(e.seq));
-      resumed.push({ head, run, projection, events: admitted, admitted: admitted.length });
+      // the needs worked out above are those of `admitted` when the watermark takes every event
+      const known = admitted.length === events.length ? needs : undefined;
+      resumed.push({ head, run, projection, events: admitted, admitted: admitted.length, needs: known });
     }
     // the stored steps the events need, and a fork's steps among its ancestors' (new forks too)
     await this.reader.provide(resumed);
@@ -235,11 +241,11 @@ export class PlanApplier {
   }
 
   /**
-   * A stored plan from copies of its cached plan row and of the cached steps `events` need (the
-   * cache's own rows are never changed; steps it lacks are read as usual).
+   * A stored plan from copies of its cached plan row and of the cached steps its events need
+   * (`needs`; the cache's own rows are never changed; steps it lacks are read as usual).
    */
-  private resumeCached(planId: string, hit: CachedPlanRows, events: readonly PlanEvent[]): PlanProjection {
-    const { plan, steps, read } = this.cache!.rows.copyOf(hit, PlanProjection.needs(events).stepKeys);
+  private resumeCached(planId: string, hit: CachedPlanRows, needs: ProjectionNeeds): PlanProjection {
+    const { plan, steps, read } = this.cache!.rows.copyOf(hit, needs.stepKeys);
     // the cached rows are never changed: they are the rows as read, without another copy
     const projection = PlanProjection.resume(plan, this.keepStored, hit.plan).usePrices(this.overrides);
     projection.provide(
@@ -424,7 +430,11 @@ export class PlanApplier {
     // as a read of the stored rows would count them: soft-deleted ones left out
     this.rollups.addHandoffs(changes.plan, liveRows(changes.handoffs), 1);
     if (changes.stepsReplaced) this.replacedHandoffs.add(changes.plan.id);
-    else for (const h of changes.handoffs) this.touchedHandoffs.set(h.id, before.plan);
+    else {
+      // a handoff the cached rows say is not stored has no row to measure
+      const stored = this.cacheBases.get(changes.plan.id)?.handoffIds ?? null;
+      for (const h of changes.handoffs) if (!stored || stored.has(h.id)) this.touchedHandoffs.set(h.id, before.plan);
+    }
     if (changes.stepsReplaced) {
       this.rollups.addPlan(before.plan, before.steps.values(), -1);
       return this.rollups.addPlan(changes.plan, changes.steps, 1);
@@ -494,6 +504,7 @@ export class PlanApplier {
       this.manager,
       this.dialect,
       [...this.nextHeads.values()].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0)),
+      this.heads,
     );
     // last: rollup rows are shared by every writer of a day, so their locks are held the shortest
     await this.rollups.write(this.dialect.rows(this.manager));
@@ -507,11 +518,7 @@ function liveRows<T extends { deletedAt: Date | null }>(rows: T[]): T[] {
 
 /** The plan columns that place its rows in the rollups (day, session, retirement) are as they were. */
 function sameRollupKey(a: RollupPlan, b: RollupPlan): boolean {
-  return (
-    a.sessionId === b.sessionId &&
-    new Date(a.createdAt).getTime() === new Date(b.createdAt).getTime() &&
-    !a.deletedAt === !b.deletedAt
-  );
+  return a.sessionId === b.sessionId && msOf(a.createdAt) === msOf(b.createdAt) && !a.deletedAt === !b.deletedAt;
 }
 
 /** The plan row adds the same to the rollups as before (its key being the same: sameRollupKey). */
@@ -572,6 +579,8 @@ interface StallFacts {
   planDeadlines: Map<string, number | null>;
   /** Each applied plan's status once its events are applied. */
   statuses: Map<string, string>;
+  /** The due time setStallState gave last. */
+  lastDue?: Date;
 }
 
 function newStallFacts(stallAfterMs: number): StallFacts {
@@ -611,9 +620,11 @@ function setStallState(stall: StallFacts, before: PlanHeadRow, next: PlanHeadRow
   let due = now.getTime() + (next.deadlineMs ?? stall.stallAfterMs);
   const step = stall.stepDeadlines.get(planId);
   if (step !== undefined) due = Math.max(due, now.getTime() + step);
-  const earlier = before.stallDueAt ? new Date(before.stallDueAt).getTime() : 0;
+  const earlier = before.stallDueAt ? msOf(before.stallDueAt) : 0;
   if (earlier > due) due = earlier;
-  next.stallDueAt = new Date(due);
+  // the plans of a transaction mostly fall due at the same instant: one Date for them all (never changed in place)
+  if (stall.lastDue?.getTime() !== due) stall.lastDue = new Date(due);
+  next.stallDueAt = stall.lastDue;
   if (before.stallCheckAt === null || before.stalledAt !== null) next.stallCheckAt = next.stallDueAt;
   next.stalledAt = null;
 }

@@ -3,7 +3,7 @@ import type { PlanEvent } from '../../contracts';
 import { ENTITY, ExecutionPlanRow, PlanEventRow, PlanHandoffRow, PlanStepRow } from '../entities';
 import { definingCreatedStatement, LogCursor, logPageStatement } from '../ledger/log-statements';
 import { derivedId } from '../projection/derived-id';
-import { PlanProjection } from '../projection/plan-projection';
+import { PlanProjection, type ProjectionNeeds } from '../projection/plan-projection';
 import type { StoredStepPrice } from '../projection/plan-reducer';
 import type { RowStore, SqlDialect } from '../sql/sql-dialect';
 
@@ -55,16 +55,23 @@ export class PlanReader {
   }
 
   /**
-   * Give each resumed plan the stored rows its next `events` need (PlanProjection.needs), for
-   * all the plans in one read per table.
+   * Give each resumed plan the stored rows its next `events` need (PlanProjection.needs, or
+   * `needs` when the caller has it already), for all the plans in one read per table.
    */
-  async provide(items: Array<{ projection: PlanProjection; events: PlanEvent[] }>): Promise<void> {
+  async provide(
+    items: Array<{ projection: PlanProjection; events: PlanEvent[]; needs?: ProjectionNeeds }>,
+  ): Promise<void> {
     const stepIds: string[] = [];
     const whole = new Map<string, PlanProjection>();
     const lookedUp = new Map<PlanProjection, string[]>();
-    for (const { projection, events } of items) {
+    // what each incomplete plan's events need, worked out once for the reads here and the fork's references
+    const open: Array<{ projection: PlanProjection; needs: ProjectionNeeds }> = [];
+    for (const item of items) {
+      const projection = item.projection;
       if (projection.complete) continue;
-      const need = projection.missing(PlanProjection.needs(events));
+      const needs = item.needs ?? PlanProjection.needs(item.events);
+      open.push({ projection, needs });
+      const need = projection.missing(needs);
       if (need.everyStep) whole.set(projection.plan.id, projection);
       else if (need.stepKeys.length > 0) {
         lookedUp.set(projection, need.stepKeys);
@@ -82,7 +89,7 @@ export class PlanReader {
       for (const [planId, projection] of whole)
         projection.provide(steps.get(planId) ?? [], [], handoffs.get(planId) ?? []);
     }
-    await this.provideReferences(items);
+    await this.provideReferences(open);
   }
 
   /**
@@ -90,12 +97,11 @@ export class PlanReader {
    * the parent's parent's for the keys still missing, and so on (PlanProjection.reference). One
    * read per generation for all the forks at once.
    */
-  private async provideReferences(items: Array<{ projection: PlanProjection; events: PlanEvent[] }>): Promise<void> {
+  private async provideReferences(items: Array<{ projection: PlanProjection; needs: ProjectionNeeds }>): Promise<void> {
     type Search = { projection: PlanProjection; keys: string[]; ancestor: string; found: PlanStepRow[] };
     const searches: Search[] = [];
-    for (const { projection, events } of items) {
-      if (projection.complete) continue;
-      const keys = projection.missingReferences(PlanProjection.needs(events));
+    for (const { projection, needs } of items) {
+      const keys = projection.missingReferences(needs);
       const parent = projection.plan.parentPlanId;
       if (keys.length > 0) {
         if (parent) searches.push({ projection, keys, ancestor: parent, found: [] });

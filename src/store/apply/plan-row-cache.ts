@@ -1,5 +1,6 @@
 import type { ExecutionPlanRow, PlanHeadRow, PlanStepRow } from '../entities';
 import { planEnded } from '../projection/plan-projection';
+import { msOf } from '../../shared/time-units';
 
 /** Default budget of the row cache: enough for the plans of a busy worker's in-flight window. */
 export const DEFAULT_ROW_CACHE_BYTES = 64 * 1024 * 1024;
@@ -15,12 +16,15 @@ type HeadStamp = Pick<PlanHeadRow, 'version' | 'appliedSeq' | 'eventCount' | 'up
 export interface CachedPlanRows {
   readonly plan: Readonly<ExecutionPlanRow>;
   readonly steps: ReadonlyMap<string, Readonly<PlanStepRow>>;
+  /** Ids of every handoff row the plan has, or null when this process does not know them all. */
+  readonly handoffIds: ReadonlySet<string> | null;
 }
 
 interface Entry {
   head: HeadStamp;
   plan: ExecutionPlanRow;
   steps: Map<string, PlanStepRow>;
+  handoffIds: ReadonlySet<string> | null;
   bytes: number;
 }
 
@@ -28,7 +32,12 @@ interface Entry {
 export interface WrittenRows {
   plan: ExecutionPlanRow;
   steps: PlanStepRow[];
+  /** Ids of the handoff rows written; `all`: they are every handoff of the plan. Absent: not known. */
+  handoffIds?: { ids: string[]; all: boolean };
 }
+
+/** The handoff ids of a plan that has none: shared, never changed. */
+const NO_HANDOFFS: ReadonlySet<string> = new Set();
 
 /**
  * The rows of the plans this process wrote last, so that the next events of a plan apply without
@@ -132,6 +141,7 @@ export class PlanRowCache {
         entry.bytes += stepBytes(s) - (old ? stepBytes(old) : 0);
         entry.steps.set(s.stepKey, s);
       }
+      entry.handoffIds = withHandoffs(entry.handoffIds, rows.handoffIds?.ids);
     } else {
       const steps = new Map<string, PlanStepRow>();
       let bytes = planBytes(rows.plan);
@@ -139,7 +149,8 @@ export class PlanRowCache {
         steps.set(s.stepKey, s);
         bytes += stepBytes(s);
       }
-      entry = { head: stamp, plan: rows.plan, steps, bytes };
+      const handoffIds = rows.handoffIds?.all ? withHandoffs(NO_HANDOFFS, rows.handoffIds.ids) : null;
+      entry = { head: stamp, plan: rows.plan, steps, handoffIds, bytes };
     }
     // one huge plan must not flush everybody else's
     if (entry.bytes <= this.budgetBytes / 8) this.add(planId, entry);
@@ -195,12 +206,27 @@ export class CacheStage {
   }
 }
 
+/**
+ * Known handoff ids and `added` (written since): null stays null (not known); the set is copied,
+ * not changed, when there are new ids (a transaction's copy of an entry may still read it).
+ */
+function withHandoffs(
+  known: ReadonlySet<string> | null,
+  added: readonly string[] | undefined,
+): ReadonlySet<string> | null {
+  if (known === null) return null;
+  if (added === undefined) return null;
+  let out: Set<string> | undefined;
+  for (const id of added) if (!known.has(id)) (out ??= new Set(known)).add(id);
+  return out ?? known;
+}
+
 function sameStamp(a: HeadStamp, version: number, b: HeadStamp): boolean {
   return (
     a.version === version &&
     a.appliedSeq === b.appliedSeq &&
     a.eventCount === b.eventCount &&
-    new Date(a.updatedAt).getTime() === new Date(b.updatedAt).getTime()
+    msOf(a.updatedAt) === msOf(b.updatedAt)
   );
 }
 

@@ -193,9 +193,15 @@ export class PlanProjection extends PlanReducer {
   /**
    * The plan row and the step rows held now (all of them for a plan started by `create`, else
    * those read or provided), as they are after the events applied: what a row cache can keep.
+   * `handoffIds`: ids of the handoff rows written, and whether they are all the plan has (a new
+   * plan, or an edit: every handoff is held and written) or only those the events recorded.
    */
-  held(): { plan: ExecutionPlanRow; steps: PlanStepRow[] } {
-    return { plan: this.plan, steps: [...this.steps.values()] };
+  held(): { plan: ExecutionPlanRow; steps: PlanStepRow[]; handoffIds: { ids: string[]; all: boolean } } {
+    const all = this.isNew || this.touched.stepsReplaced;
+    const ids: string[] = [];
+    if (all) for (const h of this.handoffs.values()) ids.push(h.id);
+    else for (const k of this.touched.handoffs) ids.push(this.handoffs.get(k)!.id);
+    return { plan: this.plan, steps: [...this.steps.values()], handoffIds: { ids, all } };
   }
 
   /** Every row of the plan (a plan started by `create`, which holds all of them). */

@@ -27,6 +27,10 @@ export interface PlanRows {
 }
 
 const ZERO_COST = formatMoney(0n);
+/** The empty defaults of PlanReducer's fields that most plans never fill: one shared instance, never changed. */
+const NONE_KEPT: ReadonlyMap<string, StoredStepPrice> = new Map();
+const NONE_REFERENCED: ReadonlyMap<string, PlanStepRow | null> = new Map();
+const NONE_MATERIALIZED: ReadonlySet<string> = new Set();
 const TERMINAL_PLAN = new Set(['completed', 'failed', 'cancelled']);
 
 /** A plan that ended (finalized, or rejected): later events of it are rare. */
@@ -77,18 +81,19 @@ export class PlanReducer {
   /** Negotiated prices in force for the steps this reducer prices (usePrices). */
   protected overrides: readonly PriceOverride[] = [];
   /** Stored steps whose cost stands while their usage is the same (keepPrices), by step key. */
-  protected kept: ReadonlyMap<string, StoredStepPrice> = new Map();
+  protected kept: ReadonlyMap<string, StoredStepPrice> = NONE_KEPT;
   /** Latest plan-level event applied (see PlanRows.sessionActivity). */
   protected sessionActivity: Date | null = null;
   /** What the applied events changed: step and handoff keys, and whether an edit replaced the step list. */
   protected readonly touched = { steps: new Set<string>(), handoffs: new Set<string>(), stepsReplaced: false };
   /**
    * A fork's steps it has no row of, as its ancestors define them (`reference`): the row of the
-   * nearest ancestor that has the step, or null when none has it.
+   * nearest ancestor that has the step, or null when none has it. Shared and empty until the first
+   * `reference` (only forks have any).
    */
-  protected readonly references = new Map<string, PlanStepRow | null>();
-  /** Steps of a fork that became its own rows from a reference (taken over by their first event). */
-  protected readonly materialized = new Set<string>();
+  protected references: ReadonlyMap<string, PlanStepRow | null> = NONE_REFERENCED;
+  /** Steps of a fork that became its own rows from a reference (taken over by their first event); shared and empty until the first. */
+  protected materialized: ReadonlySet<string> = NONE_MATERIALIZED;
 
   protected constructor(readonly plan: ExecutionPlanRow) {}
 
@@ -179,8 +184,13 @@ export class PlanReducer {
    * (the others no ancestor has). A fork's first event of such a step makes it the fork's own row.
    */
   reference(found: readonly PlanStepRow[], lookedUp: readonly string[]): void {
-    for (const key of lookedUp) if (!this.references.has(key)) this.references.set(key, null);
-    for (const row of found) this.references.set(row.stepKey, row);
+    const own =
+      this.references === NONE_REFERENCED
+        ? new Map<string, PlanStepRow | null>()
+        : (this.references as Map<string, PlanStepRow | null>);
+    for (const key of lookedUp) if (!own.has(key)) own.set(key, null);
+    for (const row of found) own.set(row.stepKey, row);
+    this.references = own;
   }
 
   /**
@@ -203,7 +213,8 @@ export class PlanReducer {
     // the ancestor's index: `plans fork` gives the steps a fork adds indexes past all of its parent's
     const row = this.newStep(specOfStep(from), this.plan.createdAt);
     this.steps.set(key, row);
-    this.materialized.add(key);
+    if (this.materialized === NONE_MATERIALIZED) this.materialized = new Set();
+    (this.materialized as Set<string>).add(key);
     this.plan.totalSteps++;
     this.touched.steps.add(key);
     return row;

@@ -142,17 +142,19 @@ function part(value: string | null): string {
 const recentIds = new Map<string, string>();
 const RECENT_IDS = 50_000;
 
-function idOf(text: string, key: Omit<RollupSums, 'counts' | 'cost'>): string {
-  let id = recentIds.get(text);
-  if (id === undefined) {
-    if (recentIds.size >= RECENT_IDS) recentIds.clear();
-    id = rollupId(key);
-    recentIds.set(text, id);
-  }
+/** The id of `key`, whose text is `text` and whose id is not among the recent ones, kept among them. */
+function newId(text: string, key: Omit<RollupSums, 'counts' | 'cost'>): string {
+  if (recentIds.size >= RECENT_IDS) recentIds.clear();
+  const id = rollupId(key);
+  recentIds.set(text, id);
   return id;
 }
 
-/** One level of RollupDelta's index: a part of the key (day, kind, then the nullable ones), then the next level (the row at the last). */
+/**
+ * One level of RollupDelta's index: a part of the key (day, kind, agent, model, status, then the
+ * session), then the next level (the row at the last). The session comes last: the kinds keyed by
+ * session have the other nullable parts null, so their many sessions share one path of levels.
+ */
 type KeyLevel = Map<string | null, KeyLevel | RollupSums>;
 
 /** The next level of `map` under `part`, created empty. */
@@ -171,8 +173,9 @@ export class RollupDelta {
   /** Every row of the delta, in the order they were first looked up. */
   private readonly rows: Array<RollupSums & { id: string }> = [];
   /**
-   * The rows by key: day and kind, then each nullable part in turn (null a key like any other), so
-   * a lookup builds no key text; the text (see part) is built once per new row, for its id (idOf).
+   * The rows by key: day and kind, then each nullable part in turn, the session last (KeyLevel;
+   * null a key like any other), so a lookup builds no key text; the text (see part) is built once
+   * per new row, for its id (recentIds).
    */
   private readonly index: KeyLevel = new Map();
 
@@ -286,14 +289,15 @@ export class RollupDelta {
     model: string | null,
     status: string | null,
   ): RollupSums {
-    const byStatus = level(level(level(level(level(this.index, day), kind), sessionId), agentId), model);
-    let row = byStatus.get(status) as (RollupSums & { id: string }) | undefined;
+    const bySession = level(level(level(level(level(this.index, day), kind), agentId), model), status);
+    let row = bySession.get(sessionId) as (RollupSums & { id: string }) | undefined;
     if (!row) {
       const text = `${day}${kind}|${part(sessionId)}${part(agentId)}${part(model)}${part(status)}`;
-      const key = { day, kind, sessionId, agentId, model, status };
+      // a key object only for an id not computed lately
+      const id = recentIds.get(text) ?? newId(text, { day, kind, sessionId, agentId, model, status });
       // spelled out: an object spread per new row costs a runtime call
-      row = { day, kind, sessionId, agentId, model, status, id: idOf(text, key), counts: zeroCounts(), cost: 0n };
-      byStatus.set(status, row);
+      row = { day, kind, sessionId, agentId, model, status, id, counts: zeroCounts(), cost: 0n };
+      bySession.set(sessionId, row);
       this.rows.push(row);
     }
     return row;
