@@ -66,7 +66,7 @@ export async function applyApprovalEvents(
   let stored: Map<string, ApprovalRow>;
   /** Of the rows inserted already decided: the decision that decided each. */
   const decidedFirst = new Map<string, PlanEventOf<'approval.decided'>>();
-  // decisions stored before their request come first: they were stored before this batch's
+  // a decision stored before its request (it arrived first) decides it before this batch's can
   const early = await decisionsStoredBefore(m, dialect, [...candidates.values()], events);
   for (const [approvalId, e] of early) if (decide(candidates.get(approvalId), e)) decidedFirst.set(approvalId, e);
   const insertFirst = rows.insertNew !== undefined && candidates.size > 0;
