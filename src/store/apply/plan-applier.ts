@@ -504,7 +504,6 @@ export class PlanApplier {
       this.manager,
       this.dialect,
       [...this.nextHeads.values()].sort((a, b) => (a.planId < b.planId ? -1 : a.planId > b.planId ? 1 : 0)),
-      this.heads,
     );
     // last: rollup rows are shared by every writer of a day, so their locks are held the shortest
     await this.rollups.write(this.dialect.rows(this.manager));

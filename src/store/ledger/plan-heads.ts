@@ -1,7 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { ENTITY, PlanHeadRow } from '../entities';
 import type { LockedHead, SqlDialect } from '../sql/sql-dialect';
-import { msOf } from '../../shared/time-units';
 
 export type { LockedHead } from '../sql/sql-dialect';
 
@@ -62,41 +61,20 @@ export async function lockStoredHeads(
   return heads;
 }
 
-/** The columns a writer of heads may change, `version` first. */
-const HEAD_UPDATE = [
-  'version',
-  'eventCount',
-  'lastSeq',
-  'appliedSeq',
-  'pendingEvents',
-  'gapSince',
-  'updatedAt',
-  'deadlineMs',
-  'stallDueAt',
-  'stallCheckAt',
-  'stalledAt',
-] as const;
-
-/**
- * Write the heads' new state (they are locked by this transaction). `before`: the heads as locked,
- * by plan id: a column that no head changes from them is left out of the update (`version` is
- * always written).
- */
-export async function writeHeads(
-  m: EntityManager,
-  dialect: SqlDialect,
-  heads: PlanHeadRow[],
-  before?: ReadonlyMap<string, PlanHeadRow>,
-): Promise<void> {
-  const update = before
-    ? HEAD_UPDATE.filter((c) => c === 'version' || heads.some((h) => !sameValue(h[c], before.get(h.planId)?.[c])))
-    : HEAD_UPDATE;
+/** Write the heads' new state (they are locked by this transaction). */
+export async function writeHeads(m: EntityManager, dialect: SqlDialect, heads: PlanHeadRow[]): Promise<void> {
+  const update = [
+    'version',
+    'eventCount',
+    'lastSeq',
+    'appliedSeq',
+    'pendingEvents',
+    'gapSince',
+    'updatedAt',
+    'deadlineMs',
+    'stallDueAt',
+    'stallCheckAt',
+    'stalledAt',
+  ] as const;
   await dialect.rows(m).update(ENTITY.head, heads, 'planId', update);
-}
-
-/** A head column's value is the one stored: the same number or null, or the same instant (a read may give text). */
-function sameValue(now: number | Date | null, stored: number | Date | string | null | undefined): boolean {
-  if (now === stored) return true;
-  if (now === null || stored === null || stored === undefined) return false;
-  return now instanceof Date && typeof stored !== 'number' && now.getTime() === msOf(stored);
 }
