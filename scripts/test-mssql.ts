@@ -31,6 +31,7 @@ export const MSSQL_SUITES: readonly string[] = [
   'test/store/migrations.test.ts',
   'test/store/schema-lint.test.ts',
   'test/store/approvals.test.ts',
+  'test/store/approvals-order.property.test.ts',
   'test/store/databases-alike.test.ts',
   'test/store/plan-event-store.test.ts',
   'test/store/plan-fork.store.test.ts',

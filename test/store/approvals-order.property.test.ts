@@ -51,6 +51,14 @@ function eventsOf(planId: string, approvals: ApprovalCase[]): PlanEvent[] {
   return events;
 }
 
+/** Milliseconds of a timestamp as a driver returns it: a Date, or UTC text (SQLite: `YYYY-MM-DD HH:MM:SS.sss`). */
+function instant(v: unknown): number | null {
+  if (v === null) return null;
+  if (v instanceof Date) return v.getTime();
+  const text = String(v).replace(' ', 'T');
+  return new Date(/Z|[+-]\d\d:?\d\d$/.test(text) ? text : `${text}Z`).getTime();
+}
+
 async function approvalsOf(ds: DataSource, planId: string): Promise<Array<Record<string, unknown>>> {
   const rows: Array<Record<string, unknown>> = await ds.query(
     `SELECT approval_id, plan_id, request_seq, decision, decided_by, feedback, edited_args_digest, decided_at
@@ -59,7 +67,7 @@ async function approvalsOf(ds: DataSource, planId: string): Promise<Array<Record
   return rows.map((r) => ({
     ...r,
     request_seq: Number(r.request_seq),
-    decided_at: r.decided_at === null ? null : new Date(String(r.decided_at).replace(' ', 'T')).getTime(),
+    decided_at: instant(r.decided_at),
   }));
 }
 
@@ -91,9 +99,9 @@ describe.each(ALL_TEST_DBS)('approvals in any arrival order on %s', (kind) => {
           approval_id: String(r.approval_id).replace(reference, planId),
           plan_id: planId,
         }));
-        expect(expected.filter((r) => r.decision !== null)).toHaveLength(
-          approvals.filter((a) => a.decision !== null).length,
-        );
+        const decided = expected.filter((r) => r.decision !== null);
+        expect(decided).toHaveLength(approvals.filter((a) => a.decision !== null).length);
+        for (const r of decided) expect(Number.isFinite(r.decided_at)).toBe(true);
 
         for (const batch of schedule(eventsOf(planId, approvals), arrival)) await store.persist(batch);
         expect(await approvalsOf(ds, planId)).toEqual(expected);
