@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { PlanEvent, PlanEventOf } from '../../contracts';
 import { ENTITY, type ApprovalRow, type PlanEventRow } from '../entities';
+import { pushAll } from '../../shared/arrays';
 import { fromEventRow } from '../apply/plan-reader';
 import { isVoidedSeq } from '../projection/voided-seq';
 import { chunk, valuesPerInList } from '../sql/batch-limits';
@@ -133,7 +134,7 @@ async function decisionsStoredBefore(
         type: 'approval.decided',
       })
       .getMany();
-    stored.push(...(rows as PlanEventRow[]));
+    pushAll(stored, rows as PlanEventRow[]);
   }
   const at = (r: PlanEventRow) => new Date(r.recordedAt).getTime();
   stored.sort((a, b) => at(a) - at(b) || (a.eventId < b.eventId ? -1 : 1));
