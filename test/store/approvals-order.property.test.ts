@@ -4,6 +4,7 @@ import type { PlanEvent } from '../../src/contracts';
 import { argsDigest } from '../../src/contracts';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { canonicalOrder } from '../../src/store/projection/event-order';
+import { instantMs } from '../../src/store/sql/delivery-claims';
 import { approvalRequested } from '../support/approval-fixtures';
 import { ALL_TEST_DBS, createMigratedDb } from '../support/databases';
 import { parsedEvent } from '../support/parsed-event';
@@ -51,14 +52,6 @@ function eventsOf(planId: string, approvals: ApprovalCase[]): PlanEvent[] {
   return events;
 }
 
-/** Milliseconds of a timestamp as a driver returns it: a Date, or UTC text (SQLite: `YYYY-MM-DD HH:MM:SS.sss`). */
-function instant(v: unknown): number | null {
-  if (v === null) return null;
-  if (v instanceof Date) return v.getTime();
-  const text = String(v).replace(' ', 'T');
-  return new Date(/Z|[+-]\d\d:?\d\d$/.test(text) ? text : `${text}Z`).getTime();
-}
-
 async function approvalsOf(ds: DataSource, planId: string): Promise<Array<Record<string, unknown>>> {
   const rows: Array<Record<string, unknown>> = await ds.query(
     `SELECT approval_id, plan_id, request_seq, decision, decided_by, feedback, edited_args_digest, decided_at
@@ -67,7 +60,7 @@ async function approvalsOf(ds: DataSource, planId: string): Promise<Array<Record
   return rows.map((r) => ({
     ...r,
     request_seq: Number(r.request_seq),
-    decided_at: instant(r.decided_at),
+    decided_at: r.decided_at === null ? null : instantMs(r.decided_at),
   }));
 }
 
