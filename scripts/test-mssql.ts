@@ -32,6 +32,7 @@ export const MSSQL_SUITES: readonly string[] = [
   'test/store/schema-lint.test.ts',
   'test/store/approvals.test.ts',
   'test/store/approvals-order.property.test.ts',
+  'test/cli/approvals-repair.cli.test.ts',
   'test/store/databases-alike.test.ts',
   'test/store/plan-event-store.test.ts',
   'test/store/plan-fork.store.test.ts',

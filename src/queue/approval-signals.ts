@@ -32,8 +32,12 @@ export function approvalIdsOf(message: string): string[] {
  */
 export function announceApprovalChanges(redis: RedisClient, prefix: string, changes: readonly ApprovalChange[]): void {
   if (changes.length === 0) return;
-  const ids = [...new Set(changes.map((c) => c.approvalId))].join(' ');
-  redis.publish(approvalChannel(prefix), ids).catch(() => undefined);
+  redis.publish(approvalChannel(prefix), approvalChangesMessage(changes)).catch(() => undefined);
+}
+
+/** The message of the approval channel that names these changes' approvals: their ids, once each, separated by spaces. */
+export function approvalChangesMessage(changes: readonly ApprovalChange[]): string {
+  return [...new Set(changes.map((c) => c.approvalId))].join(' ');
 }
 
 /**

@@ -144,6 +144,26 @@ export class MssqlTables {
         this.rows(table).filter((r) => r[column] === p(0)),
       );
     }
+    // `approvals repair`: how many approvals are undecided and unconsumed, and a page of them after an approvalId
+    const undecided = () => this.rows('approvals').filter((r) => r.decision === null && r.consumed_at === null);
+    if (
+      /^SELECT COUNT\(\*\) AS "n" FROM "approvals" "a" WHERE "a"\."decision" IS NULL AND "a"\."consumed_at" IS NULL$/.test(
+        sql,
+      )
+    )
+      return [{ n: undecided().length }];
+    if (
+      / FROM "approvals" "a" WHERE "a"\."decision" IS NULL AND "a"\."consumed_at" IS NULL AND "a"\."approval_id" > @0 ORDER BY "a"\."approval_id" ASC OFFSET 0 ROWS FETCH NEXT \d+ ROWS ONLY$/.test(
+        sql,
+      )
+    ) {
+      const after = String(p(0));
+      // BIN2 order: UTF-16 code units, as JavaScript compares strings
+      const rows = undecided()
+        .filter((r) => String(r.approval_id) > after)
+        .sort((a, b) => (String(a.approval_id) < String(b.approval_id) ? -1 : 1));
+      return project(sql, rows.slice(0, fetchNext(sql)));
+    }
     // decisions stored before their request: by plan id and seq lists and type (live rows)
     if (
       (m = sql.match(

@@ -16,6 +16,7 @@ import { countStalledPlans, markStalledPlans, watchUnwatchedPlans } from '../../
 import { approvalsSummary } from '../../src/console/console-approvals';
 import { PlanEventStore } from '../../src/store/plan-event-store';
 import { APPROVAL_STATUSES, ApprovalLedger } from '../../src/store/approvals/approval-ledger';
+import { countUndecidedApprovals, repairApprovals } from '../../src/store/approvals/approval-repair';
 import { addPriceOverride, getPriceOverride, listPriceOverrides } from '../../src/store/price-overrides';
 import { repriceSteps } from '../../src/store/price-reprice';
 import { voidedSeqEvent } from '../../src/store/projection/voided-seq';
@@ -208,6 +209,23 @@ async function recordStore(
       ghost.approvals.length === 0 &&
       early.approvals.map((c) => c.change).join() === 'requested,decided' &&
       tables.rows('approvals').filter((r) => r.decision === 'approve').length === 3,
+  );
+  // `approvals repair`: that row as a version before that decided it left it, pending with its
+  // decision in the log; a dry run finds it, a run decides it (page by page, under the head locks)
+  const left = tables.rows('approvals').find((r) => r.approval_id === 'ap-never')!;
+  Object.assign(left, { decision: null, decided_by: null, feedback: null, edited_args_digest: null, decided_at: null });
+  const undecided = await countUndecidedApprovals(ds.manager);
+  const dryRun = await repairApprovals(ds, { dryRun: true, pageSize: 2 });
+  const undecidedAfterDryRun = left.decision === null;
+  const repaired = await repairApprovals(ds, { pageSize: 2 });
+  check(
+    'approvals repair: a dry run finds the pending approval its log decides, a run decides it, a second run nothing',
+    undecided === 1 &&
+      undecidedAfterDryRun &&
+      dryRun.repaired.map((a) => a.approvalId).join() === 'ap-never' &&
+      repaired.repaired.map((a) => a.approvalId).join() === 'ap-never' &&
+      left.decision === 'approve' &&
+      (await repairApprovals(ds)).repaired.length === 0,
   );
 
   // forks of a stored plan: a step each runs is looked up among its ancestors' rows (a fork's

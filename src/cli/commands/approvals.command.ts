@@ -5,14 +5,18 @@ import { lazyRequire } from '../../shared/lazy-require';
 
 // The implementation (and with it TypeORM) is loaded when a subcommand runs (see main.ts).
 const actions = lazyRequire<typeof import('./approvals.actions')>(require, './approvals.actions');
+const repair = lazyRequire<typeof import('./approvals-repair.actions')>(require, './approvals-repair.actions');
 
 type ApprovalsOpts = Record<string, string | boolean | undefined>;
 
-/** `approvals list|show|decide`: the inbox of approvals and the human's decision (docs/approvals.md). */
+/**
+ * `approvals list|show|decide|repair`: the inbox of approvals, the human's decision, and the repair
+ * of approvals an earlier version left pending (docs/approvals.md).
+ */
 export function registerApprovals(program: Command, context: () => CliContext): Command {
   const approvals = program
     .command('approvals')
-    .description('approvals of steps and tool calls: the inbox, one approval, a decision');
+    .description('approvals of steps and tool calls: the inbox, one approval, a decision, a repair');
   approvals
     .command('list')
     .description('approvals across plans, oldest request first, with their age')
@@ -56,5 +60,37 @@ ${EXIT_HELP}`,
     .action(async (id: string, decision: string, opts: ApprovalsOpts) =>
       actions().approvalsDecide(context(), id, decision, opts),
     );
+  approvals
+    .command('repair')
+    .description(
+      'decide the approvals an earlier version left pending although the log holds their decision (it came before the request)',
+    )
+    .option('--dry-run', 'only count and list them: nothing is written')
+    .option(
+      '--json',
+      'print JSON: dryRun, scanned, repaired, approvals (each approvalId, planId, decision, decidedBy, decisionEventId, decidedAt)',
+    )
+    .option('--page-size <n>', 'undecided approvals read and decided per transaction (1-1000)', '500')
+    .addHelpText(
+      'after',
+      `
+A decision that reached the worker before its request decided nothing in versions before the fix
+(the event is in the log, the approval stayed pending). The worker now decides the request by it
+when the request is stored; this decides the approvals stored before, by the same rule: the first
+approval.decided of the approval's plan and id under the request's seq, in the order stored. Other
+approvals are left as they are; running it again decides nothing more.
+
+Undecided approvals are read by approvalId a page at a time; each page is one transaction under
+its plans' head locks (the lock the worker takes), so it may run beside a worker. What it decides is
+announced on Redis as the worker announces its decisions (waiters answer at once; without Redis,
+at their next read). No webhook is written: the decision's approval.decided webhook was written
+when it was stored. Progress goes to stderr.
+
+Examples:
+  plan-ledger approvals repair --dry-run
+  plan-ledger approvals repair --json
+${EXIT_HELP}`,
+    )
+    .action(async (opts: ApprovalsOpts) => repair().runApprovalsRepair(context(), opts));
   return approvals;
 }

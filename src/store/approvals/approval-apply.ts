@@ -68,8 +68,8 @@ export async function applyApprovalEvents(
   /** Of the rows inserted already decided: the decision that decided each. */
   const decidedFirst = new Map<string, PlanEventOf<'approval.decided'>>();
   // a decision stored before its request (it arrived first) decides it before this batch's can
-  const early = await decisionsStoredBefore(m, dialect, [...candidates.values()], events);
-  for (const [approvalId, e] of early) if (decide(candidates.get(approvalId), e)) decidedFirst.set(approvalId, e);
+  const early = await decideByStoredDecisions(m, dialect, [...candidates.values()], events);
+  for (const [approvalId, e] of early) decidedFirst.set(approvalId, e);
   const insertFirst = rows.insertNew !== undefined && candidates.size > 0;
   if (insertFirst) {
     for (const e of decisions)
@@ -85,8 +85,7 @@ export async function applyApprovalEvents(
   const changes: ApprovalChange[] = [];
   for (const [approvalId, row] of inserted) changes.push({ change: 'requested', approvalId, planId: row.planId });
   for (const [approvalId, e] of early)
-    if (inserted.has(approvalId) && decidedFirst.get(approvalId) === e)
-      changes.push({ change: 'decided', approvalId, planId: e.planId, decision: e.payload.decision });
+    if (inserted.has(approvalId) && decidedFirst.get(approvalId) === e) changes.push(decidedChange(e));
   const decided = new Map<string, ApprovalRow>();
   for (const e of decisions) {
     const p = e.payload;
@@ -98,19 +97,55 @@ export async function applyApprovalEvents(
       if (!decide(row, e)) continue;
       if (!inserted.has(p.approvalId)) decided.set(p.approvalId, row!);
     }
-    changes.push({ change: 'decided', approvalId: p.approvalId, planId: e.planId, decision: p.decision });
+    changes.push(decidedChange(e));
   }
   if (!insertFirst) await rows.insert(ENTITY.approval, [...inserted.values()]);
-  await rows.update(ENTITY.approval, [...decided.values()], 'approvalId', DECISION_COLUMNS);
+  await writeDecisions(m, dialect, [...decided.values()]);
   return changes;
 }
 
 /**
- * For request rows about to be inserted: the first decision of each (by when it was stored, then
- * event id) that is in the log already, outside `batch` (this transaction's events, stored by
- * now), on the request's plan and under its seq. Such a decision arrived before its request and
- * decided nothing. An index seek on (plan_id, seq) per chunk; transactions without requests read
- * nothing.
+ * The rule for a decision that reached the worker before its request, in one place: each of
+ * `rows` (undecided rows of requests: about to be inserted by the worker, or stored pending by an
+ * earlier version, see approval-repair.ts) is decided, in memory, by the first decision of it in
+ * the log outside `batch` (decisionsStoredBefore: same plan, same approvalId, the request's seq;
+ * first by when it was stored, then event id). Returns the decision that decided each row, by
+ * approvalId; the caller writes the rows.
+ */
+export async function decideByStoredDecisions(
+  m: EntityManager,
+  dialect: SqlDialect,
+  rows: readonly ApprovalRow[],
+  batch: readonly PlanEvent[] = [],
+): Promise<Map<string, PlanEventOf<'approval.decided'>>> {
+  const decided = new Map<string, PlanEventOf<'approval.decided'>>();
+  const byId = new Map(rows.map((r) => [r.approvalId, r]));
+  // in the order found (the decisions' stored order): the order of the changes reported
+  for (const [approvalId, e] of await decisionsStoredBefore(m, dialect, rows, batch))
+    if (decide(byId.get(approvalId), e)) decided.set(approvalId, e);
+  return decided;
+}
+
+/** Writes the decision columns of stored rows decided in memory (decide): one update, chunked. */
+export async function writeDecisions(
+  m: EntityManager,
+  dialect: SqlDialect,
+  rows: readonly ApprovalRow[],
+): Promise<void> {
+  await dialect.rows(m).update(ENTITY.approval, [...rows], 'approvalId', DECISION_COLUMNS);
+}
+
+/** The change a decision that decided its approval reports. */
+export function decidedChange(e: PlanEventOf<'approval.decided'>): ApprovalChange {
+  return { change: 'decided', approvalId: e.payload.approvalId, planId: e.planId, decision: e.payload.decision };
+}
+
+/**
+ * For undecided request rows (about to be inserted, or stored pending by an earlier version): the
+ * first decision of each (by when it was stored, then event id) that is in the log already,
+ * outside `batch` (this transaction's events, stored by now), on the request's plan and under its
+ * seq. Such a decision arrived before its request and decided nothing. An index seek on (plan_id,
+ * seq) per chunk; transactions without requests read nothing.
  */
 async function decisionsStoredBefore(
   m: EntityManager,
