@@ -7,7 +7,7 @@ import { MAX_QUEUE_SHARDS } from '../config/queue-shard-settings';
  * Queue shards (QUEUE_SHARDS=N): the events queue split into N BullMQ queues, each under a prefix of
  * its own, so that on Redis Cluster each shard hashes to its own slot and the shards spread over the
  * masters. An event goes to the shard of its plan id (shardOfPlan), so one plan's events stay on one
- * queue and keep the store's per-plan lanes. Shard 0 is always QUEUE_PREFIX itself: with N = 1 the
+ * queue and in one of the store's lanes. Shard 0 is always QUEUE_PREFIX itself: with N = 1 the
  * key layout is exactly the unsharded one, and going from 1 to N keeps the old queue as shard 0.
  */
 

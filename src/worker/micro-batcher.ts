@@ -4,9 +4,9 @@
  * failed): that is how one transaction acknowledges many jobs, each only after its commit.
  *
  * Writes run in lanes, one write at a time per lane, lanes in parallel. Each event goes to the
- * lane `laneOf` names (the worker hashes the plan id: one plan, one lane), so a plan's events in
- * flight never queue several transactions on one plan lock while unrelated plans proceed in the
- * other lanes. A job whose events span lanes settles once every part has.
+ * lane `laneOf` names (the worker hashes the session id: one session, one lane), so a session's
+ * events in flight never queue several transactions on its locks while unrelated sessions proceed
+ * in the other lanes. A job whose events span lanes settles once every part has.
  *
  * A lane flushes when its pending events reach `maxEvents`, when every job the worker may hold is
  * already waiting here (no more can arrive: waiting longer would only add latency), or

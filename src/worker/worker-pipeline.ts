@@ -17,7 +17,7 @@ import { GapSweeper } from './gap-sweeper';
 import { createJobProcessor } from './job-processor';
 import { MicroBatcher } from './micro-batcher';
 import type { Opened } from './opened-resources';
-import { planLane } from './plan-lane';
+import { eventLane } from './session-lane';
 import type { WorkerConfig } from './worker-config';
 import type { WorkerState } from './worker-state';
 import { workerVersion } from './worker-version';
@@ -89,9 +89,10 @@ export function buildPipeline(deps: PipelineDeps): WorkerPipeline {
     maxEvents: settings.batchSize,
     maxWaitMs: settings.batchWaitMs,
     maxEntries: () => concurrency.concurrency,
-    // one plan, one lane: a plan's events never wait on each other's plan_heads lock in this process
+    // one session, one lane: a session's plans never wait on each other's plan_heads, sessions or
+    // rollup row locks in this process
     lanes: deps.transactions,
-    laneOf: (event) => planLane(event.planId),
+    laneOf: eventLane,
     merge: mergeOutcomes,
     write: writer.write,
   });

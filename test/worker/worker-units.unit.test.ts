@@ -2,6 +2,7 @@ import { ConfigError } from '../../src/config/config';
 import { backoffDelay } from '../../src/shared/backoff';
 import { DatabaseGate } from '../../src/worker/database-gate';
 import { MicroBatcher } from '../../src/worker/micro-batcher';
+import { eventLane } from '../../src/worker/session-lane';
 import { AdaptiveConcurrency } from '../../src/worker/adaptive-concurrency';
 import { DEFAULT_WORKER_CONFIG, loadWorkerConfig, WORKER_ENV_HELP } from '../../src/worker/worker-config';
 import { WorkerState } from '../../src/worker/worker-state';
@@ -261,6 +262,38 @@ describe('MicroBatcher', () => {
     expect(overlap).toBe(0);
     expect(parallel).toBeGreaterThan(1);
     expect(batcher.size).toBe(0);
+  });
+
+  it("the worker's lanes write a session's plans one transaction at a time, other sessions in parallel", async () => {
+    type Ev = { planId: string; sessionId: string };
+    const writing = new Set<string>();
+    let overlap = 0;
+    let parallel = 0;
+    let running = 0;
+    const batcher = new MicroBatcher<Ev, number>({
+      maxEvents: 3,
+      maxWaitMs: 0,
+      maxEntries: 1000,
+      lanes: 4,
+      laneOf: eventLane,
+      merge: (parts) => parts.reduce((a, b) => a + b, 0),
+      write: async (entries) => {
+        const sessions = new Set(entries.flatMap((e) => e.events.map((ev) => ev.sessionId)));
+        for (const s of sessions) if (writing.has(s)) overlap++;
+        for (const s of sessions) writing.add(s);
+        parallel = Math.max(parallel, ++running);
+        await new Promise((r) => setTimeout(r, 5));
+        running--;
+        for (const s of sessions) writing.delete(s);
+        return entries.map((e) => ({ ok: true as const, value: e.events.length }));
+      },
+    });
+    // 8 sessions of 5 plans each, every plan with an event in every job
+    const events = Array.from({ length: 40 }, (_, p) => ({ planId: `plan-${p}`, sessionId: `sess-${p % 8}` }));
+    const results = await Promise.all(Array.from({ length: 20 }, (_, j) => batcher.submit(`j${j}`, events)));
+    expect(results).toEqual(Array.from({ length: 20 }, () => 40));
+    expect(overlap).toBe(0);
+    expect(parallel).toBeGreaterThan(1);
   });
 
   it('settles a job split across lanes only when every part has, failing it if one part failed', async () => {
