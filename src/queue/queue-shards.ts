@@ -2,6 +2,7 @@ import clusterKeySlot from 'cluster-key-slot';
 import type { RedisClient } from './connect-redis';
 import { EVENTS_QUEUE } from './queue-names';
 import { MAX_QUEUE_SHARDS } from '../config/queue-shard-settings';
+import { fnv1a32 } from '../shared/fnv1a';
 
 /**
  * Queue shards (QUEUE_SHARDS=N): the events queue split into N BullMQ queues, each under a prefix of
@@ -29,12 +30,7 @@ export interface QueueShard {
  */
 export function shardOfPlan(planId: string, count: number): number {
   if (count <= 1) return 0;
-  let h = 0x811c9dc5;
-  for (let i = 0; i < planId.length; i++) {
-    h ^= planId.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return (h >>> 0) % count;
+  return fnv1a32(planId) % count;
 }
 
 /** Redis Cluster's slot of a hash tag's text: CLUSTER KEYSLOT of `{text}` (CRC16-XMODEM modulo 16384). */
