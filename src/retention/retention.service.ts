@@ -69,7 +69,8 @@ export async function runRetention(
     wouldRetire: new Set(),
     wouldPurgeSessions: new Set(),
     heldParents: new Set(),
-    pacer: new Pacer(policy.pausePercent, options.signal),
+    // a dry run writes nothing and holds no locks: nothing to rest for (an operator waits for its answer)
+    pacer: new Pacer(report.dryRun ? 0 : policy.pausePercent, options.signal),
   };
   // a failure propagates as is: the caller reports it once (the CLI as one line, the scheduler's worker as a failed
   // job)
