@@ -11,6 +11,7 @@
 import IORedis from 'ioredis';
 import type { DataSource } from 'typeorm';
 import { argsDigest, type PlanEvent, type PlanEventOf } from '../../src/contracts';
+import { pushAll } from '../../src/shared/arrays';
 import { requestRow } from '../../src/store/approvals/approval-apply';
 import { ApprovalLedger } from '../../src/store/approvals/approval-ledger';
 import { ENTITY, type ApprovalRow } from '../../src/store/entities';
@@ -185,7 +186,7 @@ describe.each(ALL_TEST_DBS)('plan-ledger approvals repair on %s', (kind) => {
     const subscriber = new IORedis(REDIS_URL);
     const announced: string[] = [];
     try {
-      subscriber.on('message', (_channel: string, message: string) => announced.push(...message.split(' ')));
+      subscriber.on('message', (_channel: string, message: string) => pushAll(announced, message.split(' ')));
       await subscriber.subscribe(`${prefix}:approvals:changed`);
       const run = await cli('--json', '--page-size', '2');
       expect(run.code).toBe(0);
