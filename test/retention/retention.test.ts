@@ -274,14 +274,12 @@ describe.each(ALL_TEST_DBS)('retention on %s', (kind) => {
       completedAt: ago(40 * DAY),
     }));
     await insertPlans(ds, plans);
+    // rests of a hundred times the work: every transaction, however short, is followed by one
+    const resting = retentionPolicy({ batchSize: 2, pausePercent: 10_000 });
     // a dry run never rests, whatever the policy says: it writes nothing
-    const dry = await runRetention(ds, retentionPolicy({ batchSize: 2, pausePercent: 10_000 }), {
-      now: NOW,
-      dryRun: true,
-    });
+    const dry = await runRetention(ds, resting, { now: NOW, dryRun: true });
     expect(dry).toMatchObject({ pausedMs: 0, plans: { softDeleted: 5 } });
-    // a hundred times the work: every transaction, however short, is followed by a rest
-    const paced = await runRetention(ds, retentionPolicy({ batchSize: 2, pausePercent: 10_000 }), { now: NOW });
+    const paced = await runRetention(ds, resting, { now: NOW });
     expect(paced).toMatchObject({ complete: true, batches: dry.batches, plans: { softDeleted: 5 } });
     expect(paced.tables).toEqual(dry.tables);
     expect(paced.pausedMs).toBeGreaterThan(0);
